@@ -1,0 +1,124 @@
+/**
+ * Gateway configuration: the single source of truth shared by the runtime (which reads it from the
+ * mounted ConfigMap) and the construct library (which writes that ConfigMap). Pure zod, no I/O.
+ *
+ * Identity: every gateway presents a certificate chained to the fleet CA with a URI SAN
+ * `spiffe://<fleet>/cluster/<cluster>` (see `peerIdentityUri`).
+ */
+import { z } from 'zod';
+
+export const PROXY_CONFIG_VERSION = 1 as const;
+
+/** Default tunnel port on the cross-cluster network. */
+export const DEFAULT_TUNNEL_PORT = 15443;
+/** Default port the intercept listener binds inside the pod (iptables REDIRECT target). */
+export const DEFAULT_INTERCEPT_PORT = 15001;
+/** Default admin port: /healthz, /readyz, /metrics. */
+export const DEFAULT_ADMIN_PORT = 15090;
+
+const ipLiteral = z.union([z.ipv4(), z.ipv6()]);
+const cidr = z.union([z.cidrv4(), z.cidrv6()]);
+const port = z.number().int().min(1).max(65535);
+const clusterName = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(63);
+
+export const endpointSchema = z.object({
+  /** Address to bind (listen) or dial. */
+  host: ipLiteral,
+  port,
+}).strict();
+
+export const peerSchema = z.object({
+  /** Peer cluster name; must match the URI SAN of its gateway certificates. */
+  cluster: clusterName,
+  /** That cluster's in-cluster migration CIDR(s): connections to these go to this peer. */
+  cidrs: z.array(cidr).min(1),
+  /** The peer's gateway replicas on the cross-cluster network (tried in order, then round-robin). */
+  gateways: z.array(endpointSchema).min(1),
+}).strict();
+
+export const limitsSchema = z.object({
+  /** TLS handshake + header exchange must finish within this many ms. */
+  handshakeTimeoutMs: z.number().int().positive().default(10_000),
+  /** Largest accepted tunnel header, in bytes. */
+  headerMaxBytes: z.number().int().min(64).max(65_536).default(4096),
+  /** Concurrent tunnels accepted from (or opened to) one peer cluster. */
+  maxTunnelsPerPeer: z.number().int().positive().default(256),
+  /** Concurrent tunnels in total. */
+  maxTunnelsTotal: z.number().int().positive().default(1024),
+  /** A tunnel with no bytes in either direction for this long is closed. Migrations are bursty: keep it long. */
+  idleTimeoutMs: z.number().int().positive().default(600_000),
+  /** Dialing the in-cluster destination (or the peer gateway) must succeed within this many ms. */
+  dialTimeoutMs: z.number().int().positive().default(5_000),
+  /** On SIGTERM, tunnels in flight may finish for this long before they are closed. */
+  drainTimeoutMs: z.number().int().nonnegative().default(30_000),
+}).strict();
+
+export const tlsSchema = z.discriminatedUnion('mode', [
+  z.object({
+    mode: z.literal('mtls'),
+    /** PEM bundle of the fleet CA. */
+    caFile: z.string().min(1),
+    /** PEM certificate of this gateway (URI SAN spiffe://<fleet>/cluster/<cluster>). */
+    certFile: z.string().min(1),
+    keyFile: z.string().min(1),
+  }).strict(),
+  z.object({
+    /** Explicit opt-in: no encryption or authentication on the tunnel. Trusted networks only. */
+    mode: z.literal('plaintext'),
+  }).strict(),
+]);
+
+export const proxyConfigSchema = z.object({
+  version: z.literal(PROXY_CONFIG_VERSION),
+  fleet: clusterName,
+  /** The cluster this gateway serves. */
+  cluster: clusterName,
+  listen: z.object({
+    /** Where redirected in-cluster connections arrive (nat REDIRECT target). */
+    intercept: endpointSchema.default({ host: '0.0.0.0', port: DEFAULT_INTERCEPT_PORT }),
+    /** Where peer gateways connect, on the cross-cluster address. */
+    tunnel: endpointSchema.default({ host: '0.0.0.0', port: DEFAULT_TUNNEL_PORT }),
+    /** /healthz, /readyz, /metrics. */
+    admin: endpointSchema.default({ host: '0.0.0.0', port: DEFAULT_ADMIN_PORT }),
+  }).strict(),
+  /** This cluster's migration CIDR(s): the only destinations this gateway will dial for a peer. */
+  localCidrs: z.array(cidr).min(1),
+  /** This gateway's own addresses (refused as destinations). */
+  ownAddresses: z.array(ipLiteral).default([]),
+  /** Address to dial in-cluster destinations from (the gateway's in-cluster migration address). */
+  dialFrom: ipLiteral.optional(),
+  peers: z.array(peerSchema),
+  tls: tlsSchema,
+  limits: limitsSchema.default(() => limitsSchema.parse({})),
+}).strict();
+
+export type ProxyConfig = z.infer<typeof proxyConfigSchema>;
+export type ProxyConfigInput = z.input<typeof proxyConfigSchema>;
+export type PeerConfig = z.infer<typeof peerSchema>;
+
+/** The URI SAN a gateway certificate of `cluster` in `fleet` carries. */
+export function peerIdentityUri(fleet: string, cluster: string): string {
+  return `spiffe://${fleet}/cluster/${cluster}`;
+}
+
+/** Parse a URI SAN back into fleet and cluster, or undefined when it is not ours. */
+export function parsePeerIdentityUri(uri: string): { fleet: string; cluster: string } | undefined {
+  const m = /^spiffe:\/\/([a-z0-9][-a-z0-9]*)\/cluster\/([a-z0-9][-a-z0-9]*)$/.exec(uri);
+  return m ? { fleet: m[1], cluster: m[2] } : undefined;
+}
+
+/** Validate a config object; throws an Error whose message lists every problem with its path. */
+export function parseProxyConfig(input: unknown): ProxyConfig {
+  const r = proxyConfigSchema.safeParse(input);
+  if (!r.success) {
+    throw new Error(`invalid gateway config:\n${z.prettifyError(r.error)}`);
+  }
+  const cfg = r.data;
+  const names = new Set<string>();
+  for (const [i, p] of cfg.peers.entries()) {
+    if (p.cluster === cfg.cluster) throw new Error(`invalid gateway config: peers[${i}].cluster '${p.cluster}' is this gateway's own cluster; remove it`);
+    if (names.has(p.cluster)) throw new Error(`invalid gateway config: peers[${i}].cluster '${p.cluster}' listed twice; merge the entries`);
+    names.add(p.cluster);
+  }
+  return cfg;
+}

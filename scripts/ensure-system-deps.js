@@ -1,0 +1,23 @@
+#!/usr/bin/env node
+// Installs the system tools that the network tests and benchmarks use (iproute2, iptables, openssl,
+// haproxy, iperf3) when they are missing and we are root on a Debian machine. Never fails the build:
+// a test that needs a missing tool says so and skips.
+'use strict';
+const { execSync, spawnSync } = require('child_process');
+const wanted = { ip: 'iproute2', iptables: 'iptables', openssl: 'openssl', haproxy: 'haproxy', iperf3: 'iperf3' };
+const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+const missing = Object.entries(wanted).filter(([cmd]) => !have(cmd)).map(([, pkg]) => pkg);
+if (missing.length === 0) process.exit(0);
+const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+if (!isRoot || !have('apt-get')) {
+  console.warn(`[ensure-system-deps] missing ${missing.join(', ')}; not root or no apt-get: tests that need them will skip`);
+  process.exit(0);
+}
+console.log(`[ensure-system-deps] installing ${missing.join(' ')}`);
+try {
+  execSync('apt-get update -qq', { stdio: 'inherit', timeout: 300000 });
+  execSync(`DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${missing.join(' ')}`,
+    { stdio: 'inherit', timeout: 600000 });
+} catch (e) {
+  console.warn(`[ensure-system-deps] install failed (${e.message}); tests that need them will skip`);
+}
