@@ -1,0 +1,57 @@
+import { Construct } from 'constructs';
+import { Attachment } from '../src/fleet-schema';
+import { whereaboutsIpam } from '../src/cni';
+import { WhereaboutsPlan } from '../src/planner';
+import { FEATURE_GATE_DLM } from '../src/kubevirt-config';
+import { KubevirtConfiguration } from './kubevirt-configuration';
+import { NetworkAttachment } from './network-attachment';
+
+/**
+ * Properties for `MigrationNetwork`.
+ */
+export interface MigrationNetworkProps {
+  /** NAD name; KubeVirt attaches it as `migration0` to virt-handler and sync-controller pods. */
+  readonly name: string;
+  /** The KubeVirt install namespace: KubeVirt references the NAD by bare name, so it must live there. */
+  readonly namespace: string;
+  /** How pods attach to the migration network. */
+  readonly attachment: Attachment;
+  /**
+   * Whereabouts IPAM: range, reserved addresses (`exclude`, e.g. the gateways' static addresses) and,
+   * in gateway mode, `routes` to the other clusters' CIDRs via the local gateway.
+   */
+  readonly ipam: WhereaboutsPlan;
+  /**
+   * Where to set `spec.configuration.migrations.network` (and the `DecentralizedLiveMigration` gate).
+   *
+   * @default - only the NAD is emitted
+   */
+  readonly kubevirt?: KubevirtConfiguration;
+}
+
+/**
+ * The migration network: the NAD KubeVirt names in `migrations.network` (whereabouts IPAM, because
+ * KubeVirt's fixed `<nad>@migration0` annotation leaves no way to give pods per-pod static addresses),
+ * and the KubeVirt setting that selects it.
+ */
+export class MigrationNetwork extends Construct {
+  public readonly nad: NetworkAttachment;
+
+  constructor(scope: Construct, id: string, props: MigrationNetworkProps) {
+    super(scope, id);
+    if (!props.ipam.range) throw new Error(`migration network ${props.name}: ipam.range is empty; plan the fleet first`);
+    this.nad = new NetworkAttachment(this, 'Nad', {
+      name: props.name,
+      namespace: props.namespace,
+      attachment: props.attachment,
+      ipam: whereaboutsIpam(props.ipam),
+      labels: { 'migrationmesh.dev/network': 'migration' },
+    });
+    props.kubevirt?.addSpec({
+      configuration: {
+        developerConfiguration: { featureGates: [FEATURE_GATE_DLM] },
+        migrations: { network: props.name },
+      },
+    });
+  }
+}

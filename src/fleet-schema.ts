@@ -1,0 +1,203 @@
+/**
+ * The fleet description: one zod schema, the single source of truth for the YAML/JSON file format and
+ * for the TypeScript props (types are inferred from it). Structural checks live here; checks that
+ * relate several fields (overlaps, capacity, versions) live in validate.ts. No cdk8s import.
+ */
+import { z } from 'zod';
+
+export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
+export const FLEET_KIND = 'Fleet';
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** Linux interface names: IFNAMSIZ 16 including the NUL. */
+export const MAX_IFNAME = 15;
+
+export const dnsLabel = z.string()
+  .max(63, { message: 'must be at most 63 characters (a DNS-1123 label)' })
+  .regex(DNS1123_LABEL, { message: 'must be a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a letter or digit' });
+
+const ifName = z.string().min(1)
+  .max(MAX_IFNAME, { message: `must be at most ${MAX_IFNAME} characters (Linux IFNAMSIZ)` })
+  .regex(/^[^\s/:]+$/, { message: 'must not contain spaces, "/" or ":"' });
+
+const mtu = z.number().int({ message: 'must be a whole number' })
+  .min(576, { message: 'must be at least 576 (IPv4 minimum datagram; IPv6 needs 1280)' })
+  .max(9216, { message: 'must be at most 9216 (largest jumbo frame NICs commonly accept)' });
+
+/** Kubernetes quantity, e.g. `1Gi`, `500Mi`, `64M`. */
+const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/, { message: 'must be a Kubernetes quantity such as 1Gi or 500Mi' });
+
+/** How a pod attaches to a physical or virtual network: the CNI main plugin and its keys. */
+export const attachmentSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('macvlan'),
+    /** Host interface the macvlan sits on. */
+    master: ifName,
+    /** @default bridge */
+    mode: z.enum(['bridge', 'private', 'vepa', 'passthru']).optional(),
+    mtu: mtu.optional(),
+  }).strict(),
+  z.object({
+    type: z.literal('bridge'),
+    /** Linux bridge on every node. */
+    bridge: ifName,
+    /** 802.1Q VLAN id tagged on the pod's bridge port. */
+    vlan: z.number().int().min(1, { message: 'must be 1-4094 (802.1Q)' }).max(4094, { message: 'must be 1-4094 (802.1Q)' }).optional(),
+    mtu: mtu.optional(),
+  }).strict(),
+  z.object({
+    type: z.literal('ipvlan'),
+    master: ifName,
+    /** @default l2 */
+    mode: z.enum(['l2', 'l3', 'l3s']).optional(),
+    mtu: mtu.optional(),
+  }).strict(),
+  z.object({
+    type: z.literal('host-device'),
+    /** Host NIC moved into the pod (one pod per node can hold it). */
+    device: ifName,
+  }).strict(),
+]);
+export type Attachment = z.infer<typeof attachmentSchema>;
+
+const routeSchema = z.object({ dst: z.string(), gw: z.string() }).strict();
+
+const placementSchema = z.object({
+  nodeSelector: z.record(z.string(), z.string()).optional(),
+  /** core/v1 Affinity, passed through. */
+  affinity: z.record(z.string(), z.unknown()).optional(),
+  /** core/v1 Toleration list, passed through. */
+  tolerations: z.array(z.record(z.string(), z.unknown())).optional(),
+}).strict();
+export type Placement = z.infer<typeof placementSchema>;
+
+export const syncControllersSchema = z.object({
+  /** virt-synchronization-controller replicas (KubeVirt infra replicas). @default 2 */
+  replicas: z.number().int().min(1).max(255).optional(),
+  /**
+   * `controlPlane` (KubeVirt's default), `workers` (off the control plane), or an explicit placement.
+   * @default controlPlane
+   */
+  placement: z.union([z.literal('controlPlane'), z.literal('workers'), placementSchema]).optional(),
+}).strict();
+
+export const kubevirtSchema = z.object({
+  /** Namespace KubeVirt is installed in (the NADs go there). @default kubevirt (openshift-cnv for hco) */
+  namespace: dnsLabel.optional(),
+  /** KubeVirt version, `1.8`, `v1.9.0`; `+pr17922` marks a build carrying the cross-cluster proxy. @default 1.8 */
+  version: z.string().regex(/^v?\d+\.\d+(\.\d+)?(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/, { message: 'must look like 1.8, v1.9.0 or 1.9.0+pr17922' }).optional(),
+  /** How the KubeVirt configuration is delivered. @default kubevirt-cr */
+  configDelivery: z.enum(['kubevirt-cr', 'kustomize-patch', 'hco']).optional(),
+  /** Name of the KubeVirt (or HyperConverged) object. @default kubevirt (kubevirt-hyperconverged for hco) */
+  name: dnsLabel.optional(),
+}).strict();
+
+export const migrationPolicySchema = z.object({
+  bandwidthPerMigration: quantity.optional(),
+  parallelMigrationsPerCluster: z.number().int().min(1).optional(),
+  parallelOutboundMigrationsPerNode: z.number().int().min(1).optional(),
+  completionTimeoutPerGiB: z.number().int().min(1).optional(),
+  progressTimeout: z.number().int().min(1).optional(),
+  maxDowntimeMs: z.number().int().min(1).max(2_000_000).optional(),
+  allowAutoConverge: z.boolean().optional(),
+  allowPostCopy: z.boolean().optional(),
+  allowWorkloadDisruption: z.boolean().optional(),
+  disableTLS: z.boolean().optional(),
+}).strict();
+
+export const crossClusterNetworkSchema = z.object({
+  /** NAD name of the shared cross-cluster network. @default lm-crosscluster */
+  name: dnsLabel.optional(),
+  attachment: attachmentSchema,
+  addresses: z.object({
+    /** Any mix of CIDRs, `a-b` ranges and single addresses. */
+    pool: z.array(z.string()).min(1, { message: 'must list at least one CIDR, range or address' }),
+    /** Addresses inside the pool that must never be assigned. */
+    exclude: z.array(z.string()).optional(),
+    /** Prefix length of the shared subnet as configured on each interface. */
+    prefixLength: z.number().int().min(1).max(128),
+    /** Router on the shared network, if it is routed (subtracted from usable addresses). */
+    gateway: z.string().optional(),
+    /** Static routes for the cross-cluster interface (e.g. to other sites' subnets via `gateway`). */
+    routes: z.array(routeSchema).optional(),
+  }).strict(),
+}).strict();
+
+export const migrationNetworkSchema = z.object({
+  /** NAD name of the in-cluster migration network (`migrations.network`). @default lm-migration */
+  name: dnsLabel.optional(),
+  attachment: attachmentSchema,
+  /** Per-cluster CIDRs are carved from this supernet when a cluster gives none. */
+  supernet: z.string().optional(),
+  /** Prefix length of each carved per-cluster CIDR. @default 24 (IPv4), 64 (IPv6) */
+  clusterPrefixLength: z.number().int().min(1).max(128).optional(),
+}).strict();
+
+export const gatewaySchema = z.object({
+  /** Gateway replicas per cluster: each holds one static address on each network. @default 2 */
+  replicas: z.number().int().min(1).max(16).optional(),
+  /** Gateway container image. @default ghcr.io/migration-mesh/proxy:0.1.0 */
+  image: z.string().min(1).optional(),
+  /** TCP port of the tunnel listener on the cross-cluster network. @default 15443 */
+  tunnelPort: z.number().int().min(1).max(65535).optional(),
+  placement: placementSchema.optional(),
+  /** mTLS material: cert-manager issuer (default) or an existing Secret per cluster. */
+  tls: z.union([
+    z.object({ issuerRef: z.object({ name: z.string().min(1), kind: z.enum(['Issuer', 'ClusterIssuer']).optional() }).strict() }).strict(),
+    z.object({ secretName: dnsLabel }).strict(),
+    z.object({ plaintext: z.literal(true) }).strict(),
+  ]).optional(),
+  /** Emit a Prometheus Operator ServiceMonitor. @default false */
+  serviceMonitor: z.boolean().optional(),
+}).strict();
+
+export const clusterSchema = z.object({
+  name: dnsLabel,
+  /** Nodes running virt-handler (one migration address each in direct mode). */
+  nodes: z.number().int().min(1, { message: 'must be at least 1' }).max(100_000),
+  datapath: z.enum(['gateway', 'native', 'direct']).optional(),
+  kubevirt: kubevirtSchema.optional(),
+  syncControllers: syncControllersSchema.optional(),
+  migrationNetwork: z.object({
+    /** This cluster's in-cluster migration CIDR (else carved from the supernet). */
+    cidr: z.string().optional(),
+    attachment: attachmentSchema.optional(),
+    /** In-cluster addresses never to hand out. */
+    exclude: z.array(z.string()).optional(),
+  }).strict().optional(),
+  gateway: z.object({ replicas: z.number().int().min(1).max(16).optional() }).strict().optional(),
+  /** Declared pod network CIDR(s), checked for overlap. */
+  podCidrs: z.array(z.string()).optional(),
+  /** Declared service CIDR(s), checked for overlap. */
+  serviceCidrs: z.array(z.string()).optional(),
+  /** The cluster runs the multi-networkpolicy controller (a MultiNetworkPolicy is emitted). @default false */
+  multiNetworkPolicy: z.boolean().optional(),
+}).strict();
+
+export const fleetSpecSchema = z.object({
+  /** @default gateway */
+  datapath: z.enum(['gateway', 'native', 'direct']).optional(),
+  kubevirt: kubevirtSchema.optional(),
+  migrationPolicy: migrationPolicySchema.optional(),
+  crossClusterNetwork: crossClusterNetworkSchema,
+  migrationNetwork: migrationNetworkSchema.optional(),
+  gateway: gatewaySchema.optional(),
+  syncControllers: syncControllersSchema.optional(),
+  /** Addresses held back per cluster for rollout surge and terminating pods. @default 2 */
+  addressSurge: z.number().int().min(0).max(1000).optional(),
+  clusters: z.array(clusterSchema).min(1, { message: 'must list at least one cluster' }),
+}).strict();
+
+export const fleetDocumentSchema = z.object({
+  apiVersion: z.literal(FLEET_API_VERSION, { message: `must be ${FLEET_API_VERSION}` }),
+  kind: z.literal(FLEET_KIND, { message: `must be ${FLEET_KIND}` }),
+  metadata: z.object({ name: dnsLabel }).strict(),
+  spec: fleetSpecSchema,
+}).strict();
+
+export type FleetSpec = z.infer<typeof fleetSpecSchema>;
+export type FleetDocument = z.infer<typeof fleetDocumentSchema>;
+export type ClusterSpec = z.infer<typeof clusterSchema>;
+export type Datapath = NonNullable<FleetSpec['datapath']>;
+export type ConfigDelivery = NonNullable<z.infer<typeof kubevirtSchema>['configDelivery']>;
+export type SyncPlacement = NonNullable<z.infer<typeof syncControllersSchema>['placement']>;

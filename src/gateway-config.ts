@@ -1,0 +1,34 @@
+/**
+ * The gateway runtime's configuration for one cluster, written through the runtime's own zod schema
+ * (`@migration-mesh/proxy/config`) so the ConfigMap and the runtime can never disagree. Pure.
+ */
+import { parseProxyConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT } from '@migration-mesh/proxy/config';
+import { ClusterPlan, FleetPlan } from './planner';
+
+export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
+export const GATEWAY_CONFIG_FILE = 'config.json';
+export const GATEWAY_TLS_MOUNT = '/etc/migration-mesh/tls';
+
+const bare = (cidrAddr: string): string => cidrAddr.replace(/\/\d+$/, '');
+
+export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyConfig {
+  if (cluster.datapath !== 'gateway') throw new Error(`cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway`);
+  const tls = plan.gateway.tls.kind === 'plaintext'
+    ? { mode: 'plaintext' as const }
+    : { mode: 'mtls' as const, caFile: `${GATEWAY_TLS_MOUNT}/ca.crt`, certFile: `${GATEWAY_TLS_MOUNT}/tls.crt`, keyFile: `${GATEWAY_TLS_MOUNT}/tls.key` };
+  const input: ProxyConfigInput = {
+    version: 1,
+    fleet: plan.fleet,
+    cluster: cluster.name,
+    listen: {
+      intercept: { host: '0.0.0.0', port: DEFAULT_INTERCEPT_PORT },
+      tunnel: { host: '0.0.0.0', port: plan.gateway.tunnelPort },
+      admin: { host: '0.0.0.0', port: DEFAULT_ADMIN_PORT },
+    },
+    localCidrs: [cluster.migrationNetwork.cidr!],
+    ownAddresses: [...cluster.gateways.map((g) => bare(g.inCluster)), ...cluster.gateways.map((g) => bare(g.crossCluster))],
+    peers: cluster.peers.map((p) => ({ cluster: p.cluster, cidrs: [...p.cidrs], gateways: p.gateways.map((g) => ({ ...g })) })),
+    tls,
+  };
+  return parseProxyConfig(input);
+}

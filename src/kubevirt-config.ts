@@ -1,0 +1,178 @@
+/**
+ * The KubeVirt configuration a cluster needs, as one canonical partial `KubeVirt` spec built from
+ * fragments (migration network, policy, sync-controller placement, native datapath), and its three
+ * delivery forms: a partial KubeVirt object for server-side apply, a kustomize patch, and the HCO
+ * `HyperConverged` fields (what HCO lacks goes through its `kubevirt.kubevirt.io/jsonpatch`
+ * annotation, because HCO overwrites direct KubeVirt edits). Pure, no cdk8s import.
+ */
+import { ClusterPlan, FleetPlan } from './planner';
+import { Placement } from './fleet-schema';
+
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+export type JsonObject = { [k: string]: Json };
+
+export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
+export const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
+export const SYNC_CONTROLLER_DEPLOYMENT = 'virt-synchronization-controller';
+export const HCO_JSONPATCH_ANNOTATION = 'kubevirt.kubevirt.io/jsonpatch';
+
+/** Deep merge: objects merge, arrays of strings union (sorted), other arrays concatenate, scalars from b win. */
+export function mergeSpec(a: JsonObject, b: JsonObject): JsonObject {
+  const out: JsonObject = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    const cur = out[k];
+    if (isObject(cur) && isObject(v)) out[k] = mergeSpec(cur, v);
+    else if (Array.isArray(cur) && Array.isArray(v)) {
+      out[k] = cur.every((x) => typeof x === 'string') && v.every((x) => typeof x === 'string')
+        ? [...new Set([...(cur as string[]), ...(v as string[])])]
+        : [...cur, ...v];
+    } else out[k] = v;
+  }
+  return out;
+}
+
+const isObject = (x: unknown): x is JsonObject => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** `spec.configuration.migrations.network` and the feature gate. */
+export function migrationNetworkFragment(cluster: ClusterPlan): JsonObject {
+  return {
+    configuration: {
+      developerConfiguration: { featureGates: [FEATURE_GATE_DLM] },
+      migrations: { network: cluster.migrationNetwork.nadName },
+    },
+  };
+}
+
+/** Fleet migration policy into `spec.configuration.migrations` (field names are KubeVirt's). */
+export function migrationPolicyFragment(plan: FleetPlan): JsonObject {
+  const migrations: JsonObject = {};
+  for (const [k, v] of Object.entries(plan.migrationPolicy)) if (v !== undefined) migrations[k] = v as Json;
+  return Object.keys(migrations).length ? { configuration: { migrations } } : {};
+}
+
+/** native mode: the PR #17922 fields. Only called for clusters whose version has them. */
+export function nativeDatapathFragment(cluster: ClusterPlan): JsonObject {
+  if (cluster.datapath !== 'native') return {};
+  if (!cluster.kubevirt.hasProxyApi) throw new Error(`cluster ${cluster.name}: KubeVirt ${cluster.kubevirt.version.text} lacks the cross-cluster proxy fields`);
+  return {
+    configuration: {
+      developerConfiguration: { featureGates: [FEATURE_GATE_DLM, FEATURE_GATE_PROXY] },
+      migrations: {
+        decentralizedLiveMigrationDatapath: 'Proxy',
+        crossClusterNetwork: cluster.crossClusterSync!.nadName,
+      },
+    },
+  };
+}
+
+const placementJson = (p: Placement): JsonObject => {
+  const out: JsonObject = {};
+  if (p.nodeSelector) out.nodeSelector = { ...p.nodeSelector };
+  if (p.affinity) out.affinity = p.affinity as JsonObject;
+  if (p.tolerations) out.tolerations = p.tolerations as Json[];
+  return out;
+};
+
+/** Nodes that are not control-plane nodes. */
+export const WORKERS_AFFINITY: JsonObject = {
+  nodeAffinity: {
+    requiredDuringSchedulingIgnoredDuringExecution: {
+      nodeSelectorTerms: [{ matchExpressions: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'DoesNotExist' }] }],
+    },
+  },
+};
+
+/**
+ * Sync-controller placement. Today's mechanism (KubeVirt main and releases): the sync controller is an
+ * infra component, and virt-operator injects the control-plane affinity *after* customizeComponents
+ * patches unless `spec.infra.nodePlacement` is set. So: set `spec.infra.nodePlacement` (`{}` turns the
+ * injection off for all infra components) and pin the sync controller with a strategic patch. In
+ * native mode (PR #17922) `spec.synchronizationPlacement.nodePlacement` is used as well.
+ */
+export function syncPlacementFragment(cluster: Pick<ClusterPlan, 'syncPlacement' | 'syncReplicas' | 'datapath'>): JsonObject {
+  const p = cluster.syncPlacement;
+  const out: JsonObject = {};
+  if (cluster.syncReplicas !== 2) {
+    // infra replicas apply to virt-api/virt-controller/sync controller alike (ComponentConfig.replicas)
+    out.infra = { replicas: cluster.syncReplicas };
+  }
+  if (p === 'controlPlane') return out;
+  const placement: JsonObject = p === 'workers' ? { affinity: WORKERS_AFFINITY } : placementJson(p);
+  const podSpec: JsonObject = {};
+  if (placement.nodeSelector) podSpec.nodeSelector = placement.nodeSelector;
+  if (placement.affinity) podSpec.affinity = placement.affinity;
+  if (placement.tolerations) podSpec.tolerations = placement.tolerations;
+  const merged = mergeSpec(out, {
+    infra: { nodePlacement: {} },
+    customizeComponents: {
+      patches: [{
+        resourceType: 'Deployment',
+        resourceName: SYNC_CONTROLLER_DEPLOYMENT,
+        type: 'strategic',
+        patch: JSON.stringify({ spec: { template: { spec: podSpec } } }),
+      }],
+    },
+  });
+  if (cluster.datapath === 'native') {
+    return mergeSpec(merged, { synchronizationPlacement: { nodePlacement: placement } });
+  }
+  return merged;
+}
+
+/** The canonical partial KubeVirt spec of one cluster. */
+export function kubevirtSpecFor(plan: FleetPlan, cluster: ClusterPlan): JsonObject {
+  return [
+    migrationPolicyFragment(plan),
+    migrationNetworkFragment(cluster),
+    syncPlacementFragment(cluster),
+    nativeDatapathFragment(cluster),
+  ].reduce(mergeSpec, {} as JsonObject);
+}
+
+/** HCO v1beta1 `spec.liveMigrationConfig` keys (hyperconverged_types.go), mapped 1:1 from `migrations`. */
+const HCO_LIVE_MIGRATION_KEYS = [
+  'parallelMigrationsPerCluster', 'parallelOutboundMigrationsPerNode', 'bandwidthPerMigration',
+  'completionTimeoutPerGiB', 'progressTimeout', 'network', 'allowAutoConverge', 'allowPostCopy', 'allowWorkloadDisruption',
+];
+
+export interface HcoForm {
+  readonly spec: JsonObject;
+  /** JSON patch ops for the KubeVirt CR, carried by the HCO jsonpatch annotation; empty when HCO covers everything. */
+  readonly kubevirtJsonPatch: JsonObject[];
+}
+
+/** Translate the canonical KubeVirt spec into HyperConverged fields + jsonpatch ops for the rest. */
+export function hcoFormOf(kv: JsonObject): HcoForm {
+  const spec: JsonObject = {};
+  const ops: JsonObject[] = [];
+  const cfg = (kv.configuration ?? {}) as JsonObject;
+  const migrations = (cfg.migrations ?? {}) as JsonObject;
+  const live: JsonObject = {};
+  for (const [k, v] of Object.entries(migrations)) {
+    if (HCO_LIVE_MIGRATION_KEYS.includes(k)) live[k] = v;
+    else ops.push({ op: 'add', path: `/spec/configuration/migrations/${k}`, value: v });
+  }
+  if (Object.keys(live).length) spec.liveMigrationConfig = live;
+  const gates = ((cfg.developerConfiguration as JsonObject | undefined)?.featureGates ?? []) as string[];
+  if (gates.includes(FEATURE_GATE_DLM)) spec.featureGates = { decentralizedLiveMigration: true };
+  for (const g of gates.filter((x) => x !== FEATURE_GATE_DLM)) {
+    ops.push({ op: 'add', path: '/spec/configuration/developerConfiguration/featureGates/-', value: g });
+  }
+  const infra = kv.infra as JsonObject | undefined;
+  if (infra?.nodePlacement !== undefined) spec.infra = { nodePlacement: infra.nodePlacement };
+  if (infra?.replicas !== undefined) {
+    // HCO writes spec.infra only when it has a placement; the KubeVirt Go struct omits a nil infra
+    ops.push(infra.nodePlacement !== undefined
+      ? { op: 'add', path: '/spec/infra/replicas', value: infra.replicas }
+      : { op: 'add', path: '/spec/infra', value: { replicas: infra.replicas } });
+  }
+  for (const k of Object.keys(kv).filter((x) => !['configuration', 'infra'].includes(x)).sort()) {
+    if (k === 'customizeComponents') {
+      // customizeComponents is a non-pointer struct in KubeVirtSpec, so HCO's KubeVirt always has it
+      ops.push({ op: 'add', path: '/spec/customizeComponents/patches', value: (kv.customizeComponents as JsonObject).patches ?? [] });
+    } else {
+      ops.push({ op: 'add', path: `/spec/${k}`, value: kv[k] });
+    }
+  }
+  return { spec, kubevirtJsonPatch: ops };
+}
