@@ -1,7 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { staticIpam } from '../src/cni';
-import { GATEWAY_CONFIG_FILE, gatewayConfigFor } from '../src/gateway-config';
+import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway-config';
 import { ClusterPlan, FleetPlan } from '../src/planner';
 import { NetworkAttachment } from './network-attachment';
 
@@ -69,7 +69,7 @@ export class MigrationProxy extends Construct {
     this.configMap = new ApiObject(this, 'Config', {
       apiVersion: 'v1', kind: 'ConfigMap',
       metadata: { name: 'migration-mesh-gateway', namespace: this.namespace, labels },
-      data: { [GATEWAY_CONFIG_FILE]: `${JSON.stringify(this.config, null, 2)}\n` },
+      data: { [GATEWAY_CONFIG_FILE]: formatGatewayConfig(this.config) },
     });
   }
 }
