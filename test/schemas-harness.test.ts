@@ -254,7 +254,11 @@ describe('cert-manager', () => {
       issuerRef: { name: 'mm-ca', kind: 'Issuer', group: 'cert-manager.io' },
     },
   });
-  test('valid Certificate with uris passes', () => expectValid(cert()));
+  test('valid Certificate with uris passes', () => {
+    expectValid(cert());
+    // verbatim upstream CRD in test/fixtures/crds takes precedence over the typings fallback
+    expect(describeSchema('cert-manager.io/v1', 'Certificate')?.origin).toMatch(/test\/fixtures\/crds\/cert-manager\.io_certificates\.yaml$/);
+  });
   test('bogus field / bad enum fail', () => {
     const c: any = cert();
     c.spec.uri = ['spiffe://x'];
