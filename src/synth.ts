@@ -15,10 +15,15 @@ import { CrossClusterMigrationMesh } from '../constructs/mesh';
 import { FleetDocument } from './fleet-schema';
 import { Ledger, LedgerChange } from './ledger';
 import { FleetPlan } from './planner';
+import { FleetValidationError } from './errors';
+import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from './gitops';
+import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from './rollout';
 
 export interface SynthOptions {
   readonly ledger?: Ledger;
   readonly frozen?: boolean;
+  /** Called after each cluster is synthesized (progress display for large fleets). */
+  readonly onCluster?: (done: number, total: number) => void;
 }
 
 export interface SynthResult {
@@ -29,18 +34,16 @@ export interface SynthResult {
   readonly changes: LedgerChange[];
   /** Every object, per cluster, in rollout order. */
   readonly objects: Map<string, any[]>;
+  /** The GitOps wiring, when the fleet has `spec.gitops`. */
+  readonly gitops?: ResolvedGitops;
 }
 
-/** Rollout rank: lower applies first (NADs before the KubeVirt config that names them). */
+/**
+ * Rollout rank by kind: lower applies first (NADs before the KubeVirt config that names it). The full
+ * ordering (the NADs KubeVirt names come after the gateway) is `rolloutWave` in rollout.ts.
+ */
 export function rolloutRank(kind: string): number {
-  switch (kind) {
-    case 'Namespace': return 0;
-    case 'NetworkAttachmentDefinition': return 1;
-    case 'ServiceAccount': case 'ConfigMap': case 'Secret': case 'Certificate': case 'Issuer': return 2;
-    case 'Deployment': case 'Service': case 'PodDisruptionBudget': case 'NetworkPolicy': case 'MultiNetworkPolicy': case 'ServiceMonitor': return 3;
-    case 'KubeVirt': case 'HyperConverged': return 4;
-    default: return 5;
-  }
+  return kindWave(kind);
 }
 
 const fileSafe = (s: string): string => s.replace(/[^0-9A-Za-z._-]/g, '_');
@@ -57,16 +60,26 @@ export function toYaml(o: unknown): string {
 /** Build every cluster's objects and files in memory. Throws FleetValidationError before anything is written. */
 export function synthesizeFleet(fleet: FleetDocument, opts: SynthOptions = {}): SynthResult {
   const app = new App({ outdir: path.join(require('os').tmpdir(), 'migration-mesh-unused') });
-  const mesh = new CrossClusterMigrationMesh(app, `${fleet.metadata.name}-mesh`, { fleet, ledger: opts.ledger, frozen: opts.frozen });
+  const { gitops, problems: gitopsProblems } = resolveGitops(fleet);
+  let mesh: CrossClusterMigrationMesh;
+  try {
+    mesh = new CrossClusterMigrationMesh(app, `${fleet.metadata.name}-mesh`, { fleet, ledger: opts.ledger, frozen: opts.frozen });
+  } catch (e) {
+    if (e instanceof FleetValidationError && gitopsProblems.length) throw new FleetValidationError([...e.problems, ...gitopsProblems]);
+    throw e;
+  }
+  if (gitopsProblems.length) throw new FleetValidationError(gitopsProblems);
+  // Flux has no waves inside one Kustomization: the staged layout gives each stage its own directory
+  const staged = !!gitops?.flux;
   const files = new Map<string, string>();
   const objects = new Map<string, any[]>();
-  for (const chart of mesh.charts) {
+  const stagesOf: { name: string; stages: StageName[] }[] = [];
+  mesh.charts.forEach((chart, n) => {
     const name = chart.cluster.name;
-    const objs = (chart.toJson() as any[]).map((o, i) => ({ o, i }))
-      .sort((a, b) => (rolloutRank(a.o.kind) - rolloutRank(b.o.kind)) || (a.i - b.i))
-      .map((x) => x.o);
+    const nads = kubevirtNadKeys(chart.cluster);
+    const objs = sortForRollout(chart.toJson() as any[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
     objects.set(name, objs);
-    const resources: string[] = [];
+    const resources = new Map<string, string[]>();
     const patchForm = chart.cluster.kubevirt.configDelivery === 'kustomize-patch';
     for (const o of objs) {
       if (patchForm && o.kind === 'KubeVirt') {
@@ -78,18 +91,40 @@ export function synthesizeFleet(fleet: FleetDocument, opts: SynthOptions = {}): 
         }));
         continue;
       }
+      const dir = staged ? stageOfWave(rolloutWave(o, nads)).dir : '';
       const f = objectFileName(o);
-      if (files.has(`${name}/${f}`)) throw new Error(`two objects of cluster ${name} map to one file ${f}`);
-      files.set(`${name}/${f}`, toYaml(o));
-      resources.push(f);
+      const rel = dir ? `${name}/${dir}/${f}` : `${name}/${f}`;
+      if (files.has(rel)) throw new Error(`two objects of cluster ${name} map to one file ${f}`);
+      files.set(rel, toYaml(o));
+      resources.set(dir, [...(resources.get(dir) ?? []), f]);
     }
-    files.set(`${name}/kustomization.yaml`, toYaml({
-      apiVersion: 'kustomize.config.k8s.io/v1beta1',
-      kind: 'Kustomization',
-      resources,
-    }));
+    if (staged) {
+      const present = STAGES.filter((st) => resources.has(st.dir));
+      for (const st of present) files.set(`${name}/${st.dir}/kustomization.yaml`, kustomization(resources.get(st.dir)!));
+      // plain `kubectl apply -k <cluster>` still applies everything, stage directories in order
+      files.set(`${name}/kustomization.yaml`, kustomization(present.map((st) => st.dir)));
+      stagesOf.push({ name, stages: present.map((st) => st.name) });
+    } else {
+      files.set(`${name}/kustomization.yaml`, kustomization(resources.get('') ?? []));
+      stagesOf.push({ name, stages: [] });
+    }
+    opts.onCluster?.(n + 1, mesh.charts.length);
+  });
+  if (gitops?.argocd) {
+    const appSet = argocdApplicationSet(gitops, mesh.charts.map((c) => c.cluster.name));
+    files.set(`${GITOPS_DIR}/argocd/${objectFileName(appSet)}`, toYaml(appSet));
+    files.set(`${GITOPS_DIR}/argocd/kustomization.yaml`, kustomization([objectFileName(appSet)]));
   }
-  return { files, plan: mesh.plan, ledger: mesh.ledger, changes: mesh.changes, objects };
+  if (gitops?.flux) {
+    const ks = fluxKustomizations(gitops, stagesOf);
+    for (const k of ks) files.set(`${GITOPS_DIR}/flux/${objectFileName(k)}`, toYaml(k));
+    files.set(`${GITOPS_DIR}/flux/kustomization.yaml`, kustomization(ks.map(objectFileName)));
+  }
+  return { files, plan: mesh.plan, ledger: mesh.ledger, changes: mesh.changes, objects, gitops };
+}
+
+function kustomization(resources: string[]): string {
+  return toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources });
 }
 
 /**
