@@ -4,6 +4,8 @@ import { FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND } from '../src/
 import { Ledger, LedgerChange, formatLedgerChange } from '../src/ledger';
 import { FleetPlan, planFleet } from '../src/planner';
 import { parseFleetDocument, resolveFleet } from '../src/resolve';
+import { harvesterSettingFor } from '../src/harvester';
+import { HarvesterClusterChart } from './harvester-cluster';
 import { MeshClusterChart } from './mesh-cluster';
 
 const MESH_SYMBOL = Symbol.for('migration-mesh.CrossClusterMigrationMesh');
@@ -47,8 +49,8 @@ export class CrossClusterMigrationMesh extends Construct {
   public readonly ledger: Ledger;
   /** What changed against the given ledger. */
   public readonly changes: LedgerChange[];
-  /** One chart per cluster, by cluster name order. */
-  public readonly charts: MeshClusterChart[];
+  /** One chart per cluster, by cluster name order (Harvester clusters get a HarvesterClusterChart). */
+  public readonly charts: (MeshClusterChart | HarvesterClusterChart)[];
 
   constructor(scope: Construct, id: string, props: CrossClusterMigrationMeshProps) {
     super(scope, id);
@@ -72,6 +74,19 @@ export class CrossClusterMigrationMesh extends Construct {
     this.plan = result.plan;
     this.ledger = result.ledger;
     this.changes = result.changes;
-    this.charts = this.plan.clusters.map((c) => new MeshClusterChart(scope, c.name, { plan: this.plan, cluster: c }));
+    // Harvester clusters: the vm-migration-network setting instead of NAD + KubeVirt patch, checked first
+    const harvester = new Map<string, ReturnType<typeof harvesterSettingFor>>();
+    parsed.spec.clusters.forEach((spec, i) => {
+      if (!spec.harvester) return;
+      const c = this.plan.clusters.find((x) => x.name === spec.name)!;
+      harvester.set(c.name, harvesterSettingFor(this.plan, c, spec.harvester, {
+        path: `spec.clusters[${i}]`, datapathPath: spec.datapath ? `spec.clusters[${i}].datapath` : 'spec.datapath',
+      }));
+    });
+    const hp = [...harvester.values()].flatMap((h) => h.problems);
+    if (hp.length) throw new FleetValidationError(hp);
+    this.charts = this.plan.clusters.map((c) => (harvester.has(c.name)
+      ? new HarvesterClusterChart(scope, c.name, { plan: this.plan, cluster: c, value: harvester.get(c.name)!.value! })
+      : new MeshClusterChart(scope, c.name, { plan: this.plan, cluster: c })));
   }
 }

@@ -17,3 +17,8 @@ export * from '../constructs/sync-controller-placement';
 export * from '../constructs/migration-proxy';
 export * from '../constructs/mesh-cluster';
 export * from '../constructs/mesh';
+export * from './rollout';
+export * from './gitops';
+export * from './harvester';
+export * from '../constructs/harvester-migration-network';
+export * from '../constructs/harvester-cluster';
