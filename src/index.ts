@@ -22,3 +22,8 @@ export * from './gitops';
 export * from './harvester';
 export * from '../constructs/harvester-migration-network';
 export * from '../constructs/harvester-cluster';
+export * from './report';
+export * from './svg';
+export * from './diff';
+export * from './diff-fleets';
+export * from './progress';
