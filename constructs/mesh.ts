@@ -83,7 +83,8 @@ export class CrossClusterMigrationMesh extends Construct {
         path: `spec.clusters[${i}]`, datapathPath: spec.datapath ? `spec.clusters[${i}].datapath` : 'spec.datapath',
       }));
     });
-    const hp = [...harvester.values()].flatMap((h) => h.problems);
+    // fleet-level problems (e.g. the shared prefix) repeat per Harvester cluster: report each once
+    const hp = [...new Map([...harvester.values()].flatMap((h) => h.problems).map((x) => [`${x.path}\n${x.message}`, x])).values()];
     if (hp.length) throw new FleetValidationError(hp);
     this.charts = this.plan.clusters.map((c) => (harvester.has(c.name)
       ? new HarvesterClusterChart(scope, c.name, { plan: this.plan, cluster: c, value: harvester.get(c.name)!.value! })
