@@ -4,6 +4,8 @@
  *
  *   migration-mesh synth  FLEET.yaml... [--out DIR] [--frozen] [--ledger FILE]
  *   migration-mesh validate FLEET.yaml...
+ *   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE]
+ *   migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml | diff FLEET.yaml [--out DIR]   (exit 0 same, 1 changes, 2 error)
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -12,6 +14,14 @@ import { formatLedgerChange, serializeLedger } from './ledger';
 import { ledgerPathFor, loadFleetFile, loadLedgerFile } from './load';
 import { parseFleetDocument, resolveFleet } from './resolve';
 import { synthesizeFleet, writeFiles } from './synth';
+import { planFleet } from './planner';
+import { planReport, renderPlanTable } from './report';
+import { renderFleetSvg } from './svg';
+import { diffTrees, renderDiff, FleetDiff } from './diff';
+import { diffFleets } from './diff-fleets';
+import { createProgress } from './progress';
+import { FleetDocument } from './fleet-schema';
+import { Ledger } from './ledger';
 
 interface Args { cmd: string; files: string[]; flags: Map<string, string | true> }
 
@@ -24,7 +34,7 @@ function parseArgs(argv: string[]): Args {
     if (a.startsWith('--')) {
       const [k, v] = a.slice(2).split('=', 2);
       if (v !== undefined) flags.set(k, v);
-      else if (['out', 'ledger', 'output'].includes(k) && rest[i + 1] && !rest[i + 1].startsWith('--')) flags.set(k, rest[++i]);
+      else if (['out', 'ledger', 'output', 'svg'].includes(k) && rest[i + 1] && !rest[i + 1].startsWith('--')) flags.set(k, rest[++i]);
       else flags.set(k, true);
     } else if (a === '-o') flags.set('out', rest[++i]);
     else files.push(a);
@@ -37,8 +47,19 @@ const USAGE = `usage:
       validate, plan against the ledger beside each fleet file (FLEET.ledger.yaml), write
       DIR/<fleet>/<cluster>/... (default DIR: dist) and the updated ledger. --frozen fails
       instead when the ledger would change (CI).
+      Also writes DIR/<fleet>/fleet.svg, a picture of the fleet (--no-svg to skip).
   migration-mesh validate FLEET.yaml...
       check fleet files; every problem is listed with its field path and a fix.
+  migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE] [--ledger FILE]
+      the address plan per cluster (mode, in-cluster CIDR, gateway addresses, pool needed /
+      usable / free, what direct mode would need) and the shared-network totals. Writes nothing
+      but the SVG picture when --svg is given.
+  migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml [--ledger FILE] [--output text|json]
+  migration-mesh diff FLEET.yaml [--out DIR] [--ledger FILE] [--output text|json]
+      what a fleet change does before it is applied: per cluster the files added / removed /
+      changed, the addresses that move, peer-table entries, and a one-line churn summary.
+      One file: compared against DIR/<fleet>/ (default dist) and the committed ledger.
+      Exit code: 0 no change, 1 changes, 2 error (like git diff --exit-code).
 `;
 
 export function main(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s), err: (s: string) => void = (s) => process.stderr.write(s)): number {
@@ -46,6 +67,8 @@ export function main(argv: string[], out: (s: string) => void = (s) => process.s
   try {
     switch (args.cmd) {
       case 'synth': return synth(args, out);
+      case 'plan': return plan(args, out);
+      case 'diff': return diff(args, out, err);
       case 'validate':
         for (const f of need(args.files)) { resolveFleet(parseFleetDocument(loadFleetFile(f), f), f); out(`${f}: valid\n`); }
         return 0;
@@ -73,7 +96,12 @@ function synth(args: Args, out: (s: string) => void): number {
     const doc = loadFleetFile(f);
     const ledgerFile = typeof args.flags.get('ledger') === 'string' ? String(args.flags.get('ledger')) : ledgerPathFor(f);
     const ledger = loadLedgerFile(ledgerFile);
-    return { f, doc, ledgerFile, ledger, r: synthesizeFleet(doc, { ledger, frozen }) };
+    const progress = createProgress(`synth ${doc.metadata.name}`);
+    try {
+      return { f, doc, ledgerFile, ledger, r: synthesizeFleet(doc, { ledger, frozen, onCluster: (d, t) => progress.update(d, t) }) };
+    } finally {
+      progress.done();
+    }
   });
   // every fleet validated and synthesized in memory before anything is written
   const names = new Set<string>();
@@ -83,13 +111,92 @@ function synth(args: Args, out: (s: string) => void): number {
   }
   for (const { f, doc, ledgerFile, r } of results) {
     const dir = path.join(outRoot, doc.metadata.name);
-    writeFiles(dir, r.files);
+    const files = new Map(r.files);
+    if (args.flags.get('no-svg') !== true) files.set(FLEET_SVG, renderFleetSvg(planReport(r.plan, { harvester: harvesterClusters(doc) })));
+    writeFiles(dir, files);
     const ledgerText = serializeLedger(r.ledger);
     if (!fs.existsSync(ledgerFile) || fs.readFileSync(ledgerFile, 'utf8') !== ledgerText) fs.writeFileSync(ledgerFile, ledgerText);
     out(`${f}: ${r.plan.clusters.length} clusters, ${r.files.size} files -> ${dir}/\n`);
     if (r.changes.length) out(`  ledger ${ledgerFile}: ${r.changes.length} change${r.changes.length === 1 ? '' : 's'}\n${r.changes.slice(0, 20).map((c) => `    ${formatLedgerChange(c)}\n`).join('')}${r.changes.length > 20 ? `    ... ${r.changes.length - 20} more\n` : ''}`);
   }
   return 0;
+}
+
+/** The fleet picture's name inside DIR/<fleet>/. */
+export const FLEET_SVG = 'fleet.svg';
+
+const harvesterClusters = (doc: FleetDocument): string[] => doc.spec.clusters.filter((c) => c.harvester).map((c) => c.name);
+
+function ledgerFor(args: Args, fleetFile: string): Ledger | undefined {
+  const flag = args.flags.get('ledger');
+  return loadLedgerFile(typeof flag === 'string' ? flag : ledgerPathFor(fleetFile));
+}
+
+function plan(args: Args, out: (s: string) => void): number {
+  const files = need(args.files);
+  if (files.length !== 1) throw new Error(`plan takes one fleet file, got ${files.length}`);
+  const f = files[0];
+  const doc = loadFleetFile(f);
+  const { plan: p } = planFleet(resolveFleet(doc, f), ledgerFor(args, f));
+  const report = planReport(p, { harvester: harvesterClusters(doc) });
+  const svg = args.flags.get('svg');
+  if (typeof svg === 'string') {
+    fs.mkdirSync(path.dirname(path.resolve(svg)), { recursive: true });
+    fs.writeFileSync(svg, renderFleetSvg(report));
+  }
+  const format = String(args.flags.get('output') ?? 'table');
+  if (format === 'json') out(`${JSON.stringify(report, null, 2)}\n`);
+  else if (format === 'table') out(renderPlanTable(report));
+  else throw new Error(`--output must be table or json, got '${format}'`);
+  return 0;
+}
+
+/** Every file under dir, relative, '/'-separated. */
+export function readTree(dir: string): Map<string, string> {
+  const files = new Map<string, string>();
+  if (!fs.existsSync(dir)) return files;
+  const walk = (d: string, rel: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(path.join(d, e.name), r);
+      else if (e.isFile()) files.set(r, fs.readFileSync(path.join(d, e.name), 'utf8'));
+    }
+  };
+  walk(dir, '');
+  return files;
+}
+
+function diff(args: Args, out: (s: string) => void, err: (s: string) => void): number {
+  try {
+    const files = need(args.files);
+    const format = String(args.flags.get('output') ?? 'text');
+    if (format !== 'text' && format !== 'json') throw new Error(`--output must be text or json, got '${format}'`);
+    let d: FleetDiff;
+    if (files.length === 2) {
+      const before = loadFleetFile(files[0]);
+      const after = loadFleetFile(files[1]);
+      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]) });
+    } else if (files.length === 1) {
+      const doc = loadFleetFile(files[0]);
+      const ledger = ledgerFor(args, files[0]);
+      const outRoot = String(args.flags.get('out') ?? process.env.CDK8S_OUTDIR ?? 'dist');
+      const dir = path.join(outRoot, doc.metadata.name);
+      const progress = createProgress(`synth ${doc.metadata.name}`);
+      let r;
+      try { r = synthesizeFleet(doc, { ledger, onCluster: (x, t) => progress.update(x, t) }); } finally { progress.done(); }
+      d = diffTrees({ files: readTree(dir), ledger }, { files: r.files, ledger: r.ledger });
+    } else {
+      throw new Error(`diff takes OLD NEW or one fleet file, got ${files.length} files`);
+    }
+    if (format === 'json') {
+      const { clusters, summary, changed, counts } = d;
+      out(`${JSON.stringify({ changed, summary, counts, clusters }, null, 2)}\n`);
+    } else out(renderDiff(d));
+    return d.changed ? 1 : 0;
+  } catch (e) {
+    err(`${e instanceof FleetValidationError ? e.message : `error: ${(e as Error).message}`}\n`);
+    return 2;
+  }
 }
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));

@@ -151,6 +151,66 @@ export const gatewaySchema = z.object({
   serviceMonitor: z.boolean().optional(),
 }).strict();
 
+/** Argo CD wiring: one ApplicationSet, one Application per cluster (see docs/gitops.md). */
+export const argocdSchema = z.object({
+  /** Namespace Argo CD runs in (the ApplicationSet goes there). @default argocd */
+  namespace: dnsLabel.optional(),
+  /** Argo CD project of the generated Applications. @default default */
+  project: dnsLabel.optional(),
+  /**
+   * API server URL per cluster (`destination.server`). When given it must list every cluster.
+   * @default - `destination.name: <cluster>`: register each cluster in Argo CD under its fleet name
+   */
+  clusterServers: z.record(z.string(), z.string().regex(/^https?:\/\/\S+$/, { message: 'must be an API server URL such as https://10.0.0.1:6443' })).optional(),
+  /** Sync automatically (with prune and self-heal). @default true */
+  automated: z.boolean().optional(),
+}).strict();
+
+/** Flux wiring: per cluster, one Kustomization per rollout stage, chained with dependsOn. */
+export const fluxSchema = z.object({
+  /** The Flux source holding the synthesized tree (e.g. a GitRepository). */
+  sourceRef: z.object({
+    /** @default GitRepository */
+    kind: z.enum(['GitRepository', 'OCIRepository', 'Bucket', 'ExternalArtifact']).optional(),
+    name: dnsLabel,
+    /** @default - the Kustomizations' namespace */
+    namespace: dnsLabel.optional(),
+  }).strict(),
+  /** Namespace of the generated Kustomizations (on the management cluster). @default flux-system */
+  namespace: dnsLabel.optional(),
+  /** Reconcile interval. @default 10m */
+  interval: z.string().regex(/^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/, { message: 'must be a Go duration such as 10m or 1h30m' }).optional(),
+  /** How long a stage may take to become Ready (the gateway stage waits for its Deployments). @default 5m */
+  timeout: z.string().regex(/^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/, { message: 'must be a Go duration such as 5m' }).optional(),
+  /**
+   * Secret (in `namespace`) with the kubeconfig of each cluster, per cluster name.
+   * @default `<cluster>-kubeconfig` (the Cluster API convention, key `value`)
+   */
+  kubeConfigSecrets: z.record(z.string(), dnsLabel).optional(),
+  /** Apply to the cluster Flux runs in (no kubeConfig), for a Flux installed in every cluster. @default false */
+  inCluster: z.boolean().optional(),
+}).strict();
+
+/** Optional GitOps delivery of the synthesized tree (written to `<out>/<fleet>/_gitops/`). */
+export const gitopsSchema = z.object({
+  /** Git repository holding the synthesized tree (needed for Argo CD). */
+  repoURL: z.string().min(1).optional(),
+  /** Branch, tag or commit. @default HEAD */
+  targetRevision: z.string().min(1).optional(),
+  /** Path of this fleet's output inside the repository. @default dist/<fleet> */
+  path: z.string().min(1).optional(),
+  argocd: argocdSchema.optional(),
+  flux: fluxSchema.optional(),
+}).strict();
+
+/** Deliver this cluster's migration network through Harvester's own `vm-migration-network` setting. */
+export const harvesterSchema = z.object({
+  /** Harvester ClusterNetwork carrying the migration VLAN (its bridge is `<clusterNetwork>-br`). */
+  clusterNetwork: dnsLabel,
+  /** VLAN id on that cluster network (0 = untagged). @default the shared network attachment's vlan, else 0 */
+  vlan: z.number().int().min(0).max(4094, { message: 'must be 0-4094 (Harvester rejects larger VLAN ids)' }).optional(),
+}).strict();
+
 export const clusterSchema = z.object({
   name: dnsLabel,
   /** Nodes running virt-handler (one migration address each in direct mode). */
@@ -172,6 +232,12 @@ export const clusterSchema = z.object({
   serviceCidrs: z.array(z.string()).optional(),
   /** The cluster runs the multi-networkpolicy controller (a MultiNetworkPolicy is emitted). @default false */
   multiNetworkPolicy: z.boolean().optional(),
+  /**
+   * The cluster is Harvester: emit the `vm-migration-network` Setting instead of a NAD and KubeVirt patch
+   * (direct datapath only). `nodes` counts non-witness nodes.
+   * @default - not Harvester
+   */
+  harvester: harvesterSchema.optional(),
 }).strict();
 
 export const fleetSpecSchema = z.object({
@@ -186,6 +252,8 @@ export const fleetSpecSchema = z.object({
   /** Addresses held back per cluster for rollout surge and terminating pods. @default 2 */
   addressSurge: z.number().int().min(0).max(1000).optional(),
   clusters: z.array(clusterSchema).min(1, { message: 'must list at least one cluster' }),
+  /** Argo CD / Flux wiring for the synthesized tree. @default - none */
+  gitops: gitopsSchema.optional(),
 }).strict();
 
 export const fleetDocumentSchema = z.object({
@@ -201,3 +269,5 @@ export type ClusterSpec = z.infer<typeof clusterSchema>;
 export type Datapath = NonNullable<FleetSpec['datapath']>;
 export type ConfigDelivery = NonNullable<z.infer<typeof kubevirtSchema>['configDelivery']>;
 export type SyncPlacement = NonNullable<z.infer<typeof syncControllersSchema>['placement']>;
+export type GitopsSpec = z.infer<typeof gitopsSchema>;
+export type HarvesterSpec = z.infer<typeof harvesterSchema>;

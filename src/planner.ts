@@ -430,12 +430,16 @@ export interface PlanOptions {
 /** A whole fleet document, or just a name and a spec. */
 export type FleetInput = FleetDocument | { readonly name: string; readonly spec: FleetSpec };
 
-/** Validate (structure and cross-field rules), plan against the ledger, and enforce `frozen`. */
-export function planFleetDocument(fleet: FleetInput, opts: PlanOptions = {}, source?: string): PlanResult {
-  const doc = 'apiVersion' in fleet
+export function toFleetDocument(fleet: FleetInput): FleetDocument {
+  return 'apiVersion' in fleet
     ? fleet
     : { apiVersion: FLEET_API_VERSION, kind: FLEET_KIND, metadata: { name: fleet.name }, spec: fleet.spec };
-  const result = planFleet(resolveFleet(parseFleetDocument(doc, source), source), opts.ledger);
+}
+
+/** Validate (structure and cross-field rules), plan against the ledger, and enforce `frozen`. */
+export function planFleetDocument(fleet: FleetInput, opts: PlanOptions = {}, source?: string): PlanResult & { document: FleetDocument } {
+  const document = parseFleetDocument(toFleetDocument(fleet), source);
+  const result = planFleet(resolveFleet(document, source), opts.ledger);
   if (opts.frozen && !opts.ledger) {
     throw new FleetValidationError([{ path: '(ledger)', message: 'frozen, but there is no ledger', fix: 'run synth without --frozen once and commit the ledger it writes' }], source);
   }
@@ -446,5 +450,5 @@ export function planFleetDocument(fleet: FleetInput, opts: PlanOptions = {}, sou
       fix: 'run synth without --frozen and commit the updated ledger',
     }], source);
   }
-  return result;
+  return { ...result, document };
 }

@@ -12,11 +12,17 @@ import * as path from 'path';
 import * as YAML from 'yaml';
 import { App } from 'cdk8s';
 import * as os from 'os';
-import { MeshClusterChart } from '../constructs/mesh-cluster';
+import { clusterChart, harvesterValues } from '../constructs/mesh';
 import { Ledger, LedgerChange } from './ledger';
-import { FleetInput, FleetPlan, PlanOptions, planFleetDocument } from './planner';
+import { FleetInput, FleetPlan, PlanOptions, planFleetDocument, toFleetDocument } from './planner';
+import { FleetValidationError } from './errors';
+import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from './gitops';
+import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from './rollout';
 
-export type SynthOptions = PlanOptions;
+export interface SynthOptions extends PlanOptions {
+  /** Called after each cluster is synthesized (progress display for large fleets). */
+  readonly onCluster?: (done: number, total: number) => void;
+}
 
 export interface SynthResult {
   /** Relative path -> file content. */
@@ -26,18 +32,16 @@ export interface SynthResult {
   readonly changes: LedgerChange[];
   /** Every object, per cluster, in rollout order. */
   readonly objects: Map<string, any[]>;
+  /** The GitOps wiring, when the fleet has `spec.gitops`. */
+  readonly gitops?: ResolvedGitops;
 }
 
-/** Rollout rank: lower applies first (NADs before the KubeVirt config that names them). */
+/**
+ * Rollout rank by kind: lower applies first (NADs before the KubeVirt config that names it). The full
+ * ordering (the NADs KubeVirt names come after the gateway) is `rolloutWave` in rollout.ts.
+ */
 export function rolloutRank(kind: string): number {
-  switch (kind) {
-    case 'Namespace': return 0;
-    case 'NetworkAttachmentDefinition': return 1;
-    case 'ServiceAccount': case 'ConfigMap': case 'Secret': case 'Certificate': case 'Issuer': return 2;
-    case 'Deployment': case 'Service': case 'PodDisruptionBudget': case 'NetworkPolicy': case 'MultiNetworkPolicy': case 'ServiceMonitor': return 3;
-    case 'KubeVirt': case 'HyperConverged': return 4;
-    default: return 5;
-  }
+  return kindWave(kind);
 }
 
 const fileSafe = (s: string): string => s.replace(/[^0-9A-Za-z._-]/g, '_');
@@ -53,19 +57,31 @@ export function toYaml(o: unknown): string {
 
 /** Build every cluster's objects and files in memory. Throws FleetValidationError before anything is written. */
 export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): SynthResult {
-  const result = planFleetDocument(fleet, opts);
+  const { gitops, problems: gitopsProblems } = resolveGitops(toFleetDocument(fleet));
+  let result: ReturnType<typeof planFleetDocument>;
+  let harvester: ReturnType<typeof harvesterValues>;
+  try {
+    result = planFleetDocument(fleet, opts);
+    harvester = harvesterValues(result.document, result.plan);
+  } catch (e) {
+    if (e instanceof FleetValidationError && gitopsProblems.length) throw new FleetValidationError([...e.problems, ...gitopsProblems]);
+    throw e;
+  }
+  if (gitopsProblems.length) throw new FleetValidationError(gitopsProblems);
+  // Flux has no waves inside one Kustomization: the staged layout gives each stage its own directory
+  const staged = !!gitops?.flux;
   const files = new Map<string, string>();
   const objects = new Map<string, any[]>();
-  for (const cluster of result.plan.clusters) {
+  const stagesOf: { name: string; stages: StageName[] }[] = [];
+  result.plan.clusters.forEach((cluster, n) => {
     // one App per cluster: cdk8s prepares the whole app for every chart it synthesizes, so a shared
     // App makes synthesis quadratic in the number of clusters
-    const chart = new MeshClusterChart(new App({ outdir: os.tmpdir() }), cluster.name, { plan: result.plan, cluster });
+    const chart = clusterChart(new App({ outdir: os.tmpdir() }), result.plan, cluster, harvester.get(cluster.name));
     const name = cluster.name;
-    const objs = (chart.toJson() as any[]).map((o, i) => ({ o, i }))
-      .sort((a, b) => (rolloutRank(a.o.kind) - rolloutRank(b.o.kind)) || (a.i - b.i))
-      .map((x) => x.o);
+    const nads = kubevirtNadKeys(chart.cluster);
+    const objs = sortForRollout(chart.toJson() as any[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
     objects.set(name, objs);
-    const resources: string[] = [];
+    const resources = new Map<string, string[]>();
     const patchForm = chart.cluster.kubevirt.configDelivery === 'kustomize-patch';
     for (const o of objs) {
       if (patchForm && o.kind === 'KubeVirt') {
@@ -77,18 +93,40 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
         }));
         continue;
       }
+      const dir = staged ? stageOfWave(rolloutWave(o, nads)).dir : '';
       const f = objectFileName(o);
-      if (files.has(`${name}/${f}`)) throw new Error(`two objects of cluster ${name} map to one file ${f}`);
-      files.set(`${name}/${f}`, toYaml(o));
-      resources.push(f);
+      const rel = dir ? `${name}/${dir}/${f}` : `${name}/${f}`;
+      if (files.has(rel)) throw new Error(`two objects of cluster ${name} map to one file ${f}`);
+      files.set(rel, toYaml(o));
+      resources.set(dir, [...(resources.get(dir) ?? []), f]);
     }
-    files.set(`${name}/kustomization.yaml`, toYaml({
-      apiVersion: 'kustomize.config.k8s.io/v1beta1',
-      kind: 'Kustomization',
-      resources,
-    }));
+    if (staged) {
+      const present = STAGES.filter((st) => resources.has(st.dir));
+      for (const st of present) files.set(`${name}/${st.dir}/kustomization.yaml`, kustomization(resources.get(st.dir)!));
+      // plain `kubectl apply -k <cluster>` still applies everything, stage directories in order
+      files.set(`${name}/kustomization.yaml`, kustomization(present.map((st) => st.dir)));
+      stagesOf.push({ name, stages: present.map((st) => st.name) });
+    } else {
+      files.set(`${name}/kustomization.yaml`, kustomization(resources.get('') ?? []));
+      stagesOf.push({ name, stages: [] });
+    }
+    opts.onCluster?.(n + 1, result.plan.clusters.length);
+  });
+  if (gitops?.argocd) {
+    const appSet = argocdApplicationSet(gitops, result.plan.clusters.map((c) => c.name));
+    files.set(`${GITOPS_DIR}/argocd/${objectFileName(appSet)}`, toYaml(appSet));
+    files.set(`${GITOPS_DIR}/argocd/kustomization.yaml`, kustomization([objectFileName(appSet)]));
   }
-  return { files, plan: result.plan, ledger: result.ledger, changes: result.changes, objects };
+  if (gitops?.flux) {
+    const ks = fluxKustomizations(gitops, stagesOf);
+    for (const k of ks) files.set(`${GITOPS_DIR}/flux/${objectFileName(k)}`, toYaml(k));
+    files.set(`${GITOPS_DIR}/flux/kustomization.yaml`, kustomization(ks.map(objectFileName)));
+  }
+  return { files, plan: result.plan, ledger: result.ledger, changes: result.changes, objects, gitops };
+}
+
+function kustomization(resources: string[]): string {
+  return toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources });
 }
 
 /**

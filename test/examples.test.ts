@@ -64,11 +64,15 @@ describe.each(examples)('example %s', (file) => {
 
   test('kustomization.yaml lists exactly the cluster files, NADs before the KubeVirt configuration', () => {
     for (const cluster of result.objects.keys()) {
-      const k = YAML.parse(result.files.get(`${cluster}/kustomization.yaml`)!);
+      // flatten: a resource that is a directory (Flux stages) stands for its own kustomization's list, in order
+      const expand = (dir: string): string[] => YAML.parse(result.files.get(`${dir}/kustomization.yaml`)!).resources
+        .flatMap((r: string) => (result.files.has(`${dir}/${r}/kustomization.yaml`) ? expand(`${dir}/${r}`).map((x) => `${r}/${x}`) : [r]));
+      const listed: string[] = expand(cluster);
       const files = [...result.files.keys()].filter((f) => f.startsWith(`${cluster}/`) && !f.includes('/components/') && !f.endsWith('kustomization.yaml')).map((f) => f.slice(cluster.length + 1));
-      expect([...k.resources].sort()).toEqual(files.sort());
-      const firstKv = k.resources.findIndex((f: string) => /^(KubeVirt|HyperConverged)\./.test(f));
-      const lastNad = Math.max(...k.resources.map((f: string, i: number) => (f.startsWith('NetworkAttachmentDefinition.') ? i : -1)));
+      expect([...listed].sort()).toEqual(files.sort());
+      const base = listed.map((f) => f.split('/').pop()!);
+      const firstKv = base.findIndex((f: string) => /^(KubeVirt|HyperConverged)\./.test(f));
+      const lastNad = Math.max(...base.map((f: string, i: number) => (f.startsWith('NetworkAttachmentDefinition.') ? i : -1)));
       if (firstKv >= 0) expect(lastNad).toBeLessThan(firstKv);
     }
   });

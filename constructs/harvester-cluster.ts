@@ -1,0 +1,37 @@
+import { Chart } from 'cdk8s';
+import { Construct } from 'constructs';
+import { HarvesterMigrationNetworkValue } from '../src/harvester';
+import { ClusterPlan, FleetPlan } from '../src/planner';
+import { HarvesterMigrationNetwork } from './harvester-migration-network';
+
+/**
+ * Properties for `HarvesterClusterChart`.
+ */
+export interface HarvesterClusterChartProps {
+  /** The fleet plan. */
+  readonly plan: FleetPlan;
+  /** This cluster's plan (datapath `direct`: its slice of the shared network). */
+  readonly cluster: ClusterPlan;
+  /** The checked `vm-migration-network` value (`harvesterSettingFor`). */
+  readonly value: HarvesterMigrationNetworkValue;
+}
+
+/**
+ * Everything a Harvester cluster applies: only the `vm-migration-network` Setting. Harvester writes
+ * the NAD and the KubeVirt `migrations.network` from it; the fleet's migration policy and
+ * sync-controller placement are not delivered to Harvester clusters (Harvester's `kubevirt-migration`
+ * setting owns `migrations`; see docs/gitops.md).
+ */
+export class HarvesterClusterChart extends Chart {
+  public readonly cluster: ClusterPlan;
+  public readonly setting: HarvesterMigrationNetwork;
+
+  constructor(scope: Construct, id: string, props: HarvesterClusterChartProps) {
+    super(scope, id, { disableResourceNameHashes: true, labels: { 'migrationmesh.dev/fleet': props.plan.fleet } });
+    this.cluster = props.cluster;
+    this.setting = new HarvesterMigrationNetwork(this, 'MigrationNetwork', {
+      value: props.value,
+      labels: { 'app.kubernetes.io/managed-by': 'migration-mesh' },
+    });
+  }
+}

@@ -1,0 +1,32 @@
+/**
+ * `diffFleets`: synthesize two fleets in memory (the ledger carried from before into after, as a real
+ * synth run would) and compare the trees. Imports synth.ts (and so cdk8s); the comparison itself is
+ * the pure diff.ts.
+ */
+import { FleetDocument } from './fleet-schema';
+import { Ledger } from './ledger';
+import { FleetDiff, TreeSnapshot, diffTrees } from './diff';
+import { SynthResult, synthesizeFleet } from './synth';
+
+export interface DiffFleetsOptions {
+  /** The committed ledger the `before` fleet was synthesized with. @default - none (plan from scratch) */
+  readonly ledger?: Ledger;
+}
+
+export interface DiffFleetsResult extends FleetDiff {
+  readonly before: SynthResult;
+  readonly after: SynthResult;
+}
+
+const nodesOf = (r: SynthResult): Record<string, number> => Object.fromEntries(r.plan.clusters.map((c) => [c.name, c.nodes]));
+
+export function snapshotOf(r: SynthResult): TreeSnapshot {
+  return { files: r.files, ledger: r.ledger, nodes: nodesOf(r) };
+}
+
+/** What changing `before` into `after` does to the synthesized tree and the ledger. */
+export function diffFleets(before: FleetDocument, after: FleetDocument, opts: DiffFleetsOptions = {}): DiffFleetsResult {
+  const b = synthesizeFleet(before, { ledger: opts.ledger });
+  const a = synthesizeFleet(after, { ledger: b.ledger });
+  return { ...diffTrees(snapshotOf(b), snapshotOf(a)), before: b, after: a };
+}

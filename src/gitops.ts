@@ -1,0 +1,201 @@
+/**
+ * GitOps delivery: the Argo CD ApplicationSet and the Flux Kustomizations that apply each cluster's
+ * directory, plus the per-object annotations (sync waves, prune protection). Objects only; synth.ts
+ * writes them under `<out>/<fleet>/_gitops/`. Pure, no cdk8s import.
+ */
+import { FleetProblem } from './errors';
+import { FleetDocument } from './fleet-schema';
+import { STAGES, StageName } from './rollout';
+
+export const GITOPS_DIR = '_gitops';
+export const ARGOCD_WAVE_ANNOTATION = 'argocd.argoproj.io/sync-wave';
+export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
+export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
+
+export const GITOPS_DEFAULTS = {
+  targetRevision: 'HEAD',
+  argocdNamespace: 'argocd',
+  argocdProject: 'default',
+  fluxNamespace: 'flux-system',
+  fluxInterval: '10m',
+  fluxTimeout: '5m',
+  sourceKind: 'GitRepository',
+} as const;
+
+/** Kinds we deliver as partial objects owned by an operator: never prune or delete them from GitOps. */
+export const PROTECTED_KINDS = new Set(['KubeVirt', 'HyperConverged', 'Setting']);
+
+export interface ResolvedArgocd {
+  readonly namespace: string;
+  readonly project: string;
+  readonly repoURL: string;
+  /** Per-cluster API server, or undefined for `destination.name: <cluster>`. */
+  readonly clusterServers?: Readonly<Record<string, string>>;
+  readonly automated: boolean;
+}
+
+export interface ResolvedFlux {
+  readonly namespace: string;
+  readonly sourceRef: { readonly kind: string; readonly name: string; readonly namespace?: string };
+  readonly interval: string;
+  readonly timeout: string;
+  /** Kubeconfig Secret per cluster; empty when `inCluster`. */
+  readonly kubeConfigSecrets: Readonly<Record<string, string>>;
+  readonly inCluster: boolean;
+}
+
+export interface ResolvedGitops {
+  readonly fleet: string;
+  readonly targetRevision: string;
+  /** Repository path of the fleet's output directory, without `./` or a trailing `/`. */
+  readonly path: string;
+  readonly argocd?: ResolvedArgocd;
+  readonly flux?: ResolvedFlux;
+}
+
+/** Defaults applied, cross-references checked (every problem, with path and fix). */
+export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; problems: FleetProblem[] } {
+  const g = doc.spec.gitops;
+  const problems: FleetProblem[] = [];
+  if (!g) return { problems };
+  const names = doc.spec.clusters.map((c) => c.name);
+  const known = new Set(names);
+  const P = 'spec.gitops';
+  const path = (g.path ?? `dist/${doc.metadata.name}`).replace(/^\.\//, '').replace(/\/+$/, '');
+  if (path.startsWith('/') || path.split('/').includes('..')) {
+    problems.push({ path: `${P}.path`, message: `'${g.path}' must be a path inside the repository`, fix: `use a relative path such as dist/${doc.metadata.name}` });
+  }
+  let argocd: ResolvedArgocd | undefined;
+  if (g.argocd) {
+    const a = g.argocd;
+    if (!g.repoURL) problems.push({ path: `${P}.repoURL`, message: 'Argo CD needs the Git repository that holds the synthesized tree', fix: 'add spec.gitops.repoURL, e.g. https://git.example.com/infra.git' });
+    if (a.clusterServers) {
+      for (const k of Object.keys(a.clusterServers)) {
+        if (!known.has(k)) problems.push({ path: `${P}.argocd.clusterServers.${k}`, message: `'${k}' is not a cluster of the fleet`, fix: `remove it, or use one of ${names.join(', ')}` });
+      }
+      const missing = names.filter((n) => !(n in a.clusterServers!));
+      if (missing.length) {
+        problems.push({ path: `${P}.argocd.clusterServers`, message: `lists no API server for ${missing.join(', ')}; every Application needs one destination`, fix: 'add an entry for each of them, or drop clusterServers to address clusters by their Argo CD name (= fleet cluster name)' });
+      }
+    }
+    argocd = {
+      namespace: a.namespace ?? GITOPS_DEFAULTS.argocdNamespace,
+      project: a.project ?? GITOPS_DEFAULTS.argocdProject,
+      repoURL: g.repoURL ?? '',
+      clusterServers: a.clusterServers,
+      automated: a.automated ?? true,
+    };
+  }
+  let flux: ResolvedFlux | undefined;
+  if (g.flux) {
+    const f = g.flux;
+    const ns = f.namespace ?? GITOPS_DEFAULTS.fluxNamespace;
+    for (const k of Object.keys(f.kubeConfigSecrets ?? {})) {
+      if (!known.has(k)) problems.push({ path: `${P}.flux.kubeConfigSecrets.${k}`, message: `'${k}' is not a cluster of the fleet`, fix: `remove it, or use one of ${names.join(', ')}` });
+    }
+    if (f.inCluster && f.kubeConfigSecrets) {
+      problems.push({ path: `${P}.flux.kubeConfigSecrets`, message: 'is given together with inCluster: true; in-cluster Kustomizations use no kubeconfig', fix: 'remove one of the two' });
+    }
+    const secrets: Record<string, string> = {};
+    if (!f.inCluster) for (const n of [...names].sort()) secrets[n] = f.kubeConfigSecrets?.[n] ?? `${n}-kubeconfig`;
+    flux = {
+      namespace: ns,
+      sourceRef: { kind: f.sourceRef.kind ?? GITOPS_DEFAULTS.sourceKind, name: f.sourceRef.name, ...(f.sourceRef.namespace ? { namespace: f.sourceRef.namespace } : {}) },
+      interval: f.interval ?? GITOPS_DEFAULTS.fluxInterval,
+      timeout: f.timeout ?? GITOPS_DEFAULTS.fluxTimeout,
+      kubeConfigSecrets: secrets,
+      inCluster: f.inCluster ?? false,
+    };
+  }
+  return { gitops: { fleet: doc.metadata.name, targetRevision: g.targetRevision ?? GITOPS_DEFAULTS.targetRevision, path, argocd, flux }, problems };
+}
+
+/** Add the GitOps annotations to one synthesized object (returns a copy). */
+export function annotateForGitops<T extends { kind: string; metadata?: any }>(o: T, wave: number, g: ResolvedGitops | undefined): T {
+  if (!g || (!g.argocd && !g.flux)) return o;
+  const annotations: Record<string, string> = { ...(o.metadata?.annotations ?? {}) };
+  if (g.argocd) {
+    annotations[ARGOCD_WAVE_ANNOTATION] = String(wave);
+    // partial objects owned by the KubeVirt/HCO/Harvester operators: removing a cluster or a file must
+    // never delete the operator's CR (deleting a KubeVirt CR uninstalls KubeVirt)
+    if (PROTECTED_KINDS.has(o.kind)) annotations[ARGOCD_SYNC_OPTIONS_ANNOTATION] = 'Prune=false,Delete=false';
+  }
+  if (g.flux && PROTECTED_KINDS.has(o.kind)) annotations[FLUX_PRUNE_ANNOTATION] = 'disabled';
+  return { ...o, metadata: { ...o.metadata, annotations } };
+}
+
+const managedLabels = (fleet: string): Record<string, string> => ({
+  'app.kubernetes.io/managed-by': 'migration-mesh',
+  'migrationmesh.dev/fleet': fleet,
+});
+
+/** The Argo CD ApplicationSet: one Application per cluster, server-side apply, waves inside. */
+export function argocdApplicationSet(g: ResolvedGitops, clusters: readonly string[]): any {
+  const a = g.argocd!;
+  const byServer = !!a.clusterServers;
+  return {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'ApplicationSet',
+    metadata: { name: `${g.fleet}-migration-mesh`, namespace: a.namespace, labels: managedLabels(g.fleet) },
+    spec: {
+      goTemplate: true,
+      goTemplateOptions: ['missingkey=error'],
+      generators: [{
+        list: {
+          elements: [...clusters].sort().map((c) => ({ cluster: c, path: `${g.path}/${c}`, ...(byServer ? { server: a.clusterServers![c] } : {}) })),
+        },
+      }],
+      // a cluster removed from the fleet loses its Application, not its KubeVirt configuration
+      syncPolicy: { preserveResourcesOnDeletion: true },
+      template: {
+        metadata: { name: `${g.fleet}-{{.cluster}}`, labels: { ...managedLabels(g.fleet), 'migrationmesh.dev/cluster': '{{.cluster}}' } },
+        spec: {
+          project: a.project,
+          source: { repoURL: a.repoURL, targetRevision: g.targetRevision, path: '{{.path}}' },
+          destination: byServer ? { server: '{{.server}}' } : { name: '{{.cluster}}' },
+          syncPolicy: {
+            ...(a.automated ? { automated: { prune: true, selfHeal: true } } : {}),
+            // the KubeVirt/HyperConverged objects are partial: only server-side apply leaves the rest to the operator
+            syncOptions: ['ServerSideApply=true'],
+            retry: { limit: 5, backoff: { duration: '10s', factor: 2, maxDuration: '5m' } },
+          },
+        },
+      },
+    },
+  };
+}
+
+export const fluxKustomizationName = (fleet: string, cluster: string, stage: StageName): string => `${fleet}-${cluster}-${stage}`;
+
+/**
+ * Flux: per cluster one Kustomization per non-empty stage, chained with dependsOn. The gateway stage
+ * waits for its objects to be Ready (Deployments available) before the network stage may start.
+ */
+export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name: string; stages: readonly StageName[] }[]): any[] {
+  const f = g.flux!;
+  const out: any[] = [];
+  for (const c of [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    let prev: string | undefined;
+    for (const st of STAGES) {
+      if (!c.stages.includes(st.name)) continue;
+      const name = fluxKustomizationName(g.fleet, c.name, st.name);
+      out.push({
+        apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+        kind: 'Kustomization',
+        metadata: { name, namespace: f.namespace, labels: { ...managedLabels(g.fleet), 'migrationmesh.dev/cluster': c.name, 'migrationmesh.dev/stage': st.name } },
+        spec: {
+          interval: f.interval,
+          timeout: f.timeout,
+          path: `./${g.path}/${c.name}/${st.dir}`,
+          prune: true,
+          wait: st.name === 'gateway',
+          sourceRef: f.sourceRef,
+          ...(prev ? { dependsOn: [{ name: prev }] } : {}),
+          ...(f.inCluster ? {} : { kubeConfig: { secretRef: { name: f.kubeConfigSecrets[c.name] } } }),
+        },
+      });
+      prev = name;
+    }
+  }
+  return out;
+}

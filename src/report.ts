@@ -1,0 +1,143 @@
+/**
+ * The operator's view of a plan: one row per cluster (mode, in-cluster CIDR, gateway addresses, pool
+ * needed / usable / free, what `direct` mode would need instead) and fleet totals; as data (JSON) and
+ * as an aligned plain-text table. Pure, no cdk8s import.
+ */
+import { Datapath } from './fleet-schema';
+import { FleetPlan } from './planner';
+
+export interface PlanRow {
+  readonly cluster: string;
+  readonly mode: Datapath;
+  /** How the KubeVirt configuration is delivered: kubevirt-cr, kustomize-patch, hco or harvester. */
+  readonly delivery: string;
+  readonly nodes: number;
+  readonly syncControllers: number;
+  /** In-cluster migration CIDR (gateway/native). */
+  readonly inClusterCidr?: string;
+  /** In-cluster addresses: needed (nodes + sync + gateways + surge), usable in the CIDR, free. */
+  readonly inCluster?: { readonly needed: number; readonly usable: number; readonly free: number };
+  /** Gateway replicas with their addresses on both networks. */
+  readonly gateways: { readonly inCluster: string; readonly crossCluster: string }[];
+  /** Addresses this cluster holds on the shared network. */
+  readonly sharedAddresses: number;
+  /** direct/native: the cluster's slice of the shared network (`first-last`). */
+  readonly sharedRange?: string;
+  /** Shared-network addresses this cluster would hold in direct mode (nodes + sync controllers + surge). */
+  readonly directWouldNeed: number;
+  /** Peer clusters in its gateway's table. */
+  readonly peers: number;
+}
+
+export interface PlanTotals {
+  readonly clusters: number;
+  readonly nodes: number;
+  readonly byModeCount: Record<Datapath, number>;
+  readonly sharedNetwork: {
+    readonly name: string;
+    readonly prefixLength: number;
+    readonly pool: number;
+    readonly excluded: number;
+    /** Pool addresses lost to network/broadcast and the router (pool - excluded - usable). */
+    readonly reserved: number;
+    readonly usable: number;
+    readonly needed: number;
+    readonly free: number;
+  };
+  /** What the whole fleet would need on the shared network in each mode. */
+  readonly wouldNeed: { readonly direct: number; readonly directWithSurge: number; readonly native: number; readonly gateway: number };
+  /** Shared addresses saved against all-direct (with surge). */
+  readonly savedVersusDirect: number;
+}
+
+export interface PlanReport {
+  readonly fleet: string;
+  readonly clusters: PlanRow[];
+  readonly totals: PlanTotals;
+}
+
+export interface PlanReportOptions {
+  /** Clusters delivered in Harvester form (their delivery column says `harvester`). */
+  readonly harvester?: Iterable<string>;
+}
+
+/** The report of a plan: numbers only, no formatting. */
+export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanReport {
+  const hv = new Set(opts.harvester ?? []);
+  const surge = plan.addressSurge;
+  const clusters: PlanRow[] = plan.clusters.map((c) => {
+    const ipam = c.datapath === 'direct' ? c.migrationNetwork.ipam : c.crossClusterSync?.ipam;
+    const inCluster = c.capacity.inCluster
+      ? { needed: c.capacity.inCluster.needed, usable: Number(c.capacity.inCluster.usable), free: Number(c.capacity.inCluster.usable) - c.capacity.inCluster.needed }
+      : undefined;
+    return {
+      cluster: c.name,
+      mode: c.datapath,
+      delivery: hv.has(c.name) ? 'harvester' : c.kubevirt.configDelivery,
+      nodes: c.nodes,
+      syncControllers: c.syncReplicas,
+      inClusterCidr: c.migrationNetwork.cidr,
+      inCluster,
+      gateways: c.gateways.map((g) => ({ inCluster: g.inCluster, crossCluster: g.crossCluster })),
+      sharedAddresses: c.capacity.crossCluster,
+      sharedRange: ipam?.rangeStart ? `${ipam.rangeStart}-${ipam.rangeEnd}` : undefined,
+      directWouldNeed: c.nodes + c.syncReplicas + surge,
+      peers: c.peers.length,
+    };
+  });
+  const cap = plan.capacity;
+  const byModeCount: Record<Datapath, number> = { gateway: 0, native: 0, direct: 0 };
+  for (const c of plan.clusters) byModeCount[c.datapath]++;
+  return {
+    fleet: plan.fleet,
+    clusters,
+    totals: {
+      clusters: plan.clusters.length,
+      nodes: plan.clusters.reduce((n, c) => n + c.nodes, 0),
+      byModeCount,
+      sharedNetwork: {
+        name: plan.crossCluster.nadName,
+        prefixLength: plan.crossCluster.prefixLength,
+        pool: Number(cap.pool), excluded: Number(cap.excluded),
+        // what the pool loses beyond the exclusions: network/broadcast addresses and the router, where they fall inside it
+        reserved: Math.max(0, Number(cap.pool) - Number(cap.excluded) - Number(cap.usable)),
+        usable: Number(cap.usable), needed: cap.needed, free: Number(cap.free),
+      },
+      wouldNeed: { ...cap.byMode },
+      savedVersusDirect: cap.byMode.directWithSurge - cap.needed,
+    },
+  };
+}
+
+/** Aligned columns; numbers right-aligned. */
+export function renderTable(header: string[], rows: string[][], rightAligned: ReadonlySet<number> = new Set()): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]): string => r.map((cell, i) => (rightAligned.has(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ').trimEnd();
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n') + '\n';
+}
+
+const stripPrefix = (a: string): string => a.replace(/\/\d+$/, '');
+
+/** The plan as a plain-text table (one row per cluster) followed by the shared-network totals. */
+export function renderPlanTable(r: PlanReport): string {
+  const header = ['CLUSTER', 'MODE', 'DELIVERY', 'NODES', 'IN-CLUSTER CIDR', 'NEED', 'USABLE', 'FREE', 'GATEWAYS shared (in-cluster)', 'SHARED', 'DIRECT WOULD NEED'];
+  const rows = r.clusters.map((c) => [
+    c.cluster, c.mode, c.delivery, String(c.nodes),
+    c.inClusterCidr ?? '-',
+    c.inCluster ? String(c.inCluster.needed) : '-',
+    c.inCluster ? String(c.inCluster.usable) : '-',
+    c.inCluster ? String(c.inCluster.free) : '-',
+    c.gateways.length ? c.gateways.map((g) => `${stripPrefix(g.crossCluster)} (${stripPrefix(g.inCluster)})`).join(', ') : (c.sharedRange ? `range ${c.sharedRange}` : '-'),
+    String(c.sharedAddresses),
+    String(c.directWouldNeed),
+  ]);
+  const t = r.totals;
+  const s = t.sharedNetwork;
+  const modes = (Object.entries(t.byModeCount) as [Datapath, number][]).filter(([, n]) => n > 0).map(([m, n]) => `${n} ${m}`).join(', ');
+  return `fleet ${r.fleet}: ${t.clusters} clusters (${modes}), ${t.nodes} nodes\n\n`
+    + renderTable(header, rows, new Set([3, 5, 6, 7, 9, 10]))
+    + `\nshared network ${s.name} (/${s.prefixLength}): pool ${s.pool}, excluded ${s.excluded}, network/broadcast/router ${s.reserved}, usable ${s.usable}\n`
+    + `  needed ${s.needed}, free ${s.free}\n`
+    + `  all-direct would need ${t.wouldNeed.directWithSurge} (${t.wouldNeed.direct} without surge), all-native ${t.wouldNeed.native}, all-gateway ${t.wouldNeed.gateway}; `
+    + `this plan saves ${t.savedVersusDirect} against direct\n`;
+}

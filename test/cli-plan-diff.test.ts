@@ -1,0 +1,194 @@
+/**
+ * CLI `plan` and `diff` on the examples (numbers, JSON, exit codes), and the proof that `diff` names
+ * exactly the files that change: adding, removing and resizing a cluster, with the synthesized trees
+ * compared independently of diff.ts.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as YAML from 'yaml';
+import { main } from '../src/cli';
+import { diffFleets } from '../src/diff-fleets';
+import { FleetDocument } from '../src/fleet-schema';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
+import { serializeLedger } from '../src/ledger';
+import { synthesizeFleet } from '../src/synth';
+
+const EX = path.join(__dirname, '..', 'examples');
+const run = (...argv: string[]): { code: number; out: string; err: string } => {
+  let out = '';
+  let err = '';
+  const code = main(argv, (s) => { out += s; }, (s) => { err += s; });
+  return { code, out, err };
+};
+const tmp = (): string => fs.mkdtempSync(path.join(os.tmpdir(), 'mm-cli-'));
+const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x));
+
+/** Independent tree comparison: for each top-level directory, files added / removed / changed. */
+function compareTrees(a: Map<string, string>, b: Map<string, string>): Record<string, { added: string[]; removed: string[]; changed: string[] }> {
+  const out: Record<string, { added: string[]; removed: string[]; changed: string[] }> = {};
+  const slot = (p: string) => { const [dir, ...rest] = p.split('/'); out[dir] ??= { added: [], removed: [], changed: [] }; return { s: out[dir], f: rest.join('/') }; };
+  for (const p of [...new Set([...a.keys(), ...b.keys()])].sort()) {
+    if (!p.includes('/')) continue;
+    if (!a.has(p)) { const { s, f } = slot(p); s.added.push(f); } else if (!b.has(p)) { const { s, f } = slot(p); s.removed.push(f); } else if (a.get(p) !== b.get(p)) { const { s, f } = slot(p); s.changed.push(f); }
+  }
+  return out;
+}
+
+function expectDiffMatchesTrees(before: FleetDocument, after: FleetDocument, ledgerFile: string) {
+  const ledger = loadLedgerFile(ledgerFile);
+  const d = diffFleets(before, after, { ledger });
+  // independent: synthesize both, carrying the ledger as synth would, and compare the file maps
+  const tb = synthesizeFleet(before, { ledger });
+  const ta = synthesizeFleet(after, { ledger: tb.ledger });
+  const expected = compareTrees(tb.files, ta.files);
+  const reported = Object.fromEntries(d.clusters.filter((c) => c.added.length + c.removed.length + c.changed.length > 0).map((c) => [c.name, { added: c.added, removed: c.removed, changed: c.changed }]));
+  expect(reported).toEqual(expected);
+  return { d, tb, ta };
+}
+
+describe('migration-mesh plan', () => {
+  test('table for the VEP example: 10 clusters, 20 needed of 35 usable, direct would need 140', () => {
+    const r = run('plan', path.join(EX, 'vep-10-clusters.fleet.yaml'));
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('fleet vep: 10 clusters (10 gateway), 100 nodes');
+    expect(r.out).toMatch(/^c01 +gateway +kubevirt-cr +10 +10\.200\.0\.0\/24 +16 +254 +238 +192\.168\.50\.10 \(10\.200\.0\.1\), 192\.168\.50\.11 \(10\.200\.0\.2\) +2 +14$/m);
+    expect(r.out).toContain('usable 35');
+    expect(r.out).toContain('needed 20, free 15');
+    expect(r.out).toContain('all-direct would need 140 (120 without surge), all-native 40, all-gateway 20; this plan saves 120 against direct');
+  });
+
+  test.each([
+    ['vep-10-clusters.fleet.yaml', 10, 35, 20, 15],
+    ['three-sites-vlan.fleet.yaml', 3, 8, 6, 2],
+    ['hco.fleet.yaml', 2, 14, 4, 10],
+    ['harvester.fleet.yaml', 3, 245, 24, 221],
+    ['gitops.fleet.yaml', 3, 16, 5, 11],
+  ])('--output json for %s: %i clusters, usable %i, needed %i, free %i', (f, clusters, usable, needed, free) => {
+    const r = run('plan', path.join(EX, f), '--output', 'json');
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.out);
+    expect(j.clusters).toHaveLength(clusters);
+    expect(j.totals.sharedNetwork).toMatchObject({ usable, needed, free });
+    expect(j.clusters.reduce((n: number, c: any) => n + c.sharedAddresses, 0)).toBe(needed);
+  });
+
+  test('--svg writes the picture; synth writes fleet.svg next to the output', () => {
+    const dir = tmp();
+    const r = run('plan', path.join(EX, 'three-sites-vlan.fleet.yaml'), '--svg', path.join(dir, 'p', 'sites.svg'));
+    expect(r.code).toBe(0);
+    expect(fs.readFileSync(path.join(dir, 'p', 'sites.svg'), 'utf8')).toContain('>par-1<');
+    const fleet = path.join(dir, 'sites.fleet.yaml');
+    fs.copyFileSync(path.join(EX, 'three-sites-vlan.fleet.yaml'), fleet);
+    fs.copyFileSync(path.join(EX, 'three-sites-vlan.ledger.yaml'), path.join(dir, 'sites.ledger.yaml'));
+    expect(run('synth', fleet, '--out', path.join(dir, 'out')).code).toBe(0);
+    expect(fs.existsSync(path.join(dir, 'out', 'sites', 'fleet.svg'))).toBe(true);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('bad --output is an error', () => {
+    expect(run('plan', path.join(EX, 'hco.fleet.yaml'), '--output', 'xml').code).toBe(1);
+  });
+});
+
+describe('migration-mesh diff', () => {
+  const vepFile = path.join(EX, 'vep-10-clusters.fleet.yaml');
+  const vep = loadFleetFile(vepFile);
+  const vepLedger = ledgerPathFor(vepFile);
+
+  test('adding a cluster: 0 existing addresses move, 10 peer tables gain one entry; exactly the files the trees differ in', () => {
+    const after = clone(vep);
+    after.spec.clusters.push({ name: 'c11', nodes: 10 });
+    const { d, tb, ta } = expectDiffMatchesTrees(vep, after, vepLedger);
+    expect(d.summary).toBe('adding cluster c11: 0 existing addresses move, 10 peer tables gain one entry, 7 files added, 0 removed, 10 changed');
+    expect(d.changed).toBe(true);
+    expect(d.counts.addressesMoved).toBe(0);
+    expect(d.clusters.find((c) => c.name === 'c11')!.addressChanges.map((a) => `${a.field}=${a.to}`)).toEqual([
+      'migrationCidr=10.200.10.0/24', 'gateways[0].inCluster=10.200.10.1', 'gateways[0].crossCluster=192.168.50.65',
+      'gateways[1].inCluster=10.200.10.2', 'gateways[1].crossCluster=192.168.50.66',
+    ]);
+    // every old cluster changed only its peer table ConfigMap
+    for (const c of d.clusters.filter((x) => x.name !== 'c11')) expect(c.changed).toEqual(['ConfigMap.migration-mesh.migration-mesh-gateway.yaml']);
+    // and the ledger of the old clusters is untouched
+    for (const n of Object.keys(tb.ledger.clusters)) expect(ta.ledger.clusters[n]).toEqual(tb.ledger.clusters[n]);
+  });
+
+  test('removing a cluster: its files go, peers lose one entry, its 5 ledger entries are freed, nothing moves', () => {
+    const after = clone(vep);
+    after.spec.clusters = after.spec.clusters.filter((c) => c.name !== 'c05');
+    const { d } = expectDiffMatchesTrees(vep, after, vepLedger);
+    expect(d.summary).toBe('removing cluster c05: 0 existing addresses move, 9 peer tables lose one entry, 0 files added, 7 removed, 9 changed');
+    expect(d.counts.addressesFreed).toBe(5);
+    expect(d.clusters.find((c) => c.name === 'c05')!.status).toBe('removed');
+  });
+
+  test('resizing a direct-mode cluster: its slice grows, no other cluster moves; Harvester value and NAD change', () => {
+    const file = path.join(EX, 'harvester.fleet.yaml');
+    const before = loadFleetFile(file);
+    const after = clone(before);
+    after.spec.clusters.find((c) => c.name === 'hv-a')!.nodes = 7;
+    after.spec.clusters.find((c) => c.name === 'kv-c')!.nodes = 6;
+    const { d, ta } = expectDiffMatchesTrees(before, after, ledgerPathFor(file));
+    expect(d.summary).toBe('resizing hv-a (5 -> 7 nodes), resizing kv-c (4 -> 6 nodes): 0 existing addresses move, 0 files added, 0 removed, 2 changed');
+    expect(d.clusters.map((c) => [c.name, c.changed])).toEqual([
+      ['hv-a', ['Setting.vm-migration-network.yaml']],
+      ['kv-c', ['NetworkAttachmentDefinition.kubevirt.lm-crosscluster.yaml']],
+    ]);
+    expect(ta.ledger.clusters['hv-a'].crossClusterAddresses).toEqual(['172.20.40.10-172.20.40.18', '172.20.40.34/31']);
+    expect(ta.ledger.clusters['kv-c'].crossClusterAddresses).toEqual(['172.20.40.26-172.20.40.33', '172.20.40.36/31']);
+  });
+
+  test('resizing a gateway-mode cluster changes nothing that is applied: exit 0', () => {
+    const after = clone(vep);
+    after.spec.clusters[0].nodes = 14;
+    const { d } = expectDiffMatchesTrees(vep, after, vepLedger);
+    expect(d.changed).toBe(false);
+    expect(d.summary).toBe('no change');
+  });
+
+  test('CLI exit codes: 1 with changes, 0 without, 2 on error; --output json', () => {
+    const dir = tmp();
+    const a = path.join(dir, 'a.fleet.yaml');
+    const b = path.join(dir, 'b.fleet.yaml');
+    fs.copyFileSync(vepFile, a);
+    fs.copyFileSync(vepLedger, path.join(dir, 'a.ledger.yaml'));
+    const after = clone(vep);
+    after.spec.clusters.push({ name: 'c11', nodes: 10 });
+    fs.writeFileSync(b, YAML.stringify(after));
+    const changed = run('diff', a, b);
+    expect(changed.code).toBe(1);
+    expect(changed.out.trim().split('\n').pop()).toBe('adding cluster c11: 0 existing addresses move, 10 peer tables gain one entry, 7 files added, 0 removed, 10 changed');
+    expect(changed.out).toContain('  + KubeVirt.kubevirt.kubevirt.yaml');
+    expect(run('diff', a, a).code).toBe(0);
+    const j = JSON.parse(run('diff', a, b, '--output', 'json').out);
+    expect(j.changed).toBe(true);
+    expect(j.counts.peerTablesGaining).toBe(10);
+    const bad = run('diff', a, path.join(dir, 'missing.yaml'));
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('cannot read fleet file');
+    const invalid = path.join(dir, 'c.fleet.yaml');
+    fs.writeFileSync(invalid, YAML.stringify({ ...after, spec: { ...after.spec, clusters: [{ name: 'X', nodes: 0 }] } }));
+    expect(run('diff', a, invalid).code).toBe(2);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('one-file form compares against the written tree and the committed ledger', () => {
+    const dir = tmp();
+    const f = path.join(dir, 'vep.fleet.yaml');
+    fs.copyFileSync(vepFile, f);
+    fs.copyFileSync(vepLedger, path.join(dir, 'vep.ledger.yaml'));
+    const out = path.join(dir, 'dist');
+    expect(run('synth', f, '--out', out).code).toBe(0);
+    expect(run('diff', f, '--out', out)).toMatchObject({ code: 0, out: 'no change\n' });
+    // edit the fleet without synthesizing: diff shows it
+    const after = clone(vep);
+    after.spec.clusters.push({ name: 'c11', nodes: 10 });
+    fs.writeFileSync(f, YAML.stringify(after));
+    const r = run('diff', f, '--out', out);
+    expect(r.code).toBe(1);
+    expect(r.out.trim().split('\n').pop()).toBe('adding cluster c11: 0 existing addresses move, 10 peer tables gain one entry, 7 files added, 0 removed, 10 changed');
+    // the ledger on disk is not written by diff
+    expect(fs.readFileSync(path.join(dir, 'vep.ledger.yaml'), 'utf8')).toBe(serializeLedger(loadLedgerFile(vepLedger)!));
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
