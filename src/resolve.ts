@@ -254,6 +254,8 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
       `widen prefixLength so one subnet holds the pool, or add addresses.routes via a router`);
   }
   const usable = subtractIntervals(subtractIntervals(pool, excluded), reserved);
+  // reserved addresses that the pool (after exclusions) actually held: what the capacity formula subtracts
+  const reservedInPool = countIntervals(subtractIntervals(pool, excluded)) - countIntervals(usable);
   checkAttachment(p, `${S}.crossClusterNetwork.attachment`, cc.attachment, family);
 
   // ---- in-cluster migration network --------------------------------------------------------
@@ -317,7 +319,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
     if (c.migrationNetwork?.attachment) checkAttachment(p, `${cp}.migrationNetwork.attachment`, c.migrationNetwork.attachment, mnFamily);
     let migrationCidr: Cidr | undefined;
     if (c.migrationNetwork?.cidr !== undefined) migrationCidr = parseCidrField(p, `${cp}.migrationNetwork.cidr`, c.migrationNetwork.cidr);
-    else if (!supernet && datapath !== 'direct') {
+    else if (mn?.supernet === undefined && datapath !== 'direct') {
       p.add(`${cp}.migrationNetwork.cidr`, `cluster ${c.name} has no in-cluster migration CIDR and the fleet has no supernet to carve one from`, `give ${cp}.migrationNetwork.cidr or spec.migrationNetwork.supernet`);
     }
     const migrationExclude: Interval[] = [];
@@ -362,7 +364,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
     for (const d of declared) {
       if (d === m || !overlaps(m.cidr, d.cidr)) continue;
       // report each migration/migration pair once; a pod or service CIDR of any cluster conflicts too (routes would capture it)
-      if (d.what.endsWith('migration CIDR') && declared.indexOf(d) < declared.indexOf(m)) continue;
+      if (d.what.endsWith('migration CIDR') && declared.indexOf(d) > declared.indexOf(m)) continue;
       p.add(m.path, `${formatCidr(m.cidr)} overlaps ${d.what} ${formatCidr(d.cidr)} (${d.path})`, 'give each cluster a disjoint migration CIDR, outside every pod and service CIDR');
     }
     if (pool.some((iv) => overlaps(iv, m.cidr))) {
@@ -401,7 +403,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
   if (pool.length > 0 && BigInt(neededCross) > usableCount) {
     const byMode = summarizeNeeded(clusters, surge);
     p.add(`${ccPath}.pool`,
-      `pool too small: needed ${neededCross} (${byMode}), usable ${usableCount} = ${poolCount} in pool - ${excludedCount} excluded - ${countIntervals(mergeIntervals(reserved)) } network/broadcast${ccGateway ? '/router' : ''}`,
+      `pool too small: needed ${neededCross} (${byMode}), usable ${usableCount} = ${poolCount} in pool - ${excludedCount} excluded - ${reservedInPool} network/broadcast${ccGateway ? '/router' : ''}`,
       `add ${BigInt(neededCross) - usableCount} more address${BigInt(neededCross) - usableCount === 1n ? '' : 'es'} to the pool, remove exclusions${clusters.some((c) => c.datapath === 'direct') ? ', or use datapath: gateway (one address per gateway replica)' : ', or lower gateway.replicas'}`);
   }
 
@@ -410,7 +412,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
     name: doc.metadata.name,
     crossCluster: {
       nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family, prefixLength,
-      usable, usableCount, poolCount, excludedCount, reservedCount: countIntervals(mergeIntervals(reserved)),
+      usable, usableCount, poolCount, excludedCount, reservedCount: reservedInPool,
       subnets, gateway: ccGateway, routes,
     },
     migrationNadName: mn?.name ?? DEFAULTS.migrationNadName,

@@ -1,0 +1,26 @@
+import { FleetDocument } from '../../src/fleet-schema';
+
+/** A small valid gateway-mode fleet; tests override parts of it. */
+export function baseFleet(overrides: Partial<FleetDocument['spec']> = {}, name = 'test'): FleetDocument {
+  return {
+    apiVersion: 'migrationmesh.dev/v1alpha1',
+    kind: 'Fleet',
+    metadata: { name },
+    spec: {
+      crossClusterNetwork: {
+        attachment: { type: 'macvlan', master: 'eth2' },
+        addresses: { pool: ['192.168.50.0/24'], prefixLength: 24 },
+      },
+      migrationNetwork: { attachment: { type: 'bridge', bridge: 'br-mig', vlan: 100 }, supernet: '10.200.0.0/16' },
+      clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }],
+      ...overrides,
+    },
+  };
+}
+
+/** Clone with a mutation applied to the raw document (for invalid inputs zod would refuse to type). */
+export function mutate(doc: FleetDocument, fn: (d: any) => void): any {
+  const d = JSON.parse(JSON.stringify(doc));
+  fn(d);
+  return d;
+}
