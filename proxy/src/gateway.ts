@@ -144,6 +144,8 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
   const tunnels = new Set<Tunnel>();
   const perPeer = new Map<string, number>();
   let pendingHandshakes = 0;
+  /** Tunnel connections still in TLS handshake / header exchange (closed on close()). */
+  const pendingSockets = new Set<net.Socket>();
   let draining = false;
   let closed = false;
   let rr = 0;
@@ -495,8 +497,9 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     if (draining || closed) { refuse('terminus', 'draining'); raw.destroy(); return; }
     if (pendingHandshakes >= cfg.limits.maxTunnelsTotal) { refuse('terminus', 'too_many_handshakes'); raw.destroy(); return; }
     pendingHandshakes++;
+    pendingSockets.add(raw);
     let counted = true;
-    const done = () => { if (counted) { counted = false; pendingHandshakes--; } };
+    const done = () => { if (counted) { counted = false; pendingHandshakes--; pendingSockets.delete(raw); clearTimeout(deadline); } };
     raw.once('close', done);
     // one deadline for TLS handshake + header: slowloris gets cut here
     const deadline = setTimeout(() => {
@@ -655,6 +658,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     stopWatching();
     clearInterval(sweeper);
     stopListening();
+    for (const s of [...pendingSockets]) { (s as { _mmDone?: () => void })._mmDone?.(); s.destroy(); }
     for (const t of [...tunnels]) {
       if (t.pump && native) native.pumpCancel(t.pump); // the pump callback finishes the tunnel
       else t.finish('destroy');
