@@ -1,7 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { staticIpam } from '../src/cni';
-import { GATEWAY_CONFIG_FILE, gatewayConfigFor } from '../src/gateway-config';
+import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway-config';
 import { gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway-pod';
 import { ClusterPlan, FleetPlan } from '../src/planner';
 import { GatewayDeployment, GatewayResources } from './gateway-deployment';
@@ -132,7 +132,7 @@ export class MigrationProxy extends Construct {
     this.configMap = new ApiObject(this, 'Config', {
       apiVersion: 'v1', kind: 'ConfigMap',
       metadata: { name: GATEWAY_CONFIGMAP_NAME, namespace: this.namespace, labels },
-      data: { [GATEWAY_CONFIG_FILE]: `${JSON.stringify(this.config, null, 2)}\n` },
+      data: { [GATEWAY_CONFIG_FILE]: formatGatewayConfig(this.config) },
     });
 
     const setLabels = gatewaySetLabels(cluster.name);

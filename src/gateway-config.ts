@@ -32,3 +32,14 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
   };
   return parseProxyConfig(input);
 }
+
+/**
+ * The ConfigMap text: one line per peer, so a peer-table change is a one-line diff and a
+ * 1000-cluster fleet stays far under the 1 MiB ConfigMap limit (a pretty-printed table would not).
+ */
+export function formatGatewayConfig(cfg: ProxyConfig): string {
+  const { peers, ...rest } = cfg;
+  const head = JSON.stringify(rest, null, 2).replace(/\n}$/, '');
+  const body = peers.map((p) => `    ${JSON.stringify(p)}`).join(',\n');
+  return `${head},\n  "peers": [${peers.length ? `\n${body}\n  ` : ''}]\n}\n`;
+}

@@ -153,9 +153,11 @@ export function hcoFormOf(kv: JsonObject): HcoForm {
     else ops.push({ op: 'add', path: `/spec/configuration/migrations/${k}`, value: v });
   }
   if (Object.keys(live).length) spec.liveMigrationConfig = live;
+  // Feature gates go through the jsonpatch too: `spec.featureGates.decentralizedLiveMigration` exists
+  // only in newer HCO (where it is beta, on by default); the HCO CRD we validate against lacks it, and
+  // the jsonpatch works with every HCO version. HCO always writes a featureGates list, so "-" appends.
   const gates = ((cfg.developerConfiguration as JsonObject | undefined)?.featureGates ?? []) as string[];
-  if (gates.includes(FEATURE_GATE_DLM)) spec.featureGates = { decentralizedLiveMigration: true };
-  for (const g of gates.filter((x) => x !== FEATURE_GATE_DLM)) {
+  for (const g of gates) {
     ops.push({ op: 'add', path: '/spec/configuration/developerConfiguration/featureGates/-', value: g });
   }
   const infra = kv.infra as JsonObject | undefined;

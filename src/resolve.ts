@@ -143,8 +143,18 @@ function zodProblems(err: z.ZodError, base: PropertyKey[] = []): FleetProblem[] 
 /** Structural validation of a fleet document (from YAML/JSON or a TS object). */
 export function parseFleetDocument(input: unknown, source?: string): FleetDocument {
   const r = fleetDocumentSchema.safeParse(input);
-  if (!r.success) throw new FleetValidationError(zodProblems(r.error), source);
-  return r.data;
+  if (r.success) return r.data;
+  const problems = zodProblems(r.error);
+  // Report the cross-field problems too (all at once), as far as the malformed document allows.
+  try {
+    resolveFleet(input as FleetDocument);
+  } catch (e) {
+    if (e instanceof FleetValidationError) {
+      const seen = new Set(problems.map((p) => p.path));
+      for (const p of e.problems) if (!seen.has(p.path)) problems.push(p);
+    }
+  }
+  throw new FleetValidationError(problems, source);
 }
 
 function parseCidrField(p: Problems, path: string, text: string): Cidr | undefined {

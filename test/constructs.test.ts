@@ -123,11 +123,15 @@ describe('CrossClusterMigrationMesh', () => {
     const hco = kubevirtOf(Testing.synth(mesh.charts[0]));
     expect(hco).toMatchObject({ apiVersion: 'hco.kubevirt.io/v1beta1', kind: 'HyperConverged', metadata: { name: 'kubevirt-hyperconverged', namespace: 'openshift-cnv' } });
     expect(hco.spec.liveMigrationConfig).toEqual({ bandwidthPerMigration: '1Gi', progressTimeout: 300, network: 'lm-migration' });
-    expect(hco.spec.featureGates).toEqual({ decentralizedLiveMigration: true });
+    expect(hco.spec.featureGates).toBeUndefined();
     expect(hco.spec.infra).toEqual({ nodePlacement: {} });
     const ops = JSON.parse(hco.metadata.annotations['kubevirt.kubevirt.io/jsonpatch']);
-    expect(ops.map((o: any) => `${o.op} ${o.path}`)).toEqual(['add /spec/infra/replicas', 'add /spec/customizeComponents/patches']);
-    expect(ops[1].value[0].resourceName).toBe('virt-synchronization-controller');
+    expect(ops.map((o: any) => `${o.op} ${o.path}`)).toEqual([
+      'add /spec/configuration/developerConfiguration/featureGates/-', 'add /spec/infra/replicas', 'add /spec/customizeComponents/patches',
+    ]);
+    expect(ops[0].value).toBe('DecentralizedLiveMigration');
+    expect(ops[2].value[0].resourceName).toBe('virt-synchronization-controller');
+    expect(validateObject(hco)).toEqual([]);
     // the migration NAD must be in the HCO namespace, where KubeVirt runs
     const nad = Testing.synth(mesh.charts[0]).find((o) => o.kind === 'NetworkAttachmentDefinition' && o.metadata.name === 'lm-migration');
     expect(nad.metadata.namespace).toBe('openshift-cnv');

@@ -1,0 +1,56 @@
+/**
+ * The package is importable from another project: npm pack both workspaces, install the tarballs
+ * into a scratch project (as a user would from the registry), type-check and run a consumer that
+ * imports CrossClusterMigrationMesh and synthesizes.
+ */
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+
+const root = path.join(__dirname, '..');
+const npm = (args: string[], cwd: string): string =>
+  execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000, env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false' } });
+
+test('npm pack -> install into a scratch project -> import and synth', () => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-pack-'));
+  try {
+    const libTgz = npm(['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop()!;
+    const proxyTgz = npm(['pack', '--silent', '--pack-destination', work, '-w', 'proxy'], root).trim().split('\n').pop()!;
+    const app = path.join(work, 'infra-repo');
+    fs.mkdirSync(app);
+    fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'infra-repo', private: true, version: '1.0.0' }));
+    const cdk8sVersion = require(path.join(root, 'node_modules', 'cdk8s', 'package.json')).version;
+    const constructsVersion = require(path.join(root, 'node_modules', 'constructs', 'package.json')).version;
+    npm(['install', '--no-audit', '--no-fund', '--prefer-offline', path.join(work, proxyTgz), path.join(work, libTgz), `cdk8s@${cdk8sVersion}`, `constructs@${constructsVersion}`], app);
+
+    // the tarball holds compiled JS and types, not sources, tests or manifests
+    const pkgDir = path.join(app, 'node_modules', 'migration-mesh');
+    expect(fs.existsSync(path.join(pkgDir, 'lib', 'src', 'index.js'))).toBe(true);
+    expect(fs.existsSync(path.join(pkgDir, 'lib', 'src', 'index.d.ts'))).toBe(true);
+    expect(fs.existsSync(path.join(pkgDir, 'test'))).toBe(false);
+    expect(fs.existsSync(path.join(pkgDir, 'dist'))).toBe(false);
+
+    fs.writeFileSync(path.join(app, 'main.ts'), `
+import { App } from 'cdk8s';
+import { CrossClusterMigrationMesh } from 'migration-mesh';
+const app = new App({ outdir: 'out' });
+const mesh = new CrossClusterMigrationMesh(app, 'mesh', { fleet: { name: 'demo', spec: {
+  crossClusterNetwork: { attachment: { type: 'macvlan', master: 'eth2' }, addresses: { pool: ['192.168.9.10-192.168.9.20'], prefixLength: 24 } },
+  migrationNetwork: { attachment: { type: 'macvlan', master: 'eth1' }, supernet: '10.250.0.0/16' },
+  clusters: [{ name: 'east', nodes: 3 }, { name: 'west', nodes: 3 }],
+} } });
+app.synth();
+console.log(JSON.stringify({ charts: mesh.charts.map((c) => c.node.id), gw: mesh.plan.clusters[0].gateways.map((g) => g.crossCluster) }));
+`);
+    fs.writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'commonjs', moduleResolution: 'node', strict: true, esModuleInterop: true, skipLibCheck: false, outDir: 'build', types: [] }, files: ['main.ts'] }));
+    execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], { cwd: app, encoding: 'utf8', timeout: 120_000 });
+    const out = execFileSync(process.execPath, ['build/main.js'], { cwd: app, encoding: 'utf8', timeout: 60_000 });
+    expect(JSON.parse(out.trim())).toEqual({ charts: ['east', 'west'], gw: ['192.168.9.10/24', '192.168.9.11/24'] });
+    const written = fs.readdirSync(path.join(app, 'out')).sort();
+    expect(written).toEqual(['east.k8s.yaml', 'west.k8s.yaml']);
+    expect(fs.readFileSync(path.join(app, 'out', 'east.k8s.yaml'), 'utf8')).toMatch(/kind: NetworkAttachmentDefinition[\s\S]*"range":"10.250.0.0\/24"/);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}, 300_000);
