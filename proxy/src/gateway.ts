@@ -465,7 +465,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       const t = track(id, peer.cluster, 'terminus', [raw], false);
       if (stream !== raw) t.sockets.push(stream);
       const t0 = process.hrtime.bigint();
-      dial(h.dstHost, h.dstPort, cfg.limits.dialTimeoutMs, cfg.dialFrom, true).then((dstSock) => {
+      dial(h.dstHost, h.dstPort, cfg.limits.dialTimeoutMs, cfg.dialFrom && net.isIP(cfg.dialFrom) === net.isIP(h.dstHost) ? cfg.dialFrom : undefined, true).then((dstSock) => {
         metrics.dialLatency.observe({ target: 'destination' }, Number(process.hrtime.bigint() - t0) / 1e9);
         t.sockets.push(dstSock);
         dstSock.on('error', () => { /* relay handles */ });
