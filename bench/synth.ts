@@ -89,5 +89,7 @@ function main(): void {
   fs.writeFileSync(path.join(resDir, 'synth.json'), `${JSON.stringify(rows, null, 2)}\n`);
 }
 
-if (process.argv[2] === '--child') runChild(process.argv[3], Number(process.argv[4]));
-else main();
+if (require.main === module) {
+  if (process.argv[2] === '--child') runChild(process.argv[3], Number(process.argv[4]));
+  else main();
+}

@@ -1,9 +1,6 @@
 import { Construct } from 'constructs';
-import { FleetValidationError } from '../src/errors';
-import { FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND } from '../src/fleet-schema';
-import { Ledger, LedgerChange, formatLedgerChange } from '../src/ledger';
-import { FleetPlan, planFleet } from '../src/planner';
-import { parseFleetDocument, resolveFleet } from '../src/resolve';
+import { Ledger, LedgerChange } from '../src/ledger';
+import { FleetInput, FleetPlan, planFleetDocument } from '../src/planner';
 import { MeshClusterChart } from './mesh-cluster';
 
 const MESH_SYMBOL = Symbol.for('migration-mesh.CrossClusterMigrationMesh');
@@ -16,7 +13,7 @@ export interface CrossClusterMigrationMeshProps {
    * The fleet: a whole document (`apiVersion/kind/metadata/spec`, as in a fleet YAML file) or just a
    * name plus `spec`. Validated with the same zod schema as fleet files.
    */
-  readonly fleet: FleetDocument | { readonly name: string; readonly spec: FleetSpec };
+  readonly fleet: FleetInput;
   /**
    * The address ledger from the previous run: planned addresses it holds are kept.
    *
@@ -53,22 +50,7 @@ export class CrossClusterMigrationMesh extends Construct {
   constructor(scope: Construct, id: string, props: CrossClusterMigrationMeshProps) {
     super(scope, id);
     Object.defineProperty(this, MESH_SYMBOL, { value: true });
-    const doc = 'apiVersion' in props.fleet
-      ? props.fleet
-      : { apiVersion: FLEET_API_VERSION, kind: FLEET_KIND, metadata: { name: props.fleet.name }, spec: props.fleet.spec };
-    const parsed = parseFleetDocument(doc);
-    const resolved = resolveFleet(parsed);
-    const result = planFleet(resolved, props.ledger);
-    if (props.frozen && props.ledger && result.changes.length > 0) {
-      throw new FleetValidationError([{
-        path: '(ledger)',
-        message: `frozen: the plan would change the ledger:\n      ${result.changes.map(formatLedgerChange).join('\n      ')}`,
-        fix: 'run synth without --frozen and commit the updated ledger',
-      }]);
-    }
-    if (props.frozen && !props.ledger) {
-      throw new FleetValidationError([{ path: '(ledger)', message: 'frozen, but there is no ledger', fix: 'run synth without --frozen once and commit the ledger it writes' }]);
-    }
+    const result = planFleetDocument(props.fleet, { ledger: props.ledger, frozen: props.frozen });
     this.plan = result.plan;
     this.ledger = result.ledger;
     this.changes = result.changes;

@@ -2,7 +2,7 @@
  * The gateway runtime's configuration for one cluster, written through the runtime's own zod schema
  * (`@migration-mesh/proxy/config`) so the ConfigMap and the runtime can never disagree. Pure.
  */
-import { parseProxyConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT } from '@migration-mesh/proxy/config';
+import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT } from '@migration-mesh/proxy/config';
 import { ClusterPlan, FleetPlan } from './planner';
 
 export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
@@ -27,10 +27,28 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
     },
     localCidrs: [cluster.migrationNetwork.cidr!],
     ownAddresses: [...cluster.gateways.map((g) => bare(g.inCluster)), ...cluster.gateways.map((g) => bare(g.crossCluster))],
-    peers: cluster.peers.map((p) => ({ cluster: p.cluster, cidrs: [...p.cidrs], gateways: p.gateways.map((g) => ({ ...g })) })),
+    peers: [],
     tls,
   };
-  return parseProxyConfig(input);
+  // the peer entries are validated by the runtime's peer schema once per fleet (they are shared by every
+  // cluster's table), the rest of the config per cluster; parseProxyConfig then checks the whole table
+  const cfg = parseProxyConfig(input);
+  const peers = validatedPeers(cluster);
+  const names = new Set(peers.map((p) => p.cluster));
+  if (names.size !== peers.length || names.has(cfg.cluster)) throw new Error(`cluster ${cluster.name}: peer table lists a cluster twice or itself`);
+  return { ...cfg, peers };
+}
+
+const peerCache = new WeakMap<object, Map<string, PeerConfig>>();
+
+function validatedPeers(cluster: ClusterPlan): PeerConfig[] {
+  return cluster.peers.map((p) => {
+    let byCluster = peerCache.get(p.gateways);
+    if (!byCluster) { byCluster = new Map(); peerCache.set(p.gateways, byCluster); }
+    let v = byCluster.get(p.cluster);
+    if (!v) { v = peerSchema.parse(p); byCluster.set(p.cluster, v); }
+    return v;
+  });
 }
 
 /**

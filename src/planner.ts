@@ -11,9 +11,10 @@ import {
   formatInterval, hostCidr, intervalToCidrs, mergeIntervals, overlaps, parseAddr, parseCidr, parsePoolItem, addr,
   subtractIntervals,
 } from './ip';
-import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger } from './ledger';
+import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange } from './ledger';
+import { FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND } from './fleet-schema';
 import {
-  ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt, crossClusterNeeded, inClusterNeeded, usableHosts,
+  parseFleetDocument, resolveFleet, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt, crossClusterNeeded, inClusterNeeded, usableHosts,
 } from './resolve';
 
 export interface RoutePlan { readonly dst: string; readonly gw: string }
@@ -297,6 +298,13 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
 
   // ---------------- assemble the plan ----------------
   const gatewayClusters = fleet.clusters.filter((c) => c.datapath === 'gateway');
+  // every gateway cluster's peer-table entry, formatted once (each cluster's table is all of them but itself)
+  let peerCache: PeerPlan[] | undefined;
+  const peerEntries = (): PeerPlan[] => (peerCache ??= gatewayClusters.map((o) => ({
+    cluster: o.name,
+    cidrs: [formatCidr(cidrOfCluster.get(o.name)!)],
+    gateways: (gwCross.get(o.name)! as bigint[]).map((x) => ({ host: formatAddr(addr(cc.family, x)), port: fleet.gateway.tunnelPort })),
+  })));
   const clusters: ClusterPlan[] = fleet.clusters.map((c) => {
     const cidr = cidrOfCluster.get(c.name);
     const fam = cidr?.family ?? cc.family;
@@ -320,11 +328,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
         exclude: [...ins.map((v) => hostCidr(addr(fam, v))), ...c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr)],
         routes: routesFor(remotes, fleet.supernet, cidr!).map((dst) => ({ dst, gw: via })),
       };
-      peers = gatewayClusters.filter((o) => o.name !== c.name).map((o) => ({
-        cluster: o.name,
-        cidrs: [formatCidr(cidrOfCluster.get(o.name)!)],
-        gateways: (gwCross.get(o.name)! as bigint[]).map((x) => ({ host: formatAddr(addr(cc.family, x)), port: fleet.gateway.tunnelPort })),
-      }));
+      peers = peerEntries().filter((e) => e.cluster !== c.name);
     } else if (c.datapath === 'native') {
       migrationIpam = {
         range: formatCidr(cidr!),
@@ -414,4 +418,33 @@ function sliceIpam(slice: bigint[], family: Family, subnetOf: (v: bigint) => Cid
     exclude: gaps.flatMap(intervalToCidrs).map(formatCidr),
     routes: [],
   };
+}
+
+export interface PlanOptions {
+  /** The previous ledger: its addresses are kept. */
+  readonly ledger?: Ledger;
+  /** Fail when the plan would change the ledger (CI). */
+  readonly frozen?: boolean;
+}
+
+/** A whole fleet document, or just a name and a spec. */
+export type FleetInput = FleetDocument | { readonly name: string; readonly spec: FleetSpec };
+
+/** Validate (structure and cross-field rules), plan against the ledger, and enforce `frozen`. */
+export function planFleetDocument(fleet: FleetInput, opts: PlanOptions = {}, source?: string): PlanResult {
+  const doc = 'apiVersion' in fleet
+    ? fleet
+    : { apiVersion: FLEET_API_VERSION, kind: FLEET_KIND, metadata: { name: fleet.name }, spec: fleet.spec };
+  const result = planFleet(resolveFleet(parseFleetDocument(doc, source), source), opts.ledger);
+  if (opts.frozen && !opts.ledger) {
+    throw new FleetValidationError([{ path: '(ledger)', message: 'frozen, but there is no ledger', fix: 'run synth without --frozen once and commit the ledger it writes' }], source);
+  }
+  if (opts.frozen && result.changes.length > 0) {
+    throw new FleetValidationError([{
+      path: '(ledger)',
+      message: `frozen: the plan would change the ledger:\n      ${result.changes.map(formatLedgerChange).join('\n      ')}`,
+      fix: 'run synth without --frozen and commit the updated ledger',
+    }], source);
+  }
+  return result;
 }

@@ -11,15 +11,12 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import { App } from 'cdk8s';
-import { CrossClusterMigrationMesh } from '../constructs/mesh';
-import { FleetDocument } from './fleet-schema';
+import * as os from 'os';
+import { MeshClusterChart } from '../constructs/mesh-cluster';
 import { Ledger, LedgerChange } from './ledger';
-import { FleetPlan } from './planner';
+import { FleetInput, FleetPlan, PlanOptions, planFleetDocument } from './planner';
 
-export interface SynthOptions {
-  readonly ledger?: Ledger;
-  readonly frozen?: boolean;
-}
+export type SynthOptions = PlanOptions;
 
 export interface SynthResult {
   /** Relative path -> file content. */
@@ -55,13 +52,15 @@ export function toYaml(o: unknown): string {
 }
 
 /** Build every cluster's objects and files in memory. Throws FleetValidationError before anything is written. */
-export function synthesizeFleet(fleet: FleetDocument, opts: SynthOptions = {}): SynthResult {
-  const app = new App({ outdir: path.join(require('os').tmpdir(), 'migration-mesh-unused') });
-  const mesh = new CrossClusterMigrationMesh(app, `${fleet.metadata.name}-mesh`, { fleet, ledger: opts.ledger, frozen: opts.frozen });
+export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): SynthResult {
+  const result = planFleetDocument(fleet, opts);
   const files = new Map<string, string>();
   const objects = new Map<string, any[]>();
-  for (const chart of mesh.charts) {
-    const name = chart.cluster.name;
+  for (const cluster of result.plan.clusters) {
+    // one App per cluster: cdk8s prepares the whole app for every chart it synthesizes, so a shared
+    // App makes synthesis quadratic in the number of clusters
+    const chart = new MeshClusterChart(new App({ outdir: os.tmpdir() }), cluster.name, { plan: result.plan, cluster });
+    const name = cluster.name;
     const objs = (chart.toJson() as any[]).map((o, i) => ({ o, i }))
       .sort((a, b) => (rolloutRank(a.o.kind) - rolloutRank(b.o.kind)) || (a.i - b.i))
       .map((x) => x.o);
@@ -89,7 +88,7 @@ export function synthesizeFleet(fleet: FleetDocument, opts: SynthOptions = {}): 
       resources,
     }));
   }
-  return { files, plan: mesh.plan, ledger: mesh.ledger, changes: mesh.changes, objects };
+  return { files, plan: result.plan, ledger: result.ledger, changes: result.changes, objects };
 }
 
 /**
