@@ -244,9 +244,13 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     const txIndex = (aToB: boolean) => (aToB === t.aToBIsTx ? 0 : 1);
     const one = (src: net.Socket, dst: net.Socket, aToB: boolean) => {
       const k = txIndex(aToB);
+      let corked = false;
+      const uncork = () => { corked = false; dst.uncork(); };
       src.on('data', (chunk: Buffer) => {
         t.bytes[k] += chunk.length;
         t.lastActivity = hrNow();
+        // TLS hands over 16 KiB records one by one: batch the chunks of one read into one writev
+        if (!corked) { corked = true; dst.cork(); process.nextTick(uncork); }
         if (!dst.write(chunk)) {
           src.pause();
           dst.once('drain', () => src.resume());
