@@ -2,7 +2,12 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { staticIpam } from '../src/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway-config';
+import { gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway-pod';
 import { ClusterPlan, FleetPlan } from '../src/planner';
+import { GatewayDeployment, GatewayResources } from './gateway-deployment';
+import { GatewayMetrics } from './gateway-metrics';
+import { GatewayCrossClusterPolicy } from './gateway-policy';
+import { GatewayTls } from './gateway-tls';
 import { NetworkAttachment } from './network-attachment';
 
 /** Namespace the gateways run in. */
@@ -22,12 +27,64 @@ export interface MigrationProxyProps {
    * @default migration-mesh
    */
   readonly namespace?: string;
+  /**
+   * Interface names of the two attachments inside the gateway pods (at most 15 characters).
+   *
+   * @default {inCluster: 'mig0', crossCluster: 'xc0'}
+   */
+  readonly interfaces?: { readonly inCluster: string; readonly crossCluster: string };
+  /**
+   * Resources of the runtime container.
+   *
+   * @default {requests: {cpu: '500m', memory: '256Mi'}, limits: {memory: '1Gi'}} (no CPU limit)
+   */
+  readonly resources?: GatewayResources;
+  /**
+   * Image pull policy of the gateway containers.
+   *
+   * @default IfNotPresent
+   */
+  readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /**
+   * PriorityClass of the gateway pods.
+   *
+   * @default - none
+   */
+  readonly priorityClassName?: string;
+  /**
+   * Lifetime and renewal of the cert-manager Certificate (issuer TLS source only), Go durations.
+   *
+   * @default {duration: '2160h', renewBefore: '720h'}
+   */
+  readonly certificate?: { readonly duration?: string; readonly renewBefore?: string };
+  /**
+   * Emit the MultiNetworkPolicy for the cross-cluster attachment.
+   *
+   * @default - the cluster's `multiNetworkPolicy` flag from the fleet
+   */
+  readonly multiNetworkPolicy?: boolean;
 }
 
+/** Name of the ConfigMap holding the runtime config (`config.json`). */
+export const GATEWAY_CONFIGMAP_NAME = 'migration-mesh-gateway';
+
 /**
- * The cluster's migration gateway: the two NADs its replicas attach (the shared cross-cluster network
- * and the in-cluster migration network, both static IPAM with per-pod `ips`, so one NAD serves every
- * replica), and the peer table ConfigMap written through the runtime's own config schema.
+ * The cluster's migration gateway, everything it needs to run:
+ * - the Namespace (PSA `privileged`: the rule-setup init container adds NET_ADMIN);
+ * - the two NADs its replicas attach (the shared cross-cluster network and the in-cluster migration
+ *   network, both static IPAM with per-pod `ips`, so one NAD serves every replica);
+ * - the peer-table ConfigMap written through the runtime's own config schema (one per cluster: the
+ *   runtime binds 0.0.0.0 and lists every replica's addresses as its own);
+ * - one Deployment per replica (`GatewayDeployment`), a ServiceAccount, a PodDisruptionBudget;
+ * - the mTLS material (`GatewayTls`: cert-manager Certificate, an existing Secret, or none);
+ * - the metrics Service and optional ServiceMonitor (`GatewayMetrics`);
+ * - a MultiNetworkPolicy on the cross-cluster attachment when the cluster runs the controller.
+ *
+ * Reload vs restart: the runtime watches its mounted config directory and reloads the peer table and
+ * rotated certificates in place, so no hash of the peer table is put on the pod template (that would
+ * restart every gateway, cutting migrations in flight, whenever a cluster joins). Only the fields the
+ * runtime refuses to reload (fleet, cluster, listen endpoints, tls mode) are hashed into the
+ * `migrationmesh.dev/restart-hash` pod annotation.
  */
 export class MigrationProxy extends Construct {
   public readonly namespace: string;
@@ -36,6 +93,12 @@ export class MigrationProxy extends Construct {
   public readonly configMap: ApiObject;
   /** The gateway runtime configuration (validated by the runtime's schema). */
   public readonly config: ReturnType<typeof gatewayConfigFor>;
+  public readonly serviceAccount: ApiObject;
+  public readonly deployments: GatewayDeployment[];
+  public readonly podDisruptionBudget: ApiObject;
+  public readonly tls: GatewayTls;
+  public readonly metrics: GatewayMetrics;
+  public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
 
   constructor(scope: Construct, id: string, props: MigrationProxyProps) {
     super(scope, id);
@@ -68,8 +131,68 @@ export class MigrationProxy extends Construct {
     this.config = gatewayConfigFor(plan, cluster);
     this.configMap = new ApiObject(this, 'Config', {
       apiVersion: 'v1', kind: 'ConfigMap',
-      metadata: { name: 'migration-mesh-gateway', namespace: this.namespace, labels },
+      metadata: { name: GATEWAY_CONFIGMAP_NAME, namespace: this.namespace, labels },
       data: { [GATEWAY_CONFIG_FILE]: formatGatewayConfig(this.config) },
     });
+
+    const setLabels = gatewaySetLabels(cluster.name);
+    this.serviceAccount = new ApiObject(this, 'ServiceAccount', {
+      apiVersion: 'v1', kind: 'ServiceAccount',
+      metadata: { name: 'migration-mesh-gateway', namespace: this.namespace, labels },
+      automountServiceAccountToken: false,
+    });
+    this.tls = new GatewayTls(this, 'Tls', {
+      namespace: this.namespace,
+      fleet: plan.fleet,
+      cluster: cluster.name,
+      source: plan.gateway.tls,
+      duration: props.certificate?.duration,
+      renewBefore: props.certificate?.renewBefore,
+      labels,
+    });
+    const restartHash = gatewayRestartHash(this.config);
+    this.deployments = cluster.gateways.map((g) => new GatewayDeployment(this, `Replica${g.replica}`, {
+      namespace: this.namespace,
+      replica: g,
+      setLabels,
+      labels: { 'app.kubernetes.io/managed-by': 'migration-mesh' },
+      image: plan.gateway.image,
+      inClusterNad: this.inClusterNad.name,
+      crossClusterNad: this.crossClusterNad.name,
+      configMapName: GATEWAY_CONFIGMAP_NAME,
+      serviceAccountName: 'migration-mesh-gateway',
+      ports: { intercept: this.config.listen.intercept.port, tunnel: this.config.listen.tunnel.port, admin: this.config.listen.admin.port },
+      tlsSecretName: this.tls.secretName,
+      restartHash,
+      placement: plan.gateway.placement,
+      interfaces: props.interfaces,
+      resources: props.resources,
+      imagePullPolicy: props.imagePullPolicy,
+      priorityClassName: props.priorityClassName,
+      terminationGracePeriodSeconds: Math.ceil(this.config.limits.drainTimeoutMs / 1000) + 5,
+    }));
+    this.podDisruptionBudget = new ApiObject(this, 'PodDisruptionBudget', {
+      apiVersion: 'policy/v1', kind: 'PodDisruptionBudget',
+      metadata: { name: 'migration-mesh-gateway', namespace: this.namespace, labels },
+      // one voluntary eviction at a time across the replicas (a drain never takes every gateway)
+      spec: { maxUnavailable: 1, selector: { matchLabels: setLabels } },
+    });
+    this.metrics = new GatewayMetrics(this, 'Metrics', {
+      namespace: this.namespace,
+      podSelector: setLabels,
+      adminPort: this.config.listen.admin.port,
+      serviceMonitor: plan.gateway.serviceMonitor,
+      labels,
+    });
+    if (props.multiNetworkPolicy ?? cluster.multiNetworkPolicy) {
+      this.crossClusterPolicy = new GatewayCrossClusterPolicy(this, 'CrossClusterPolicy', {
+        namespace: this.namespace,
+        crossClusterNad: this.crossClusterNad.name,
+        podSelector: setLabels,
+        peerCidrs: peerGatewayCidrs(cluster),
+        tunnelPort: this.config.listen.tunnel.port,
+        labels,
+      });
+    }
   }
 }

@@ -80,7 +80,11 @@ export const proxyConfigSchema = z.object({
     tunnel: endpointSchema.default({ host: '0.0.0.0', port: DEFAULT_TUNNEL_PORT }),
     /** /healthz, /readyz, /metrics. */
     admin: endpointSchema.default({ host: '0.0.0.0', port: DEFAULT_ADMIN_PORT }),
-  }).strict(),
+  }).strict().default(() => ({
+    intercept: { host: '0.0.0.0', port: DEFAULT_INTERCEPT_PORT },
+    tunnel: { host: '0.0.0.0', port: DEFAULT_TUNNEL_PORT },
+    admin: { host: '0.0.0.0', port: DEFAULT_ADMIN_PORT },
+  })),
   /** This cluster's migration CIDR(s): the only destinations this gateway will dial for a peer. */
   localCidrs: z.array(cidr).min(1),
   /** This gateway's own addresses (refused as destinations). */

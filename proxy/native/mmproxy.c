@@ -1,0 +1,462 @@
+/*
+ * mmproxy: the gateway's small native addon (plain C, Node-API only).
+ *
+ *   getOriginalDst(fd)            -> {address, port, family} | null
+ *       SO_ORIGINAL_DST (IPv4) / IP6T_SO_ORIGINAL_DST (IPv6) of a connection that nat REDIRECT sent to us.
+ *       null when the connection was not redirected (no conntrack NAT entry: ENOENT).
+ *   startPump(fdA, fdB, prefixAB, prefixBA, idleMs, cb) -> handle
+ *       Relays bytes both ways between two connected, non-blocking TCP sockets in a dedicated pthread,
+ *       with splice(2) through a pipe per direction (the data never enters user space). The pipe is the
+ *       only buffer (1 MiB per direction), so backpressure is the kernel's. EOF on one side becomes
+ *       shutdown(SHUT_WR) on the other (half-close); an error/reset on one side sets SO_LINGER{1,0} on the
+ *       other so that closing it sends a RST. cb({aToB, bToA, reason, side, errno}) runs once on the JS
+ *       thread when the relay ends; the sockets are NOT closed here: JavaScript owns and closes them.
+ *   pumpStats(handle)  -> [aToB, bToA]   (bytes so far; safe to call at any time)
+ *   pumpCancel(handle)                   (ask the thread to stop; cb then reports reason "cancel")
+ */
+#define _GNU_SOURCE
+#include <node_api.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SO_ORIGINAL_DST
+#define SO_ORIGINAL_DST 80
+#endif
+#ifndef IP6T_SO_ORIGINAL_DST
+#define IP6T_SO_ORIGINAL_DST 80
+#endif
+
+#define PIPE_SZ (1 << 20)
+
+#define CHECK(call)                                                        \
+  do {                                                                     \
+    if ((call) != napi_ok) {                                               \
+      napi_throw_error(env, NULL, "mmproxy: Node-API call failed: " #call); \
+      return NULL;                                                         \
+    }                                                                      \
+  } while (0)
+
+static napi_value throw_errno(napi_env env, const char *what, int err) {
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s: %s", what, strerror(err));
+  napi_value code, m, e;
+  napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &m);
+  napi_create_string_utf8(env, "ERR_MMPROXY_ERRNO", NAPI_AUTO_LENGTH, &code);
+  napi_create_error(env, code, m, &e);
+  napi_value en;
+  napi_create_int32(env, err, &en);
+  napi_set_named_property(env, e, "errno", en);
+  napi_throw(env, e);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- getOriginalDst */
+
+static napi_value GetOriginalDst(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int32_t fd = -1;
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0) {
+    napi_throw_type_error(env, NULL, "getOriginalDst(fd): fd must be a non-negative integer");
+    return NULL;
+  }
+  struct sockaddr_storage local;
+  socklen_t llen = sizeof local;
+  if (getsockname(fd, (struct sockaddr *)&local, &llen) != 0) return throw_errno(env, "getsockname", errno);
+
+  char addr[INET6_ADDRSTRLEN] = {0};
+  int port = 0, family = 0;
+  int v6 = local.ss_family == AF_INET6 &&
+           !IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&local)->sin6_addr);
+  if (v6) {
+    struct sockaddr_in6 dst;
+    socklen_t len = sizeof dst;
+    memset(&dst, 0, sizeof dst);
+    if (getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &dst, &len) != 0) {
+      if (errno == ENOENT || errno == ENOPROTOOPT) { napi_value n; napi_get_null(env, &n); return n; }
+      return throw_errno(env, "getsockopt(IP6T_SO_ORIGINAL_DST)", errno);
+    }
+    inet_ntop(AF_INET6, &dst.sin6_addr, addr, sizeof addr);
+    port = ntohs(dst.sin6_port);
+    family = 6;
+  } else {
+    struct sockaddr_in dst;
+    socklen_t len = sizeof dst;
+    memset(&dst, 0, sizeof dst);
+    if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &len) != 0) {
+      if (errno == ENOENT || errno == ENOPROTOOPT) { napi_value n; napi_get_null(env, &n); return n; }
+      return throw_errno(env, "getsockopt(SO_ORIGINAL_DST)", errno);
+    }
+    inet_ntop(AF_INET, &dst.sin_addr, addr, sizeof addr);
+    port = ntohs(dst.sin_port);
+    family = 4;
+  }
+  napi_value obj, a, p, f;
+  CHECK(napi_create_object(env, &obj));
+  CHECK(napi_create_string_utf8(env, addr, NAPI_AUTO_LENGTH, &a));
+  CHECK(napi_create_int32(env, port, &p));
+  CHECK(napi_create_int32(env, family, &f));
+  CHECK(napi_set_named_property(env, obj, "address", a));
+  CHECK(napi_set_named_property(env, obj, "port", p));
+  CHECK(napi_set_named_property(env, obj, "family", f));
+  return obj;
+}
+
+/* ---------------------------------------------------------------- splice pump */
+
+enum { R_EOF = 0, R_RESET, R_IDLE, R_CANCEL, R_ERROR };
+static const char *reason_names[] = {"eof", "reset", "idle", "cancel", "error"};
+
+typedef struct pump {
+  int fd[2];
+  int pipefd[2][2]; /* [direction][0 = read end, 1 = write end]; direction 0 is fd[0] -> fd[1] */
+  size_t inpipe[2];
+  unsigned char *prefix[2];
+  size_t prefix_len[2], prefix_off[2];
+  int efd;
+  int idle_ms;
+  uint64_t bytes[2]; /* accessed with __atomic builtins */
+  int reason, side, err;
+  napi_threadsafe_function tsfn;
+  pthread_mutex_t mu;
+  int finished;
+  int refs; /* thread (released in call_js) + JS external (released in finalizer) */
+} pump_t;
+
+static void pump_unref(pump_t *p) {
+  if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    pthread_mutex_destroy(&p->mu);
+    free(p->prefix[0]);
+    free(p->prefix[1]);
+    free(p);
+  }
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int is_reset_errno(int e) {
+  return e == ECONNRESET || e == EPIPE || e == ETIMEDOUT || e == ECONNABORTED || e == EHOSTUNREACH ||
+         e == ENETUNREACH || e == ENOTCONN;
+}
+
+static void linger_zero(int fd) {
+  struct linger l = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+}
+
+/* side: index of the socket that failed */
+static void pump_fail(pump_t *p, int side, int err) {
+  p->reason = is_reset_errno(err) ? R_RESET : R_ERROR;
+  p->side = side;
+  p->err = err;
+  linger_zero(p->fd[1 - side]);
+}
+
+static void *pump_thread(void *arg) {
+  pump_t *p = arg;
+  int rd_eof[2] = {0, 0}, wr_done[2] = {0, 0}, in_full[2] = {0, 0}, hup_ignored[2] = {0, 0};
+  int64_t last = now_ms();
+  p->reason = -1;
+  for (;;) {
+    int progress = 0;
+    for (int d = 0; d < 2 && p->reason < 0; d++) {
+      int src = p->fd[d], dst = p->fd[1 - d];
+      /* 1. bytes JavaScript had already read before handing over go out first */
+      while (p->prefix_off[d] < p->prefix_len[d]) {
+        ssize_t n = write(dst, p->prefix[d] + p->prefix_off[d], p->prefix_len[d] - p->prefix_off[d]);
+        if (n > 0) {
+          p->prefix_off[d] += (size_t)n;
+          __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
+          progress = 1;
+        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+          break;
+        } else {
+          pump_fail(p, 1 - d, errno);
+          break;
+        }
+      }
+      if (p->reason >= 0 || p->prefix_off[d] < p->prefix_len[d]) continue;
+      /* 2. socket -> pipe */
+      if (!rd_eof[d] && p->inpipe[d] < PIPE_SZ) {
+        ssize_t n = splice(src, NULL, p->pipefd[d][1], NULL, PIPE_SZ - p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+          p->inpipe[d] += (size_t)n;
+          progress = 1;
+        } else if (n == 0) {
+          rd_eof[d] = 1;
+          progress = 1;
+        } else if (errno == EAGAIN || errno == EINTR) {
+          /* either the socket is empty or the pipe is full (pages, not bytes): remember which */
+          in_full[d] = p->inpipe[d] > 0;
+        } else {
+          pump_fail(p, d, errno);
+          continue;
+        }
+      }
+      /* 3. pipe -> socket */
+      if (p->inpipe[d] > 0) {
+        ssize_t n = splice(p->pipefd[d][0], NULL, dst, NULL, p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+          p->inpipe[d] -= (size_t)n;
+          __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
+          in_full[d] = 0;
+          progress = 1;
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+          pump_fail(p, 1 - d, errno);
+          continue;
+        }
+      }
+      /* 4. half-close: everything read from src has been written to dst */
+      if (rd_eof[d] && p->inpipe[d] == 0 && !wr_done[d]) {
+        shutdown(dst, SHUT_WR);
+        wr_done[d] = 1;
+        progress = 1;
+      }
+    }
+    if (p->reason >= 0) break;
+    if (wr_done[0] && wr_done[1]) { p->reason = R_EOF; break; }
+    int64_t t = now_ms();
+    if (progress) { last = t; continue; }
+
+    struct pollfd pfd[3];
+    for (int i = 0; i < 2; i++) {
+      short ev = 0;
+      /* as the source of direction i */
+      if (!rd_eof[i] && !(in_full[i] && p->inpipe[i] > 0)) ev |= POLLIN;
+      /* as the destination of direction 1-i */
+      int o = 1 - i;
+      if (p->inpipe[o] > 0 || p->prefix_off[o] < p->prefix_len[o]) ev |= POLLOUT;
+      pfd[i].fd = (ev == 0 && hup_ignored[i]) ? -1 : p->fd[i];
+      pfd[i].events = ev;
+      pfd[i].revents = 0;
+    }
+    pfd[2].fd = p->efd;
+    pfd[2].events = POLLIN;
+    pfd[2].revents = 0;
+    int timeout = -1;
+    if (p->idle_ms > 0) {
+      int64_t left = (last + p->idle_ms) - t;
+      if (left <= 0) { p->reason = R_IDLE; break; }
+      timeout = left > 1000000 ? 1000000 : (int)left;
+    }
+    int n = poll(pfd, 3, timeout);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      p->reason = R_ERROR; p->err = errno; p->side = -1;
+      break;
+    }
+    if (pfd[2].revents) { p->reason = R_CANCEL; break; }
+    for (int i = 0; i < 2; i++) {
+      if (pfd[i].revents & POLLERR) {
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        getsockopt(p->fd[i], SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        pump_fail(p, i, soerr ? soerr : ECONNRESET);
+        break;
+      }
+      /* POLLHUP with nothing wanted from this socket: stop polling it (it cannot wake us again) */
+      if ((pfd[i].revents & POLLHUP) && pfd[i].events == 0) hup_ignored[i] = 1;
+    }
+    if (p->reason >= 0) break;
+  }
+  for (int d = 0; d < 2; d++) { close(p->pipefd[d][0]); close(p->pipefd[d][1]); }
+  pthread_mutex_lock(&p->mu);
+  p->finished = 1;
+  close(p->efd);
+  p->efd = -1;
+  pthread_mutex_unlock(&p->mu);
+  napi_call_threadsafe_function(p->tsfn, p, napi_tsfn_blocking);
+  napi_release_threadsafe_function(p->tsfn, napi_tsfn_release);
+  return NULL;
+}
+
+static void pump_call_js(napi_env env, napi_value cb, void *context, void *data) {
+  pump_t *p = data;
+  if (env != NULL && cb != NULL) {
+    napi_value res, v, undef;
+    napi_create_object(env, &res);
+    napi_create_double(env, (double)__atomic_load_n(&p->bytes[0], __ATOMIC_RELAXED), &v);
+    napi_set_named_property(env, res, "aToB", v);
+    napi_create_double(env, (double)__atomic_load_n(&p->bytes[1], __ATOMIC_RELAXED), &v);
+    napi_set_named_property(env, res, "bToA", v);
+    napi_create_string_utf8(env, reason_names[p->reason], NAPI_AUTO_LENGTH, &v);
+    napi_set_named_property(env, res, "reason", v);
+    napi_create_string_utf8(env, p->side == 0 ? "a" : p->side == 1 ? "b" : "", NAPI_AUTO_LENGTH, &v);
+    napi_set_named_property(env, res, "side", v);
+    napi_create_int32(env, p->err, &v);
+    napi_set_named_property(env, res, "errno", v);
+    napi_get_undefined(env, &undef);
+    napi_call_function(env, undef, cb, 1, &res, NULL);
+  }
+  pump_unref(p);
+}
+
+static void pump_finalize(napi_env env, void *data, void *hint) { pump_unref((pump_t *)data); }
+
+static int copy_prefix(napi_env env, napi_value v, unsigned char **out, size_t *len) {
+  napi_valuetype t;
+  napi_typeof(env, v, &t);
+  *out = NULL;
+  *len = 0;
+  if (t == napi_undefined || t == napi_null) return 0;
+  bool is_buf = false;
+  napi_is_buffer(env, v, &is_buf);
+  if (!is_buf) return -1;
+  void *data;
+  size_t n;
+  if (napi_get_buffer_info(env, v, &data, &n) != napi_ok) return -1;
+  if (n == 0) return 0;
+  *out = malloc(n);
+  if (!*out) return -1;
+  memcpy(*out, data, n);
+  *len = n;
+  return 0;
+}
+
+static napi_value StartPump(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 6) {
+    napi_throw_type_error(env, NULL, "startPump(fdA, fdB, prefixAtoB, prefixBtoA, idleMs, callback)");
+    return NULL;
+  }
+  int32_t fa, fb, idle;
+  if (napi_get_value_int32(env, argv[0], &fa) != napi_ok || napi_get_value_int32(env, argv[1], &fb) != napi_ok ||
+      napi_get_value_int32(env, argv[4], &idle) != napi_ok || fa < 0 || fb < 0) {
+    napi_throw_type_error(env, NULL, "startPump: fds and idleMs must be integers");
+    return NULL;
+  }
+  pump_t *p = calloc(1, sizeof *p);
+  if (!p) return throw_errno(env, "calloc", ENOMEM);
+  p->fd[0] = fa;
+  p->fd[1] = fb;
+  p->idle_ms = idle;
+  p->refs = 2;
+  p->efd = -1;
+  p->pipefd[0][0] = p->pipefd[0][1] = p->pipefd[1][0] = p->pipefd[1][1] = -1;
+  pthread_mutex_init(&p->mu, NULL);
+  if (copy_prefix(env, argv[2], &p->prefix[0], &p->prefix_len[0]) || copy_prefix(env, argv[3], &p->prefix[1], &p->prefix_len[1])) {
+    p->refs = 1; pump_unref(p);
+    napi_throw_type_error(env, NULL, "startPump: prefixes must be Buffers or null");
+    return NULL;
+  }
+  int err = 0;
+  for (int d = 0; d < 2 && !err; d++) {
+    if (pipe2(p->pipefd[d], O_NONBLOCK | O_CLOEXEC) != 0) { err = errno; break; }
+    fcntl(p->pipefd[d][0], F_SETPIPE_SZ, PIPE_SZ); /* best effort: falls back to the default 64 KiB */
+  }
+  if (!err) {
+    p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (p->efd < 0) err = errno;
+  }
+  if (err) {
+    for (int d = 0; d < 2; d++) for (int k = 0; k < 2; k++) if (p->pipefd[d][k] >= 0) close(p->pipefd[d][k]);
+    if (p->efd >= 0) close(p->efd);
+    p->refs = 1; pump_unref(p);
+    return throw_errno(env, "startPump: pipe/eventfd", err);
+  }
+  napi_value name;
+  CHECK(napi_create_string_utf8(env, "mmproxy.pump", NAPI_AUTO_LENGTH, &name));
+  if (napi_create_threadsafe_function(env, argv[5], NULL, name, 0, 1, NULL, NULL, NULL, pump_call_js, &p->tsfn) != napi_ok) {
+    for (int d = 0; d < 2; d++) { close(p->pipefd[d][0]); close(p->pipefd[d][1]); }
+    close(p->efd);
+    p->refs = 1; pump_unref(p);
+    napi_throw_error(env, NULL, "startPump: napi_create_threadsafe_function failed");
+    return NULL;
+  }
+  napi_value ext = NULL;
+  if (napi_create_external(env, p, pump_finalize, NULL, &ext) != napi_ok) {
+    napi_get_undefined(env, &ext);
+    /* cannot hand a handle back: still run, nobody can cancel it, but it ends with the sockets */
+    p->refs = 1;
+  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t th;
+  int rc = pthread_create(&th, &attr, pump_thread, p);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    /* report through the normal path so JavaScript cleans up in one place */
+    p->reason = R_ERROR;
+    p->err = rc;
+    p->side = -1;
+    for (int d = 0; d < 2; d++) { close(p->pipefd[d][0]); close(p->pipefd[d][1]); }
+    pthread_mutex_lock(&p->mu);
+    p->finished = 1;
+    close(p->efd);
+    p->efd = -1;
+    pthread_mutex_unlock(&p->mu);
+    napi_call_threadsafe_function(p->tsfn, p, napi_tsfn_nonblocking);
+    napi_release_threadsafe_function(p->tsfn, napi_tsfn_release);
+  }
+  return ext;
+}
+
+static pump_t *get_pump(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) return NULL;
+  void *data = NULL;
+  if (napi_get_value_external(env, argv[0], &data) != napi_ok) return NULL;
+  return data;
+}
+
+static napi_value PumpStats(napi_env env, napi_callback_info info) {
+  pump_t *p = get_pump(env, info);
+  if (!p) { napi_throw_type_error(env, NULL, "pumpStats(handle)"); return NULL; }
+  napi_value arr, v;
+  CHECK(napi_create_array_with_length(env, 2, &arr));
+  for (uint32_t d = 0; d < 2; d++) {
+    CHECK(napi_create_double(env, (double)__atomic_load_n(&p->bytes[d], __ATOMIC_RELAXED), &v));
+    CHECK(napi_set_element(env, arr, d, v));
+  }
+  return arr;
+}
+
+static napi_value PumpCancel(napi_env env, napi_callback_info info) {
+  pump_t *p = get_pump(env, info);
+  if (!p) { napi_throw_type_error(env, NULL, "pumpCancel(handle)"); return NULL; }
+  pthread_mutex_lock(&p->mu);
+  if (!p->finished && p->efd >= 0) {
+    uint64_t one = 1;
+    ssize_t w = write(p->efd, &one, sizeof one);
+    (void)w;
+  }
+  pthread_mutex_unlock(&p->mu);
+  napi_value u;
+  napi_get_undefined(env, &u);
+  return u;
+}
+
+static napi_value Init(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+      {"getOriginalDst", NULL, GetOriginalDst, NULL, NULL, NULL, napi_default, NULL},
+      {"startPump", NULL, StartPump, NULL, NULL, NULL, napi_default, NULL},
+      {"pumpStats", NULL, PumpStats, NULL, NULL, NULL, napi_default, NULL},
+      {"pumpCancel", NULL, PumpCancel, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)

@@ -1,0 +1,173 @@
+/**
+ * npm run bench:proxy — one table from one run, on loopback: iperf3 direct, HAProxy (tcp mode: default,
+ * splice forced, TLS 1.3 on the middle hop) as a two-hop chain, and our two-gateway chain (plaintext, mTLS).
+ * Gbit/s = median of BENCH_RUNS iperf3 runs of BENCH_SECONDS each (single stream); CPU s/GiB = user+system
+ * CPU of the two proxy processes (all threads) per GiB carried.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const STREAMS = Number(process.env.BENCH_STREAMS ?? 1);
+const children = new Set<ChildProcess>();
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mmproxy-bench-'));
+
+function have(bin: string): boolean { return spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0; }
+function sh(bin: string, args: string[]): string {
+  const r = spawnSync(bin, args, { encoding: 'utf8', cwd: tmp });
+  if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => { const s = net.createServer(); s.listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); }); });
+}
+function start(bin: string, args: string[], marker?: string): Promise<ChildProcess> {
+  const c = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: tmp });
+  children.add(c);
+  c.on('exit', () => children.delete(c));
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => (marker ? reject(new Error(`${bin}: not ready: ${out}`)) : resolve(c)), marker ? 10_000 : 300);
+    c.stdout!.on('data', (d) => { out += d; if (marker && out.includes(marker)) { clearTimeout(t); resolve(c); } });
+    c.stderr!.on('data', (d) => { out += d; });
+    c.on('exit', (code) => { clearTimeout(t); reject(new Error(`${bin} exited ${code}: ${out}`)); });
+  });
+}
+function stop(c: ChildProcess): Promise<void> {
+  return new Promise((r) => { if (c.exitCode !== null) return r(); c.once('exit', () => r()); c.kill('SIGTERM'); setTimeout(() => c.kill('SIGKILL'), 3000).unref(); });
+}
+/** user+system seconds of a process (all threads) */
+function cpu(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const parts = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(parts[11]) + Number(parts[12])) / 100; // clock ticks (USER_HZ = 100 on Linux)
+}
+async function sleep(ms: number) { return new Promise((r) => setTimeout(r, ms)); }
+
+async function iperf(port: number): Promise<{ gbps: number; bytes: number }> {
+  const out = await new Promise<string>((resolve, reject) => {
+    const c = spawn('iperf3', ['-c', '127.0.0.1', '-p', String(port), '-t', String(SECONDS), '-P', String(STREAMS), '-J'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(c);
+    let o = '';
+    c.stdout.on('data', (d) => { o += d; });
+    const t = setTimeout(() => c.kill('SIGKILL'), (SECONDS + 20) * 1000);
+    c.on('exit', () => { clearTimeout(t); children.delete(c); resolve(o); });
+    c.on('error', reject);
+  });
+  const j = JSON.parse(out);
+  if (j.error) throw new Error(`iperf3: ${j.error}`);
+  return { gbps: j.end.sum_received.bits_per_second / 1e9, bytes: j.end.sum_received.bytes };
+}
+
+interface Row { name: string; gbps: number[]; cpuPerGiB: number[]; note?: string }
+
+const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
+async function measure(name: string, entryPort: number, procs: ChildProcess[]): Promise<Row> {
+  const row: Row = { name, gbps: [], cpuPerGiB: [] };
+  if (ONLY && !ONLY.test(name) && !name.startsWith('direct')) return row;
+  for (let i = 0; i < RUNS; i++) {
+    const c0 = procs.reduce((s, p) => s + cpu(p.pid!), 0);
+    const r = await iperf(entryPort);
+    const c1 = procs.reduce((s, p) => s + cpu(p.pid!), 0);
+    row.gbps.push(r.gbps);
+    if (procs.length) row.cpuPerGiB.push((c1 - c0) / (r.bytes / 2 ** 30));
+    process.stderr.write(`  ${name}: run ${i + 1}/${RUNS}: ${r.gbps.toFixed(2)} Gbit/s\n`);
+  }
+  return row;
+}
+
+const median = (xs: number[]) => { if (!xs.length) return NaN; const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+function makeCerts() {
+  const ext = (n: string, san: string) => fs.writeFileSync(path.join(tmp, `${n}.ext`), `subjectAltName=${san}\nextendedKeyUsage=serverAuth,clientAuth\n`);
+  sh('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=bench-ca',
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
+  for (const c of ['east', 'west']) {
+    sh('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${c}.key`, '-out', `${c}.csr`, '-subj', `/CN=${c}`]);
+    ext(c, `URI:spiffe://bench/cluster/${c}`);
+    sh('openssl', ['x509', '-req', '-in', `${c}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${c}.pem`, '-days', '2', '-extfile', `${c}.ext`]);
+    fs.writeFileSync(path.join(tmp, `${c}.bundle.pem`), fs.readFileSync(path.join(tmp, `${c}.pem`), 'utf8') + fs.readFileSync(path.join(tmp, `${c}.key`), 'utf8'));
+  }
+}
+
+function haproxyCfg(file: string, listen: number, to: number, opts: { splice?: boolean; bindTls?: boolean; serverTls?: boolean }) {
+  const lines = [
+    'global', '  maxconn 1000', '  nbthread 1', 'defaults', '  mode tcp', '  timeout connect 5s', '  timeout client 60s', '  timeout server 60s',
+    ...(opts.splice ? ['  option splice-request', '  option splice-response'] : []),
+    'listen hop',
+    `  bind 127.0.0.1:${listen}${opts.bindTls ? ` ssl crt ${tmp}/west.bundle.pem ca-file ${tmp}/ca.pem verify required ssl-min-ver TLSv1.3` : ''}`,
+    `  server s 127.0.0.1:${to}${opts.serverTls ? ` ssl crt ${tmp}/east.bundle.pem ca-file ${tmp}/ca.pem verify required ssl-min-ver TLSv1.3 sni str(west)` : ''}`,
+  ];
+  fs.writeFileSync(file, lines.join('\n') + '\n');
+}
+
+async function haproxyChain(name: string, dst: number, opts: { splice?: boolean; tls?: boolean }): Promise<Row> {
+  const [p1, p2] = [await freePort(), await freePort()];
+  haproxyCfg(path.join(tmp, 'h2.cfg'), p2, dst, { splice: opts.splice, bindTls: opts.tls });
+  haproxyCfg(path.join(tmp, 'h1.cfg'), p1, p2, { splice: opts.splice, serverTls: opts.tls });
+  const h2 = await start('haproxy', ['-db', '-f', path.join(tmp, 'h2.cfg')]);
+  const h1 = await start('haproxy', ['-db', '-f', path.join(tmp, 'h1.cfg')]);
+  try { await sleep(300); return await measure(name, p1, [h1, h2]); } finally { await stop(h1); await stop(h2); }
+}
+
+async function oursChain(name: string, dst: number, tlsMode: 'plaintext' | 'mtls'): Promise<Row> {
+  const ports = await Promise.all(Array.from({ length: 6 }, freePort));
+  const tls = (c: string) => tlsMode === 'mtls' ? { mode: 'mtls', caFile: `${tmp}/ca.pem`, certFile: `${tmp}/${c}.pem`, keyFile: `${tmp}/${c}.key` } : { mode: 'plaintext' };
+  const cfg = (me: string, peer: string, i: number, peerTunnel: number) => ({
+    version: 1, fleet: 'bench', cluster: me,
+    listen: { intercept: { host: '127.0.0.1', port: ports[i] }, tunnel: { host: '127.0.0.1', port: ports[i + 1] }, admin: { host: '127.0.0.1', port: ports[i + 2] } },
+    localCidrs: ['127.0.0.0/8'], peers: [{ cluster: peer, cidrs: ['127.0.0.0/8'], gateways: [{ host: '127.0.0.1', port: peerTunnel }] }],
+    tls: tls(me),
+  });
+  fs.writeFileSync(path.join(tmp, 'west.json'), JSON.stringify(cfg('west', 'east', 3, 1)));
+  fs.writeFileSync(path.join(tmp, 'east.json'), JSON.stringify(cfg('east', 'west', 0, ports[4])));
+  const runner = path.join(__dirname, 'gw-runner.js');
+  const b = await start(process.execPath, [runner, path.join(tmp, 'west.json'), String(dst)], 'ready');
+  const a = await start(process.execPath, [runner, path.join(tmp, 'east.json'), String(dst)], 'ready');
+  try { return await measure(name, ports[0], [a, b]); } finally { await stop(a); await stop(b); }
+}
+
+async function main() {
+  for (const bin of ['iperf3', 'haproxy', 'openssl']) if (!have(bin)) throw new Error(`${bin} is not installed (scripts/ensure-system-deps.js installs it as root)`);
+  makeCerts();
+  const dst = await freePort();
+  const server = await start('iperf3', ['-s', '-B', '127.0.0.1', '-p', String(dst)]);
+  await sleep(300);
+  const rows: Row[] = [];
+  rows.push(await measure('direct (no proxy)', dst, []));
+  rows.push(await haproxyChain('HAProxy chain, tcp mode (default)', dst, {}));
+  rows.push(await haproxyChain('HAProxy chain, splice-request/response', dst, { splice: true }));
+  rows.push(await haproxyChain('HAProxy chain, TLS 1.3 middle hop', dst, { tls: true }));
+  rows.push(await oursChain('migration-mesh chain, plaintext tunnel', dst, 'plaintext'));
+  rows.push(await oursChain('migration-mesh chain, mTLS 1.3 tunnel', dst, 'mtls'));
+  await stop(server);
+
+  const direct = median(rows[0].gbps);
+  const hapPlainBest = Math.max(median(rows[1].gbps), median(rows[2].gbps));
+  const hapPlainBestCpu = median(rows[1].gbps) >= median(rows[2].gbps) ? median(rows[1].cpuPerGiB) : median(rows[2].cpuPerGiB);
+  const hapTls = median(rows[3].gbps), hapTlsCpu = median(rows[3].cpuPerGiB);
+  const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
+  const lines = [
+    `Loopback, ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? ''}; iperf3 ${SECONDS} s x ${RUNS} runs, ${STREAMS} stream(s); Node ${process.version}; ${spawnSync('haproxy', ['-v'], { encoding: 'utf8' }).stdout.split('\n')[0].replace(/ - https.*/, '')}`,
+    '',
+    '| path | Gbit/s (median) | runs | x direct | ours / HAProxy | proxy CPU s per GiB |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const [i, r] of rows.entries()) {
+    const g = median(r.gbps);
+    let vs = '';
+    if (i === 4) vs = `${f(g / hapPlainBest)} (tput), ${f(median(r.cpuPerGiB) / hapPlainBestCpu)} (CPU) vs best plain`;
+    if (i === 5) vs = `${f(g / hapTls)} (tput), ${f(median(r.cpuPerGiB) / hapTlsCpu)} (CPU) vs TLS`;
+    lines.push(`| ${r.name} | ${f(g)} | ${r.gbps.map((x) => f(x, 1)).join(' / ')} | ${f(g / direct)} | ${vs} | ${i === 0 ? '-' : f(median(r.cpuPerGiB), 3)} |`);
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+const cleanup = () => { for (const c of children) { try { c.kill('SIGKILL'); } catch { /* gone */ } } fs.rmSync(tmp, { recursive: true, force: true }); };
+process.on('exit', cleanup);
+process.on('SIGINT', () => process.exit(130));
+main().then(() => process.exit(0), (e) => { process.stderr.write(`bench failed: ${e.stack ?? e}\n`); process.exit(1); });

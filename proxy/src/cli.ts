@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+/** migration-mesh-proxy: the gateway binary. */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { pino } from 'pino';
+import { loadConfigFile } from './config-file';
+import { startGateway } from './gateway';
+import { applyRules, planRules, renderRules } from './rules';
+
+const USAGE = `usage: migration-mesh-proxy <command> [options]
+
+commands:
+  run --config FILE            run the gateway (FILE: JSON or YAML matching the gateway config schema;
+                               reloaded on change; SIGTERM drains then exits 0)
+  setup-rules --config FILE [--dry-run]
+                               install the nat REDIRECT rules (chain MIGRATION_MESH, idempotent) that send
+                               TCP for every peer CIDR to the intercept port; needs NET_ADMIN
+  check-config --config FILE   validate FILE and print the effective config (defaults filled in)
+  version                      print the version
+`;
+
+function arg(argv: string[], name: string): string | undefined {
+  const i = argv.indexOf(name);
+  if (i >= 0) return argv[i + 1];
+  const eq = argv.find((a) => a.startsWith(`${name}=`));
+  return eq ? eq.slice(name.length + 1) : undefined;
+}
+
+function die(msg: string, code = 2): never {
+  process.stderr.write(`migration-mesh-proxy: ${msg}\n`);
+  process.exit(code);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const cmd = argv[0];
+  if (!cmd || cmd === '-h' || cmd === '--help' || cmd === 'help') { process.stdout.write(USAGE); return; }
+  if (cmd === 'version' || cmd === '--version') {
+    const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'));
+    process.stdout.write(`${pkg.version}\n`);
+    return;
+  }
+  const file = arg(argv, '--config') ?? process.env.MM_PROXY_CONFIG;
+  if (!file) die(`${cmd}: --config FILE is required\n\n${USAGE}`);
+  let cfg;
+  try { cfg = loadConfigFile(file); } catch (e) { die((e as Error).message); }
+
+  if (cmd === 'check-config') { process.stdout.write(JSON.stringify(cfg, null, 2) + '\n'); return; }
+  if (cmd === 'setup-rules') {
+    const plan = planRules(cfg);
+    if (argv.includes('--dry-run')) { process.stdout.write(renderRules(plan)); return; }
+    try { applyRules(plan); } catch (e) { die((e as Error).message, 1); }
+    process.stdout.write(`installed ${plan.filter((c) => c.args.includes('REDIRECT')).length} REDIRECT rule(s) in chain MIGRATION_MESH\n`);
+    return;
+  }
+  if (cmd !== 'run') die(`unknown command '${cmd}'\n\n${USAGE}`);
+
+  const log = pino({ level: arg(argv, '--log-level') ?? process.env.LOG_LEVEL ?? 'info', base: { cluster: cfg.cluster } });
+  let gw;
+  try {
+    gw = await startGateway(cfg, { logger: log, configPath: file });
+  } catch (e) { die((e as Error).message, 1); }
+  let stopping = false;
+  const onSignal = (sig: string) => {
+    if (stopping) { log.warn({ sig }, 'second signal: closing now'); gw.close().finally(() => process.exit(0)); return; }
+    stopping = true;
+    log.info({ sig }, 'draining');
+    gw.drain().then(() => process.exit(0), (e) => { log.error({ err: String(e) }, 'drain failed'); process.exit(1); });
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+}
+
+main(process.argv.slice(2)).catch((e) => die(String(e?.stack ?? e), 1));

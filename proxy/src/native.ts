@@ -1,0 +1,90 @@
+/**
+ * Loader for the native addon (proxy/native/mmproxy.c, built by `node-gyp rebuild` in `npm run build`).
+ *
+ * Why an addon: Node has no getsockopt(), so the original destination of a connection that iptables nat
+ * REDIRECT sent to the intercept listener (SO_ORIGINAL_DST / IP6T_SO_ORIGINAL_DST) is out of reach from
+ * JavaScript; and the plaintext legs of the data path use splice(2) in a pthread, which is how the gateway
+ * keeps up with HAProxy. The file descriptor of a Node TCP socket is `socket._handle.fd` (Linux, libuv TCP
+ * handles; it is -1 for non-TCP handles). This is not a public API, so it is only read here, checked, and the
+ * socket is kept paused (never read or written by Node) while the native relay owns the descriptor.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type * as net from 'node:net';
+
+export interface OriginalDst { address: string; port: number; family: 4 | 6 }
+export interface PumpResult { aToB: number; bToA: number; reason: 'eof' | 'reset' | 'idle' | 'cancel' | 'error'; side: 'a' | 'b' | ''; errno: number }
+export type PumpHandle = { readonly __pump: unique symbol };
+
+export interface NativeAddon {
+  getOriginalDst(fd: number): OriginalDst | null;
+  startPump(fdA: number, fdB: number, prefixAtoB: Buffer | null, prefixBtoA: Buffer | null, idleMs: number, cb: (r: PumpResult) => void): PumpHandle;
+  pumpStats(h: PumpHandle): [number, number];
+  pumpCancel(h: PumpHandle): void;
+}
+
+let cached: NativeAddon | undefined;
+let loadError: Error | undefined;
+
+/** Candidate locations: next to the package (lib/.. -> build/Release), or MM_PROXY_ADDON. */
+function candidates(): string[] {
+  const root = path.resolve(__dirname, '..');
+  const list = [path.join(root, 'build', 'Release', 'mmproxy.node')];
+  if (process.env.MM_PROXY_ADDON) list.unshift(process.env.MM_PROXY_ADDON);
+  return list;
+}
+
+/** The addon, or undefined (with the reason in `nativeLoadError()`). */
+export function tryLoadNative(): NativeAddon | undefined {
+  if (cached || loadError) return cached;
+  for (const file of candidates()) {
+    if (!fs.existsSync(file)) continue;
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      cached = require(file) as NativeAddon;
+      return cached;
+    } catch (e) {
+      loadError = new Error(`native addon ${file} failed to load: ${(e as Error).message}`);
+      return undefined;
+    }
+  }
+  loadError = new Error(
+    `native addon mmproxy.node is not built (looked in ${candidates().join(', ')}). ` +
+    'Run `npm run build -w proxy` (it runs `node-gyp rebuild`; needs g++, make, python3 and the Node headers).');
+  return undefined;
+}
+
+export function nativeLoadError(): Error | undefined { tryLoadNative(); return loadError; }
+
+/** The addon, or a clear error saying how to build it. */
+export function loadNative(): NativeAddon {
+  const n = tryLoadNative();
+  if (!n) throw nativeLoadError()!;
+  return n;
+}
+
+/** The kernel file descriptor of a connected Node TCP socket (Linux). */
+export function socketFd(sock: net.Socket): number {
+  const h = (sock as unknown as { _handle?: { fd?: number } })._handle;
+  const fd = h?.fd;
+  if (typeof fd !== 'number' || fd < 0) throw new Error('socket has no usable file descriptor (not a TCP handle?)');
+  return fd;
+}
+
+/**
+ * Stop Node from reading a socket, synchronously and for good (call it from inside a 'data' handler to hand
+ * the fd over), and return whatever Node had already buffered (read-ahead) so it can be forwarded first.
+ * `_read` is replaced by a no-op because a paused Readable still reads ahead up to its high-water mark
+ * (maybeReadMore -> _read -> readStart), which would steal bytes from the native relay.
+ */
+export function stopReading(sock: net.Socket): Buffer | null {
+  sock.pause();
+  (sock as unknown as { _read: () => void })._read = () => undefined;
+  const h = (sock as unknown as { _handle?: { reading?: boolean; readStop?: () => number } })._handle;
+  if (h && h.readStop) { h.reading = false; h.readStop(); }
+  if (sock.readableLength > 0) {
+    const b = sock.read() as Buffer | null;
+    return b && b.length ? b : null;
+  }
+  return null;
+}

@@ -1,0 +1,222 @@
+/**
+ * Tunnel header protocol (see proxy/PROTOCOL.md). Pure functions, no I/O.
+ *
+ * Every frame: magic "MMTP" | version u8 | type u8 | body length u16be | body.
+ */
+import * as net from 'node:net';
+
+export const MAGIC = Buffer.from('MMTP', 'ascii');
+export const PROTOCOL_VERSION = 1;
+export const FRAME_HEADER_BYTES = 8;
+export const FRAME_OPEN = 1;
+export const FRAME_REPLY = 2;
+export const CONNECTION_ID_BYTES = 16;
+
+/** Reply status codes (0 = accepted). Stable on the wire: never renumber. */
+export const RefusalCode = {
+  ACCEPTED: 0,
+  MALFORMED: 1,
+  UNSUPPORTED_VERSION: 2,
+  HEADER_TOO_LARGE: 3,
+  SOURCE_MISMATCH: 4,
+  UNKNOWN_PEER: 5,
+  DESTINATION_OUTSIDE_CIDR: 6,
+  DESTINATION_FORBIDDEN: 7,
+  PEER_LIMIT: 8,
+  TOTAL_LIMIT: 9,
+  DIAL_FAILED: 10,
+  DIAL_TIMEOUT: 11,
+  DRAINING: 12,
+} as const;
+export type RefusalCodeValue = (typeof RefusalCode)[keyof typeof RefusalCode];
+
+/** Metric label for a reply status. */
+export function refusalName(code: number): string {
+  for (const [k, v] of Object.entries(RefusalCode)) if (v === code) return k.toLowerCase();
+  return `unknown_${code}`;
+}
+
+export interface OpenHeader {
+  connectionId: Buffer;
+  dstHost: string;
+  dstPort: number;
+  sourceCluster: string;
+}
+
+export interface ReplyHeader {
+  status: number;
+  connectionId: Buffer;
+  reason: string;
+}
+
+function frame(type: number, body: Buffer): Buffer {
+  if (body.length > 0xffff) throw new Error('frame body too large');
+  const h = Buffer.alloc(FRAME_HEADER_BYTES);
+  MAGIC.copy(h, 0);
+  h[4] = PROTOCOL_VERSION;
+  h[5] = type;
+  h.writeUInt16BE(body.length, 6);
+  return Buffer.concat([h, body]);
+}
+
+function ipBytes(host: string): Buffer {
+  const fam = net.isIP(host);
+  if (fam === 4) return Buffer.from(host.split('.').map((x) => Number(x)));
+  if (fam === 6) {
+    // expand '::' and an embedded IPv4 tail
+    let h = host;
+    const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(h);
+    if (v4) {
+      const b = v4[1].split('.').map(Number);
+      h = h.slice(0, -v4[1].length) + ((b[0] << 8) | b[1]).toString(16) + ':' + ((b[2] << 8) | b[3]).toString(16);
+    }
+    const [head, tail] = h.split('::');
+    const hs = head ? head.split(':') : [];
+    const ts = tail !== undefined ? (tail ? tail.split(':') : []) : [];
+    const groups = tail !== undefined ? [...hs, ...Array(8 - hs.length - ts.length).fill('0'), ...ts] : hs;
+    const out = Buffer.alloc(16);
+    groups.forEach((g, i) => out.writeUInt16BE(parseInt(g, 16), i * 2));
+    return out;
+  }
+  throw new Error(`not an IP address: ${host}`);
+}
+
+function ipString(b: Buffer): string {
+  if (b.length === 4) return Array.from(b).join('.');
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(b.readUInt16BE(i).toString(16));
+  // canonical-ish compression of the longest zero run
+  let best = -1, bestLen = 0;
+  for (let i = 0; i < 8;) {
+    if (groups[i] !== '0') { i++; continue; }
+    let j = i; while (j < 8 && groups[j] === '0') j++;
+    if (j - i > bestLen && j - i > 1) { best = i; bestLen = j - i; }
+    i = j;
+  }
+  if (best < 0) return groups.join(':');
+  return groups.slice(0, best).join(':') + '::' + groups.slice(best + bestLen).join(':');
+}
+
+export function encodeOpen(h: OpenHeader): Buffer {
+  if (h.connectionId.length !== CONNECTION_ID_BYTES) throw new Error('connection id must be 16 bytes');
+  const addr = ipBytes(h.dstHost);
+  const src = Buffer.from(h.sourceCluster, 'ascii');
+  if (src.length < 1 || src.length > 63) throw new Error('source cluster must be 1..63 bytes');
+  const body = Buffer.alloc(CONNECTION_ID_BYTES + 1 + addr.length + 2 + 1 + src.length);
+  let o = 0;
+  o += h.connectionId.copy(body, o);
+  body[o++] = addr.length === 4 ? 4 : 6;
+  o += addr.copy(body, o);
+  body.writeUInt16BE(h.dstPort, o); o += 2;
+  body[o++] = src.length;
+  src.copy(body, o);
+  return frame(FRAME_OPEN, body);
+}
+
+export function encodeReply(r: ReplyHeader): Buffer {
+  const reason = Buffer.from(r.reason, 'utf8').subarray(0, 255);
+  const id = r.connectionId.length === CONNECTION_ID_BYTES ? r.connectionId : Buffer.alloc(CONNECTION_ID_BYTES);
+  const body = Buffer.alloc(1 + CONNECTION_ID_BYTES + 1 + reason.length);
+  body[0] = r.status;
+  id.copy(body, 1);
+  body[1 + CONNECTION_ID_BYTES] = reason.length;
+  reason.copy(body, 2 + CONNECTION_ID_BYTES);
+  return frame(FRAME_REPLY, body);
+}
+
+export class ProtocolError extends Error {
+  constructor(public readonly code: RefusalCodeValue, message: string) { super(message); }
+}
+
+const CLUSTER_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export function decodeOpenBody(body: Buffer): OpenHeader {
+  const bad = (m: string) => new ProtocolError(RefusalCode.MALFORMED, m);
+  let o = 0;
+  if (body.length < CONNECTION_ID_BYTES + 1) throw bad('open: truncated body');
+  const connectionId = Buffer.from(body.subarray(0, CONNECTION_ID_BYTES)); o += CONNECTION_ID_BYTES;
+  const fam = body[o++];
+  const alen = fam === 4 ? 4 : fam === 6 ? 16 : -1;
+  if (alen < 0) throw bad(`open: unknown address family ${fam}`);
+  if (body.length < o + alen + 2 + 1) throw bad('open: truncated address');
+  const dstHost = ipString(body.subarray(o, o + alen)); o += alen;
+  const dstPort = body.readUInt16BE(o); o += 2;
+  const slen = body[o++];
+  if (slen < 1 || slen > 63 || body.length < o + slen) throw bad('open: bad source cluster length');
+  const sourceCluster = body.subarray(o, o + slen).toString('latin1'); o += slen;
+  if (!CLUSTER_RE.test(sourceCluster)) throw bad('open: source cluster is not a cluster name');
+  // Trailing bytes are TLV extensions (type u8, length u8, value) reserved for later versions: walk and ignore.
+  while (o < body.length) {
+    if (body.length < o + 2) throw bad('open: truncated extension');
+    const l = body[o + 1];
+    if (body.length < o + 2 + l) throw bad('open: truncated extension value');
+    o += 2 + l;
+  }
+  return { connectionId, dstHost, dstPort, sourceCluster };
+}
+
+export function decodeReplyBody(body: Buffer): ReplyHeader {
+  if (body.length < 2 + CONNECTION_ID_BYTES) throw new ProtocolError(RefusalCode.MALFORMED, 'reply: truncated');
+  const rlen = body[1 + CONNECTION_ID_BYTES];
+  if (body.length < 2 + CONNECTION_ID_BYTES + rlen) throw new ProtocolError(RefusalCode.MALFORMED, 'reply: truncated reason');
+  return {
+    status: body[0],
+    connectionId: Buffer.from(body.subarray(1, 1 + CONNECTION_ID_BYTES)),
+    reason: body.subarray(2 + CONNECTION_ID_BYTES, 2 + CONNECTION_ID_BYTES + rlen).toString('utf8'),
+  };
+}
+
+export type ReadResult =
+  | { kind: 'more' }
+  | { kind: 'frame'; type: number; body: Buffer; rest: Buffer }
+  | { kind: 'error'; error: ProtocolError };
+
+/**
+ * Incremental reader of exactly one frame. Holds at most `maxBytes` bytes, rejects as early as
+ * possible (bad magic after 1-4 bytes, bad version at byte 5, oversize at byte 8), and hands back the
+ * bytes that followed the frame in the same chunk (`rest`). Never throws.
+ */
+export class FrameReader {
+  private buf: Buffer;
+  private len = 0;
+  private done = false;
+  constructor(private readonly maxBytes: number, private readonly expectType: number) {
+    this.buf = Buffer.alloc(Math.max(FRAME_HEADER_BYTES, Math.min(maxBytes, 65_535 + FRAME_HEADER_BYTES)));
+  }
+  push(chunk: Buffer): ReadResult {
+    if (this.done) return { kind: 'error', error: new ProtocolError(RefusalCode.MALFORMED, 'reader already finished') };
+    let off = 0;
+    while (off < chunk.length) {
+      const need = this.needed();
+      if (need < 0) { this.done = true; return { kind: 'error', error: this.err! }; }
+      const take = Math.min(need - this.len, chunk.length - off);
+      chunk.copy(this.buf, this.len, off, off + take);
+      this.len += take; off += take;
+      const again = this.needed();
+      if (again < 0) { this.done = true; return { kind: 'error', error: this.err! }; }
+      if (this.len === again && this.len >= FRAME_HEADER_BYTES) {
+        this.done = true;
+        return {
+          kind: 'frame', type: this.buf[5],
+          body: Buffer.from(this.buf.subarray(FRAME_HEADER_BYTES, this.len)),
+          rest: Buffer.from(chunk.subarray(off)),
+        };
+      }
+    }
+    return { kind: 'more' };
+  }
+  private err?: ProtocolError;
+  /** Total bytes the frame needs given what we have, or -1 on a protocol error. */
+  private needed(): number {
+    const b = this.buf, n = this.len;
+    for (let i = 0; i < Math.min(n, 4); i++) {
+      if (b[i] !== MAGIC[i]) { this.err = new ProtocolError(RefusalCode.MALFORMED, 'bad magic'); return -1; }
+    }
+    if (n > 4 && b[4] !== PROTOCOL_VERSION) { this.err = new ProtocolError(RefusalCode.UNSUPPORTED_VERSION, `unsupported version ${b[4]}`); return -1; }
+    if (n > 5 && b[5] !== this.expectType) { this.err = new ProtocolError(RefusalCode.MALFORMED, `unexpected frame type ${b[5]}`); return -1; }
+    if (n < FRAME_HEADER_BYTES) return FRAME_HEADER_BYTES;
+    const total = FRAME_HEADER_BYTES + b.readUInt16BE(6);
+    if (total > this.maxBytes) { this.err = new ProtocolError(RefusalCode.HEADER_TOO_LARGE, `header of ${total} bytes exceeds ${this.maxBytes}`); return -1; }
+    return total;
+  }
+}

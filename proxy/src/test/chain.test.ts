@@ -1,0 +1,102 @@
+/** Data path through two in-process gateways on loopback: integrity, half-close, resets, leaks. */
+import assert from 'node:assert/strict';
+import * as net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { makePki, openFds, sendAndVerify, sleep, startSink, withTimeout, type Pki } from './helpers';
+import { startPair, type Pair } from './gateways';
+
+const GiB = 1 << 30;
+let pki: Pki;
+before(() => { pki = makePki('fleet', ['east', 'west', 'north']); });
+
+async function metric(p: Pair['a'], name: string, labels: Record<string, string> = {}): Promise<number> {
+  const m = await p.registry.getSingleMetric(name)!.get();
+  return m.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((s, v) => s + v.value, 0);
+}
+
+for (const mode of ['plaintext', 'mtls'] as const) {
+  describe(`two-gateway chain, ${mode}`, { timeout: 120_000 }, () => {
+    let sink: Awaited<ReturnType<typeof startSink>>;
+    let pair: Pair;
+    before(async () => {
+      sink = await startSink();
+      pair = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: sink.port }));
+    });
+    after(async () => { await pair?.close(); await sink?.close(); });
+
+    it('carries 1 GiB with equal sha256 at both ends, and half-close both ways', { timeout: 60_000 }, async () => {
+      const r = await withTimeout(sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', GiB), 55_000, '1 GiB');
+      assert.equal(r.reply, r.sent, 'sink hash equals source hash');
+      assert.ok(r.reply.endsWith(` ${GiB}`));
+      console.log(`# ${mode}: 1 GiB in ${r.ms} ms (${(8 * GiB / r.ms / 1e6).toFixed(1)} Gbit/s incl. hashing)`);
+      await sleep(50);
+      assert.equal(await metric(pair.a, 'mm_proxy_tunnel_bytes_total', { peer: 'west', direction: 'tx' }), GiB);
+      assert.equal(await metric(pair.b, 'mm_proxy_tunnel_bytes_total', { peer: 'east', direction: 'rx' }), GiB);
+      assert.equal(pair.a.activeTunnels(), 0);
+      assert.equal(pair.b.activeTunnels(), 0);
+      assert.equal(pair.a.nativeDataPath, true, 'native addon is built and used');
+    });
+
+    it('propagates a reset from the destination to the client', { timeout: 20_000 }, async () => {
+      // the sink resets every connection it gets
+      const rst = net.createServer((s) => { s.on('error', () => undefined); s.once('data', () => s.resetAndDestroy()); });
+      await new Promise<void>((r) => rst.listen(0, '127.0.0.1', () => r()));
+      const p2 = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: (rst.address() as net.AddressInfo).port }));
+      try {
+        const err = await withTimeout(new Promise<string>((resolve) => {
+          const c = net.connect(p2.cfgA.listen!.intercept!.port, '127.0.0.1');
+          c.on('connect', () => { const iv = setInterval(() => { if (!c.destroyed) c.write(Buffer.alloc(65536)); }, 5); c.on('close', () => clearInterval(iv)); });
+          c.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+          c.on('close', () => resolve('closed'));
+        }), 10_000, 'reset propagation');
+        assert.match(err, /ECONNRESET|EPIPE|closed/);
+      } finally { await p2.close(); rst.close(); }
+    });
+
+    it('ends the client connection when the peer gateway dies mid-stream', { timeout: 30_000 }, async () => {
+      const slow = await startSink();
+      const p2 = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: slow.port }));
+      try {
+        const ended = new Promise<number>((resolve) => {
+          const c = net.connect(p2.cfgA.listen!.intercept!.port, '127.0.0.1');
+          let t0 = 0;
+          const buf = Buffer.alloc(1 << 16);
+          c.on('connect', () => {
+            const iv = setInterval(() => { if (!c.destroyed && c.writableLength < (1 << 22)) c.write(buf); }, 1);
+            c.on('close', () => { clearInterval(iv); resolve(Date.now() - t0); });
+          });
+          c.on('error', () => undefined);
+          setTimeout(() => { t0 = Date.now(); p2.b.close(); }, 300);
+        });
+        const ms = await withTimeout(ended, 15_000, 'client connection end after peer death');
+        assert.ok(ms < 10_000, `client ended ${ms} ms after the peer died`);
+      } finally { await p2.close(); await slow.close(); }
+    });
+
+    it('10,000 short connections leave no tunnels, sockets or fds behind', { timeout: 120_000 }, async () => {
+      const n = mode === 'plaintext' ? 10_000 : 2_000;
+      await sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', 10); // warm-up
+      await sleep(100);
+      const fds0 = openFds();
+      let i = 0;
+      const worker = async () => {
+        while (i < n) {
+          i++;
+          const r = await sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', 100);
+          assert.equal(r.reply, r.sent);
+        }
+      };
+      const t0 = Date.now();
+      await withTimeout(Promise.all(Array.from({ length: 32 }, worker)), 110_000, `${n} connections`);
+      console.log(`# ${mode}: ${n} short connections in ${Date.now() - t0} ms`);
+      for (let k = 0; k < 50 && (pair.a.activeTunnels() + pair.b.activeTunnels() > 0 || sink.sockets.size > 0); k++) await sleep(20);
+      assert.equal(pair.a.activeTunnels(), 0);
+      assert.equal(pair.b.activeTunnels(), 0);
+      assert.equal(sink.sockets.size, 0);
+      await sleep(100);
+      const fds1 = openFds();
+      assert.ok(fds1 <= fds0 + 2, `fds before ${fds0}, after ${fds1}`);
+      assert.ok(await metric(pair.a, 'mm_proxy_tunnels_total') >= n);
+    });
+  });
+}

@@ -1,0 +1,40 @@
+/** Two in-process gateways on loopback ("east" -> "west"), with the test hooks loopback needs. */
+import * as net from 'node:net';
+import { startGateway, type GatewayHandle, type StartGatewayOptions } from '../gateway';
+import type { ProxyConfigInput } from '../config';
+import { freePort, silent, type Pki } from './helpers';
+
+export interface Pair { a: GatewayHandle; b: GatewayHandle; cfgA: ProxyConfigInput; cfgB: ProxyConfigInput; close(): Promise<void> }
+
+export async function configFor(cluster: string, peer: string, peerTunnelPort: number, tlsMode: 'mtls' | 'plaintext', pki: Pki | undefined,
+  over: Partial<ProxyConfigInput> = {}): Promise<ProxyConfigInput> {
+  return {
+    version: 1, fleet: 'fleet', cluster,
+    listen: {
+      intercept: { host: '127.0.0.1', port: await freePort() },
+      tunnel: { host: '127.0.0.1', port: await freePort() },
+      admin: { host: '127.0.0.1', port: await freePort() },
+    },
+    localCidrs: ['127.0.0.0/8'],
+    peers: [{ cluster: peer, cidrs: ['127.0.0.0/8', '192.0.2.0/24', '169.254.0.0/16'], gateways: [{ host: '127.0.0.1', port: peerTunnelPort }] }],
+    tls: tlsMode === 'mtls' ? { mode: 'mtls', caFile: pki!.ca, certFile: pki!.certs[cluster].cert, keyFile: pki!.certs[cluster].key } : { mode: 'plaintext' },
+    limits: { handshakeTimeoutMs: 2000, dialTimeoutMs: 2000 },
+    ...over,
+  };
+}
+
+/**
+ * Gateway A intercepts; the test says where each intercepted connection was "originally" going with
+ * `dst` (a loopback stand-in for SO_ORIGINAL_DST). Gateway B may dial loopback (unsafe test hook).
+ */
+export async function startPair(tlsMode: 'mtls' | 'plaintext', pki: Pki | undefined, dst: () => { host: string; port: number },
+  optsA: StartGatewayOptions = {}, optsB: StartGatewayOptions = {}, overB: Partial<ProxyConfigInput> = {}): Promise<Pair> {
+  const cfgB = await configFor('west', 'east', 1, tlsMode, pki, overB);
+  const cfgA = await configFor('east', 'west', cfgB.listen!.tunnel!.port, tlsMode, pki);
+  const b = await startGateway(cfgB, { logger: silent, unsafeAllowLoopbackDestinations: true, ...optsB });
+  let a: GatewayHandle;
+  try {
+    a = await startGateway(cfgA, { logger: silent, originalDestination: (_s: net.Socket) => dst(), ...optsA });
+  } catch (e) { await b.close(); throw e; }
+  return { a, b, cfgA, cfgB, close: async () => { await a.close(); await b.close(); } };
+}

@@ -1,0 +1,113 @@
+/** Test helpers: throwaway PKI (openssl CLI), ports, sink/source endpoints, timeouts. */
+import { spawnSync } from 'node:child_process';
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { pino } from 'pino';
+
+export const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+export function tmpDir(prefix = 'mmproxy-'): string { return fs.mkdtempSync(path.join(os.tmpdir(), prefix)); }
+
+function openssl(args: string[], cwd: string): void {
+  const r = spawnSync('openssl', args, { cwd, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
+}
+
+export interface Pki { dir: string; ca: string; foreignCa: string; certs: Record<string, { cert: string; key: string }> }
+
+/** Fleet CA + gateway certs (URI SAN spiffe://<fleet>/cluster/<name>), a foreign CA and odd certs. */
+export function makePki(fleet: string, clusters: string[]): Pki {
+  const dir = tmpDir('mmproxy-pki-');
+  const mkCa = (name: string) => openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+    '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '2', '-subj', `/CN=${name}`,
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], dir);
+  mkCa('ca');
+  mkCa('foreign-ca');
+  const certs: Pki['certs'] = {};
+  const issue = (name: string, ca: string, san: string) => {
+    openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`], dir);
+    fs.writeFileSync(path.join(dir, `${name}.ext`), `subjectAltName=${san}\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n`);
+    openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`], dir);
+    certs[name] = { cert: path.join(dir, `${name}.pem`), key: path.join(dir, `${name}.key`) };
+  };
+  for (const c of clusters) issue(c, 'ca', `URI:spiffe://${fleet}/cluster/${c}`);
+  issue('stranger', 'ca', `URI:spiffe://${fleet}/cluster/stranger`); // fleet CA, but not a configured peer
+  issue('otherfleet', 'ca', `URI:spiffe://otherfleet/cluster/${clusters[0]}`);
+  issue('nosan', 'ca', 'DNS:gateway.example');
+  issue('foreign', 'foreign-ca', `URI:spiffe://${fleet}/cluster/${clusters[0]}`); // right name, wrong CA
+  return { dir, ca: path.join(dir, 'ca.pem'), foreignCa: path.join(dir, 'foreign-ca.pem'), certs };
+}
+
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, host, () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); });
+  });
+}
+
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: NodeJS.Timeout;
+  return Promise.race([
+    p.finally(() => clearTimeout(t)),
+    new Promise<T>((_, reject) => { t = setTimeout(() => reject(new Error(`${what}: timed out after ${ms} ms`)), ms); }),
+  ]);
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Sink: hashes everything received; after the client's FIN (half-close) writes "<sha256> <bytes>" and ends. */
+export async function startSink(host = '127.0.0.1'): Promise<{ server: net.Server; port: number; close(): Promise<void>; sockets: Set<net.Socket> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer({ allowHalfOpen: true }, (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => undefined);
+    const h = crypto.createHash('sha256');
+    let n = 0;
+    s.on('data', (d) => { h.update(d); n += d.length; });
+    s.on('end', () => s.end(`${h.digest('hex')} ${n}`));
+  });
+  await new Promise<void>((r) => server.listen(0, host, () => r()));
+  return {
+    server, sockets, port: (server.address() as net.AddressInfo).port,
+    close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
+  };
+}
+
+/**
+ * Source: connects, sends `total` bytes of pseudo-random data (hashing them), half-closes, and resolves with
+ * the local hash and the sink's reply (which can only arrive if half-close crossed the whole chain).
+ */
+export function sendAndVerify(port: number, host: string, total: number, chunk = 1 << 20): Promise<{ sent: string; reply: string; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = Date.now();
+    // a few distinct blocks in a fixed rotation: a reordering bug changes the hash (blocks are never mutated,
+    // the socket may still hold them)
+    const blocks = [0, 1, 2].map(() => crypto.randomBytes(Math.min(chunk, Math.max(total, 1))));
+    let i = 0;
+    const h = crypto.createHash('sha256');
+    let sent = 0;
+    let reply = '';
+    const s = net.connect({ port, host, allowHalfOpen: true });
+    s.on('error', reject);
+    s.on('data', (d) => { reply += d; });
+    s.on('end', () => { s.end(); resolve({ sent: `${h.digest('hex')} ${sent}`, reply, ms: Date.now() - t0 }); });
+    const pump = () => {
+      while (sent < total) {
+        const block = blocks[i++ % blocks.length];
+        const b = total - sent >= block.length ? block : block.subarray(0, total - sent);
+        h.update(b);
+        sent += b.length;
+        if (!s.write(b)) { s.once('drain', pump); return; }
+      }
+      s.end();
+    };
+    s.on('connect', pump);
+  });
+}
+
+export function openFds(): number { return fs.readdirSync('/proc/self/fd').length; }

@@ -1,0 +1,87 @@
+#!/usr/bin/env node
+// Tiny TCP/HTTP agent the fleet netns test runs inside network namespaces (`ip netns exec NS node
+// netns-agent.js MODE ...`). Every result is one JSON line on stdout.
+//   echo PORT                          echo server; one line per finished connection {event:'conn', remote, bytes}
+//   source PORT                        sends data forever to every connection
+//   client HOST PORT BYTES TIMEOUT_MS  send BYTES random bytes, half-close, read the echo; {ok, sentSha, recvSha, ...}
+//   sink HOST PORT TIMEOUT_MS          read a source; {event:'flowing', t} after 1 MiB, then {event:'closed', t, error}
+//   probe URL TIMEOUT_MS               GET until 200; {ok, status, ms}
+'use strict';
+const net = require('net');
+const http = require('http');
+const crypto = require('crypto');
+
+const out = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
+const [mode, ...args] = process.argv.slice(2);
+
+if (mode === 'echo' || mode === 'source') {
+  const port = Number(args[0]);
+  const chunk = crypto.randomBytes(256 * 1024);
+  const server = net.createServer({ allowHalfOpen: true }, (s) => {
+    const remote = `${s.remoteAddress}:${s.remotePort}`;
+    let bytes = 0;
+    s.on('error', () => undefined);
+    if (mode === 'echo') {
+      s.on('data', (d) => { bytes += d.length; if (!s.write(d)) { s.pause(); s.once('drain', () => s.resume()); } });
+      s.on('end', () => s.end());
+    } else {
+      const pump = () => { while (!s.destroyed && s.write(chunk)) bytes += chunk.length; };
+      s.on('drain', pump);
+      pump();
+    }
+    s.on('close', () => out({ event: 'conn', remote: s.remoteAddress, remotePort: s.remotePort, local: s.localAddress, bytes, from: remote }));
+  });
+  server.listen(port, '0.0.0.0', () => out({ event: 'listening', port }));
+} else if (mode === 'client') {
+  const [host, port, size, timeoutMs] = [args[0], Number(args[1]), Number(args[2]), Number(args[3])];
+  const payload = crypto.randomBytes(size);
+  const sentSha = crypto.createHash('sha256').update(payload).digest('hex');
+  const h = crypto.createHash('sha256');
+  let received = 0;
+  const t0 = Date.now();
+  let done = false;
+  const finish = (o) => { if (done) return; done = true; out({ ms: Date.now() - t0, sent: size, received, sentSha, ...o }); process.exit(0); };
+  const s = net.connect({ host, port, allowHalfOpen: true });
+  const timer = setTimeout(() => { s.destroy(); finish({ ok: false, error: 'timeout' }); }, timeoutMs);
+  s.on('connect', () => { s.end(payload); });
+  s.on('data', (d) => { received += d.length; h.update(d); });
+  s.on('end', () => {
+    clearTimeout(timer);
+    const recvSha = h.digest('hex');
+    finish({ ok: recvSha === sentSha && received === size, recvSha, local: s.localAddress });
+  });
+  s.on('error', (e) => { clearTimeout(timer); finish({ ok: false, error: e.code || e.message }); });
+} else if (mode === 'sink') {
+  const [host, port, timeoutMs] = [args[0], Number(args[1]), Number(args[2])];
+  let bytes = 0;
+  let flowing = false;
+  const s = net.connect({ host, port });
+  const timer = setTimeout(() => { out({ event: 'timeout', t: Date.now(), bytes }); process.exit(0); }, timeoutMs);
+  s.on('data', (d) => {
+    bytes += d.length;
+    if (!flowing && bytes >= 1024 * 1024) { flowing = true; out({ event: 'flowing', t: Date.now() }); }
+  });
+  let err;
+  s.on('error', (e) => { err = e.code || e.message; });
+  s.on('close', () => { clearTimeout(timer); out({ event: 'closed', t: Date.now(), error: err, bytes }); process.exit(0); });
+} else if (mode === 'probe') {
+  const [url, timeoutMs] = [args[0], Number(args[1])];
+  const t0 = Date.now();
+  const attempt = () => {
+    const req = http.get(url, { timeout: 1000 }, (res) => {
+      res.resume();
+      if (res.statusCode === 200) { out({ ok: true, status: 200, ms: Date.now() - t0 }); process.exit(0); }
+      retry(res.statusCode);
+    });
+    req.on('error', (e) => retry(e.code || e.message));
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+  };
+  const retry = (why) => {
+    if (Date.now() - t0 > timeoutMs) { out({ ok: false, status: why, ms: Date.now() - t0 }); process.exit(0); }
+    setTimeout(attempt, 100);
+  };
+  attempt();
+} else {
+  process.stderr.write(`unknown mode ${mode}\n`);
+  process.exit(2);
+}
