@@ -84,6 +84,9 @@ function detailed(r: PlanReport): string {
     ...header(r, width),
     // the shared network bus
     `<rect x="24" y="${busY - 7}" width="${width - 48}" height="14" rx="7" fill="${BUS}"/>`,
+  ];
+  // labels after the clusters' attachment lines, so their halo masks the lines that cross them
+  const busLabels = [
     text(30, busY + 26, `shared cross-cluster network ${s.name} /${s.prefixLength}`, `${FONT} font-size="13" font-weight="bold" fill="${BUS}" ${HALO}`),
     text(width - 30, busY + 26, `${s.needed} / ${s.usable} usable planned, ${s.free} free`, `${FONT} font-size="12" fill="${BUS}" text-anchor="end" ${HALO}`),
   ];
@@ -96,7 +99,7 @@ function detailed(r: PlanReport): string {
     const y = top ? topY : bottomY;
     out.push(clusterBox(c, x, y, boxW, boxH, top ? y + boxH : y, busY, top));
   });
-  out.push('</svg>');
+  out.push(...busLabels, '</svg>');
   return out.join('\n') + '\n';
 }
 
