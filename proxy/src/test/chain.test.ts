@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { makePki, openFds, sendAndVerify, sleep, startSink, withTimeout, type Pki } from './helpers';
-import { startPair, type Pair } from './gateways';
+import { makePki, openFds, sendAndVerify, sleep, startSink, withTimeout, type Pki } from '../testkit/helpers';
+import { startPair, type Pair } from '../testkit/gateways';
 
 const GiB = 1 << 30;
 let pki: Pki;

@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NetnsLab, netnsUnavailable } from '../testkit/netns';
-import { makePki, sleep, withTimeout, type Pki } from './helpers';
+import { makePki, sleep, withTimeout, type Pki } from '../testkit/helpers';
 
 const CLI = path.join(__dirname, '..', 'cli.js');
 const TOOL = path.join(__dirname, '..', 'testkit', 'tool.js');

@@ -5,9 +5,9 @@ import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startGateway, type GatewayHandle } from '../gateway';
 import { RefusalCode, encodeOpen, type OpenHeader } from '../protocol';
-import { configFor, startPair } from './gateways';
-import { makePki, sendAndVerify, sleep, silent, startSink, withTimeout, type Pki } from './helpers';
-import { probe } from './probe';
+import { configFor, startPair } from '../testkit/gateways';
+import { makePki, sendAndVerify, sleep, silent, startSink, withTimeout, type Pki } from '../testkit/helpers';
+import { probe } from '../testkit/probe';
 
 let pki: Pki;
 const open = (o: Partial<OpenHeader> = {}) => encodeOpen({ connectionId: crypto.randomBytes(16), dstHost: '10.50.0.9', dstPort: 9185, sourceCluster: 'east', ...o });
