@@ -459,7 +459,10 @@ static napi_value PumpCancel(napi_env env, napi_callback_info info) {
   return u;
 }
 
+void tlsrelay_register(napi_env env, napi_value exports);
+
 static napi_value Init(napi_env env, napi_value exports) {
+  tlsrelay_register(env, exports);
   napi_property_descriptor props[] = {
       {"getOriginalDst", NULL, GetOriginalDst, NULL, NULL, NULL, napi_default, NULL},
       {"startPump", NULL, StartPump, NULL, NULL, NULL, napi_default, NULL},
