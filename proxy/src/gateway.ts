@@ -674,7 +674,12 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     }, cfg.limits.handshakeTimeoutMs);
     (raw as { _mmDeadline?: NodeJS.Timeout; _mmDone?: () => void })._mmDeadline = deadline;
     (raw as { _mmDone?: () => void })._mmDone = done;
-    if (nativeTls) { onTunnelNative(raw, done); return; } // the native session enforces handshakeTimeoutMs itself
+    if (nativeTls) {
+      // the native session enforces handshakeTimeoutMs itself; the JS deadline must not close an fd a thread uses
+      clearTimeout(deadline);
+      onTunnelNative(raw, done);
+      return;
+    }
     if (!tunnelServerIsTls) onTunnelStream(raw, raw, undefined, deadline, done);
   };
 
