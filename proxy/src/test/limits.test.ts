@@ -1,4 +1,4 @@
-/** Idle timeout (both data paths), total tunnel cap, dial timeout. */
+/** Idle timeout (both data paths), total tunnel cap, dial failure (DIAL_TIMEOUT is exercised in the netns lab). */
 import assert from 'node:assert/strict';
 import * as crypto from 'node:crypto';
 import * as net from 'node:net';
@@ -36,7 +36,7 @@ for (const mode of ['plaintext', 'mtls'] as const) {
   });
 }
 
-describe('caps and dial timeout', { timeout: 20_000 }, () => {
+describe('caps and dial failure', { timeout: 20_000 }, () => {
   it('enforces the total tunnel cap', async () => {
     const sink = await startSink();
     const cfg = await configFor('west', 'east', 1, 'plaintext', undefined, { limits: { maxTunnelsTotal: 2, maxTunnelsPerPeer: 10 } });
