@@ -172,6 +172,9 @@ static void pump_fail(pump_t *p, int side, int err) {
 static void *pump_thread(void *arg) {
   pump_t *p = arg;
   int rd_eof[2] = {0, 0}, wr_done[2] = {0, 0}, in_full[2] = {0, 0}, hup_ignored[2] = {0, 0};
+  /* readiness as last reported by poll (or assumed at start), per socket: only try a syscall that can
+   * succeed, so a one-way bulk transfer costs two splices per chunk and no EAGAIN probes */
+  int rd_ready[2] = {1, 1}, wr_ready[2] = {1, 1};
   int64_t last = now_ms();
   p->reason = -1;
   for (;;) {
@@ -179,14 +182,16 @@ static void *pump_thread(void *arg) {
     for (int d = 0; d < 2 && p->reason < 0; d++) {
       int src = p->fd[d], dst = p->fd[1 - d];
       /* 1. bytes JavaScript had already read before handing over go out first */
-      while (p->prefix_off[d] < p->prefix_len[d]) {
+      while (p->prefix_off[d] < p->prefix_len[d] && wr_ready[1 - d]) {
         ssize_t n = write(dst, p->prefix[d] + p->prefix_off[d], p->prefix_len[d] - p->prefix_off[d]);
         if (n > 0) {
           p->prefix_off[d] += (size_t)n;
           __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
           progress = 1;
-        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-          break;
+        } else if (n < 0 && errno == EAGAIN) {
+          wr_ready[1 - d] = 0;
+        } else if (n < 0 && errno == EINTR) {
+          continue;
         } else {
           pump_fail(p, 1 - d, errno);
           break;
@@ -194,7 +199,7 @@ static void *pump_thread(void *arg) {
       }
       if (p->reason >= 0 || p->prefix_off[d] < p->prefix_len[d]) continue;
       /* 2. socket -> pipe */
-      if (!rd_eof[d] && p->inpipe[d] < PIPE_SZ) {
+      if (!rd_eof[d] && rd_ready[d] && !in_full[d] && p->inpipe[d] < PIPE_SZ) {
         ssize_t n = splice(src, NULL, p->pipefd[d][1], NULL, PIPE_SZ - p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n > 0) {
           p->inpipe[d] += (size_t)n;
@@ -202,23 +207,25 @@ static void *pump_thread(void *arg) {
         } else if (n == 0) {
           rd_eof[d] = 1;
           progress = 1;
-        } else if (errno == EAGAIN || errno == EINTR) {
-          /* either the socket is empty or the pipe is full (pages, not bytes): remember which */
-          in_full[d] = p->inpipe[d] > 0;
-        } else {
+        } else if (errno == EAGAIN) {
+          /* either the socket is empty or the pipe is full (it counts pages, not bytes) */
+          if (p->inpipe[d] > 0) in_full[d] = 1; else rd_ready[d] = 0;
+        } else if (errno != EINTR) {
           pump_fail(p, d, errno);
           continue;
         }
       }
       /* 3. pipe -> socket */
-      if (p->inpipe[d] > 0) {
+      if (p->inpipe[d] > 0 && wr_ready[1 - d]) {
         ssize_t n = splice(p->pipefd[d][0], NULL, dst, NULL, p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n > 0) {
           p->inpipe[d] -= (size_t)n;
           __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
           in_full[d] = 0;
           progress = 1;
-        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        } else if (n < 0 && errno == EAGAIN) {
+          wr_ready[1 - d] = 0;
+        } else if (n < 0 && errno != EINTR) {
           pump_fail(p, 1 - d, errno);
           continue;
         }
@@ -239,10 +246,10 @@ static void *pump_thread(void *arg) {
     for (int i = 0; i < 2; i++) {
       short ev = 0;
       /* as the source of direction i */
-      if (!rd_eof[i] && !(in_full[i] && p->inpipe[i] > 0)) ev |= POLLIN;
+      if (!rd_eof[i] && !in_full[i] && !rd_ready[i]) ev |= POLLIN;
       /* as the destination of direction 1-i */
       int o = 1 - i;
-      if (p->inpipe[o] > 0 || p->prefix_off[o] < p->prefix_len[o]) ev |= POLLOUT;
+      if ((p->inpipe[o] > 0 || p->prefix_off[o] < p->prefix_len[o]) && !wr_ready[i]) ev |= POLLOUT;
       pfd[i].fd = (ev == 0 && hup_ignored[i]) ? -1 : p->fd[i];
       pfd[i].events = ev;
       pfd[i].revents = 0;
@@ -264,15 +271,19 @@ static void *pump_thread(void *arg) {
     }
     if (pfd[2].revents) { p->reason = R_CANCEL; break; }
     for (int i = 0; i < 2; i++) {
-      if (pfd[i].revents & POLLERR) {
+      short re = pfd[i].revents;
+      if (re & POLLERR) {
         int soerr = 0;
         socklen_t sl = sizeof soerr;
         getsockopt(p->fd[i], SOL_SOCKET, SO_ERROR, &soerr, &sl);
         pump_fail(p, i, soerr ? soerr : ECONNRESET);
         break;
       }
+      /* POLLHUP/RDHUP: a read returns 0 (or an error) now, and a write fails: let the syscalls say which */
+      if (re & (POLLIN | POLLHUP)) rd_ready[i] = 1;
+      if (re & (POLLOUT | POLLHUP)) wr_ready[i] = 1;
       /* POLLHUP with nothing wanted from this socket: stop polling it (it cannot wake us again) */
-      if ((pfd[i].revents & POLLHUP) && pfd[i].events == 0) hup_ignored[i] = 1;
+      if ((re & POLLHUP) && pfd[i].events == 0) hup_ignored[i] = 1;
     }
     if (p->reason >= 0) break;
   }
@@ -448,7 +459,10 @@ static napi_value PumpCancel(napi_env env, napi_callback_info info) {
   return u;
 }
 
+void tlsrelay_register(napi_env env, napi_value exports);
+
 static napi_value Init(napi_env env, napi_value exports) {
+  tlsrelay_register(env, exports);
   napi_property_descriptor props[] = {
       {"getOriginalDst", NULL, GetOriginalDst, NULL, NULL, NULL, napi_default, NULL},
       {"startPump", NULL, StartPump, NULL, NULL, NULL, napi_default, NULL},

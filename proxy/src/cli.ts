@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { pino } from 'pino';
 import { loadConfigFile } from './config-file';
 import { startGateway } from './gateway';
+import { tryLoadNative, nativeLoadError } from './native';
 import { applyRules, planRules, renderRules } from './rules';
 
 const USAGE = `usage: migration-mesh-proxy <command> [options]
@@ -54,6 +55,10 @@ async function main(argv: string[]): Promise<void> {
   }
   if (cmd !== 'run') die(`unknown command '${cmd}'\n\n${USAGE}`);
 
+  // REDIRECT interception needs SO_ORIGINAL_DST from the addon: refuse to start half-working
+  if (!tryLoadNative() && process.env.MM_PROXY_ALLOW_NO_ADDON !== '1') {
+    die(`${nativeLoadError()!.message}\n(set MM_PROXY_ALLOW_NO_ADDON=1 to run without it: TPROXY-only interception, stream data path)`, 1);
+  }
   const log = pino({ level: arg(argv, '--log-level') ?? process.env.LOG_LEVEL ?? 'info', base: { cluster: cfg.cluster } });
   let gw;
   try {

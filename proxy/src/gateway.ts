@@ -18,7 +18,7 @@ import type { Registry } from 'prom-client';
 import { parseProxyConfig, parsePeerIdentityUri, peerIdentityUri, type PeerConfig, type ProxyConfig } from './config';
 import { watchConfig, loadConfigFile } from './config-file';
 import { createMetrics, type GatewayMetrics } from './metrics';
-import { type NativeAddon, type PumpHandle, type PumpResult, socketFd, stopReading, tryLoadNative, nativeLoadError } from './native';
+import { type NativeAddon, type PumpHandle, type PumpResult, type TlsCtx, type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd, stopReading, tryLoadNative, nativeLoadError } from './native';
 import { AddressPolicy, normalizeAddress } from './policy';
 import {
   CONNECTION_ID_BYTES, FRAME_OPEN, FRAME_REPLY, FrameReader, ProtocolError, RefusalCode, decodeOpenBody, decodeReplyBody,
@@ -33,7 +33,10 @@ export interface StartGatewayOptions {
   reloadIntervalMs?: number;
   /** Registry to register metrics in (default: a fresh one, so several gateways can live in one process). */
   registry?: Registry;
-  /** Data path: 'auto' (native splice for plaintext relays when the addon is built) or 'js' (always streams). */
+  /**
+   * Data path: 'auto' (addon built: splice relay for plaintext tunnels, native OpenSSL relay for mTLS
+   * tunnels) or 'js' (Node streams and Node's tls everywhere).
+   */
   dataPath?: 'auto' | 'js';
   /**
    * TEST HOOK, not reachable from the config file or the CLI: how to learn a connection's original
@@ -75,6 +78,8 @@ interface Tunnel {
   lastActivity: number;
   sockets: net.Socket[];
   pump?: PumpHandle;
+  /** native TLS relay: tlsStats = [tlsToPlain (rx), plainToTls (tx)] */
+  tlsRelay?: TlsHandle;
   /** [tx (towards the peer), rx (from the peer)] */
   bytes: [number, number];
   reported: [number, number];
@@ -155,6 +160,10 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       const [ab, ba] = native.pumpStats(t.pump);
       t.bytes = t.aToBIsTx ? [ab, ba] : [ba, ab];
     }
+    if (t.tlsRelay && native && !t.finished) {
+      const [rx, tx] = native.tlsStats(t.tlsRelay);
+      t.bytes = [tx, rx];
+    }
     const dtx = t.bytes[0] - t.reported[0], drx = t.bytes[1] - t.reported[1];
     if (dtx > 0) metrics.bytes.inc({ peer: t.peer, direction: 'tx' }, dtx);
     if (drx > 0) metrics.bytes.inc({ peer: t.peer, direction: 'rx' }, drx);
@@ -164,6 +173,25 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
 
   let policy = new AddressPolicy(cfg, [], !!opts.unsafeAllowLoopbackDestinations);
   let tlsFiles = readTls(cfg);
+  /** mTLS in the addon (OpenSSL exported by Node): both handshake and relay run in a pthread per tunnel. */
+  const nativeTls = !!native && cfg.tls.mode === 'mtls';
+  const makeNativeCtx = (f: { ca: Buffer; cert: Buffer; key: Buffer }) => ({
+    server: native!.tlsContext(f.ca, f.cert, f.key, true), client: native!.tlsContext(f.ca, f.cert, f.key, false),
+  });
+  let nativeCtx: { server: TlsCtx; client: TlsCtx } | undefined = nativeTls ? makeNativeCtx(tlsFiles!) : undefined;
+  /** every native TLS session not yet finished (close() cancels them; their final callback closes the sockets) */
+  const liveTls = new Set<TlsHandle>();
+  /** Start a native TLS session; `on.p1` runs after handshake + first frame, `on.p2` when it is over. */
+  const startNativeTls = (raw: net.Socket, isServer: boolean, first: Buffer | null, expectUri: string | null,
+    on: { p1: (r: TlsPhase1) => void; p2?: (r: TlsPhase2) => void }): TlsHandle => {
+    const h: TlsHandle = native!.tlsStart(isServer ? nativeCtx!.server : nativeCtx!.client, socketFd(raw), isServer,
+      cfg.limits.handshakeTimeoutMs, first, cfg.limits.headerMaxBytes, expectUri, (r) => {
+        if (r.phase === 1) on.p1(r);
+        else { liveTls.delete(h); on.p2?.(r); }
+      });
+    liveTls.add(h);
+    return h;
+  };
   const clientTlsOptions = () => ({ ...tlsFiles!, minVersion: 'TLSv1.3' as const, maxVersion: 'TLSv1.3' as const });
 
   const refuse = (side: Side, reason: string) => metrics.refusals.inc({ reason, side });
@@ -300,28 +328,59 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
   };
 
   /** Connect to a peer gateway, run TLS (if configured), send OPEN, await REPLY. */
-  const openTunnel = async (peer: PeerConfig, header: OpenHeader, usePump: boolean): Promise<{ raw: net.Socket; stream: net.Socket; rest: Buffer }> => {
+  type NativeOn = { p1: (r: TlsPhase1) => void; p2?: (r: TlsPhase2) => void };
+  type Opened = { raw: net.Socket; stream: net.Socket; rest: Buffer; tls?: { h: TlsHandle; on: NativeOn } };
+  const openTunnel = async (peer: PeerConfig, header: OpenHeader, usePump: boolean): Promise<Opened> => {
     const started = process.hrtime.bigint();
     const order = peer.gateways.map((_, i) => peer.gateways[(i + rr) % peer.gateways.length]);
     rr++;
     let lastErr: Error = new Error('no gateways');
     for (const gw of order) {
+      if (closed) break;
       let raw: net.Socket;
       try {
-        raw = await dial(gw.host, gw.port, cfg.limits.dialTimeoutMs);
+        raw = await dial(gw.host, gw.port, cfg.limits.dialTimeoutMs, undefined, nativeTls);
       } catch (e) { lastErr = e as Error; continue; }
       try {
-        const r = await handshakeWithPeer(raw, peer, header, usePump);
+        const r = nativeTls ? await handshakeWithPeerNative(raw, peer, header) : await handshakeWithPeer(raw, peer, header, usePump);
         metrics.dialLatency.observe({ target: 'peer' }, Number(process.hrtime.bigint() - started) / 1e9);
         return r;
       } catch (e) {
-        raw.destroy();
+        if (!nativeTls) raw.destroy(); // a native session closes its socket when its thread is done
         if ((e as { refusal?: number }).refusal !== undefined) throw e; // a definitive answer: do not retry elsewhere
         lastErr = e as Error;
       }
     }
     throw lastErr;
   };
+
+  /** Origin, native mTLS: handshake, identity, OPEN and REPLY run in the addon's thread. */
+  const handshakeWithPeerNative = (raw: net.Socket, peer: PeerConfig, header: OpenHeader) => new Promise<Opened>((resolve, reject) => {
+    const on: NativeOn = {
+      p1: (r) => {
+        const fail = (e: Error, tlsFailure = false) => {
+          if (tlsFailure) metrics.tlsHandshakeFailures.inc({ side: 'origin' });
+          on.p2 = () => raw.destroy();
+          native!.tlsCancel(h);
+          reject(e);
+        };
+        if (!r.handshook) return fail(new Error(r.error || 'TLS handshake failed'), true);
+        const who = certificateCluster({ subjectaltname: r.uris.map((u) => `URI:${u}`).join(', ') } as tls.PeerCertificate, cfg.fleet);
+        if ('error' in who || who.cluster !== peer.cluster) return fail(new Error(`peer gateway identity: ${'error' in who ? who.error : who.cluster}`), true);
+        const fr = new FrameReader(cfg.limits.headerMaxBytes, FRAME_REPLY).push(r.frame);
+        if (fr.kind !== 'frame') return fail(fr.kind === 'error' ? fr.error : new Error(r.error || 'peer closed before replying'));
+        let reply;
+        try { reply = decodeReplyBody(fr.body); } catch (e) { return fail(e as Error); }
+        if (!reply.connectionId.equals(header.connectionId)) return fail(new Error('reply for another connection id'));
+        if (reply.status !== RefusalCode.ACCEPTED) {
+          return fail(Object.assign(new Error(`peer refused: ${refusalName(reply.status)} (${reply.reason})`), { refusal: reply.status }));
+        }
+        resolve({ raw, stream: raw, rest: fr.rest, tls: { h, on } });
+      },
+      p2: () => raw.destroy(),
+    };
+    const h = startNativeTls(raw, false, encodeOpen(header), peerIdentityUri(cfg.fleet, peer.cluster), on);
+  });
 
   const handshakeWithPeer = (raw: net.Socket, peer: PeerConfig, header: OpenHeader, usePump: boolean) =>
     new Promise<{ raw: net.Socket; stream: net.Socket; rest: Buffer }>((resolve, reject) => {
@@ -400,13 +459,27 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     const t = track(id, peer.cluster, 'origin', [client], true);
     client.once('close', () => { if (!t.established) t.finish('destroy'); });
     log.debug({ conn: id, peer: peer.cluster, dst, from: client.remoteAddress }, 'intercepted');
-    openTunnel(peer, { connectionId, dstHost: dst.host, dstPort: dst.port, sourceCluster: cfg.cluster }, usePump).then(({ raw, stream, rest }) => {
-      if (t.finished || client.destroyed) { stream.destroy(); raw.destroy(); t.finish('destroy'); return; }
+    openTunnel(peer, { connectionId, dstHost: dst.host, dstPort: dst.port, sourceCluster: cfg.cluster }, usePump).then(({ raw, stream, rest, tls: nt }) => {
+      if (t.finished || client.destroyed) {
+        if (nt) native!.tlsCancel(nt.h); else { stream.destroy(); raw.destroy(); }
+        t.finish('destroy');
+        return;
+      }
       t.sockets.push(raw);
       if (stream !== raw) t.sockets.push(stream);
       markEstablished(t);
-      log.info({ conn: id, peer: peer.cluster, dst: `${dst!.host}:${dst!.port}`, from: client.remoteAddress, data: usePump ? 'splice' : 'stream' }, 'tunnel open');
-      if (usePump) relayNative(t, client, raw, null, rest.length ? rest : null);
+      log.info({ conn: id, peer: peer.cluster, dst: `${dst!.host}:${dst!.port}`, from: client.remoteAddress, data: nt ? 'native-tls' : usePump ? 'splice' : 'stream' }, 'tunnel open');
+      if (nt) {
+        t.tlsRelay = nt.h;
+        nt.on.p2 = (r) => {
+          t.bytes = [r.plainToTls, r.tlsToPlain];
+          if (r.reason !== 'eof') log.info({ conn: id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
+          t.finish('destroy');
+        };
+        const early = stopReading(client);
+        if (early) { log.warn({ conn: id }, 'unexpected bytes buffered before hand-over'); t.finish('reset'); return; }
+        native!.tlsContinue(nt.h, null, socketFd(client), cfg.limits.idleTimeoutMs);
+      } else if (usePump) relayNative(t, client, raw, null, rest.length ? rest : null);
       else relayStreams(t, client, stream, client, raw, null, rest.length ? rest : null);
     }, (e: Error & { refusal?: number }) => {
       refuse('origin', e.refusal !== undefined ? `peer_${refusalName(e.refusal)}` : 'peer_unreachable');
@@ -496,6 +569,92 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     stream.on('end', () => { if (!finished) refuseWith(RefusalCode.MALFORMED, 'connection closed before a complete header'); });
   };
 
+  /** Checks on a decoded OPEN, in order; the peer when it may proceed. */
+  const checkOpen = (h: OpenHeader, certCluster: string | undefined): { code: number; why: string } | { peer: PeerConfig } => {
+    if (certCluster !== undefined && h.sourceCluster !== certCluster) {
+      return { code: RefusalCode.SOURCE_MISMATCH, why: `header says '${h.sourceCluster}' but the certificate names '${certCluster}'` };
+    }
+    const peer = cfg.peers.find((p) => p.cluster === h.sourceCluster);
+    if (!peer) return { code: RefusalCode.UNKNOWN_PEER, why: `'${h.sourceCluster}' is not a peer of '${cfg.cluster}'` };
+    if (draining || closed) return { code: RefusalCode.DRAINING, why: 'gateway is draining' };
+    const verdict = policy.checkDestination(h.dstHost, h.dstPort);
+    if (!verdict.ok) return { code: verdict.code === 'forbidden' ? RefusalCode.DESTINATION_FORBIDDEN : RefusalCode.DESTINATION_OUTSIDE_CIDR, why: verdict.why };
+    const cap = capCheck(peer.cluster);
+    if (cap) return { code: cap, why: 'too many tunnels' };
+    return { peer };
+  };
+
+  /** Terminus, native mTLS: the addon's thread does handshake + OPEN; JS decides; the thread replies and relays. */
+  const onTunnelNative = (raw: net.Socket, done: () => void) => {
+    pendingSockets.delete(raw); // owned by the native session now: close() cancels it through liveTls
+    let tunnel: Tunnel | undefined;
+    let connectionId: Buffer = Buffer.alloc(CONNECTION_ID_BYTES);
+    const on: NativeOn = {
+      p1: (r) => {
+        done();
+        const from = raw.remoteAddress;
+        const drop = (reason: string, why: string, tlsFailure: boolean) => {
+          if (tlsFailure) metrics.tlsHandshakeFailures.inc({ side: 'terminus' });
+          refuse('terminus', reason);
+          log.info({ from, reason, why }, 'refused');
+          native!.tlsCancel(h);
+        };
+        const refuseN = (code: number, why: string, extra: object = {}) => {
+          refuse('terminus', refusalName(code));
+          log.info({ conn: idString(connectionId), from, reason: refusalName(code), why, ...extra }, 'refused');
+          native!.tlsContinue(h, encodeReply({ status: code, connectionId, reason: why }), -1, 0);
+        };
+        if (!r.handshook) return drop(/timed out/.test(r.error) ? 'handshake_timeout' : 'tls_handshake', r.error, true);
+        const who = certificateCluster({ subjectaltname: r.uris.map((u) => `URI:${u}`).join(', ') } as tls.PeerCertificate, cfg.fleet);
+        if ('error' in who || !cfg.peers.some((p) => p.cluster === who.cluster)) {
+          return drop('unknown_peer_certificate', 'error' in who ? who.error : `'${who.cluster}' is not a peer`, true);
+        }
+        const fr = new FrameReader(cfg.limits.headerMaxBytes, FRAME_OPEN).push(r.frame);
+        if (fr.kind === 'more') {
+          if (/timed out/.test(r.error)) return drop('handshake_timeout', r.error, false);
+          return drop(refusalName(RefusalCode.MALFORMED), 'connection closed before a complete header', false);
+        }
+        if (fr.kind === 'error') return refuseN(fr.error.code, fr.error.message);
+        let hd: OpenHeader;
+        try { hd = decodeOpenBody(fr.body); } catch (e) {
+          return refuseN(e instanceof ProtocolError ? e.code : RefusalCode.MALFORMED, (e as Error).message);
+        }
+        connectionId = hd.connectionId;
+        const dstText = `${hd.dstHost}:${hd.dstPort}`;
+        const v = checkOpen(hd, who.cluster);
+        if ('code' in v) return refuseN(v.code, v.why, { dst: dstText });
+        const id = idString(hd.connectionId);
+        const t = track(id, v.peer.cluster, 'terminus', [raw], false);
+        tunnel = t;
+        const t0 = process.hrtime.bigint();
+        const from4 = cfg.dialFrom && net.isIP(cfg.dialFrom) === net.isIP(hd.dstHost) ? cfg.dialFrom : undefined;
+        dial(hd.dstHost, hd.dstPort, cfg.limits.dialTimeoutMs, from4, true).then((dstSock) => {
+          metrics.dialLatency.observe({ target: 'destination' }, Number(process.hrtime.bigint() - t0) / 1e9);
+          t.sockets.push(dstSock);
+          dstSock.on('error', () => { /* the native relay reports */ });
+          if (t.finished || closed) { native!.tlsCancel(h); return; }
+          markEstablished(t);
+          t.tlsRelay = h;
+          log.info({ conn: id, peer: v.peer.cluster, dst: dstText, data: 'native-tls' }, 'tunnel accepted');
+          native!.tlsContinue(h, encodeReply({ status: RefusalCode.ACCEPTED, connectionId: hd.connectionId, reason: '' }), socketFd(dstSock), cfg.limits.idleTimeoutMs);
+        }, (e: NodeJS.ErrnoException) => {
+          const code = e.code === 'ETIMEDOUT_DIAL' ? RefusalCode.DIAL_TIMEOUT : RefusalCode.DIAL_FAILED;
+          refuse('terminus', refusalName(code));
+          log.info({ conn: id, peer: v.peer.cluster, dst: dstText, err: e.code ?? e.message }, 'destination dial failed');
+          native!.tlsContinue(h, encodeReply({ status: code, connectionId: hd.connectionId, reason: e.code ?? e.message }), -1, 0);
+        });
+      },
+      p2: (r) => {
+        if (tunnel) {
+          tunnel.bytes = [r.plainToTls, r.tlsToPlain];
+          if (tunnel.established && r.reason !== 'eof') log.info({ conn: tunnel.id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
+          tunnel.finish('destroy');
+        } else raw.destroy();
+      },
+    };
+    const h = startNativeTls(raw, true, null, null, on);
+  };
+
   const onTunnelConnection = (raw: net.Socket) => {
     raw.on('error', () => { /* the stream handlers decide */ });
     if (draining || closed) { refuse('terminus', 'draining'); raw.destroy(); return; }
@@ -515,6 +674,12 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     }, cfg.limits.handshakeTimeoutMs);
     (raw as { _mmDeadline?: NodeJS.Timeout; _mmDone?: () => void })._mmDeadline = deadline;
     (raw as { _mmDone?: () => void })._mmDone = done;
+    if (nativeTls) {
+      // the native session enforces handshakeTimeoutMs itself; the JS deadline must not close an fd a thread uses
+      clearTimeout(deadline);
+      onTunnelNative(raw, done);
+      return;
+    }
     if (!tunnelServerIsTls) onTunnelStream(raw, raw, undefined, deadline, done);
   };
 
@@ -523,7 +688,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
   const serverTlsOptions = () => ({
     ...tlsFiles!, minVersion: 'TLSv1.3' as const, maxVersion: 'TLSv1.3' as const, requestCert: true, rejectUnauthorized: true,
   });
-  if (tunnelServerIsTls) {
+  if (tunnelServerIsTls && !nativeTls) {
     const srv = tls.createServer({ ...serverTlsOptions(), allowHalfOpen: true, handshakeTimeout: cfg.limits.handshakeTimeoutMs, pauseOnConnect: false });
     srv.on('connection', onTunnelConnection);
     srv.on('secureConnection', (ts: tls.TLSSocket) => {
@@ -557,7 +722,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     });
     tunnelServer = srv;
   } else {
-    tunnelServer = net.createServer({ allowHalfOpen: true, noDelay: true });
+    tunnelServer = net.createServer({ allowHalfOpen: true, noDelay: true, pauseOnConnect: nativeTls });
     tunnelServer.on('connection', onTunnelConnection);
   }
   tunnelServer.on('error', (e) => log.error({ err: e.message }, 'tunnel listener error'));
@@ -589,7 +754,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
   const sweeper = setInterval(() => {
     const now = hrNow();
     for (const t of tunnels) {
-      if (t.established && !t.pump && now - t.lastActivity > cfg.limits.idleTimeoutMs) {
+      if (t.established && !t.pump && !t.tlsRelay && now - t.lastActivity > cfg.limits.idleTimeoutMs) {
         log.info({ conn: t.id }, 'idle timeout');
         t.finish('destroy');
       }
@@ -622,9 +787,11 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       if (fixed(n) !== fixed(cfg)) throw new Error('fleet, cluster, listen addresses and tls.mode cannot change at run time: restart the gateway');
       const files = readTls(n);
       const nextPolicy = new AddressPolicy(n, [], !!opts.unsafeAllowLoopbackDestinations);
-      if (files && tunnelServerIsTls) {
+      const nextNativeCtx = files && nativeTls ? makeNativeCtx(files) : nativeCtx;
+      if (files && tunnelServerIsTls && !nativeTls) {
         (tunnelServer as tls.Server).setSecureContext({ ...files, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' });
       }
+      nativeCtx = nextNativeCtx;
       cfg = n;
       tlsFiles = files;
       policy = nextPolicy;
@@ -663,13 +830,14 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     clearInterval(sweeper);
     stopListening();
     for (const s of [...pendingSockets]) { (s as { _mmDone?: () => void })._mmDone?.(); s.destroy(); }
+    for (const h of [...liveTls]) native!.tlsCancel(h); // their final callbacks close the sockets
     for (const t of [...tunnels]) {
       if (t.pump && native) native.pumpCancel(t.pump); // the pump callback finishes the tunnel
-      else t.finish('destroy');
+      else if (!t.tlsRelay) t.finish('destroy');
     }
-    // wait (bounded) for pump threads to report back so no thread outlives its sockets
+    // wait (bounded) for native threads to report back so no thread outlives its sockets
     const until = Date.now() + 5000;
-    while (tunnels.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    while ((tunnels.size > 0 || liveTls.size > 0) && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
     for (const t of [...tunnels]) t.finish('destroy');
     admin.closeAllConnections();
     await new Promise<void>((r) => admin.close(() => r()));

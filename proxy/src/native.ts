@@ -16,7 +16,18 @@ export interface OriginalDst { address: string; port: number; family: 4 | 6 }
 export interface PumpResult { aToB: number; bToA: number; reason: 'eof' | 'reset' | 'idle' | 'cancel' | 'error'; side: 'a' | 'b' | ''; errno: number }
 export type PumpHandle = { readonly __pump: unique symbol };
 
+export type TlsCtx = { readonly __tlsctx: unique symbol };
+export type TlsHandle = { readonly __tls: unique symbol };
+export type TlsPhase1 = { phase: 1; ok: boolean; handshook: boolean; error: string; uris: string[]; frame: Buffer };
+export type TlsPhase2 = { phase: 2; tlsToPlain: number; plainToTls: number; reason: PumpResult['reason']; side: 'tls' | 'plain' | ''; errno: number; error: string };
+
 export interface NativeAddon {
+  tlsContext(caPem: Buffer, certPem: Buffer, keyPem: Buffer, isServer: boolean): TlsCtx;
+  tlsStart(ctx: TlsCtx, fd: number, isServer: boolean, deadlineMs: number, firstWrite: Buffer | null, headerMax: number,
+    expectUri: string | null, cb: (r: TlsPhase1 | TlsPhase2) => void): TlsHandle;
+  tlsContinue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number): void;
+  tlsCancel(h: TlsHandle): void;
+  tlsStats(h: TlsHandle): [number, number];
   getOriginalDst(fd: number): OriginalDst | null;
   startPump(fdA: number, fdB: number, prefixAtoB: Buffer | null, prefixBtoA: Buffer | null, idleMs: number, cb: (r: PumpResult) => void): PumpHandle;
   pumpStats(h: PumpHandle): [number, number];

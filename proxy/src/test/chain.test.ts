@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { makePki, openFds, sendAndVerify, sleep, startSink, withTimeout, type Pki } from './helpers';
-import { startPair, type Pair } from './gateways';
+import { makePki, openFds, sendAndVerify, sleep, startSink, withTimeout, type Pki } from '../testkit/helpers';
+import { startPair, type Pair } from '../testkit/gateways';
 
 const GiB = 1 << 30;
 let pki: Pki;
@@ -14,13 +14,16 @@ async function metric(p: Pair['a'], name: string, labels: Record<string, string>
   return m.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((s, v) => s + v.value, 0);
 }
 
-for (const mode of ['plaintext', 'mtls'] as const) {
-  describe(`two-gateway chain, ${mode}`, { timeout: 120_000 }, () => {
+// mtls runs on the native OpenSSL relay by default; 'mtls-js' forces Node's tls and streams (dataPath: 'js')
+for (const variant of ['plaintext', 'mtls', 'mtls-js'] as const) {
+  const mode = variant === 'plaintext' ? 'plaintext' : 'mtls';
+  const o = variant === 'mtls-js' ? { dataPath: 'js' as const } : {};
+  describe(`two-gateway chain, ${variant}`, { timeout: 120_000 }, () => {
     let sink: Awaited<ReturnType<typeof startSink>>;
     let pair: Pair;
     before(async () => {
       sink = await startSink();
-      pair = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: sink.port }));
+      pair = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: sink.port }), o, o);
     });
     after(async () => { await pair?.close(); await sink?.close(); });
 
@@ -28,20 +31,20 @@ for (const mode of ['plaintext', 'mtls'] as const) {
       const r = await withTimeout(sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', GiB), 55_000, '1 GiB');
       assert.equal(r.reply, r.sent, 'sink hash equals source hash');
       assert.ok(r.reply.endsWith(` ${GiB}`));
-      console.log(`# ${mode}: 1 GiB in ${r.ms} ms (${(8 * GiB / r.ms / 1e6).toFixed(1)} Gbit/s incl. hashing)`);
+      console.log(`# ${variant}: 1 GiB in ${r.ms} ms (${(8 * GiB / r.ms / 1e6).toFixed(1)} Gbit/s incl. hashing)`);
       await sleep(50);
       assert.equal(await metric(pair.a, 'mm_proxy_tunnel_bytes_total', { peer: 'west', direction: 'tx' }), GiB);
       assert.equal(await metric(pair.b, 'mm_proxy_tunnel_bytes_total', { peer: 'east', direction: 'rx' }), GiB);
       assert.equal(pair.a.activeTunnels(), 0);
       assert.equal(pair.b.activeTunnels(), 0);
-      assert.equal(pair.a.nativeDataPath, true, 'native addon is built and used');
+      assert.equal(pair.a.nativeDataPath, variant !== 'mtls-js', 'native addon is built and used unless dataPath=js');
     });
 
     it('propagates a reset from the destination to the client', { timeout: 20_000 }, async () => {
       // the sink resets every connection it gets
       const rst = net.createServer((s) => { s.on('error', () => undefined); s.once('data', () => s.resetAndDestroy()); });
       await new Promise<void>((r) => rst.listen(0, '127.0.0.1', () => r()));
-      const p2 = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: (rst.address() as net.AddressInfo).port }));
+      const p2 = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: (rst.address() as net.AddressInfo).port }), o, o);
       try {
         const err = await withTimeout(new Promise<string>((resolve) => {
           const c = net.connect(p2.cfgA.listen!.intercept!.port, '127.0.0.1');
@@ -55,7 +58,7 @@ for (const mode of ['plaintext', 'mtls'] as const) {
 
     it('ends the client connection when the peer gateway dies mid-stream', { timeout: 30_000 }, async () => {
       const slow = await startSink();
-      const p2 = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: slow.port }));
+      const p2 = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: slow.port }), o, o);
       try {
         const ended = new Promise<number>((resolve) => {
           const c = net.connect(p2.cfgA.listen!.intercept!.port, '127.0.0.1');
@@ -74,7 +77,7 @@ for (const mode of ['plaintext', 'mtls'] as const) {
     });
 
     it('10,000 short connections leave no tunnels, sockets or fds behind', { timeout: 120_000 }, async () => {
-      const n = mode === 'plaintext' ? 10_000 : 2_000;
+      const n = variant === 'mtls-js' ? 1_000 : 10_000;
       await sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', 10); // warm-up
       await sleep(100);
       const fds0 = openFds();
@@ -88,7 +91,7 @@ for (const mode of ['plaintext', 'mtls'] as const) {
       };
       const t0 = Date.now();
       await withTimeout(Promise.all(Array.from({ length: 32 }, worker)), 110_000, `${n} connections`);
-      console.log(`# ${mode}: ${n} short connections in ${Date.now() - t0} ms`);
+      console.log(`# ${variant}: ${n} short connections in ${Date.now() - t0} ms`);
       for (let k = 0; k < 50 && (pair.a.activeTunnels() + pair.b.activeTunnels() > 0 || sink.sockets.size > 0); k++) await sleep(20);
       assert.equal(pair.a.activeTunnels(), 0);
       assert.equal(pair.b.activeTunnels(), 0);

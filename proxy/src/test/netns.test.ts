@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NetnsLab, netnsUnavailable } from '../testkit/netns';
-import { makePki, sleep, withTimeout, type Pki } from './helpers';
+import { makePki, sleep, withTimeout, type Pki } from '../testkit/helpers';
 
 const CLI = path.join(__dirname, '..', 'cli.js');
 const TOOL = path.join(__dirname, '..', 'testkit', 'tool.js');
@@ -114,6 +114,15 @@ describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS
     assert.match(String(r.error), /ECONNRESET|EPIPE/);
     const m = await lab.exec(ns.gb, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], 10_000);
     assert.match(m, /mm_proxy_refusals_total\{reason="destination_forbidden",side="terminus"\} 1/);
+  });
+
+  it('answers DIAL_TIMEOUT for a silent destination inside the CIDR (no host at 10.2.0.99, inside the lab)', async () => {
+    const t0 = Date.now();
+    const r = await send(ns.c, '10.2.0.99', 9185, 1000);
+    assert.match(String(r.error), /ECONNRESET|EPIPE/);
+    assert.ok(Date.now() - t0 < 8000);
+    const m = await lab.exec(ns.gb, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], 10_000);
+    assert.match(m, /mm_proxy_refusals_total\{reason="dial_(timeout|failed)",side="terminus"\} 1/);
   });
 
   it('SIGTERM drains: a tunnel in flight finishes, new connections are not taken, exit code 0', async () => {

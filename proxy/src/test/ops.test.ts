@@ -10,8 +10,8 @@ import { parseProxyConfig } from '../config';
 import { loadConfigFile, parseConfigText } from '../config-file';
 import { startGateway } from '../gateway';
 import { planRules, renderRules, applyRules } from '../rules';
-import { configFor, startPair } from './gateways';
-import { freePort, sendAndVerify, silent, sleep, startSink, tmpDir, withTimeout } from './helpers';
+import { configFor, startPair } from '../testkit/gateways';
+import { freePort, sendAndVerify, silent, sleep, startSink, tmpDir, withTimeout } from '../testkit/helpers';
 
 const CLI = path.join(__dirname, '..', 'cli.js');
 
@@ -162,7 +162,7 @@ describe('reload, drain, admin', { timeout: 90_000 }, () => {
   });
 
   it('serves /healthz, /readyz and /metrics; drain lets tunnels finish and flips readiness', async () => {
-    const pair = await startPair('mtls', (await import('./helpers')).makePki('fleet', ['east', 'west']), () => ({ host: '127.0.0.1', port: sink.port }));
+    const pair = await startPair('mtls', (await import('../testkit/helpers')).makePki('fleet', ['east', 'west']), () => ({ host: '127.0.0.1', port: sink.port }));
     const adminPort = pair.a.addresses().admin.port;
     try {
       assert.equal((await get(adminPort, '/healthz')).status, 200);

@@ -5,9 +5,9 @@ import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startGateway, type GatewayHandle } from '../gateway';
 import { RefusalCode, encodeOpen, type OpenHeader } from '../protocol';
-import { configFor, startPair } from './gateways';
-import { makePki, sendAndVerify, sleep, silent, startSink, withTimeout, type Pki } from './helpers';
-import { probe } from './probe';
+import { configFor, startPair } from '../testkit/gateways';
+import { makePki, sendAndVerify, sleep, silent, startSink, withTimeout, type Pki } from '../testkit/helpers';
+import { probe } from '../testkit/probe';
 
 let pki: Pki;
 const open = (o: Partial<OpenHeader> = {}) => encodeOpen({ connectionId: crypto.randomBytes(16), dstHost: '10.50.0.9', dstPort: 9185, sourceCluster: 'east', ...o });
@@ -24,7 +24,7 @@ describe('terminus refusals (mTLS)', { timeout: 60_000 }, () => {
   before(async () => {
     pki = makePki('fleet', ['east', 'west', 'north']);
     const cfg = await configFor('west', 'east', 1, 'mtls', pki, {
-      localCidrs: ['10.50.0.0/16', 'fd50::/64'], ownAddresses: ['10.50.0.1'],
+      localCidrs: ['10.50.0.0/16'], ownAddresses: ['10.50.0.1'],
       peers: [
         { cluster: 'east', cidrs: ['10.40.0.0/16'], gateways: [{ host: '127.0.0.1', port: 1 }] },
         { cluster: 'north', cidrs: ['10.60.0.0/16'], gateways: [{ host: '127.0.0.1', port: 1 }] },
@@ -61,7 +61,7 @@ describe('terminus refusals (mTLS)', { timeout: 60_000 }, () => {
   });
 
   it('refuses a destination outside the cluster CIDRs', async () => {
-    const r = await probe(port, open({ dstHost: '192.0.2.10' }), creds('east'));
+    const r = await probe(port, open({ dstHost: '198.51.100.10' }), creds('east'));
     assert.equal(r.reply?.status, RefusalCode.DESTINATION_OUTSIDE_CIDR);
     assert.ok(r.closed);
     // a peer's own CIDR is not ours either
@@ -76,12 +76,6 @@ describe('terminus refusals (mTLS)', { timeout: 60_000 }, () => {
       assert.ok(r.closed);
     });
   }
-
-  it('reports a failed dial inside the CIDR (nothing listens there)', async () => {
-    // fd50::/64 is not routed on this machine: the dial fails fast or times out, both are refusals
-    const r = await probe(port, open({ dstHost: 'fd50::77', dstPort: 9 }), creds('east'));
-    assert.ok(r.reply && [RefusalCode.DIAL_FAILED, RefusalCode.DIAL_TIMEOUT].includes(r.reply.status as 10 | 11), `status ${r.reply?.status}`);
-  });
 
   it('closes a connection that never completes the TLS handshake (slowloris)', async () => {
     const r = await probe(port, (s) => { const iv = setInterval(() => s.write(Buffer.from([0x16])), 100); s.on('close', () => clearInterval(iv)); });
@@ -178,7 +172,7 @@ describe('origin side', { timeout: 60_000 }, () => {
 
   it('refuses (resets) an intercepted connection whose destination is in no peer CIDR', async () => {
     const cfg = await configFor('east', 'west', 1, 'plaintext', undefined);
-    const east = await startGateway(cfg, { logger: silent, originalDestination: () => ({ host: '198.51.100.1', port: 80 }) });
+    const east = await startGateway(cfg, { logger: silent, originalDestination: () => ({ host: '203.0.113.1', port: 80 }) });
     try {
       const res = await withTimeout(sendAndVerify(east.addresses().intercept.port, '127.0.0.1', 10).then(() => 'carried', (e) => String(e.code ?? e)), 5000, 'client');
       assert.match(res, /ECONNRESET|EPIPE/);

@@ -19,8 +19,12 @@ function openssl(args: string[], cwd: string): void {
 export interface Pki { dir: string; ca: string; foreignCa: string; certs: Record<string, { cert: string; key: string }> }
 
 /** Fleet CA + gateway certs (URI SAN spiffe://<fleet>/cluster/<name>), a foreign CA and odd certs. */
+const pkiDirs: string[] = [];
+process.once('exit', () => { for (const d of pkiDirs) fs.rmSync(d, { recursive: true, force: true }); });
+
 export function makePki(fleet: string, clusters: string[]): Pki {
   const dir = tmpDir('mmproxy-pki-');
+  pkiDirs.push(dir); // removed when the test process exits
   const mkCa = (name: string) => openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
     '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '2', '-subj', `/CN=${name}`,
     '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], dir);

@@ -16,7 +16,7 @@ export async function configFor(cluster: string, peer: string, peerTunnelPort: n
       admin: { host: '127.0.0.1', port: await freePort() },
     },
     localCidrs: ['127.0.0.0/8'],
-    peers: [{ cluster: peer, cidrs: ['127.0.0.0/8', '192.0.2.0/24', '169.254.0.0/16'], gateways: [{ host: '127.0.0.1', port: peerTunnelPort }] }],
+    peers: [{ cluster: peer, cidrs: ['127.0.0.0/8', '198.51.100.0/24', '169.254.0.0/16'], gateways: [{ host: '127.0.0.1', port: peerTunnelPort }] }],
     tls: tlsMode === 'mtls' ? { mode: 'mtls', caFile: pki!.ca, certFile: pki!.certs[cluster].cert, keyFile: pki!.certs[cluster].key } : { mode: 'plaintext' },
     limits: { handshakeTimeoutMs: 2000, dialTimeoutMs: 2000 },
     ...over,

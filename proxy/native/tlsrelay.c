@@ -1,0 +1,624 @@
+/*
+ * Native TLS 1.3 tunnel endpoint: handshake, first-frame exchange and the relay between a plaintext TCP
+ * socket and a TLS socket, in a pthread, with the OpenSSL that Node itself exports (no extra library).
+ *
+ *   tlsContext(caPem, certPem, keyPem, isServer) -> ctx
+ *       TLS 1.3 only, peer certificate required and verified against caPem, no session tickets.
+ *   tlsStart(ctx, fd, isServer, deadlineMs, firstWrite, headerMax, cb) -> handle
+ *       Phase 1 (thread): handshake, write `firstWrite` (the origin's OPEN), read one header frame
+ *       (8-byte frame header, then its body if it fits in headerMax), all before `deadlineMs`. Then
+ *       cb({phase: 1, ok, error, uris, frame}) on the JS thread, and the thread waits for a command.
+ *   tlsContinue(handle, replyOrNull, relayFd, idleMs)
+ *       Phase 2: write `reply` (the terminus' REPLY) and relay TLS <-> relayFd (relayFd < 0: close).
+ *       cb({phase: 2, tlsToPlain, plainToTls, reason, side, errno}) when done. Half-close: plaintext EOF
+ *       -> close_notify + FIN; close_notify received -> FIN on the plaintext socket. A TLS stream that ends
+ *       without close_notify (peer killed) is a reset: the plaintext socket gets an RST.
+ *   tlsStats(handle) -> [tlsToPlain, plainToTls];  tlsCancel(handle)
+ * The sockets are never closed here: JavaScript owns and closes them.
+ */
+#define _GNU_SOURCE
+#include <node_api.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUF_SZ (256 * 1024)
+#define MAX_URIS 8
+
+enum { T_EOF = 0, T_RESET, T_IDLE, T_CANCEL, T_ERROR };
+static const char *t_reason_names[] = {"eof", "reset", "idle", "cancel", "error"};
+
+typedef struct tlsr tlsr_t;
+typedef struct { tlsr_t *t; int phase; } tlsr_msg_t;
+struct tlsr {
+  SSL *ssl;
+  int fd;      /* TLS socket */
+  int pfd;     /* plaintext socket (phase 2) */
+  int is_server;
+  int64_t deadline;
+  unsigned char *first;
+  size_t first_len;
+  size_t header_max;
+  /* phase 1 results */
+  int ok;
+  char error[256];
+  char *uris[MAX_URIS];
+  int nuris;
+  unsigned char frame[65536 + 8];
+  size_t frame_len;
+  /* phase 2 command */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int have_cmd, cancelled, finished;
+  unsigned char *reply;
+  size_t reply_len;
+  int idle_ms;
+  int efd;
+  /* results */
+  uint64_t bytes[2]; /* [0] tls -> plain, [1] plain -> tls */
+  int reason, side, err;
+  int handshook;
+  char *expect_uri; /* client: the exact identity the server must present */
+  napi_threadsafe_function tsfn;
+  int refs;
+};
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void tlsr_unref(tlsr_t *t) {
+  if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    if (t->ssl) SSL_free(t->ssl);
+    for (int i = 0; i < t->nuris; i++) free(t->uris[i]);
+    free(t->first);
+    free(t->reply);
+    free(t->expect_uri);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
+    free(t);
+  }
+}
+
+static void ssl_errstr(tlsr_t *t, const char *what) {
+  unsigned long e = ERR_get_error();
+  char buf[200] = "";
+  if (e) ERR_error_string_n(e, buf, sizeof buf);
+  else if (errno) snprintf(buf, sizeof buf, "%s", strerror(errno));
+  else snprintf(buf, sizeof buf, "connection closed");
+  snprintf(t->error, sizeof t->error, "%s: %s", what, buf);
+  ERR_clear_error();
+}
+
+/* wait for fd events or the cancel eventfd, bounded by the deadline; returns 1 ready, 0 timeout, -1 cancel */
+static int wait_fd(tlsr_t *t, int fd, short ev, int64_t deadline) {
+  for (;;) {
+    int64_t left = deadline - mono_ms();
+    if (left <= 0) return 0;
+    struct pollfd p[2] = {{fd, ev, 0}, {t->efd, POLLIN, 0}};
+    int n = poll(p, 2, (int)(left > 1000000 ? 1000000 : left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return 0;
+    if (p[1].revents) return -1;
+    if (n > 0) return 1;
+  }
+}
+
+/* run an SSL operation until done: returns >0 done, 0 failed (error set) */
+#define SSL_RETRY(t, expr, what)                                            \
+  for (;;) {                                                                \
+    ERR_clear_error();                                                      \
+    int _r = (expr);                                                        \
+    if (_r > 0) { rc = _r; break; }                                         \
+    int _e = SSL_get_error((t)->ssl, _r);                                   \
+    short _ev = _e == SSL_ERROR_WANT_READ ? POLLIN : _e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0; \
+    if (!_ev) { ssl_errstr((t), (what)); rc = 0; break; }                   \
+    int _w = wait_fd((t), (t)->fd, _ev, (t)->deadline);                     \
+    if (_w <= 0) { snprintf((t)->error, sizeof (t)->error, "%s: %s", (what), _w == 0 ? "timed out" : "cancelled"); rc = 0; break; } \
+  }
+
+static void collect_uris(tlsr_t *t) {
+  X509 *peer = SSL_get1_peer_certificate(t->ssl);
+  if (!peer) return;
+  GENERAL_NAMES *names = X509_get_ext_d2i(peer, NID_subject_alt_name, NULL, NULL);
+  if (names) {
+    int n = sk_GENERAL_NAME_num(names);
+    for (int i = 0; i < n && t->nuris < MAX_URIS; i++) {
+      GENERAL_NAME *g = sk_GENERAL_NAME_value(names, i);
+      if (g->type != GEN_URI) continue;
+      const unsigned char *d = ASN1_STRING_get0_data(g->d.uniformResourceIdentifier);
+      int len = ASN1_STRING_length(g->d.uniformResourceIdentifier);
+      if (len < 0 || len > 1024) continue;
+      char *s = malloc((size_t)len + 1);
+      if (!s) continue;
+      memcpy(s, d, (size_t)len);
+      s[len] = 0;
+      if (strlen(s) != (size_t)len) { free(s); continue; } /* embedded NUL: ignore */
+      t->uris[t->nuris++] = s;
+    }
+    GENERAL_NAMES_free(names);
+  }
+  X509_free(peer);
+}
+
+static void phase1(tlsr_t *t) {
+  int rc = 0;
+  SSL_RETRY(t, SSL_do_handshake(t->ssl), "TLS handshake");
+  if (!rc) return;
+  if (SSL_get_verify_result(t->ssl) != X509_V_OK) { snprintf(t->error, sizeof t->error, "peer certificate not verified"); return; }
+  /* handshook is set once the identity is acceptable; JS still re-checks the URIs */
+  collect_uris(t);
+  if (t->expect_uri) {
+    int spiffe = 0, match = 0;
+    for (int i = 0; i < t->nuris; i++) {
+      if (strncmp(t->uris[i], "spiffe://", 9) == 0) { spiffe++; if (strcmp(t->uris[i], t->expect_uri) == 0) match = 1; }
+    }
+    if (spiffe != 1 || !match) { snprintf(t->error, sizeof t->error, "peer certificate does not name %s", t->expect_uri); return; }
+  }
+  t->handshook = 1;
+  size_t off = 0;
+  while (off < t->first_len) {
+    SSL_RETRY(t, SSL_write(t->ssl, t->first + off, (int)(t->first_len - off)), "write header");
+    if (!rc) return;
+    off += (size_t)rc;
+  }
+  /* one frame: 8 bytes, then the body if the frame fits in header_max */
+  size_t need = 8;
+  while (t->frame_len < need) {
+    SSL_RETRY(t, SSL_read(t->ssl, t->frame + t->frame_len, (int)(need - t->frame_len)), "read header");
+    if (!rc) { if (t->frame_len > 0) { t->ok = 1; } return; } /* JS judges a truncated frame */
+    t->frame_len += (size_t)rc;
+    if (t->frame_len == 8 && need == 8) {
+      size_t total = 8 + (((size_t)t->frame[6] << 8) | t->frame[7]);
+      if (total <= t->header_max && memcmp(t->frame, "MMTP", 4) == 0) need = total;
+    }
+  }
+  t->ok = 1;
+}
+
+static void fail2(tlsr_t *t, int side, int err) {
+  t->reason = (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT || err == ECONNABORTED || err == ENOTCONN) ? T_RESET : T_ERROR;
+  t->side = side;
+  t->err = err;
+  struct linger l = {1, 0};
+  /* side 0 = TLS socket failed -> reset the plaintext one, and vice versa */
+  setsockopt(side == 0 ? t->pfd : t->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+}
+
+static void relay(tlsr_t *t) {
+  unsigned char *up = malloc(BUF_SZ), *down = malloc(BUF_SZ);
+  if (!up || !down) { free(up); free(down); t->reason = T_ERROR; t->err = ENOMEM; return; }
+  size_t ulen = 0, uoff = 0, dlen = 0, doff = 0;
+  int p_eof = 0, t_eof = 0, p_shut = 0, t_shut = 0;
+  int p_rd = 1, p_wr = 1;          /* plaintext readiness */
+  short t_rd_need = 0, t_wr_need = 0, t_sd_need = 0; /* TLS op blocked on POLLIN/POLLOUT (0 = try) */
+  int64_t last = mono_ms();
+  t->reason = -1;
+  for (;;) {
+    int progress = 0;
+    /* plaintext -> TLS */
+    if (!p_eof && ulen == 0 && p_rd) {
+      ssize_t n = read(t->pfd, up, BUF_SZ);
+      if (n > 0) { ulen = (size_t)n; uoff = 0; progress = 1; }
+      else if (n == 0) { p_eof = 1; progress = 1; }
+      else if (errno == EAGAIN) p_rd = 0;
+      else if (errno != EINTR) { fail2(t, 1, errno); break; }
+    }
+    if (uoff < ulen && !t_wr_need) {
+      ERR_clear_error();
+      int r = SSL_write(t->ssl, up + uoff, (int)(ulen - uoff));
+      if (r > 0) {
+        uoff += (size_t)r;
+        __atomic_add_fetch(&t->bytes[1], (uint64_t)r, __ATOMIC_RELAXED);
+        if (uoff == ulen) ulen = uoff = 0;
+        progress = 1;
+      } else {
+        int e = SSL_get_error(t->ssl, r);
+        if (e == SSL_ERROR_WANT_WRITE) t_wr_need = POLLOUT;
+        else if (e == SSL_ERROR_WANT_READ) t_wr_need = POLLIN;
+        else { fail2(t, 0, errno ? errno : ECONNRESET); break; }
+      }
+    }
+    if (p_eof && ulen == 0 && !t_shut && !t_sd_need) {
+      ERR_clear_error();
+      int r = SSL_shutdown(t->ssl); /* sends close_notify; 0 = sent, peer's not seen yet: fine */
+      if (r >= 0) { shutdown(t->fd, SHUT_WR); t_shut = 1; progress = 1; }
+      else {
+        int e = SSL_get_error(t->ssl, r);
+        if (e == SSL_ERROR_WANT_WRITE) t_sd_need = POLLOUT;
+        else if (e == SSL_ERROR_WANT_READ) t_sd_need = POLLIN;
+        else { shutdown(t->fd, SHUT_WR); t_shut = 1; progress = 1; }
+      }
+    }
+    /* TLS -> plaintext: decrypt as many records as fit (or until the socket is empty), then one write */
+    if (!t_eof && doff == 0 && !t_rd_need) {
+      while (dlen < BUF_SZ) {
+        ERR_clear_error();
+        int r = SSL_read(t->ssl, down + dlen, (int)(BUF_SZ - dlen));
+        if (r > 0) { dlen += (size_t)r; progress = 1; continue; }
+        int e = SSL_get_error(t->ssl, r);
+        if (e == SSL_ERROR_WANT_READ) t_rd_need = POLLIN;
+        else if (e == SSL_ERROR_WANT_WRITE) t_rd_need = POLLOUT;
+        else if (e == SSL_ERROR_ZERO_RETURN) { t_eof = 1; progress = 1; }
+        else fail2(t, 0, errno && errno != EAGAIN ? errno : ECONNRESET); /* EOF without close_notify: the peer died */
+        break;
+      }
+    }
+    if (t->reason >= 0) break;
+    if (doff < dlen && p_wr) {
+      ssize_t n = write(t->pfd, down + doff, dlen - doff);
+      if (n > 0) {
+        doff += (size_t)n;
+        __atomic_add_fetch(&t->bytes[0], (uint64_t)n, __ATOMIC_RELAXED);
+        if (doff == dlen) doff = dlen = 0;
+        progress = 1;
+      } else if (n < 0 && errno == EAGAIN) p_wr = 0;
+      else if (n < 0 && errno != EINTR) { fail2(t, 1, errno); break; }
+    }
+    if (t_eof && dlen == 0 && !p_shut) { shutdown(t->pfd, SHUT_WR); p_shut = 1; progress = 1; }
+    if (p_shut && t_shut) { t->reason = T_EOF; break; }
+    int64_t now = mono_ms();
+    if (progress) { last = now; continue; }
+
+    short pev = 0, tev = 0;
+    if (!p_eof && ulen == 0 && !p_rd) pev |= POLLIN;
+    if (doff < dlen && !p_wr) pev |= POLLOUT;
+    tev = t_rd_need | t_wr_need | t_sd_need;
+    struct pollfd p[3] = {{pev || !p_shut ? t->pfd : -1, pev, 0}, {tev || !(t_eof && t_shut) ? t->fd : -1, tev, 0}, {t->efd, POLLIN, 0}};
+    int timeout = -1;
+    if (t->idle_ms > 0) {
+      int64_t left = last + t->idle_ms - now;
+      if (left <= 0) { t->reason = T_IDLE; break; }
+      timeout = (int)(left > 1000000 ? 1000000 : left);
+    }
+    int n = poll(p, 3, timeout);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) { t->reason = T_ERROR; t->err = errno; t->side = -1; break; }
+    if (p[2].revents) { t->reason = T_CANCEL; break; }
+    if (p[0].revents & POLLERR) {
+      int se = 0; socklen_t sl = sizeof se;
+      getsockopt(t->pfd, SOL_SOCKET, SO_ERROR, &se, &sl);
+      fail2(t, 1, se ? se : ECONNRESET);
+      break;
+    }
+    if (p[0].revents & (POLLIN | POLLHUP)) p_rd = 1;
+    if (p[0].revents & (POLLOUT | POLLHUP)) p_wr = 1;
+    if (p[1].revents & POLLERR) {
+      int se = 0; socklen_t sl = sizeof se;
+      getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &se, &sl);
+      fail2(t, 0, se ? se : ECONNRESET);
+      break;
+    }
+    if (p[1].revents) { t_rd_need = t_wr_need = t_sd_need = 0; } /* retry the blocked TLS operations */
+  }
+  free(up);
+  free(down);
+}
+
+static void *tlsr_thread(void *arg) {
+  tlsr_t *t = arg;
+  phase1(t);
+  tlsr_msg_t *m1 = malloc(sizeof *m1);
+  if (m1) { m1->t = t; m1->phase = 1; napi_call_threadsafe_function(t->tsfn, m1, napi_tsfn_blocking); }
+  /* wait for the command (or cancel) */
+  pthread_mutex_lock(&t->mu);
+  while (!t->have_cmd && !t->cancelled) pthread_cond_wait(&t->cv, &t->mu);
+  int cancelled = t->cancelled;
+  pthread_mutex_unlock(&t->mu);
+  t->reason = T_CANCEL;
+  if (!cancelled) {
+    t->deadline = mono_ms() + 10000;
+    int ok = 1, rc = 0;
+    size_t off = 0;
+    while (ok && off < t->reply_len) {
+      SSL_RETRY(t, SSL_write(t->ssl, t->reply + off, (int)(t->reply_len - off)), "write reply");
+      if (!rc) ok = 0; else off += (size_t)rc;
+    }
+    if (!ok) { t->reason = T_ERROR; t->side = 0; }
+    else if (t->pfd >= 0) relay(t);
+    else {
+      /* refusal: close_notify, FIN; JS closes the socket */
+      ERR_clear_error();
+      SSL_shutdown(t->ssl);
+      shutdown(t->fd, SHUT_WR);
+      t->reason = T_EOF;
+    }
+  }
+  pthread_mutex_lock(&t->mu);
+  t->finished = 1;
+  close(t->efd);
+  t->efd = -1;
+  pthread_mutex_unlock(&t->mu);
+  tlsr_msg_t *m2 = malloc(sizeof *m2);
+  if (m2) { m2->t = t; m2->phase = 2; napi_call_threadsafe_function(t->tsfn, m2, napi_tsfn_blocking); }
+  else tlsr_unref(t);
+  napi_release_threadsafe_function(t->tsfn, napi_tsfn_release);
+  return NULL;
+}
+
+static void set_num(napi_env env, napi_value o, const char *k, double v) {
+  napi_value x;
+  napi_create_double(env, v, &x);
+  napi_set_named_property(env, o, k, x);
+}
+static void set_str(napi_env env, napi_value o, const char *k, const char *v) {
+  napi_value x;
+  napi_create_string_utf8(env, v, NAPI_AUTO_LENGTH, &x);
+  napi_set_named_property(env, o, k, x);
+}
+
+static void tlsr_call_js(napi_env env, napi_value cb, void *context, void *data) {
+  tlsr_msg_t *m = data;
+  tlsr_t *t = m->t;
+  int phase = m->phase;
+  free(m);
+  if (env && cb) {
+    napi_value res, undef;
+    napi_create_object(env, &res);
+    set_num(env, res, "phase", phase);
+    if (phase == 1) {
+      napi_value b, arr, s;
+      napi_get_boolean(env, t->ok, &b);
+      napi_set_named_property(env, res, "ok", b);
+      napi_get_boolean(env, t->handshook, &b);
+      napi_set_named_property(env, res, "handshook", b);
+      set_str(env, res, "error", t->error);
+      napi_create_array_with_length(env, (size_t)t->nuris, &arr);
+      for (int i = 0; i < t->nuris; i++) {
+        napi_create_string_utf8(env, t->uris[i], NAPI_AUTO_LENGTH, &s);
+        napi_set_element(env, arr, (uint32_t)i, s);
+      }
+      napi_set_named_property(env, res, "uris", arr);
+      void *dst;
+      napi_value buf;
+      napi_create_buffer_copy(env, t->frame_len, t->frame, &dst, &buf);
+      napi_set_named_property(env, res, "frame", buf);
+    } else {
+      set_num(env, res, "tlsToPlain", (double)__atomic_load_n(&t->bytes[0], __ATOMIC_RELAXED));
+      set_num(env, res, "plainToTls", (double)__atomic_load_n(&t->bytes[1], __ATOMIC_RELAXED));
+      set_str(env, res, "reason", t_reason_names[t->reason < 0 ? T_ERROR : t->reason]);
+      set_str(env, res, "side", t->side == 0 ? "tls" : t->side == 1 ? "plain" : "");
+      set_num(env, res, "errno", t->err);
+      set_str(env, res, "error", t->error);
+    }
+    napi_get_undefined(env, &undef);
+    napi_call_function(env, undef, cb, 1, &res, NULL);
+  }
+  if (phase == 2) tlsr_unref(t);
+}
+
+static void tlsr_finalize(napi_env env, void *data, void *hint) { tlsr_unref((tlsr_t *)data); }
+static void ctx_finalize(napi_env env, void *data, void *hint) { SSL_CTX_free((SSL_CTX *)data); }
+
+static int get_buf(napi_env env, napi_value v, unsigned char **d, size_t *n) {
+  bool is = false;
+  napi_is_buffer(env, v, &is);
+  if (!is) { *d = NULL; *n = 0; return 0; }
+  return napi_get_buffer_info(env, v, (void **)d, n) == napi_ok;
+}
+
+static napi_value throw_msg(napi_env env, const char *m) {
+  char buf[400];
+  unsigned long e = ERR_get_error();
+  char es[200] = "";
+  if (e) ERR_error_string_n(e, es, sizeof es);
+  snprintf(buf, sizeof buf, "%s%s%s", m, e ? ": " : "", es);
+  ERR_clear_error();
+  napi_throw_error(env, NULL, buf);
+  return NULL;
+}
+
+static napi_value TlsContext(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  unsigned char *ca, *cert, *key;
+  size_t nca, ncert, nkey;
+  bool is_server = false;
+  if (argc < 4 || !get_buf(env, argv[0], &ca, &nca) || !get_buf(env, argv[1], &cert, &ncert) || !get_buf(env, argv[2], &key, &nkey)) {
+    napi_throw_type_error(env, NULL, "tlsContext(caPem, certPem, keyPem, isServer)");
+    return NULL;
+  }
+  napi_get_value_bool(env, argv[3], &is_server);
+  ERR_clear_error();
+  SSL_CTX *ctx = SSL_CTX_new(TLS_method());
+  if (!ctx) return throw_msg(env, "SSL_CTX_new");
+  SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+  SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+  SSL_CTX_set_num_tickets(ctx, 0);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+  X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+  BIO *b = BIO_new_mem_buf(ca, (int)nca);
+  int nc = 0;
+  X509 *x;
+  while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) { X509_STORE_add_cert(store, x); X509_free(x); nc++; }
+  BIO_free(b);
+  ERR_clear_error();
+  if (nc == 0) { SSL_CTX_free(ctx); return throw_msg(env, "tlsContext: no CA certificate in caPem"); }
+  b = BIO_new_mem_buf(cert, (int)ncert);
+  x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+  if (!x || SSL_CTX_use_certificate(ctx, x) != 1) { if (x) X509_free(x); BIO_free(b); SSL_CTX_free(ctx); return throw_msg(env, "tlsContext: bad certificate"); }
+  X509_free(x);
+  while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) SSL_CTX_add_extra_chain_cert(ctx, x); /* ctx owns x */
+  BIO_free(b);
+  ERR_clear_error();
+  b = BIO_new_mem_buf(key, (int)nkey);
+  EVP_PKEY *pk = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+  BIO_free(b);
+  if (!pk || SSL_CTX_use_PrivateKey(ctx, pk) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+    if (pk) EVP_PKEY_free(pk);
+    SSL_CTX_free(ctx);
+    return throw_msg(env, "tlsContext: bad private key");
+  }
+  EVP_PKEY_free(pk);
+  napi_value ext;
+  napi_create_external(env, ctx, ctx_finalize, NULL, &ext);
+  return ext;
+}
+
+static napi_value TlsStart(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value argv[8];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  SSL_CTX *ctx = NULL;
+  int32_t fd = -1;
+  bool is_server = false;
+  double deadline_ms = 0;
+  uint32_t hmax = 0;
+  if (argc < 8 || napi_get_value_external(env, argv[0], (void **)&ctx) != napi_ok || napi_get_value_int32(env, argv[1], &fd) != napi_ok ||
+      napi_get_value_bool(env, argv[2], &is_server) != napi_ok || napi_get_value_double(env, argv[3], &deadline_ms) != napi_ok ||
+      napi_get_value_uint32(env, argv[5], &hmax) != napi_ok || fd < 0) {
+    napi_throw_type_error(env, NULL, "tlsStart(ctx, fd, isServer, deadlineMs, firstWrite, headerMax, expectUri, cb)");
+    return NULL;
+  }
+  tlsr_t *t = calloc(1, sizeof *t);
+  if (!t) return throw_msg(env, "out of memory");
+  t->fd = fd;
+  t->pfd = -1;
+  t->is_server = is_server;
+  t->deadline = mono_ms() + (int64_t)deadline_ms;
+  t->header_max = hmax > 65536 + 8 ? 65536 + 8 : hmax;
+  t->refs = 2;
+  pthread_mutex_init(&t->mu, NULL);
+  pthread_cond_init(&t->cv, NULL);
+  unsigned char *first;
+  size_t nfirst;
+  if (get_buf(env, argv[4], &first, &nfirst) && nfirst > 0) {
+    t->first = malloc(nfirst);
+    if (t->first) { memcpy(t->first, first, nfirst); t->first_len = nfirst; }
+  }
+  napi_valuetype et;
+  napi_typeof(env, argv[6], &et);
+  if (et == napi_string) {
+    size_t n = 0;
+    napi_get_value_string_utf8(env, argv[6], NULL, 0, &n);
+    t->expect_uri = malloc(n + 1);
+    if (t->expect_uri) napi_get_value_string_utf8(env, argv[6], t->expect_uri, n + 1, &n);
+  }
+  t->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  t->ssl = SSL_new(ctx);
+  if (t->efd < 0 || !t->ssl || SSL_set_fd(t->ssl, fd) != 1) {
+    if (t->efd >= 0) close(t->efd);
+    t->refs = 1; tlsr_unref(t);
+    return throw_msg(env, "tlsStart: setup failed");
+  }
+  SSL_set_read_ahead(t->ssl, 1);
+  if (is_server) SSL_set_accept_state(t->ssl); else SSL_set_connect_state(t->ssl);
+  napi_value name;
+  napi_create_string_utf8(env, "mmproxy.tls", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, argv[7], NULL, name, 0, 1, NULL, NULL, NULL, tlsr_call_js, &t->tsfn) != napi_ok) {
+    close(t->efd);
+    t->refs = 1; tlsr_unref(t);
+    return throw_msg(env, "tlsStart: threadsafe function");
+  }
+  napi_value ext;
+  if (napi_create_external(env, t, tlsr_finalize, NULL, &ext) != napi_ok) { t->refs = 1; napi_get_undefined(env, &ext); }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 512 * 1024);
+  pthread_t th;
+  int rc = pthread_create(&th, &attr, tlsr_thread, t);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    napi_release_threadsafe_function(t->tsfn, napi_tsfn_abort);
+    close(t->efd);
+    tlsr_unref(t);
+    return throw_msg(env, "tlsStart: pthread_create failed");
+  }
+  return ext;
+}
+
+static tlsr_t *get_t(napi_env env, napi_value v) {
+  void *d = NULL;
+  if (napi_get_value_external(env, v, &d) != napi_ok) return NULL;
+  return d;
+}
+
+static napi_value TlsContinue(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  tlsr_t *t = argc >= 4 ? get_t(env, argv[0]) : NULL;
+  int32_t pfd = -1, idle = 0;
+  if (!t || napi_get_value_int32(env, argv[2], &pfd) != napi_ok || napi_get_value_int32(env, argv[3], &idle) != napi_ok) {
+    napi_throw_type_error(env, NULL, "tlsContinue(handle, replyOrNull, relayFd, idleMs)");
+    return NULL;
+  }
+  unsigned char *r;
+  size_t nr;
+  pthread_mutex_lock(&t->mu);
+  if (!t->have_cmd && !t->cancelled) {
+    if (get_buf(env, argv[1], &r, &nr) && nr > 0) {
+      t->reply = malloc(nr);
+      if (t->reply) { memcpy(t->reply, r, nr); t->reply_len = nr; }
+    }
+    t->pfd = pfd;
+    t->idle_ms = idle;
+    t->have_cmd = 1;
+    pthread_cond_signal(&t->cv);
+  }
+  pthread_mutex_unlock(&t->mu);
+  napi_value u;
+  napi_get_undefined(env, &u);
+  return u;
+}
+
+static napi_value TlsCancel(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  tlsr_t *t = argc >= 1 ? get_t(env, argv[0]) : NULL;
+  if (!t) { napi_throw_type_error(env, NULL, "tlsCancel(handle)"); return NULL; }
+  pthread_mutex_lock(&t->mu);
+  t->cancelled = 1;
+  pthread_cond_signal(&t->cv);
+  if (!t->finished && t->efd >= 0) { uint64_t one = 1; ssize_t w = write(t->efd, &one, sizeof one); (void)w; }
+  pthread_mutex_unlock(&t->mu);
+  napi_value u;
+  napi_get_undefined(env, &u);
+  return u;
+}
+
+static napi_value TlsStats(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  tlsr_t *t = argc >= 1 ? get_t(env, argv[0]) : NULL;
+  if (!t) { napi_throw_type_error(env, NULL, "tlsStats(handle)"); return NULL; }
+  napi_value arr, v;
+  napi_create_array_with_length(env, 2, &arr);
+  for (uint32_t d = 0; d < 2; d++) {
+    napi_create_double(env, (double)__atomic_load_n(&t->bytes[d], __ATOMIC_RELAXED), &v);
+    napi_set_element(env, arr, d, v);
+  }
+  return arr;
+}
+
+void tlsrelay_register(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+      {"tlsContext", NULL, TlsContext, NULL, NULL, NULL, napi_default, NULL},
+      {"tlsStart", NULL, TlsStart, NULL, NULL, NULL, napi_default, NULL},
+      {"tlsContinue", NULL, TlsContinue, NULL, NULL, NULL, napi_default, NULL},
+      {"tlsCancel", NULL, TlsCancel, NULL, NULL, NULL, napi_default, NULL},
+      {"tlsStats", NULL, TlsStats, NULL, NULL, NULL, napi_default, NULL},
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+}
