@@ -163,7 +163,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const failedLogs = clusters.flatMap((c) => c.gateways).filter((g) => fs.existsSync(g.log)).map((g) => `--- ${g.ns}\n${fs.readFileSync(g.log, 'utf8').split('\n').filter((l) => /"level":(40|50|60)/.test(l)).slice(-5).join('\n')}`);
     if (process.env.MM_NETNS_LOGS) console.log(failedLogs.join('\n')); // eslint-disable-line no-console
     lab?.cleanup();
-    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+    if (tmp && !process.env.MM_NETNS_KEEP) fs.rmSync(tmp, { recursive: true, force: true });
   });
 
   test('the rule-setup step installed REDIRECT rules for exactly the peer CIDRs of the ConfigMap', () => {
@@ -320,5 +320,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     // eslint-disable-next-line no-console
     console.log(`[fleet-netns] far gateways killed mid-stream: near client closed after ${ms} ms (${end.error ?? 'FIN'}), ${end.bytes} bytes received`);
     expect(ms).toBeLessThan(5000);
+    // a cut-off stream must not look complete: the dead peer (TLS EOF without close_notify) is a reset
+    expect(end.error).toBe('ECONNRESET');
   }, 30_000);
 });

@@ -257,8 +257,8 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       t.bytes = t.aToBIsTx ? [r.aToB, r.bToA] : [r.bToA, r.aToB];
       if (r.reason === 'idle') log.info({ conn: t.id }, 'idle timeout');
       if (r.reason === 'reset' || r.reason === 'error') log.info({ conn: t.id, side: r.side, errno: r.errno }, 'relay ended by a reset/error');
-      // the pump already armed SO_LINGER{1,0} on the surviving socket after a reset: a plain destroy sends RST
-      t.finish('destroy');
+      // the pump already armed SO_LINGER{1,0} on the surviving socket after a reset; reset explicitly too
+      t.finish(r.reason === 'reset' || r.reason === 'error' ? 'reset' : 'destroy');
     });
   };
 
@@ -474,7 +474,8 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
         nt.on.p2 = (r) => {
           t.bytes = [r.plainToTls, r.tlsToPlain];
           if (r.reason !== 'eof') log.info({ conn: id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
-          t.finish('destroy');
+          // a reset or error on one side (a dead peer: EOF without close_notify) resets the other, explicitly
+          t.finish(r.reason === 'reset' || r.reason === 'error' ? 'reset' : 'destroy');
         };
         const early = stopReading(client);
         if (early) { log.warn({ conn: id }, 'unexpected bytes buffered before hand-over'); t.finish('reset'); return; }
@@ -648,7 +649,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
         if (tunnel) {
           tunnel.bytes = [r.plainToTls, r.tlsToPlain];
           if (tunnel.established && r.reason !== 'eof') log.info({ conn: tunnel.id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
-          tunnel.finish('destroy');
+          tunnel.finish(r.reason === 'reset' || r.reason === 'error' ? 'reset' : 'destroy');
         } else raw.destroy();
       },
     };
