@@ -78,10 +78,7 @@ function detailed(r: PlanReport): string {
   const height = (n > perRow ? bottomY + boxH : busY + 40) + 40;
   const s = r.totals.sharedNetwork;
   const out: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`,
-    `<title>Migration Mesh fleet ${escapeXml(r.fleet)}</title>`,
-    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
-    ...header(r, width),
+    ...svgOpen(r, width, height),
     // the shared network bus
     `<rect x="24" y="${busY - 7}" width="${width - 48}" height="14" rx="7" fill="${BUS}"/>`,
   ];
@@ -151,10 +148,7 @@ function grid(r: PlanReport): string {
   const height = gridY + rows * (tileH + gap) + (hidden > 0 ? 40 : 10) + 20;
   const s = r.totals.sharedNetwork;
   const out: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`,
-    `<title>Migration Mesh fleet ${escapeXml(r.fleet)}</title>`,
-    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
-    ...header(r, width),
+    ...svgOpen(r, width, height),
     `<rect x="24" y="116" width="${width - 48}" height="14" rx="7" fill="${BUS}"/>`,
     text(30, 144, `shared cross-cluster network ${s.name} /${s.prefixLength}: ${s.needed} / ${s.usable} usable planned, ${s.free} free (every cluster below attaches to it)`, `${FONT} font-size="12" fill="${BUS}"`),
   ];
@@ -170,4 +164,14 @@ function grid(r: PlanReport): string {
   if (hidden > 0) out.push(text(24, gridY + rows * (tileH + gap) + 24, `+ ${hidden} more clusters (see migration-mesh plan --output json)`, `${FONT} font-size="13" fill="#444"`));
   out.push('</svg>');
   return out.join('\n') + '\n';
+}
+
+/** The document start shared by both layouts: root element, title, white background, header. */
+function svgOpen(r: PlanReport, width: number, height: number): string[] {
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`,
+    `<title>Migration Mesh fleet ${escapeXml(r.fleet)}</title>`,
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+    ...header(r, width),
+  ];
 }
