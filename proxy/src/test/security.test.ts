@@ -41,7 +41,7 @@ describe('terminus refusals (mTLS)', { timeout: 60_000 }, () => {
     const r = await probe(port, open(), creds('foreign')); // trusts our CA, presents a foreign-CA certificate
     assert.equal(r.reply, undefined);
     assert.ok(r.closed);
-    for (let k = 0; k < 100 && await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' }) === before; k++) await sleep(10);
+    for (let k = 0; k < 1000 && await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' }) === before; k++) await sleep(10);
     assert.ok(await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' }) > before);
   });
 
@@ -143,7 +143,8 @@ describe('plaintext terminus: unknown source cluster, fuzzing, caps', { timeout:
         s.write(open({ dstHost: '127.0.0.1', dstPort: sink.port }));
         holders.push(s);
       }
-      for (let k = 0; k < 100 && west.activeTunnels() < 2; k++) await sleep(10);
+      for (let k = 0; k < 1000 && west.activeTunnels() < 2; k++) await sleep(10); // bounded: 10 s on a loaded machine
+      assert.equal(west.activeTunnels(), 2, "both holders must be established before the probe");
       const r = await probe(port, open({ dstHost: '127.0.0.1', dstPort: sink.port }));
       assert.equal(r.reply?.status, RefusalCode.PEER_LIMIT);
     } finally { holders.forEach((s) => s.destroy()); }

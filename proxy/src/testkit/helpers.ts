@@ -45,12 +45,27 @@ export function makePki(fleet: string, clusters: string[]): Pki {
   return { dir, ca: path.join(dir, 'ca.pem'), foreignCa: path.join(dir, 'foreign-ca.pem'), certs };
 }
 
+/**
+ * A port to configure a listener on. Not an ephemeral (port 0) pick: between this probe and the real
+ * listen, the kernel may hand that ephemeral port to an outgoing connection (seen after the 10,000-
+ * connection test: EADDRINUSE). Ports below the local ephemeral range are never auto-assigned, and a
+ * port is never handed out twice in one process.
+ */
+const handedOut = new Set<number>();
+let nextPort = 20000 + (process.pid % 200) * 50;
 export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, host, () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); });
-  });
+  for (let attempts = 0; attempts < 2000; attempts++) {
+    const p = nextPort;
+    nextPort = nextPort >= 32000 ? 20000 : nextPort + 1;
+    if (handedOut.has(p)) continue;
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.createServer();
+      s.once('error', () => resolve(false));
+      s.listen(p, host, () => s.close(() => resolve(true)));
+    });
+    if (ok) { handedOut.add(p); return p; }
+  }
+  throw new Error('no free port in 20000-32000');
 }
 
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
