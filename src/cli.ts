@@ -70,7 +70,11 @@ export function main(argv: string[], out: (s: string) => void = (s) => process.s
       case 'plan': return plan(args, out);
       case 'diff': return diff(args, out, err);
       case 'validate':
-        for (const f of need(args.files)) { resolveFleet(parseFleetDocument(loadFleetFile(f), f), f); out(`${f}: valid\n`); }
+        for (const f of need(args.files)) {
+          const fleet = resolveFleet(parseFleetDocument(loadFleetFile(f), f), f);
+          const modes = [...new Set(fleet.clusters.map((c) => c.datapath))];
+          out(`${f}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
+        }
         return 0;
       case 'help': case '--help': case '-h':
         out(USAGE); return 0;

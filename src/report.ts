@@ -48,6 +48,13 @@ export interface PlanTotals {
   readonly wouldNeed: { readonly direct: number; readonly directWithSurge: number; readonly native: number; readonly gateway: number };
   /** Shared addresses saved against all-direct (with surge). */
   readonly savedVersusDirect: number;
+  /**
+   * Which clusters can live-migrate to each other: one group per datapath mode present. A gateway
+   * cluster reaches only other gateway clusters (its routes and peer table name only them), a direct
+   * cluster only clusters whose handlers sit on the shared network, a native cluster only clusters
+   * running KubeVirt's own proxy. More than one group means the fleet is split.
+   */
+  readonly migrationGroups: { readonly mode: Datapath; readonly clusters: string[] }[];
 }
 
 export interface PlanReport {
@@ -105,6 +112,9 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
       },
       wouldNeed: { ...cap.byMode },
       savedVersusDirect: cap.byMode.directWithSurge - cap.needed,
+      migrationGroups: (['gateway', 'native', 'direct'] as Datapath[])
+        .map((mode) => ({ mode, clusters: plan.clusters.filter((c) => c.datapath === mode).map((c) => c.name) }))
+        .filter((g) => g.clusters.length > 0),
     },
   };
 }
@@ -139,5 +149,15 @@ export function renderPlanTable(r: PlanReport): string {
     + `\nshared network ${s.name} (/${s.prefixLength}): pool ${s.pool}, excluded ${s.excluded}, network/broadcast/router ${s.reserved}, usable ${s.usable}\n`
     + `  needed ${s.needed}, free ${s.free}\n`
     + `  all-direct would need ${t.wouldNeed.directWithSurge} (${t.wouldNeed.direct} without surge), all-native ${t.wouldNeed.native}, all-gateway ${t.wouldNeed.gateway}; `
-    + `this plan saves ${t.savedVersusDirect} against direct\n`;
+    + `this plan saves ${t.savedVersusDirect} against direct\n`
+    + renderMigrationGroups(t.migrationGroups);
+}
+
+/** Empty for a one-mode fleet; otherwise says which clusters can migrate to which. */
+export function renderMigrationGroups(groups: PlanTotals['migrationGroups']): string {
+  if (groups.length < 2) return '';
+  const list = (cs: string[]): string => (cs.length <= 6 ? cs.join(', ') : `${cs.slice(0, 5).join(', ')} and ${cs.length - 5} more`);
+  return `\nmigration stays within a datapath mode: clusters in different modes cannot live-migrate to each other\n`
+    + groups.map((g) => `  ${g.mode} (${g.clusters.length}): ${list(g.clusters)}\n`).join('')
+    + `  to join the groups, give the clusters one datapath (spec.datapath, or clusters[].datapath)\n`;
 }

@@ -86,6 +86,35 @@ describe('migration-mesh plan', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  test('a fleet split across datapath modes: plan and validate say which clusters can migrate to which', () => {
+    const dir = tmp();
+    const doc = clone(loadFleetFile(path.join(EX, 'vep-10-clusters.fleet.yaml')));
+    const c10 = doc.spec.clusters.find((c) => c.name === 'c10')!;
+    c10.datapath = 'direct';
+    const f = path.join(dir, 'mixed.fleet.yaml');
+    fs.writeFileSync(f, YAML.stringify(doc));
+    const table = run('plan', f);
+    expect(table.code).toBe(0);
+    expect(table.out).toContain('fleet vep: 10 clusters (9 gateway, 1 direct)');
+    expect(table.out).toContain('clusters in different modes cannot live-migrate to each other');
+    expect(table.out).toContain('  gateway (9): c01, c02, c03, c04, c05 and 4 more\n');
+    expect(table.out).toContain('  direct (1): c10\n');
+    const j = JSON.parse(run('plan', f, '--output', 'json').out);
+    expect(j.totals.migrationGroups).toEqual([
+      { mode: 'gateway', clusters: ['c01', 'c02', 'c03', 'c04', 'c05', 'c06', 'c07', 'c08', 'c09'] },
+      { mode: 'direct', clusters: ['c10'] },
+    ]);
+    // the gateway clusters' peer tables leave c10 out: 8 peers each, not 9
+    expect(j.clusters.filter((c: any) => c.mode === 'gateway').map((c: any) => c.peers)).toEqual(Array(9).fill(8));
+    const v = run('validate', f);
+    expect(v.code).toBe(0);
+    expect(v.out).toContain('valid (note: 2 datapath modes, gateway / direct: clusters in different modes cannot live-migrate');
+    // one mode: no such line anywhere
+    expect(run('plan', path.join(EX, 'vep-10-clusters.fleet.yaml')).out).not.toContain('cannot live-migrate');
+    expect(run('validate', path.join(EX, 'vep-10-clusters.fleet.yaml')).out).toBe(`${path.join(EX, 'vep-10-clusters.fleet.yaml')}: valid\n`);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   test('bad --output is an error', () => {
     expect(run('plan', path.join(EX, 'hco.fleet.yaml'), '--output', 'xml').code).toBe(1);
   });
