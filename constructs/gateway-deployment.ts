@@ -2,6 +2,7 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { Placement } from '../src/fleet-schema';
 import { GATEWAY_CONFIG_FILE, GATEWAY_CONFIG_MOUNT } from '../src/gateway-config';
+import { GATEWAY_KEEPALIVED_FILE, KEEPALIVED_RUN_DIR, keepalivedArgs } from '../src/gateway-failover';
 import {
   DEFAULT_GATEWAY_INTERFACES, GATEWAY_REPLICA_LABEL, GATEWAY_RESTART_HASH_ANNOTATION, MULTUS_NETWORKS_ANNOTATION,
   gatewayDeploymentName, gatewayNetworkSelection,
@@ -16,6 +17,18 @@ export const GATEWAY_RUN_AS = 65532;
 export interface GatewayResources {
   readonly requests?: Record<string, string>;
   readonly limits?: Record<string, string>;
+}
+
+/** A container securityContext: uid 0, read-only root FS, no escalation, every capability dropped but `caps`. */
+function rootWithOnly(caps: string[]): Record<string, unknown> {
+  return {
+    runAsUser: 0,
+    runAsGroup: 0,
+    runAsNonRoot: false,
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    capabilities: { add: caps, drop: ['ALL'] },
+  };
 }
 
 /**
@@ -97,6 +110,15 @@ export interface GatewayDeploymentProps {
    * @default - none
    */
   readonly labels?: Record<string, string>;
+  /**
+   * Run the failover sidecar: keepalived (VRRP only) with `keepalived.conf` from the ConfigMap,
+   * holding the cluster's gateway VIP while this replica is the elected one (src/gateway-failover.ts).
+   * It is the only long-running container with capabilities: NET_ADMIN (add/remove the VIP), NET_RAW
+   * (VRRP and gratuitous ARP), SETUID/SETGID (its readiness check of the runtime runs as `nobody`).
+   *
+   * @default false
+   */
+  readonly failover?: boolean;
 }
 
 /**
@@ -104,7 +126,8 @@ export interface GatewayDeploymentProps {
  * `replicas: 1` and `strategy: Recreate` (the old pod releases the addresses before the new one takes
  * them). The pod template carries the Multus selection with the replica's planned addresses; an init
  * container (root, NET_ADMIN only) installs the nat REDIRECT rules in the pod's network namespace; the
- * runtime container runs non-root, read-only, with no capabilities. Replicas of one cluster spread over
+ * runtime container runs non-root, read-only, with no capabilities; with `failover` a keepalived
+ * sidecar holds the cluster's gateway VIP while this replica is the elected one. Replicas of one cluster spread over
  * distinct nodes (required anti-affinity and a hostname topology spread).
  */
 export class GatewayDeployment extends Construct {
@@ -133,7 +156,9 @@ export class GatewayDeployment extends Construct {
     // One projected volume: the ConfigMap and the TLS Secret appear under one directory, so the
     // runtime's directory watch sees both a peer-table change and a certificate rotation (no subPath:
     // subPath mounts are never updated).
-    const sources: any[] = [{ configMap: { name: props.configMapName, items: [{ key: GATEWAY_CONFIG_FILE, path: GATEWAY_CONFIG_FILE }] } }];
+    const cmItems = [{ key: GATEWAY_CONFIG_FILE, path: GATEWAY_CONFIG_FILE }];
+    if (props.failover) cmItems.push({ key: GATEWAY_KEEPALIVED_FILE, path: GATEWAY_KEEPALIVED_FILE });
+    const sources: any[] = [{ configMap: { name: props.configMapName, items: cmItems } }];
     if (props.tlsSecretName) {
       sources.push({
         secret: {
@@ -197,16 +222,9 @@ export class GatewayDeployment extends Construct {
               imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
               command: ['migration-mesh-proxy'],
               args: ['setup-rules', '--config', configPath],
-              // iptables needs uid 0 and CAP_NET_ADMIN in the pod's own network namespace; it is the only
-              // container with a capability, and it exits before the runtime starts
-              securityContext: {
-                runAsUser: 0,
-                runAsGroup: 0,
-                runAsNonRoot: false,
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                capabilities: { add: ['NET_ADMIN'], drop: ['ALL'] },
-              },
+              // iptables needs uid 0 and CAP_NET_ADMIN in the pod's own network namespace; it exits
+              // before the runtime starts
+              securityContext: rootWithOnly(['NET_ADMIN']),
               resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '128Mi' } },
               volumeMounts: [configMount, { name: 'xtables-lock', mountPath: '/run' }],
             }],
@@ -233,12 +251,27 @@ export class GatewayDeployment extends Construct {
               livenessProbe: { httpGet: { path: '/healthz', port: GATEWAY_METRICS_PORT_NAME }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
               readinessProbe: { httpGet: { path: '/readyz', port: GATEWAY_METRICS_PORT_NAME }, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 2 },
               volumeMounts: [configMount, { name: 'tmp', mountPath: '/tmp' }],
-            }],
+            },
+            ...(props.failover ? [{
+              name: 'failover',
+              image: props.image,
+              imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
+              command: ['keepalived'],
+              args: keepalivedArgs(`${GATEWAY_CONFIG_MOUNT}/${GATEWAY_KEEPALIVED_FILE}`, r.replica),
+              // VRRP needs uid 0 with NET_ADMIN (add/remove the VIP) and NET_RAW (adverts, gratuitous ARP);
+              // SETUID/SETGID let keepalived drop to `nobody` for the readiness check (without them the
+              // check never runs: seen in the fleet netns test, keepalived logs "Couldn't setgroups")
+              securityContext: rootWithOnly(['NET_ADMIN', 'NET_RAW', 'SETUID', 'SETGID']),
+              resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '64Mi' } },
+              volumeMounts: [configMount, { name: 'keepalived-run', mountPath: KEEPALIVED_RUN_DIR }],
+            }] : []),
+            ],
             volumes: [
               { name: 'config', projected: { defaultMode: 0o440, sources } },
               { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '16Mi' } },
               // iptables-legacy takes /run/xtables.lock; the root filesystem is read-only
               { name: 'xtables-lock', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+              ...(props.failover ? [{ name: 'keepalived-run', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }] : []),
             ],
           },
         },

@@ -2,7 +2,8 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { staticIpam } from '../src/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway-config';
-import { gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway-pod';
+import { GATEWAY_KEEPALIVED_FILE, keepalivedConfigFor } from '../src/gateway-failover';
+import { DEFAULT_GATEWAY_INTERFACES, gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway-pod';
 import { ClusterPlan, FleetPlan } from '../src/planner';
 import { GatewayDeployment, GatewayResources } from './gateway-deployment';
 import { GatewayMetrics } from './gateway-metrics';
@@ -93,6 +94,8 @@ export class MigrationProxy extends Construct {
   public readonly configMap: ApiObject;
   /** The gateway runtime configuration (validated by the runtime's schema). */
   public readonly config: ReturnType<typeof gatewayConfigFor>;
+  /** keepalived.conf of the failover sidecars; undefined when the cluster has no gateway VIP. */
+  public readonly keepalivedConfig?: string;
   public readonly serviceAccount: ApiObject;
   public readonly deployments: GatewayDeployment[];
   public readonly podDisruptionBudget: ApiObject;
@@ -129,10 +132,17 @@ export class MigrationProxy extends Construct {
       labels: { 'migrationmesh.dev/network': 'migration' },
     });
     this.config = gatewayConfigFor(plan, cluster);
+    this.keepalivedConfig = keepalivedConfigFor(plan, cluster, {
+      inClusterInterface: (props.interfaces ?? DEFAULT_GATEWAY_INTERFACES).inCluster,
+      adminPort: this.config.listen.admin.port,
+    });
     this.configMap = new ApiObject(this, 'Config', {
       apiVersion: 'v1', kind: 'ConfigMap',
       metadata: { name: GATEWAY_CONFIGMAP_NAME, namespace: this.namespace, labels },
-      data: { [GATEWAY_CONFIG_FILE]: formatGatewayConfig(this.config) },
+      data: {
+        [GATEWAY_CONFIG_FILE]: formatGatewayConfig(this.config),
+        ...(this.keepalivedConfig ? { [GATEWAY_KEEPALIVED_FILE]: this.keepalivedConfig } : {}),
+      },
     });
 
     const setLabels = gatewaySetLabels(cluster.name);
@@ -150,7 +160,8 @@ export class MigrationProxy extends Construct {
       renewBefore: props.certificate?.renewBefore,
       labels,
     });
-    const restartHash = gatewayRestartHash(this.config);
+    // keepalived reads its file once: a change of it (replicas added or removed) restarts the pods
+    const restartHash = gatewayRestartHash(this.config, this.keepalivedConfig);
     this.deployments = cluster.gateways.map((g) => new GatewayDeployment(this, `Replica${g.replica}`, {
       namespace: this.namespace,
       replica: g,
@@ -170,6 +181,7 @@ export class MigrationProxy extends Construct {
       imagePullPolicy: props.imagePullPolicy,
       priorityClassName: props.priorityClassName,
       terminationGracePeriodSeconds: Math.ceil(this.config.limits.drainTimeoutMs / 1000) + 5,
+      failover: this.keepalivedConfig !== undefined,
     }));
     this.podDisruptionBudget = new ApiObject(this, 'PodDisruptionBudget', {
       apiVersion: 'policy/v1', kind: 'PodDisruptionBudget',

@@ -149,6 +149,19 @@ export const gatewaySchema = z.object({
   ]).optional(),
   /** Emit a Prometheus Operator ServiceMonitor. @default false */
   serviceMonitor: z.boolean().optional(),
+  /**
+   * Failover between a cluster's gateway replicas. `vip` (used only where a cluster has 2 or more
+   * replicas): one more in-cluster address, held by one replica at a time through VRRP (a keepalived
+   * sidecar), is the next hop of the handlers' routes, so losing a replica moves the next hop to
+   * another within seconds. `none`: routes point at replica 0 and the other replicas only serve
+   * tunnels arriving from other clusters.
+   */
+  failover: z.object({
+    /** @default vip */
+    mode: z.enum(['vip', 'none']).optional(),
+    /** VRRP virtual router id, unique on each in-cluster migration network segment. @default 51 */
+    virtualRouterId: z.number().int().min(1).max(255).optional(),
+  }).strict().optional(),
 }).strict();
 
 /** Argo CD wiring: one ApplicationSet, one Application per cluster (see docs/gitops.md). */

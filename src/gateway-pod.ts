@@ -72,10 +72,11 @@ export function gatewayNetworkSelection(opts: {
  * Hash of the config fields the runtime cannot change at run time (it rejects a reload that changes
  * fleet, cluster, listen endpoints or tls.mode). Put on the pod template: a change of these restarts
  * the pods; a peer-table change (new cluster, moved gateway) does not, the runtime reloads it from the
- * mounted ConfigMap.
+ * mounted ConfigMap. The failover sidecar's keepalived.conf, when there is one, is hashed too: keepalived
+ * reads it only at start.
  */
-export function gatewayRestartHash(config: ProxyConfig): string {
-  const fixed = JSON.stringify([config.fleet, config.cluster, config.listen, config.tls.mode]);
+export function gatewayRestartHash(config: ProxyConfig, keepalivedConfig?: string): string {
+  const fixed = JSON.stringify([config.fleet, config.cluster, config.listen, config.tls.mode, ...(keepalivedConfig ? [keepalivedConfig] : [])]);
   return crypto.createHash('sha256').update(fixed).digest('hex').slice(0, 16);
 }
 

@@ -21,6 +21,8 @@ const clusterEntry = z.object({
   migrationCidr: z.string().optional(),
   /** Gateway replicas, by replica index. */
   gateways: z.array(gatewayEntry).optional(),
+  /** The in-cluster address the gateway replicas hand between them (failover `vip`). */
+  gatewayVip: z.string().optional(),
   /** Shared-network addresses held by the cluster's whereabouts range (direct and native modes). */
   crossClusterAddresses: z.array(z.string()).optional(),
 }).strict();
@@ -59,6 +61,7 @@ export function serializeLedger(l: Ledger): string {
     const out: LedgerCluster = {};
     if (c.migrationCidr) out.migrationCidr = c.migrationCidr;
     if (c.gateways && c.gateways.length) out.gateways = c.gateways.map((g) => ({ inCluster: g.inCluster, crossCluster: g.crossCluster }));
+    if (c.gatewayVip) out.gatewayVip = c.gatewayVip;
     if (c.crossClusterAddresses && c.crossClusterAddresses.length) out.crossClusterAddresses = [...c.crossClusterAddresses];
     clusters[name] = out;
   }
@@ -88,6 +91,7 @@ export function diffLedgers(before: Ledger, after: Ledger): LedgerChange[] {
       if (ga[i]?.inCluster !== gb[i]?.inCluster) out.push({ cluster: n, field: `gateways[${i}].inCluster`, from: ga[i]?.inCluster, to: gb[i]?.inCluster });
       if (ga[i]?.crossCluster !== gb[i]?.crossCluster) out.push({ cluster: n, field: `gateways[${i}].crossCluster`, from: ga[i]?.crossCluster, to: gb[i]?.crossCluster });
     }
+    if (a.gatewayVip !== b.gatewayVip) out.push({ cluster: n, field: 'gatewayVip', from: a.gatewayVip, to: b.gatewayVip });
     const ca = (a.crossClusterAddresses ?? []).join(',');
     const cb = (b.crossClusterAddresses ?? []).join(',');
     if (ca !== cb) out.push({ cluster: n, field: 'crossClusterAddresses', from: ca || undefined, to: cb || undefined });

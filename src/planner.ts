@@ -62,6 +62,11 @@ export interface ClusterPlan {
   readonly crossClusterSync?: { readonly nadName: string; readonly ipam: WhereaboutsPlan };
   /** gateway mode: one entry per replica. */
   readonly gateways: GatewayReplicaPlan[];
+  /**
+   * gateway mode with failover `vip` (2+ replicas): the in-cluster address, with prefix, that one
+   * replica at a time holds (VRRP) and the handlers' routes point at.
+   */
+  readonly gatewayVip?: string;
   /** gateway mode: the peer table (other gateway-mode clusters). */
   readonly peers: PeerPlan[];
   readonly capacity: {
@@ -208,7 +213,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
       if (!carveFits(c, found)) {
         problems.push({
           path: `spec.clusters[${c.index}].nodes`,
-          message: `cluster ${c.name} needs ${inClusterNeeded(c, surge)} in-cluster addresses (${c.nodes} nodes + ${c.syncReplicas} sync controllers${c.datapath === 'gateway' ? ` + ${c.gatewayReplicas} gateways` : ''} + ${surge} surge) but a carved /${fleet.clusterPrefixLength} holds ${countIntervals([usableHosts(found)])}`,
+          message: `cluster ${c.name} needs ${inClusterNeeded(c, surge)} in-cluster addresses (${c.nodes} nodes + ${c.syncReplicas} sync controllers${c.datapath === 'gateway' ? ` + ${c.gatewayReplicas} gateways${c.gatewayVip ? ' + 1 gateway VIP' : ''}` : ''} + ${surge} surge) but a carved /${fleet.clusterPrefixLength} holds ${countIntervals([usableHosts(found)])}`,
           fix: 'lower spec.migrationNetwork.clusterPrefixLength (bigger blocks) or give the cluster an explicit larger migrationNetwork.cidr',
         });
         continue;
@@ -281,6 +286,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
 
   // ---------------- gateway in-cluster addresses ----------------
   const gwIn = new Map<string, bigint[]>();
+  const gwVip = new Map<string, bigint>();
   for (const c of fleet.clusters) {
     if (c.datapath !== 'gateway') continue;
     const cidr = cidrOfCluster.get(c.name)!;
@@ -291,9 +297,15 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
       const a = parseAddr(g.inCluster);
       if (a && hosts.some((h) => containsAddr(h, a)) && !used.has(key(a.family, a.value))) { used.add(key(a.family, a.value)); arr[i] = a.value; }
     });
+    // the VIP is kept before new replicas take addresses, so growing replicas never moves it
+    let vip: bigint | undefined;
+    const oldVip = c.gatewayVip ? parseAddr(prev.clusters[c.name]?.gatewayVip ?? '') : undefined;
+    if (oldVip && hosts.some((h) => containsAddr(h, oldVip)) && !used.has(key(oldVip.family, oldVip.value))) { used.add(key(oldVip.family, oldVip.value)); vip = oldVip.value; }
     const cur = new FreeCursor(hosts, used);
     for (let i = 0; i < arr.length; i++) if (arr[i] === undefined) arr[i] = cur.take();
+    if (c.gatewayVip && vip === undefined) vip = cur.take();
     gwIn.set(c.name, arr as bigint[]);
+    if (vip !== undefined) gwVip.set(c.name, vip);
   }
 
   // ---------------- assemble the plan ----------------
@@ -309,6 +321,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
     const cidr = cidrOfCluster.get(c.name);
     const fam = cidr?.family ?? cc.family;
     let gateways: GatewayReplicaPlan[] = [];
+    let gatewayVip: string | undefined;
     let peers: PeerPlan[] = [];
     let migrationIpam: WhereaboutsPlan;
     let crossClusterSync: ClusterPlan['crossClusterSync'];
@@ -322,10 +335,16 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
       }));
       next[c.name].gateways = cross.map((x, i) => ({ inCluster: formatAddr(addr(fam, ins[i])), crossCluster: formatAddr(addr(cc.family, x)) }));
       const remotes = gatewayClusters.filter((o) => o.name !== c.name).map((o) => cidrOfCluster.get(o.name)!);
-      const via = formatAddr(addr(fam, ins[0]));
+      const vip = gwVip.get(c.name);
+      if (vip !== undefined) {
+        gatewayVip = `${formatAddr(addr(fam, vip))}/${cidr!.prefix}`;
+        next[c.name].gatewayVip = formatAddr(addr(fam, vip));
+      }
+      // next hop: the VIP when the replicas fail over, else replica 0
+      const via = formatAddr(addr(fam, vip ?? ins[0]));
       migrationIpam = {
         range: formatCidr(cidr!),
-        exclude: [...ins.map((v) => hostCidr(addr(fam, v))), ...c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr)],
+        exclude: [...[...ins, ...(vip !== undefined ? [vip] : [])].map((v) => hostCidr(addr(fam, v))), ...c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr)],
         routes: routesFor(remotes, fleet.supernet, cidr!).map((dst) => ({ dst, gw: via })),
       };
       peers = peerEntries().filter((e) => e.cluster !== c.name);
@@ -352,7 +371,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
         cidr: cidr ? formatCidr(cidr) : undefined,
         ipam: migrationIpam,
       },
-      crossClusterSync, gateways, peers,
+      crossClusterSync, gateways, gatewayVip, peers,
       capacity: {
         inCluster: cidr ? { needed: inClusterNeeded(c, surge), usable: countIntervals(subtractIntervals([usableHosts(cidr)], c.migrationExclude)).toString() } : undefined,
         crossCluster: crossClusterNeeded(c, surge),

@@ -19,6 +19,8 @@ export interface PlanRow {
   readonly inCluster?: { readonly needed: number; readonly usable: number; readonly free: number };
   /** Gateway replicas with their addresses on both networks. */
   readonly gateways: { readonly inCluster: string; readonly crossCluster: string }[];
+  /** The in-cluster next hop the replicas hand between them (failover `vip`), with prefix. */
+  readonly gatewayVip?: string;
   /** Addresses this cluster holds on the shared network. */
   readonly sharedAddresses: number;
   /** direct/native: the cluster's slice of the shared network (`first-last`). */
@@ -86,6 +88,7 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
       inClusterCidr: c.migrationNetwork.cidr,
       inCluster,
       gateways: c.gateways.map((g) => ({ inCluster: g.inCluster, crossCluster: g.crossCluster })),
+      ...(c.gatewayVip ? { gatewayVip: c.gatewayVip } : {}),
       sharedAddresses: c.capacity.crossCluster,
       sharedRange: ipam?.rangeStart ? `${ipam.rangeStart}-${ipam.rangeEnd}` : undefined,
       directWouldNeed: c.nodes + c.syncReplicas + surge,
@@ -137,7 +140,7 @@ export function renderPlanTable(r: PlanReport): string {
     c.inCluster ? String(c.inCluster.needed) : '-',
     c.inCluster ? String(c.inCluster.usable) : '-',
     c.inCluster ? String(c.inCluster.free) : '-',
-    c.gateways.length ? c.gateways.map((g) => `${stripPrefix(g.crossCluster)} (${stripPrefix(g.inCluster)})`).join(', ') : (c.sharedRange ? `range ${c.sharedRange}` : '-'),
+    c.gateways.length ? c.gateways.map((g) => `${stripPrefix(g.crossCluster)} (${stripPrefix(g.inCluster)})`).join(', ') + (c.gatewayVip ? `, vip ${stripPrefix(c.gatewayVip)}` : '') : (c.sharedRange ? `range ${c.sharedRange}` : '-'),
     String(c.sharedAddresses),
     String(c.directWouldNeed),
   ]);

@@ -27,6 +27,8 @@ export const DEFAULTS = {
   crossClusterNadName: 'lm-crosscluster',
   migrationNadName: 'lm-migration',
   gatewayReplicas: 2,
+  failoverMode: 'vip' as 'vip' | 'none',
+  virtualRouterId: 51,
   gatewayImage: 'ghcr.io/migration-mesh/proxy:0.1.0',
   tunnelPort: 15443,
   syncReplicas: 2,
@@ -57,6 +59,8 @@ export interface ResolvedCluster {
   readonly migrationCidr?: Cidr;
   readonly migrationExclude: Interval[];
   readonly gatewayReplicas: number;
+  /** gateway mode with 2+ replicas and failover `vip`: the cluster holds one more in-cluster address, the replicas' shared next hop. */
+  readonly gatewayVip: boolean;
   readonly podCidrs: Cidr[];
   readonly serviceCidrs: Cidr[];
   readonly multiNetworkPolicy: boolean;
@@ -86,6 +90,7 @@ export interface ResolvedGateway {
   readonly placement?: Placement;
   readonly tls: { kind: 'issuer'; name: string; issuerKind: 'Issuer' | 'ClusterIssuer' } | { kind: 'secret'; secretName: string } | { kind: 'plaintext' };
   readonly serviceMonitor: boolean;
+  readonly failover: { readonly mode: 'vip' | 'none'; readonly virtualRouterId: number };
 }
 
 export interface ResolvedFleet {
@@ -103,7 +108,7 @@ export interface ResolvedFleet {
 
 /** Addresses one cluster holds on its in-cluster migration network. */
 export const inClusterNeeded = (c: ResolvedCluster, surge: number): number =>
-  c.nodes + c.syncReplicas + (c.datapath === 'gateway' ? c.gatewayReplicas : 0) + surge;
+  c.nodes + c.syncReplicas + (c.datapath === 'gateway' ? c.gatewayReplicas + (c.gatewayVip ? 1 : 0) : 0) + surge;
 
 /** Addresses one cluster holds on the shared cross-cluster network, by datapath mode. */
 export function crossClusterNeeded(c: ResolvedCluster, surge: number, mode: Datapath = c.datapath): number {
@@ -344,6 +349,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
     const podCidrs = (c.podCidrs ?? []).map((t, j) => parseCidrField(p, `${cp}.podCidrs[${j}]`, t)).filter((x): x is Cidr => !!x);
     const serviceCidrs = (c.serviceCidrs ?? []).map((t, j) => parseCidrField(p, `${cp}.serviceCidrs[${j}]`, t)).filter((x): x is Cidr => !!x);
     const syncIn = { ...spec.syncControllers, ...c.syncControllers };
+    const gatewayReplicas = c.gateway?.replicas ?? gw.replicas ?? DEFAULTS.gatewayReplicas;
     clusters.push({
       name: c.name, index: i, nodes: c.nodes, datapath,
       kubevirt: {
@@ -355,7 +361,8 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
       syncPlacement: syncIn.placement ?? DEFAULTS.syncPlacement,
       migrationAttachment: (attachment ?? cc.attachment) as Attachment,
       migrationCidr, migrationExclude,
-      gatewayReplicas: c.gateway?.replicas ?? gw.replicas ?? DEFAULTS.gatewayReplicas,
+      gatewayReplicas,
+      gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (gw.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
       podCidrs, serviceCidrs,
       multiNetworkPolicy: c.multiNetworkPolicy ?? false,
     });
@@ -400,7 +407,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
     const usableIn = countIntervals(subtractIntervals([usableHosts(c.migrationCidr)], c.migrationExclude));
     if (BigInt(needed) > usableIn) {
       p.add(`${S}.clusters[${c.index}].migrationNetwork.cidr`,
-        `${formatCidr(c.migrationCidr)} is too small for cluster ${c.name}: needed ${needed} = ${c.nodes} nodes + ${c.syncReplicas} sync controllers${c.datapath === 'gateway' ? ` + ${c.gatewayReplicas} gateways` : ''} + ${surge} rollout surge, usable ${usableIn}`,
+        `${formatCidr(c.migrationCidr)} is too small for cluster ${c.name}: needed ${needed} = ${c.nodes} nodes + ${c.syncReplicas} sync controllers${c.datapath === 'gateway' ? ` + ${c.gatewayReplicas} gateways${c.gatewayVip ? ' + 1 gateway VIP' : ''}` : ''} + ${surge} rollout surge, usable ${usableIn}`,
         `use a larger CIDR (at least /${bits(c.migrationCidr.family) - bitLength(BigInt(needed) + 2n)})`);
     }
   }
@@ -430,6 +437,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
     gateway: {
       image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
       placement: gw.placement, tls, serviceMonitor: gw.serviceMonitor ?? false,
+      failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
     },
     migrationPolicy: spec.migrationPolicy ?? {},
     addressSurge: surge,

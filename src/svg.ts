@@ -70,7 +70,7 @@ function detailed(r: PlanReport): string {
   const boxW = 230;
   const gap = 30;
   const width = Math.max(1000, 48 + perRow * boxW + (perRow - 1) * gap);
-  const maxGw = Math.max(1, ...r.clusters.map((c) => c.gateways.length));
+  const maxGw = Math.max(1, ...r.clusters.map((c) => c.gateways.length + (c.gatewayVip ? 1 : 0)));
   const boxH = 92 + 16 * maxGw;
   const topY = 120;
   const busY = topY + boxH + 70;
@@ -131,6 +131,7 @@ function clusterBox(c: PlanRow, x: number, y: number, w: number, h: number, edge
     parts.push(text(x + 12, ly, `gw${k} ${bare(g.inCluster)} ↔ ${bare(g.crossCluster)}`, `${MONO} font-size="11" fill="#222"`));
     ly += 16;
   });
+  if (c.gatewayVip) parts.push(text(x + 12, ly, `vip ${bare(c.gatewayVip)} (next hop, VRRP)`, `${MONO} font-size="11" fill="#555"`));
   parts.push(`</g>`);
   return parts.join('\n');
 }

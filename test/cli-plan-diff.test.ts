@@ -52,7 +52,7 @@ describe('migration-mesh plan', () => {
     const r = run('plan', path.join(EX, 'vep-10-clusters.fleet.yaml'));
     expect(r.code).toBe(0);
     expect(r.out).toContain('fleet vep: 10 clusters (10 gateway), 100 nodes');
-    expect(r.out).toMatch(/^c01 +gateway +kubevirt-cr +10 +10\.200\.0\.0\/24 +16 +254 +238 +192\.168\.50\.10 \(10\.200\.0\.1\), 192\.168\.50\.11 \(10\.200\.0\.2\) +2 +14$/m);
+    expect(r.out).toMatch(/^c01 +gateway +kubevirt-cr +10 +10\.200\.0\.0\/24 +17 +254 +237 +192\.168\.50\.10 \(10\.200\.0\.1\), 192\.168\.50\.11 \(10\.200\.0\.2\), vip 10\.200\.0\.3 +2 +14$/m);
     expect(r.out).toContain('usable 35');
     expect(r.out).toContain('needed 20, free 15');
     expect(r.out).toContain('all-direct would need 140 (120 without surge), all-native 40, all-gateway 20; this plan saves 120 against direct');
@@ -134,7 +134,7 @@ describe('migration-mesh diff', () => {
     expect(d.counts.addressesMoved).toBe(0);
     expect(d.clusters.find((c) => c.name === 'c11')!.addressChanges.map((a) => `${a.field}=${a.to}`)).toEqual([
       'migrationCidr=10.200.10.0/24', 'gateways[0].inCluster=10.200.10.1', 'gateways[0].crossCluster=192.168.50.65',
-      'gateways[1].inCluster=10.200.10.2', 'gateways[1].crossCluster=192.168.50.66',
+      'gateways[1].inCluster=10.200.10.2', 'gateways[1].crossCluster=192.168.50.66', 'gatewayVip=10.200.10.3',
     ]);
     // every old cluster changed only its peer table ConfigMap
     for (const c of d.clusters.filter((x) => x.name !== 'c11')) expect(c.changed).toEqual(['ConfigMap.migration-mesh.migration-mesh-gateway.yaml']);
@@ -142,12 +142,12 @@ describe('migration-mesh diff', () => {
     for (const n of Object.keys(tb.ledger.clusters)) expect(ta.ledger.clusters[n]).toEqual(tb.ledger.clusters[n]);
   });
 
-  test('removing a cluster: its files go, peers lose one entry, its 5 ledger entries are freed, nothing moves', () => {
+  test('removing a cluster: its files go, peers lose one entry, its 6 ledger entries (2 gateways x 2, its CIDR, its VIP) are freed, nothing moves', () => {
     const after = clone(vep);
     after.spec.clusters = after.spec.clusters.filter((c) => c.name !== 'c05');
     const { d } = expectDiffMatchesTrees(vep, after, vepLedger);
     expect(d.summary).toBe('removing cluster c05: 0 existing addresses move, 9 peer tables lose one entry, 0 files added, 13 removed, 9 changed');
-    expect(d.counts.addressesFreed).toBe(5);
+    expect(d.counts.addressesFreed).toBe(6);
     expect(d.clusters.find((c) => c.name === 'c05')!.status).toBe('removed');
   });
 

@@ -150,7 +150,8 @@ describe('MigrationProxy', () => {
       ['b', ['10.200.1.0/24'], ['192.168.50.3', '192.168.50.4']],
       ['c', ['10.200.2.0/24'], ['192.168.50.5', '192.168.50.6']],
     ]);
-    expect(cfg.ownAddresses).toEqual(['10.200.0.1', '10.200.0.2', '192.168.50.1', '192.168.50.2']);
+    // its replicas' own addresses and the VIP they share: never dialled as a destination
+    expect(cfg.ownAddresses).toEqual(['10.200.0.1', '10.200.0.2', '10.200.0.3', '192.168.50.1', '192.168.50.2']);
     const xc = objs.find((o) => o.kind === 'NetworkAttachmentDefinition' && o.metadata.name === 'lm-crosscluster');
     expect(xc.metadata.namespace).toBe('migration-mesh');
     expect(JSON.parse(xc.spec.config)).toMatchObject({ type: 'macvlan', capabilities: { ips: true }, ipam: { type: 'static' } });

@@ -48,7 +48,19 @@ interface ClusterLab {
   topo: ClusterTopology;
   handlers: Host[];
   sync: Host;
-  gateways: { ns: string; inAddr: string; xcAddr: string; proc?: ChildProcess; log: string }[];
+  gateways: { ns: string; inAddr: string; xcAddr: string; ifname: string; proc?: ChildProcess; log: string; failoverArgs?: string[]; ka?: ChildProcess }[];
+  /** The next hop of the handlers' routes when the replicas fail over (the VIP), from the NAD. */
+  vip?: string;
+}
+
+/** Poll `fn` until it returns a value (bounded); undefined after `timeoutMs`. */
+async function pollFor<T>(fn: () => T | undefined, timeoutMs: number, everyMs = 100): Promise<T | undefined> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v !== undefined || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
 }
 
 const bare = (a: string) => a.split('/')[0];
@@ -80,6 +92,15 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     serverAt.set(`${ns}:${port}`, p);
     return p;
   };
+
+  /**
+   * Namespaces of the replicas of `c` whose in-cluster interface is up and holds the VIP (a replica
+   * whose "node" the test took away keeps the address on a downed link: it answers nobody).
+   */
+  const vipHolders = (c: ClusterLab): string[] => c.gateways.filter((g) => {
+    const r = lab.exec(g.ns, ['ip', '-j', 'addr', 'show', 'dev', g.ifname]);
+    return r.status === 0 && JSON.parse(r.stdout || '[]').some((l: any) => (l.flags ?? []).includes('UP') && (l.addr_info ?? []).some((a: any) => a.local === c.vip));
+  }).map((g) => g.ns);
 
   const client = async (from: Host, to: string, port: number, bytes: number, timeoutMs = 15000) => {
     const [r] = await lab.execJson(from.ns, agent('client', to, port, bytes, timeoutMs), timeoutMs + 5000);
@@ -131,9 +152,12 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
         lab.addVeth({ hostNs: ns, ifname: g.crossCluster.ifname, addrs: [g.crossCluster.address], fabricNs: fab, portName: `c${i}g${j}x`, bridge: 'br-xc', mtu: g.crossCluster.mtu });
         for (const r of g.inCluster.routes) lab.run(['ip', '-n', ns, 'route', 'add', r.dst, 'via', r.gw, 'dev', g.inCluster.ifname]);
         for (const r of g.crossCluster.routes) lab.run(['ip', '-n', ns, 'route', 'add', r.dst, 'via', r.gw, 'dev', g.crossCluster.ifname]);
-        return { ns, inAddr: bare(g.inCluster.address), xcAddr: bare(g.crossCluster.address), log: path.join(tmp, `${t.name}-g${j}.log`), cfgFile };
+        return { ns, inAddr: bare(g.inCluster.address), xcAddr: bare(g.crossCluster.address), ifname: g.inCluster.ifname, log: path.join(tmp, `${t.name}-g${j}.log`), cfgFile, failoverArgs: g.failoverArgs };
       });
-      return { topo: t, handlers, sync, gateways } as ClusterLab & { gateways: any[] };
+      // with failover the routes' next hop is the VIP, which no replica has statically
+      const nextHops = [...new Set((t.migrationNad.ipam.routes ?? []).map((r) => r.gw))];
+      const vip = t.keepalivedConf ? nextHops[0] : undefined;
+      return { topo: t, handlers, sync, gateways, vip } as ClusterLab & { gateways: any[] };
     });
 
     // 4. the init step (root, CAP_NET_ADMIN only), then the runtime (uid 65532, no capabilities)
@@ -149,6 +173,29 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
       const [r] = await lab.execJson(g.ns, agent('probe', `http://127.0.0.1:${port}/readyz`, 10000), 15000);
       if (!r?.ok) throw new Error(`gateway ${g.ns} not ready: ${JSON.stringify(r)}\n${fs.existsSync(g.log) ? fs.readFileSync(g.log, 'utf8').slice(-2000) : ''}`);
     })));
+
+    // 4b. the failover sidecars (keepalived, root with only the capabilities the container adds),
+    // with the ConfigMap's keepalived.conf and the Deployment's own command line; then wait for the
+    // election: exactly one replica per cluster holds the VIP
+    for (const c of clusters) {
+      if (!c.topo.keepalivedConf) continue;
+      if (!hasCommand('keepalived') || !hasCommand('curl')) throw new Error('the fleet fails over with keepalived, which (or curl) is missing: run node scripts/ensure-system-deps.js as root');
+      const conf = path.join(tmp, c.topo.name, 'keepalived.conf');
+      fs.writeFileSync(conf, c.topo.keepalivedConf);
+      for (const [j, g] of c.gateways.entries()) {
+        const runDir = fs.mkdtempSync(path.join(tmp, `ka-${c.topo.name}-${j}-`));
+        const args = g.failoverArgs!.map((a) => (a.endsWith('/keepalived.conf') ? conf : a.startsWith('/run/keepalived/') ? path.join(runDir, path.basename(a)) : a));
+        const caps = (c.topo.failoverCaps ?? []).map((x) => x.toLowerCase());
+        g.ka = lab.spawn(g.ns, args, { onlyCaps: caps, logFile: path.join(tmp, `${c.topo.name}-g${j}-keepalived.log`) });
+      }
+    }
+    const electionStart = Date.now();
+    for (const c of clusters.filter((x) => x.vip)) {
+      const holders = await pollFor(() => { const h = vipHolders(c); return h.length === 1 ? h : undefined; }, 15_000);
+      if (!holders) throw new Error(`${c.topo.name}: no single VIP holder after 15 s (holders: ${vipHolders(c).join(', ') || 'none'})`);
+    }
+    // eslint-disable-next-line no-console
+    console.log(`[fleet-netns] VRRP elections done ${Date.now() - electionStart} ms after the sidecars started`);
 
     // 5. servers: an echo server at a high port on every handler h2, and on every sync controller's sync port
     for (const c of clusters) {
@@ -322,5 +369,67 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     expect(ms).toBeLessThan(5000);
     // a cut-off stream must not look complete: the dead peer (TLS EOF without close_notify) is a reset
     expect(end.error).toBe('ECONNRESET');
+  }, 30_000);
+  test('failover: the handlers\' next hop is the VIP of keepalived.conf, held by exactly one replica (replica 0, highest priority)', () => {
+    for (const c of clusters) {
+      expect(c.vip).toBeDefined();
+      // the VIP in keepalived.conf is the route's next hop, and it is no replica's own address
+      expect(c.topo.keepalivedConf).toContain(`    ${c.vip}/`);
+      expect(c.gateways.map((g) => g.inAddr)).not.toContain(c.vip);
+      expect(c.topo.migrationNad.ipam.exclude).toContain(`${c.vip}/32`);
+      expect(vipHolders(c)).toEqual([c.gateways[0].ns]);
+      // every replica keeps its own address: inbound tunnels are served by all of them
+      for (const g of c.gateways) expect(lab.exec(g.ns, ['ip', '-o', 'addr', 'show', 'dev', g.ifname]).stdout).toContain(`${g.inAddr}/`);
+    }
+  });
+
+  /** Retry a short client until it succeeds (bounded); the ms it took from `since`. */
+  const firstSuccess = async (from: Host, to: string, port: number, since: number, deadlineMs: number) => {
+    let tries = 0;
+    let last: any;
+    while (Date.now() - since < deadlineMs) {
+      tries++;
+      last = await client(from, to, port, 64 * 1024, 1500);
+      if (last.ok && last.recvSha === last.sentSha) return { ms: Date.now() - since, tries, last };
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return { ms: undefined, tries, last };
+  };
+
+  test('losing the VIP holder (node lost: its processes killed, its links down) moves the next hop; new connections flow through the other replica', async () => {
+    const [a, , c] = clusters;
+    const holder = a.gateways.find((g) => vipHolders(a).includes(g.ns))!;
+    const other = a.gateways.find((g) => g !== holder)!;
+    expect((await client(a.handlers[0], c.handlers[1].addr, HIGH_PORT, 64 * 1024, 5000)).ok).toBe(true);
+    const killedAt = Date.now();
+    lab.kill(holder.ka!);
+    lab.kill(holder.proc!);
+    lab.run(['ip', '-n', holder.ns, 'link', 'set', holder.ifname, 'down']);
+    lab.run(['ip', '-n', holder.ns, 'link', 'set', a.topo.gateways[0].crossCluster.ifname, 'down']);
+    const r = await firstSuccess(a.handlers[0], c.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
+    // eslint-disable-next-line no-console
+    console.log(`[fleet-netns] ${a.topo.name}: VIP holder lost; first new connection through the other replica after ${r.ms} ms (${r.tries} tries)`);
+    expect({ ok: r.last?.ok, error: r.last?.error }).toEqual({ ok: true, error: undefined });
+    expect(r.ms).toBeLessThan(15_000);
+    expect(vipHolders(a)).toEqual([other.ns]);
+    // and the handler's neighbour entry for the next hop now names the survivor's MAC (gratuitous ARP)
+    const mac = JSON.parse(lab.exec(other.ns, ['ip', '-j', 'link', 'show', 'dev', other.ifname]).stdout)[0].address;
+    const neigh = JSON.parse(lab.exec(a.handlers[0].ns, ['ip', '-j', 'neigh', 'show', a.vip!]).stdout);
+    expect(neigh.map((n: any) => n.lladdr)).toContain(mac);
+  }, 30_000);
+
+  test('a replica whose runtime dies while its pod lives gives the VIP up (keepalived tracks /readyz)', async () => {
+    const [a, , c] = clusters;
+    const holder = c.gateways.find((g) => vipHolders(c).includes(g.ns))!;
+    const other = c.gateways.find((g) => g !== holder)!;
+    const killedAt = Date.now();
+    lab.kill(holder.proc!); // the runtime only: keepalived lives on, as in a pod whose gateway container crashed
+    const moved = await pollFor(() => (vipHolders(c).join() === other.ns ? true : undefined), 15_000);
+    const movedMs = Date.now() - killedAt;
+    expect(moved).toBe(true);
+    const r = await firstSuccess(c.handlers[0], a.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
+    // eslint-disable-next-line no-console
+    console.log(`[fleet-netns] ${c.topo.name}: runtime of the VIP holder killed; VIP moved after ${movedMs} ms, first new connection after ${r.ms} ms`);
+    expect({ ok: r.last?.ok, error: r.last?.error }).toEqual({ ok: true, error: undefined });
   }, 30_000);
 });

@@ -77,7 +77,7 @@ describe('gateway Deployments (three-sites-vlan example)', () => {
     expect(cross).toHaveLength(6);
   });
 
-  test('privileges: only the rule-setup init container has NET_ADMIN (and root); the runtime is non-root, read-only, no capabilities', () => {
+  test('privileges: only the rule-setup init container has NET_ADMIN (and root) among the setup steps; the runtime is non-root, read-only, no capabilities; the failover sidecar has NET_ADMIN, NET_RAW, SETUID, SETGID only', () => {
     const d = one(r.objects.get('par-1')!, 'Deployment', 'migration-mesh-gateway-1');
     const pod = d.spec.template.spec;
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } });
@@ -89,8 +89,15 @@ describe('gateway Deployments (three-sites-vlan example)', () => {
     expect(init.securityContext.capabilities).toEqual({ add: ['NET_ADMIN'], drop: ['ALL'] });
     expect(init.securityContext.privileged).toBeUndefined();
     expect(init.securityContext.allowPrivilegeEscalation).toBe(false);
-    const [main] = pod.containers;
-    expect(pod.containers).toHaveLength(1);
+    const [main, failover] = pod.containers;
+    expect(pod.containers.map((c: any) => c.name)).toEqual(['gateway', 'failover']);
+    expect(failover.command).toEqual(['keepalived']);
+    expect(failover.args).toEqual(['--dont-fork', '--log-console', '--no-syslog', '--vrrp', '--use-file', '/etc/migration-mesh/keepalived.conf',
+      '--config-id', 'replica-1', '--pid', '/run/keepalived/keepalived.pid', '--vrrp_pid', '/run/keepalived/vrrp.pid']);
+    expect(failover.securityContext).toEqual({
+      runAsUser: 0, runAsGroup: 0, runAsNonRoot: false, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true,
+      capabilities: { add: ['NET_ADMIN', 'NET_RAW', 'SETUID', 'SETGID'], drop: ['ALL'] },
+    });
     expect(main.args).toEqual(['run', '--config', '/etc/migration-mesh/config.json']);
     expect(main.securityContext).toEqual({
       runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, capabilities: { drop: ['ALL'] },
@@ -132,7 +139,7 @@ describe('gateway Deployments (three-sites-vlan example)', () => {
     const pod = one(r.objects.get('fra-1')!, 'Deployment', 'migration-mesh-gateway-0').spec.template.spec;
     const vol = pod.volumes.find((v: any) => v.name === 'config');
     expect(vol.projected.sources).toEqual([
-      { configMap: { name: 'migration-mesh-gateway', items: [{ key: 'config.json', path: 'config.json' }] } },
+      { configMap: { name: 'migration-mesh-gateway', items: [{ key: 'config.json', path: 'config.json' }, { key: 'keepalived.conf', path: 'keepalived.conf' }] } },
       { secret: { name: 'migration-mesh-gateway-tls', items: [{ key: 'ca.crt', path: 'tls/ca.crt' }, { key: 'tls.crt', path: 'tls/tls.crt' }, { key: 'tls.key', path: 'tls/tls.key' }] } },
     ]);
     for (const c of [...pod.initContainers, ...pod.containers]) {
@@ -208,8 +215,9 @@ describe('reload vs restart', () => {
     const hash = (r: typeof a) => one(r.objects.get('a')!, 'Deployment', 'migration-mesh-gateway-0').spec.template.metadata.annotations[GATEWAY_RESTART_HASH_ANNOTATION];
     expect(hash(a)).toMatch(/^[0-9a-f]{16}$/);
     expect(hash(b)).not.toEqual(hash(a));
-    const cfg = parseProxyConfig(JSON.parse(one(a.objects.get('a')!, 'ConfigMap').data['config.json']));
-    expect(hash(a)).toBe(gatewayRestartHash(cfg));
+    const cm = one(a.objects.get('a')!, 'ConfigMap');
+    const cfg = parseProxyConfig(JSON.parse(cm.data['config.json']));
+    expect(hash(a)).toBe(gatewayRestartHash(cfg, cm.data['keepalived.conf']));
   });
 });
 
@@ -307,5 +315,64 @@ describe('placement, ServiceMonitor, props', () => {
     expect(objs[0].spec.egress).toEqual([]);
     expect(() => new GatewayCrossClusterPolicy(Testing.chart(), 'q', { namespace: 'n', crossClusterNad: 'xc', podSelector: {}, peerCidrs: [], tunnelPort: 0 }))
       .toThrow(/tunnelPort: 0 is not a TCP port/);
+  });
+});
+
+describe('gateway failover (VIP)', () => {
+  const vipOf = (r: ReturnType<typeof synthesizeFleet>, c: string) => r.plan.clusters.find((x) => x.name === c)!.gatewayVip;
+  const nad = (r: ReturnType<typeof synthesizeFleet>, c: string) => JSON.parse(one(r.objects.get(c)!, 'NetworkAttachmentDefinition', 'lm-migration').spec.config);
+
+  test('2 replicas: one more in-cluster address, the lowest free after the replicas; routes go via it; whereabouts excludes it; the runtime counts it as its own', () => {
+    const r = synthesizeFleet(baseFleet());
+    const a = r.plan.clusters.find((c) => c.name === 'a')!;
+    expect(a.gateways.map((g) => g.inCluster)).toEqual(['10.200.0.1/24', '10.200.0.2/24']);
+    expect(a.gatewayVip).toBe('10.200.0.3/24');
+    expect(nad(r, 'a').ipam.routes).toEqual([{ dst: '10.200.0.0/16', gw: '10.200.0.3' }]);
+    expect(nad(r, 'a').ipam.exclude).toEqual(['10.200.0.1/32', '10.200.0.2/32', '10.200.0.3/32']);
+    expect(a.capacity.inCluster!.needed).toBe(3 + 2 + 2 + 1 + 2);
+    const cfg = JSON.parse(one(r.objects.get('a')!, 'ConfigMap').data['config.json']);
+    expect(cfg.ownAddresses).toContain('10.200.0.3');
+    expect(r.ledger.clusters.a.gatewayVip).toBe('10.200.0.3');
+  });
+
+  test('keepalived.conf: unicast VRRP between the replicas\' own addresses, the VIP on the in-cluster interface, nopreempt, readiness tracked', () => {
+    const r = synthesizeFleet(baseFleet());
+    const conf: string = one(r.objects.get('b')!, 'ConfigMap').data['keepalived.conf'];
+    expect(conf).toContain('  virtual_router_id 51\n');
+    expect(conf).toContain('  state BACKUP\n  nopreempt\n  interface mig0\n');
+    expect(conf).toContain('    10.200.1.3/24 dev mig0\n');
+    expect(conf).toContain('  @replica-0 unicast_src_ip 10.200.1.1\n  @replica-1 unicast_src_ip 10.200.1.2\n');
+    expect(conf).toContain('    @^replica-0 10.200.1.1\n    @^replica-1 10.200.1.2\n');
+    expect(conf).toContain('http://127.0.0.1:15090/readyz');
+    // the runtime's admin port is the one probed
+    expect(JSON.parse(one(r.objects.get('b')!, 'ConfigMap').data['config.json']).listen.admin.port).toBe(15090);
+  });
+
+  test('1 replica, or failover none: no VIP, no sidecar, routes via replica 0 as before', () => {
+    for (const r of [
+      synthesizeFleet(baseFleet({ gateway: { replicas: 1 } })),
+      synthesizeFleet(baseFleet({ gateway: { failover: { mode: 'none' } } })),
+    ]) {
+      expect(vipOf(r, 'a')).toBeUndefined();
+      expect(nad(r, 'a').ipam.routes).toEqual([{ dst: '10.200.0.0/16', gw: '10.200.0.1' }]);
+      expect(one(r.objects.get('a')!, 'ConfigMap').data['keepalived.conf']).toBeUndefined();
+      for (const d of of(r.objects.get('a')!, 'Deployment')) expect(d.spec.template.spec.containers.map((c: any) => c.name)).toEqual(['gateway']);
+    }
+  });
+
+  test('the VIP is stable: growing to 3 replicas keeps it (the new replica takes the next free address); shrinking to 1 frees it', () => {
+    const before = synthesizeFleet(baseFleet());
+    const grown = synthesizeFleet(baseFleet({ gateway: { replicas: 3 } }), { ledger: before.ledger });
+    const a = grown.plan.clusters.find((c) => c.name === 'a')!;
+    expect(a.gatewayVip).toBe('10.200.0.3/24');
+    expect(a.gateways.map((g) => g.inCluster)).toEqual(['10.200.0.1/24', '10.200.0.2/24', '10.200.0.4/24']);
+    expect(grown.changes.filter((c) => c.field === 'gatewayVip')).toEqual([]);
+    const shrunk = synthesizeFleet(baseFleet({ gateway: { replicas: 1 } }), { ledger: grown.ledger });
+    expect(shrunk.ledger.clusters.a.gatewayVip).toBeUndefined();
+    expect(shrunk.changes).toContainEqual({ cluster: 'a', field: 'gatewayVip', from: '10.200.0.3', to: undefined });
+  });
+
+  test('a VRRP id outside 1-255 is refused with the field path', () => {
+    expect(() => synthesizeFleet(baseFleet({ gateway: { failover: { virtualRouterId: 256 } } }))).toThrow(/spec\.gateway\.failover\.virtualRouterId/);
   });
 });

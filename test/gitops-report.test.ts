@@ -40,8 +40,9 @@ describe('planReport', () => {
     expect(r.clusters).toHaveLength(10);
     expect(r.clusters[0]).toEqual({
       cluster: 'c01', mode: 'gateway', delivery: 'kubevirt-cr', nodes: 10, syncControllers: 2,
-      inClusterCidr: '10.200.0.0/24', inCluster: { needed: 16, usable: 254, free: 238 },
+      inClusterCidr: '10.200.0.0/24', inCluster: { needed: 17, usable: 254, free: 237 },
       gateways: [{ inCluster: '10.200.0.1/24', crossCluster: '192.168.50.10/24' }, { inCluster: '10.200.0.2/24', crossCluster: '192.168.50.11/24' }],
+      gatewayVip: '10.200.0.3/24',
       sharedAddresses: 2, directWouldNeed: 14, peers: 9,
     });
   });

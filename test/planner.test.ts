@@ -33,10 +33,11 @@ describe('planner', () => {
     expect(a.gateways.map((g) => g.inCluster)).toEqual(['10.200.0.1/24', '10.200.0.2/24']);
     expect(a.migrationNetwork.ipam).toEqual({
       range: '10.200.0.0/24',
-      exclude: ['10.200.0.1/32', '10.200.0.2/32'],
-      // the supernet aggregates every remote CIDR into one route, via the first gateway replica
-      routes: [{ dst: '10.200.0.0/16', gw: '10.200.0.1' }],
+      exclude: ['10.200.0.1/32', '10.200.0.2/32', '10.200.0.3/32'],
+      // the supernet aggregates every remote CIDR into one route, via the replicas' VIP (the next free address)
+      routes: [{ dst: '10.200.0.0/16', gw: '10.200.0.3' }],
     });
+    expect(a.gatewayVip).toBe('10.200.0.3/24');
     expect(a.peers).toEqual([{ cluster: 'b', cidrs: ['10.200.1.0/24'], gateways: [{ host: '192.168.50.3', port: 15443 }, { host: '192.168.50.4', port: 15443 }] }]);
   });
 
@@ -52,7 +53,7 @@ describe('planner', () => {
     });
     const a = plan(doc).plan.clusters.find((c) => c.name === 'a')!;
     expect(a.migrationNetwork.ipam.routes.map((r) => r.dst)).toEqual(['10.2.0.0/24', '172.20.0.0/24']);
-    expect(new Set(a.migrationNetwork.ipam.routes.map((r) => r.gw))).toEqual(new Set(['10.1.0.1']));
+    expect(new Set(a.migrationNetwork.ipam.routes.map((r) => r.gw))).toEqual(new Set(['10.1.0.3']));
   });
 
   test('direct mode gives each cluster a disjoint slice of the shared pool as one whereabouts range with holes excluded', () => {
@@ -81,14 +82,14 @@ describe('planner', () => {
     expect(p.clusters[0].migrationNetwork.cidr).toBe('fd00:200:0:100::/64');
     expect(p.clusters[1].migrationNetwork.cidr).toBe('fd00:200:0:101::/64');
     expect(p.clusters[0].gateways[0]).toEqual({ replica: 0, inCluster: 'fd00:200:0:100::1/64', crossCluster: 'fd00:5::104/64' });
-    expect(p.clusters[0].migrationNetwork.ipam.routes).toEqual([{ dst: 'fd00:200:0:100::/56', gw: 'fd00:200:0:100::1' }]);
+    expect(p.clusters[0].migrationNetwork.ipam.routes).toEqual([{ dst: 'fd00:200:0:100::/56', gw: 'fd00:200:0:100::3' }]);
   });
 
   test('a cluster that outgrows its ledger CIDR is refused, not renumbered silently', () => {
     const doc = mutate(baseFleet(), (d) => { d.spec.migrationNetwork.clusterPrefixLength = 28; });
     const first = plan(doc);
     const grown = mutate(doc, (d) => { d.spec.clusters[0].nodes = 20; });
-    expect(() => plan(grown, first.ledger)).toThrow(/cluster a needs 26 in-cluster addresses but its ledger CIDR 10.200.0.0\/28 holds 14; it will not be renumbered silently/);
+    expect(() => plan(grown, first.ledger)).toThrow(/cluster a needs 27 in-cluster addresses but its ledger CIDR 10.200.0.0\/28 holds 14; it will not be renumbered silently/);
   });
 
   test('ledger round-trips through YAML and the diff names what moved', () => {
@@ -97,7 +98,7 @@ describe('planner', () => {
     expect(parseLedger(text)).toEqual(first.ledger);
     const second = plan(mutate(baseFleet(), (d) => { d.spec.clusters.push({ name: 'c', nodes: 2 }); }), parseLedger(text));
     expect(second.changes.map((c) => `${c.cluster}.${c.field}`)).toEqual([
-      'c.migrationCidr', 'c.gateways[0].inCluster', 'c.gateways[0].crossCluster', 'c.gateways[1].inCluster', 'c.gateways[1].crossCluster',
+      'c.migrationCidr', 'c.gateways[0].inCluster', 'c.gateways[0].crossCluster', 'c.gateways[1].inCluster', 'c.gateways[1].crossCluster', 'c.gatewayVip',
     ]);
     expect(diffLedgers(first.ledger, second.ledger).every((c) => c.from === undefined)).toBe(true);
   });
@@ -157,6 +158,7 @@ function addressesOf(l: Ledger): Map<string, string> {
     if (c.migrationCidr) out.set(`${name}/cidr`, c.migrationCidr);
     (c.gateways ?? []).forEach((g, i) => { out.set(`${name}/gw${i}/in`, g.inCluster); out.set(`${name}/gw${i}/cross`, g.crossCluster); });
     (c.crossClusterAddresses ?? []).forEach((r, i) => out.set(`${name}/slice${i}`, r));
+    if (c.gatewayVip) out.set(`${name}/vip`, c.gatewayVip);
   }
   return out;
 }
@@ -197,6 +199,8 @@ test.each([false, true])('property: for random add/remove/resize sequences no su
             const [small, big] = now.size >= was.size ? [was, now] : [now, was];
             for (const a of small) expect(big.has(a)).toBe(true);
           }
+          // the VIP stays while the member keeps 2+ replicas (and a CIDR to hold it)
+          if (m.datapath === 'gateway' && old.datapath === 'gateway' && m.replicas > 1 && prev.has(`${m.name}/vip`)) expect(next.get(`${m.name}/vip`)).toBe(prev.get(`${m.name}/vip`));
           for (let i = 0; i < Math.min(old.replicas, m.replicas); i++) {
             if (m.datapath === 'gateway' && prev.has(`${m.name}/gw${i}/cross`)) {
               expect(next.get(`${m.name}/gw${i}/cross`)).toBe(prev.get(`${m.name}/gw${i}/cross`));
@@ -215,7 +219,14 @@ test.each([false, true])('property: for random add/remove/resize sequences no su
             const cidr = parseCidr(c.migrationNetwork.cidr!);
             if (!cidr.ok) throw new Error('bad cidr');
             for (const g of c.gateways) expect(containsAddr(cidr.cidr, parseAddr(bare(g.inCluster))!)).toBe(true);
-            expect(new Set(c.gateways.map((g) => g.inCluster)).size).toBe(c.gateways.length);
+            // replicas and the VIP: distinct in-cluster addresses, the VIP exactly when 2+ replicas
+            const inAddrs = [...c.gateways.map((g) => bare(g.inCluster)), ...(c.gatewayVip ? [bare(c.gatewayVip)] : [])];
+            expect(new Set(inAddrs).size).toBe(inAddrs.length);
+            expect(c.gatewayVip !== undefined).toBe(c.gateways.length > 1);
+            if (c.gatewayVip) {
+              expect(containsAddr(cidr.cidr, parseAddr(bare(c.gatewayVip))!)).toBe(true);
+              expect(new Set(c.migrationNetwork.ipam.routes.map((rt) => rt.gw))).toEqual(new Set(c.migrationNetwork.ipam.routes.length ? [bare(c.gatewayVip)] : []));
+            }
           }
         }
         const cidrs = r.plan.clusters.filter((c) => c.migrationNetwork.cidr).map((c) => c.migrationNetwork.cidr!);

@@ -114,11 +114,13 @@ describe('fleet validation', () => {
     expect(ps.some((p) => p.path === 'spec.clusters[4].migrationNetwork.cidr' && /service CIDR 10.3.0.0\/23/.test(p.message))).toBe(true);
   });
 
-  test('fails when an in-cluster CIDR cannot hold nodes + sync controllers + gateways + surge', () => {
-    const doc = mutate(baseFleet(), (d) => { d.spec.clusters[0] = { name: 'a', nodes: 9, migrationNetwork: { cidr: '10.7.0.0/28' } }; });
-    // /28 = 14 usable hosts; needed 9 + 2 + 2 + 2 = 15
-    const p = expectProblem(doc, 'spec.clusters[0].migrationNetwork.cidr', /too small for cluster a: needed 15 = 9 nodes \+ 2 sync controllers \+ 2 gateways \+ 2 rollout surge, usable 14/);
+  test('fails when an in-cluster CIDR cannot hold nodes + sync controllers + gateways + VIP + surge', () => {
+    const doc = mutate(baseFleet(), (d) => { d.spec.clusters[0] = { name: 'a', nodes: 8, migrationNetwork: { cidr: '10.7.0.0/28' } }; });
+    // /28 = 14 usable hosts; needed 8 + 2 + 2 + 1 + 2 = 15
+    const p = expectProblem(doc, 'spec.clusters[0].migrationNetwork.cidr', /too small for cluster a: needed 15 = 8 nodes \+ 2 sync controllers \+ 2 gateways \+ 1 gateway VIP \+ 2 rollout surge, usable 14/);
     expect(p.fix).toMatch(/\/27/);
+    // without failover the same cluster fits: the VIP is the one address that tipped it
+    expect(problemsOf(mutate(doc, (d) => { d.spec.gateway = { failover: { mode: 'none' } }; }))).toEqual([]);
   });
 
   test('fails on duplicate and non-DNS-1123 cluster names', () => {

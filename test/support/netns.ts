@@ -251,6 +251,8 @@ export interface GatewayHost {
   /** interface name, address/prefix, routes from its NAD. */
   readonly inCluster: { ifname: string; address: string; routes: { dst: string; gw: string }[]; mtu?: number };
   readonly crossCluster: { ifname: string; address: string; routes: { dst: string; gw: string }[]; mtu?: number };
+  /** The failover sidecar's command line (keepalived), when the Deployment has one. */
+  readonly failoverArgs?: string[];
 }
 
 export interface ClusterTopology {
@@ -263,6 +265,10 @@ export interface ClusterTopology {
   readonly gatewayConfig: any;
   readonly initArgs: string[];
   readonly runArgs: string[];
+  /** keepalived.conf from the ConfigMap (gateway failover), when there is one. */
+  readonly keepalivedConf?: string;
+  /** Capabilities the failover container adds (its securityContext). */
+  readonly failoverCaps?: string[];
 }
 
 /** Parse the synthesized files (`<cluster>/<file>.yaml` -> text) of a fleet into what the lab builds. */
@@ -301,7 +307,12 @@ export function topologyFromFiles(files: Map<string, string>): ClusterTopology[]
       if (!inC || !xc) throw new Error(`${name}/${d.metadata.name}: expected one migration and one cross-cluster attachment`);
       const c0 = d.spec.template.spec.containers[0];
       const i0 = d.spec.template.spec.initContainers[0];
-      return { deployment: d.metadata.name, inCluster: inC, crossCluster: xc, _init: [...(i0.command ?? []), ...(i0.args ?? [])], _run: [...(c0.command ?? []), ...(c0.args ?? [])] } as any;
+      const fo = d.spec.template.spec.containers.find((c: any) => c.name === 'failover');
+      return {
+        deployment: d.metadata.name, inCluster: inC, crossCluster: xc,
+        ...(fo ? { failoverArgs: [...(fo.command ?? []), ...(fo.args ?? [])], _caps: fo.securityContext?.capabilities?.add ?? [] } : {}),
+        _init: [...(i0.command ?? []), ...(i0.args ?? [])], _run: [...(c0.command ?? []), ...(c0.args ?? [])],
+      } as any;
     });
     out.push({
       name,
@@ -311,6 +322,7 @@ export function topologyFromFiles(files: Map<string, string>): ClusterTopology[]
       gatewayConfig: JSON.parse(cm.data['config.json']),
       initArgs: (gateways[0] as any)?._init ?? [],
       runArgs: (gateways[0] as any)?._run ?? [],
+      ...(cm.data['keepalived.conf'] ? { keepalivedConf: cm.data['keepalived.conf'], failoverCaps: (gateways[0] as any)?._caps } : {}),
     });
   }
   return out;
