@@ -372,6 +372,17 @@ describe('gateway failover (VIP)', () => {
     expect(shrunk.changes).toContainEqual({ cluster: 'a', field: 'gatewayVip', from: '10.200.0.3', to: undefined });
   });
 
+  test('upgrading a ledger written before failover existed: each cluster gains a VIP, no other address moves', () => {
+    const file = path.join(__dirname, '..', 'examples', 'vep-10-clusters.fleet.yaml');
+    const current = loadLedgerFile(ledgerPathFor(file))!;
+    const old = JSON.parse(JSON.stringify(current));
+    for (const c of Object.values<any>(old.clusters)) delete c.gatewayVip;
+    const r = synthesizeFleet(loadFleetFile(file), { ledger: old });
+    expect(r.changes.map((c) => `${c.cluster}.${c.field}: ${c.from ?? '-'} -> ${c.to}`)).toEqual(
+      Object.entries<any>(current.clusters).map(([n, c]) => `${n}.gatewayVip: - -> ${c.gatewayVip}`));
+    expect(r.ledger).toEqual(current);
+  });
+
   test('a VRRP id outside 1-255 is refused with the field path', () => {
     expect(() => synthesizeFleet(baseFleet({ gateway: { failover: { virtualRouterId: 256 } } }))).toThrow(/spec\.gateway\.failover\.virtualRouterId/);
   });
