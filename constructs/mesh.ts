@@ -1,9 +1,7 @@
 import { Construct } from 'constructs';
-import { FleetValidationError } from '../src/errors';
-import { FleetDocument } from '../src/fleet-schema';
 import { Ledger, LedgerChange } from '../src/ledger';
 import { ClusterPlan, FleetInput, FleetPlan, planFleetDocument } from '../src/planner';
-import { HarvesterMigrationNetworkValue, harvesterSettingFor } from '../src/harvester';
+import { HarvesterMigrationNetworkValue, harvesterValues } from '../src/harvester';
 import { HarvesterClusterChart } from './harvester-cluster';
 import { MeshClusterChart } from './mesh-cluster';
 
@@ -63,27 +61,10 @@ export class CrossClusterMigrationMesh extends Construct {
   }
 }
 
-/**
- * Harvester clusters get the vm-migration-network setting instead of NAD + KubeVirt patch; Harvester's
- * rules and ours are checked for every such cluster before any chart is built.
- */
-export function harvesterValues(document: FleetDocument, plan: FleetPlan): Map<string, HarvesterMigrationNetworkValue> {
-  const harvester = new Map<string, ReturnType<typeof harvesterSettingFor>>();
-  document.spec.clusters.forEach((spec, i) => {
-    if (!spec.harvester) return;
-    const c = plan.clusters.find((x) => x.name === spec.name)!;
-    harvester.set(c.name, harvesterSettingFor(plan, c, spec.harvester, {
-      path: `spec.clusters[${i}]`, datapathPath: spec.datapath ? `spec.clusters[${i}].datapath` : 'spec.datapath',
-    }));
-  });
-  // fleet-level problems (e.g. the shared prefix) repeat per Harvester cluster: report each once
-  const hp = [...new Map([...harvester.values()].flatMap((h) => h.problems).map((x) => [`${x.path}\n${x.message}`, x])).values()];
-  if (hp.length) throw new FleetValidationError(hp);
-  return new Map([...harvester.entries()].map(([k, v]) => [k, v.value!]));
-}
-
 /** The chart of one cluster: a Harvester setting chart when `harvesterValue` is given, else the full mesh chart. */
-export function clusterChart(scope: Construct, plan: FleetPlan, cluster: ClusterPlan, harvesterValue?: HarvesterMigrationNetworkValue): MeshClusterChart | HarvesterClusterChart {
+export function clusterChart(
+  scope: Construct, plan: FleetPlan, cluster: ClusterPlan, harvesterValue?: HarvesterMigrationNetworkValue,
+): MeshClusterChart | HarvesterClusterChart {
   return harvesterValue !== undefined
     ? new HarvesterClusterChart(scope, cluster.name, { plan, cluster, value: harvesterValue })
     : new MeshClusterChart(scope, cluster.name, { plan, cluster });

@@ -1,6 +1,6 @@
 /**
  * GitOps delivery: the Argo CD ApplicationSet and the Flux Kustomizations that apply each cluster's
- * directory, plus the per-object annotations (sync waves, prune protection). Objects only; synth.ts
+ * directory, plus the per-object annotations (sync waves, prune protection). Objects only; cli/synthesize-fleet.ts
  * writes them under `<out>/<fleet>/_gitops/`. Pure, no cdk8s import.
  */
 import { FleetProblem } from './errors';

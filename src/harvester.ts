@@ -10,8 +10,8 @@
  * to the other clusters via the local gateway) and Harvester does not write the native-mode KubeVirt
  * fields. See docs/gitops.md.
  */
-import { FleetProblem } from './errors';
-import { Attachment, HarvesterSpec } from './fleet-schema';
+import { FleetProblem, FleetValidationError } from './errors';
+import { Attachment, FleetDocument, HarvesterSpec } from './fleet-schema';
 import { Interval, countIntervals, formatCidr, intervalToCidrs, mergeIntervals, parseAddr, parseCidr, subtractIntervals } from './ip';
 import { ClusterPlan, FleetPlan } from './planner';
 import { usableHosts } from './resolve';
@@ -127,4 +127,23 @@ export function harvesterSettingFor(plan: FleetPlan, cluster: ClusterPlan, spec:
 
 function attachmentVlan(a: Attachment): number | undefined {
   return a.type === 'bridge' ? a.vlan : undefined;
+}
+
+/**
+ * Harvester clusters get the vm-migration-network setting instead of NAD + KubeVirt patch; Harvester's
+ * rules and ours are checked for every such cluster before any chart is built.
+ */
+export function harvesterValues(document: FleetDocument, plan: FleetPlan): Map<string, HarvesterMigrationNetworkValue> {
+  const harvester = new Map<string, ReturnType<typeof harvesterSettingFor>>();
+  document.spec.clusters.forEach((spec, i) => {
+    if (!spec.harvester) return;
+    const c = plan.clusters.find((x) => x.name === spec.name)!;
+    harvester.set(c.name, harvesterSettingFor(plan, c, spec.harvester, {
+      path: `spec.clusters[${i}]`, datapathPath: spec.datapath ? `spec.clusters[${i}].datapath` : 'spec.datapath',
+    }));
+  });
+  // fleet-level problems (e.g. the shared prefix) repeat per Harvester cluster: report each once
+  const hp = [...new Map([...harvester.values()].flatMap((h) => h.problems).map((x) => [`${x.path}\n${x.message}`, x])).values()];
+  if (hp.length) throw new FleetValidationError(hp);
+  return new Map([...harvester.entries()].map(([k, v]) => [k, v.value!]));
 }

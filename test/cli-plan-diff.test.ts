@@ -1,18 +1,18 @@
 /**
  * CLI `plan` and `diff` on the examples (numbers, JSON, exit codes), and the proof that `diff` names
  * exactly the files that change: adding, removing and resizing a cluster, with the synthesized trees
- * compared independently of diff.ts.
+ * compared independently of tree-diff.ts.
  */
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { main } from '../src/cli';
-import { diffFleets } from '../src/diff-fleets';
+import { main } from '../cli/cli';
+import { diffFleets } from '../cli/diff-fleets';
 import { FleetDocument } from '../src/fleet-schema';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { serializeLedger } from '../src/ledger';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 
 const EX = path.join(__dirname, '..', 'examples');
 const run = (...argv: string[]): { code: number; out: string; err: string } => {

@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { main } from '../src/cli';
+import { main } from '../cli/cli';
 
 const root = path.join(__dirname, '..');
 

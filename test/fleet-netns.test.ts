@@ -22,7 +22,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { ChildProcess } from 'child_process';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, cidr4, fmt4, hasCommand, inCidr4, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
 
 const ROOT = path.join(__dirname, '..');

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 
 const SUPPORT = path.join(__dirname, 'support', 'schemas.ts');
 const available = fs.existsSync(SUPPORT);

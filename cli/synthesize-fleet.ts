@@ -12,12 +12,13 @@ import * as path from 'path';
 import * as YAML from 'yaml';
 import { App } from 'cdk8s';
 import * as os from 'os';
-import { clusterChart, harvesterValues } from '../constructs/mesh';
-import { Ledger, LedgerChange } from './ledger';
-import { FleetInput, FleetPlan, PlanOptions, planFleetDocument, toFleetDocument } from './planner';
-import { FleetValidationError } from './errors';
-import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from './gitops';
-import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from './rollout';
+import { clusterChart } from '../constructs/mesh';
+import { harvesterValues } from '../src/harvester';
+import { Ledger, LedgerChange } from '../src/ledger';
+import { FleetInput, FleetPlan, PlanOptions, planFleetDocument, toFleetDocument } from '../src/planner';
+import { FleetValidationError } from '../src/errors';
+import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from '../src/gitops';
+import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/rollout';
 
 export interface SynthOptions extends PlanOptions {
   /** Called after each cluster is synthesized (progress display for large fleets). */

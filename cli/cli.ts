@@ -9,19 +9,19 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { FleetValidationError } from './errors';
-import { formatLedgerChange, serializeLedger } from './ledger';
-import { ledgerPathFor, loadFleetFile, loadLedgerFile } from './load';
-import { parseFleetDocument, resolveFleet } from './resolve';
-import { synthesizeFleet, writeFiles } from './synth';
-import { planFleet } from './planner';
-import { planReport, renderPlanTable } from './report';
-import { renderFleetSvg } from './svg';
-import { diffTrees, renderDiff, FleetDiff } from './diff';
+import { FleetValidationError } from '../src/errors';
+import { formatLedgerChange, serializeLedger } from '../src/ledger';
+import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/load';
+import { parseFleetDocument, resolveFleet } from '../src/resolve';
+import { synthesizeFleet, writeFiles } from './synthesize-fleet';
+import { planFleet } from '../src/planner';
+import { planReport, renderPlanTable } from '../src/plan-report';
+import { renderFleetSvg } from '../src/fleet-svg';
+import { diffTrees, renderDiff, FleetDiff } from '../src/tree-diff';
 import { diffFleets } from './diff-fleets';
 import { createProgress } from './progress';
-import { FleetDocument } from './fleet-schema';
-import { Ledger } from './ledger';
+import { FleetDocument } from '../src/fleet-schema';
+import { Ledger } from '../src/ledger';
 
 interface Args { cmd: string; files: string[]; flags: Map<string, string | true> }
 

@@ -4,7 +4,7 @@
  * in-cluster CIDR and gateway addresses wired to the bus. Up to DETAILED_MAX clusters get full boxes;
  * larger fleets a compact tile grid (and beyond GRID_MAX a "+N more" summary). Pure, no cdk8s import.
  */
-import { PlanReport, PlanRow } from './report';
+import { PlanReport, PlanRow } from './plan-report';
 
 export const DETAILED_MAX = 12;
 export const GRID_MAX = 400;

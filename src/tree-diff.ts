@@ -2,7 +2,7 @@
  * What a change to the fleet does, before anyone applies it: two synthesized trees (relative path ->
  * content, as synth writes them) and their ledgers in, per cluster the files added / removed /
  * changed, the addresses that move, the peer-table entries gained and lost, and a one-line churn
- * summary out. Pure, no cdk8s import (diff-fleets.ts synthesizes the trees).
+ * summary out. Pure, no cdk8s import (cli/diff-fleets.ts synthesizes the trees).
  */
 import * as YAML from 'yaml';
 import { Ledger, LedgerChange, diffLedgers, emptyLedger, formatLedgerChange } from './ledger';
