@@ -3,13 +3,13 @@
  * migration-mesh CLI: the same fleet as YAML, through the same schema, planner and constructs.
  *
  *   migration-mesh synth  FLEET.yaml... [--out DIR] [--frozen] [--ledger FILE]
- *   migration-mesh validate FLEET.yaml...
+ *   migration-mesh validate FLEET.yaml... [--output text|json]
  *   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE]
  *   migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml | diff FLEET.yaml [--out DIR]   (exit 0 same, 1 changes, 2 error)
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { FleetValidationError } from '../src/errors';
+import { FleetProblem, FleetValidationError, MigrationMeshError } from '../src/errors';
 import { formatLedgerChange, serializeLedger } from '../src/ledger';
 import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/load';
 import { parseFleetDocument, resolveFleet } from '../src/resolve';
@@ -48,8 +48,9 @@ const USAGE = `usage:
       DIR/<fleet>/<cluster>/... (default DIR: dist) and the updated ledger. --frozen fails
       instead when the ledger would change (CI).
       Also writes DIR/<fleet>/fleet.svg, a picture of the fleet (--no-svg to skip).
-  migration-mesh validate FLEET.yaml...
-      check fleet files; every problem is listed with its field path and a fix.
+  migration-mesh validate FLEET.yaml... [--output text|json]
+      check fleet files; every problem is listed with its code, field path and a fix
+      (docs/errors.md lists the codes). --output json: one entry per file, problems as data.
   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE] [--ledger FILE]
       the address plan per cluster (mode, in-cluster CIDR, gateway addresses, pool needed /
       usable / free, what direct mode would need) and the shared-network totals. Writes nothing
@@ -69,13 +70,7 @@ export function main(argv: string[], out: (s: string) => void = (s) => process.s
       case 'synth': return synth(args, out);
       case 'plan': return plan(args, out);
       case 'diff': return diff(args, out, err);
-      case 'validate':
-        for (const f of need(args.files)) {
-          const fleet = resolveFleet(parseFleetDocument(loadFleetFile(f), f), f);
-          const modes = [...new Set(fleet.clusters.map((c) => c.datapath))];
-          out(`${f}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
-        }
-        return 0;
+      case 'validate': return validate(args, out);
       case 'help': case '--help': case '-h':
         out(USAGE); return 0;
       default:
@@ -91,6 +86,33 @@ export function main(argv: string[], out: (s: string) => void = (s) => process.s
 function need(files: string[]): string[] {
   if (files.length === 0) throw new Error(`no fleet file given\n${USAGE}`);
   return files;
+}
+
+function validate(args: Args, out: (s: string) => void): number {
+  const format = String(args.flags.get('output') ?? 'text');
+  if (format === 'json') return validateJson(need(args.files), out);
+  if (format !== 'text') throw new Error(`--output must be text or json, got '${format}'`);
+  for (const f of need(args.files)) {
+    const fleet = resolveFleet(parseFleetDocument(loadFleetFile(f), f), f);
+    const modes = [...new Set(fleet.clusters.map((c) => c.datapath))];
+    out(`${f}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
+  }
+  return 0;
+}
+
+/** Every file checked, problems as data with their codes (filter with e.g. `jq '.[].problems[] | select(.code == "pool-too-small")'`). */
+function validateJson(files: string[], out: (s: string) => void): number {
+  const results = files.map((file) => {
+    try {
+      const fleet = resolveFleet(loadFleetFile(file), file);
+      return { file, valid: true, datapaths: [...new Set(fleet.clusters.map((c) => c.datapath))], problems: [] as FleetProblem[] };
+    } catch (e) {
+      if (!(e instanceof MigrationMeshError)) throw e;
+      return { file, valid: false, problems: e.problems.map(({ code, path, message, fix }) => ({ code, path, message, ...(fix ? { fix } : {}) })) };
+    }
+  });
+  out(`${JSON.stringify(results, null, 2)}\n`);
+  return results.every((r) => r.valid) ? 0 : 1;
 }
 
 function synth(args: Args, out: (s: string) => void): number {

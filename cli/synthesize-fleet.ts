@@ -13,10 +13,11 @@ import * as YAML from 'yaml';
 import { App } from 'cdk8s';
 import * as os from 'os';
 import { clusterChart } from '../constructs/mesh';
-import { harvesterValues } from '../src/harvester';
+import { Checked, MigrationMeshError, ProblemCollector, orThrow } from '../src/errors';
+import { FleetDocument } from '../src/fleet-schema';
+import { HarvesterMigrationNetworkValue, checkHarvesterValues } from '../src/harvester';
 import { Ledger, LedgerChange } from '../src/ledger';
-import { FleetInput, FleetPlan, PlanOptions, planFleetDocument, toFleetDocument } from '../src/planner';
-import { FleetValidationError } from '../src/errors';
+import { FleetInput, FleetPlan, PlanOptions, PlanResult, checkFleetInput, toFleetDocument } from '../src/planner';
 import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from '../src/gitops';
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/rollout';
 
@@ -56,19 +57,21 @@ export function toYaml(o: unknown): string {
   return YAML.stringify(o, { lineWidth: 0, aliasDuplicateObjects: false });
 }
 
+/** Plan, Harvester values and GitOps wiring: every problem of the three at once. */
+function checkSynthesis(fleet: FleetInput, opts: PlanOptions): Checked<{
+  result: PlanResult & { document: FleetDocument }; harvester: Map<string, HarvesterMigrationNetworkValue>; gitops?: ResolvedGitops;
+}> {
+  const p = new ProblemCollector();
+  const result = p.take(checkFleetInput(fleet, opts));
+  const harvester = result && p.take(checkHarvesterValues(result.document, result.plan));
+  const { gitops, problems } = resolveGitops(toFleetDocument(fleet));
+  p.addAll(problems);
+  return p.result(() => ({ result: result!, harvester: harvester!, gitops }));
+}
+
 /** Build every cluster's objects and files in memory. Throws FleetValidationError before anything is written. */
 export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): SynthResult {
-  const { gitops, problems: gitopsProblems } = resolveGitops(toFleetDocument(fleet));
-  let result: ReturnType<typeof planFleetDocument>;
-  let harvester: ReturnType<typeof harvesterValues>;
-  try {
-    result = planFleetDocument(fleet, opts);
-    harvester = harvesterValues(result.document, result.plan);
-  } catch (e) {
-    if (e instanceof FleetValidationError && gitopsProblems.length) throw new FleetValidationError([...e.problems, ...gitopsProblems]);
-    throw e;
-  }
-  if (gitopsProblems.length) throw new FleetValidationError(gitopsProblems);
+  const { result, harvester, gitops } = orThrow(checkSynthesis(fleet, opts));
   // Flux has no waves inside one Kustomization: the staged layout gives each stage its own directory
   const staged = !!gitops?.flux;
   const files = new Map<string, string>();
@@ -97,7 +100,10 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
       const dir = staged ? stageOfWave(rolloutWave(o, nads)).dir : '';
       const f = objectFileName(o);
       const rel = dir ? `${name}/${dir}/${f}` : `${name}/${f}`;
-      if (files.has(rel)) throw new Error(`two objects of cluster ${name} map to one file ${f}`);
+      if (files.has(rel)) {
+        const message = `two objects of cluster ${name} map to one file ${f}`;
+        throw new MigrationMeshError(message, [{ code: 'plan-inconsistent', path: `${name}/${f}`, message }]);
+      }
       files.set(rel, toYaml(o));
       resources.set(dir, [...(resources.get(dir) ?? []), f]);
     }

@@ -1,4 +1,5 @@
 import { Construct } from 'constructs';
+import { InvalidPropsError } from '../src/errors';
 import { Attachment } from '../src/fleet-schema';
 import { whereaboutsIpam } from '../src/cni';
 import { WhereaboutsPlan } from '../src/planner';
@@ -39,7 +40,9 @@ export class MigrationNetwork extends Construct {
 
   constructor(scope: Construct, id: string, props: MigrationNetworkProps) {
     super(scope, id);
-    if (!props.ipam.range) throw new Error(`migration network ${props.name}: ipam.range is empty; plan the fleet first`);
+    if (!props.ipam.range) {
+      throw new InvalidPropsError({ code: 'prop-invalid', path: 'ipam.range', message: `migration network ${props.name}: ipam.range is empty`, fix: 'plan the fleet first' });
+    }
     this.nad = new NetworkAttachment(this, 'Nad', {
       name: props.name,
       namespace: props.namespace,

@@ -4,6 +4,7 @@
  */
 import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT } from '@migration-mesh/proxy/config';
 import { ClusterPlan, FleetPlan } from './planner';
+import { InvalidPropsError } from './errors';
 
 export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
 export const GATEWAY_CONFIG_FILE = 'config.json';
@@ -12,7 +13,7 @@ export const GATEWAY_TLS_MOUNT = '/etc/migration-mesh/tls';
 const bare = (cidrAddr: string): string => cidrAddr.replace(/\/\d+$/, '');
 
 export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyConfig {
-  if (cluster.datapath !== 'gateway') throw new Error(`cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway`);
+  if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway` });
   const tls = plan.gateway.tls.kind === 'plaintext'
     ? { mode: 'plaintext' as const }
     : { mode: 'mtls' as const, caFile: `${GATEWAY_TLS_MOUNT}/ca.crt`, certFile: `${GATEWAY_TLS_MOUNT}/tls.crt`, keyFile: `${GATEWAY_TLS_MOUNT}/tls.key` };
@@ -35,7 +36,9 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
   const cfg = parseProxyConfig(input);
   const peers = validatedPeers(cluster);
   const names = new Set(peers.map((p) => p.cluster));
-  if (names.size !== peers.length || names.has(cfg.cluster)) throw new Error(`cluster ${cluster.name}: peer table lists a cluster twice or itself`);
+  if (names.size !== peers.length || names.has(cfg.cluster)) {
+    throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster.peers', message: `cluster ${cluster.name}: peer table lists a cluster twice or itself` });
+  }
   return { ...cfg, peers };
 }
 

@@ -6,6 +6,7 @@
 import * as crypto from 'crypto';
 import { ProxyConfig, peerIdentityUri } from '@migration-mesh/proxy/config';
 import { ClusterPlan, GatewayReplicaPlan } from './planner';
+import { InvalidPropsError } from './errors';
 
 /** Multus selection annotation key (k8snetworkplumbingwg/multus-cni `k8s.v1.cni.cncf.io/networks`). */
 export const MULTUS_NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
@@ -34,7 +35,9 @@ export const MAX_INTERFACE_NAME = 15;
 
 export function checkInterfaceName(field: string, name: string): void {
   if (!/^[A-Za-z0-9_.-]{1,15}$/.test(name) || name === '.' || name === '..') {
-    throw new Error(`${field}: interface name '${name}' is invalid; use 1-${MAX_INTERFACE_NAME} characters of [A-Za-z0-9_.-] (Linux IFNAMSIZ)`);
+    throw new InvalidPropsError({
+      code: 'prop-invalid', path: field, message: `interface name '${name}' is invalid`, fix: `use 1-${MAX_INTERFACE_NAME} characters of [A-Za-z0-9_.-] (Linux IFNAMSIZ)`,
+    });
   }
 }
 
@@ -61,7 +64,9 @@ export function gatewayNetworkSelection(opts: {
   const ifs = opts.interfaces ?? DEFAULT_GATEWAY_INTERFACES;
   checkInterfaceName('interfaces.inCluster', ifs.inCluster);
   checkInterfaceName('interfaces.crossCluster', ifs.crossCluster);
-  if (ifs.inCluster === ifs.crossCluster) throw new Error(`interfaces: inCluster and crossCluster are both '${ifs.inCluster}'; give them different names`);
+  if (ifs.inCluster === ifs.crossCluster) {
+    throw new InvalidPropsError({ code: 'prop-invalid', path: 'interfaces', message: `inCluster and crossCluster are both '${ifs.inCluster}'`, fix: 'give them different names' });
+  }
   return [
     { name: opts.inClusterNad, namespace: opts.namespace, interface: ifs.inCluster, ips: [opts.replica.inCluster] },
     { name: opts.crossClusterNad, namespace: opts.namespace, interface: ifs.crossCluster, ips: [opts.replica.crossCluster] },

@@ -63,19 +63,19 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
   const P = 'spec.gitops';
   const path = (g.path ?? `dist/${doc.metadata.name}`).replace(/^\.\//, '').replace(/\/+$/, '');
   if (path.startsWith('/') || path.split('/').includes('..')) {
-    problems.push({ path: `${P}.path`, message: `'${g.path}' must be a path inside the repository`, fix: `use a relative path such as dist/${doc.metadata.name}` });
+    problems.push({ code: 'gitops-path', path: `${P}.path`, message: `'${g.path}' must be a path inside the repository`, fix: `use a relative path such as dist/${doc.metadata.name}` });
   }
   let argocd: ResolvedArgocd | undefined;
   if (g.argocd) {
     const a = g.argocd;
-    if (!g.repoURL) problems.push({ path: `${P}.repoURL`, message: 'Argo CD needs the Git repository that holds the synthesized tree', fix: 'add spec.gitops.repoURL, e.g. https://git.example.com/infra.git' });
+    if (!g.repoURL) problems.push({ code: 'gitops-repo-missing', path: `${P}.repoURL`, message: 'Argo CD needs the Git repository that holds the synthesized tree', fix: 'add spec.gitops.repoURL, e.g. https://git.example.com/infra.git' });
     if (a.clusterServers) {
       for (const k of Object.keys(a.clusterServers)) {
-        if (!known.has(k)) problems.push({ path: `${P}.argocd.clusterServers.${k}`, message: `'${k}' is not a cluster of the fleet`, fix: `remove it, or use one of ${names.join(', ')}` });
+        if (!known.has(k)) problems.push({ code: 'gitops-unknown-cluster', path: `${P}.argocd.clusterServers.${k}`, message: `'${k}' is not a cluster of the fleet`, fix: `remove it, or use one of ${names.join(', ')}` });
       }
       const missing = names.filter((n) => !(n in a.clusterServers!));
       if (missing.length) {
-        problems.push({ path: `${P}.argocd.clusterServers`, message: `lists no API server for ${missing.join(', ')}; every Application needs one destination`, fix: 'add an entry for each of them, or drop clusterServers to address clusters by their Argo CD name (= fleet cluster name)' });
+        problems.push({ code: 'gitops-server-missing', path: `${P}.argocd.clusterServers`, message: `lists no API server for ${missing.join(', ')}; every Application needs one destination`, fix: 'add an entry for each of them, or drop clusterServers to address clusters by their Argo CD name (= fleet cluster name)' });
       }
     }
     argocd = {
@@ -91,10 +91,10 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
     const f = g.flux;
     const ns = f.namespace ?? GITOPS_DEFAULTS.fluxNamespace;
     for (const k of Object.keys(f.kubeConfigSecrets ?? {})) {
-      if (!known.has(k)) problems.push({ path: `${P}.flux.kubeConfigSecrets.${k}`, message: `'${k}' is not a cluster of the fleet`, fix: `remove it, or use one of ${names.join(', ')}` });
+      if (!known.has(k)) problems.push({ code: 'gitops-unknown-cluster', path: `${P}.flux.kubeConfigSecrets.${k}`, message: `'${k}' is not a cluster of the fleet`, fix: `remove it, or use one of ${names.join(', ')}` });
     }
     if (f.inCluster && f.kubeConfigSecrets) {
-      problems.push({ path: `${P}.flux.kubeConfigSecrets`, message: 'is given together with inCluster: true; in-cluster Kustomizations use no kubeconfig', fix: 'remove one of the two' });
+      problems.push({ code: 'gitops-conflict', path: `${P}.flux.kubeConfigSecrets`, message: 'is given together with inCluster: true; in-cluster Kustomizations use no kubeconfig', fix: 'remove one of the two' });
     }
     const secrets: Record<string, string> = {};
     if (!f.inCluster) for (const n of [...names].sort()) secrets[n] = f.kubeConfigSecrets?.[n] ?? `${n}-kubeconfig`;

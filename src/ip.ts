@@ -210,3 +210,11 @@ export function isSpecialAddress(a: Addr): boolean {
   const kind = ipaddr.parse(formatAddr(a)).range();
   return ['loopback', 'linkLocal', 'unspecified', 'multicast', 'broadcast'].includes(kind);
 }
+
+/** Usable host addresses of a CIDR: IPv4 loses network and broadcast (except /31, /32); IPv6 loses the subnet-router anycast. */
+export function usableHosts(c: Cidr): Interval {
+  const hostBits = bits(c.family) - c.prefix;
+  if (c.family === 4 && hostBits >= 2) return { family: 4, start: c.start + 1n, end: c.end - 1n };
+  if (c.family === 6 && hostBits >= 1) return { family: 6, start: c.start + 1n, end: c.end };
+  return { family: c.family, start: c.start, end: c.end };
+}

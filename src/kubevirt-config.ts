@@ -7,6 +7,7 @@
  */
 import { ClusterPlan, FleetPlan } from './planner';
 import { Placement } from './fleet-schema';
+import { InvalidPropsError } from './errors';
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type JsonObject = { [k: string]: Json };
@@ -53,7 +54,9 @@ export function migrationPolicyFragment(plan: FleetPlan): JsonObject {
 /** native mode: the PR #17922 fields. Only called for clusters whose version has them. */
 export function nativeDatapathFragment(cluster: ClusterPlan): JsonObject {
   if (cluster.datapath !== 'native') return {};
-  if (!cluster.kubevirt.hasProxyApi) throw new Error(`cluster ${cluster.name}: KubeVirt ${cluster.kubevirt.version.text} lacks the cross-cluster proxy fields`);
+  if (!cluster.kubevirt.hasProxyApi) {
+    throw new InvalidPropsError({ code: 'native-needs-pr17922', path: 'cluster', message: `cluster ${cluster.name}: KubeVirt ${cluster.kubevirt.version.text} lacks the cross-cluster proxy fields` });
+  }
   return {
     configuration: {
       developerConfiguration: { featureGates: [FEATURE_GATE_DLM, FEATURE_GATE_PROXY] },

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import * as YAML from 'yaml';
+import { MigrationMeshError } from './errors';
 import { FLEET_API_VERSION } from './fleet-schema';
 
 export const LEDGER_KIND = 'AddressLedger';
@@ -46,10 +47,15 @@ export function parseLedger(text: string, source = 'ledger'): Ledger {
   if (doc.errors.length > 0) {
     const e = doc.errors[0];
     const pos = e.linePos?.[0];
-    throw new Error(`${source}${pos ? `:${pos.line}:${pos.col}` : ''}: ledger is not valid YAML: ${e.message.split('\n')[0]}`);
+    const message = `${source}${pos ? `:${pos.line}:${pos.col}` : ''}: ledger is not valid YAML: ${e.message.split('\n')[0]}`;
+    throw new MigrationMeshError(message, [{ code: 'ledger-syntax', path: source, message }]);
   }
   const r = ledgerSchema.safeParse(doc.toJS());
-  if (!r.success) throw new Error(`${source}: ledger is malformed:\n${z.prettifyError(r.error)}\nfix: restore it from git, or delete it to plan from scratch (addresses may then move)`);
+  if (!r.success) {
+    const fix = 'restore it from git, or delete it to plan from scratch (addresses may then move)';
+    const message = `${source}: ledger is malformed:\n${z.prettifyError(r.error)}`;
+    throw new MigrationMeshError(`${message}\nfix: ${fix}`, [{ code: 'ledger-malformed', path: source, message, fix }]);
+  }
   return r.data;
 }
 
