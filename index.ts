@@ -33,6 +33,7 @@ export { diffTrees, renderDiff } from './src/tree-diff';
 export type { ClusterDiff, FleetDiff, TreeSnapshot } from './src/tree-diff';
 export { checkHarvesterValue, harvesterSettingFor, harvesterValueJson } from './src/harvester';
 export type { HarvesterContext, HarvesterMigrationNetworkValue, HarvesterResult } from './src/harvester';
+export { kubevirtSpecFor } from './src/kubevirt-config';
 export type { JsonObject } from './src/kubevirt-config';
 
 // ---- constructs (constructs/) -------------------------------------------------------------------

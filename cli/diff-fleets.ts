@@ -20,7 +20,7 @@ export interface DiffFleetsResult extends FleetDiff {
 
 const nodesOf = (r: SynthResult): Record<string, number> => Object.fromEntries(r.plan.clusters.map((c) => [c.name, c.nodes]));
 
-export function snapshotOf(r: SynthResult): TreeSnapshot {
+function snapshotOf(r: SynthResult): TreeSnapshot {
   return { files: r.files, ledger: r.ledger, nodes: nodesOf(r) };
 }
 

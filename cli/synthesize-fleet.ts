@@ -48,12 +48,12 @@ export function rolloutRank(kind: string): number {
 
 const fileSafe = (s: string): string => s.replace(/[^0-9A-Za-z._-]/g, '_');
 
-export function objectFileName(o: any): string {
+function objectFileName(o: any): string {
   const ns = o.metadata?.namespace ? `${fileSafe(o.metadata.namespace)}.` : '';
   return `${fileSafe(o.kind)}.${ns}${fileSafe(o.metadata?.name ?? 'unnamed')}.yaml`;
 }
 
-export function toYaml(o: unknown): string {
+function toYaml(o: unknown): string {
   return YAML.stringify(o, { lineWidth: 0, aliasDuplicateObjects: false });
 }
 

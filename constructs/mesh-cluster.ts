@@ -2,6 +2,7 @@ import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../src/cni';
 import { migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt-config';
+import { FLEET_LABEL, NETWORK_LABEL } from '../src/names';
 import { ClusterPlan, FleetPlan } from '../src/planner';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { MigrationNetwork } from './migration-network';
@@ -29,7 +30,7 @@ export class MeshClusterChart extends Chart {
   public readonly proxy?: MigrationProxy;
 
   constructor(scope: Construct, id: string, props: MeshClusterChartProps) {
-    super(scope, id, { disableResourceNameHashes: true, labels: { 'migrationmesh.dev/fleet': props.plan.fleet } });
+    super(scope, id, { disableResourceNameHashes: true, labels: { [FLEET_LABEL]: props.plan.fleet } });
     const { plan, cluster } = props;
     this.cluster = cluster;
     const kv = cluster.kubevirt;
@@ -54,7 +55,7 @@ export class MeshClusterChart extends Chart {
         namespace: kv.namespace,
         attachment: plan.crossCluster.attachment,
         ipam: whereaboutsIpam(cluster.crossClusterSync!.ipam),
-        labels: { 'migrationmesh.dev/network': 'cross-cluster' },
+        labels: { [NETWORK_LABEL]: 'cross-cluster' },
       });
       this.kubevirt.addSpec(nativeDatapathFragment(cluster));
     }

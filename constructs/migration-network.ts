@@ -4,6 +4,7 @@ import { Attachment } from '../src/fleet-schema';
 import { whereaboutsIpam } from '../src/cni';
 import { WhereaboutsPlan } from '../src/planner';
 import { FEATURE_GATE_DLM } from '../src/kubevirt-config';
+import { NETWORK_LABEL } from '../src/names';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { NetworkAttachment } from './network-attachment';
 
@@ -48,7 +49,7 @@ export class MigrationNetwork extends Construct {
       namespace: props.namespace,
       attachment: props.attachment,
       ipam: whereaboutsIpam(props.ipam),
-      labels: { 'migrationmesh.dev/network': 'migration' },
+      labels: { [NETWORK_LABEL]: 'migration' },
     });
     props.kubevirt?.addSpec({
       configuration: {

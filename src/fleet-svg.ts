@@ -20,7 +20,7 @@ const MONO = 'font-family="DejaVu Sans Mono, Menlo, Consolas, monospace"';
 /** White halo so labels stay readable where they cross wires. */
 const HALO = 'stroke="#ffffff" stroke-width="4" paint-order="stroke"';
 
-export function escapeXml(s: string): string {
+function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 

@@ -8,7 +8,7 @@ import { InvalidPropsError } from './errors';
 
 export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
 export const GATEWAY_CONFIG_FILE = 'config.json';
-export const GATEWAY_TLS_MOUNT = '/etc/migration-mesh/tls';
+const GATEWAY_TLS_MOUNT = '/etc/migration-mesh/tls';
 
 const bare = (cidrAddr: string): string => cidrAddr.replace(/\/\d+$/, '');
 

@@ -33,7 +33,7 @@ const BASE_PRIORITY = 200;
 const bare = (cidrAddr: string): string => cidrAddr.replace(/\/\d+$/, '');
 
 /** keepalived's config id of one replica (`--config-id`). */
-export const keepalivedConfigId = (replica: number): string => `replica-${replica}`;
+const keepalivedConfigId = (replica: number): string => `replica-${replica}`;
 
 /** The sidecar's command line (after the `keepalived` binary) for one replica. */
 export function keepalivedArgs(configPath: string, replica: number): string[] {

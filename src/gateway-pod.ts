@@ -7,13 +7,14 @@ import * as crypto from 'crypto';
 import { ProxyConfig, peerIdentityUri } from '@migration-mesh/proxy/config';
 import { ClusterPlan, GatewayReplicaPlan } from './planner';
 import { InvalidPropsError } from './errors';
+import { APP_NAME_LABEL, GATEWAY_NAME } from './names';
 
 /** Multus selection annotation key (k8snetworkplumbingwg/multus-cni `k8s.v1.cni.cncf.io/networks`). */
 export const MULTUS_NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
 /** MultiNetworkPolicy: which network(s) the policy applies to (k8snetworkplumbingwg/multi-networkpolicy). */
 export const MULTI_POLICY_FOR_ANNOTATION = 'k8s.v1.cni.cncf.io/policy-for';
 /** Label shared by all gateway replicas of one cluster (topology spread, anti-affinity, PDB, Service). */
-export const GATEWAY_SET_LABEL = 'migrationmesh.dev/gateway-set';
+const GATEWAY_SET_LABEL = 'migrationmesh.dev/gateway-set';
 /** Label naming the replica index of one gateway pod. */
 export const GATEWAY_REPLICA_LABEL = 'migrationmesh.dev/gateway-replica';
 /** Pod-template annotation carrying the hash of the config fields the runtime cannot reload. */
@@ -31,9 +32,9 @@ export interface NetworkSelectionElement {
 }
 
 /** Linux IFNAMSIZ - 1. */
-export const MAX_INTERFACE_NAME = 15;
+const MAX_INTERFACE_NAME = 15;
 
-export function checkInterfaceName(field: string, name: string): void {
+function checkInterfaceName(field: string, name: string): void {
   if (!/^[A-Za-z0-9_.-]{1,15}$/.test(name) || name === '.' || name === '..') {
     throw new InvalidPropsError({
       code: 'prop-invalid', path: field, message: `interface name '${name}' is invalid`, fix: `use 1-${MAX_INTERFACE_NAME} characters of [A-Za-z0-9_.-] (Linux IFNAMSIZ)`,
@@ -42,11 +43,11 @@ export function checkInterfaceName(field: string, name: string): void {
 }
 
 /** Name of the Deployment of one replica. */
-export const gatewayDeploymentName = (replica: number): string => `migration-mesh-gateway-${replica}`;
+export const gatewayDeploymentName = (replica: number): string => `${GATEWAY_NAME}-${replica}`;
 
 /** Selector labels of every gateway pod of a cluster. */
 export function gatewaySetLabels(cluster: string): Record<string, string> {
-  return { 'app.kubernetes.io/name': 'migration-mesh-gateway', [GATEWAY_SET_LABEL]: cluster };
+  return { [APP_NAME_LABEL]: GATEWAY_NAME, [GATEWAY_SET_LABEL]: cluster };
 }
 
 /**

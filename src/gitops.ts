@@ -5,14 +5,15 @@
  */
 import { FleetProblem } from './errors';
 import { FleetDocument } from './fleet-schema';
+import { CLUSTER_LABEL, FLEET_LABEL, STAGE_LABEL, managedByLabels } from './names';
 import { STAGES, StageName } from './rollout';
 
 export const GITOPS_DIR = '_gitops';
 export const ARGOCD_WAVE_ANNOTATION = 'argocd.argoproj.io/sync-wave';
-export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
+const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
 export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
 
-export const GITOPS_DEFAULTS = {
+const GITOPS_DEFAULTS = {
   targetRevision: 'HEAD',
   argocdNamespace: 'argocd',
   argocdProject: 'default',
@@ -23,9 +24,9 @@ export const GITOPS_DEFAULTS = {
 } as const;
 
 /** Kinds we deliver as partial objects owned by an operator: never prune or delete them from GitOps. */
-export const PROTECTED_KINDS = new Set(['KubeVirt', 'HyperConverged', 'Setting']);
+const PROTECTED_KINDS = new Set(['KubeVirt', 'HyperConverged', 'Setting']);
 
-export interface ResolvedArgocd {
+interface ResolvedArgocd {
   readonly namespace: string;
   readonly project: string;
   readonly repoURL: string;
@@ -34,7 +35,7 @@ export interface ResolvedArgocd {
   readonly automated: boolean;
 }
 
-export interface ResolvedFlux {
+interface ResolvedFlux {
   readonly namespace: string;
   readonly sourceRef: { readonly kind: string; readonly name: string; readonly namespace?: string };
   readonly interval: string;
@@ -124,10 +125,7 @@ export function annotateForGitops<T extends { kind: string; metadata?: any }>(o:
   return { ...o, metadata: { ...o.metadata, annotations } };
 }
 
-const managedLabels = (fleet: string): Record<string, string> => ({
-  'app.kubernetes.io/managed-by': 'migration-mesh',
-  'migrationmesh.dev/fleet': fleet,
-});
+const managedLabels = (fleet: string): Record<string, string> => ({ ...managedByLabels(), [FLEET_LABEL]: fleet });
 
 /** The Argo CD ApplicationSet: one Application per cluster, server-side apply, waves inside. */
 export function argocdApplicationSet(g: ResolvedGitops, clusters: readonly string[]): any {
@@ -148,7 +146,7 @@ export function argocdApplicationSet(g: ResolvedGitops, clusters: readonly strin
       // a cluster removed from the fleet loses its Application, not its KubeVirt configuration
       syncPolicy: { preserveResourcesOnDeletion: true },
       template: {
-        metadata: { name: `${g.fleet}-{{.cluster}}`, labels: { ...managedLabels(g.fleet), 'migrationmesh.dev/cluster': '{{.cluster}}' } },
+        metadata: { name: `${g.fleet}-{{.cluster}}`, labels: { ...managedLabels(g.fleet), [CLUSTER_LABEL]: '{{.cluster}}' } },
         spec: {
           project: a.project,
           source: { repoURL: a.repoURL, targetRevision: g.targetRevision, path: '{{.path}}' },
@@ -165,7 +163,7 @@ export function argocdApplicationSet(g: ResolvedGitops, clusters: readonly strin
   };
 }
 
-export const fluxKustomizationName = (fleet: string, cluster: string, stage: StageName): string => `${fleet}-${cluster}-${stage}`;
+const fluxKustomizationName = (fleet: string, cluster: string, stage: StageName): string => `${fleet}-${cluster}-${stage}`;
 
 /**
  * Flux: per cluster one Kustomization per non-empty stage, chained with dependsOn. The gateway stage
@@ -182,7 +180,7 @@ export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name:
       out.push({
         apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
         kind: 'Kustomization',
-        metadata: { name, namespace: f.namespace, labels: { ...managedLabels(g.fleet), 'migrationmesh.dev/cluster': c.name, 'migrationmesh.dev/stage': st.name } },
+        metadata: { name, namespace: f.namespace, labels: { ...managedLabels(g.fleet), [CLUSTER_LABEL]: c.name, [STAGE_LABEL]: st.name } },
         spec: {
           interval: f.interval,
           timeout: f.timeout,

@@ -19,7 +19,7 @@ import { ClusterPlan, FleetPlan } from './planner';
 
 export const HARVESTER_SETTING_NAME = 'vm-migration-network';
 /** Harvester's `minSNPrefixLength`: ranges and excludes must be /16 or smaller. */
-export const HARVESTER_MIN_PREFIX = 16;
+const HARVESTER_MIN_PREFIX = 16;
 
 /** Harvester's `network.Config`, in its struct field order (the setting's change detection hashes the raw string). */
 export interface HarvesterMigrationNetworkValue {

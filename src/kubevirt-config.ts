@@ -9,12 +9,12 @@ import { ClusterPlan, FleetPlan } from './planner';
 import { Placement } from './fleet-schema';
 import { InvalidPropsError } from './errors';
 
-export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type JsonObject = { [k: string]: Json };
 
 export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
-export const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
-export const SYNC_CONTROLLER_DEPLOYMENT = 'virt-synchronization-controller';
+const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
+const SYNC_CONTROLLER_DEPLOYMENT = 'virt-synchronization-controller';
 export const HCO_JSONPATCH_ANNOTATION = 'kubevirt.kubevirt.io/jsonpatch';
 
 /** Deep merge: objects merge, arrays of strings union (sorted), other arrays concatenate, scalars from b win. */
@@ -35,7 +35,7 @@ export function mergeSpec(a: JsonObject, b: JsonObject): JsonObject {
 const isObject = (x: unknown): x is JsonObject => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** `spec.configuration.migrations.network` and the feature gate. */
-export function migrationNetworkFragment(cluster: ClusterPlan): JsonObject {
+function migrationNetworkFragment(cluster: ClusterPlan): JsonObject {
   return {
     configuration: {
       developerConfiguration: { featureGates: [FEATURE_GATE_DLM] },
@@ -77,7 +77,7 @@ const placementJson = (p: Placement): JsonObject => {
 };
 
 /** Nodes that are not control-plane nodes. */
-export const WORKERS_AFFINITY: JsonObject = {
+const WORKERS_AFFINITY: JsonObject = {
   nodeAffinity: {
     requiredDuringSchedulingIgnoredDuringExecution: {
       nodeSelectorTerms: [{ matchExpressions: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'DoesNotExist' }] }],

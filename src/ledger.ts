@@ -8,7 +8,7 @@ import * as YAML from 'yaml';
 import { MigrationMeshError } from './errors';
 import { FLEET_API_VERSION } from './fleet-schema';
 
-export const LEDGER_KIND = 'AddressLedger';
+const LEDGER_KIND = 'AddressLedger';
 
 const gatewayEntry = z.object({
   /** The replica's static address on the in-cluster migration network. */
@@ -28,7 +28,7 @@ const clusterEntry = z.object({
   crossClusterAddresses: z.array(z.string()).optional(),
 }).strict();
 
-export const ledgerSchema = z.object({
+const ledgerSchema = z.object({
   apiVersion: z.literal(FLEET_API_VERSION),
   kind: z.literal(LEDGER_KIND),
   fleet: z.string(),

@@ -10,8 +10,8 @@ export const GATEWAY_NAME = 'migration-mesh-gateway';
 export const DEFAULT_TUNNEL_PORT = 15443;
 
 /** Value of `app.kubernetes.io/managed-by` on what we own. */
-export const MANAGED_BY = 'migration-mesh';
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+const MANAGED_BY = 'migration-mesh';
+const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 /** `app.kubernetes.io/name` of every gateway pod. */
 export const APP_NAME_LABEL = 'app.kubernetes.io/name';
 

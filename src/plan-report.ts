@@ -123,7 +123,7 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
 }
 
 /** Aligned columns; numbers right-aligned. */
-export function renderTable(header: string[], rows: string[][], rightAligned: ReadonlySet<number> = new Set()): string {
+function renderTable(header: string[], rows: string[][], rightAligned: ReadonlySet<number> = new Set()): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]): string => r.map((cell, i) => (rightAligned.has(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ').trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n') + '\n';
@@ -157,7 +157,7 @@ export function renderPlanTable(r: PlanReport): string {
 }
 
 /** Empty for a one-mode fleet; otherwise says which clusters can migrate to which. */
-export function renderMigrationGroups(groups: PlanTotals['migrationGroups']): string {
+function renderMigrationGroups(groups: PlanTotals['migrationGroups']): string {
   if (groups.length < 2) return '';
   const list = (cs: string[]): string => (cs.length <= 6 ? cs.join(', ') : `${cs.slice(0, 5).join(', ')} and ${cs.length - 5} more`);
   return `\nmigration stays within a datapath mode: clusters in different modes cannot live-migrate to each other\n`

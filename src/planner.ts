@@ -442,7 +442,7 @@ function capacityReport(fleet: ResolvedFleet): CapacityReport {
 // ---------------- the phases together ----------------
 
 /** Plan a fleet, as a value: the plan, the next ledger and the changes, or every problem. */
-export function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult> {
+function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult> {
   const p = new ProblemCollector();
   const prev = previous && previous.fleet === fleet.name ? previous : emptyLedger(fleet.name);
   const cidrs = planClusterCidrs(p, fleet, prev);
@@ -476,7 +476,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
 }
 
 /** Routes a gateway-mode handler needs: one supernet route when every remote CIDR is inside it, else the exact aggregate. */
-export function routesFor(remotes: Cidr[], supernet: Cidr | undefined, local: Cidr): string[] {
+function routesFor(remotes: Cidr[], supernet: Cidr | undefined, local: Cidr): string[] {
   if (remotes.length === 0) return [];
   if (supernet && remotes.every((r) => contains(supernet, r)) && contains(supernet, local)) return [formatCidr(supernet)];
   return aggregateCidrs(remotes).map(formatCidr);

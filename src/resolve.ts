@@ -17,7 +17,7 @@ import {
   supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
 } from './kubevirt-versions';
 
-export const DEFAULTS = {
+const DEFAULTS = {
   datapath: 'gateway' as Datapath,
   kubevirtNamespace: 'kubevirt',
   hcoNamespace: 'kubevirt-hyperconverged',

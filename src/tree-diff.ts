@@ -62,7 +62,7 @@ function byCluster(files: ReadonlyMap<string, string>): Map<string, Map<string, 
 }
 
 /** Peer tables found in a cluster's gateway ConfigMap(s): peer cluster -> canonical entry. */
-export function peerTables(files: ReadonlyMap<string, string>): Map<string, string> {
+function peerTables(files: ReadonlyMap<string, string>): Map<string, string> {
   const peers = new Map<string, string>();
   for (const [p, content] of files) {
     if (!/(^|\/)ConfigMap\.[^/]*\.yaml$/.test(p)) continue;
