@@ -33,11 +33,13 @@ function parseArgs(argv: string[]): Args {
     const a = rest[i];
     if (a.startsWith('--')) {
       const [k, v] = a.slice(2).split('=', 2);
-      if (v !== undefined) flags.set(k, v);
-      else if (['out', 'ledger', 'output', 'svg'].includes(k) && rest[i + 1] && !rest[i + 1].startsWith('--')) flags.set(k, rest[++i]);
-      else flags.set(k, true);
-    } else if (a === '-o') flags.set('out', rest[++i]);
-    else files.push(a);
+      const takesValue = ['out', 'ledger', 'output', 'svg'].includes(k) && rest[i + 1] && !rest[i + 1].startsWith('--');
+      flags.set(k, v !== undefined ? v : takesValue ? rest[++i] : true);
+    } else if (a === '-o') {
+      flags.set('out', rest[++i]);
+    } else {
+      files.push(a);
+    }
   }
   return { cmd, files, flags };
 }
@@ -63,7 +65,9 @@ const USAGE = `usage:
       Exit code: 0 no change, 1 changes, 2 error (like git diff --exit-code).
 `;
 
-export function main(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s), err: (s: string) => void = (s) => process.stderr.write(s)): number {
+type Sink = (s: string) => void;
+
+export function main(argv: string[], out: Sink = (s) => process.stdout.write(s), err: Sink = (s) => process.stderr.write(s)): number {
   const args = parseArgs(argv);
   try {
     switch (args.cmd) {
@@ -217,7 +221,9 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     if (format === 'json') {
       const { clusters, summary, changed, counts } = d;
       out(`${JSON.stringify({ changed, summary, counts, clusters }, null, 2)}\n`);
-    } else out(renderDiff(d));
+    } else {
+      out(renderDiff(d));
+    }
     return d.changed ? 1 : 0;
   } catch (e) {
     err(`${e instanceof FleetValidationError ? e.message : `error: ${(e as Error).message}`}\n`);

@@ -17,6 +17,7 @@ import { Checked, MigrationMeshError, ProblemCollector, orThrow } from '../src/e
 import { FleetDocument } from '../src/fleet-schema';
 import { HarvesterMigrationNetworkValue, checkHarvesterValues } from '../src/harvester';
 import { Ledger, LedgerChange } from '../src/ledger';
+import { Manifest } from '../src/manifest';
 import { FleetInput, FleetPlan, PlanOptions, PlanResult, checkFleetInput, toFleetDocument } from '../src/planner';
 import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from '../src/gitops';
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/rollout';
@@ -33,7 +34,7 @@ export interface SynthResult {
   readonly ledger: Ledger;
   readonly changes: LedgerChange[];
   /** Every object, per cluster, in rollout order. */
-  readonly objects: Map<string, any[]>;
+  readonly objects: Map<string, Manifest[]>;
   /** The GitOps wiring, when the fleet has `spec.gitops`. */
   readonly gitops?: ResolvedGitops;
 }
@@ -48,7 +49,7 @@ export function rolloutRank(kind: string): number {
 
 const fileSafe = (s: string): string => s.replace(/[^0-9A-Za-z._-]/g, '_');
 
-function objectFileName(o: any): string {
+function objectFileName(o: Manifest): string {
   const ns = o.metadata?.namespace ? `${fileSafe(o.metadata.namespace)}.` : '';
   return `${fileSafe(o.kind)}.${ns}${fileSafe(o.metadata?.name ?? 'unnamed')}.yaml`;
 }
@@ -75,7 +76,7 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
   // Flux has no waves inside one Kustomization: the staged layout gives each stage its own directory
   const staged = !!gitops?.flux;
   const files = new Map<string, string>();
-  const objects = new Map<string, any[]>();
+  const objects = new Map<string, Manifest[]>();
   const stagesOf: { name: string; stages: StageName[] }[] = [];
   result.plan.clusters.forEach((cluster, n) => {
     // one App per cluster: cdk8s prepares the whole app for every chart it synthesizes, so a shared
@@ -83,7 +84,7 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
     const chart = clusterChart(new App({ outdir: os.tmpdir() }), result.plan, cluster, harvester.get(cluster.name));
     const name = cluster.name;
     const nads = kubevirtNadKeys(chart.cluster);
-    const objs = sortForRollout(chart.toJson() as any[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
+    const objs = sortForRollout(chart.toJson() as Manifest[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
     objects.set(name, objs);
     const resources = new Map<string, string[]>();
     const patchForm = chart.cluster.kubevirt.configDelivery === 'kustomize-patch';

@@ -149,8 +149,8 @@ export class GatewayDeployment extends Construct {
     });
     const configPath = `${GATEWAY_CONFIG_MOUNT}/${GATEWAY_CONFIG_FILE}`;
     const placement = props.placement ?? {};
-    const userAffinity = (placement.affinity ?? {}) as Record<string, any>;
-    const userAnti = (userAffinity.podAntiAffinity ?? {}) as Record<string, any>;
+    const userAffinity = (placement.affinity ?? {}) as Record<string, unknown>;
+    const userAnti = (userAffinity.podAntiAffinity ?? {}) as { requiredDuringSchedulingIgnoredDuringExecution?: unknown[] };
     const spreadSelector = { matchLabels: props.setLabels };
 
     // One projected volume: the ConfigMap and the TLS Secret appear under one directory, so the
@@ -158,7 +158,7 @@ export class GatewayDeployment extends Construct {
     // subPath mounts are never updated).
     const cmItems = [{ key: GATEWAY_CONFIG_FILE, path: GATEWAY_CONFIG_FILE }];
     if (props.failover) cmItems.push({ key: GATEWAY_KEEPALIVED_FILE, path: GATEWAY_KEEPALIVED_FILE });
-    const sources: any[] = [{ configMap: { name: props.configMapName, items: cmItems } }];
+    const sources: Record<string, unknown>[] = [{ configMap: { name: props.configMapName, items: cmItems } }];
     if (props.tlsSecretName) {
       sources.push({
         secret: {

@@ -68,6 +68,7 @@ class HyperConvergedObject extends ApiObject {
     super(scope, id, props);
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- overrides cdk8s ApiObject.toJson(), typed any upstream
   public toJson(): any {
     const json = super.toJson();
     const ops = hcoFormOf(this.kubevirtSpec()).kubevirtJsonPatch;

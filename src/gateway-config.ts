@@ -27,7 +27,11 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
       admin: { host: '0.0.0.0', port: DEFAULT_ADMIN_PORT },
     },
     localCidrs: [cluster.migrationNetwork.cidr!],
-    ownAddresses: [...cluster.gateways.map((g) => bare(g.inCluster)), ...(cluster.gatewayVip ? [bare(cluster.gatewayVip)] : []), ...cluster.gateways.map((g) => bare(g.crossCluster))],
+    ownAddresses: [
+      ...cluster.gateways.map((g) => bare(g.inCluster)),
+      ...(cluster.gatewayVip ? [bare(cluster.gatewayVip)] : []),
+      ...cluster.gateways.map((g) => bare(g.crossCluster)),
+    ],
     peers: [],
     tls,
   };

@@ -5,6 +5,7 @@
  */
 import { FleetProblem } from './errors';
 import { FleetDocument } from './fleet-schema';
+import { Manifest } from './manifest';
 import { CLUSTER_LABEL, FLEET_LABEL, STAGE_LABEL, managedByLabels } from './names';
 import { STAGES, StageName } from './rollout';
 
@@ -101,7 +102,9 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
     if (!f.inCluster) for (const n of [...names].sort()) secrets[n] = f.kubeConfigSecrets?.[n] ?? `${n}-kubeconfig`;
     flux = {
       namespace: ns,
-      sourceRef: { kind: f.sourceRef.kind ?? GITOPS_DEFAULTS.sourceKind, name: f.sourceRef.name, ...(f.sourceRef.namespace ? { namespace: f.sourceRef.namespace } : {}) },
+      sourceRef: {
+        kind: f.sourceRef.kind ?? GITOPS_DEFAULTS.sourceKind, name: f.sourceRef.name, ...(f.sourceRef.namespace ? { namespace: f.sourceRef.namespace } : {}),
+      },
       interval: f.interval ?? GITOPS_DEFAULTS.fluxInterval,
       timeout: f.timeout ?? GITOPS_DEFAULTS.fluxTimeout,
       kubeConfigSecrets: secrets,
@@ -112,7 +115,7 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
 }
 
 /** Add the GitOps annotations to one synthesized object (returns a copy). */
-export function annotateForGitops<T extends { kind: string; metadata?: any }>(o: T, wave: number, g: ResolvedGitops | undefined): T {
+export function annotateForGitops(o: Manifest, wave: number, g: ResolvedGitops | undefined): Manifest {
   if (!g || (!g.argocd && !g.flux)) return o;
   const annotations: Record<string, string> = { ...(o.metadata?.annotations ?? {}) };
   if (g.argocd) {
@@ -128,7 +131,7 @@ export function annotateForGitops<T extends { kind: string; metadata?: any }>(o:
 const managedLabels = (fleet: string): Record<string, string> => ({ ...managedByLabels(), [FLEET_LABEL]: fleet });
 
 /** The Argo CD ApplicationSet: one Application per cluster, server-side apply, waves inside. */
-export function argocdApplicationSet(g: ResolvedGitops, clusters: readonly string[]): any {
+export function argocdApplicationSet(g: ResolvedGitops, clusters: readonly string[]): Manifest {
   const a = g.argocd!;
   const byServer = !!a.clusterServers;
   return {
@@ -169,9 +172,9 @@ const fluxKustomizationName = (fleet: string, cluster: string, stage: StageName)
  * Flux: per cluster one Kustomization per non-empty stage, chained with dependsOn. The gateway stage
  * waits for its objects to be Ready (Deployments available) before the network stage may start.
  */
-export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name: string; stages: readonly StageName[] }[]): any[] {
+export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name: string; stages: readonly StageName[] }[]): Manifest[] {
   const f = g.flux!;
-  const out: any[] = [];
+  const out: Manifest[] = [];
   for (const c of [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     let prev: string | undefined;
     for (const st of STAGES) {

@@ -59,7 +59,9 @@ export function harvesterValueJson(v: HarvesterMigrationNetworkValue): string {
  * checkNetworkRangeValid, validateIncludeExcludeRanges, checkVMMigrationNetworkRangeValid), plus our
  * own sizing rule. Returns the usable count and every problem.
  */
-export function checkHarvesterValue(v: HarvesterMigrationNetworkValue, nodes: number, needed: number, ctx: HarvesterContext): { usable: number; problems: FleetProblem[] } {
+export function checkHarvesterValue(
+  v: HarvesterMigrationNetworkValue, nodes: number, needed: number, ctx: HarvesterContext,
+): { usable: number; problems: FleetProblem[] } {
   const problems: FleetProblem[] = [];
   const H = `${ctx.path}.harvester`;
   if (v.vlan !== undefined && (v.vlan < 0 || v.vlan > 4094)) problems.push({ code: 'harvester-vlan', path: `${H}.vlan`, message: `${v.vlan} is outside 0-4094`, fix: 'give a VLAN id from 0 (untagged) to 4094' });
@@ -116,11 +118,14 @@ export function harvesterSettingFor(plan: FleetPlan, cluster: ClusterPlan, spec:
   // Harvester has no rangeStart/rangeEnd: everything of the subnet outside the cluster's slice becomes an exclude
   const lo = ipam.rangeStart ? parseAddr(ipam.rangeStart)!.value : range.start;
   const hi = ipam.rangeEnd ? parseAddr(ipam.rangeEnd)!.value : range.end;
-  const slice = subtractIntervals([{ family: range.family, start: lo, end: hi }], ipam.exclude.map((e) => parseCidr(e)).filter((x) => x.ok).map((x) => (x as { cidr: Interval }).cidr));
+  const excluded = ipam.exclude.map((e) => parseCidr(e)).filter((x) => x.ok).map((x) => (x as { cidr: Interval }).cidr);
+  const slice = subtractIntervals([{ family: range.family, start: lo, end: hi }], excluded);
   const outside = subtractIntervals([range], slice);
   const exclude = mergeIntervals(outside).flatMap(intervalToCidrs).map(formatCidr);
   const vlan = spec.vlan ?? attachmentVlan(plan.crossCluster.attachment);
-  const value: HarvesterMigrationNetworkValue = { clusterNetwork: spec.clusterNetwork, ...(vlan ? { vlan } : {}), range: formatCidr(range), ...(exclude.length ? { exclude } : {}) };
+  const value: HarvesterMigrationNetworkValue = {
+    clusterNetwork: spec.clusterNetwork, ...(vlan ? { vlan } : {}), range: formatCidr(range), ...(exclude.length ? { exclude } : {}),
+  };
   const needed = cluster.capacity.crossCluster;
   const check = checkHarvesterValue(value, cluster.nodes, needed, ctx);
   problems.push(...check.problems);

@@ -22,12 +22,15 @@ export function mergeSpec(a: JsonObject, b: JsonObject): JsonObject {
   const out: JsonObject = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const cur = out[k];
-    if (isObject(cur) && isObject(v)) out[k] = mergeSpec(cur, v);
-    else if (Array.isArray(cur) && Array.isArray(v)) {
+    if (isObject(cur) && isObject(v)) {
+      out[k] = mergeSpec(cur, v);
+    } else if (Array.isArray(cur) && Array.isArray(v)) {
       out[k] = cur.every((x) => typeof x === 'string') && v.every((x) => typeof x === 'string')
         ? [...new Set([...(cur as string[]), ...(v as string[])])]
         : [...cur, ...v];
-    } else out[k] = v;
+    } else {
+      out[k] = v;
+    }
   }
   return out;
 }

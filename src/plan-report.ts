@@ -77,7 +77,10 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
   const clusters: PlanRow[] = plan.clusters.map((c) => {
     const ipam = c.datapath === 'direct' ? c.migrationNetwork.ipam : c.crossClusterSync?.ipam;
     const inCluster = c.capacity.inCluster
-      ? { needed: c.capacity.inCluster.needed, usable: Number(c.capacity.inCluster.usable), free: Number(c.capacity.inCluster.usable) - c.capacity.inCluster.needed }
+      ? {
+        needed: c.capacity.inCluster.needed, usable: Number(c.capacity.inCluster.usable),
+        free: Number(c.capacity.inCluster.usable) - c.capacity.inCluster.needed,
+      }
       : undefined;
     return {
       cluster: c.name,

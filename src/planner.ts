@@ -402,6 +402,7 @@ function clusterPlan(p: ProblemCollector, a: Allocation, c: ResolvedCluster, ent
   const cc = a.fleet.crossCluster;
   const surge = a.fleet.addressSurge;
   const cidr = a.cidrs.get(c.name);
+  const usableIn = cidr && countIntervals(subtractIntervals([usableHosts(cidr)], c.migrationExclude));
   if (cidr && c.datapath !== 'direct' && !c.migrationCidr) entry.migrationCidr = formatCidr(cidr);
   const { ipam, ...parts } = c.datapath === 'gateway' ? gatewayParts(a, c, entry) : sliceParts(p, a, c, entry);
   return {
@@ -415,7 +416,7 @@ function clusterPlan(p: ProblemCollector, a: Allocation, c: ResolvedCluster, ent
     },
     crossClusterSync: parts.crossClusterSync, gateways: parts.gateways, gatewayVip: parts.gatewayVip, peers: parts.peers,
     capacity: {
-      inCluster: cidr ? { needed: inClusterNeeded(c, surge), usable: countIntervals(subtractIntervals([usableHosts(cidr)], c.migrationExclude)).toString() } : undefined,
+      inCluster: usableIn !== undefined ? { needed: inClusterNeeded(c, surge), usable: usableIn.toString() } : undefined,
       crossCluster: crossClusterNeeded(c, surge),
     },
   };

@@ -397,8 +397,9 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
   }
   if (c.migrationNetwork?.attachment) checkAttachment(p, `${cp}.migrationNetwork.attachment`, c.migrationNetwork.attachment, template.family);
   let migrationCidr: Cidr | undefined;
-  if (c.migrationNetwork?.cidr !== undefined) migrationCidr = parseCidrField(p, `${cp}.migrationNetwork.cidr`, c.migrationNetwork.cidr);
-  else if (spec.migrationNetwork?.supernet === undefined && datapath !== 'direct') {
+  if (c.migrationNetwork?.cidr !== undefined) {
+    migrationCidr = parseCidrField(p, `${cp}.migrationNetwork.cidr`, c.migrationNetwork.cidr);
+  } else if (spec.migrationNetwork?.supernet === undefined && datapath !== 'direct') {
     p.add('migration-network-missing', `${cp}.migrationNetwork.cidr`, `cluster ${c.name} has no in-cluster migration CIDR and the fleet has no supernet to carve one from`,
       `give ${cp}.migrationNetwork.cidr or spec.migrationNetwork.supernet`);
   }
@@ -516,7 +517,9 @@ function checkInClusterCapacity(p: ProblemCollector, clusters: ResolvedCluster[]
 }
 
 /** The shared pool against what every cluster holds in its mode; returns the counts the plan reports. */
-function checkSharedCapacity(p: ProblemCollector, shared: SharedNetwork, clusters: ResolvedCluster[], surge: number): { poolCount: bigint; excludedCount: bigint; usableCount: bigint } {
+function checkSharedCapacity(
+  p: ProblemCollector, shared: SharedNetwork, clusters: ResolvedCluster[], surge: number,
+): { poolCount: bigint; excludedCount: bigint; usableCount: bigint } {
   const poolCount = countIntervals(mergeIntervals(shared.pool));
   const excludedCount = countIntervals(mergeIntervals(shared.excluded));
   const usableCount = countIntervals(shared.usable);

@@ -66,7 +66,7 @@ function peerTables(files: ReadonlyMap<string, string>): Map<string, string> {
   const peers = new Map<string, string>();
   for (const [p, content] of files) {
     if (!/(^|\/)ConfigMap\.[^/]*\.yaml$/.test(p)) continue;
-    let doc: any;
+    let doc: { data?: Record<string, unknown> } | undefined;
     try { doc = YAML.parse(content); } catch { continue; }
     for (const v of Object.values(doc?.data ?? {})) {
       if (typeof v !== 'string' || !v.includes('"peers"')) continue;

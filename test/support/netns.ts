@@ -177,7 +177,9 @@ export class NetnsLab {
    * A veth from `hostNs` (named `ifname`, with `addrs`) to a port `portName` of `bridge` in `fabricNs`,
    * or straight into `peerNs` when no bridge is given.
    */
-  addVeth(opts: { hostNs: string; ifname: string; addrs: string[]; fabricNs: string; portName: string; bridge?: string; mtu?: number; peerAddrs?: string[] }): void {
+  addVeth(opts: {
+    hostNs: string; ifname: string; addrs: string[]; fabricNs: string; portName: string; bridge?: string; mtu?: number; peerAddrs?: string[];
+  }): void {
     const { hostNs, ifname, fabricNs, portName } = opts;
     this.run(['ip', '-n', fabricNs, 'link', 'add', portName, 'type', 'veth', 'peer', 'name', ifname, 'netns', hostNs]);
     if (opts.mtu) {
@@ -258,7 +260,11 @@ export interface GatewayHost {
 export interface ClusterTopology {
   readonly name: string;
   /** The whereabouts NAD KubeVirt attaches as migration0 (what handlers and sync controllers get). */
-  readonly migrationNad: { name: string; ipam: { range: string; range_start?: string; range_end?: string; exclude?: string[]; routes?: { dst: string; gw: string }[] }; mtu?: number };
+  readonly migrationNad: {
+    name: string;
+    ipam: { range: string; range_start?: string; range_end?: string; exclude?: string[]; routes?: { dst: string; gw: string }[] };
+    mtu?: number;
+  };
   readonly syncPort: number;
   readonly gateways: GatewayHost[];
   /** The runtime config text from the ConfigMap. */
