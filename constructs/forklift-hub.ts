@@ -1,6 +1,6 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
-import { ForkliftPlan as ForkliftPlanModel } from '../src/forklift/model';
+import { ForkliftHubPlan } from '../src/forklift/model';
 import { ForkliftControllerSetting } from './forklift-controller';
 import { ForkliftMigration } from './forklift-migration';
 import { ForkliftNetworkMap } from './forklift-network-map';
@@ -13,7 +13,7 @@ import { ForkliftStorageMap } from './forklift-storage-map';
  */
 export interface ForkliftHubChartProps {
   /** The checked Forklift plan (`planForklift`). */
-  readonly plan: ForkliftPlanModel;
+  readonly plan: ForkliftHubPlan;
 }
 
 /**

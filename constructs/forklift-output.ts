@@ -6,7 +6,7 @@ import { ResolvedGitops } from '../src/gitops';
 import { ClusterPlan } from '../src/planner';
 import { MovesInput } from '../src/forklift/checks';
 import { EmittedObject, featureGatesOf, nadsOf } from '../src/forklift/gates';
-import { ClusterFacts, ForkliftPlan } from '../src/forklift/model';
+import { ClusterFacts, ForkliftHubPlan } from '../src/forklift/model';
 import { planForklift } from '../src/forklift/plan';
 import {
   FORKLIFT_DIR, FORKLIFT_STAGES, ForkliftStageName, driftFiles, forkliftArgoApplication, forkliftFluxKustomizations, forkliftStageOf, orderForklift,
@@ -15,7 +15,7 @@ import { ForkliftHubChart } from './forklift-hub';
 
 /** What the Forklift part of a synthesis adds. */
 export interface ForkliftOutput {
-  readonly plan?: ForkliftPlan;
+  readonly plan?: ForkliftHubPlan;
   /** Relative to the fleet directory (`_forklift/...`). */
   readonly files: Map<string, string>;
   /** The hub's objects in rollout order. */
@@ -42,7 +42,9 @@ export interface FileRendering {
 }
 
 /** The facts of each cluster the checks need, read from its generated objects. */
-export function clusterFacts(document: FleetDocument, clusters: readonly ClusterPlan[], objects: ReadonlyMap<string, readonly EmittedObject[]>): ClusterFacts[] {
+export function clusterFacts(
+  document: FleetDocument, clusters: readonly ClusterPlan[], objects: ReadonlyMap<string, readonly EmittedObject[]>,
+): ClusterFacts[] {
   const index = new Map(document.spec.clusters.map((c, i) => [c.name, i]));
   return clusters.map((c) => {
     const objs = objects.get(c.name) ?? [];

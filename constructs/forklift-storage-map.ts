@@ -28,7 +28,11 @@ export class ForkliftStorageMap extends Construct {
         provider: { source: { ...props.source }, destination: { ...props.destination } },
         map: props.storage.map((s) => ({
           source: { name: s.source },
-          destination: { storageClass: s.storageClass, ...(s.accessMode ? { accessMode: s.accessMode } : {}), ...(s.volumeMode ? { volumeMode: s.volumeMode } : {}) },
+          destination: {
+            storageClass: s.storageClass,
+            ...(s.accessMode ? { accessMode: s.accessMode } : {}),
+            ...(s.volumeMode ? { volumeMode: s.volumeMode } : {}),
+          },
         })),
       },
     });

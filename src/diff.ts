@@ -133,7 +133,7 @@ export function diffTrees(before: TreeSnapshot, after: TreeSnapshot): FleetDiff 
   };
   const moves = diffMoves(before.files, after.files);
   const movesNote = moves.added.length || moves.removed.length || moves.started.length
-    ? `; moves: ${moves.added.length} planned, ${moves.removed.length} dropped, ${moves.started.length} run${moves.started.length === 1 ? '' : 's'} start on merge` : '';
+    ? `; moves: ${moves.added.length} planned, ${moves.removed.length} dropped, ${plural(moves.started.length, 'run')} ${moves.started.length === 1 ? 'starts' : 'start'} on merge` : '';
   return { clusters, summary: summarize(clusters, counts) + movesNote, changed: clusters.length > 0, moves, counts };
 }
 
@@ -162,7 +162,8 @@ function summarize(clusters: ClusterDiff[], k: FleetDiff['counts']): string {
   if (addedC.length) actions.push(`adding cluster${addedC.length > 1 ? 's' : ''} ${addedC.join(', ')}`);
   if (removedC.length) actions.push(`removing cluster${removedC.length > 1 ? 's' : ''} ${removedC.join(', ')}`);
   for (const c of resized) actions.push(`resizing ${c.name} (${c.nodes!.from} -> ${c.nodes!.to} nodes)`);
-  if (!actions.length) actions.push(`changing ${plural(real.length, 'cluster')}${clusters.some((c) => c.name === GITOPS_DIR) ? ' and the GitOps wiring' : ''}${clusters.some((c) => c.name === FORKLIFT_DIR) ? ' and the Forklift hub' : ''}`);
+  const extras = [clusters.some((c) => c.name === GITOPS_DIR) ? 'the GitOps wiring' : '', clusters.some((c) => c.name === FORKLIFT_DIR) ? 'the Forklift hub' : ''].filter(Boolean);
+  if (!actions.length) actions.push(`changing ${[...(real.length || !extras.length ? [plural(real.length, 'cluster')] : []), ...extras].join(' and ')}`);
   const gainSizes = new Set(real.filter((c) => c.status === 'changed' && c.peers.gained.length).map((c) => c.peers.gained.length));
   const loseSizes = new Set(real.filter((c) => c.status === 'changed' && c.peers.lost.length).map((c) => c.peers.lost.length));
   const entries = (sizes: Set<number>): string => (sizes.size === 1 ? (sizes.has(1) ? 'one entry' : `${[...sizes][0]} entries`) : 'entries');

@@ -118,7 +118,8 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
     }
     opts.onCluster?.(n + 1, result.plan.clusters.length);
   });
-  const forklift = forkliftOutput({ document: result.document, clusters: result.plan.clusters, objects, gitops, moves: opts.moves }, { toYaml, objectFileName });
+  const fkInput = { document: result.document, clusters: result.plan.clusters, objects, gitops, moves: opts.moves };
+  const forklift = forkliftOutput(fkInput, { toYaml, objectFileName });
   for (const [k, v] of forklift.files) files.set(k, v);
   if (gitops?.argocd) {
     const apps = [argocdApplicationSet(gitops, result.plan.clusters.map((c) => c.name)), ...forklift.gitops.argocd];

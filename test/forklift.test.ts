@@ -81,7 +81,9 @@ describe('the metro example: the right providers, maps and VMs per plan', () => 
 
   test('one live Plan per batch and pair, with its VMs; a Migration only where the moves say start', () => {
     const plans = objectsOf(r).filter((o) => o.kind === 'Plan');
-    expect(plans.map((p) => [p.metadata.name, p.spec.type, p.spec.provider.source.name, p.spec.provider.destination.name, p.spec.targetNamespace, p.spec.vms])).toEqual([
+    const rows = plans.map((p) => [p.metadata.name, p.spec.type, p.spec.provider.source.name, p.spec.provider.destination.name,
+      p.spec.targetNamespace, p.spec.vms]);
+    expect(rows).toEqual([
       ['wave-1-west-to-east', 'live', 'west', 'host', 'vms', [{ name: 'db1', namespace: 'vms' }, { name: 'web1', namespace: 'vms' }]],
       ['wave-2-east-to-edge', 'live', 'host', 'edge', 'edge-vms', [{ name: 'cache1', namespace: 'vms' }]],
     ]);
@@ -314,4 +316,37 @@ test('the Forklift planning layer imports nothing from cdk8s', () => {
   for (const f of fs.readdirSync(dir)) {
     expect(`${f}: ${fs.readFileSync(path.join(dir, f), 'utf8')}`).not.toMatch(/from '(cdk8s|constructs)'|\.\.\/\.\.\/constructs|from '\.\.\/synth'/);
   }
+});
+
+describe('plan and diff show the moves', () => {
+  const { main } = require('../src/cli');
+  const run = (argv: string[]): { code: number; out: string } => {
+    let out = '';
+    const code = main(argv, (s: string) => { out += s; }, (s: string) => { out += s; });
+    return { code, out };
+  };
+
+  test('plan lists each VM with its batch, clusters, Plan and whether a Migration starts it', () => {
+    const { code, out } = run(['plan', metroFile]);
+    expect(code).toBe(0);
+    expect(out).toMatch(/moves: 3 VMs, 2 started by a Migration; Forklift hub east \(fleet member, host provider\)/);
+    expect(out).toMatch(/wave-2\s+vms\/cache1\s+east\s+edge\s+edge-vms\s+wave-2-east-to-edge\s+planned only/);
+    const json = JSON.parse(run(['plan', metroFile, '--output', 'json']).out);
+    expect(json.forklift.moves.map((m: any) => m.vm)).toEqual(['db1', 'web1', 'cache1']);
+  });
+
+  test('diff against the committed dist/ names the run a merge would start', () => {
+    const dir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'fk-diff-'));
+    try {
+      for (const f of ['metro-moves.fleet.yaml', 'metro-moves.ledger.yaml']) fs.copyFileSync(path.join(root, 'examples', f), path.join(dir, f));
+      const moves = fs.readFileSync(path.join(root, 'examples', 'metro-moves.moves.yaml'), 'utf8').replace('batch: wave-2}', 'batch: wave-2, start: true}');
+      fs.writeFileSync(path.join(dir, 'metro-moves.moves.yaml'), moves);
+      const { code, out } = run(['diff', path.join(dir, 'metro-moves.fleet.yaml'), '--out', path.join(root, 'dist')]);
+      expect(code).toBe(1);
+      expect(out).toContain('run starts on merge: wave-2-east-to-edge-run-1 (plan wave-2-east-to-edge)');
+      expect(out).toMatch(/changing the Forklift hub: .*1 run starts on merge/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -6,7 +6,8 @@
  */
 import { FleetProblem } from '../errors';
 import { ForkliftSpec, Move } from './schema';
-import { ClusterFacts, FEATURE_GATE_DLM } from './model';
+import { ClusterFacts } from './model';
+import { FEATURE_GATE_DLM } from '../kubevirt-config';
 import { trustBetween } from './trust';
 
 export interface MovesInput {
@@ -45,12 +46,12 @@ export function checkMoves(p: ForkliftProblems, input: MovesInput, clusters: Rea
     const first = seenSource.get(src);
     if (first !== undefined) {
       p.error('moved-twice', at, `moves ${m.namespace}/${m.vm} from ${m.from} a second time in batch ${m.batch} (first at ${input.path}[${first}])`, 'keep one entry, or put the second move in a later batch');
-    } else seenSource.set(src, i);
+    } else {seenSource.set(src, i);}
     const dst = `${m.batch}|${m.to}|${m.targetNamespace ?? m.namespace}/${m.vm}`;
     const other = seenTarget.get(dst);
     if (other !== undefined && first === undefined) {
       p.error('target-collision', at, `lands a second VM as ${m.targetNamespace ?? m.namespace}/${m.vm} on ${m.to} in batch ${m.batch} (also ${input.path}[${other}])`, 'give one of them another targetNamespace, or move it in another batch');
-    } else if (other === undefined) seenTarget.set(dst, i);
+    } else if (other === undefined) {seenTarget.set(dst, i);}
   });
 }
 
@@ -59,7 +60,7 @@ export function checkProviders(p: ForkliftProblems, spec: ForkliftSpec, input: M
   const providers = spec.providers ?? {};
   const hubMember = clusters.has(spec.hub.cluster);
   for (const name of Object.keys(providers)) {
-    if (!clusters.has(name)) p.error('unknown-cluster', `${F}.providers.${name}`, `'${name}' is not a cluster of the fleet`, `remove it, or use one of ${list(clusters.keys())}`);
+    if (!clusters.has(name)) {p.error('unknown-cluster', `${F}.providers.${name}`, `'${name}' is not a cluster of the fleet`, `remove it, or use one of ${list(clusters.keys())}`);}
     else if (hubMember && name === spec.hub.cluster) {
       p.error('hub-provider', `${F}.providers.${name}`, `${name} is the hub: Forklift reaches it through its own 'host' provider`, `remove providers.${name}`);
     }
@@ -72,7 +73,9 @@ export function checkProviders(p: ForkliftProblems, spec: ForkliftSpec, input: M
 }
 
 /** Each pair that moves happen between: same migration group, the gate on both, trust exchanged. */
-export function checkPairs(p: ForkliftProblems, spec: ForkliftSpec, fleetSpec: unknown, pairs: readonly [string, string][], clusters: ReadonlyMap<string, ClusterFacts>): void {
+export function checkPairs(
+  p: ForkliftProblems, spec: ForkliftSpec, fleetSpec: unknown, pairs: readonly [string, string][], clusters: ReadonlyMap<string, ClusterFacts>,
+): void {
   const groups = new Map<string, string[]>();
   for (const c of clusters.values()) groups.set(c.datapath, [...(groups.get(c.datapath) ?? []), c.name]);
   const gateChecked = new Set<string>();
@@ -96,7 +99,7 @@ export function checkPairs(p: ForkliftProblems, spec: ForkliftSpec, fleetSpec: u
     const trust = trustBetween(fleetSpec, from, to);
     if (trust === 'disabled') {
       p.error('trust-disabled', 'spec.trust', `trust exchange is turned off for ${from} or ${to}: the migration's TLS handshake fails once a KubeVirt CA rotates`, `enable the trust exchange for both clusters, or drop the moves between ${from} and ${to}`);
-    } else if (trust === 'unmanaged') unmanaged.push(`${from} -> ${to}`);
+    } else if (trust === 'unmanaged') {unmanaged.push(`${from} -> ${to}`);}
   }
   if (unmanaged.length) {
     p.warn('trust-unmanaged', 'spec', `trust between the clusters is not managed by this fleet (no spec.trust): Forklift copies each KubeVirt CA once per run, which the next CA rotation undoes (pairs: ${unmanaged.join(', ')})`,

@@ -5,7 +5,7 @@
  * Also the drift helpers for the moved VMs. Objects and file contents only; pure, no cdk8s import.
  */
 import { ResolvedGitops, ARGOCD_SYNC_OPTIONS_ANNOTATION, ARGOCD_WAVE_ANNOTATION, FLUX_PRUNE_ANNOTATION } from '../gitops';
-import { ForkliftPlan } from './model';
+import { ForkliftHubPlan } from './model';
 
 export const FORKLIFT_DIR = '_forklift';
 export const DRIFT_DIR = 'drift';
@@ -64,7 +64,7 @@ export function orderForklift<T extends Obj>(objs: readonly T[], g: ResolvedGito
 const labels = (fleet: string): Record<string, string> => ({ 'app.kubernetes.io/managed-by': 'migration-mesh', 'migrationmesh.dev/fleet': fleet });
 
 /** The Argo CD Application that syncs `_forklift/` to the hub (waves inside). */
-export function forkliftArgoApplication(g: ResolvedGitops, plan: ForkliftPlan): Record<string, unknown> {
+export function forkliftArgoApplication(g: ResolvedGitops, plan: ForkliftHubPlan): Record<string, unknown> {
   const a = g.argocd!;
   const server = a.clusterServers?.[plan.hub.cluster];
   return {
@@ -85,7 +85,7 @@ export function forkliftArgoApplication(g: ResolvedGitops, plan: ForkliftPlan): 
 }
 
 /** Flux: one Kustomization per non-empty stage of `_forklift/`, chained with dependsOn. */
-export function forkliftFluxKustomizations(g: ResolvedGitops, plan: ForkliftPlan, present: readonly ForkliftStageName[]): Record<string, unknown>[] {
+export function forkliftFluxKustomizations(g: ResolvedGitops, plan: ForkliftHubPlan, present: readonly ForkliftStageName[]): Record<string, unknown>[] {
   const f = g.flux!;
   const hub = plan.hub.cluster;
   let prev: string | undefined;
@@ -112,7 +112,7 @@ export function forkliftFluxKustomizations(g: ResolvedGitops, plan: ForkliftPlan
 }
 
 /** Moved VMs by source cluster (`namespace/name`, sorted). */
-export function movedVmsBySource(plan: ForkliftPlan): Map<string, { name: string; namespace: string }[]> {
+export function movedVmsBySource(plan: ForkliftHubPlan): Map<string, { name: string; namespace: string }[]> {
   const out = new Map<string, { name: string; namespace: string }[]>();
   for (const p of plan.plans) out.set(p.from, [...(out.get(p.from) ?? []), ...p.vms]);
   for (const [k, v] of out) out.set(k, [...new Map(v.map((x) => [`${x.namespace}/${x.name}`, x])).values()].sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1)));
@@ -125,7 +125,7 @@ export function movedVmsBySource(plan: ForkliftPlan): Map<string, { name: string
  * the move KubeVirt sets the source VM to Halted; Flux would start it again). For Argo CD, the
  * `ignoreDifferences` entries (JSON) for the Application that syncs those VMs.
  */
-export function driftFiles(plan: ForkliftPlan): Map<string, unknown> {
+export function driftFiles(plan: ForkliftHubPlan): Map<string, unknown> {
   const files = new Map<string, unknown>();
   for (const [cluster, vms] of movedVmsBySource(plan)) {
     files.set(`${DRIFT_DIR}/${cluster}/kustomization.yaml`, {

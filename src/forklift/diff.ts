@@ -26,7 +26,7 @@ function parse(files: ReadonlyMap<string, string>): { moves: Set<string>; runs: 
     if (d.kind === 'Plan') {
       const route = `${labels['migrationmesh.dev/from'] ?? '?'} -> ${labels['migrationmesh.dev/to'] ?? '?'}`;
       for (const vm of d.spec?.vms ?? []) moves.add(`${vm.namespace}/${vm.name} ${route} (${d.metadata?.name})`);
-    } else if (d.kind === 'Migration') runs.add(`${d.metadata?.name} (plan ${d.spec?.plan?.name})`);
+    } else if (d.kind === 'Migration') {runs.add(`${d.metadata?.name} (plan ${d.spec?.plan?.name})`);}
   }
   return { moves, runs };
 }

@@ -28,7 +28,9 @@ export function declaredNetworks(p: ForkliftProblems, spec: ForkliftSpec, cluste
 }
 
 /** Where a network reference points, checked against the cluster's declared and fleet networks. */
-function known(p: ForkliftProblems, path: string, ref: string, cluster: string, nets: ReadonlyMap<string, Set<string>>, facts: ClusterFacts | undefined): void {
+function known(
+  p: ForkliftProblems, path: string, ref: string, cluster: string, nets: ReadonlyMap<string, Set<string>>, facts: ClusterFacts | undefined,
+): void {
   if (facts?.meshNads.includes(ref)) {
     p.error('mesh-network', path, `${ref} is the fleet's live-migration network on ${cluster}, not a VM network`, 'map the VM network the VM attaches to instead');
   } else if (facts && !nets.get(cluster)?.has(ref)) {
@@ -37,7 +39,9 @@ function known(p: ForkliftProblems, path: string, ref: string, cluster: string, 
 }
 
 /** Validated overrides, by `from|to` and source. */
-export function networkOverrides(p: ForkliftProblems, spec: ForkliftSpec, nets: ReadonlyMap<string, Set<string>>, clusters: ReadonlyMap<string, ClusterFacts>): Map<string, Map<string, NetworkDestination>> {
+export function networkOverrides(
+  p: ForkliftProblems, spec: ForkliftSpec, nets: ReadonlyMap<string, Set<string>>, clusters: ReadonlyMap<string, ClusterFacts>,
+): Map<string, Map<string, NetworkDestination>> {
   const out = new Map<string, Map<string, NetworkDestination>>();
   (spec.networkMaps ?? []).forEach((m, i) => {
     const at = `${F}.networkMaps[${i}]`;
@@ -46,7 +50,7 @@ export function networkOverrides(p: ForkliftProblems, spec: ForkliftSpec, nets: 
     }
     known(p, `${at}.source`, m.source, m.from, nets, clusters.get(m.from));
     let dest: NetworkDestination;
-    if (m.destination === 'pod' || m.destination === 'ignored') dest = { type: m.destination };
+    if (m.destination === 'pod' || m.destination === 'ignored') {dest = { type: m.destination };}
     else {
       known(p, `${at}.destination`, m.destination, m.to, nets, clusters.get(m.to));
       const [namespace, name] = m.destination.split('/');
@@ -62,13 +66,16 @@ export function networkOverrides(p: ForkliftProblems, spec: ForkliftSpec, nets: 
 }
 
 /** The NetworkMap entries of one pair; unmapped source networks become warnings. */
-export function networkPairs(p: ForkliftProblems, from: string, to: string, nets: ReadonlyMap<string, Set<string>>, overrides: ReadonlyMap<string, ReadonlyMap<string, NetworkDestination>>): NetworkPair[] {
+export function networkPairs(
+  p: ForkliftProblems, from: string, to: string, nets: ReadonlyMap<string, Set<string>>,
+  overrides: ReadonlyMap<string, ReadonlyMap<string, NetworkDestination>>,
+): NetworkPair[] {
   const out: NetworkPair[] = [{ source: { type: 'pod' }, destination: { type: 'pod' } }];
   const over = overrides.get(`${from}|${to}`);
   for (const ref of [...(nets.get(from) ?? [])].sort()) {
     const [namespace, name] = ref.split('/');
     const dest: NetworkDestination | undefined = over?.get(ref) ?? (nets.get(to)?.has(ref) ? { type: 'multus', name, namespace } : undefined);
-    if (dest) out.push({ source: { name, namespace }, destination: dest });
+    if (dest) {out.push({ source: { name, namespace }, destination: dest });}
     else {
       p.warn('network-unmapped', `${F}.networkMaps`, `${ref} exists on ${from} but not on ${to} and has no counterpart: Forklift refuses a VM of ${from} -> ${to} attached to it`,
         `declare ${ref} for ${to}, or add {from: ${from}, to: ${to}, source: ${ref}, destination: <namespace/name> | pod | ignored}`);
@@ -85,7 +92,10 @@ export function storagePairs(p: ForkliftProblems, spec: ForkliftSpec, from: stri
     const specific = !!(s.from || s.to);
     const cur = bySource.get(s.source);
     if (cur && cur.specific && !specific) return;
-    const entry: StoragePair = { source: s.source, storageClass: s.storageClass, ...(s.accessMode ? { accessMode: s.accessMode } : {}), ...(s.volumeMode ? { volumeMode: s.volumeMode } : {}) };
+    const entry: StoragePair = {
+      source: s.source, storageClass: s.storageClass,
+      ...(s.accessMode ? { accessMode: s.accessMode } : {}), ...(s.volumeMode ? { volumeMode: s.volumeMode } : {}),
+    };
     bySource.set(s.source, { specific, entry });
   });
   if (bySource.size === 0) {

@@ -7,7 +7,6 @@ import { FleetProblem } from '../errors';
 
 /** Forklift's own provider for the cluster it runs in (created by the operator, never by us). */
 export const HOST_PROVIDER = 'host';
-export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
 export const DEFAULT_CONTROLLER_NAME = 'forklift-controller';
 
 export interface ObjectRef { readonly name: string; readonly namespace: string }
@@ -75,7 +74,7 @@ export interface LivePlan {
   readonly migration?: { readonly name: string; readonly run: number };
 }
 
-export interface ForkliftPlan {
+export interface ForkliftHubPlan {
   readonly fleet: string;
   readonly hub: { readonly cluster: string; readonly namespace: string; readonly member: boolean };
   /** Providers we emit (the hub's `host` provider is Forklift's own), by name. */
@@ -89,7 +88,7 @@ export interface ForkliftPlan {
 
 export interface ForkliftPlanResult {
   /** Undefined when the fleet has no `spec.forklift` or a problem was found. */
-  readonly plan?: ForkliftPlan;
+  readonly plan?: ForkliftHubPlan;
   readonly problems: FleetProblem[];
   /** Things Forklift will do that the user should know of (nothing is refused for them). */
   readonly warnings: FleetProblem[];

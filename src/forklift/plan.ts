@@ -7,7 +7,7 @@
 import { FleetDocument } from '../fleet-schema';
 import { Move } from './schema';
 import {
-  ClusterFacts, DEFAULT_CONTROLLER_NAME, ForkliftPlan, ForkliftPlanResult, HOST_PROVIDER, LivePlan, ObjectRef, PairPlan, ProviderPlan,
+  ClusterFacts, DEFAULT_CONTROLLER_NAME, ForkliftHubPlan, ForkliftPlanResult, HOST_PROVIDER, LivePlan, ObjectRef, PairPlan, ProviderPlan,
 } from './model';
 import { ForkliftProblems, MovesInput, checkController, checkMoves, checkPairs, checkProviders } from './checks';
 import { checkStorage, declaredNetworks, networkOverrides, networkPairs, storagePairs } from './maps';
@@ -58,7 +58,7 @@ export function planForklift(doc: FleetDocument, facts: readonly ClusterFacts[],
     .map(([c, v]) => ({ cluster: c, name: c, url: v.url, secret: v.secret }))
     .sort((a, b) => byKey(a.name, b.name));
   if (p.problems.length) return { problems: p.problems, warnings: p.warnings };
-  const plan: ForkliftPlan = {
+  const plan: ForkliftHubPlan = {
     fleet: doc.metadata.name,
     hub: { cluster: spec.hub.cluster, namespace: ns, member: hubMember },
     providers,

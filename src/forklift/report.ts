@@ -4,7 +4,7 @@
  */
 import { FleetProblem, formatProblem } from '../errors';
 import { renderTable } from '../report';
-import { ForkliftPlan } from './model';
+import { ForkliftHubPlan } from './model';
 
 export interface MoveRow {
   readonly vm: string;
@@ -28,7 +28,7 @@ export interface MovesReport {
 
 const net = (x: { type?: string; name?: string; namespace?: string }): string => (x.name ? `${x.namespace}/${x.name}` : String(x.type));
 
-export function movesReport(plan: ForkliftPlan, warnings: readonly FleetProblem[] = []): MovesReport {
+export function movesReport(plan: ForkliftHubPlan, warnings: readonly FleetProblem[] = []): MovesReport {
   return {
     hub: plan.hub,
     moves: plan.plans.flatMap((p) => p.vms.map((vm) => ({
