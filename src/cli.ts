@@ -77,9 +77,11 @@ export function main(argv: string[], out: (s: string) => void = (s) => process.s
           const fleet = resolveFleet(parseFleetDocument(loadFleetFile(f), f), f);
           const doc = loadFleetFile(f);
           const moves = movesFor(f, doc);
-          if (doc.spec.forklift || moves) synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }); // the move checks read the generated config
+          // the move checks read the generated configuration, so they run through synthesis (in memory)
+          const warnings = doc.spec.forklift || moves ? synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }).forklift.warnings : [];
           const modes = [...new Set(fleet.clusters.map((c) => c.datapath))];
           out(`${f}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
+          for (const w of warnings) out(`  warning: ${formatProblem(w)}\n`);
         }
         return 0;
       case 'help': case '--help': case '-h':
