@@ -16,6 +16,7 @@ import { parseFleetDocument, resolveFleet } from './resolve';
 import { synthesizeFleet, writeFiles } from './synth';
 import { planFleet } from './planner';
 import { planReport, renderPlanTable } from './report';
+import { nodePrerequisites, renderNodePrerequisites } from './cni';
 import { renderFleetSvg } from './svg';
 import { diffTrees, renderDiff, FleetDiff } from './diff';
 import { diffFleets } from './diff-fleets';
@@ -149,8 +150,9 @@ function plan(args: Args, out: (s: string) => void): number {
     fs.writeFileSync(svg, renderFleetSvg(report));
   }
   const format = String(args.flags.get('output') ?? 'table');
-  if (format === 'json') out(`${JSON.stringify(report, null, 2)}\n`);
-  else if (format === 'table') out(renderPlanTable(report));
+  const prerequisites = nodePrerequisites(p);
+  if (format === 'json') out(`${JSON.stringify({ ...report, nodePrerequisites: prerequisites }, null, 2)}\n`);
+  else if (format === 'table') out(renderPlanTable(report) + renderNodePrerequisites(prerequisites));
   else throw new Error(`--output must be table or json, got '${format}'`);
   return 0;
 }
