@@ -35,6 +35,10 @@ export { checkHarvesterValue, harvesterSettingFor, harvesterValueJson } from './
 export type { HarvesterContext, HarvesterMigrationNetworkValue, HarvesterResult } from './src/harvester';
 export { kubevirtSpecFor } from './src/kubevirt-config';
 export type { JsonObject } from './src/kubevirt-config';
+export * from './src/forklift/schema';
+export * from './src/forklift/model';
+export { planForklift } from './src/forklift/plan';
+export { loadMovesFile, movesPathFor, parseMovesText } from './src/forklift/moves';
 
 // ---- constructs (constructs/) -------------------------------------------------------------------
 export { CrossClusterMigrationMesh } from './constructs/mesh';
@@ -51,6 +55,13 @@ export * from './constructs/gateway-deployment';
 export * from './constructs/gateway-tls';
 export * from './constructs/gateway-policy';
 export * from './constructs/gateway-metrics';
+export * from './constructs/forklift-provider';
+export * from './constructs/forklift-network-map';
+export * from './constructs/forklift-storage-map';
+export * from './constructs/forklift-plan';
+export * from './constructs/forklift-migration';
+export * from './constructs/forklift-controller';
+export * from './constructs/forklift-hub';
 
 // ---- CLI and writer (cli/) ----------------------------------------------------------------------
 export { synthesizeFleet, writeFiles } from './cli/synthesize-fleet';

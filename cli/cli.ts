@@ -9,7 +9,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { FleetProblem, FleetValidationError, MigrationMeshError } from '../src/errors';
+import { FleetProblem, FleetValidationError, MigrationMeshError, formatProblem } from '../src/errors';
 import { formatLedgerChange, serializeLedger } from '../src/ledger';
 import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/load';
 import { parseFleetDocument, resolveFleet } from '../src/resolve';
@@ -22,6 +22,9 @@ import { diffFleets } from './diff-fleets';
 import { createProgress } from './progress';
 import { FleetDocument } from '../src/fleet-schema';
 import { Ledger } from '../src/ledger';
+import { nodePrerequisites, renderNodePrerequisites } from '../src/cni';
+import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
+import { movesReport, renderMoves } from '../src/forklift/report';
 
 interface Args { cmd: string; files: string[]; flags: Map<string, string | true> }
 
@@ -94,25 +97,38 @@ function need(files: string[]): string[] {
 
 function validate(args: Args, out: (s: string) => void): number {
   const format = String(args.flags.get('output') ?? 'text');
-  if (format === 'json') return validateJson(need(args.files), out);
+  if (format === 'json') return validateJson(args, out);
   if (format !== 'text') throw new Error(`--output must be text or json, got '${format}'`);
   for (const f of need(args.files)) {
     const fleet = resolveFleet(parseFleetDocument(loadFleetFile(f), f), f);
+    const warnings = moveWarnings(args, f);
     const modes = [...new Set(fleet.clusters.map((c) => c.datapath))];
     out(`${f}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
+    for (const w of warnings) out(`  warning: ${formatProblem(w)}\n`);
   }
   return 0;
 }
 
+/** The move checks read the generated configuration, so they run through synthesis (in memory). */
+function moveWarnings(args: Args, f: string): FleetProblem[] {
+  const doc = loadFleetFile(f);
+  const moves = movesFor(f, doc);
+  return doc.spec.forklift || moves ? synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }).forklift.warnings : [];
+}
+
+const problemJson = ({ code, path, message, fix }: FleetProblem) => ({ code, path, message, ...(fix ? { fix } : {}) });
+
 /** Every file checked, problems as data with their codes (filter with e.g. `jq '.[].problems[] | select(.code == "pool-too-small")'`). */
-function validateJson(files: string[], out: (s: string) => void): number {
-  const results = files.map((file) => {
+function validateJson(args: Args, out: (s: string) => void): number {
+  const results = need(args.files).map((file) => {
     try {
       const fleet = resolveFleet(loadFleetFile(file), file);
-      return { file, valid: true, datapaths: [...new Set(fleet.clusters.map((c) => c.datapath))], problems: [] as FleetProblem[] };
+      const warnings = moveWarnings(args, file).map(problemJson);
+      const datapaths = [...new Set(fleet.clusters.map((c) => c.datapath))];
+      return { file, valid: true, datapaths, problems: [] as FleetProblem[], ...(warnings.length ? { warnings } : {}) };
     } catch (e) {
       if (!(e instanceof MigrationMeshError)) throw e;
-      return { file, valid: false, problems: e.problems.map(({ code, path, message, fix }) => ({ code, path, message, ...(fix ? { fix } : {}) })) };
+      return { file, valid: false, problems: e.problems.map(problemJson) };
     }
   });
   out(`${JSON.stringify(results, null, 2)}\n`);
@@ -128,7 +144,7 @@ function synth(args: Args, out: (s: string) => void): number {
     const ledger = loadLedgerFile(ledgerFile);
     const progress = createProgress(`synth ${doc.metadata.name}`);
     try {
-      return { f, doc, ledgerFile, ledger, r: synthesizeFleet(doc, { ledger, frozen, onCluster: (d, t) => progress.update(d, t) }) };
+      return { f, doc, ledgerFile, ledger, r: synthesizeFleet(doc, { ledger, frozen, moves: movesFor(f, doc), onCluster: (d, t) => progress.update(d, t) }) };
     } finally {
       progress.done();
     }
@@ -147,6 +163,7 @@ function synth(args: Args, out: (s: string) => void): number {
     const ledgerText = serializeLedger(r.ledger);
     if (!fs.existsSync(ledgerFile) || fs.readFileSync(ledgerFile, 'utf8') !== ledgerText) fs.writeFileSync(ledgerFile, ledgerText);
     out(`${f}: ${r.plan.clusters.length} clusters, ${r.files.size} files -> ${dir}/\n`);
+    for (const w of r.forklift.warnings) out(`  warning: ${formatProblem(w)}\n`);
     if (r.changes.length) out(`  ledger ${ledgerFile}: ${r.changes.length} change${r.changes.length === 1 ? '' : 's'}\n${r.changes.slice(0, 20).map((c) => `    ${formatLedgerChange(c)}\n`).join('')}${r.changes.length > 20 ? `    ... ${r.changes.length - 20} more\n` : ''}`);
   }
   return 0;
@@ -156,6 +173,9 @@ function synth(args: Args, out: (s: string) => void): number {
 export const FLEET_SVG = 'fleet.svg';
 
 const harvesterClusters = (doc: FleetDocument): string[] => doc.spec.clusters.filter((c) => c.harvester).map((c) => c.name);
+
+/** The moves file beside a fleet file (`<fleet>.moves.yaml`), if any. */
+const movesFor = (fleetFile: string, doc: FleetDocument) => loadMovesFile(movesPathFor(fleetFile), doc.metadata.name);
 
 function ledgerFor(args: Args, fleetFile: string): Ledger | undefined {
   const flag = args.flags.get('ledger');
@@ -175,8 +195,13 @@ function plan(args: Args, out: (s: string) => void): number {
     fs.writeFileSync(svg, renderFleetSvg(report));
   }
   const format = String(args.flags.get('output') ?? 'table');
-  if (format === 'json') out(`${JSON.stringify(report, null, 2)}\n`);
-  else if (format === 'table') out(renderPlanTable(report));
+  const moves = movesFor(f, doc);
+  const fk = doc.spec.forklift || moves ? synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }).forklift : undefined;
+  const mr = fk?.plan ? movesReport(fk.plan, fk.warnings) : undefined;
+  const prerequisites = nodePrerequisites(p);
+  const json = { ...report, nodePrerequisites: prerequisites, ...(mr ? { forklift: mr } : {}) };
+  if (format === 'json') out(`${JSON.stringify(json, null, 2)}\n`);
+  else if (format === 'table') out(renderPlanTable(report) + renderNodePrerequisites(prerequisites) + (mr ? renderMoves(mr) : ''));
   else throw new Error(`--output must be table or json, got '${format}'`);
   return 0;
 }
@@ -205,7 +230,7 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     if (files.length === 2) {
       const before = loadFleetFile(files[0]);
       const after = loadFleetFile(files[1]);
-      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]) });
+      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), moves: [movesFor(files[0], before), movesFor(files[1], after)] });
     } else if (files.length === 1) {
       const doc = loadFleetFile(files[0]);
       const ledger = ledgerFor(args, files[0]);
@@ -213,14 +238,14 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
       const dir = path.join(outRoot, doc.metadata.name);
       const progress = createProgress(`synth ${doc.metadata.name}`);
       let r;
-      try { r = synthesizeFleet(doc, { ledger, onCluster: (x, t) => progress.update(x, t) }); } finally { progress.done(); }
+      try { r = synthesizeFleet(doc, { ledger, moves: movesFor(files[0], doc), onCluster: (x, t) => progress.update(x, t) }); } finally { progress.done(); }
       d = diffTrees({ files: readTree(dir), ledger }, { files: r.files, ledger: r.ledger });
     } else {
       throw new Error(`diff takes OLD NEW or one fleet file, got ${files.length} files`);
     }
     if (format === 'json') {
-      const { clusters, summary, changed, counts } = d;
-      out(`${JSON.stringify({ changed, summary, counts, clusters }, null, 2)}\n`);
+      const { clusters, summary, changed, counts, moves } = d;
+      out(`${JSON.stringify({ changed, summary, counts, clusters, moves }, null, 2)}\n`);
     } else {
       out(renderDiff(d));
     }

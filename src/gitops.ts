@@ -11,7 +11,7 @@ import { STAGES, StageName } from './rollout';
 
 export const GITOPS_DIR = '_gitops';
 export const ARGOCD_WAVE_ANNOTATION = 'argocd.argoproj.io/sync-wave';
-const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
+export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
 export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
 
 const GITOPS_DEFAULTS = {

@@ -60,7 +60,7 @@ export function formatAddr(a: Addr): string {
 
 export const addr = (family: Family, value: bigint): Addr => ({ family, value });
 
-function mask(family: Family, prefix: number): bigint {
+export function mask(family: Family, prefix: number): bigint {
   const total = bits(family);
   return ((1n << BigInt(total)) - 1n) ^ ((1n << BigInt(total - prefix)) - 1n);
 }

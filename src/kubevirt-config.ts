@@ -8,6 +8,7 @@
 import { ClusterPlan, FleetPlan } from './planner';
 import { Placement } from './fleet-schema';
 import { InvalidPropsError } from './errors';
+import { policyGateFragment } from './admission/kubevirt';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type JsonObject = { [k: string]: Json };
@@ -129,6 +130,7 @@ export function syncPlacementFragment(cluster: Pick<ClusterPlan, 'syncPlacement'
 export function kubevirtSpecFor(plan: FleetPlan, cluster: ClusterPlan): JsonObject {
   return [
     migrationPolicyFragment(plan),
+    policyGateFragment(plan.migrationPolicy, cluster.kubevirt.version) as JsonObject,
     migrationNetworkFragment(cluster),
     syncPlacementFragment(cluster),
     nativeDatapathFragment(cluster),

@@ -126,7 +126,7 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
 }
 
 /** Aligned columns; numbers right-aligned. */
-function renderTable(header: string[], rows: string[][], rightAligned: ReadonlySet<number> = new Set()): string {
+export function renderTable(header: string[], rows: string[][], rightAligned: ReadonlySet<number> = new Set()): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]): string => r.map((cell, i) => (rightAligned.has(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ').trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n') + '\n';

@@ -7,7 +7,7 @@
 
 interface CodeInfo {
   /** Where in the pipeline the problem is found. */
-  readonly stage: 'parse' | 'validate' | 'plan' | 'deliver' | 'props';
+  readonly stage: 'parse' | 'validate' | 'plan' | 'deliver' | 'moves' | 'props';
   /** What the problem means, one line. */
   readonly meaning: string;
 }
@@ -41,6 +41,8 @@ export const PROBLEM_CODES = {
   'native-needs-pr17922': { stage: 'validate', meaning: 'Native datapath on a KubeVirt version without the PR #17922 fields.' },
   'migration-field-unsupported': { stage: 'validate', meaning: 'A migration policy field the cluster\'s KubeVirt version does not have.' },
   'migration-network-missing': { stage: 'validate', meaning: 'Gateway or native mode without an in-cluster migration attachment or CIDR.' },
+  'migration-field-out-of-range': { stage: 'validate', meaning: 'A migration policy value that does not fit KubeVirt\'s Go type (virt-operator could not decode the CR).' },
+  'placement-invalid': { stage: 'validate', meaning: 'A nodeSelector, affinity or toleration Kubernetes validation would refuse.' },
   // ---- capacity ----
   'cidr-too-small': { stage: 'validate', meaning: 'An in-cluster CIDR (explicit, carved or from the ledger) too small for nodes + sync controllers + gateways + surge.' },
   'pool-too-small': { stage: 'validate', meaning: 'The cross-cluster pool holds fewer usable addresses than the fleet needs in its modes.' },
@@ -60,7 +62,32 @@ export const PROBLEM_CODES = {
   'harvester-vlan': { stage: 'deliver', meaning: 'A VLAN Harvester\'s webhook refuses (outside 0-4094, or 0/1 on mgmt).' },
   'harvester-range': { stage: 'deliver', meaning: 'A vm-migration-network range or exclusion Harvester\'s webhook refuses.' },
   'harvester-ipv4-only': { stage: 'deliver', meaning: 'Harvester\'s vm-migration-network on an IPv6 shared network.' },
+  'harvester-cluster-network-name': { stage: 'deliver', meaning: 'A ClusterNetwork name too long for its bridge interface name (Harvester refuses it).' },
   'harvester-too-few-addresses': { stage: 'deliver', meaning: 'A Harvester cluster\'s slice holds fewer addresses than its nodes (or nodes + sync controllers + surge).' },
+  // ---- Forklift moves (docs/migrations.md) ----
+  'forklift/moves-syntax': { stage: 'moves', meaning: 'The moves file is not valid YAML.' },
+  'forklift/moves-invalid': { stage: 'moves', meaning: 'The moves file does not have the moves format.' },
+  'forklift/moves-fleet': { stage: 'moves', meaning: 'The moves file names another fleet.' },
+  'forklift/moves-twice': { stage: 'moves', meaning: 'Moves listed both in spec.forklift.moves and in the moves file.' },
+  'forklift/no-hub': { stage: 'moves', meaning: 'Moves without spec.forklift (no hub to run them).' },
+  'forklift/unknown-cluster': { stage: 'moves', meaning: 'A move, provider, network or storage entry names a cluster the fleet does not have.' },
+  'forklift/same-cluster': { stage: 'moves', meaning: 'A move from a cluster to itself.' },
+  'forklift/moved-twice': { stage: 'moves', meaning: 'One VM moved twice in one batch.' },
+  'forklift/target-collision': { stage: 'moves', meaning: 'Two VMs would land under one name on one cluster in one batch.' },
+  'forklift/start-mismatch': { stage: 'moves', meaning: 'Moves of one Plan disagree on when to start.' },
+  'forklift/hub-provider': { stage: 'moves', meaning: 'A provider entry for the hub cluster (Forklift reaches it through its host provider).' },
+  'forklift/no-provider': { stage: 'moves', meaning: 'A cluster that moves use has no provider.' },
+  'forklift/not-reachable': { stage: 'moves', meaning: 'Two clusters of a move cannot live-migrate to each other (datapath modes).' },
+  'forklift/feature-gate': { stage: 'moves', meaning: 'A cluster of a move lacks the DecentralizedLiveMigration feature gate.' },
+  'forklift/trust-disabled': { stage: 'moves', meaning: 'The trust exchange is off for a cluster pair that moves use.' },
+  'forklift/trust-unmanaged': { stage: 'moves', meaning: 'Warning: trust between the clusters is not managed by the fleet.' },
+  'forklift/live-disabled': { stage: 'moves', meaning: 'Live migration is turned off in the Forklift controller while moves are listed.' },
+  'forklift/mesh-network': { stage: 'moves', meaning: 'A VM network that is one of the fleet\'s migration networks.' },
+  'forklift/network-unknown': { stage: 'moves', meaning: 'A network reference neither declared nor created by the fleet.' },
+  'forklift/network-duplicate': { stage: 'moves', meaning: 'A network mapped twice for one cluster pair.' },
+  'forklift/network-unmapped': { stage: 'moves', meaning: 'Warning: a network with no counterpart on the target cluster.' },
+  'forklift/storage-missing': { stage: 'moves', meaning: 'No storage class mapping for a cluster pair that moves use.' },
+  'forklift/storage-duplicate': { stage: 'moves', meaning: 'A storage class mapped twice for one cluster pair.' },
   // ---- props of constructs and helpers ----
   'prop-invalid': { stage: 'props', meaning: 'A construct or helper prop out of range or empty (port, interface name, TLS source, IPAM range).' },
   'wrong-datapath': { stage: 'props', meaning: 'A construct or helper used for a cluster in a datapath it does not serve.' },
@@ -69,6 +96,9 @@ export const PROBLEM_CODES = {
 
 export type ProblemCode = keyof typeof PROBLEM_CODES;
 
+/** The Forklift codes without their `forklift/` prefix (src/forklift/checks.ts adds it). */
+export type ForkliftCode = ProblemCode extends infer C ? (C extends `forklift/${infer K}` ? K : never) : never;
+
 /** docs/errors.md, generated from PROBLEM_CODES. */
 export function problemCodesMarkdown(): string {
   const stages: Record<CodeInfo['stage'], string> = {
@@ -76,6 +106,7 @@ export function problemCodesMarkdown(): string {
     validate: 'Validation (structure and cross-field rules)',
     plan: 'Address planning against the ledger',
     deliver: 'Delivery forms (GitOps, Harvester)',
+    moves: 'Forklift moves (docs/migrations.md)',
     props: 'Construct and helper props (cdk8s apps of your own)',
   };
   const lines = [

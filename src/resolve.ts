@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { Checked, FleetProblem, ProblemCollector, ok, orThrow, pathToString } from './errors';
+import { kubevirtAdmissionProblems } from './admission/kubevirt';
 import {
   Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, fleetDocumentSchema, FleetSpec, Placement, SyncPlacement,
 } from './fleet-schema';
@@ -565,6 +566,8 @@ export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
   checkCidrOverlaps(p, clusters, shared.pool, template);
   checkInClusterCapacity(p, clusters, surge);
   const counts = checkSharedCapacity(p, shared, clusters, surge);
+  // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
+  p.addAll(kubevirtAdmissionProblems(doc));
   const cc = spec.crossClusterNetwork;
   const gw = spec.gateway ?? {};
   return p.result(() => ({
