@@ -287,7 +287,7 @@ describe('refusals: one per check, with a stable code, a path and a fix', () => 
       { vm: 'db1', namespace: 'vms', from: 'b', to: 'a', batch: 'w1' },
     ]);
     expect(codes(bad).sort()).toEqual(['forklift/moved-twice', 'forklift/no-provider', 'forklift/storage-missing']);
-    try { synthesizeFleet(bad); } catch (e) { expect((e as Error).message).toMatch(/\[forklift\/no-provider\] has no entry for b/); }
+    try { synthesizeFleet(bad); } catch (e) { expect((e as Error).message).toMatch(/\[forklift\/no-provider\] spec\.forklift\.providers: has no entry for b/); }
   });
 
   test('moves in the fleet and in a moves file at once are refused; a moves file for another fleet too', () => {
