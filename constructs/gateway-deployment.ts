@@ -203,7 +203,9 @@ export class GatewayDeployment extends Construct {
    * 1000m/512Mi requested, `imagePullPolicy: Always`, non-root, read-only root filesystem).
    */
   public addSidecar(container: kplus.ContainerProps): kplus.Container {
-    return this.deployment.addContainer(container);
+    // cdk8s-plus-28 keeps the given volumeMounts array as the container's own: copy it, so props reused
+    // for several replicas (MigrationProxy.addSidecar) do not share mounts added later with `mount()`
+    return this.deployment.addContainer({ ...container, volumeMounts: container.volumeMounts ? [...container.volumeMounts] : undefined });
   }
 
   /** Add a volume to the pod (volumes mounted by a container are added automatically). */

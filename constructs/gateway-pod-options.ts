@@ -60,7 +60,7 @@ export interface GatewayPodOptions {
 
 /**
  * Layers of options merged into one (later layers win): maps merged by key, lists appended, the other
- * fields replaced. The same rules as `mergeGatewayPodSpecs` for the fleet file.
+ * fields replaced. The fleet file's fleet-wide and per-cluster `gateway.pod` merge by the same rules.
  */
 export function mergeGatewayPodOptions(...layers: (GatewayPodOptions | undefined)[]): GatewayPodOptions {
   let out: GatewayPodOptions = {};

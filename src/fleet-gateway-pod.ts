@@ -98,7 +98,7 @@ export interface GatewayTolerationSpec {
  * Customizations of the gateway pods (`spec.gateway.pod` fleet-wide, `spec.clusters[].gateway.pod` per
  * cluster). Per cluster, maps (`labels`, `annotations`) are merged key by key over the fleet's, lists
  * (`imagePullSecrets`, `tolerations`) are appended to the fleet's, and the other fields replace the
- * fleet's value.
+ * fleet's value (`mergeGatewayPodOptions` in constructs/gateway-pod-options.ts).
  */
 export interface GatewayPodSpec {
   /**
@@ -166,7 +166,8 @@ const dnsSubdomain = z.string().max(253).regex(DNS1123_SUBDOMAIN, { message: 'mu
 export const MEMORY_UNITS: Record<string, number> = { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
 const memoryQuantity = z.string()
   .regex(/^[0-9]+(Ki|Mi|Gi|Ti)$/, { message: 'must be a whole number with a binary suffix such as 256Mi or 1Gi' })
-  .refine((q) => memoryMebibytes(q) !== undefined, { message: 'must be a whole number of MiB (cdk8s-plus-28 writes memory in Mi), e.g. 1024Ki, 256Mi, 1Gi' });
+  // only for well-formed quantities: one problem per value
+  .refine((q) => !/^[0-9]+(Ki|Mi|Gi|Ti)$/.test(q) || memoryMebibytes(q) !== undefined, { message: 'must be a whole number of MiB (cdk8s-plus-28 writes memory in Mi), e.g. 1024Ki, 256Mi, 1Gi' });
 const cpuQuantity = z.string().regex(/^([0-9]+m|[0-9]+(\.[0-9]{1,3})?)$/, { message: 'must be cores (2, 0.5) or millicores (500m)' });
 
 /** A memory quantity in MiB, or undefined when it is not a whole number of MiB. */
@@ -200,25 +201,6 @@ export const gatewayPodSchema = z.object({
   priorityClassName: dnsSubdomain.optional(),
   tolerations: z.array(tolerationSchema).optional(),
 }).strict();
-
-/**
- * Fleet-wide then per-cluster gateway pod customizations merged into one: maps merged by key (the
- * cluster wins), lists appended, other fields replaced.
- */
-export function mergeGatewayPodSpecs(...layers: (GatewayPodSpec | undefined)[]): GatewayPodSpec {
-  const out: GatewayPodSpec = {};
-  for (const l of layers) {
-    if (!l) continue;
-    if (l.labels) out.labels = { ...out.labels, ...l.labels };
-    if (l.annotations) out.annotations = { ...out.annotations, ...l.annotations };
-    if (l.imagePullSecrets) out.imagePullSecrets = [...(out.imagePullSecrets ?? []), ...l.imagePullSecrets];
-    if (l.tolerations) out.tolerations = [...(out.tolerations ?? []), ...l.tolerations];
-    if (l.resources) out.resources = l.resources;
-    if (l.imagePullPolicy) out.imagePullPolicy = l.imagePullPolicy;
-    if (l.priorityClassName) out.priorityClassName = l.priorityClassName;
-  }
-  return out;
-}
 
 /** Exact type equality (readonly and optionality included). */
 export type TypeEquals<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
