@@ -214,5 +214,5 @@ export const _sameShape: [
  * The schemas typed by their documented interfaces (checked equal above): embedded in the fleet
  * schema, they make `FleetSpec` name `GatewayPodSpec` and `ObjectLabels`, whose doc comments the editor shows.
  */
-export const gatewayPodSpecSchema: z.ZodType<GatewayPodSpec> = gatewayPodSchema;
-export const objectLabelsSpecSchema: z.ZodType<ObjectLabels> = objectLabelsSchema;
+export const gatewayPodSpecSchema: z.ZodType<GatewayPodSpec, GatewayPodSpec> = gatewayPodSchema;
+export const objectLabelsSpecSchema: z.ZodType<ObjectLabels, ObjectLabels> = objectLabelsSchema;
