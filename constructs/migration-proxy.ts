@@ -63,6 +63,9 @@ export const GATEWAY_CONFIGMAP_NAME = 'migration-mesh-gateway';
  * - the peer-table ConfigMap written through the runtime's own config schema (one per cluster: the
  *   runtime binds 0.0.0.0 and lists every replica's addresses as its own);
  * - one Deployment per replica (`GatewayDeployment`), a ServiceAccount, a PodDisruptionBudget;
+ * - cdk8s-plus-28 constructs for the Namespace, ConfigMap, ServiceAccount, Deployments and Service (typed
+ *   handles below, `add...` methods for every replica); cdk8s `ApiObject`s where cdk8s-plus-28 has no
+ *   construct (PodDisruptionBudget, NADs, Certificate, ServiceMonitor, MultiNetworkPolicy);
  * - the mTLS material (`GatewayTls`: cert-manager Certificate, an existing Secret, or none);
  * - the metrics Service and optional ServiceMonitor (`GatewayMetrics`);
  * - a MultiNetworkPolicy on the cross-cluster attachment when the cluster runs the controller.
@@ -94,8 +97,11 @@ export class MigrationProxy extends Construct {
   public readonly deployments: GatewayDeployment[];
   /** L1: cdk8s-plus-28 has no PodDisruptionBudget construct. */
   public readonly podDisruptionBudget: ApiObject;
+  /** The mTLS material (cert-manager Certificate, a user Secret, or none). */
   public readonly tls: GatewayTls;
+  /** The metrics Service (`metrics.service`, cdk8s-plus-28) and optional ServiceMonitor. */
   public readonly metrics: GatewayMetrics;
+  /** The MultiNetworkPolicy; undefined unless the cluster runs the multi-networkpolicy controller. */
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
 
   constructor(scope: Construct, id: string, props: MigrationProxyProps) {
