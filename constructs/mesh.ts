@@ -8,6 +8,10 @@ import { GatewayPodOptions, gatewayPodOptionsOf, mergeGatewayPodOptions } from '
 import { HarvesterClusterChart } from './harvester-cluster';
 import { MeshClusterChart, MeshClusterOptions } from './mesh-cluster';
 import { MigrationProxy } from './migration-proxy';
+import { ForkliftHubChart } from './forklift-hub';
+import { clusterFacts } from './forklift-output';
+import { planForklift } from '../src/forklift/plan';
+import { MovesInput } from '../src/forklift/checks';
 
 const MESH_SYMBOL = Symbol.for('migration-mesh.CrossClusterMigrationMesh');
 
@@ -52,6 +56,12 @@ export interface CrossClusterMigrationMeshProps {
    * @default - none
    */
   readonly clusters?: Record<string, MeshClusterOptions>;
+  /**
+   * VMs to move, when kept outside the fleet (`loadMovesFile`).
+   *
+   * @default - the fleet's own `spec.forklift.moves`
+   */
+  readonly moves?: MovesInput;
 }
 
 /**
@@ -75,6 +85,8 @@ export class CrossClusterMigrationMesh extends Construct {
    * Filter with `MeshClusterChart.isMeshClusterChart` / `HarvesterClusterChart.isHarvesterClusterChart`.
    */
   public readonly charts: (MeshClusterChart | HarvesterClusterChart)[];
+  /** The Forklift hub's objects (id `_forklift`), when the fleet has `spec.forklift` (docs/migrations.md). */
+  public readonly forklift?: ForkliftHubChart;
 
   constructor(scope: Construct, id: string, props: CrossClusterMigrationMeshProps) {
     super(scope, id);
@@ -87,6 +99,10 @@ export class CrossClusterMigrationMesh extends Construct {
     const unknown = Object.keys(props.clusters ?? {}).filter((n) => !this.plan.clusters.some((c) => c.name === n));
     if (unknown.length) throw new Error(`clusters: ${unknown.join(', ')} not in fleet ${this.plan.fleet}; use one of ${this.plan.clusters.map((c) => c.name).join(', ')}`);
     this.charts = this.plan.clusters.map((c) => clusterChart(scope, this.plan, c, harvester.get(c.name), clusterOptionsFor(result.document, c.name, props)));
+    const objects = new Map(this.charts.map((c) => [c.node.id, c.toJson()]));
+    const fk = planForklift(result.document, clusterFacts(result.document, this.plan.clusters, objects), props.moves);
+    if (fk.problems.length) throw new FleetValidationError(fk.problems);
+    if (fk.plan) this.forklift = new ForkliftHubChart(scope, '_forklift', { plan: fk.plan });
   }
 
   /** The chart of one cluster, by name. */

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { gatewayPodSpecSchema, objectLabelsSpecSchema } from './fleet-gateway-pod';
+import { forkliftSchema } from './forklift/schema';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
@@ -278,6 +279,8 @@ export const fleetSpecSchema = z.object({
   gitops: gitopsSchema.optional(),
   /** Labels on every object of every cluster's output. @default - none */
   labels: objectLabelsSpecSchema.optional(),
+  /** Forklift (MTV) as the orchestrator of cross-cluster live migrations (docs/migrations.md). @default - none */
+  forklift: forkliftSchema.optional(),
 }).strict();
 
 export const fleetDocumentSchema = z.object({
