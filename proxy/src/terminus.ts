@@ -33,7 +33,7 @@ function decodeOpen(r: Exclude<ReadResult, { kind: 'more' }>): { header: OpenHea
   }
 }
 
-export function serverTlsOptions(files: TlsFiles): tls.TlsOptions {
+function serverTlsOptions(files: TlsFiles): tls.TlsOptions {
   return { ...files, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', requestCert: true, rejectUnauthorized: true };
 }
 
