@@ -121,7 +121,8 @@ const EFFECTS: Record<string, kplus.TaintEffect> = {
 
 /**
  * A core/v1 Toleration as a cdk8s-plus-28 `NodeTaintQuery`. Every well-formed toleration has one:
- * `Equal` -> `is`, `Exists` with a key -> `exists`, `Exists` without key or effect -> `any`.
+ * `Equal` -> `is`, `Exists` with a key -> `exists`, `Exists` without key or effect -> `any`, `Exists`
+ * without key but with an effect -> the same query through NodeTaintQuery's constructor.
  */
 export function taintQueryOf(t: GatewayTolerationSpec | Record<string, unknown>, field = 'toleration'): kplus.NodeTaintQuery {
   const key = t.key as string | undefined;
@@ -135,8 +136,11 @@ export function taintQueryOf(t: GatewayTolerationSpec | Record<string, unknown>,
   if (operator === 'Exists') {
     if (t.value !== undefined) throw new Error(`${field}.value: operator Exists takes no value; remove it or use operator Equal`);
     if (key !== undefined) return kplus.NodeTaintQuery.exists(key, { effect, evictAfter });
-    if (effect !== undefined) throw new Error(`${field}: a keyless toleration of one effect has no cdk8s-plus-28 form; name the key, or drop the effect to tolerate every taint`);
-    return kplus.NodeTaintQuery.any();
+    if (effect === undefined && evictAfter === undefined) return kplus.NodeTaintQuery.any();
+    // every taint of one effect: valid Kubernetes, but cdk8s-plus-28's factories cannot say it; its
+    // constructor (private in the typings) takes (operator, key, value, effect, evictAfter) as `is`/`exists` pass them
+    const Query = kplus.NodeTaintQuery as unknown as new (op: string, key?: string, value?: string, effect?: kplus.TaintEffect, evictAfter?: Duration) => kplus.NodeTaintQuery;
+    return new Query('Exists', undefined, undefined, effect, evictAfter);
   }
   if (operator !== 'Equal') throw new Error(`${field}.operator: '${operator}' is not Equal or Exists`);
   if (key === undefined) throw new Error(`${field}.key: operator Equal needs a key; add it, or use operator Exists`);

@@ -166,7 +166,10 @@ describe('the fleet file offers the same (CLI users)', () => {
       },
     };
     d.spec.clusters[1].labels = { 'example.org/site': 'b' };
-    d.spec.clusters[1].gateway = { pod: { labels: { team: 'site-b' }, tolerations: [{ key: 'dedicated', value: 'mig', effect: 'NoExecute', tolerationSeconds: 30 }] } };
+    d.spec.clusters[1].gateway = { pod: { labels: { team: 'site-b' }, tolerations: [
+      { key: 'dedicated', value: 'mig', effect: 'NoExecute', tolerationSeconds: 30 },
+      { operator: 'Exists', effect: 'NoSchedule' },
+    ] } };
   });
   const r = synthesizeFleet(doc);
 
@@ -185,6 +188,8 @@ describe('the fleet file offers the same (CLI users)', () => {
     expect(b.spec.tolerations).toEqual([
       { key: 'gw', operator: 'Exists', effect: 'NoSchedule' },
       { key: 'dedicated', operator: 'Equal', value: 'mig', effect: 'NoExecute', tolerationSeconds: 30 },
+      // every taint of one effect: no cdk8s-plus factory for it, still emitted as written
+      { operator: 'Exists', effect: 'NoSchedule' },
     ]);
     for (const objs of r.objects.values()) for (const o of objs) expect([o.kind, validateObject(o)]).toEqual([o.kind, []]);
   });
