@@ -139,7 +139,8 @@ export function taintQueryOf(t: GatewayTolerationSpec | Record<string, unknown>,
     if (effect === undefined && evictAfter === undefined) return kplus.NodeTaintQuery.any();
     // every taint of one effect: valid Kubernetes, but cdk8s-plus-28's factories cannot say it; its
     // constructor (private in the typings) takes (operator, key, value, effect, evictAfter) as `is`/`exists` pass them
-    const Query = kplus.NodeTaintQuery as unknown as new (op: string, key?: string, value?: string, effect?: kplus.TaintEffect, evictAfter?: Duration) => kplus.NodeTaintQuery;
+    type QueryCtor = new (op: string, key?: string, value?: string, effect?: kplus.TaintEffect, evictAfter?: Duration) => kplus.NodeTaintQuery;
+    const Query = kplus.NodeTaintQuery as unknown as QueryCtor;
     return new Query('Exists', undefined, undefined, effect, evictAfter);
   }
   if (operator !== 'Equal') throw new Error(`${field}.operator: '${operator}' is not Equal or Exists`);
