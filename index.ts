@@ -17,6 +17,7 @@ export type {
   Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, FleetSpec, GitopsSpec, HarvesterSpec, Placement, SyncPlacement,
 } from './src/fleet-schema';
 export { parseFleetDocument, resolveFleet } from './src/resolve';
+export * from './src/fleet-gateway-pod';
 export type { ResolvedCluster, ResolvedCrossCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt } from './src/resolve';
 export type { KubevirtVersion } from './src/kubevirt-versions';
 export { planFleet, planFleetDocument } from './src/planner';
@@ -55,6 +56,8 @@ export * from './constructs/gateway-deployment';
 export * from './constructs/gateway-tls';
 export * from './constructs/gateway-policy';
 export * from './constructs/gateway-metrics';
+export * from './constructs/projected-volume';
+export * from './constructs/gateway-pod-options';
 export * from './constructs/forklift-provider';
 export * from './constructs/forklift-network-map';
 export * from './constructs/forklift-storage-map';

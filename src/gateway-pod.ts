@@ -14,7 +14,7 @@ export const MULTUS_NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
 /** MultiNetworkPolicy: which network(s) the policy applies to (k8snetworkplumbingwg/multi-networkpolicy). */
 export const MULTI_POLICY_FOR_ANNOTATION = 'k8s.v1.cni.cncf.io/policy-for';
 /** Label shared by all gateway replicas of one cluster (topology spread, anti-affinity, PDB, Service). */
-const GATEWAY_SET_LABEL = 'migrationmesh.dev/gateway-set';
+export const GATEWAY_SET_LABEL = 'migrationmesh.dev/gateway-set';
 /** Label naming the replica index of one gateway pod. */
 export const GATEWAY_REPLICA_LABEL = 'migrationmesh.dev/gateway-replica';
 /** Pod-template annotation carrying the hash of the config fields the runtime cannot reload. */
