@@ -40,10 +40,11 @@ function baseImages() {
   return { build: arg('NODE_IMAGE'), runtime: arg('NODE_SLIM_IMAGE') };
 }
 
-/** This process's hard limit for `ulimit -<flag>` (a number, or Infinity for unlimited). */
-function hardLimit(flag) {
-  const out = spawnSync('sh', ['-c', `ulimit -H${flag}`], { encoding: 'utf8' }).stdout.trim();
-  return out === 'unlimited' ? Infinity : Number(out);
+/** This process's hard limit from /proc/self/limits ('Max open files', 'Max processes'); Infinity if unlimited. */
+function hardLimit(label) {
+  const line = fs.readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith(label));
+  const hard = line ? line.slice(label.length).trim().split(/\s+/)[1] : 'unlimited';
+  return hard === 'unlimited' ? Infinity : Number(hard);
 }
 
 /**
@@ -57,8 +58,8 @@ function hardLimit(flag) {
  */
 function podmanEnv() {
   if (process.env.CONTAINERS_CONF) return { env: { ...process.env }, conf: process.env.CONTAINERS_CONF, ours: false };
-  const nofile = Math.min(hardLimit('n'), 1048576);
-  const nproc = Math.min(hardLimit('u'), 32768);
+  const nofile = Math.min(hardLimit('Max open files'), 1048576);
+  const nproc = Math.min(hardLimit('Max processes'), 32768);
   const systemdPid1 = (() => {
     try {
       return fs.readFileSync('/proc/1/comm', 'utf8').trim() === 'systemd';
@@ -210,8 +211,10 @@ function buildImage(engine, { tags, logFile, noCache = false, dockerfile = DOCKE
 
 /** Layers of an image, newest first: { size, createdBy }. */
 function imageLayers(engine, name) {
-  const out = engineRun(engine, ['history', '--no-trunc', '--format', '{{json .}}', name]);
-  return out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)).map((l) => ({
+  const out = engineRun(engine, ['history', '--no-trunc', '--format', '{{json .}}', name]).trim();
+  // podman 4 prints one JSON array, docker one object a line
+  const rows = out.startsWith('[') ? JSON.parse(out) : out.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return rows.map((l) => ({
     size: typeof l.Size === 'number' ? l.Size : Number(l.size ?? l.Size ?? 0),
     createdBy: String(l.CreatedBy ?? l.createdBy ?? '').replace(/\s+/g, ' '),
   }));
