@@ -131,6 +131,7 @@ function ensureBases(engine, log = console.log) {
   const missing = Object.values(bases).filter((b) => !imageInspect(engine, qualify(b)));
   const made = new Set();
   for (const b of missing) {
+    if (made.size > 0 && imageInspect(engine, qualify(b))) continue; // make-bases.sh made both
     log(`base ${b}: not here, pulling`);
     const r = spawnSync(engine.bin, ['pull', qualify(b)], { env: engine.env, encoding: 'utf8', timeout: 300000 });
     if (r.status === 0) continue;

@@ -6,7 +6,9 @@
 #   docker.io/library/node:20-bookworm-slim  Debian bookworm `debootstrap --variant=minbase` + this machine's
 #                                            Node in the official node image layout under /usr/local
 #                                            (bin/node, bin/npm, bin/npx, lib/node_modules/npm, include/node
-#                                            headers), user `node` (uid 1000), CMD ["node"]
+#                                            headers), user `node` (uid 1000), CMD ["node"]; like the
+#                                            official slim images, dpkg there skips docs (copyright files
+#                                            stay), man pages and locales
 #   docker.io/library/node:20-bookworm       the same + g++, make, python3 (what the build stage needs from
 #                                            the official full image: node-gyp builds the N-API addon) and
 #                                            this machine's CA store (/etc/ssl/certs/ca-certificates.crt, also
@@ -14,6 +16,8 @@
 #                                            TLS the way this machine does (behind a TLS-inspecting proxy the
 #                                            official image would not)
 #
+# In both, apt leaves no .deb archives or package caches behind (as in the official Debian images), and the
+# apt sources are bookworm, bookworm-updates and bookworm-security.
 # Both carry the label dev.migration-mesh.stand-in=true, so `npm run image` can say which bases it used.
 # The runtime stage builds FROM the slim stand-in, which gets no extra CA (nothing at run time needs one).
 #
@@ -62,22 +66,42 @@ NPM_VERSION=$(node -p "require('$NPM_DIR/package.json').version")
 
 WORK=$(mktemp -d /var/tmp/mm-bases.XXXXXX)
 cleanup() {
-  for m in proc sys dev/pts dev; do
-    for r in "$WORK/slim" "$WORK/full"; do umount "$r/$m" 2>/dev/null || true; done
-  done
+  umount "$WORK/full/proc" 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
 mkdir -p "$CACHE"
 
-# $1 rootfs, $2 comma-separated extra packages (may be empty)
+# in two stages, with dpkg's unsafe I/O for the second (and for apt in the rootfs): no fsync per unpacked
+# file, which is most of the time on a busy disk; the setting is removed before the import
 bootstrap() {
-  inc=""
-  [ -n "$2" ] && inc="--include=$2"
-  say "debootstrap --variant=minbase $inc $SUITE $1 ($MIRROR)"
-  # shellcheck disable=SC2086
-  debootstrap --variant=minbase --cache-dir="$CACHE" $inc "$SUITE" "$1" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 \
+  say "debootstrap --variant=minbase $SUITE ($MIRROR)"
+  debootstrap --foreign --variant=minbase --cache-dir="$CACHE" "$SUITE" "$1" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 \
+    && echo force-unsafe-io >"$1/etc/dpkg/dpkg.cfg.d/00-make-bases-unsafe-io" \
+    && chroot "$1" /debootstrap/debootstrap --second-stage >>"$WORK/debootstrap.log" 2>&1 \
     || { tail -20 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log above)"; }
+}
+
+# apt as in the official Debian images: no .deb archives, package caches or translations left behind by
+# apt-get install, no Suggests pulled in by autoremove
+apt_config() {
+  cat >"$1/etc/apt/apt.conf.d/90-container" <<'EOF'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+Acquire::Languages "none";
+APT::AutoRemove::SuggestsImportant "false";
+EOF
+}
+
+# the slim variant: dpkg does not unpack docs (copyright files excepted), man pages, info or locales
+slim_dpkg_config() {
+  printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' 'path-exclude=/usr/share/man/*' \
+    'path-exclude=/usr/share/groff/*' 'path-exclude=/usr/share/info/*' 'path-exclude=/usr/share/lintian/*' \
+    'path-exclude=/usr/share/linda/*' 'path-exclude=/usr/share/locale/*' >"$1/etc/dpkg/dpkg.cfg.d/90-slim"
+  find "$1/usr/share/doc" -type f ! -name copyright -delete
+  rm -rf "$1/usr/share/man/"* "$1/usr/share/groff/"* "$1/usr/share/info/"* "$1/usr/share/lintian/"* "$1/usr/share/locale/"*
 }
 
 # the official debian:bookworm sources (updates + security), so apt in a stage gets security fixes
@@ -111,10 +135,9 @@ add_node() {
   chroot "$r" /usr/local/bin/node --version >/dev/null || die "node does not run in the $SUITE rootfs"
 }
 
-slim_up() {
-  r=$1
-  rm -rf "$r/var/lib/apt/lists/"* "$r/var/cache/apt/"*.bin "$r/var/cache/apt/archives/"*.deb "$r/var/log/"*.log \
-    "$r/usr/share/doc/"* "$r/usr/share/man/"* "$r/usr/share/info/"*
+clean_up() {
+  rm -rf "$1/etc/dpkg/dpkg.cfg.d/00-make-bases-unsafe-io" "$1/var/lib/apt/lists/"* "$1/var/cache/apt/"*.bin "$1/var/cache/apt/archives/"*.deb "$1/var/log/"*.log \
+    "$1/tmp/"* "$1/root/.npm"
 }
 
 # $1 rootfs, $2 image name, $3 extra `--change` instruction (e.g. an ENV line) or empty
@@ -135,14 +158,17 @@ import() {
 }
 
 START=$(date +%s)
-bootstrap "$WORK/slim" ""
+bootstrap "$WORK/slim"
 sources "$WORK/slim"
-add_node "$WORK/slim"
-slim_up "$WORK/slim"
-import "$WORK/slim" "$NODE_SLIM_IMAGE" ""
+apt_config "$WORK/slim"
+cp -a "$WORK/slim" "$WORK/full"
 
-bootstrap "$WORK/full" "ca-certificates,g++,make,python3"
-sources "$WORK/full"
+# full: what the build stage uses from the official full image (g++, make, python3 for node-gyp; CA store)
+say "apt-get install ca-certificates g++ make python3 in the $NODE_IMAGE rootfs"
+mount -t proc proc "$WORK/full/proc"
+chroot "$WORK/full" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  ca-certificates g++ make python3' >"$WORK/apt.log" 2>&1 || { tail -20 "$WORK/apt.log" >&2; die "apt-get install in the rootfs failed (log above)"; }
+umount "$WORK/full/proc"
 add_node "$WORK/full"
 if [ -f "$HOST_CA" ]; then
   say "carrying this machine's CA store ($HOST_CA) into $NODE_IMAGE"
@@ -151,7 +177,12 @@ if [ -f "$HOST_CA" ]; then
 else
   CA_ENV=""
 fi
-slim_up "$WORK/full"
+clean_up "$WORK/full"
 import "$WORK/full" "$NODE_IMAGE" "$CA_ENV"
+
+slim_dpkg_config "$WORK/slim"
+add_node "$WORK/slim"
+clean_up "$WORK/slim"
+import "$WORK/slim" "$NODE_SLIM_IMAGE" ""
 say "done in $(( $(date +%s) - START )) s"
 podman images --filter label=dev.migration-mesh.stand-in=true --format '{{.Repository}}:{{.Tag}}  {{.Size}}'
