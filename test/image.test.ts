@@ -36,7 +36,7 @@ function skipReason(): string | undefined {
   return undefined;
 }
 const skip = skipReason();
-if (skip) console.warn(`[image] SKIPPED: ${skip}`); // eslint-disable-line no-console
+if (skip) console.warn(`[image] SKIPPED: ${skip}`);
 const d = skip ? describe.skip : describe;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -78,7 +78,7 @@ d('gateway image, run as the generated Deployment runs it', () => {
   };
 
   beforeAll(() => {
-    const log = (m: string) => console.log(`[image] ${m}`); // eslint-disable-line no-console
+    const log = (m: string) => console.log(`[image] ${m}`);
     const bases = image.ensureBases(engine, log);
     const runtimeBase = bases.find((b) => b.role === 'runtime')!;
     baseSize = runtimeBase.size;
@@ -133,7 +133,7 @@ d('gateway image, run as the generated Deployment runs it', () => {
   test('the image adds at most 50 MB over its base, and carries no build tools, docs or caches', () => {
     const info = image.imageInspect(engine, tag)!;
     const added = info.size - baseSize;
-    console.log(`[image] ${tag}: ${(info.size / MB).toFixed(1)} MB = base ${(baseSize / MB).toFixed(1)} MB + ${(added / MB).toFixed(1)} MB`); // eslint-disable-line no-console
+    console.log(`[image] ${tag}: ${(info.size / MB).toFixed(1)} MB = base ${(baseSize / MB).toFixed(1)} MB + ${(added / MB).toFixed(1)} MB`);
     expect(added).toBeGreaterThan(5 * MB); // the app and its packages are in it
     expect(added).toBeLessThanOrEqual(50 * MB);
     const sh = (img: string, script: string) => {

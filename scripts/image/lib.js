@@ -143,8 +143,10 @@ function ensureBases(engine, log = console.log) {
     if (made.size === 0) {
       log(`making local stand-ins for ${bases.runtime} and ${bases.build} (scripts/image/make-bases.sh)`);
       const env = { ...engine.env, NODE_IMAGE: bases.build, NODE_SLIM_IMAGE: bases.runtime };
-      const m = spawnSync('sh', [MAKE_BASES], { env, encoding: 'utf8', timeout: 900000, stdio: ['ignore', 'pipe', 'pipe'] });
+      const t0 = Date.now();
+      const m = spawnSync('sh', [MAKE_BASES], { env, encoding: 'utf8', timeout: 1200000, stdio: ['ignore', 'pipe', 'pipe'] });
       if (m.status !== 0) throw new Error(`make-bases.sh failed:\n${(m.stdout + m.stderr).trim().split('\n').slice(-20).join('\n')}`);
+      log(`stand-ins made in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
       made.add(b);
     }
   }

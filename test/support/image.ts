@@ -101,7 +101,8 @@ function memory(q: string): string {
  * (config volume: the directory, read-only; emptyDir medium Memory: tmpfs of its sizeLimit, mode 0777).
  * Options go before the image, so extra podman flags can be appended to args[0..].
  */
-export function podmanRunArgs(pod: GatewayPod, containerName: string, o: { imageName: string; name: string; netns: string; configDir: string; command?: string[] }): string[] {
+export interface RunOptions { imageName: string; name: string; netns: string; configDir: string; command?: string[] }
+export function podmanRunArgs(pod: GatewayPod, containerName: string, o: RunOptions): string[] {
   const spec = pod.deployment.spec.template.spec;
   const c = [...(spec.initContainers ?? []), ...spec.containers].find((x: any) => x.name === containerName);
   if (!c) throw new Error(`no container ${containerName} in ${pod.file}`);
@@ -129,7 +130,9 @@ export function podmanRunArgs(pod: GatewayPod, containerName: string, o: { image
 }
 
 /** The capability bit numbers of /proc/<pid>/status's Cap* fields, by name (linux/capability.h). */
-export const CAP_BITS: Record<string, number> = { CHOWN: 0, DAC_OVERRIDE: 1, FOWNER: 3, KILL: 5, SETGID: 6, SETUID: 7, NET_BIND_SERVICE: 10, NET_ADMIN: 12, NET_RAW: 13, SYS_ADMIN: 21 };
+export const CAP_BITS: Record<string, number> = {
+  CHOWN: 0, DAC_OVERRIDE: 1, FOWNER: 3, KILL: 5, SETGID: 6, SETUID: 7, NET_BIND_SERVICE: 10, NET_ADMIN: 12, NET_RAW: 13, SYS_ADMIN: 21,
+};
 export function capMask(names: string[]): bigint {
   return names.reduce((m, n) => m | (1n << BigInt(CAP_BITS[n])), 0n);
 }
