@@ -131,24 +131,32 @@ static int wait_fd(tlsr_t *t, int fd, short ev, int64_t deadline) {
     if (_w <= 0) { snprintf((t)->error, sizeof (t)->error, "%s: %s", (what), _w == 0 ? "timed out" : "cancelled"); rc = 0; break; } \
   }
 
+/* Every URI SAN of the peer certificate, as an array (never joined into text). A URI that is not printable
+ * ASCII, and any URI beyond MAX_URIS, is recorded as "": it still counts, and it never names anyone. */
+static void add_uri(tlsr_t *t, const unsigned char *d, int len) {
+  if (t->nuris >= MAX_URIS) return;
+  int ok = len > 0 && len <= 1024;
+  for (int i = 0; ok && i < len; i++) ok = d[i] >= 0x20 && d[i] <= 0x7e;
+  char *s = malloc(ok ? (size_t)len + 1 : 1);
+  if (!s) return;
+  if (ok) memcpy(s, d, (size_t)len);
+  s[ok ? len : 0] = 0;
+  t->uris[t->nuris++] = s;
+}
+
 static void collect_uris(tlsr_t *t) {
   X509 *peer = SSL_get1_peer_certificate(t->ssl);
   if (!peer) return;
-  GENERAL_NAMES *names = X509_get_ext_d2i(peer, NID_subject_alt_name, NULL, NULL);
+  int crit = 0;
+  GENERAL_NAMES *names = X509_get_ext_d2i(peer, NID_subject_alt_name, &crit, NULL);
+  if (!names && crit == -2) add_uri(t, NULL, 0), add_uri(t, NULL, 0); /* two SAN extensions: names no one */
   if (names) {
-    int n = sk_GENERAL_NAME_num(names);
-    for (int i = 0; i < n && t->nuris < MAX_URIS; i++) {
+    int n = sk_GENERAL_NAME_num(names), seen = 0;
+    for (int i = 0; i < n; i++) {
       GENERAL_NAME *g = sk_GENERAL_NAME_value(names, i);
       if (g->type != GEN_URI) continue;
-      const unsigned char *d = ASN1_STRING_get0_data(g->d.uniformResourceIdentifier);
-      int len = ASN1_STRING_length(g->d.uniformResourceIdentifier);
-      if (len < 0 || len > 1024) continue;
-      char *s = malloc((size_t)len + 1);
-      if (!s) continue;
-      memcpy(s, d, (size_t)len);
-      s[len] = 0;
-      if (strlen(s) != (size_t)len) { free(s); continue; } /* embedded NUL: ignore */
-      t->uris[t->nuris++] = s;
+      if (++seen > MAX_URIS - 1) { add_uri(t, NULL, 0); break; } /* too many: one "" marker is enough */
+      add_uri(t, ASN1_STRING_get0_data(g->d.uniformResourceIdentifier), ASN1_STRING_length(g->d.uniformResourceIdentifier));
     }
     GENERAL_NAMES_free(names);
   }
@@ -162,12 +170,10 @@ static void phase1(tlsr_t *t) {
   if (SSL_get_verify_result(t->ssl) != X509_V_OK) { snprintf(t->error, sizeof t->error, "peer certificate not verified"); return; }
   /* handshook is set once the identity is acceptable; JS still re-checks the URIs */
   collect_uris(t);
-  if (t->expect_uri) {
-    int spiffe = 0, match = 0;
-    for (int i = 0; i < t->nuris; i++) {
-      if (strncmp(t->uris[i], "spiffe://", 9) == 0) { spiffe++; if (strcmp(t->uris[i], t->expect_uri) == 0) match = 1; }
-    }
-    if (spiffe != 1 || !match) { snprintf(t->error, sizeof t->error, "peer certificate does not name %s", t->expect_uri); return; }
+  /* the origin knows exactly whom it dials: exactly one URI SAN, byte-for-byte that identity */
+  if (t->expect_uri && (t->nuris != 1 || strcmp(t->uris[0], t->expect_uri) != 0)) {
+    snprintf(t->error, sizeof t->error, "peer certificate does not name exactly %s", t->expect_uri);
+    return;
   }
   t->handshook = 1;
   size_t off = 0;
@@ -444,6 +450,7 @@ static napi_value TlsContext(napi_env env, napi_callback_info info) {
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+  SSL_CTX_set_security_level(ctx, 2); /* RSA/DH >= 2048 bits, ECC >= 224, anywhere in either chain */
   X509_STORE *store = SSL_CTX_get_cert_store(ctx);
   BIO *b = BIO_new_mem_buf(ca, (int)nca);
   int nc = 0;

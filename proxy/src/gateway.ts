@@ -15,8 +15,9 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { pino, type Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { parseProxyConfig, parsePeerIdentityUri, peerIdentityUri, type PeerConfig, type ProxyConfig } from './config';
+import { parseProxyConfig, peerIdentityUri, type PeerConfig, type ProxyConfig } from './config';
 import { watchConfig, loadConfigFile } from './config-file';
+import { TLS_SECURITY_CIPHERS, certificateCluster, identityFromUris } from './identity';
 import { createMetrics, type GatewayMetrics } from './metrics';
 import { type NativeAddon, type PumpHandle, type PumpResult, type TlsCtx, type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd, stopReading, tryLoadNative, nativeLoadError } from './native';
 import { AddressPolicy, normalizeAddress } from './policy';
@@ -95,21 +96,7 @@ const hrNow = () => Date.now();
 function newConnectionId(): Buffer { return crypto.randomBytes(CONNECTION_ID_BYTES); }
 function idString(b: Buffer): string { return b.toString('hex'); }
 
-/** URI SANs of a peer certificate. */
-function uriSans(cert: tls.PeerCertificate | undefined): string[] {
-  const s = cert?.subjectaltname;
-  if (!s) return [];
-  return s.split(/,\s*/).filter((x) => x.startsWith('URI:')).map((x) => x.slice(4));
-}
-
-/** The fleet member a certificate names, or an explanation of why it names none. */
-export function certificateCluster(cert: tls.PeerCertificate | undefined, fleet: string): { cluster: string } | { error: string } {
-  const ids = uriSans(cert).map(parsePeerIdentityUri).filter((x): x is { fleet: string; cluster: string } => !!x);
-  if (ids.length === 0) return { error: 'certificate has no spiffe://<fleet>/cluster/<cluster> URI SAN' };
-  if (ids.length > 1) return { error: 'certificate names more than one cluster' };
-  if (ids[0].fleet !== fleet) return { error: `certificate belongs to fleet '${ids[0].fleet}', not '${fleet}'` };
-  return { cluster: ids[0].cluster };
-}
+export { certificateCluster } from './identity';
 
 function readTls(cfg: ProxyConfig): { ca: Buffer; cert: Buffer; key: Buffer } | undefined {
   if (cfg.tls.mode !== 'mtls') return undefined;
@@ -192,7 +179,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     liveTls.add(h);
     return h;
   };
-  const clientTlsOptions = () => ({ ...tlsFiles!, minVersion: 'TLSv1.3' as const, maxVersion: 'TLSv1.3' as const });
+  const clientTlsOptions = () => ({ ...tlsFiles!, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3' as const, maxVersion: 'TLSv1.3' as const });
 
   const refuse = (side: Side, reason: string) => metrics.refusals.inc({ reason, side });
 
@@ -365,7 +352,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
           reject(e);
         };
         if (!r.handshook) return fail(new Error(r.error || 'TLS handshake failed'), true);
-        const who = certificateCluster({ subjectaltname: r.uris.map((u) => `URI:${u}`).join(', ') } as tls.PeerCertificate, cfg.fleet);
+        const who = identityFromUris(r.uris, cfg.fleet);
         if ('error' in who || who.cluster !== peer.cluster) return fail(new Error(`peer gateway identity: ${'error' in who ? who.error : who.cluster}`), true);
         const fr = new FrameReader(cfg.limits.headerMaxBytes, FRAME_REPLY).push(r.frame);
         if (fr.kind !== 'frame') return fail(fr.kind === 'error' ? fr.error : new Error(r.error || 'peer closed before replying'));
@@ -606,7 +593,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
           native!.tlsContinue(h, encodeReply({ status: code, connectionId, reason: why }), -1, 0);
         };
         if (!r.handshook) return drop(/timed out/.test(r.error) ? 'handshake_timeout' : 'tls_handshake', r.error, true);
-        const who = certificateCluster({ subjectaltname: r.uris.map((u) => `URI:${u}`).join(', ') } as tls.PeerCertificate, cfg.fleet);
+        const who = identityFromUris(r.uris, cfg.fleet);
         if ('error' in who || !cfg.peers.some((p) => p.cluster === who.cluster)) {
           return drop('unknown_peer_certificate', 'error' in who ? who.error : `'${who.cluster}' is not a peer`, true);
         }
@@ -687,7 +674,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
   const tunnelServerIsTls = cfg.tls.mode === 'mtls';
   let tunnelServer: net.Server;
   const serverTlsOptions = () => ({
-    ...tlsFiles!, minVersion: 'TLSv1.3' as const, maxVersion: 'TLSv1.3' as const, requestCert: true, rejectUnauthorized: true,
+    ...tlsFiles!, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3' as const, maxVersion: 'TLSv1.3' as const, requestCert: true, rejectUnauthorized: true,
   });
   if (tunnelServerIsTls && !nativeTls) {
     const srv = tls.createServer({ ...serverTlsOptions(), allowHalfOpen: true, handshakeTimeout: cfg.limits.handshakeTimeoutMs, pauseOnConnect: false });
@@ -790,7 +777,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       const nextPolicy = new AddressPolicy(n, [], !!opts.unsafeAllowLoopbackDestinations);
       const nextNativeCtx = files && nativeTls ? makeNativeCtx(files) : nativeCtx;
       if (files && tunnelServerIsTls && !nativeTls) {
-        (tunnelServer as tls.Server).setSecureContext({ ...files, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' });
+        (tunnelServer as tls.Server).setSecureContext({ ...files, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' });
       }
       nativeCtx = nextNativeCtx;
       cfg = n;

@@ -4,8 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startGateway, type GatewayHandle } from '../gateway';
+import { certificateIdentity, identityFromUris, uriSansOfDer } from '../identity';
 import { RefusalCode, encodeOpen } from '../protocol';
 import { configFor } from '../testkit/gateways';
 import { makePki, silent, type Pki } from '../testkit/helpers';
@@ -82,3 +84,36 @@ for (const dataPath of ['auto', 'js'] as const) {
     });
   });
 }
+
+describe('identity from structured SANs', () => {
+  const der = (c: Creds) => new crypto.X509Certificate(fs.readFileSync(c.cert)).raw;
+
+  it('reads every URI SAN from the DER exactly, one array element per SAN', () => {
+    assert.deepEqual(uriSansOfDer(der(odd.forged)), ['urn:x, URI:spiffe://fleet/cluster/east']);
+    assert.deepEqual(uriSansOfDer(der(odd.twoUris)), ['spiffe://fleet/cluster/east', 'urn:x']);
+    assert.deepEqual(uriSansOfDer(der({ ...pki.certs.east, ca: pki.ca })), ['spiffe://fleet/cluster/east']);
+    assert.deepEqual(uriSansOfDer(der({ ...pki.certs.nosan, ca: pki.ca })), []);
+  });
+
+  it('names a member only for exactly one canonical spiffe URI of this fleet', () => {
+    assert.deepEqual(identityFromUris(['spiffe://fleet/cluster/east'], 'fleet'), { cluster: 'east' });
+    for (const uris of [[], ['spiffe://fleet/cluster/east', 'urn:x'], ['urn:x, URI:spiffe://fleet/cluster/east'], ['spiffe://other/cluster/east'],
+      ['spiffe://fleet/cluster/east-'], ['spiffe://fleet/cluster/' + 'a'.repeat(64)], ['spiffe://fleet/cluster/east\n'], ['']]) {
+      assert.ok('error' in identityFromUris(uris, 'fleet'), JSON.stringify(uris));
+    }
+  });
+
+  it('refuses weak keys with a reason', () => {
+    const r = certificateIdentity(der(odd.rsa1024), 'fleet');
+    assert.match('error' in r ? r.error : '', /1024 bits/);
+    assert.deepEqual(certificateIdentity(der(odd.rsa2048), 'fleet'), { cluster: 'east' });
+  });
+
+  it('never throws on garbage DER', () => {
+    for (let i = 0; i < 2000; i++) {
+      const b = Buffer.from(der({ ...pki.certs.east, ca: pki.ca }));
+      for (let k = 0; k < 4; k++) b[crypto.randomInt(0, b.length)] = crypto.randomInt(0, 256);
+      try { uriSansOfDer(b); } catch (e) { assert.match((e as Error).message, /DER|SubjectAltName/); }
+    }
+  });
+});
