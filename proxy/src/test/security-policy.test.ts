@@ -10,10 +10,7 @@ import type * as os from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { parseProxyConfig, type ProxyConfigInput } from '../config';
 import { startGateway, type GatewayHandle } from '../gateway';
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-import { AddressPolicy as AP } from '../policy';
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const AddressPolicy = AP as any;
+import { AddressPolicy } from '../policy';
 import { RefusalCode, decodeOpenBody, encodeOpen, FrameReader, FRAME_OPEN } from '../protocol';
 import { configFor } from '../testkit/gateways';
 import { freePort, makePki, silent, type Pki } from '../testkit/helpers';
