@@ -288,6 +288,8 @@ static void *pump_thread(void *arg) {
     if (p->reason >= 0) break;
   }
   for (int d = 0; d < 2; d++) { close(p->pipefd[d][0]); close(p->pipefd[d][1]); }
+  /* a forced end (idle, cancel, error) is a reset on both sides: a cut stream must never look complete */
+  if (p->reason != R_EOF) { linger_zero(p->fd[0]); linger_zero(p->fd[1]); }
   pthread_mutex_lock(&p->mu);
   p->finished = 1;
   close(p->efd);

@@ -36,7 +36,7 @@ export interface StartGatewayOptions {
   registry?: Registry;
   /**
    * Data path: 'auto' (addon built: splice relay for plaintext tunnels, native OpenSSL relay for mTLS
-   * tunnels) or 'js' (Node streams and Node's tls everywhere).
+   * tunnels) or 'js' (Node streams; plaintext only: mTLS refuses to start without the native relay).
    */
   dataPath?: 'auto' | 'js';
   /**
@@ -98,6 +98,13 @@ function idString(b: Buffer): string { return b.toString('hex'); }
 
 export { certificateCluster } from './identity';
 
+/**
+ * Node's tls does not say whether a stream ended with close_notify (it treats a bare TCP EOF as a clean
+ * end), so on that path a dead peer's cut stream would look complete (issue 14): mTLS runs on the native
+ * relay only. The Node-tls branches below are unreachable since; the gateway restructure removes them.
+ */
+const MTLS_NEEDS_NATIVE = 'tls.mode mtls needs the native addon (the Node tls data path cannot tell a cut stream from a clean end)';
+
 function readTls(cfg: ProxyConfig): { ca: Buffer; cert: Buffer; key: Buffer } | undefined {
   if (cfg.tls.mode !== 'mtls') return undefined;
   return { ca: fs.readFileSync(cfg.tls.caFile), cert: fs.readFileSync(cfg.tls.certFile), key: fs.readFileSync(cfg.tls.keyFile) };
@@ -132,6 +139,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
   let cfg: ProxyConfig = parseProxyConfig(input);
   const log = opts.logger ?? pino({ level: process.env.LOG_LEVEL ?? 'info' });
   const native: NativeAddon | undefined = opts.dataPath === 'js' ? undefined : tryLoadNative();
+  if (!native && cfg.tls.mode === 'mtls') throw new Error(MTLS_NEEDS_NATIVE + (opts.dataPath === 'js' ? ' (dataPath is js)' : `: ${nativeLoadError()?.message}`));
   if (!native) log.warn({ reason: opts.dataPath === 'js' ? 'dataPath=js' : nativeLoadError()?.message }, 'native addon not in use: no SO_ORIGINAL_DST lookup, plaintext relays use streams');
   const tunnels = new Set<Tunnel>();
   const perPeer = new Map<string, number>();
@@ -245,7 +253,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       if (r.reason === 'idle') log.info({ conn: t.id }, 'idle timeout');
       if (r.reason === 'reset' || r.reason === 'error') log.info({ conn: t.id, side: r.side, errno: r.errno }, 'relay ended by a reset/error');
       // the pump already armed SO_LINGER{1,0} on the surviving socket after a reset; reset explicitly too
-      t.finish(r.reason === 'reset' || r.reason === 'error' ? 'reset' : 'destroy');
+      t.finish(r.reason === 'eof' ? 'destroy' : 'reset');
     });
   };
 
@@ -290,11 +298,11 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       // reset the other side's TCP connection so the reset propagates
       const other = who === 'a' ? rawB : rawA;
       try { other.resetAndDestroy(); } catch { other.destroy(); }
-      t.finish('destroy');
+      t.finish('reset');
     };
     a.on('error', onError('a'));
     b.on('error', onError('b'));
-    const onClose = () => { if (!t.finished && ended < 2) setImmediate(() => t.finish('destroy')); };
+    const onClose = () => { if (!t.finished && ended < 2) setImmediate(() => t.finish('reset')); };
     a.on('close', onClose);
     b.on('close', onClose);
     a.resume();
@@ -462,7 +470,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
           t.bytes = [r.plainToTls, r.tlsToPlain];
           if (r.reason !== 'eof') log.info({ conn: id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
           // a reset or error on one side (a dead peer: EOF without close_notify) resets the other, explicitly
-          t.finish(r.reason === 'reset' || r.reason === 'error' ? 'reset' : 'destroy');
+          t.finish(r.reason === 'eof' ? 'destroy' : 'reset');
         };
         const early = stopReading(client);
         if (early) { log.warn({ conn: id }, 'unexpected bytes buffered before hand-over'); t.finish('reset'); return; }
@@ -636,7 +644,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
         if (tunnel) {
           tunnel.bytes = [r.plainToTls, r.tlsToPlain];
           if (tunnel.established && r.reason !== 'eof') log.info({ conn: tunnel.id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
-          tunnel.finish(r.reason === 'reset' || r.reason === 'error' ? 'reset' : 'destroy');
+          tunnel.finish(r.reason === 'eof' ? 'destroy' : 'reset');
         } else raw.destroy();
       },
     };
@@ -744,7 +752,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     for (const t of tunnels) {
       if (t.established && !t.pump && !t.tlsRelay && now - t.lastActivity > cfg.limits.idleTimeoutMs) {
         log.info({ conn: t.id }, 'idle timeout');
-        t.finish('destroy');
+        t.finish('reset');
       }
     }
   }, Math.max(50, Math.min(5000, Math.floor(cfg.limits.idleTimeoutMs / 4))));
@@ -821,12 +829,12 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     for (const h of [...liveTls]) native!.tlsCancel(h); // their final callbacks close the sockets
     for (const t of [...tunnels]) {
       if (t.pump && native) native.pumpCancel(t.pump); // the pump callback finishes the tunnel
-      else if (!t.tlsRelay) t.finish('destroy');
+      else if (!t.tlsRelay) t.finish('reset'); // a forced end is a reset, never a FIN
     }
     // wait (bounded) for native threads to report back so no thread outlives its sockets
     const until = Date.now() + 5000;
     while ((tunnels.size > 0 || liveTls.size > 0) && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-    for (const t of [...tunnels]) t.finish('destroy');
+    for (const t of [...tunnels]) t.finish('reset');
     admin.closeAllConnections();
     await new Promise<void>((r) => admin.close(() => r()));
     log.info('gateway closed');

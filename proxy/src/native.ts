@@ -28,6 +28,8 @@ export interface NativeAddon {
   tlsContinue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number): void;
   tlsCancel(h: TlsHandle): void;
   tlsStats(h: TlsHandle): [number, number];
+  /** Native TLS sessions whose OpenSSL state is still allocated (freed when a session's thread ends, not by GC). */
+  tlsLive(): number;
   getOriginalDst(fd: number): OriginalDst | null;
   startPump(fdA: number, fdB: number, prefixAtoB: Buffer | null, prefixBtoA: Buffer | null, idleMs: number, cb: (r: PumpResult) => void): PumpHandle;
   pumpStats(h: PumpHandle): [number, number];

@@ -35,8 +35,16 @@ before(() => {
   };
 });
 
-for (const dataPath of ['auto', 'js'] as const) {
-  describe(`terminus identity (${dataPath === 'auto' ? 'native OpenSSL' : 'Node tls'} data path)`, { timeout: 60_000 }, () => {
+describe('the Node tls data path is gone', () => {
+  it('mTLS refuses to start without the native relay (Node tls cannot tell a cut stream from a clean end)', async () => {
+    const cfg = await configFor('west', 'east', 1, 'mtls', pki);
+    const outcome = await startGateway(cfg, { logger: silent, dataPath: 'js' }).then((g) => g.close().then(() => 'started'), (e: Error) => e.message);
+    assert.match(outcome, /needs the native addon/);
+  });
+});
+
+for (const dataPath of ['auto'] as const) {
+  describe('terminus identity (native OpenSSL data path)', { timeout: 60_000 }, () => {
     let west: GatewayHandle;
     let port: number;
     before(async () => {
