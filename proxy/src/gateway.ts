@@ -17,6 +17,8 @@ import { pino, type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { parseProxyConfig, peerIdentityUri, type PeerConfig, type ProxyConfig } from './config';
 import { watchConfig, loadConfigFile } from './config-file';
+import { listenAdmin } from './admin-listen';
+import { HandshakeAdmission, armLiveness } from './admission';
 import { TLS_SECURITY_CIPHERS, certificateCluster, identityFromUris } from './identity';
 import { createMetrics, type GatewayMetrics } from './metrics';
 import { type NativeAddon, type PumpHandle, type PumpResult, type TlsCtx, type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd, stopReading, tryLoadNative, nativeLoadError } from './native';
@@ -143,7 +145,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
   if (!native) log.warn({ reason: opts.dataPath === 'js' ? 'dataPath=js' : nativeLoadError()?.message }, 'native addon not in use: no SO_ORIGINAL_DST lookup, plaintext relays use streams');
   const tunnels = new Set<Tunnel>();
   const perPeer = new Map<string, number>();
-  let pendingHandshakes = 0;
+  const admission = new HandshakeAdmission(() => cfg);
   /** Tunnel connections still in TLS handshake / header exchange (closed on close()). */
   const pendingSockets = new Set<net.Socket>();
   let draining = false;
@@ -335,6 +337,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       let raw: net.Socket;
       try {
         raw = await dial(gw.host, gw.port, cfg.limits.dialTimeoutMs, undefined, nativeTls);
+        armLiveness(native, raw, cfg.limits);
       } catch (e) { lastErr = e as Error; continue; }
       try {
         const r = nativeTls ? await handshakeWithPeerNative(raw, peer, header) : await handshakeWithPeer(raw, peer, header, usePump);
@@ -654,11 +657,12 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
   const onTunnelConnection = (raw: net.Socket) => {
     raw.on('error', () => { /* the stream handlers decide */ });
     if (draining || closed) { refuse('terminus', 'draining'); raw.destroy(); return; }
-    if (pendingHandshakes >= cfg.limits.maxTunnelsTotal) { refuse('terminus', 'too_many_handshakes'); raw.destroy(); return; }
-    pendingHandshakes++;
+    const release = admission.admit(raw.remoteAddress); // unauthenticated work: per source and total, apart from tunnels
+    if (!release) { refuse('terminus', 'too_many_handshakes'); raw.destroy(); return; }
+    armLiveness(native, raw, cfg.limits);
     pendingSockets.add(raw);
     let counted = true;
-    const done = () => { if (counted) { counted = false; pendingHandshakes--; pendingSockets.delete(raw); clearTimeout(deadline); } };
+    const done = () => { if (counted) { counted = false; release(); pendingSockets.delete(raw); clearTimeout(deadline); } };
     raw.once('close', done);
     // one deadline for TLS handshake + header: slowloris gets cut here
     const deadline = setTimeout(() => {
@@ -763,7 +767,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     const [intercept, tunnel, adminAddr] = await Promise.all([
       listen(interceptServer, cfg.listen.intercept.host, cfg.listen.intercept.port),
       listen(tunnelServer, cfg.listen.tunnel.host, cfg.listen.tunnel.port),
-      listen(admin, cfg.listen.admin.host, cfg.listen.admin.port),
+      listenAdmin(admin, cfg.listen.admin, () => http.createServer()),
     ]);
     addrs = { intercept, tunnel, admin: adminAddr };
   } catch (e) {

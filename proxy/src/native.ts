@@ -34,6 +34,8 @@ export interface NativeAddon {
   startPump(fdA: number, fdB: number, prefixAtoB: Buffer | null, prefixBtoA: Buffer | null, idleMs: number, cb: (r: PumpResult) => void): PumpHandle;
   pumpStats(h: PumpHandle): [number, number];
   pumpCancel(h: PumpHandle): void;
+  /** SO_KEEPALIVE + TCP_KEEPIDLE/KEEPINTVL/KEEPCNT + TCP_USER_TIMEOUT on a TCP socket; 0 or an errno. */
+  setTcpLiveness(fd: number, idleMs: number, intervalMs: number, probes: number, userTimeoutMs: number): number;
 }
 
 let cached: NativeAddon | undefined;

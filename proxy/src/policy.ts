@@ -113,7 +113,7 @@ export class AddressPolicy {
     // learned addresses: the pod's interfaces and the listen hosts. Loopback ones are skipped: loopback is
     // refused anyway (and the loopback test hook must still reach a local server)
     const ifaceInfos = Object.values(interfaces).flatMap((l) => l ?? []).filter((i) => !i.internal);
-    const learned = [...ifaceInfos.map((i) => i.address), ...Object.values(cfg.listen).map((e) => e.host)]
+    const learned = [...ifaceInfos.map((i) => i.address), ...Object.values(cfg.listen).flatMap((e) => ('host' in e ? [e.host] : []))]
       .map((t) => parseAddress(t.replace(/%.*$/, ''))).filter((a): a is Addr => !!a && !inAny(a, this.loopback));
     const given = [...cfg.ownAddresses, ...(cfg.dialFrom ? [cfg.dialFrom] : []), ...extraOwn].map(parseAddress);
     for (const a of [...given, ...learned]) if (a && a.range() !== 'unspecified') this.own.add(keyOf(a));

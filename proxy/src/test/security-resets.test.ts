@@ -21,9 +21,11 @@ type End = 'RST' | 'FIN' | string;
 /** How a socket ended: 'RST' (ECONNRESET, or EPIPE on a write), 'FIN' (a clean end), or another error. */
 function endOf(s: net.Socket): Promise<End> {
   return new Promise((resolve) => {
-    s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNRESET' || e.code === 'EPIPE' ? 'RST' : e.code ?? e.message));
-    s.on('end', () => resolve('FIN'));
-    s.on('close', () => resolve('closed'));
+    const seen: string[] = [];
+    s.on('error', (e: NodeJS.ErrnoException) => seen.push(e.code === 'ECONNRESET' || e.code === 'EPIPE' ? 'RST' : e.code ?? e.message));
+    s.on('end', () => seen.push('FIN'));
+    // the first event decides (a FIN before an RST is a cut stream that looked complete for a while)
+    s.on('close', () => resolve(seen.join('+') || 'closed'));
   });
 }
 

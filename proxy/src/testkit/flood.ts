@@ -22,8 +22,9 @@ export async function spawnGateway(cfg: ProxyConfigInput, env: NodeJS.ProcessEnv
   let out = '';
   child.stdout!.on('data', (d) => { out += d; });
   child.stderr!.on('data', (d) => { out += d; });
-  const port = cfg.listen!.admin!.port;
-  const host = cfg.listen!.admin!.host;
+  const admin = cfg.listen!.admin!;
+  const port = admin.port;
+  const host = 'host' in admin ? admin.host : '127.0.0.1';
   const until = Date.now() + 15_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`gateway exited ${child.exitCode}: ${out}`);
