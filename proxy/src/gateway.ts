@@ -129,7 +129,7 @@ function dial(host: string, port: number, timeoutMs: number, localAddress?: stri
     const s = net.connect({ host, port, localAddress, allowHalfOpen: true, noDelay: true });
     if (paused) s.pause();
     const t = setTimeout(() => {
-      s.destroy();
+      s.resetAndDestroy(); // if the connection completes after all, the far end sees an RST, never a clean end
       reject(Object.assign(new Error(`connect ${host}:${port} timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT_DIAL' }));
     }, timeoutMs);
     s.once('connect', () => { clearTimeout(t); s.removeAllListeners('error'); resolve(s); });
