@@ -68,7 +68,7 @@ describe('legitimate tunnels during a flood of 1,100 idle connections (native mT
           next++;
           try {
             const r = await withTimeout(sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', 4096), 15_000, 'legit');
-            if (r.reply === r.sent) { ok++; ms.push(r.ms); } else failed++;
+            if (r.reply === r.sent) { ok++; ms.push(r.ms); } else {failed++;}
           } catch (e) { failed++; reasons.push(String((e as NodeJS.ErrnoException).code ?? e)); }
         }
       };
