@@ -2,14 +2,15 @@
 /**
  * `npm run adversarial -w proxy` (root: `npm run security:adversarial`): the issue-14 attacks, rerunnable,
  * with figures. Not part of the default suite (minutes of CPU). Sections (pick with ARGS, default all):
- *   fuzz      >= 100,000 fuzzed OPEN frames from a peer with a valid certificate, against the real CLI
- *             (crashes, fds and RSS before/after)            MM_ADV_FRAMES (default 100000)
+ *   fuzz      >= 100,000 fuzzed OPEN frames from a peer with a valid certificate (fuzzer in a child process;
+ *             the gateway in this one, dials only to loopback via the test hook: crashes, fds, RSS)            MM_ADV_FRAMES (default 100000)
  *   certless  cert-less TLS flood against the real CLI (RSS before, peak, after 20 s)   MM_ADV_CERTLESS (30000)
  *   idle      1,100 idle TCP connections held from 127.0.0.2 while legitimate tunnels run (success, latency)
  *   resets    dying peers, both sides, 300 rounds each: how many in-cluster ends were FINs (want 0)
  *   abandon   a vanished peer in network namespaces (root): time until its tunnels are freed
  * Loopback only, plus network namespaces it creates (removed at the end).
  */
+import { spawn } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -17,7 +18,7 @@ import * as tls from 'node:tls';
 import { startGateway } from '../gateway';
 import { FRAME_REPLY, FrameReader, encodeOpen } from '../protocol';
 import { chatter, chattyServer, dyingOrigin, dyingTerminus, endOf } from '../testkit/dying-peers';
-import { certlessFlood, idleFlood, spawnGateway, type GatewayProcess } from '../testkit/flood';
+import { certlessFlood, persistentFlood, spawnGateway, type GatewayProcess } from '../testkit/flood';
 import { configFor, startPair } from '../testkit/gateways';
 import { makePki, sendAndVerify, silent, sleep, startSink, withTimeout, type Pki } from '../testkit/helpers';
 
@@ -25,11 +26,12 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
 const mb = (x: number) => `${x.toFixed(0)} MB`;
 
 /** One fuzzed frame: random bytes, a valid OPEN with flipped bytes, truncated, oversized, odd TLVs, odd destinations. */
-function fuzzFrame(): Buffer {
-  const valid = () => Buffer.from(encodeOpen({
-    connectionId: crypto.randomBytes(16), sourceCluster: 'east', dstPort: crypto.randomInt(0, 65536),
-    dstHost: ['10.77.0.9', '::ffff:10.77.0.1', '127.0.0.1', '169.254.169.254', '64:ff9b::a4d:9', '10.77.0.255', '::'][crypto.randomInt(0, 7)],
-  }));
+function fuzzFrame(sinkPort: number): Buffer {
+  // destinations: a loopback sink (accepted through the test hook), a closed loopback port, forbidden ones:
+  // every dial stays on this machine's loopback
+  const dst = [['127.0.0.1', sinkPort], ['::ffff:127.0.0.1', sinkPort], ['127.0.0.1', 1], ['169.254.169.254', 80], ['64:ff9b::7f00:1', 80],
+    ['10.77.0.255', 80], ['::', 80], ['203.0.113.9', 80]][crypto.randomInt(0, 8)] as [string, number];
+  const valid = () => Buffer.from(encodeOpen({ connectionId: crypto.randomBytes(16), sourceCluster: 'east', dstHost: dst[0], dstPort: dst[1] }));
   switch (crypto.randomInt(0, 6)) {
     case 0: return crypto.randomBytes(crypto.randomInt(1, 600));
     case 1: { const f = valid(); for (let i = crypto.randomInt(1, 6); i > 0; i--) f[crypto.randomInt(0, f.length)] = crypto.randomInt(0, 256); return f; }
@@ -52,39 +54,52 @@ function fuzzOne(port: number, creds: { ca: Buffer; cert: Buffer; key: Buffer },
     const reader = new FrameReader(65_543, FRAME_REPLY);
     let result = 'closed-no-reply';
     const timer = setTimeout(() => { result = 'timeout'; s.destroy(); }, 15_000);
-    s.on('secureConnect', () => s.write(frame));
+    s.on('secureConnect', () => s.end(frame)); // half-close: a truncated frame is judged at once, not after the deadline
     s.on('data', (d: Buffer) => { const r = reader.push(d); if (r.kind === 'frame') result = `status-${r.body[0]}`; });
     s.on('error', () => undefined);
     s.on('close', () => { clearTimeout(timer); resolve(result); });
   });
 }
 
+/** Child process: `adversarial.js fuzz-client PORT SINK_PORT TOTAL CA CERT KEY` prints progress and a JSON tally. */
+async function fuzzClient(args: string[]): Promise<void> {
+  const [port, sinkPort, total, ca, cert, key] = args;
+  const creds = { ca: fs.readFileSync(ca), cert: fs.readFileSync(cert), key: fs.readFileSync(key) };
+  const tally: Record<string, number> = {};
+  let sent = 0;
+  const worker = async () => {
+    while (sent < Number(total)) {
+      sent++;
+      const r = await fuzzOne(Number(port), creds, fuzzFrame(Number(sinkPort)));
+      tally[r] = (tally[r] ?? 0) + 1;
+      if (sent % 10_000 === 0) out(`progress ${sent}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 48 }, worker));
+  out(`tally ${JSON.stringify(tally)}`);
+}
+
+/** The gateway runs in this process (its RSS and fds are this process's), the fuzzer in a child. */
 async function fuzz(pki: Pki): Promise<void> {
   const total = Number(process.env.MM_ADV_FRAMES ?? 100_000);
-  const cfg = await configFor('west', 'east', 1, 'mtls', pki, { localCidrs: ['10.77.0.0/24'], limits: { handshakeTimeoutMs: 3000, dialTimeoutMs: 200 } });
-  const gw = await spawnGateway(cfg);
-  const creds = { ca: fs.readFileSync(pki.ca), cert: fs.readFileSync(pki.certs.east.cert), key: fs.readFileSync(pki.certs.east.key) };
+  const sink = await startSink();
+  const cfg = await configFor('west', 'east', 1, 'mtls', pki, { limits: { handshakeTimeoutMs: 3000, dialTimeoutMs: 500 } });
+  const gw = await startGateway(cfg, { logger: silent, unsafeAllowLoopbackDestinations: true });
+  const fds = () => fs.readdirSync('/proc/self/fd').length;
+  const rss = () => process.memoryUsage().rss / 2 ** 20;
   try {
-    await Promise.all(Array.from({ length: 50 }, () => fuzzOne(cfg.listen!.tunnel!.port, creds, fuzzFrame())));
-    const rss0 = gw.rssMb(), fds0 = gw.fds();
-    const tally: Record<string, number> = {};
-    let sent = 0;
+    const rss0 = rss(), fds0 = fds();
     const t0 = Date.now();
-    const worker = async () => {
-      while (sent < total && gw.child.exitCode === null) {
-        sent++;
-        const r = await fuzzOne(cfg.listen!.tunnel!.port, creds, fuzzFrame());
-        tally[r] = (tally[r] ?? 0) + 1;
-        if (sent % 20_000 === 0) out(`  fuzz: ${sent} frames, RSS ${mb(gw.rssMb())}, fds ${gw.fds()}`);
-      }
-    };
-    await Promise.all(Array.from({ length: 32 }, worker));
+    const c = pki.certs.east;
+    const child = spawn(process.execPath, [__filename, 'fuzz-client', String(cfg.listen!.tunnel!.port), String(sink.port), String(total), pki.ca, c.cert, c.key], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (d) => { text += d; for (const m of String(d).matchAll(/progress (\d+)/g)) out(`  fuzz: ${m[1]} frames, gateway RSS ${mb(rss())}, fds ${fds()}`); });
+    await new Promise((r) => child.on('exit', r));
     await sleep(3000);
-    const alive = gw.child.exitCode === null;
-    out(`fuzz: ${sent} fuzzed frames with a valid certificate in ${((Date.now() - t0) / 1000).toFixed(0)} s; gateway ${alive ? 'alive (0 crashes)' : `DIED (exit ${gw.child.exitCode})`}`);
-    out(`fuzz: outcomes ${JSON.stringify(tally)}`);
-    if (alive) out(`fuzz: RSS ${mb(rss0)} -> ${mb(gw.rssMb())}; fds ${fds0} -> ${gw.fds()}`);
-  } finally { await gw.stop(); }
+    out(`fuzz: ${total} fuzzed frames with a valid certificate in ${((Date.now() - t0) / 1000).toFixed(0)} s; gateway alive (0 crashes), ${gw.activeTunnels()} tunnels left`);
+    out(`fuzz: outcomes ${/tally (.*)/.exec(text)?.[1] ?? '(fuzzer gave no tally)'}  (status-N = REPLY code N, PROTOCOL.md s.3)`);
+    out(`fuzz: RSS ${mb(rss0)} -> ${mb(rss())}; fds ${fds0} -> ${fds()}`);
+  } finally { await gw.close(); await sink.close(); }
 }
 
 async function certless(pki: Pki): Promise<void> {
@@ -110,10 +125,9 @@ async function certless(pki: Pki): Promise<void> {
 async function idle(pki: Pki): Promise<void> {
   const sink = await startSink();
   const pair = await startPair('mtls', pki, () => ({ host: '127.0.0.1', port: sink.port }), {}, {}, { limits: { handshakeTimeoutMs: 10_000 } });
-  const flood = await idleFlood(pair.cfgB.listen!.tunnel!.port, 1100, '127.0.0.2');
+  const flood = persistentFlood(pair.cfgB.listen!.tunnel!.port, 1100, '127.0.0.2');
   try {
     await sleep(2000);
-    const open = flood.sockets.filter((x) => !x.destroyed).length;
     const ms: number[] = [];
     let ok = 0;
     const N = 300;
@@ -133,8 +147,8 @@ async function idle(pki: Pki): Promise<void> {
     await Promise.all(Array.from({ length: 8 }, worker));
     ms.sort((a, b) => a - b);
     const p = (q: number) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))];
-    out(`idle: 1,100 idle connections from 127.0.0.2 (${open} still open after 2 s): ${ok}/${N} legitimate tunnels (${(100 * ok / N).toFixed(1)}%) in ${((Date.now() - t0) / 1000).toFixed(1)} s; latency p50 ${p(0.5)} ms, p99 ${p(0.99)} ms; RSS (both gateways and this script) peak ${mb(peak / 2 ** 20)}`);
-  } finally { flood.close(); await pair.close(); await sink.close(); }
+    out(`idle: 1,100 idle connections from 127.0.0.2, re-opened when closed (${flood.open()} open at the end): ${ok}/${N} legitimate tunnels (${(100 * ok / N).toFixed(1)}%) in ${((Date.now() - t0) / 1000).toFixed(1)} s; latency p50 ${p(0.5)} ms, p99 ${p(0.99)} ms; RSS (both gateways and this script) peak ${mb(peak / 2 ** 20)}`);
+  } finally { flood.stop(); await pair.close(); await sink.close(); }
 }
 
 async function resets(pki: Pki): Promise<void> {
@@ -176,6 +190,7 @@ async function abandon(): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  if (process.argv[2] === 'fuzz-client') { await fuzzClient(process.argv.slice(3)); return; }
   const all = ['fuzz', 'certless', 'idle', 'resets', 'abandon'];
   const pick = process.argv.slice(2).filter((a) => all.includes(a));
   const run = pick.length ? pick : all;

@@ -4,30 +4,15 @@
  * in total, apart from the tunnel pool, and a configured peer gateway keeps its own budget.
  */
 import assert from 'node:assert/strict';
-import * as net from 'node:net';
 import { before, describe, it } from 'node:test';
 import { HandshakeAdmission } from '../admission';
 import { parseProxyConfig } from '../config';
 import { startPair } from '../testkit/gateways';
+import { persistentFlood } from '../testkit/flood';
 import { makePki, sendAndVerify, sleep, startSink, withTimeout, type Pki } from '../testkit/helpers';
 
 let pki: Pki;
 before(() => { pki = makePki('fleet', ['east', 'west']); });
-
-/** Keep `n` idle connections open from `localAddress`, re-opening each one the gateway closes. */
-function persistentFlood(port: number, n: number, localAddress: string): { open(): number; stop(): void } {
-  let stopped = false;
-  const live = new Set<net.Socket>();
-  const one = () => {
-    if (stopped) return;
-    const s = net.connect({ port, host: '127.0.0.1', localAddress });
-    live.add(s);
-    s.on('error', () => undefined);
-    s.on('close', () => { live.delete(s); setTimeout(one, 1000); }); // the attacker re-opens what the gateway closes
-  };
-  for (let i = 0; i < n; i++) one();
-  return { open: () => live.size, stop: () => { stopped = true; for (const s of live) s.destroy(); } };
-}
 
 describe('admission of unauthenticated work', () => {
   const cfg = parseProxyConfig({
