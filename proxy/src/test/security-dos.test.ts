@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { HandshakeAdmission } from '../admission';
+import { HandshakeAdmission } from '../handshake-admission';
 import { parseProxyConfig } from '../config';
 import { startPair } from '../testkit/gateways';
 import { persistentFlood } from '../testkit/flood';
