@@ -4,6 +4,7 @@
  * relate several fields (overlaps, capacity, versions) live in validate.ts. No cdk8s import.
  */
 import { z } from 'zod';
+import { trustSchema } from './trust-schema';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
@@ -267,6 +268,8 @@ export const fleetSpecSchema = z.object({
   clusters: z.array(clusterSchema).min(1, { message: 'must list at least one cluster' }),
   /** Argo CD / Flux wiring for the synthesized tree. @default - none */
   gitops: gitopsSchema.optional(),
+  /** KubeVirt CA rotation and the gateways' CA exchange (docs/trust.md). @default - not managed */
+  trust: trustSchema.optional(),
 }).strict();
 
 export const fleetDocumentSchema = z.object({
