@@ -20,8 +20,9 @@ import { watchConfig, loadConfigFile } from './config-file';
 import { createMetrics, type GatewayMetrics } from './metrics';
 import { type NativeAddon, type PumpHandle, type PumpResult, type TlsCtx, type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd, stopReading, tryLoadNative, nativeLoadError } from './native';
 import { AddressPolicy, normalizeAddress } from './policy';
+import { TrustHub } from './trust/hub';
 import {
-  CONNECTION_ID_BYTES, FRAME_OPEN, FRAME_REPLY, FrameReader, ProtocolError, RefusalCode, decodeOpenBody, decodeReplyBody,
+  CONNECTION_ID_BYTES, FRAME_OPEN, FRAME_REPLY, FRAME_TRUST_PUBLISH, FrameReader, ProtocolError, RefusalCode, decodeOpenBody, decodeReplyBody,
   encodeOpen, encodeReply, refusalName, type OpenHeader,
 } from './protocol';
 
@@ -60,6 +61,8 @@ export interface GatewayHandle {
   /** Apply a new config (object or already parsed); false (old config kept, logged, counted) when invalid. */
   reload(next: unknown): boolean;
   activeTunnels(): number;
+  /** The trust exchange (table, publication); idle when the config has no `trust` section. */
+  readonly trust: TrustHub;
   /** True when the data path of plaintext relays is the native splice pump. */
   readonly nativeDataPath: boolean;
   /** Stop accepting, let tunnels finish for up to `timeoutMs` (default limits.drainTimeoutMs), then close. */
@@ -170,6 +173,9 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     t.reported = [t.bytes[0], t.bytes[1]];
   };
   const metrics = createMetrics(opts.registry, () => { for (const t of tunnels) flushBytes(t); });
+  // trust exchange (issue #10): PUBLISH frames on the tunnel port, the local channel to the trust container
+  const trust = new TrustHub({ config: () => cfg, tlsFiles: () => tlsFiles, log, registry: metrics.registry });
+  const FIRST_FRAMES = [FRAME_OPEN, FRAME_TRUST_PUBLISH];
 
   let policy = new AddressPolicy(cfg, [], !!opts.unsafeAllowLoopbackDestinations);
   let tlsFiles = readTls(cfg);
@@ -493,7 +499,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
 
   const onTunnelStream = (raw: net.Socket, stream: net.Socket, certCluster: string | undefined, deadline: NodeJS.Timeout, done: () => void) => {
     const usePump = !!native && cfg.tls.mode === 'plaintext';
-    const reader = new FrameReader(cfg.limits.headerMaxBytes, FRAME_OPEN);
+    const reader = new FrameReader(cfg.limits.headerMaxBytes, FIRST_FRAMES);
     let connectionId: Buffer = Buffer.alloc(CONNECTION_ID_BYTES);
     let finished = false;
     const refuseWith = (code: number, why: string, extra: object = {}) => {
@@ -517,6 +523,15 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       if (usePump) stopReading(raw); else stream.pause();
       stream.off('data', onData);
       if (r.kind === 'error') return refuseWith(r.error.code, r.error.message);
+      if (r.type === FRAME_TRUST_PUBLISH) {
+        const v = trust.onPublish(r.body, certCluster);
+        connectionId = v.connectionId;
+        if (v.status !== RefusalCode.ACCEPTED) return refuseWith(v.status, v.reason);
+        finished = true; clearTimeout(deadline); done();
+        stream.end(encodeReply({ status: RefusalCode.ACCEPTED, connectionId, reason: '' }));
+        setTimeout(() => { stream.destroy(); raw.destroy(); }, 1000).unref();
+        return;
+      }
       let h: OpenHeader;
       try { h = decodeOpenBody(r.body); } catch (e) {
         return refuseWith(e instanceof ProtocolError ? e.code : RefusalCode.MALFORMED, (e as Error).message);
@@ -610,12 +625,19 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
         if ('error' in who || !cfg.peers.some((p) => p.cluster === who.cluster)) {
           return drop('unknown_peer_certificate', 'error' in who ? who.error : `'${who.cluster}' is not a peer`, true);
         }
-        const fr = new FrameReader(cfg.limits.headerMaxBytes, FRAME_OPEN).push(r.frame);
+        const fr = new FrameReader(cfg.limits.headerMaxBytes, FIRST_FRAMES).push(r.frame);
         if (fr.kind === 'more') {
           if (/timed out/.test(r.error)) return drop('handshake_timeout', r.error, false);
           return drop(refusalName(RefusalCode.MALFORMED), 'connection closed before a complete header', false);
         }
         if (fr.kind === 'error') return refuseN(fr.error.code, fr.error.message);
+        if (fr.type === FRAME_TRUST_PUBLISH) {
+          const v = trust.onPublish(fr.body, who.cluster);
+          connectionId = v.connectionId;
+          if (v.status !== RefusalCode.ACCEPTED) return refuseN(v.status, v.reason);
+          native!.tlsContinue(h, encodeReply({ status: RefusalCode.ACCEPTED, connectionId, reason: '' }), -1, 0);
+          return;
+        }
         let hd: OpenHeader;
         try { hd = decodeOpenBody(fr.body); } catch (e) {
           return refuseN(e instanceof ProtocolError ? e.code : RefusalCode.MALFORMED, (e as Error).message);
@@ -742,6 +764,10 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready\n' : draining ? 'draining\n' : 'not ready\n');
       return;
     }
+    if (url === '/trust') {
+      res.writeHead(trust.enabled ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(trust.enabled ? trust.table.toJSON() : { error: 'no trust section in the config' }, null, 2) + '\n');
+      return;
+    }
     if (url === '/metrics') {
       metrics.registry.metrics().then((body) => {
         res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body);
@@ -775,6 +801,11 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     clearInterval(sweeper);
     for (const s of [interceptServer, tunnelServer, admin]) if (s.listening) s.close();
     throw new Error(`cannot listen: ${(e as Error).message}`);
+  }
+  try { await trust.start(); } catch (e) {
+    clearInterval(sweeper);
+    for (const s of [interceptServer, tunnelServer, admin]) if (s.listening) s.close();
+    throw new Error(`cannot open the trust channel: ${(e as Error).message}`);
   }
   ready = true;
   log.info({ cluster: cfg.cluster, fleet: cfg.fleet, tls: cfg.tls.mode, intercept: addrs.intercept, tunnel: addrs.tunnel, admin: addrs.admin, dataPath: native ? 'native-splice-for-plaintext' : 'streams', peers: cfg.peers.map((p) => p.cluster) }, 'gateway listening');
@@ -830,6 +861,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     stopWatching();
     clearInterval(sweeper);
     stopListening();
+    await trust.close();
     for (const s of [...pendingSockets]) { (s as { _mmDone?: () => void })._mmDone?.(); s.destroy(); }
     for (const h of [...liveTls]) native!.tlsCancel(h); // their final callbacks close the sockets
     for (const t of [...tunnels]) {
@@ -868,6 +900,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
     addresses: () => addrs,
     reload,
     activeTunnels: () => tunnels.size,
+    trust,
     nativeDataPath: !!native,
     drain,
     close,
