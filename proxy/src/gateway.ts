@@ -27,6 +27,8 @@ import {
 } from './protocol';
 
 export interface StartGatewayOptions {
+  /** Clock for judging the validity of published CA certificates (tests simulate weeks). @default Date.now */
+  trustClock?: () => number;
   logger?: Logger;
   /** Watch this file (the mounted ConfigMap) and reload the peer table when it changes. */
   configPath?: string;
@@ -174,7 +176,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
   };
   const metrics = createMetrics(opts.registry, () => { for (const t of tunnels) flushBytes(t); });
   // trust exchange (issue #10): PUBLISH frames on the tunnel port, the local channel to the trust container
-  const trust = new TrustHub({ config: () => cfg, tlsFiles: () => tlsFiles, log, registry: metrics.registry });
+  const trust = new TrustHub({ config: () => cfg, tlsFiles: () => tlsFiles, log, registry: metrics.registry, now: opts.trustClock });
   const FIRST_FRAMES = [FRAME_OPEN, FRAME_TRUST_PUBLISH];
 
   let policy = new AddressPolicy(cfg, [], !!opts.unsafeAllowLoopbackDestinations);
@@ -765,7 +767,7 @@ export async function startGateway(input: ProxyConfig | unknown, opts: StartGate
       return;
     }
     if (url === '/trust') {
-      res.writeHead(trust.enabled ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(trust.enabled ? trust.table.toJSON() : { error: 'no trust section in the config' }, null, 2) + '\n');
+      res.writeHead(trust.enabled ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(trust.enabled ? trust.table.toJSON(trust.clock()) : { error: 'no trust section in the config' }, null, 2) + '\n');
       return;
     }
     if (url === '/metrics') {

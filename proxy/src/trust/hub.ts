@@ -21,15 +21,28 @@ export interface TrustHubOptions {
   readonly tlsFiles: () => { ca: Buffer; cert: Buffer; key: Buffer } | undefined;
   readonly log: Logger;
   readonly registry: Registry;
+  /** Clock for certificate validity and the table. @default Date.now */
+  readonly now?: () => number;
 }
 
 function hubMetrics(registry: Registry) {
   return {
-    published: new Counter({ name: 'mm_trust_publish_total', help: 'PUBLISH frames sent to peer gateways, by peer and reply status.', labelNames: ['peer', 'result'], registers: [registry] }),
-    received: new Counter({ name: 'mm_trust_received_total', help: 'PUBLISH frames received, by claimed peer and verdict.', labelNames: ['peer', 'result'], registers: [registry] }),
-    notAfter: new Gauge({ name: 'mm_trust_peer_ca_not_after_seconds', help: 'Earliest NotAfter of the CA bundle last accepted from each peer (unix seconds).', labelNames: ['peer'], registers: [registry] }),
-    expiring: new Gauge({ name: 'mm_trust_peer_ca_expiring', help: '1 when a peer CA expires before the next publication expected from that peer.', labelNames: ['peer'], registers: [registry] }),
-    lastWrite: new Gauge({ name: 'mm_trust_last_write_timestamp_seconds', help: 'When the trust container last wrote kubevirt-external-ca (unix seconds).', registers: [registry] }),
+    published: new Counter({
+      name: 'mm_trust_publish_total', help: 'PUBLISH frames sent to peer gateways, by peer and reply status.', labelNames: ['peer', 'result'], registers: [registry],
+    }),
+    received: new Counter({
+      name: 'mm_trust_received_total', help: 'PUBLISH frames received, by claimed peer and verdict.', labelNames: ['peer', 'result'], registers: [registry],
+    }),
+    notAfter: new Gauge({
+      name: 'mm_trust_peer_ca_not_after_seconds', help: 'Earliest NotAfter of the CA bundle last accepted from each peer (unix seconds).',
+      labelNames: ['peer'], registers: [registry],
+    }),
+    expiring: new Gauge({
+      name: 'mm_trust_peer_ca_expiring', help: '1 when a peer CA expires before the next publication expected from that peer.', labelNames: ['peer'], registers: [registry],
+    }),
+    lastWrite: new Gauge({
+      name: 'mm_trust_last_write_timestamp_seconds', help: 'When the trust container last wrote kubevirt-external-ca (unix seconds).', registers: [registry],
+    }),
   };
 }
 
@@ -47,6 +60,10 @@ export class TrustHub {
     this.table = new TrustTable(o.config().cluster, () => o.config().trust?.repushIntervalMs ?? 300_000);
     this.metrics = hubMetrics(o.registry);
   }
+
+  private now(): number { return (this.o.now ?? Date.now)(); }
+  /** The clock the table is judged by. */
+  clock(): number { return this.now(); }
 
   get enabled(): boolean { return !!this.o.config().trust; }
 
@@ -71,7 +88,7 @@ export class TrustHub {
   }
 
   private onLocal(m: ToRuntime): void {
-    const now = Date.now();
+    const now = this.now();
     if (m.type === 'own' && Array.isArray(m.certs)) {
       const certs = m.certs.flatMap(pemToDer).map(caInfo);
       const same = certs.map((c) => c.sha256).join() === this.table.own.certs.map((c) => c.sha256).join();
@@ -100,7 +117,7 @@ export class TrustHub {
       return { status: code, reason: (e as Error).message, connectionId: Buffer.alloc(CONNECTION_ID_BYTES) };
     }
     if (!cfg.trust) return { status: RefusalCode.TRUST_DISABLED, reason: 'this gateway does not exchange trust', connectionId: p.connectionId };
-    const v = this.table.judge(p, certCluster, (c) => cfg.peers.some((x) => x.cluster === c), Date.now());
+    const v = this.table.judge(p, certCluster, (c) => cfg.peers.some((x) => x.cluster === c), this.now());
     const who = certCluster ?? p.cluster;
     this.metrics.received.inc({ peer: who, result: v.ok ? 'accepted' : refusalName(v.code) });
     if (!v.ok) {
@@ -115,7 +132,7 @@ export class TrustHub {
   }
 
   /** Warn (log once per CA, metric) when a peer CA expires before its next expected publication. */
-  checkExpiry(now = Date.now()): void {
+  checkExpiry(now: number = this.now()): void {
     const exp = this.table.expiring(now);
     for (const p of this.o.config().peers) this.metrics.expiring.set({ peer: p.cluster }, exp.some((e) => e.cluster === p.cluster) ? 1 : 0);
     for (const e of exp) {
@@ -140,15 +157,20 @@ export class TrustHub {
     const key = `${cluster}/${host}:${port}`;
     clearTimeout(this.retryTimers.get(key));
     this.retryTimers.delete(key);
-    const ctx: PublishContext = { fleet: cfg.fleet, tls: this.o.tlsFiles(), timeoutMs: cfg.limits.handshakeTimeoutMs, headerMaxBytes: cfg.limits.headerMaxBytes };
-    const frame = encodeTrustPublish({ connectionId: crypto.randomBytes(CONNECTION_ID_BYTES), cluster: cfg.cluster, sequence: this.table.own.sequence ?? 0n, certs: this.table.own.certs.map((c) => c.der) });
+    const ctx: PublishContext = {
+      fleet: cfg.fleet, tls: this.o.tlsFiles(), timeoutMs: cfg.limits.handshakeTimeoutMs, headerMaxBytes: cfg.limits.headerMaxBytes,
+    };
+    const frame = encodeTrustPublish({
+      connectionId: crypto.randomBytes(CONNECTION_ID_BYTES), cluster: cfg.cluster,
+      sequence: this.table.own.sequence ?? 0n, certs: this.table.own.certs.map((c) => c.der),
+    });
     publishOnce(ctx, { cluster, host, port }, frame).then((r) => {
       const status = refusalName(r.status);
-      this.table.published.set(key, { at: Date.now(), status });
+      this.table.published.set(key, { at: this.now(), status });
       this.metrics.published.inc({ peer: cluster, result: status });
       if (r.status !== RefusalCode.ACCEPTED) this.o.log.warn({ peer: cluster, gateway: `${host}:${port}`, status, reason: r.reason, why }, 'trust bundle refused by peer');
     }, (e: Error) => {
-      this.table.published.set(key, { at: Date.now(), status: 'unreachable' });
+      this.table.published.set(key, { at: this.now(), status: 'unreachable' });
       this.metrics.published.inc({ peer: cluster, result: 'unreachable' });
       if (this.closed) return;
       const next = Math.min(backoffMs * 2, this.o.config().trust?.repushIntervalMs ?? backoffMs);
