@@ -119,6 +119,13 @@ export interface GatewayDeploymentProps {
    * @default false
    */
   readonly failover?: boolean;
+  /**
+   * The trust container (issue #10, `GatewayTrust`): its container, the pod volumes it needs and the
+   * runtime's mount of the socket directory. The pod keeps `automountServiceAccountToken: false`.
+   *
+   * @default - no trust container
+   */
+  readonly trust?: { readonly container: Record<string, unknown>; readonly volumes: Record<string, unknown>[]; readonly runtimeMount: Record<string, unknown> };
 }
 
 /**
@@ -250,8 +257,9 @@ export class GatewayDeployment extends Construct {
               startupProbe: { httpGet: { path: '/healthz', port: GATEWAY_METRICS_PORT_NAME }, periodSeconds: 2, failureThreshold: 30 },
               livenessProbe: { httpGet: { path: '/healthz', port: GATEWAY_METRICS_PORT_NAME }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
               readinessProbe: { httpGet: { path: '/readyz', port: GATEWAY_METRICS_PORT_NAME }, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 2 },
-              volumeMounts: [configMount, { name: 'tmp', mountPath: '/tmp' }],
+              volumeMounts: [configMount, { name: 'tmp', mountPath: '/tmp' }, ...(props.trust ? [props.trust.runtimeMount] : [])],
             },
+            ...(props.trust ? [props.trust.container] : []),
             ...(props.failover ? [{
               name: 'failover',
               image: props.image,
@@ -272,6 +280,7 @@ export class GatewayDeployment extends Construct {
               // iptables-legacy takes /run/xtables.lock; the root filesystem is read-only
               { name: 'xtables-lock', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
               ...(props.failover ? [{ name: 'keepalived-run', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }] : []),
+              ...(props.trust ? props.trust.volumes : []),
             ],
           },
         },

@@ -1,7 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { staticIpam } from '../src/cni';
-import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway-config';
+import { GATEWAY_CONFIG_FILE, GATEWAY_CONFIG_MOUNT, formatGatewayConfig, gatewayConfigFor } from '../src/gateway-config';
 import { GATEWAY_KEEPALIVED_FILE, keepalivedConfigFor } from '../src/gateway-failover';
 import { DEFAULT_GATEWAY_INTERFACES, gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway-pod';
 import { ClusterPlan, FleetPlan } from '../src/planner';
@@ -9,6 +9,7 @@ import { GatewayDeployment, GatewayResources } from './gateway-deployment';
 import { GatewayMetrics } from './gateway-metrics';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
 import { GatewayTls } from './gateway-tls';
+import { GatewayTrust } from './gateway-trust';
 import { NetworkAttachment } from './network-attachment';
 
 /** Namespace the gateways run in. */
@@ -102,6 +103,8 @@ export class MigrationProxy extends Construct {
   public readonly tls: GatewayTls;
   public readonly metrics: GatewayMetrics;
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
+  /** The trust container's Role, RoleBinding and pod pieces, when the fleet exchanges CAs (`spec.trust`). */
+  public readonly trust?: GatewayTrust;
 
   constructor(scope: Construct, id: string, props: MigrationProxyProps) {
     super(scope, id);
@@ -162,6 +165,15 @@ export class MigrationProxy extends Construct {
     });
     // keepalived reads its file once: a change of it (replicas added or removed) restarts the pods
     const restartHash = gatewayRestartHash(this.config, this.keepalivedConfig);
+    if (this.config.trust) {
+      this.trust = new GatewayTrust(this, 'Trust', {
+        namespace: this.namespace, serviceAccountName: 'migration-mesh-gateway', kubevirtNamespace: cluster.kubevirt.namespace, labels,
+      });
+    }
+    const trustPod = this.trust && {
+      container: this.trust.container(plan.gateway.image, `${GATEWAY_CONFIG_MOUNT}/${GATEWAY_CONFIG_FILE}`, { name: 'config', mountPath: GATEWAY_CONFIG_MOUNT, readOnly: true }, props.imagePullPolicy),
+      volumes: this.trust.volumes, runtimeMount: this.trust.runtimeMount,
+    };
     this.deployments = cluster.gateways.map((g) => new GatewayDeployment(this, `Replica${g.replica}`, {
       namespace: this.namespace,
       replica: g,
@@ -182,6 +194,7 @@ export class MigrationProxy extends Construct {
       priorityClassName: props.priorityClassName,
       terminationGracePeriodSeconds: Math.ceil(this.config.limits.drainTimeoutMs / 1000) + 5,
       failover: this.keepalivedConfig !== undefined,
+      trust: trustPod,
     }));
     this.podDisruptionBudget = new ApiObject(this, 'PodDisruptionBudget', {
       apiVersion: 'policy/v1', kind: 'PodDisruptionBudget',

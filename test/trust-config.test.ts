@@ -131,3 +131,49 @@ describe('rules, with stable codes', () => {
     }
   });
 });
+
+describe('the trust container: least privilege, schema-valid', () => {
+  const r = synthesizeFleet(baseFleet({ trust: {} }));
+  const objs = r.objects.get('a')!;
+
+  test('Role in the KubeVirt namespace limited by resourceNames; RoleBinding to the gateway ServiceAccount', () => {
+    const role = objs.find((o) => o.kind === 'Role');
+    expect(role.metadata.namespace).toBe('kubevirt');
+    expect(role.rules).toEqual([
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['kubevirt-ca'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['kubevirt-external-ca'], verbs: ['get', 'update'] },
+    ]);
+    const rb = objs.find((o) => o.kind === 'RoleBinding');
+    expect(rb.subjects).toEqual([{ kind: 'ServiceAccount', name: 'migration-mesh-gateway', namespace: 'migration-mesh' }]);
+    expect(rb.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
+  });
+
+  test('only the trust container mounts the token; the pod does not automount it; both share the socket directory', () => {
+    for (const d of objs.filter((o) => o.kind === 'Deployment')) {
+      const pod = d.spec.template.spec;
+      expect(pod.automountServiceAccountToken).toBe(false);
+      const byName = Object.fromEntries(pod.containers.map((c: any) => [c.name, c]));
+      const mounts = (c: any) => c.volumeMounts.map((m: any) => m.name);
+      expect(mounts(byName.trust)).toEqual(expect.arrayContaining(['trust-token', 'trust-run']));
+      expect(mounts(byName.gateway)).toContain('trust-run');
+      for (const c of [...pod.containers, ...pod.initContainers].filter((x: any) => x.name !== 'trust')) expect(mounts(c)).not.toContain('trust-token');
+      expect(byName.trust.args).toEqual(['trust', '--config', '/etc/migration-mesh/config.json', '--namespace', 'kubevirt']);
+      expect(byName.trust.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      const token = pod.volumes.find((v: any) => v.name === 'trust-token');
+      expect(token.projected.sources[0]).toEqual({ serviceAccountToken: { path: 'token', expirationSeconds: 3600 } });
+    }
+  });
+
+  test('the gateway config carries the trust section with the fleet re-push period', () => {
+    const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'migration-mesh-gateway');
+    expect(JSON.parse(cm.data['config.json']).trust).toEqual({ socket: '/run/migration-mesh/trust.sock', repushIntervalMs: 300000, retryMs: 1000 });
+  });
+
+  test('every object validates against its schema; without spec.trust there is no Role and no trust container', () => {
+    const errors = objs.flatMap((o) => validateObject(o).map((e) => `${o.kind}/${o.metadata.name}: ${e}`));
+    expect(errors).toEqual([]);
+    const plain = synthesizeFleet(baseFleet()).objects.get('a')!;
+    expect(plain.some((o) => o.kind === 'Role')).toBe(false);
+    expect(plain.filter((o) => o.kind === 'Deployment').flatMap((d) => d.spec.template.spec.containers.map((c: any) => c.name))).not.toContain('trust');
+  });
+});
