@@ -6,6 +6,10 @@ import { ClusterPlan, FleetInput, FleetPlan, planFleetDocument } from '../src/pl
 import { HarvesterMigrationNetworkValue, harvesterSettingFor } from '../src/harvester';
 import { HarvesterClusterChart } from './harvester-cluster';
 import { MeshClusterChart } from './mesh-cluster';
+import { ForkliftHubChart } from './forklift-hub';
+import { clusterFacts } from './forklift-output';
+import { planForklift } from '../src/forklift/plan';
+import { MovesInput } from '../src/forklift/checks';
 
 const MESH_SYMBOL = Symbol.for('migration-mesh.CrossClusterMigrationMesh');
 
@@ -30,6 +34,12 @@ export interface CrossClusterMigrationMeshProps {
    * @default false
    */
   readonly frozen?: boolean;
+  /**
+   * VMs to move, when kept outside the fleet (`loadMovesFile`).
+   *
+   * @default - the fleet's own `spec.forklift.moves`
+   */
+  readonly moves?: MovesInput;
 }
 
 /**
@@ -50,6 +60,8 @@ export class CrossClusterMigrationMesh extends Construct {
   public readonly changes: LedgerChange[];
   /** One chart per cluster, by cluster name order (Harvester clusters get a HarvesterClusterChart). */
   public readonly charts: (MeshClusterChart | HarvesterClusterChart)[];
+  /** The Forklift hub's objects (id `_forklift`), when the fleet has `spec.forklift` (docs/migrations.md). */
+  public readonly forklift?: ForkliftHubChart;
 
   constructor(scope: Construct, id: string, props: CrossClusterMigrationMeshProps) {
     super(scope, id);
@@ -60,6 +72,10 @@ export class CrossClusterMigrationMesh extends Construct {
     this.changes = result.changes;
     const harvester = harvesterValues(result.document, this.plan);
     this.charts = this.plan.clusters.map((c) => clusterChart(scope, this.plan, c, harvester.get(c.name)));
+    const objects = new Map(this.charts.map((c) => [c.node.id, c.toJson()]));
+    const fk = planForklift(result.document, clusterFacts(result.document, this.plan.clusters, objects), props.moves);
+    if (fk.problems.length) throw new FleetValidationError(fk.problems);
+    if (fk.plan) this.forklift = new ForkliftHubChart(scope, '_forklift', { plan: fk.plan });
   }
 }
 

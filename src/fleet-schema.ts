@@ -4,6 +4,7 @@
  * relate several fields (overlaps, capacity, versions) live in validate.ts. No cdk8s import.
  */
 import { z } from 'zod';
+import { forkliftSchema } from './forklift/schema';
 import { trustSchema } from './trust-schema';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
@@ -268,6 +269,8 @@ export const fleetSpecSchema = z.object({
   clusters: z.array(clusterSchema).min(1, { message: 'must list at least one cluster' }),
   /** Argo CD / Flux wiring for the synthesized tree. @default - none */
   gitops: gitopsSchema.optional(),
+  /** Forklift (MTV) as the orchestrator of cross-cluster live migrations (docs/migrations.md). @default - none */
+  forklift: forkliftSchema.optional(),
   /** KubeVirt CA rotation and the gateways' CA exchange (docs/trust.md). @default - not managed */
   trust: trustSchema.optional(),
 }).strict();

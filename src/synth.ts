@@ -18,10 +18,14 @@ import { FleetInput, FleetPlan, PlanOptions, planFleetDocument, toFleetDocument 
 import { FleetValidationError } from './errors';
 import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from './gitops';
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from './rollout';
+import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
+import { MovesInput } from './forklift/checks';
 
 export interface SynthOptions extends PlanOptions {
   /** Called after each cluster is synthesized (progress display for large fleets). */
   readonly onCluster?: (done: number, total: number) => void;
+  /** Moves from the file beside the fleet (docs/migrations.md). @default - the fleet's `spec.forklift.moves` */
+  readonly moves?: MovesInput;
 }
 
 export interface SynthResult {
@@ -34,6 +38,8 @@ export interface SynthResult {
   readonly objects: Map<string, any[]>;
   /** The GitOps wiring, when the fleet has `spec.gitops`. */
   readonly gitops?: ResolvedGitops;
+  /** The Forklift hub objects (`_forklift/`), their plan and warnings. */
+  readonly forklift: ForkliftOutput;
 }
 
 /**
@@ -112,17 +118,20 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
     }
     opts.onCluster?.(n + 1, result.plan.clusters.length);
   });
+  const fkInput = { document: result.document, clusters: result.plan.clusters, objects, gitops, moves: opts.moves };
+  const forklift = forkliftOutput(fkInput, { toYaml, objectFileName });
+  for (const [k, v] of forklift.files) files.set(k, v);
   if (gitops?.argocd) {
-    const appSet = argocdApplicationSet(gitops, result.plan.clusters.map((c) => c.name));
-    files.set(`${GITOPS_DIR}/argocd/${objectFileName(appSet)}`, toYaml(appSet));
-    files.set(`${GITOPS_DIR}/argocd/kustomization.yaml`, kustomization([objectFileName(appSet)]));
+    const apps = [argocdApplicationSet(gitops, result.plan.clusters.map((c) => c.name)), ...forklift.gitops.argocd];
+    for (const a of apps) files.set(`${GITOPS_DIR}/argocd/${objectFileName(a)}`, toYaml(a));
+    files.set(`${GITOPS_DIR}/argocd/kustomization.yaml`, kustomization(apps.map(objectFileName)));
   }
   if (gitops?.flux) {
-    const ks = fluxKustomizations(gitops, stagesOf);
+    const ks = [...fluxKustomizations(gitops, stagesOf), ...forklift.gitops.flux];
     for (const k of ks) files.set(`${GITOPS_DIR}/flux/${objectFileName(k)}`, toYaml(k));
     files.set(`${GITOPS_DIR}/flux/kustomization.yaml`, kustomization(ks.map(objectFileName)));
   }
-  return { files, plan: result.plan, ledger: result.ledger, changes: result.changes, objects, gitops };
+  return { files, plan: result.plan, ledger: result.ledger, changes: result.changes, objects, gitops, forklift };
 }
 
 function kustomization(resources: string[]): string {
