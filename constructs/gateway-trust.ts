@@ -1,5 +1,9 @@
-import { ApiObject } from 'cdk8s';
+import { ApiObject, Size } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
+import { GATEWAY_CONFIG_FILE, GATEWAY_CONFIG_MOUNT } from '../src/gateway-config';
+import type { GatewayDeployment } from './gateway-deployment';
+import { projectedVolume } from './projected-volume';
 
 /** Where the runtime and the trust container meet (an emptyDir both mount). */
 export const TRUST_RUN_DIR = '/run/migration-mesh';
@@ -32,6 +36,14 @@ export interface GatewayTrustProps {
    * @default - none
    */
   readonly labels?: Record<string, string>;
+  /** Image of the trust container (the gateway image: `migration-mesh-proxy trust`). */
+  readonly image: string;
+  /**
+   * Image pull policy of the trust container.
+   *
+   * @default IfNotPresent
+   */
+  readonly imagePullPolicy?: kplus.ImagePullPolicy;
 }
 
 /**
@@ -42,19 +54,17 @@ export interface GatewayTrustProps {
  * updating `kubevirt-external-ca`. The pod keeps `automountServiceAccountToken: false`: the token is a
  * projected volume mounted into the trust container alone, so the network-facing runtime holds no
  * Kubernetes credentials. The two containers talk over a unix socket in a shared in-memory emptyDir.
+ * Role and RoleBinding are plain `ApiObject`s: cdk8s-plus-28's Role takes resources, not resource names
+ * of objects in another chart's namespace.
  */
 export class GatewayTrust extends Construct {
   public readonly role: ApiObject;
   public readonly roleBinding: ApiObject;
-  /** Pod volumes: the projected token (trust container only) and the socket directory (both). */
-  public readonly volumes: Record<string, unknown>[];
-  /** The runtime's mount of the socket directory. */
-  public readonly runtimeMount: Record<string, unknown>;
-  private readonly kubevirtNamespace: string;
+  /** The trust container of each replica, in replica order (after `attach`). */
+  public readonly containers: kplus.Container[] = [];
 
-  constructor(scope: Construct, id: string, props: GatewayTrustProps) {
+  constructor(scope: Construct, id: string, private readonly props: GatewayTrustProps) {
     super(scope, id);
-    this.kubevirtNamespace = props.kubevirtNamespace;
     const name = 'migration-mesh-gateway-trust';
     const metadata = { name, namespace: props.kubevirtNamespace, ...(props.labels ? { labels: props.labels } : {}) };
     this.role = new ApiObject(this, 'Role', {
@@ -69,36 +79,38 @@ export class GatewayTrust extends Construct {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
       subjects: [{ kind: 'ServiceAccount', name: props.serviceAccountName, namespace: props.namespace }],
     });
-    this.volumes = [
-      {
-        name: 'trust-token',
-        projected: {
-          defaultMode: 0o440,
-          sources: [
-            { serviceAccountToken: { path: 'token', expirationSeconds: props.tokenExpirationSeconds ?? 3600 } },
-            { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
-            { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
-          ],
-        },
-      },
-      { name: 'trust-run', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
-    ];
-    this.runtimeMount = { name: 'trust-run', mountPath: TRUST_RUN_DIR };
   }
 
-  /** The trust container: same image as the runtime, non-root, no capabilities, the token mounted here only. */
-  public container(image: string, configPath: string, configMount: Record<string, unknown>, imagePullPolicy = 'IfNotPresent'): Record<string, unknown> {
-    return {
+  /** Add the trust container, its token and the shared socket directory to one replica's pods. */
+  public attach(replica: GatewayDeployment, index: number): kplus.Container {
+    const run = kplus.Volume.fromEmptyDir(this, `Run${index}`, 'trust-run', { medium: kplus.EmptyDirMedium.MEMORY, sizeLimit: Size.mebibytes(1) });
+    const token = projectedVolume(this, `Token${index}`, 'trust-token', {
+      defaultMode: 0o440,
+      sources: [
+        { serviceAccountToken: { path: 'token', expirationSeconds: this.props.tokenExpirationSeconds ?? 3600 } },
+        { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+        { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+      ],
+    });
+    replica.container.mount(TRUST_RUN_DIR, run);
+    const c = replica.addSidecar({
       name: 'trust',
-      image,
-      imagePullPolicy,
+      image: this.props.image,
+      imagePullPolicy: this.props.imagePullPolicy ?? kplus.ImagePullPolicy.IF_NOT_PRESENT,
       command: ['migration-mesh-proxy'],
-      args: ['trust', '--config', configPath, '--namespace', this.kubevirtNamespace],
+      args: ['trust', '--config', `${GATEWAY_CONFIG_MOUNT}/${GATEWAY_CONFIG_FILE}`, '--namespace', this.props.kubevirtNamespace],
       securityContext: {
-        runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, capabilities: { drop: ['ALL'] },
+        ensureNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false,
+        capabilities: { drop: [kplus.Capability.ALL] },
       },
-      resources: { requests: { cpu: '10m', memory: '48Mi' }, limits: { memory: '128Mi' } },
-      volumeMounts: [configMount, { name: 'trust-run', mountPath: TRUST_RUN_DIR }, { name: 'trust-token', mountPath: SERVICE_ACCOUNT_DIR, readOnly: true }],
-    };
+      resources: { cpu: { request: kplus.Cpu.millis(10) }, memory: { request: Size.mebibytes(48), limit: Size.mebibytes(128) } },
+      volumeMounts: [
+        { path: GATEWAY_CONFIG_MOUNT, volume: replica.configVolume, readOnly: true },
+        { path: TRUST_RUN_DIR, volume: run },
+        { path: SERVICE_ACCOUNT_DIR, volume: token, readOnly: true },
+      ],
+    });
+    this.containers.push(c);
+    return c;
   }
 }
