@@ -160,14 +160,7 @@ export class MigrationProxy extends Construct {
       labels,
     });
     this.deployments = this.buildReplicas(props);
-    if (this.config.trust) {
-      // issue #10: the trust container beside each runtime (constructs/gateway-trust.ts)
-      this.trust = new GatewayTrust(this, 'Trust', {
-        namespace: this.namespace, serviceAccountName: this.serviceAccount.name, kubevirtNamespace: cluster.kubevirt.namespace, labels,
-        image: plan.gateway.image, imagePullPolicy: props.imagePullPolicy,
-      });
-      this.deployments.forEach((d, i) => this.trust!.attach(d, i));
-    }
+    this.trust = this.buildTrust(props, labels);
     const setLabels = gatewaySetLabels(cluster.name);
     this.podDisruptionBudget = new ApiObject(this, 'PodDisruptionBudget', {
       apiVersion: 'policy/v1', kind: 'PodDisruptionBudget',
@@ -227,6 +220,17 @@ export class MigrationProxy extends Construct {
   /** Set the PriorityClass of every replica's pods. */
   public setPriorityClassName(name: string): void {
     for (const d of this.deployments) d.setPriorityClassName(name);
+  }
+
+  /** issue #10: the trust container beside each runtime (constructs/gateway-trust.ts), when the config has `trust`. */
+  private buildTrust(props: MigrationProxyProps, labels: Record<string, string>): GatewayTrust | undefined {
+    if (!this.config.trust) return undefined;
+    const trust = new GatewayTrust(this, 'Trust', {
+      namespace: this.namespace, serviceAccountName: this.serviceAccount.name, kubevirtNamespace: props.cluster.kubevirt.namespace, labels,
+      image: props.plan.gateway.image, imagePullPolicy: props.imagePullPolicy,
+    });
+    this.deployments.forEach((d, i) => trust.attach(d, i));
+    return trust;
   }
 
   private buildReplicas(props: MigrationProxyProps): GatewayDeployment[] {

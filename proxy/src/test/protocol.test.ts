@@ -157,9 +157,14 @@ describe('trust PUBLISH frames', () => {
     for (let i = 0; i < 20_000; i++) {
       const good = encodeTrustPublish(publish({ certs: [crypto.randomBytes(crypto.randomInt(1, 40))] }));
       let b: Buffer;
-      if (i % 3 === 0) b = Buffer.concat([good.subarray(0, crypto.randomInt(0, good.length)), crypto.randomBytes(crypto.randomInt(0, 80))]);
-      else if (i % 3 === 1) { b = Buffer.from(good); b[crypto.randomInt(8, good.length)] ^= 1 << crypto.randomInt(0, 8); }
-      else b = Buffer.concat([good.subarray(0, 8), crypto.randomBytes(good.length - 8)]);
+      if (i % 3 === 0) {
+        b = Buffer.concat([good.subarray(0, crypto.randomInt(0, good.length)), crypto.randomBytes(crypto.randomInt(0, 80))]);
+      } else if (i % 3 === 1) {
+        b = Buffer.from(good);
+        b[crypto.randomInt(8, good.length)] ^= 1 << crypto.randomInt(0, 8);
+      } else {
+        b = Buffer.concat([good.subarray(0, 8), crypto.randomBytes(good.length - 8)]);
+      }
       const r = new FrameReader(256, [FRAME_OPEN, FRAME_TRUST_PUBLISH]).push(b);
       if (r.kind !== 'frame') continue;
       assert.ok(r.body.length + 8 <= 256);
