@@ -4,6 +4,7 @@ import { whereaboutsIpam } from '../src/cni';
 import { migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt-config';
 import { FLEET_LABEL, NETWORK_LABEL } from '../src/names';
 import { ClusterPlan, FleetPlan } from '../src/planner';
+import { rotationFragment } from '../src/trust';
 import { GatewayPodOptions } from './gateway-pod-options';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { MigrationNetwork } from './migration-network';
@@ -72,6 +73,8 @@ export class MeshClusterChart extends Chart {
     const kv = cluster.kubevirt;
     this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', { namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery });
     this.kubevirt.addSpec(migrationPolicyFragment(plan));
+    const trust = plan.trust.clusters[cluster.name];
+    if (trust) this.kubevirt.addSpec(rotationFragment(trust.rotation));
     this.migrationNetwork = new MigrationNetwork(this, 'MigrationNetwork', {
       name: cluster.migrationNetwork.nadName,
       namespace: kv.namespace,

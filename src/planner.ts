@@ -106,6 +106,8 @@ export interface FleetPlan {
   /** Sorted by cluster name. */
   readonly clusters: ClusterPlan[];
   readonly capacity: CapacityReport;
+  /** KubeVirt CA rotation and CA exchange per cluster (src/trust.ts). */
+  readonly trust: ResolvedFleet['trust'];
 }
 
 export interface PlanResult {
@@ -463,7 +465,7 @@ function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult>
       gateway: fleet.gateway,
       addressSurge: fleet.addressSurge,
       supernet: fleet.supernet ? formatCidr(fleet.supernet) : undefined,
-      clusters,
+      clusters, trust: fleet.trust,
       capacity: capacityReport(fleet),
     },
     ledger,

@@ -64,6 +64,17 @@ export const PROBLEM_CODES = {
   'harvester-ipv4-only': { stage: 'deliver', meaning: 'Harvester\'s vm-migration-network on an IPv6 shared network.' },
   'harvester-cluster-network-name': { stage: 'deliver', meaning: 'A ClusterNetwork name too long for its bridge interface name (Harvester refuses it).' },
   'harvester-too-few-addresses': { stage: 'deliver', meaning: 'A Harvester cluster\'s slice holds fewer addresses than its nodes (or nodes + sync controllers + surge).' },
+  // ---- KubeVirt CA rotation and trust exchange (docs/trust.md) ----
+  'trust/bad-duration': { stage: 'validate', meaning: 'A rotation or re-push duration that is not a (positive) Go duration.' },
+  'trust/kubevirt-ca-renew-exceeds-duration': { stage: 'validate', meaning: 'ca.renewBefore longer than ca.duration (KubeVirt\'s webhook refuses it).' },
+  'trust/kubevirt-server-renew-exceeds-duration': { stage: 'validate', meaning: 'server.renewBefore longer than server.duration (KubeVirt\'s webhook refuses it).' },
+  'trust/kubevirt-server-outlives-ca': { stage: 'validate', meaning: 'server.duration longer than ca.duration (KubeVirt\'s and HCO\'s webhooks refuse it).' },
+  'trust/ca-overlap-too-short': { stage: 'validate', meaning: 'The CA overlap is too short for peers to receive the new CA before the old one expires.' },
+  'trust/hco-below-minimum': { stage: 'validate', meaning: 'A rotation setting below HCO\'s minimum of 10m on an HCO-delivered cluster.' },
+  'trust/peer-rotation-exceeds-overlap': { stage: 'validate', meaning: 'A peer rotates its CA faster than this cluster\'s overlap keeps the old one.' },
+  'trust/repush-too-fast': { stage: 'validate', meaning: 'A trust re-push interval below 10s.' },
+  'trust/repush-too-slow': { stage: 'validate', meaning: 'A trust re-push interval too long for the CA overlap.' },
+  'trust/unknown-cluster': { stage: 'validate', meaning: 'A trust entry names a cluster the fleet does not have.' },
   // ---- Forklift moves (docs/migrations.md) ----
   'forklift/moves-syntax': { stage: 'moves', meaning: 'The moves file is not valid YAML.' },
   'forklift/moves-invalid': { stage: 'moves', meaning: 'The moves file does not have the moves format.' },

@@ -17,6 +17,7 @@ import {
   DEFAULT_KUBEVIRT_VERSION, KubevirtVersion, fieldSupported, hasCrossClusterProxyApi, parseKubevirtVersion,
   supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
 } from './kubevirt-versions';
+import { TrustPlan, resolveTrust } from './trust';
 
 const DEFAULTS = {
   datapath: 'gateway' as Datapath,
@@ -105,6 +106,8 @@ export interface ResolvedFleet {
   readonly addressSurge: number;
   /** Sorted by name (deterministic planning order). */
   readonly clusters: ResolvedCluster[];
+  /** KubeVirt CA rotation and CA exchange per cluster (src/trust.ts). */
+  readonly trust: TrustPlan;
 }
 
 /** Addresses one cluster holds on its in-cluster migration network. */
@@ -148,13 +151,14 @@ function zodProblems(err: z.ZodError): FleetProblem[] {
   });
 }
 
-/**
- * A copy of `input` without the values the schema refused (and without unknown keys): what the
- * cross-field rules can still look at in a malformed document.
- */
-function withoutRefusedValues(input: unknown, issues: readonly z.core.$ZodIssue[]): unknown {
+/** Issues about a value's type or shape; the others (range, format, enum) leave a value of the right type. */
+const SHAPE_ISSUES = new Set(['invalid_type', 'invalid_union', 'unrecognized_keys', 'invalid_key', 'invalid_element']);
+const isShapeIssue = (i: z.core.$ZodIssue): boolean => SHAPE_ISSUES.has(i.code);
+
+/** A copy of `input` without the values of the wrong type or shape (and without unknown keys). */
+function withoutMisshapenValues(input: unknown, issues: readonly z.core.$ZodIssue[]): unknown {
   const copy: unknown = structuredClone(input);
-  for (const issue of issues) {
+  for (const issue of issues.filter(isShapeIssue)) {
     const parent = issue.path.slice(0, -1).reduce<unknown>((o, k) => (isRecord(o) ? o[k as string] : undefined), copy);
     if (issue.code === 'unrecognized_keys') {
       const at = issue.path.reduce<unknown>((o, k) => (isRecord(o) ? o[k as string] : undefined), copy);
@@ -170,17 +174,20 @@ const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'obj
 
 /**
  * Structural validation of a fleet document (from YAML/JSON or a TS object), as a value. When the
- * structure is wrong, the cross-field rules still run over what is left once the refused values are
- * removed, if that remainder is itself a valid document, so one run reports both kinds of problem.
- * The cross-field rules only ever see a document the schema accepted.
+ * structure is wrong, the cross-field rules still run, so one run reports both kinds of problem, but
+ * only over a document whose every value has the schema's shape: values of the wrong type are removed
+ * first, and if what is left still has a shape problem (a required value was removed) the cross-field
+ * rules do not run. Values that are only out of range (nodes: 0, a bad pattern) keep their place.
  */
 export function checkFleetDocument(input: unknown): Checked<FleetDocument> {
   const r = fleetDocumentSchema.safeParse(input);
   if (r.success) return ok(r.data);
   const p = new ProblemCollector();
   p.addAll(zodProblems(r.error));
-  const rest = fleetDocumentSchema.safeParse(withoutRefusedValues(input, r.error.issues));
-  if (rest.success) p.addAll(checkFleet(rest.data).problems, { newPathsOnly: true });
+  const rest = withoutMisshapenValues(input, r.error.issues);
+  const again = fleetDocumentSchema.safeParse(rest);
+  const shaped = again.success ? again.data : again.error.issues.some(isShapeIssue) ? undefined : (rest as FleetDocument);
+  if (shaped) p.addAll(checkFleet(shaped).problems, { newPathsOnly: true });
   return p.failed();
 }
 
@@ -568,10 +575,13 @@ export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
   const counts = checkSharedCapacity(p, shared, clusters, surge);
   // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
   p.addAll(kubevirtAdmissionProblems(doc));
+  const trustProblems: FleetProblem[] = [];
+  const trust = resolveTrust(spec.trust, clusters.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), trustProblems);
+  p.addAll(trustProblems);
   const cc = spec.crossClusterNetwork;
   const gw = spec.gateway ?? {};
   return p.result(() => ({
-    name: doc.metadata.name,
+    name: doc.metadata.name, trust,
     crossCluster: {
       nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family: shared.family, prefixLength: shared.prefixLength,
       usable: shared.usable, ...counts, reservedCount: shared.reservedInPool,

@@ -6,6 +6,7 @@
  * `spiffe://<fleet>/cluster/<cluster>` (see `peerIdentityUri`).
  */
 import { z } from 'zod';
+import { trustConfigSchema } from './trust/config';
 
 export const PROXY_CONFIG_VERSION = 1 as const;
 
@@ -126,6 +127,8 @@ export const proxyConfigSchema = z.object({
   peers: z.array(peerSchema),
   tls: tlsSchema,
   limits: limitsSchema.default(() => limitsSchema.parse({})),
+  /** KubeVirt CA exchange with the peers (trust/config.ts); absent: none. */
+  trust: trustConfigSchema.optional(),
 }).strict();
 
 export type ProxyConfig = z.infer<typeof proxyConfigSchema>;
