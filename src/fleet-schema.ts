@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { forkliftSchema } from './forklift/schema';
+import { existingKubevirtSchema } from './kubevirt-existing';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
@@ -91,6 +92,13 @@ export const kubevirtSchema = z.object({
   configDelivery: z.enum(['kubevirt-cr', 'kustomize-patch', 'hco']).optional(),
   /** Name of the KubeVirt (or HyperConverged) object. @default kubevirt (kubevirt-hyperconverged for hco) */
   name: dnsLabel.optional(),
+  /**
+   * What the cluster's KubeVirt already has in the lists our object owns whole (feature gates,
+   * customizeComponents patches, HCO's jsonpatch annotation); the output carries the union. Fleet-wide
+   * and per-cluster lists are joined. See docs/field-ownership.md.
+   * @default - none
+   */
+  existing: existingKubevirtSchema.optional(),
 }).strict();
 
 export const migrationPolicySchema = z.object({

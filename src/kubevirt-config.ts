@@ -21,12 +21,12 @@ export function mergeSpec(a: JsonObject, b: JsonObject): JsonObject {
   const out: JsonObject = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const cur = out[k];
-    if (isObject(cur) && isObject(v)) out[k] = mergeSpec(cur, v);
+    if (isObject(cur) && isObject(v)) {out[k] = mergeSpec(cur, v);}
     else if (Array.isArray(cur) && Array.isArray(v)) {
       out[k] = cur.every((x) => typeof x === 'string') && v.every((x) => typeof x === 'string')
         ? [...new Set([...(cur as string[]), ...(v as string[])])]
         : [...cur, ...v];
-    } else out[k] = v;
+    } else {out[k] = v;}
   }
   return out;
 }
@@ -121,12 +121,13 @@ export function syncPlacementFragment(cluster: Pick<ClusterPlan, 'syncPlacement'
 
 /** The canonical partial KubeVirt spec of one cluster. */
 export function kubevirtSpecFor(plan: FleetPlan, cluster: ClusterPlan): JsonObject {
-  return [
+  return dedupePatches([
+    existingListsFragment(cluster),
     migrationPolicyFragment(plan),
     migrationNetworkFragment(cluster),
     syncPlacementFragment(cluster),
     nativeDatapathFragment(cluster),
-  ].reduce(mergeSpec, {} as JsonObject);
+  ].reduce(mergeSpec, {} as JsonObject));
 }
 
 /** HCO v1beta1 `spec.liveMigrationConfig` keys (hyperconverged_types.go), mapped 1:1 from `migrations`. */
@@ -177,4 +178,35 @@ export function hcoFormOf(kv: JsonObject): HcoForm {
     }
   }
   return { spec, kubevirtJsonPatch: ops };
+}
+
+// ---- what the cluster already has (issue #12): kept apart from the fragments above --------------------
+
+/**
+ * The feature gates and customizeComponents patches the cluster already has (`kubevirt.existing`). Both
+ * lists are atomic in the KubeVirt CRD, so our object owns them whole: merged first, so the union lists
+ * the cluster's own entries before ours. Empty when nothing is declared (the output is unchanged).
+ */
+export function existingListsFragment(cluster: Pick<ClusterPlan, 'kubevirt'>): JsonObject {
+  const e = cluster.kubevirt.existing;
+  const out: JsonObject = {};
+  if (e.featureGates.length) out.configuration = { developerConfiguration: { featureGates: [...e.featureGates] } };
+  if (e.customizeComponentsPatches.length) {
+    out.customizeComponents = { patches: e.customizeComponentsPatches.map((p) => ({ ...p })) };
+  }
+  return out;
+}
+
+/** `mergeSpec`, with customizeComponents patches that are equal kept once (a declared patch may equal ours). */
+export function dedupePatches(spec: JsonObject): JsonObject {
+  const cc = spec.customizeComponents as JsonObject | undefined;
+  if (!cc || !Array.isArray(cc.patches)) return spec;
+  const patches = [...new Map(cc.patches.map((p) => [JSON.stringify(p), p])).values()];
+  return { ...spec, customizeComponents: { ...cc, patches } };
+}
+
+/** HCO form with the annotation's existing operations first (`kubevirt.existing.kubevirtJsonPatch`). */
+export function hcoFormWithExisting(kv: JsonObject, existingOps: readonly JsonObject[]): HcoForm {
+  const form = hcoFormOf(dedupePatches(kv));
+  return { spec: form.spec, kubevirtJsonPatch: [...existingOps, ...form.kubevirtJsonPatch] };
 }

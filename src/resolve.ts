@@ -16,6 +16,7 @@ import {
   DEFAULT_KUBEVIRT_VERSION, KubevirtVersion, fieldSupported, hasCrossClusterProxyApi, parseKubevirtVersion,
   supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
 } from './kubevirt-versions';
+import { ExistingKubevirt, existingKubevirtProblems, resolveExistingKubevirt } from './kubevirt-existing';
 
 export const DEFAULTS = {
   datapath: 'gateway' as Datapath,
@@ -43,6 +44,8 @@ export interface ResolvedKubevirt {
   readonly version: KubevirtVersion;
   readonly configDelivery: ConfigDelivery;
   readonly hasProxyApi: boolean;
+  /** What the cluster already has in the lists our KubeVirt object owns (src/kubevirt-existing.ts). */
+  readonly existing: ExistingKubevirt;
 }
 
 export interface ResolvedCluster {
@@ -356,6 +359,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
         namespace: kvIn.namespace ?? (configDelivery === 'hco' ? DEFAULTS.hcoNamespace : DEFAULTS.kubevirtNamespace),
         name: kvIn.name ?? (configDelivery === 'hco' ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
         version, configDelivery, hasProxyApi,
+        existing: resolveExistingKubevirt(spec.kubevirt?.existing, c.kubevirt?.existing),
       },
       syncReplicas: syncIn.replicas ?? DEFAULTS.syncReplicas,
       syncPlacement: syncIn.placement ?? DEFAULTS.syncPlacement,
@@ -424,6 +428,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
       `add ${BigInt(neededCross) - usableCount} more address${BigInt(neededCross) - usableCount === 1n ? '' : 'es'} to the pool, remove exclusions${clusters.some((c) => c.datapath === 'direct') ? ', or use datapath: gateway (one address per gateway replica)' : ', or lower gateway.replicas'}`);
   }
 
+  for (const x of existingKubevirtProblems(doc)) p.add(x.path, x.message, x.fix);
   p.throwIfAny(source);
   return {
     name: doc.metadata.name,
