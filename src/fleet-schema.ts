@@ -74,7 +74,7 @@ const placementSchema = z.object({
 export type Placement = z.infer<typeof placementSchema>;
 
 export const syncControllersSchema = z.object({
-  /** virt-synchronization-controller replicas (KubeVirt infra replicas). @default 2 */
+  /** virt-synchronization-controller replicas, and only those (a customizeComponents patch; never `spec.infra.replicas`). @default 2 */
   replicas: z.number().int().min(1).max(255).optional(),
   /**
    * `controlPlane` (KubeVirt's default), `workers` (off the control plane), or an explicit placement.

@@ -83,40 +83,46 @@ export const WORKERS_AFFINITY: JsonObject = {
 };
 
 /**
- * Sync-controller placement. Today's mechanism (KubeVirt main and releases): the sync controller is an
- * infra component, and virt-operator injects the control-plane affinity *after* customizeComponents
- * patches unless `spec.infra.nodePlacement` is set. So: set `spec.infra.nodePlacement` (`{}` turns the
- * injection off for all infra components) and pin the sync controller with a strategic patch. In
- * native mode (PR #17922) `spec.synchronizationPlacement.nodePlacement` is used as well.
+ * Sync-controller placement and replicas. Today's mechanism (KubeVirt main and releases): the sync
+ * controller is an infra component, and virt-operator injects the control-plane affinity *after*
+ * customizeComponents patches unless `spec.infra.nodePlacement` is set. So: set `spec.infra.nodePlacement`
+ * (`{}` turns the injection off for all infra components) and pin the sync controller with a strategic
+ * patch. The replica count rides the same patch, never `spec.infra.replicas`: that one scales every infra
+ * Deployment (virt-api, virt-controller, ...) and turns off virt-api's auto-scaling (apply/apps.go
+ * syncDeployment, which touches replicas only when it is set). In native mode (PR #17922)
+ * `spec.synchronizationPlacement.nodePlacement` is used as well.
  */
 export function syncPlacementFragment(cluster: Pick<ClusterPlan, 'syncPlacement' | 'syncReplicas' | 'datapath'>): JsonObject {
   const p = cluster.syncPlacement;
-  const out: JsonObject = {};
-  if (cluster.syncReplicas !== 2) {
-    // infra replicas apply to virt-api/virt-controller/sync controller alike (ComponentConfig.replicas)
-    out.infra = { replicas: cluster.syncReplicas };
+  const deploymentSpec: JsonObject = {};
+  if (cluster.syncReplicas !== 2) deploymentSpec.replicas = cluster.syncReplicas;
+  let out: JsonObject = {};
+  let placement: JsonObject | undefined;
+  if (p !== 'controlPlane') {
+    placement = p === 'workers' ? { affinity: WORKERS_AFFINITY } : placementJson(p);
+    const podSpec: JsonObject = {};
+    if (placement.nodeSelector) podSpec.nodeSelector = placement.nodeSelector;
+    if (placement.affinity) podSpec.affinity = placement.affinity;
+    if (placement.tolerations) podSpec.tolerations = placement.tolerations;
+    deploymentSpec.template = { spec: podSpec };
+    out = { infra: { nodePlacement: {} } };
   }
-  if (p === 'controlPlane') return out;
-  const placement: JsonObject = p === 'workers' ? { affinity: WORKERS_AFFINITY } : placementJson(p);
-  const podSpec: JsonObject = {};
-  if (placement.nodeSelector) podSpec.nodeSelector = placement.nodeSelector;
-  if (placement.affinity) podSpec.affinity = placement.affinity;
-  if (placement.tolerations) podSpec.tolerations = placement.tolerations;
-  const merged = mergeSpec(out, {
-    infra: { nodePlacement: {} },
-    customizeComponents: {
-      patches: [{
-        resourceType: 'Deployment',
-        resourceName: SYNC_CONTROLLER_DEPLOYMENT,
-        type: 'strategic',
-        patch: JSON.stringify({ spec: { template: { spec: podSpec } } }),
-      }],
-    },
-  });
-  if (cluster.datapath === 'native') {
-    return mergeSpec(merged, { synchronizationPlacement: { nodePlacement: placement } });
+  if (Object.keys(deploymentSpec).length) {
+    out = mergeSpec(out, {
+      customizeComponents: {
+        patches: [{
+          resourceType: 'Deployment',
+          resourceName: SYNC_CONTROLLER_DEPLOYMENT,
+          type: 'strategic',
+          patch: JSON.stringify({ spec: deploymentSpec }),
+        }],
+      },
+    });
   }
-  return merged;
+  if (placement && cluster.datapath === 'native') {
+    return mergeSpec(out, { synchronizationPlacement: { nodePlacement: placement } });
+  }
+  return out;
 }
 
 /** The canonical partial KubeVirt spec of one cluster. */
