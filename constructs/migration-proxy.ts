@@ -5,7 +5,8 @@ import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../s
 import { GATEWAY_KEEPALIVED_FILE, keepalivedConfigFor } from '../src/gateway-failover';
 import { DEFAULT_GATEWAY_INTERFACES, gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway-pod';
 import { ClusterPlan, FleetPlan } from '../src/planner';
-import { GatewayDeployment, GatewayResources } from './gateway-deployment';
+import { GATEWAY_RUN_AS, GatewayDeployment, GatewayResources } from './gateway-deployment';
+import { GatewaySecurityContextConstraints } from './gateway-security-context-constraints';
 import { GatewayMetrics } from './gateway-metrics';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
 import { GatewayTls } from './gateway-tls';
@@ -64,6 +65,12 @@ export interface MigrationProxyProps {
    * @default - the cluster's `multiNetworkPolicy` flag from the fleet
    */
   readonly multiNetworkPolicy?: boolean;
+  /**
+   * Emit the OpenShift SCC and its Role/RoleBinding for the gateway ServiceAccount.
+   *
+   * @default - the cluster's `openshift` flag from the fleet (true for hco delivery)
+   */
+  readonly openshift?: boolean;
 }
 
 /** Name of the ConfigMap holding the runtime config (`config.json`). */
@@ -102,6 +109,8 @@ export class MigrationProxy extends Construct {
   public readonly tls: GatewayTls;
   public readonly metrics: GatewayMetrics;
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
+  /** OpenShift only: the SCC admitting the gateway pods, and its binding. */
+  public readonly securityContextConstraints?: GatewaySecurityContextConstraints;
 
   constructor(scope: Construct, id: string, props: MigrationProxyProps) {
     super(scope, id);
@@ -196,6 +205,11 @@ export class MigrationProxy extends Construct {
       serviceMonitor: plan.gateway.serviceMonitor,
       labels,
     });
+    if (props.openshift ?? cluster.openshift) {
+      this.securityContextConstraints = new GatewaySecurityContextConstraints(this, 'OpenShift', {
+        namespace: this.namespace, serviceAccountName: 'migration-mesh-gateway', runAsId: GATEWAY_RUN_AS, labels,
+      });
+    }
     if (props.multiNetworkPolicy ?? cluster.multiNetworkPolicy) {
       this.crossClusterPolicy = new GatewayCrossClusterPolicy(this, 'CrossClusterPolicy', {
         namespace: this.namespace,

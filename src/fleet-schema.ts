@@ -255,6 +255,12 @@ export const clusterSchema = z.object({
   /** The cluster runs the multi-networkpolicy controller (a MultiNetworkPolicy is emitted). @default false */
   multiNetworkPolicy: z.boolean().optional(),
   /**
+   * The cluster is OpenShift (OCP/OKD): the gateway gets an SCC allowing exactly what its pods need, and
+   * a Role binding its ServiceAccount to it (docs/gateway.md, "OpenShift").
+   * @default true with configDelivery hco, else false
+   */
+  openshift: z.boolean().optional(),
+  /**
    * The cluster is Harvester: emit the `vm-migration-network` Setting instead of a NAD and KubeVirt patch
    * (direct datapath only). `nodes` counts non-witness nodes.
    * @default - not Harvester

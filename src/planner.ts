@@ -50,6 +50,8 @@ export interface ClusterPlan {
   readonly syncPlacement: SyncPlacement;
   readonly kubevirt: ResolvedKubevirt;
   readonly multiNetworkPolicy: boolean;
+  /** OpenShift cluster: the gateway gets an SCC and its binding. */
+  readonly openshift: boolean;
   /** The NAD KubeVirt names in `migrations.network` (in-cluster in gateway/native mode, the shared network in direct mode). */
   readonly migrationNetwork: {
     readonly nadName: string;
@@ -364,7 +366,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
     }
     return {
       name: c.name, datapath: c.datapath, nodes: c.nodes, syncReplicas: c.syncReplicas, syncPlacement: c.syncPlacement,
-      kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy,
+      kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy, openshift: c.openshift,
       migrationNetwork: {
         nadName: c.datapath === 'direct' ? cc.nadName : fleet.migrationNadName,
         attachment: c.datapath === 'direct' ? cc.attachment : c.migrationAttachment,

@@ -67,6 +67,8 @@ export interface ResolvedCluster {
   readonly podCidrs: Cidr[];
   readonly serviceCidrs: Cidr[];
   readonly multiNetworkPolicy: boolean;
+  /** OpenShift: the gateway pods need an SCC (declared, or implied by hco delivery). */
+  readonly openshift: boolean;
 }
 
 export interface ResolvedCrossCluster {
@@ -369,6 +371,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
       gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (gw.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
       podCidrs, serviceCidrs,
       multiNetworkPolicy: c.multiNetworkPolicy ?? false,
+      openshift: c.openshift ?? configDelivery === 'hco',
     });
   });
 
