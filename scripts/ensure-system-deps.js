@@ -4,7 +4,7 @@
 // a test that needs a missing tool says so and skips.
 'use strict';
 const { execSync, spawnSync } = require('child_process');
-const wanted = { ip: 'iproute2', iptables: 'iptables', openssl: 'openssl', haproxy: 'haproxy', iperf3: 'iperf3', setpriv: 'util-linux', 'rsvg-convert': 'librsvg2-bin', keepalived: 'keepalived', curl: 'curl' };
+const wanted = { ip: 'iproute2', iptables: 'iptables', openssl: 'openssl', haproxy: 'haproxy', iperf3: 'iperf3', setpriv: 'util-linux', 'rsvg-convert': 'librsvg2-bin', keepalived: 'keepalived', curl: 'curl', '/usr/lib/cni/bridge': 'containernetworking-plugins' };
 const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 const missing = Object.entries(wanted).filter(([cmd]) => !have(cmd)).map(([, pkg]) => pkg);
 if (missing.length === 0) process.exit(0);

@@ -16,6 +16,7 @@ import { parseFleetDocument, resolveFleet } from './resolve';
 import { synthesizeFleet, writeFiles } from './synth';
 import { planFleet } from './planner';
 import { planReport, renderPlanTable } from './report';
+import { nodePrerequisites, renderNodePrerequisites } from './cni';
 import { renderFleetSvg } from './svg';
 import { diffTrees, renderDiff, FleetDiff } from './diff';
 import { diffFleets } from './diff-fleets';
@@ -164,8 +165,10 @@ function plan(args: Args, out: (s: string) => void): number {
   const moves = movesFor(f, doc);
   const fk = doc.spec.forklift || moves ? synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }).forklift : undefined;
   const mr = fk?.plan ? movesReport(fk.plan, fk.warnings) : undefined;
-  if (format === 'json') out(`${JSON.stringify(mr ? { ...report, forklift: mr } : report, null, 2)}\n`);
-  else if (format === 'table') out(renderPlanTable(report) + (mr ? renderMoves(mr) : ''));
+  const prerequisites = nodePrerequisites(p);
+  const json = { ...report, nodePrerequisites: prerequisites, ...(mr ? { forklift: mr } : {}) };
+  if (format === 'json') out(`${JSON.stringify(json, null, 2)}\n`);
+  else if (format === 'table') out(renderPlanTable(report) + renderNodePrerequisites(prerequisites) + (mr ? renderMoves(mr) : ''));
   else throw new Error(`--output must be table or json, got '${format}'`);
   return 0;
 }

@@ -7,6 +7,7 @@
  */
 import { ClusterPlan, FleetPlan } from './planner';
 import { Placement } from './fleet-schema';
+import { policyGateFragment } from './admission/kubevirt';
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type JsonObject = { [k: string]: Json };
@@ -16,17 +17,20 @@ export const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
 export const SYNC_CONTROLLER_DEPLOYMENT = 'virt-synchronization-controller';
 export const HCO_JSONPATCH_ANNOTATION = 'kubevirt.kubevirt.io/jsonpatch';
 
-/** Deep merge: objects merge, arrays of strings union (sorted), other arrays concatenate, scalars from b win. */
+/** Deep merge: objects merge, arrays of strings union (first occurrence order), other arrays concatenate, scalars from b win. */
 export function mergeSpec(a: JsonObject, b: JsonObject): JsonObject {
   const out: JsonObject = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const cur = out[k];
-    if (isObject(cur) && isObject(v)) {out[k] = mergeSpec(cur, v);}
-    else if (Array.isArray(cur) && Array.isArray(v)) {
+    if (isObject(cur) && isObject(v)) {
+      out[k] = mergeSpec(cur, v);
+    } else if (Array.isArray(cur) && Array.isArray(v)) {
       out[k] = cur.every((x) => typeof x === 'string') && v.every((x) => typeof x === 'string')
         ? [...new Set([...(cur as string[]), ...(v as string[])])]
         : [...cur, ...v];
-    } else {out[k] = v;}
+    } else {
+      out[k] = v;
+    }
   }
   return out;
 }
@@ -130,6 +134,7 @@ export function kubevirtSpecFor(plan: FleetPlan, cluster: ClusterPlan): JsonObje
   return dedupePatches([
     existingListsFragment(cluster),
     migrationPolicyFragment(plan),
+    policyGateFragment(plan.migrationPolicy, cluster.kubevirt.version) as JsonObject,
     migrationNetworkFragment(cluster),
     syncPlacementFragment(cluster),
     nativeDatapathFragment(cluster),

@@ -29,7 +29,9 @@ const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !
 export function leaves(o: Json, prefix: string[] = [], out = new Map<string, Json>()): Map<string, Json> {
   if (isObj(o) && Object.keys(o).length) {
     for (const [k, v] of Object.entries(o)) leaves(v, [...prefix, k], out);
-  } else if (prefix.length) {out.set(JSON.stringify(prefix), o);}
+  } else if (prefix.length) {
+    out.set(JSON.stringify(prefix), o);
+  }
   return out;
 }
 
