@@ -1,5 +1,6 @@
 export * from './errors';
 export * from './fleet-schema';
+export * from './fleet-gateway-pod';
 export * from './ip';
 export * from './kubevirt-versions';
 export * from './resolve';
@@ -18,6 +19,8 @@ export * from '../constructs/sync-controller-placement';
 export * from '../constructs/gateway-tls';
 export * from '../constructs/gateway-policy';
 export * from '../constructs/gateway-metrics';
+export * from '../constructs/projected-volume';
+export * from '../constructs/gateway-pod-options';
 export * from '../constructs/gateway-deployment';
 export * from '../constructs/migration-proxy';
 export * from '../constructs/mesh-cluster';

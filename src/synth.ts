@@ -12,7 +12,7 @@ import * as path from 'path';
 import * as YAML from 'yaml';
 import { App } from 'cdk8s';
 import * as os from 'os';
-import { clusterChart, harvesterValues } from '../constructs/mesh';
+import { clusterChart, clusterOptionsFor, harvesterValues } from '../constructs/mesh';
 import { Ledger, LedgerChange } from './ledger';
 import { FleetInput, FleetPlan, PlanOptions, planFleetDocument, toFleetDocument } from './planner';
 import { FleetValidationError } from './errors';
@@ -82,7 +82,8 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
   result.plan.clusters.forEach((cluster, n) => {
     // one App per cluster: cdk8s prepares the whole app for every chart it synthesizes, so a shared
     // App makes synthesis quadratic in the number of clusters
-    const chart = clusterChart(new App({ outdir: os.tmpdir() }), result.plan, cluster, harvester.get(cluster.name));
+    const options = clusterOptionsFor(result.document, cluster.name);
+    const chart = clusterChart(new App({ outdir: os.tmpdir() }), result.plan, cluster, harvester.get(cluster.name), options);
     const name = cluster.name;
     const nads = kubevirtNadKeys(chart.cluster);
     const objs = sortForRollout(chart.toJson() as any[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
