@@ -87,7 +87,8 @@ export function serializeLedger(l: Ledger): string {
     + '# across changes; new members take the lowest free address; released addresses stay quarantined\n'
     + '# until `migration-mesh reclaim`. Do not edit by hand.\n';
   const released = sortReleased(l.released ?? []);
-  return header + YAML.stringify({ apiVersion: l.apiVersion, kind: l.kind, fleet: l.fleet, clusters, ...(released.length ? { released } : {}) }, { lineWidth: 0, flow: false });
+  const doc = { apiVersion: l.apiVersion, kind: l.kind, fleet: l.fleet, clusters, ...(released.length ? { released } : {}) };
+  return header + YAML.stringify(doc, { lineWidth: 0, flow: false });
 }
 
 /** One recorded change between two ledgers. */

@@ -22,7 +22,8 @@ const problemsOf = (fn: () => unknown): { path: string; message: string; fix?: s
   throw new Error('expected a FleetValidationError');
 };
 /** Every address a ledger holds, flat. */
-const held = (l: Ledger) => Object.values(l.clusters).flatMap((c) => [c.migrationCidr, c.gatewayVip, ...(c.gateways ?? []).flatMap((g) => [g.inCluster, g.crossCluster])].filter(Boolean));
+const held = (l: Ledger) => Object.values(l.clusters)
+  .flatMap((c) => [c.migrationCidr, c.gatewayVip, ...(c.gateways ?? []).flatMap((g) => [g.inCluster, g.crossCluster])].filter(Boolean));
 
 describe('renaming the fleet', () => {
   // a fleet with history: b removed and reclaimed, so planning from scratch would move c
