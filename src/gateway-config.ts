@@ -2,7 +2,7 @@
  * The gateway runtime's configuration for one cluster, written through the runtime's own zod schema
  * (`@migration-mesh/proxy/config`) so the ConfigMap and the runtime can never disagree. Pure.
  */
-import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT } from '@migration-mesh/proxy/config';
+import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_LISTEN, DEFAULT_INTERCEPT_PORT } from '@migration-mesh/proxy/config';
 import { ClusterPlan, FleetPlan } from './planner';
 
 export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
@@ -23,7 +23,7 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
     listen: {
       intercept: { host: '0.0.0.0', port: DEFAULT_INTERCEPT_PORT },
       tunnel: { host: '0.0.0.0', port: plan.gateway.tunnelPort },
-      admin: { host: '0.0.0.0', port: DEFAULT_ADMIN_PORT },
+      admin: { ...DEFAULT_ADMIN_LISTEN }, // the pod network (eth0) and loopback: never the shared network
     },
     localCidrs: [cluster.migrationNetwork.cidr!],
     ownAddresses: [...cluster.gateways.map((g) => bare(g.inCluster)), ...(cluster.gatewayVip ? [bare(cluster.gatewayVip)] : []), ...cluster.gateways.map((g) => bare(g.crossCluster))],

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -288,6 +289,8 @@ static void *pump_thread(void *arg) {
     if (p->reason >= 0) break;
   }
   for (int d = 0; d < 2; d++) { close(p->pipefd[d][0]); close(p->pipefd[d][1]); }
+  /* a forced end (idle, cancel, error) is a reset on both sides: a cut stream must never look complete */
+  if (p->reason != R_EOF) { linger_zero(p->fd[0]); linger_zero(p->fd[1]); }
   pthread_mutex_lock(&p->mu);
   p->finished = 1;
   close(p->efd);
@@ -459,6 +462,35 @@ static napi_value PumpCancel(napi_env env, napi_callback_info info) {
   return u;
 }
 
+/*
+ * setTcpLiveness(fd, idleMs, intervalMs, probes, userTimeoutMs) -> 0 or errno
+ * Dead-peer detection on a tunnel socket: TCP keepalive (SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL,
+ * TCP_KEEPCNT) finds a silent peer that vanished (no FIN, no RST); TCP_USER_TIMEOUT bounds how long sent
+ * data may stay unacknowledged. Either way the socket fails with ETIMEDOUT and the relay resets the tunnel.
+ */
+static napi_value SetTcpLiveness(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd = -1, idle = 0, intvl = 0, cnt = 0;
+  uint32_t user = 0;
+  if (argc < 5 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_int32(env, argv[1], &idle) != napi_ok ||
+      napi_get_value_int32(env, argv[2], &intvl) != napi_ok || napi_get_value_int32(env, argv[3], &cnt) != napi_ok ||
+      napi_get_value_uint32(env, argv[4], &user) != napi_ok || fd < 0) {
+    napi_throw_type_error(env, NULL, "setTcpLiveness(fd, idleMs, intervalMs, probes, userTimeoutMs)");
+    return NULL;
+  }
+  int on = 1, idle_s = idle < 1000 ? 1 : idle / 1000, intvl_s = intvl < 1000 ? 1 : intvl / 1000, rc = 0;
+  if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) < 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s) < 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl_s, sizeof intvl_s) < 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt) < 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof user) < 0) rc = errno;
+  napi_value v;
+  napi_create_int32(env, rc, &v);
+  return v;
+}
+
 void tlsrelay_register(napi_env env, napi_value exports);
 
 static napi_value Init(napi_env env, napi_value exports) {
@@ -468,6 +500,7 @@ static napi_value Init(napi_env env, napi_value exports) {
       {"startPump", NULL, StartPump, NULL, NULL, NULL, napi_default, NULL},
       {"pumpStats", NULL, PumpStats, NULL, NULL, NULL, napi_default, NULL},
       {"pumpCancel", NULL, PumpCancel, NULL, NULL, NULL, napi_default, NULL},
+      {"setTcpLiveness", NULL, SetTcpLiveness, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

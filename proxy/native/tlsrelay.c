@@ -13,8 +13,12 @@
  *       cb({phase: 2, tlsToPlain, plainToTls, reason, side, errno}) when done. Half-close: plaintext EOF
  *       -> close_notify + FIN; close_notify received -> FIN on the plaintext socket. A TLS stream that ends
  *       without close_notify (peer killed) is a reset: the plaintext socket gets an RST.
- *   tlsStats(handle) -> [tlsToPlain, plainToTls];  tlsCancel(handle)
- * The sockets are never closed here: JavaScript owns and closes them.
+ *   tlsStats(handle) -> [tlsToPlain, plainToTls];  tlsCancel(handle);  tlsLive() -> sessions not yet freed
+ * The sockets are never closed here: JavaScript owns and closes them. Every end other than a clean one
+ * (both directions finished) arms SO_LINGER {1, 0} on both sockets, so JavaScript's close is an RST.
+ * Memory: the OpenSSL session, the header buffers and the relay buffers are freed by the thread when the
+ * session ends; only the small handle struct waits for V8's collector, and V8 is told about it (and about
+ * the larger cost of a running session) with napi_adjust_external_memory.
  */
 #define _GNU_SOURCE
 #include <node_api.h>
@@ -56,7 +60,7 @@ struct tlsr {
   char error[256];
   char *uris[MAX_URIS];
   int nuris;
-  unsigned char frame[65536 + 8];
+  unsigned char *frame; /* header_max bytes, phase 1 only (freed once JS has copied it) */
   size_t frame_len;
   /* phase 2 command */
   pthread_mutex_t mu;
@@ -75,6 +79,25 @@ struct tlsr {
   int refs;
 };
 
+/* sessions whose OpenSSL state is still allocated (tlsLive): it is freed when the thread ends, not by GC */
+static int live_sessions;
+/* native memory V8 is told about: the struct while its handle lives, and the session while it runs */
+#define LIVE_COST ((int64_t)(2 * BUF_SZ + 64 * 1024))
+
+static void free_phase1(tlsr_t *t) {
+  free(t->frame);
+  t->frame = NULL;
+  for (int i = 0; i < t->nuris; i++) free(t->uris[i]);
+  t->nuris = 0;
+}
+
+/* SO_LINGER {1, 0}: close() sends RST instead of FIN */
+static void arm_reset(int fd) {
+  if (fd < 0) return;
+  struct linger l = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+}
+
 static int64_t mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -84,7 +107,7 @@ static int64_t mono_ms(void) {
 static void tlsr_unref(tlsr_t *t) {
   if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) {
     if (t->ssl) SSL_free(t->ssl);
-    for (int i = 0; i < t->nuris; i++) free(t->uris[i]);
+    free_phase1(t);
     free(t->first);
     free(t->reply);
     free(t->expect_uri);
@@ -131,24 +154,32 @@ static int wait_fd(tlsr_t *t, int fd, short ev, int64_t deadline) {
     if (_w <= 0) { snprintf((t)->error, sizeof (t)->error, "%s: %s", (what), _w == 0 ? "timed out" : "cancelled"); rc = 0; break; } \
   }
 
+/* Every URI SAN of the peer certificate, as an array (never joined into text). A URI that is not printable
+ * ASCII, and any URI beyond MAX_URIS, is recorded as "": it still counts, and it never names anyone. */
+static void add_uri(tlsr_t *t, const unsigned char *d, int len) {
+  if (t->nuris >= MAX_URIS) return;
+  int ok = len > 0 && len <= 1024;
+  for (int i = 0; ok && i < len; i++) ok = d[i] >= 0x20 && d[i] <= 0x7e;
+  char *s = malloc(ok ? (size_t)len + 1 : 1);
+  if (!s) return;
+  if (ok) memcpy(s, d, (size_t)len);
+  s[ok ? len : 0] = 0;
+  t->uris[t->nuris++] = s;
+}
+
 static void collect_uris(tlsr_t *t) {
   X509 *peer = SSL_get1_peer_certificate(t->ssl);
   if (!peer) return;
-  GENERAL_NAMES *names = X509_get_ext_d2i(peer, NID_subject_alt_name, NULL, NULL);
+  int crit = 0;
+  GENERAL_NAMES *names = X509_get_ext_d2i(peer, NID_subject_alt_name, &crit, NULL);
+  if (!names && crit == -2) add_uri(t, NULL, 0), add_uri(t, NULL, 0); /* two SAN extensions: names no one */
   if (names) {
-    int n = sk_GENERAL_NAME_num(names);
-    for (int i = 0; i < n && t->nuris < MAX_URIS; i++) {
+    int n = sk_GENERAL_NAME_num(names), seen = 0;
+    for (int i = 0; i < n; i++) {
       GENERAL_NAME *g = sk_GENERAL_NAME_value(names, i);
       if (g->type != GEN_URI) continue;
-      const unsigned char *d = ASN1_STRING_get0_data(g->d.uniformResourceIdentifier);
-      int len = ASN1_STRING_length(g->d.uniformResourceIdentifier);
-      if (len < 0 || len > 1024) continue;
-      char *s = malloc((size_t)len + 1);
-      if (!s) continue;
-      memcpy(s, d, (size_t)len);
-      s[len] = 0;
-      if (strlen(s) != (size_t)len) { free(s); continue; } /* embedded NUL: ignore */
-      t->uris[t->nuris++] = s;
+      if (++seen > MAX_URIS - 1) { add_uri(t, NULL, 0); break; } /* too many: one "" marker is enough */
+      add_uri(t, ASN1_STRING_get0_data(g->d.uniformResourceIdentifier), ASN1_STRING_length(g->d.uniformResourceIdentifier));
     }
     GENERAL_NAMES_free(names);
   }
@@ -162,12 +193,10 @@ static void phase1(tlsr_t *t) {
   if (SSL_get_verify_result(t->ssl) != X509_V_OK) { snprintf(t->error, sizeof t->error, "peer certificate not verified"); return; }
   /* handshook is set once the identity is acceptable; JS still re-checks the URIs */
   collect_uris(t);
-  if (t->expect_uri) {
-    int spiffe = 0, match = 0;
-    for (int i = 0; i < t->nuris; i++) {
-      if (strncmp(t->uris[i], "spiffe://", 9) == 0) { spiffe++; if (strcmp(t->uris[i], t->expect_uri) == 0) match = 1; }
-    }
-    if (spiffe != 1 || !match) { snprintf(t->error, sizeof t->error, "peer certificate does not name %s", t->expect_uri); return; }
+  /* the origin knows exactly whom it dials: exactly one URI SAN, byte-for-byte that identity */
+  if (t->expect_uri && (t->nuris != 1 || strcmp(t->uris[0], t->expect_uri) != 0)) {
+    snprintf(t->error, sizeof t->error, "peer certificate does not name exactly %s", t->expect_uri);
+    return;
   }
   t->handshook = 1;
   size_t off = 0;
@@ -176,7 +205,12 @@ static void phase1(tlsr_t *t) {
     if (!rc) return;
     off += (size_t)rc;
   }
+  free(t->first);
+  t->first = NULL;
+  t->first_len = 0;
   /* one frame: 8 bytes, then the body if the frame fits in header_max */
+  t->frame = malloc(t->header_max);
+  if (!t->frame) { snprintf(t->error, sizeof t->error, "out of memory"); return; }
   size_t need = 8;
   while (t->frame_len < need) {
     SSL_RETRY(t, SSL_read(t->ssl, t->frame + t->frame_len, (int)(need - t->frame_len)), "read header");
@@ -194,9 +228,8 @@ static void fail2(tlsr_t *t, int side, int err) {
   t->reason = (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT || err == ECONNABORTED || err == ENOTCONN) ? T_RESET : T_ERROR;
   t->side = side;
   t->err = err;
-  struct linger l = {1, 0};
-  /* side 0 = TLS socket failed -> reset the plaintext one, and vice versa */
-  setsockopt(side == 0 ? t->pfd : t->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  /* side 0 = TLS socket failed -> reset the plaintext one, and vice versa (the thread's end resets both) */
+  arm_reset(side == 0 ? t->pfd : t->fd);
 }
 
 static void relay(tlsr_t *t) {
@@ -338,6 +371,17 @@ static void *tlsr_thread(void *arg) {
       t->reason = T_EOF;
     }
   }
+  /* A forced end (reset, error, idle, cancel, drain) is a reset on both sockets, every time: a cut stream
+   * must never look complete. JS closes the sockets; SO_LINGER makes that close an RST. */
+  if (t->reason != T_EOF) { arm_reset(t->fd); arm_reset(t->pfd); }
+  /* free OpenSSL state now, not when V8 collects the handle: a flood must not pile up session memory */
+  SSL_free(t->ssl);
+  t->ssl = NULL;
+  free(t->first);
+  t->first = NULL;
+  free(t->reply);
+  t->reply = NULL;
+  __atomic_sub_fetch(&live_sessions, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_lock(&t->mu);
   t->finished = 1;
   close(t->efd);
@@ -385,7 +429,7 @@ static void tlsr_call_js(napi_env env, napi_value cb, void *context, void *data)
       napi_set_named_property(env, res, "uris", arr);
       void *dst;
       napi_value buf;
-      napi_create_buffer_copy(env, t->frame_len, t->frame, &dst, &buf);
+      napi_create_buffer_copy(env, t->frame_len, t->frame ? t->frame : (unsigned char *)"", &dst, &buf);
       napi_set_named_property(env, res, "frame", buf);
     } else {
       set_num(env, res, "tlsToPlain", (double)__atomic_load_n(&t->bytes[0], __ATOMIC_RELAXED));
@@ -398,10 +442,19 @@ static void tlsr_call_js(napi_env env, napi_value cb, void *context, void *data)
     napi_get_undefined(env, &undef);
     napi_call_function(env, undef, cb, 1, &res, NULL);
   }
-  if (phase == 2) tlsr_unref(t);
+  if (phase == 1) free_phase1(t); /* the thread no longer touches them; JS has its copies */
+  if (phase == 2) {
+    int64_t ext;
+    if (env) napi_adjust_external_memory(env, -LIVE_COST, &ext);
+    tlsr_unref(t);
+  }
 }
 
-static void tlsr_finalize(napi_env env, void *data, void *hint) { tlsr_unref((tlsr_t *)data); }
+static void tlsr_finalize(napi_env env, void *data, void *hint) {
+  int64_t ext;
+  napi_adjust_external_memory(env, -(int64_t)sizeof(tlsr_t), &ext);
+  tlsr_unref((tlsr_t *)data);
+}
 static void ctx_finalize(napi_env env, void *data, void *hint) { SSL_CTX_free((SSL_CTX *)data); }
 
 static int get_buf(napi_env env, napi_value v, unsigned char **d, size_t *n) {
@@ -444,6 +497,7 @@ static napi_value TlsContext(napi_env env, napi_callback_info info) {
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+  SSL_CTX_set_security_level(ctx, 2); /* RSA/DH >= 2048 bits, ECC >= 224, anywhere in either chain */
   X509_STORE *store = SSL_CTX_get_cert_store(ctx);
   BIO *b = BIO_new_mem_buf(ca, (int)nca);
   int nc = 0;
@@ -494,7 +548,7 @@ static napi_value TlsStart(napi_env env, napi_callback_info info) {
   t->pfd = -1;
   t->is_server = is_server;
   t->deadline = mono_ms() + (int64_t)deadline_ms;
-  t->header_max = hmax > 65536 + 8 ? 65536 + 8 : hmax;
+  t->header_max = hmax > 65536 + 8 ? 65536 + 8 : hmax < 8 ? 8 : hmax;
   t->refs = 2;
   pthread_mutex_init(&t->mu, NULL);
   pthread_cond_init(&t->cv, NULL);
@@ -529,7 +583,11 @@ static napi_value TlsStart(napi_env env, napi_callback_info info) {
     return throw_msg(env, "tlsStart: threadsafe function");
   }
   napi_value ext;
+  int64_t total;
   if (napi_create_external(env, t, tlsr_finalize, NULL, &ext) != napi_ok) { t->refs = 1; napi_get_undefined(env, &ext); }
+  else napi_adjust_external_memory(env, (int64_t)sizeof(tlsr_t), &total);
+  napi_adjust_external_memory(env, LIVE_COST, &total);
+  __atomic_add_fetch(&live_sessions, 1, __ATOMIC_ACQ_REL);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -540,6 +598,8 @@ static napi_value TlsStart(napi_env env, napi_callback_info info) {
   if (rc != 0) {
     napi_release_threadsafe_function(t->tsfn, napi_tsfn_abort);
     close(t->efd);
+    __atomic_sub_fetch(&live_sessions, 1, __ATOMIC_ACQ_REL);
+    napi_adjust_external_memory(env, -LIVE_COST, &total);
     tlsr_unref(t);
     return throw_msg(env, "tlsStart: pthread_create failed");
   }
@@ -612,6 +672,13 @@ static napi_value TlsStats(napi_env env, napi_callback_info info) {
   return arr;
 }
 
+/* tlsLive() -> number of sessions whose OpenSSL state is still allocated (0 once every thread has ended) */
+static napi_value TlsLive(napi_env env, napi_callback_info info) {
+  napi_value v;
+  napi_create_int32(env, __atomic_load_n(&live_sessions, __ATOMIC_ACQUIRE), &v);
+  return v;
+}
+
 void tlsrelay_register(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"tlsContext", NULL, TlsContext, NULL, NULL, NULL, napi_default, NULL},
@@ -619,6 +686,7 @@ void tlsrelay_register(napi_env env, napi_value exports) {
       {"tlsContinue", NULL, TlsContinue, NULL, NULL, NULL, napi_default, NULL},
       {"tlsCancel", NULL, TlsCancel, NULL, NULL, NULL, napi_default, NULL},
       {"tlsStats", NULL, TlsStats, NULL, NULL, NULL, napi_default, NULL},
+      {"tlsLive", NULL, TlsLive, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
 }

@@ -27,6 +27,22 @@ export const endpointSchema = z.object({
   port,
 }).strict();
 
+/** Linux interface name (IFNAMSIZ - 1). */
+const interfaceName = z.string().regex(/^[A-Za-z0-9_.-]{1,15}$/);
+
+/**
+ * The admin listener (/healthz, /readyz, /metrics): either an address, or an interface whose addresses
+ * (learned at start) it binds, plus 127.0.0.1 for in-pod checks. Never the shared cross-cluster network
+ * by default: it binds the pod network's `eth0`.
+ */
+export const adminEndpointSchema = z.union([
+  endpointSchema,
+  z.object({ interface: interfaceName, port }).strict(),
+]);
+
+/** Default admin listener: the pod network interface (and loopback), not the shared network. */
+export const DEFAULT_ADMIN_LISTEN = { interface: 'eth0', port: DEFAULT_ADMIN_PORT } as const;
+
 export const peerSchema = z.object({
   /** Peer cluster name; must match the URI SAN of its gateway certificates. */
   cluster: clusterName,
@@ -49,8 +65,24 @@ export const limitsSchema = z.object({
   idleTimeoutMs: z.number().int().positive().default(600_000),
   /** Dialing the in-cluster destination (or the peer gateway) must succeed within this many ms. */
   dialTimeoutMs: z.number().int().positive().default(5_000),
-  /** On SIGTERM, tunnels in flight may finish for this long before they are closed. */
+  /** On SIGTERM, tunnels in flight may finish for this long before they are closed (then they are reset). */
   drainTimeoutMs: z.number().int().nonnegative().default(30_000),
+  /**
+   * Unauthenticated work: connections still in TLS handshake / header exchange from one source address
+   * that is not a configured peer gateway. A configured peer gateway's address has its own budget
+   * (`maxTunnelsPerPeer`), so strangers can never crowd out peers.
+   */
+  maxHandshakesPerSource: z.number().int().positive().default(16),
+  /** Unauthenticated connections in total from sources that are not configured peer gateways. */
+  maxHandshakesTotal: z.number().int().positive().default(256),
+  /** Tunnel sockets: TCP keepalive starts after this much silence (dead-peer detection). */
+  keepaliveIdleMs: z.number().int().min(1000).default(5_000),
+  /** Tunnel sockets: interval between keepalive probes. */
+  keepaliveIntervalMs: z.number().int().min(1000).default(2_000),
+  /** Tunnel sockets: unanswered probes before the peer is declared dead (the tunnel is reset). */
+  keepaliveProbes: z.number().int().min(1).max(127).default(3),
+  /** Tunnel sockets: TCP_USER_TIMEOUT, how long sent data may stay unacknowledged before the tunnel is reset. */
+  userTimeoutMs: z.number().int().min(1000).default(15_000),
 }).strict();
 
 export const tlsSchema = z.discriminatedUnion('mode', [
@@ -78,12 +110,12 @@ export const proxyConfigSchema = z.object({
     intercept: endpointSchema.default({ host: '0.0.0.0', port: DEFAULT_INTERCEPT_PORT }),
     /** Where peer gateways connect, on the cross-cluster address. */
     tunnel: endpointSchema.default({ host: '0.0.0.0', port: DEFAULT_TUNNEL_PORT }),
-    /** /healthz, /readyz, /metrics. */
-    admin: endpointSchema.default({ host: '0.0.0.0', port: DEFAULT_ADMIN_PORT }),
+    /** /healthz, /readyz, /metrics: an address, or an interface (+ loopback). Default: interface eth0. */
+    admin: adminEndpointSchema.default({ ...DEFAULT_ADMIN_LISTEN }),
   }).strict().default(() => ({
     intercept: { host: '0.0.0.0', port: DEFAULT_INTERCEPT_PORT },
     tunnel: { host: '0.0.0.0', port: DEFAULT_TUNNEL_PORT },
-    admin: { host: '0.0.0.0', port: DEFAULT_ADMIN_PORT },
+    admin: { ...DEFAULT_ADMIN_LISTEN },
   })),
   /** This cluster's migration CIDR(s): the only destinations this gateway will dial for a peer. */
   localCidrs: z.array(cidr).min(1),

@@ -24,6 +24,7 @@ import { createMetrics, type GatewayMetrics } from './metrics';
 import { type NativeAddon, tryLoadNative, nativeLoadError } from './native';
 import { Origin, type Destination } from './origin';
 import { AddressPolicy } from './policy';
+import { listenAdmin } from './admin-listen';
 import { listen } from './sockets';
 import { Terminus } from './terminus';
 import { NativeTlsSessions, type TlsFiles } from './tls-native-session';
@@ -77,8 +78,16 @@ function readTls(cfg: ProxyConfig): TlsFiles | undefined {
   return { ca: fs.readFileSync(cfg.tls.caFile), cert: fs.readFileSync(cfg.tls.certFile), key: fs.readFileSync(cfg.tls.keyFile) };
 }
 
-function loadAddon(opts: StartGatewayOptions, log: Logger): NativeAddon | undefined {
+/**
+ * Node's tls does not say whether a stream ended with close_notify (it treats a bare TCP EOF as a clean
+ * end), so on that path a dead peer's cut stream would look complete (issue 14): mTLS runs on the native
+ * relay only. The Node-tls branches of origin.ts and terminus.ts are unreachable since (to be removed).
+ */
+const MTLS_NEEDS_NATIVE = 'tls.mode mtls needs the native addon (the Node tls data path cannot tell a cut stream from a clean end)';
+
+function loadAddon(opts: StartGatewayOptions, log: Logger, cfg: ProxyConfig): NativeAddon | undefined {
   const native = opts.dataPath === 'js' ? undefined : tryLoadNative();
+  if (!native && cfg.tls.mode === 'mtls') throw new Error(MTLS_NEEDS_NATIVE + (opts.dataPath === 'js' ? ' (dataPath is js)' : `: ${nativeLoadError()?.message}`));
   if (!native) {
     log.warn({ reason: opts.dataPath === 'js' ? 'dataPath=js' : nativeLoadError()?.message },
       'native addon not in use: no SO_ORIGINAL_DST lookup, plaintext relays use streams');
@@ -110,7 +119,7 @@ export class Gateway implements GatewayContext {
   constructor(cfg: ProxyConfig, private readonly opts: StartGatewayOptions = {}) {
     this.cfg = cfg;
     this.log = opts.logger ?? pino({ level: process.env.LOG_LEVEL ?? 'info' });
-    this.native = loadAddon(opts, this.log);
+    this.native = loadAddon(opts, this.log, cfg);
     this.metrics = createMetrics(opts.registry, () => this.table.flushAll());
     this.table = new TunnelTable(this.metrics, this.log, this.native);
     this.policy = new AddressPolicy(cfg, [], !!opts.unsafeAllowLoopbackDestinations);
@@ -142,7 +151,7 @@ export class Gateway implements GatewayContext {
       const [intercept, tunnel, admin] = await Promise.all([
         listen(this.origin.server, cfg.listen.intercept.host, cfg.listen.intercept.port),
         listen(this.terminus.server, cfg.listen.tunnel.host, cfg.listen.tunnel.port),
-        listen(this.admin, cfg.listen.admin.host, cfg.listen.admin.port),
+        listenAdmin(this.admin, cfg.listen.admin),
       ]);
       this.addrs = { intercept, tunnel, admin };
     } catch (e) {
@@ -212,12 +221,12 @@ export class Gateway implements GatewayContext {
     this.nativeTls?.cancelAll(); // their final callbacks close the sockets
     for (const t of this.table.all()) {
       if (t.pump && this.native) this.native.pumpCancel(t.pump); // the pump callback finishes the tunnel
-      else if (!t.tlsRelay) t.finish('destroy');
+      else if (!t.tlsRelay) t.finish('reset'); // a forced end is a reset, never a FIN
     }
     // wait (bounded) for native threads to report back so no thread outlives its sockets
     const until = Date.now() + 5000;
     while ((this.table.size > 0 || (this.nativeTls?.size ?? 0) > 0) && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-    for (const t of this.table.all()) t.finish('destroy');
+    for (const t of this.table.all()) t.finish('reset');
     this.admin.closeAllConnections();
     await new Promise<void>((r) => this.admin.close(() => r()));
     this.log.info('gateway closed');

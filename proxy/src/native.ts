@@ -28,10 +28,14 @@ export interface NativeAddon {
   tlsContinue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number): void;
   tlsCancel(h: TlsHandle): void;
   tlsStats(h: TlsHandle): [number, number];
+  /** Native TLS sessions whose OpenSSL state is still allocated (freed when a session's thread ends, not by GC). */
+  tlsLive(): number;
   getOriginalDst(fd: number): OriginalDst | null;
   startPump(fdA: number, fdB: number, prefixAtoB: Buffer | null, prefixBtoA: Buffer | null, idleMs: number, cb: (r: PumpResult) => void): PumpHandle;
   pumpStats(h: PumpHandle): [number, number];
   pumpCancel(h: PumpHandle): void;
+  /** SO_KEEPALIVE + TCP_KEEPIDLE/KEEPINTVL/KEEPCNT + TCP_USER_TIMEOUT on a TCP socket; 0 or an errno. */
+  setTcpLiveness(fd: number, idleMs: number, intervalMs: number, probes: number, userTimeoutMs: number): number;
 }
 
 let cached: NativeAddon | undefined;

@@ -7,7 +7,8 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { peerIdentityUri, type PeerConfig } from './config';
 import { splices, type GatewayContext } from './context';
-import { certificateOfUris, identifyPeer } from './identity';
+import { TLS_SECURITY_CIPHERS, identifyPeer } from './identity';
+import { armLiveness } from './handshake-admission';
 import { type TlsHandle, socketFd, stopReading } from './native';
 import { normalizeAddress } from './policy';
 import {
@@ -127,7 +128,7 @@ export class Origin {
       t.bytes = [r.plainToTls, r.tlsToPlain];
       if (r.reason !== 'eof') ctx.log.info({ conn: t.id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
       // a reset or error on one side (a dead peer: EOF without close_notify) resets the other, explicitly
-      t.finish(r.reason === 'reset' || r.reason === 'error' ? 'reset' : 'destroy');
+      t.finish(r.reason === 'eof' ? 'destroy' : 'reset'); // only a clean end is not a reset
     };
     const early = stopReading(client);
     if (early) { ctx.log.warn({ conn: t.id }, 'unexpected bytes buffered before hand-over'); t.finish('reset'); return; }
@@ -146,6 +147,7 @@ export class Origin {
       let raw: net.Socket;
       try {
         raw = await dial(gw.host, gw.port, ctx.cfg.limits.dialTimeoutMs, undefined, !!ctx.nativeTls);
+        armLiveness(ctx.native, raw, ctx.cfg.limits); // a vanished peer is found in seconds
       } catch (e) { lastErr = e as Error; continue; }
       try {
         const r = ctx.nativeTls ? await this.handshakeNative(raw, peer, header) : await this.handshakeJs(raw, peer, header, usePump);
@@ -175,7 +177,7 @@ export class Origin {
             reject(e);
           };
           if (!r.handshook) return fail(new Error(r.error || 'TLS handshake failed'), true);
-          const who = identifyPeer(certificateOfUris(r.uris), cfg, peer.cluster);
+          const who = identifyPeer(r.uris, cfg, peer.cluster);
           if ('error' in who) return fail(new Error(who.error), true);
           const fr = new FrameReader(cfg.limits.headerMaxBytes, FRAME_REPLY).push(r.frame);
           if (fr.kind !== 'frame') return fail(fr.kind === 'error' ? fr.error : new Error(r.error || 'peer closed before replying'));
@@ -229,7 +231,7 @@ export class Origin {
   private connectTls(raw: net.Socket, peer: PeerConfig, onSecure: () => void, fail: (e: Error) => void): tls.TLSSocket {
     const { ctx } = this;
     const ts = tls.connect({
-      socket: raw, ...ctx.tlsFiles!, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', allowHalfOpen: true,
+      socket: raw, ...ctx.tlsFiles!, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', allowHalfOpen: true,
       checkServerIdentity: (_host, cert) => {
         const who = identifyPeer(cert, ctx.cfg, peer.cluster);
         return 'error' in who ? new Error(who.error) : undefined;

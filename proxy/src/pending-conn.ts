@@ -11,7 +11,7 @@ export class PendingConn {
   private deadline?: NodeJS.Timeout;
   private settled = false;
 
-  constructor(readonly raw: net.Socket, private readonly owner: PendingConns, readonly key: string | undefined) {}
+  constructor(readonly raw: net.Socket, private readonly owner: PendingConns, readonly key: string | undefined, private readonly onSettle?: () => void) {}
 
   /** The one deadline for TLS handshake + header: slowloris gets cut here. */
   armDeadline(ms: number, onExpire: () => void): void {
@@ -24,6 +24,7 @@ export class PendingConn {
     this.settled = true;
     clearTimeout(this.deadline);
     this.owner.release(this);
+    this.onSettle?.();
   }
 
   /** A native TLS session owns the socket now: closeAll() leaves it to the session (the slot stays held). */
@@ -40,9 +41,9 @@ export class PendingConns {
   /** Connections holding a handshake slot. */
   get count(): number { return this.slots; }
 
-  /** Take a slot for `raw` (released by settle(), at the latest when the socket closes). */
-  admit(raw: net.Socket, indexed: boolean): PendingConn {
-    const p = new PendingConn(raw, this, indexed ? connectionKey(raw) : undefined);
+  /** Take a slot for `raw` (released by settle(), at the latest when the socket closes; then `onSettle`). */
+  admit(raw: net.Socket, indexed: boolean, onSettle?: () => void): PendingConn {
+    const p = new PendingConn(raw, this, indexed ? connectionKey(raw) : undefined, onSettle);
     this.slots++;
     this.closeable.add(p);
     if (p.key !== undefined) this.byKey.set(p.key, p);

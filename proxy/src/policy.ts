@@ -2,87 +2,143 @@
  * Address policy: which peer a destination belongs to (origin side), and whether a gateway may dial a
  * destination for a peer (terminus side). Never an open relay: the terminus dials only inside its own
  * cluster's migration CIDR(s), and never loopback, unspecified, link-local, multicast, broadcast, cloud
- * metadata addresses, or its own addresses, whatever the CIDRs say.
+ * metadata, the network or broadcast address of a subnet, ranges that translate to other places (NAT64,
+ * 6to4, Teredo, IPv4-compatible/translated IPv6...), or any of its own addresses, whatever the CIDRs say.
+ *
+ * Every address is parsed once (ipaddr.js, after a strict `net.isIP` gate that refuses shorthand such as
+ * '10.1' or octal '010.0.0.1'), IPv4-mapped IPv6 (`::ffff:a.b.c.d`, in any spelling) becomes IPv4, and
+ * all comparisons are between parsed addresses, never between strings.
  */
 import * as net from 'node:net';
+import * as os from 'node:os';
+import * as ipaddr from 'ipaddr.js';
 import type { PeerConfig, ProxyConfig } from './config';
 
-/** '::ffff:10.0.0.1' -> '10.0.0.1'; anything else unchanged. */
-export function normalizeAddress(a: string): string {
-  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(a);
-  return m ? m[1] : a;
+type Addr = ipaddr.IPv4 | ipaddr.IPv6;
+type Range = [Addr, number];
+
+/** Parse an address strictly; IPv4-mapped IPv6 comes back as IPv4. Undefined when it is not an IP literal. */
+export function parseAddress(text: string): Addr | undefined {
+  if (!net.isIP(text)) return undefined;
+  // ipaddr.js reads any trailing dotted quad as IPv4-mapped ('::10.0.0.1' too): spell it in hex first
+  const hex = net.isIPv6(text) ? text.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, a, b, c, d) =>
+    `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`) : text;
+  const a = ipaddr.parse(hex);
+  return a.kind() === 'ipv6' && (a as ipaddr.IPv6).isIPv4MappedAddress() ? (a as ipaddr.IPv6).toIPv4Address() : a;
 }
 
-function familyOf(a: string): 'ipv4' | 'ipv6' | undefined {
-  const f = net.isIP(a);
-  return f === 4 ? 'ipv4' : f === 6 ? 'ipv6' : undefined;
+/** Canonical text of an address ('::ffff:a32:1' -> '10.50.0.1', IPv6 compressed); unchanged when not an IP. */
+export function normalizeAddress(text: string): string {
+  return parseAddress(text)?.toString() ?? text;
 }
 
-export function cidrList(cidrs: string[]): net.BlockList {
-  const bl = new net.BlockList();
-  for (const c of cidrs) {
-    const [addr, len] = c.split('/');
-    const fam = familyOf(addr);
-    if (!fam) throw new Error(`bad CIDR ${c}`);
-    bl.addSubnet(addr, Number(len), fam);
-  }
-  return bl;
+/** A comparable key: one per address, whatever the spelling. */
+const keyOf = (a: Addr): string => (a.kind() === 'ipv4' ? a.toString() : (a as ipaddr.IPv6).toNormalizedString());
+
+function parseCidr(c: string): Range {
+  const [addr, len] = c.split('/');
+  const a = parseAddress(addr);
+  if (!a) throw new Error(`bad CIDR ${c}`);
+  // an IPv4-mapped CIDR ::ffff:a.b.c.d/n (n >= 96) is the IPv4 CIDR a.b.c.d/(n-96)
+  const bits = a.kind() === 'ipv4' && net.isIPv6(addr) ? Math.max(0, Number(len) - 96) : Number(len);
+  return [a, bits];
 }
 
-export function inList(bl: net.BlockList, address: string): boolean {
-  const a = normalizeAddress(address);
-  const fam = familyOf(a);
-  return fam ? bl.check(a, fam) : false;
-}
+const inRange = (a: Addr, [net0, bits]: Range): boolean => a.kind() === net0.kind() && a.match(net0 as never, bits);
+const inAny = (a: Addr, ranges: Range[]): boolean => ranges.some((r) => inRange(a, r));
 
-const FORBIDDEN_CIDRS = [
-  '0.0.0.0/8', // "this network", unspecified
-  '127.0.0.0/8', // loopback
-  '169.254.0.0/16', // link-local, includes 169.254.169.254 (cloud metadata)
+/**
+ * Refused whatever `localCidrs` says. Starting point: the IANA IPv4 and IPv6 Special-Purpose Address
+ * Registries (RFC 6890 and updates), keeping the ranges that are not ordinary unicast hosts or that
+ * translate to, or tunnel towards, some other place; plus cloud metadata endpoints.
+ */
+export const FORBIDDEN_CIDRS: readonly string[] = [
+  '0.0.0.0/8', // "this network", unspecified (RFC 791)
+  '127.0.0.0/8', // loopback (RFC 1122)
+  '169.254.0.0/16', // link-local (RFC 3927): 169.254.169.254 cloud metadata, 169.254.170.2 ECS
+  '192.0.0.0/24', // IETF protocol assignments (RFC 6890): DS-Lite 192.0.0.0/29, NAT64 discovery 192.0.0.170/171
+  '192.52.193.0/24', // AMT relays (RFC 7450): tunnels elsewhere
+  '192.88.99.0/24', // 6to4 relay anycast (RFC 3068, deprecated): translates elsewhere
   '224.0.0.0/4', // multicast
-  '240.0.0.0/4', // reserved, includes 255.255.255.255 broadcast
+  '240.0.0.0/4', // reserved (RFC 1112), includes 255.255.255.255 limited broadcast
   '100.100.100.200/32', // Alibaba Cloud metadata
-  '::/128', // unspecified
-  '::1/128', // loopback
+  '168.63.129.16/32', // Azure host services (wireserver)
+  '::/96', // IPv4-compatible IPv6 (RFC 4291, deprecated) incl. :: and ::1
+  '::ffff:0:0:0/96', // IPv4-translated (RFC 2765 SIIT)
+  '64:ff9b::/96', // NAT64 well-known prefix (RFC 6052): translates to IPv4
+  '64:ff9b:1::/48', // local-use NAT64 (RFC 8215)
+  '100::/64', // discard-only (RFC 6666)
+  '2001::/32', // Teredo (RFC 4380): tunnels to IPv4
+  '2001:20::/28', // ORCHIDv2 (RFC 7343): identifiers, not locators
+  '2002::/16', // 6to4 (RFC 3056): tunnels to IPv4
+  '5f00::/16', // SRv6 SIDs (RFC 9602): segments, forwarded elsewhere
   'fe80::/10', // link-local
+  'fec0::/10', // site-local (RFC 3879, deprecated)
   'ff00::/8', // multicast
-  'fd00:ec2::254/128', // AWS IPv6 metadata
+  'fd00:ec2::/32', // AWS services: metadata fd00:ec2::254, DNS ::253, time ::123
+  'fd20:ce::254/128', // Google Cloud metadata (IPv6)
 ];
-const LOOPBACK_CIDRS = ['127.0.0.0/8', '::1/128'];
 
 export type DestinationVerdict = { ok: true } | { ok: false; code: 'forbidden' | 'outside_cidr'; why: string };
 
-export class AddressPolicy {
-  private readonly peers: { peer: PeerConfig; list: net.BlockList }[];
-  private readonly local: net.BlockList;
-  private readonly forbidden: net.BlockList;
-  private readonly loopback = cidrList(LOOPBACK_CIDRS);
-  private readonly own: Set<string>;
+type Interfaces = NodeJS.Dict<os.NetworkInterfaceInfo[]>;
 
-  constructor(cfg: ProxyConfig, extraOwn: string[] = [], private readonly allowLoopback = false) {
-    this.peers = cfg.peers.map((peer) => ({ peer, list: cidrList(peer.cidrs) }));
-    this.local = cidrList(cfg.localCidrs);
-    this.forbidden = cidrList(FORBIDDEN_CIDRS);
-    this.own = new Set([...cfg.ownAddresses, ...(cfg.dialFrom ? [cfg.dialFrom] : []), ...extraOwn]
-      .filter((a) => net.isIP(a) && a !== '0.0.0.0' && a !== '::').map(normalizeAddress));
+/** Network and broadcast (IPv4) / subnet-router anycast (IPv6) addresses of a subnet, when it has them. */
+function subnetEdges([a, bits]: Range): string[] {
+  if (a.kind() === 'ipv4' && bits <= 30) {
+    const cidr = `${a.toString()}/${bits}`;
+    return [ipaddr.IPv4.networkAddressFromCIDR(cidr).toString(), ipaddr.IPv4.broadcastAddressFromCIDR(cidr).toString()];
+  }
+  if (a.kind() === 'ipv6' && bits <= 126) return [keyOf(ipaddr.IPv6.networkAddressFromCIDR(`${a.toString()}/${bits}`))];
+  return [];
+}
+
+export class AddressPolicy {
+  private readonly peers: { peer: PeerConfig; ranges: Range[] }[];
+  private readonly local: Range[];
+  private readonly forbidden = FORBIDDEN_CIDRS.map(parseCidr);
+  private readonly loopback = ['127.0.0.0/8', '::1/128'].map(parseCidr);
+  /** own addresses (config + every interface address of the pod, learned when the policy is built) */
+  private readonly own = new Set<string>();
+  /** network/broadcast addresses of the local CIDRs and of the pod's interface subnets */
+  private readonly edges = new Set<string>();
+
+  /**
+   * @param interfaces the pod's interfaces; default: `os.networkInterfaces()` now (the gateway builds its
+   *   policy at start and on every reload, so addresses added later are learned on the next reload)
+   */
+  constructor(cfg: ProxyConfig, extraOwn: string[] = [], private readonly allowLoopback = false, interfaces: Interfaces = os.networkInterfaces()) {
+    this.peers = cfg.peers.map((peer) => ({ peer, ranges: peer.cidrs.map(parseCidr) }));
+    this.local = cfg.localCidrs.map(parseCidr);
+    // learned addresses: the pod's interfaces and the listen hosts. Loopback ones are skipped: loopback is
+    // refused anyway (and the loopback test hook must still reach a local server)
+    const ifaceInfos = Object.values(interfaces).flatMap((l) => l ?? []).filter((i) => !i.internal);
+    const learned = [...ifaceInfos.map((i) => i.address), ...Object.values(cfg.listen).flatMap((e) => ('host' in e ? [e.host] : []))]
+      .map((t) => parseAddress(t.replace(/%.*$/, ''))).filter((a): a is Addr => !!a && !inAny(a, this.loopback));
+    const given = [...cfg.ownAddresses, ...(cfg.dialFrom ? [cfg.dialFrom] : []), ...extraOwn].map(parseAddress);
+    for (const a of [...given, ...learned]) if (a && a.range() !== 'unspecified') this.own.add(keyOf(a));
+    const subnets = [...this.local, ...ifaceInfos.filter((i) => i.cidr).map((i) => parseCidr(i.cidr!.replace(/%[^/]*/, '')))];
+    for (const r of subnets) for (const e of subnetEdges(r)) this.edges.add(keyOf(parseAddress(e)!));
   }
 
   /** Origin side: the peer whose CIDRs contain this destination (first match in config order). */
   peerFor(address: string): PeerConfig | undefined {
-    return this.peers.find((p) => inList(p.list, address))?.peer;
+    const a = parseAddress(address);
+    return a ? this.peers.find((p) => inAny(a, p.ranges))?.peer : undefined;
   }
 
   /** Terminus side: may this gateway dial `address:port` on behalf of a peer? */
   checkDestination(address: string, port: number): DestinationVerdict {
-    const a = normalizeAddress(address);
-    if (!familyOf(a)) return { ok: false, code: 'forbidden', why: 'not an IP address' };
-    if (port < 1 || port > 65535) return { ok: false, code: 'forbidden', why: `port ${port}` };
-    const isLoop = inList(this.loopback, a);
+    const a = parseAddress(address);
+    if (!a) return { ok: false, code: 'forbidden', why: 'not an IP address' };
+    if (!Number.isInteger(port) || port < 1 || port > 65535) return { ok: false, code: 'forbidden', why: `port ${port}` };
+    const isLoop = inAny(a, this.loopback);
     if (isLoop && !this.allowLoopback) return { ok: false, code: 'forbidden', why: 'loopback destination' };
-    if (!isLoop && inList(this.forbidden, a)) return { ok: false, code: 'forbidden', why: 'reserved destination (link-local, metadata, multicast, unspecified)' };
-    if (this.own.has(a)) return { ok: false, code: 'forbidden', why: 'the gateway\'s own address' };
-    if (isLoop && this.allowLoopback) return { ok: true };
-    if (!inList(this.local, a)) return { ok: false, code: 'outside_cidr', why: 'outside this cluster\'s migration CIDRs' };
+    if (this.own.has(keyOf(a))) return { ok: false, code: 'forbidden', why: 'the gateway\'s own address' };
+    if (isLoop) return { ok: true }; // unsafe test hook only
+    if (inAny(a, this.forbidden)) return { ok: false, code: 'forbidden', why: 'special-purpose destination (metadata, link-local, multicast, translation prefix, reserved)' };
+    if (this.edges.has(keyOf(a))) return { ok: false, code: 'forbidden', why: 'network or broadcast address of a subnet' };
+    if (!inAny(a, this.local)) return { ok: false, code: 'outside_cidr', why: 'outside this cluster\'s migration CIDRs' };
     return { ok: true };
   }
 }

@@ -23,7 +23,7 @@ export function relayNative(native: NativeAddon, log: Logger, idleMs: number, t:
     if (r.reason === 'idle') log.info({ conn: t.id }, 'idle timeout');
     if (r.reason === 'reset' || r.reason === 'error') log.info({ conn: t.id, side: r.side, errno: r.errno }, 'relay ended by a reset/error');
     // the pump already armed SO_LINGER{1,0} on the surviving socket after a reset; reset explicitly too
-    t.finish(r.reason === 'reset' || r.reason === 'error' ? 'reset' : 'destroy');
+    t.finish(r.reason === 'eof' ? 'destroy' : 'reset'); // only a clean end is not a reset
   });
 }
 
@@ -48,11 +48,11 @@ export function relayStreams(log: Logger, t: Tunnel, legs: StreamLegs, prefixAto
     log.info({ conn: t.id, side: who, err: e.code ?? e.message }, 'relay ended by an error');
     // reset the other side's TCP connection so the reset propagates
     resetOrDestroy(who === 'a' ? rawB : rawA);
-    t.finish('destroy');
+    t.finish('reset');
   };
   a.on('error', onError('a'));
   b.on('error', onError('b'));
-  const onClose = () => { if (!t.finished && ended.count < 2) setImmediate(() => t.finish('destroy')); };
+  const onClose = () => { if (!t.finished && ended.count < 2) setImmediate(() => t.finish('reset')); }; // cut before both ends
   a.on('close', onClose);
   b.on('close', onClose);
   a.resume();

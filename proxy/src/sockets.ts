@@ -29,7 +29,7 @@ export function dial(host: string, port: number, timeoutMs: number, localAddress
     const s = net.connect({ host, port, localAddress, allowHalfOpen: true, noDelay: true });
     if (paused) s.pause();
     const t = setTimeout(() => {
-      s.destroy();
+      s.destroy(); // still connecting: closing drops the half-open connection (no FIN is ever sent)
       reject(Object.assign(new Error(`connect ${host}:${port} timed out after ${timeoutMs} ms`), { code: DIAL_TIMEOUT_CODE }));
     }, timeoutMs);
     s.once('connect', () => { clearTimeout(t); s.removeAllListeners('error'); resolve(s); });

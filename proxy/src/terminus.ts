@@ -10,7 +10,8 @@ import * as tls from 'node:tls';
 import type { PeerConfig } from './config';
 import { checkOpen } from './admission';
 import { splices, type GatewayContext } from './context';
-import { certificateOfUris, identifyPeer } from './identity';
+import { TLS_SECURITY_CIPHERS, identifyPeer } from './identity';
+import { HandshakeAdmission, armLiveness } from './handshake-admission';
 import { type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd, stopReading } from './native';
 import { PendingConns, type PendingConn } from './pending-conn';
 import {
@@ -34,7 +35,7 @@ function decodeOpen(r: Exclude<ReadResult, { kind: 'more' }>): { header: OpenHea
 }
 
 function serverTlsOptions(files: TlsFiles): tls.TlsOptions {
-  return { ...files, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', requestCert: true, rejectUnauthorized: true };
+  return { ...files, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', requestCert: true, rejectUnauthorized: true };
 }
 
 export class Terminus {
@@ -42,6 +43,7 @@ export class Terminus {
   /** The listener is Node's tls server (mTLS without the native addon). */
   private readonly jsTls: boolean;
   private readonly pending = new PendingConns();
+  private readonly admission = new HandshakeAdmission(() => this.ctx.cfg);
 
   constructor(private readonly ctx: GatewayContext) {
     const { cfg } = ctx;
@@ -63,7 +65,7 @@ export class Terminus {
 
   /** New certificate files (reload): Node's tls server uses them for new handshakes. */
   setSecureContext(files: TlsFiles): void {
-    if (this.jsTls) (this.server as tls.Server).setSecureContext({ ...files, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' });
+    if (this.jsTls) (this.server as tls.Server).setSecureContext({ ...files, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' });
   }
 
   /** Close the connections still in handshake / header exchange (native sessions are cancelled by their owner). */
@@ -73,8 +75,11 @@ export class Terminus {
     const { ctx } = this;
     raw.on('error', noop);
     if (ctx.stopping) { ctx.refuse('terminus', 'draining'); raw.destroy(); return; }
-    if (this.pending.count >= ctx.cfg.limits.maxTunnelsTotal) { ctx.refuse('terminus', 'too_many_handshakes'); raw.destroy(); return; }
-    const p = this.pending.admit(raw, this.jsTls);
+    // unauthenticated work: bounded per source and in total, apart from the tunnel pool
+    const release = this.admission.admit(raw.remoteAddress);
+    if (!release) { ctx.refuse('terminus', 'too_many_handshakes'); raw.destroy(); return; }
+    armLiveness(ctx.native, raw, ctx.cfg.limits);
+    const p = this.pending.admit(raw, this.jsTls, release);
     // the native session enforces handshakeTimeoutMs itself; a JS deadline must not close an fd a thread uses
     if (ctx.nativeTls) { this.onNative(p); return; }
     p.armDeadline(ctx.cfg.limits.handshakeTimeoutMs, () => this.onDeadline(p));
@@ -220,7 +225,7 @@ export class Terminus {
       return undefined;
     };
     if (!r.handshook) return drop(/timed out/.test(r.error) ? 'handshake_timeout' : 'tls_handshake', r.error, true);
-    const who = identifyPeer(certificateOfUris(r.uris), ctx.cfg);
+    const who = identifyPeer(r.uris, ctx.cfg);
     if ('error' in who) return drop('unknown_peer_certificate', who.error, true);
     const fr = new FrameReader(ctx.cfg.limits.headerMaxBytes, FRAME_OPEN).push(r.frame);
     if (fr.kind === 'more') {
@@ -264,7 +269,7 @@ export class Terminus {
     if (tunnel.established && r.reason !== 'eof') {
       this.ctx.log.info({ conn: tunnel.id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
     }
-    tunnel.finish(r.reason === 'reset' || r.reason === 'error' ? 'reset' : 'destroy');
+    tunnel.finish(r.reason === 'eof' ? 'destroy' : 'reset'); // only a clean end is not a reset
   }
 
   // ------------------------------------------------------------------ shared

@@ -131,7 +131,7 @@ export class TunnelTable {
     for (const t of this.tunnels) {
       if (t.established && !t.pump && !t.tlsRelay && now - t.lastActivity > idleMs) {
         this.log.info({ conn: t.id }, 'idle timeout');
-        t.finish('destroy');
+        t.finish('reset'); // a forced end is a reset, never a FIN
       }
     }
   }

@@ -14,10 +14,10 @@ async function metric(p: Pair['a'], name: string, labels: Record<string, string>
   return m.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((s, v) => s + v.value, 0);
 }
 
-// mtls runs on the native OpenSSL relay by default; 'mtls-js' forces Node's tls and streams (dataPath: 'js')
-for (const variant of ['plaintext', 'mtls', 'mtls-js'] as const) {
-  const mode = variant === 'plaintext' ? 'plaintext' : 'mtls';
-  const o = variant === 'mtls-js' ? { dataPath: 'js' as const } : {};
+// mtls runs on the native OpenSSL relay (the only mTLS data path); 'plaintext-js' forces Node streams (dataPath: 'js')
+for (const variant of ['plaintext', 'mtls', 'plaintext-js'] as const) {
+  const mode = variant === 'mtls' ? 'mtls' : 'plaintext';
+  const o = variant === 'plaintext-js' ? { dataPath: 'js' as const } : {};
   describe(`two-gateway chain, ${variant}`, { timeout: 120_000 }, () => {
     let sink: Awaited<ReturnType<typeof startSink>>;
     let pair: Pair;
@@ -37,7 +37,7 @@ for (const variant of ['plaintext', 'mtls', 'mtls-js'] as const) {
       assert.equal(await metric(pair.b, 'mm_proxy_tunnel_bytes_total', { peer: 'east', direction: 'rx' }), GiB);
       assert.equal(pair.a.activeTunnels(), 0);
       assert.equal(pair.b.activeTunnels(), 0);
-      assert.equal(pair.a.nativeDataPath, variant !== 'mtls-js', 'native addon is built and used unless dataPath=js');
+      assert.equal(pair.a.nativeDataPath, variant !== 'plaintext-js', 'native addon is built and used unless dataPath=js');
     });
 
     it('propagates a reset from the destination to the client', { timeout: 20_000 }, async () => {
@@ -77,7 +77,7 @@ for (const variant of ['plaintext', 'mtls', 'mtls-js'] as const) {
     });
 
     it('10,000 short connections leave no tunnels, sockets or fds behind', { timeout: 120_000 }, async () => {
-      const n = variant === 'mtls-js' ? 1_000 : 10_000;
+      const n = variant === 'plaintext-js' ? 1_000 : 10_000;
       await sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', 10); // warm-up
       await sleep(100);
       const fds0 = openFds();

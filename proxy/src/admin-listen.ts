@@ -1,0 +1,51 @@
+/**
+ * The admin listener's binding (issue 14): an address, or every address of one interface (learned at
+ * start; by default the pod network's eth0) plus 127.0.0.1 for in-pod checks (the failover sidecar). The
+ * admin server thus never answers on the shared cross-cluster network unless told to.
+ */
+import * as http from 'node:http';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import type { ProxyConfig } from './config';
+
+type AdminSpec = ProxyConfig['listen']['admin'];
+
+function listenOn(server: net.Server, host: string, port: number): Promise<net.AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onErr = (e: Error) => reject(e);
+    server.once('error', onErr);
+    server.listen({ host, port, backlog: 511 }, () => { server.off('error', onErr); resolve(server.address() as net.AddressInfo); });
+  });
+}
+
+/**
+ * The addresses the admin listener binds for `spec`. An interface that is missing or has no address leaves
+ * loopback only (fail closed: never wider than asked).
+ */
+export function adminBindAddresses(spec: AdminSpec, interfaces: NodeJS.Dict<os.NetworkInterfaceInfo[]> = os.networkInterfaces()): string[] {
+  if ('host' in spec) return [spec.host];
+  const list = (interfaces[spec.interface] ?? []).filter((i) => !(i.family === 'IPv6' && i.address.toLowerCase().startsWith('fe80'))).map((i) => i.address);
+  return list.includes('127.0.0.1') ? list : [...list, '127.0.0.1'];
+}
+
+/**
+ * Listen `server` on the first bind address, and sibling servers (which hand their requests to `server`)
+ * on the others; closing `server` (close / closeAllConnections) closes the siblings too.
+ */
+export async function listenAdmin(server: http.Server, spec: AdminSpec): Promise<net.AddressInfo> {
+  const [first, ...rest] = adminBindAddresses(spec);
+  const siblings = rest.map(() => http.createServer());
+  const origClose = server.close.bind(server);
+  const origCloseAll = server.closeAllConnections.bind(server);
+  server.close = ((cb?: (err?: Error) => void) => { for (const s of siblings) if (s.listening) s.close(); return origClose(cb); }) as typeof server.close;
+  server.closeAllConnections = () => { for (const s of siblings) s.closeAllConnections(); origCloseAll(); };
+  for (const s of siblings) s.on('request', (req, res) => server.emit('request', req, res));
+  try {
+    const addr = await listenOn(server, first, spec.port);
+    await Promise.all(siblings.map((s, i) => listenOn(s, rest[i], addr.port)));
+    return addr;
+  } catch (e) {
+    for (const s of siblings) if (s.listening) s.close();
+    throw e;
+  }
+}

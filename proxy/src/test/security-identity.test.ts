@@ -1,0 +1,127 @@
+/**
+ * Issue 14, items 1 and 7: a peer is named by exactly one well-formed URI SAN, compared exactly (never by
+ * splitting flattened text), and weak keys are refused, on both data paths (native OpenSSL and Node tls).
+ */
+import assert from 'node:assert/strict';
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { startGateway, type GatewayHandle } from '../gateway';
+import { certificateIdentity, identityFromUris, uriSansOfDer } from '../identity';
+import { RefusalCode, encodeOpen } from '../protocol';
+import { configFor } from '../testkit/gateways';
+import { makePki, silent, type Pki } from '../testkit/helpers';
+import { issueOdd } from '../testkit/odd-certs';
+import { probe } from '../testkit/probe';
+
+let pki: Pki;
+type Creds = { cert: string; key: string; ca: string };
+let odd: Record<string, Creds>;
+// destination outside the CIDR: an authenticated peer gets a DESTINATION_OUTSIDE_CIDR reply, anyone else no reply
+const open = () => encodeOpen({ connectionId: crypto.randomBytes(16), dstHost: '198.51.100.10', dstPort: 9185, sourceCluster: 'east' });
+
+before(() => {
+  pki = makePki('fleet', ['east', 'west']);
+  odd = {
+    forged: issueOdd(pki, 'forged', ['urn:x, URI:spiffe://fleet/cluster/east']),
+    forgedTail: issueOdd(pki, 'forged-tail', ['spiffe://fleet/cluster/east, URI:urn:x']),
+    twoUris: issueOdd(pki, 'two-uris', ['spiffe://fleet/cluster/east', 'urn:x']),
+    twoSpiffe: issueOdd(pki, 'two-spiffe', ['spiffe://fleet/cluster/east', 'spiffe://fleet/cluster/east']),
+    suffix: issueOdd(pki, 'suffix', ['spiffe://fleet/cluster/east/']),
+    query: issueOdd(pki, 'query', ['spiffe://fleet/cluster/east?x=1']),
+    upper: issueOdd(pki, 'upper', ['SPIFFE://fleet/cluster/east']),
+    rsa1024: issueOdd(pki, 'rsa1024', ['spiffe://fleet/cluster/east'], 'rsa1024'),
+    rsa2048: issueOdd(pki, 'rsa2048', ['spiffe://fleet/cluster/east'], 'rsa2048'),
+  };
+});
+
+describe('the Node tls data path is gone', () => {
+  it('mTLS refuses to start without the native relay (Node tls cannot tell a cut stream from a clean end)', async () => {
+    const cfg = await configFor('west', 'east', 1, 'mtls', pki);
+    const outcome = await startGateway(cfg, { logger: silent, dataPath: 'js' }).then((g) => g.close().then(() => 'started'), (e: Error) => e.message);
+    assert.match(outcome, /needs the native addon/);
+  });
+});
+
+for (const dataPath of ['auto'] as const) {
+  describe('terminus identity (native OpenSSL data path)', { timeout: 60_000 }, () => {
+    let west: GatewayHandle;
+    let port: number;
+    before(async () => {
+      const cfg = await configFor('west', 'east', 1, 'mtls', pki, { localCidrs: ['10.50.0.0/16'], limits: { handshakeTimeoutMs: 1500 } });
+      west = await startGateway(cfg, { logger: silent, dataPath });
+      port = west.addresses().tunnel.port;
+    });
+    after(async () => { await west?.close(); });
+
+    it('accepts the genuine peer (P-256 and RSA 2048): it gets a reply', async () => {
+      for (const creds of [{ ...pki.certs.east, ca: pki.ca }, odd.rsa2048]) {
+        const r = await probe(port, open(), creds);
+        assert.equal(r.reply?.status, RefusalCode.DESTINATION_OUTSIDE_CIDR);
+      }
+    });
+
+    const impostors: [string, string][] = [
+      ['forged', 'one URI SAN whose text is "urn:x, URI:spiffe://fleet/cluster/east"'],
+      ['forgedTail', 'one URI SAN whose text is "spiffe://fleet/cluster/east, URI:urn:x"'],
+      ['twoUris', 'two URI SANs (the spiffe one and another)'],
+      ['twoSpiffe', 'the same spiffe URI twice'],
+      ['suffix', 'a trailing slash'],
+      ['query', 'a query string'],
+      ['upper', 'an upper-case scheme'],
+    ];
+    for (const [name, why] of impostors) {
+      it(`refuses a fleet-CA certificate with ${why}: no header exchange`, async () => {
+        const r = await probe(port, open(), odd[name]);
+        assert.equal(r.reply, undefined, `no reply for ${name}`);
+        assert.ok(r.closed);
+      });
+    }
+
+    it('refuses an RSA key under 2048 bits', async () => {
+      const r = await probe(port, open(), odd.rsa1024);
+      assert.equal(r.reply, undefined);
+      assert.ok(r.closed);
+    });
+
+    it('refuses to start with its own RSA key under 2048 bits', async () => {
+      const cfg = await configFor('west', 'east', 1, 'mtls', pki);
+      const weak = { ...cfg, tls: { mode: 'mtls' as const, caFile: pki.ca, certFile: odd.rsa1024.cert, keyFile: odd.rsa1024.key } };
+      const outcome = await startGateway(weak, { logger: silent, dataPath }).then((g) => g.close().then(() => 'started'), (e: Error) => e.message);
+      assert.match(outcome, /key too small|weak|2048/i);
+    });
+  });
+}
+
+describe('identity from structured SANs', () => {
+  const der = (c: Creds) => new crypto.X509Certificate(fs.readFileSync(c.cert)).raw;
+
+  it('reads every URI SAN from the DER exactly, one array element per SAN', () => {
+    assert.deepEqual(uriSansOfDer(der(odd.forged)), ['urn:x, URI:spiffe://fleet/cluster/east']);
+    assert.deepEqual(uriSansOfDer(der(odd.twoUris)), ['spiffe://fleet/cluster/east', 'urn:x']);
+    assert.deepEqual(uriSansOfDer(der({ ...pki.certs.east, ca: pki.ca })), ['spiffe://fleet/cluster/east']);
+    assert.deepEqual(uriSansOfDer(der({ ...pki.certs.nosan, ca: pki.ca })), []);
+  });
+
+  it('names a member only for exactly one canonical spiffe URI of this fleet', () => {
+    assert.deepEqual(identityFromUris(['spiffe://fleet/cluster/east'], 'fleet'), { cluster: 'east' });
+    for (const uris of [[], ['spiffe://fleet/cluster/east', 'urn:x'], ['urn:x, URI:spiffe://fleet/cluster/east'], ['spiffe://other/cluster/east'],
+      ['spiffe://fleet/cluster/east-'], ['spiffe://fleet/cluster/' + 'a'.repeat(64)], ['spiffe://fleet/cluster/east\n'], ['']]) {
+      assert.ok('error' in identityFromUris(uris, 'fleet'), JSON.stringify(uris));
+    }
+  });
+
+  it('refuses weak keys with a reason', () => {
+    const r = certificateIdentity(der(odd.rsa1024), 'fleet');
+    assert.match('error' in r ? r.error : '', /1024 bits/);
+    assert.deepEqual(certificateIdentity(der(odd.rsa2048), 'fleet'), { cluster: 'east' });
+  });
+
+  it('never throws on garbage DER', () => {
+    for (let i = 0; i < 2000; i++) {
+      const b = Buffer.from(der({ ...pki.certs.east, ca: pki.ca }));
+      for (let k = 0; k < 4; k++) b[crypto.randomInt(0, b.length)] = crypto.randomInt(0, 256);
+      try { uriSansOfDer(b); } catch (e) { assert.match((e as Error).message, /DER|SubjectAltName/); }
+    }
+  });
+});
