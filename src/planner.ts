@@ -11,7 +11,8 @@ import {
   formatInterval, hostCidr, intervalToCidrs, mergeIntervals, overlaps, parseAddr, parseCidr, parsePoolItem, addr,
   subtractIntervals,
 } from './ip';
-import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange } from './ledger';
+import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange, nextQuarantine } from './ledger';
+import { ledgerForFleet, quarantineOf, quarantinedIn, routerProblems } from './ledger-guard';
 import { FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND } from './fleet-schema';
 import {
   parseFleetDocument, resolveFleet, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt, crossClusterNeeded, inClusterNeeded, usableHosts,
@@ -50,6 +51,8 @@ export interface ClusterPlan {
   readonly syncPlacement: SyncPlacement;
   readonly kubevirt: ResolvedKubevirt;
   readonly multiNetworkPolicy: boolean;
+  /** OpenShift cluster: the gateway gets an SCC and its binding. */
+  readonly openshift: boolean;
   /** The NAD KubeVirt names in `migrations.network` (in-cluster in gateway/native mode, the shared network in direct mode). */
   readonly migrationNetwork: {
     readonly nadName: string;
@@ -151,6 +154,9 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
   const prev = previous && previous.fleet === fleet.name ? previous : emptyLedger(fleet.name);
   const next: Record<string, LedgerCluster> = {};
   const cc = fleet.crossCluster;
+  // released addresses stay quarantined until reclaimed; a router never takes a planned address
+  const quarantine = quarantineOf(prev);
+  problems.push(...routerProblems(cc.gateway, cc.family, prev));
   const surge = fleet.addressSurge;
   for (const c of fleet.clusters) next[c.name] = {};
 
@@ -181,7 +187,8 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
     cidrOfCluster.set(c.name, r.cidr);
     taken.push(r.cidr);
   }
-  // assign phase: lowest free aligned block of the supernet
+  // assign phase: lowest free aligned block of the supernet, never a released or previously held one
+  taken.push(...quarantine.cidrs);
   if (fleet.supernet) {
     const sn = fleet.supernet;
     const blockBits = bits(sn.family) - fleet.clusterPrefixLength;
@@ -264,6 +271,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
     }
   }
   // assign phase
+  for (const k of quarantine.crossKeys) usedCross.add(k);
   const cursor = new FreeCursor(usableCross, usedCross);
   let exhausted = false;
   for (const c of fleet.clusters) {
@@ -303,6 +311,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
     let vip: bigint | undefined;
     const oldVip = c.gatewayVip ? parseAddr(prev.clusters[c.name]?.gatewayVip ?? '') : undefined;
     if (oldVip && hosts.some((h) => containsAddr(h, oldVip)) && !used.has(key(oldVip.family, oldVip.value))) { used.add(key(oldVip.family, oldVip.value)); vip = oldVip.value; }
+    for (const k of quarantine.inClusterKeys) used.add(k); // after the keep phase: released or held before
     const cur = new FreeCursor(hosts, used);
     for (let i = 0; i < arr.length; i++) if (arr[i] === undefined) arr[i] = cur.take();
     if (c.gatewayVip && vip === undefined) vip = cur.take();
@@ -346,7 +355,10 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
       const via = formatAddr(addr(fam, vip ?? ins[0]));
       migrationIpam = {
         range: formatCidr(cidr!),
-        exclude: [...[...ins, ...(vip !== undefined ? [vip] : [])].map((v) => hostCidr(addr(fam, v))), ...c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr)],
+        exclude: [
+          ...[...new Set([...ins, ...(vip !== undefined ? [vip] : []), ...quarantinedIn(quarantine, cidr!)])].map((v) => hostCidr(addr(fam, v))),
+          ...c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr),
+        ],
         routes: routesFor(remotes, fleet.supernet, cidr!).map((dst) => ({ dst, gw: via })),
       };
       peers = peerEntries().filter((e) => e.cluster !== c.name);
@@ -366,7 +378,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
     }
     return {
       name: c.name, datapath: c.datapath, nodes: c.nodes, syncReplicas: c.syncReplicas, syncPlacement: c.syncPlacement,
-      kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy,
+      kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy, openshift: c.openshift,
       migrationNetwork: {
         nadName: c.datapath === 'direct' ? cc.nadName : fleet.migrationNadName,
         attachment: c.datapath === 'direct' ? cc.attachment : c.migrationAttachment,
@@ -383,7 +395,8 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
   if (problems.length) throw new FleetValidationError(problems);
 
   const needed = fleet.clusters.reduce((n, c) => n + crossClusterNeeded(c, surge), 0);
-  const ledger: Ledger = { ...emptyLedger(fleet.name), clusters: next };
+  const released = nextQuarantine(prev, next);
+  const ledger: Ledger = { ...emptyLedger(fleet.name), clusters: next, ...(released.length ? { released } : {}) };
   const plan: FleetPlan = {
     fleet: fleet.name,
     crossCluster: { nadName: cc.nadName, attachment: cc.attachment, prefixLength: cc.prefixLength, gateway: cc.gateway, routes: cc.routes },
@@ -444,6 +457,11 @@ function sliceIpam(slice: bigint[], family: Family, subnetOf: (v: bigint) => Cid
 export interface PlanOptions {
   /** The previous ledger: its addresses are kept. */
   readonly ledger?: Ledger;
+  /**
+   * The fleet's previous name, when it was renamed: its ledger is carried over (without it, a ledger of
+   * another fleet is refused). @default - a ledger must belong to this fleet
+   */
+  readonly renamedFrom?: string;
   /** Fail when the plan would change the ledger (CI). */
   readonly frozen?: boolean;
 }
@@ -459,8 +477,23 @@ export function toFleetDocument(fleet: FleetInput): FleetDocument {
 
 /** Validate (structure and cross-field rules), plan against the ledger, and enforce `frozen`. */
 export function planFleetDocument(fleet: FleetInput, opts: PlanOptions = {}, source?: string): PlanResult & { document: FleetDocument } {
-  const document = parseFleetDocument(toFleetDocument(fleet), source);
-  const result = planFleet(resolveFleet(document, source), opts.ledger);
+  const raw = toFleetDocument(fleet);
+  const rawName = typeof raw?.metadata?.name === 'string' ? raw.metadata.name : '';
+  const carried = ledgerForFleet(rawName, opts.ledger, opts.renamedFrom);
+  if (opts.frozen && opts.ledger && carried.ledger && opts.ledger.fleet !== carried.ledger.fleet) {
+    carried.problems.push({ path: '(ledger)', message: `frozen: carrying the ledger of '${opts.ledger.fleet}' over rewrites it`, fix: 'run synth with --renamed-from once without --frozen and commit the ledger' });
+  }
+  let result: PlanResult;
+  let document: FleetDocument;
+  try {
+    document = parseFleetDocument(raw, source);
+    result = planFleet(resolveFleet(document, source), carried.ledger);
+  } catch (e) {
+    // every problem at once: the ledger's with the fleet's
+    if (e instanceof FleetValidationError && carried.problems.length) throw new FleetValidationError([...carried.problems, ...e.problems], source);
+    throw e;
+  }
+  if (carried.problems.length) throw new FleetValidationError(carried.problems, source);
   if (opts.frozen && !opts.ledger) {
     throw new FleetValidationError([{ path: '(ledger)', message: 'frozen, but there is no ledger', fix: 'run synth without --frozen once and commit the ledger it writes' }], source);
   }

@@ -18,6 +18,7 @@ import {
   supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
 } from './kubevirt-versions';
 import { TrustPlan, resolveTrust } from './trust';
+import { ExistingKubevirt, existingKubevirtProblems, resolveExistingKubevirt } from './kubevirt-existing';
 
 export const DEFAULTS = {
   datapath: 'gateway' as Datapath,
@@ -45,6 +46,8 @@ export interface ResolvedKubevirt {
   readonly version: KubevirtVersion;
   readonly configDelivery: ConfigDelivery;
   readonly hasProxyApi: boolean;
+  /** What the cluster already has in the lists our KubeVirt object owns (src/kubevirt-existing.ts). */
+  readonly existing: ExistingKubevirt;
 }
 
 export interface ResolvedCluster {
@@ -66,6 +69,8 @@ export interface ResolvedCluster {
   readonly podCidrs: Cidr[];
   readonly serviceCidrs: Cidr[];
   readonly multiNetworkPolicy: boolean;
+  /** OpenShift: the gateway pods need an SCC (declared, or implied by hco delivery). */
+  readonly openshift: boolean;
 }
 
 export interface ResolvedCrossCluster {
@@ -360,6 +365,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
         namespace: kvIn.namespace ?? (configDelivery === 'hco' ? DEFAULTS.hcoNamespace : DEFAULTS.kubevirtNamespace),
         name: kvIn.name ?? (configDelivery === 'hco' ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
         version, configDelivery, hasProxyApi,
+        existing: resolveExistingKubevirt(spec.kubevirt?.existing, c.kubevirt?.existing),
       },
       syncReplicas: syncIn.replicas ?? DEFAULTS.syncReplicas,
       syncPlacement: syncIn.placement ?? DEFAULTS.syncPlacement,
@@ -369,6 +375,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
       gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (gw.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
       podCidrs, serviceCidrs,
       multiNetworkPolicy: c.multiNetworkPolicy ?? false,
+      openshift: c.openshift ?? configDelivery === 'hco',
     });
   });
 
@@ -431,6 +438,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
   // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
   for (const x of kubevirtAdmissionProblems(doc)) p.add(x.path, x.message, x.fix);
   const trust = resolveTrust(spec.trust, clusters.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), p.list);
+  for (const x of existingKubevirtProblems(doc)) p.add(x.path, x.message, x.fix);
   p.throwIfAny(source);
   return {
     name: doc.metadata.name, trust,
