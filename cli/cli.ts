@@ -10,11 +10,11 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { FleetProblem, FleetValidationError, MigrationMeshError, formatProblem } from '../src/errors';
-import { formatLedgerChange, serializeLedger } from '../src/ledger';
+import { formatLedgerChange, reclaimReleased, serializeLedger } from '../src/ledger';
 import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/load';
 import { parseFleetDocument, resolveFleet } from '../src/resolve';
 import { synthesizeFleet, writeFiles } from './synthesize-fleet';
-import { planFleet } from '../src/planner';
+import { planFleetDocument } from '../src/planner';
 import { planReport, renderPlanTable } from '../src/plan-report';
 import { renderFleetSvg } from '../src/fleet-svg';
 import { diffTrees, renderDiff, FleetDiff } from '../src/tree-diff';
@@ -36,7 +36,7 @@ function parseArgs(argv: string[]): Args {
     const a = rest[i];
     if (a.startsWith('--')) {
       const [k, v] = a.slice(2).split('=', 2);
-      const takesValue = ['out', 'ledger', 'output', 'svg'].includes(k) && rest[i + 1] && !rest[i + 1].startsWith('--');
+      const takesValue = ['out', 'ledger', 'output', 'svg', 'renamed-from', 'cluster', 'address'].includes(k) && rest[i + 1] && !rest[i + 1].startsWith('--');
       flags.set(k, v !== undefined ? v : takesValue ? rest[++i] : true);
     } else if (a === '-o') {
       flags.set('out', rest[++i]);
@@ -66,6 +66,11 @@ const USAGE = `usage:
       changed, the addresses that move, peer-table entries, and a one-line churn summary.
       One file: compared against DIR/<fleet>/ (default dist) and the committed ledger.
       Exit code: 0 no change, 1 changes, 2 error (like git diff --exit-code).
+  migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
+      lift the quarantine of released addresses (a removed cluster's CIDR, shared addresses, VIP),
+      once their old holders are gone from the network; until then no member is given them.
+  synth, plan and diff take --renamed-from OLD to carry the ledger of fleet OLD over to a renamed
+  fleet (without it a ledger of another fleet is refused: every address would be replanned).
 `;
 
 type Sink = (s: string) => void;
@@ -77,6 +82,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       case 'synth': return synth(args, out);
       case 'plan': return plan(args, out);
       case 'diff': return diff(args, out, err);
+      case 'reclaim': return reclaim(args, out);
       case 'validate': return validate(args, out);
       case 'help': case '--help': case '-h':
         out(USAGE); return 0;
@@ -144,7 +150,8 @@ function synth(args: Args, out: (s: string) => void): number {
     const ledger = loadLedgerFile(ledgerFile);
     const progress = createProgress(`synth ${doc.metadata.name}`);
     try {
-      return { f, doc, ledgerFile, ledger, r: synthesizeFleet(doc, { ledger, frozen, moves: movesFor(f, doc), onCluster: (d, t) => progress.update(d, t) }) };
+      const opts = { ledger, frozen, renamedFrom: renamedFrom(args), moves: movesFor(f, doc), onCluster: (d: number, t: number) => progress.update(d, t) };
+      return { f, doc, ledgerFile, ledger, r: synthesizeFleet(doc, opts) };
     } finally {
       progress.done();
     }
@@ -164,6 +171,8 @@ function synth(args: Args, out: (s: string) => void): number {
     if (!fs.existsSync(ledgerFile) || fs.readFileSync(ledgerFile, 'utf8') !== ledgerText) fs.writeFileSync(ledgerFile, ledgerText);
     out(`${f}: ${r.plan.clusters.length} clusters, ${r.files.size} files -> ${dir}/\n`);
     for (const w of r.forklift.warnings) out(`  warning: ${formatProblem(w)}\n`);
+    const q = r.ledger.released?.length ?? 0;
+    if (q) out(`  ${q} released address${q === 1 ? '' : 'es'} quarantined in ${ledgerFile} (given to no one): \`migration-mesh reclaim ${f} --all\` once the old holders are gone\n`);
     if (r.changes.length) out(`  ledger ${ledgerFile}: ${r.changes.length} change${r.changes.length === 1 ? '' : 's'}\n${r.changes.slice(0, 20).map((c) => `    ${formatLedgerChange(c)}\n`).join('')}${r.changes.length > 20 ? `    ... ${r.changes.length - 20} more\n` : ''}`);
   }
   return 0;
@@ -187,7 +196,7 @@ function plan(args: Args, out: (s: string) => void): number {
   if (files.length !== 1) throw new Error(`plan takes one fleet file, got ${files.length}`);
   const f = files[0];
   const doc = loadFleetFile(f);
-  const { plan: p } = planFleet(resolveFleet(doc, f), ledgerFor(args, f));
+  const { plan: p } = planFleetDocument(doc, { ledger: ledgerFor(args, f), renamedFrom: renamedFrom(args) }, f);
   const report = planReport(p, { harvester: harvesterClusters(doc) });
   const svg = args.flags.get('svg');
   if (typeof svg === 'string') {
@@ -230,7 +239,8 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     if (files.length === 2) {
       const before = loadFleetFile(files[0]);
       const after = loadFleetFile(files[1]);
-      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), moves: [movesFor(files[0], before), movesFor(files[1], after)] });
+      const moves = [movesFor(files[0], before), movesFor(files[1], after)] as const;
+      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), renamedFrom: renamedFrom(args), moves });
     } else if (files.length === 1) {
       const doc = loadFleetFile(files[0]);
       const ledger = ledgerFor(args, files[0]);
@@ -238,7 +248,8 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
       const dir = path.join(outRoot, doc.metadata.name);
       const progress = createProgress(`synth ${doc.metadata.name}`);
       let r;
-      try { r = synthesizeFleet(doc, { ledger, moves: movesFor(files[0], doc), onCluster: (x, t) => progress.update(x, t) }); } finally { progress.done(); }
+      const opts = { ledger, renamedFrom: renamedFrom(args), moves: movesFor(files[0], doc), onCluster: (x: number, t: number) => progress.update(x, t) };
+      try { r = synthesizeFleet(doc, opts); } finally { progress.done(); }
       d = diffTrees({ files: readTree(dir), ledger }, { files: r.files, ledger: r.ledger });
     } else {
       throw new Error(`diff takes OLD NEW or one fleet file, got ${files.length} files`);
@@ -257,3 +268,27 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
 }
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));
+
+const renamedFrom = (args: Args): string | undefined => {
+  const v = args.flags.get('renamed-from');
+  if (v === true) throw new Error('--renamed-from needs the fleet\'s previous name');
+  return v;
+};
+
+/** `reclaim`: lift the quarantine of released addresses in the ledger beside the fleet file. */
+function reclaim(args: Args, out: (s: string) => void): number {
+  const files = need(args.files);
+  if (files.length !== 1) throw new Error(`reclaim takes one fleet file, got ${files.length}`);
+  const flag = args.flags.get('ledger');
+  const ledgerFile = typeof flag === 'string' ? flag : ledgerPathFor(files[0]);
+  const ledger = loadLedgerFile(ledgerFile);
+  if (!ledger) throw new Error(`${ledgerFile}: no ledger to reclaim addresses in`);
+  const str = (k: string) => (typeof args.flags.get(k) === 'string' ? [String(args.flags.get(k))] : []);
+  const sel = { all: args.flags.get('all') === true, clusters: str('cluster'), addresses: str('address') };
+  if (!sel.all && !sel.clusters.length && !sel.addresses.length) throw new Error(`reclaim needs --cluster NAME, --address ADDR or --all\n${USAGE}`);
+  const { ledger: next, reclaimed } = reclaimReleased(ledger, sel);
+  if (!reclaimed.length) throw new Error(`${ledgerFile}: nothing quarantined matches (${(ledger.released ?? []).length} quarantined)`);
+  fs.writeFileSync(ledgerFile, serializeLedger(next));
+  out(`${ledgerFile}: ${reclaimed.length} address${reclaimed.length === 1 ? '' : 'es'} reclaimed\n${reclaimed.map((r) => `  ${r.cluster}.${r.field}: ${r.address}\n`).join('')}`);
+  return 0;
+}

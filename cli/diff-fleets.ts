@@ -14,6 +14,8 @@ export interface DiffFleetsOptions {
   readonly ledger?: Ledger;
   /** Moves files beside the two fleets (before, after). @default - the fleets' own `spec.forklift.moves` */
   readonly moves?: readonly [MovesInput | undefined, MovesInput | undefined];
+  /** The `before` fleet's name when `after` renames it (the ledger is carried over). @default - same name */
+  readonly renamedFrom?: string;
 }
 
 export interface DiffFleetsResult extends FleetDiff {
@@ -30,6 +32,7 @@ function snapshotOf(r: SynthResult): TreeSnapshot {
 /** What changing `before` into `after` does to the synthesized tree and the ledger. */
 export function diffFleets(before: FleetDocument, after: FleetDocument, opts: DiffFleetsOptions = {}): DiffFleetsResult {
   const b = synthesizeFleet(before, { ledger: opts.ledger, moves: opts.moves?.[0] });
-  const a = synthesizeFleet(after, { ledger: b.ledger, moves: opts.moves?.[1] });
+  const renamed = after.metadata.name !== before.metadata.name ? (opts.renamedFrom ?? undefined) : undefined;
+  const a = synthesizeFleet(after, { ledger: b.ledger, renamedFrom: renamed, moves: opts.moves?.[1] });
   return { ...diffTrees(snapshotOf(b), snapshotOf(a)), before: b, after: a };
 }

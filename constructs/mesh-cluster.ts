@@ -1,7 +1,7 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../src/cni';
-import { migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt-config';
+import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt-config';
 import { FLEET_LABEL, NETWORK_LABEL } from '../src/names';
 import { ClusterPlan, FleetPlan } from '../src/planner';
 import { rotationFragment } from '../src/trust';
@@ -71,7 +71,10 @@ export class MeshClusterChart extends Chart {
     const { plan, cluster } = props;
     this.cluster = cluster;
     const kv = cluster.kubevirt;
-    this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', { namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery });
+    this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', {
+      namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery, existingJsonPatch: kv.existing.kubevirtJsonPatch as JsonObject[],
+    });
+    this.kubevirt.addSpec(existingListsFragment(cluster)); // the cluster's own gates/patches first (docs/field-ownership.md)
     this.kubevirt.addSpec(migrationPolicyFragment(plan));
     const trust = plan.trust.clusters[cluster.name];
     if (trust) this.kubevirt.addSpec(rotationFragment(trust.rotation));

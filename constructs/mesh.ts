@@ -31,6 +31,13 @@ export interface CrossClusterMigrationMeshProps {
    */
   readonly ledger?: Ledger;
   /**
+   * The fleet's previous name, to carry its ledger over after a rename (a ledger of another fleet is
+   * refused otherwise: every address would be replanned).
+   *
+   * @default - the ledger must belong to this fleet
+   */
+  readonly renamedFrom?: string;
+  /**
    * Fail when the plan would change the ledger (CI).
    *
    * @default false
@@ -91,7 +98,7 @@ export class CrossClusterMigrationMesh extends Construct {
   constructor(scope: Construct, id: string, props: CrossClusterMigrationMeshProps) {
     super(scope, id);
     Object.defineProperty(this, MESH_SYMBOL, { value: true });
-    const result = planFleetDocument(props.fleet, { ledger: props.ledger, frozen: props.frozen });
+    const result = planFleetDocument(props.fleet, { ledger: props.ledger, frozen: props.frozen, renamedFrom: props.renamedFrom });
     this.plan = result.plan;
     this.ledger = result.ledger;
     this.changes = result.changes;

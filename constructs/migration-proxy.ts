@@ -7,7 +7,8 @@ import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../s
 import { GATEWAY_KEEPALIVED_FILE, keepalivedConfigFor } from '../src/gateway-failover';
 import { DEFAULT_GATEWAY_INTERFACES, gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway-pod';
 import { ClusterPlan, FleetPlan } from '../src/planner';
-import { GatewayDeployment } from './gateway-deployment';
+import { GATEWAY_RUN_AS, GatewayDeployment } from './gateway-deployment';
+import { GatewaySecurityContextConstraints } from './gateway-security-context-constraints';
 import { GatewayMetrics } from './gateway-metrics';
 import { GatewayPodOptions } from './gateway-pod-options';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
@@ -52,6 +53,12 @@ export interface MigrationProxyProps extends GatewayPodOptions {
    * @default - the cluster's `multiNetworkPolicy` flag from the fleet
    */
   readonly multiNetworkPolicy?: boolean;
+  /**
+   * Emit the OpenShift SCC and its Role/RoleBinding for the gateway ServiceAccount.
+   *
+   * @default - the cluster's `openshift` flag from the fleet (true for hco delivery)
+   */
+  readonly openshift?: boolean;
 }
 
 /** Name of the ConfigMap holding the runtime config (`config.json`). */
@@ -107,6 +114,8 @@ export class MigrationProxy extends Construct {
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
   /** The trust container's Role, RoleBinding and containers, when the fleet exchanges CAs (`spec.trust`). */
   public readonly trust?: GatewayTrust;
+  /** OpenShift only: the SCC admitting the gateway pods, and its binding. */
+  public readonly securityContextConstraints?: GatewaySecurityContextConstraints;
 
   constructor(scope: Construct, id: string, props: MigrationProxyProps) {
     super(scope, id);
@@ -176,6 +185,11 @@ export class MigrationProxy extends Construct {
       serviceMonitor: plan.gateway.serviceMonitor,
       labels,
     });
+    if (props.openshift ?? cluster.openshift) {
+      this.securityContextConstraints = new GatewaySecurityContextConstraints(this, 'OpenShift', {
+        namespace: this.namespace, serviceAccountName: 'migration-mesh-gateway', runAsId: GATEWAY_RUN_AS, labels,
+      });
+    }
     if (props.multiNetworkPolicy ?? cluster.multiNetworkPolicy) {
       this.crossClusterPolicy = new GatewayCrossClusterPolicy(this, 'CrossClusterPolicy', {
         namespace: this.namespace,

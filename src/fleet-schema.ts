@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { gatewayPodSpecSchema, objectLabelsSpecSchema } from './fleet-gateway-pod';
 import { forkliftSchema } from './forklift/schema';
 import { trustSchema } from './trust-schema';
+import { existingKubevirtSchema } from './kubevirt-existing';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
@@ -75,7 +76,7 @@ const placementSchema = z.object({
 export type Placement = z.infer<typeof placementSchema>;
 
 const syncControllersSchema = z.object({
-  /** virt-synchronization-controller replicas (KubeVirt infra replicas). @default 2 */
+  /** virt-synchronization-controller replicas, and only those (a customizeComponents patch; never `spec.infra.replicas`). @default 2 */
   replicas: z.number().int().min(1).max(255).optional(),
   /**
    * `controlPlane` (KubeVirt's default), `workers` (off the control plane), or an explicit placement.
@@ -93,6 +94,13 @@ const kubevirtSchema = z.object({
   configDelivery: z.enum(['kubevirt-cr', 'kustomize-patch', 'hco']).optional(),
   /** Name of the KubeVirt (or HyperConverged) object. @default kubevirt (kubevirt-hyperconverged for hco) */
   name: dnsLabel.optional(),
+  /**
+   * What the cluster's KubeVirt already has in the lists our object owns whole (feature gates,
+   * customizeComponents patches, HCO's jsonpatch annotation); the output carries the union. Fleet-wide
+   * and per-cluster lists are joined. See docs/field-ownership.md.
+   * @default - none
+   */
+  existing: existingKubevirtSchema.optional(),
 }).strict();
 
 const migrationPolicySchema = z.object({
@@ -256,6 +264,12 @@ const clusterSchema = z.object({
   serviceCidrs: z.array(z.string()).optional(),
   /** The cluster runs the multi-networkpolicy controller (a MultiNetworkPolicy is emitted). @default false */
   multiNetworkPolicy: z.boolean().optional(),
+  /**
+   * The cluster is OpenShift (OCP/OKD): the gateway gets an SCC allowing exactly what its pods need, and
+   * a Role binding its ServiceAccount to it (docs/gateway.md, "OpenShift").
+   * @default true with configDelivery hco, else false
+   */
+  openshift: z.boolean().optional(),
   /**
    * The cluster is Harvester: emit the `vm-migration-network` Setting instead of a NAD and KubeVirt patch
    * (direct datapath only). `nodes` counts non-witness nodes.

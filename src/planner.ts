@@ -11,7 +11,8 @@ import {
   formatInterval, hostCidr, intervalToCidrs, mergeIntervals, overlaps, parseAddr, parseCidr, parsePoolItem, addr,
   subtractIntervals, usableHosts,
 } from './ip';
-import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange } from './ledger';
+import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange, nextQuarantine } from './ledger';
+import { Quarantine, ledgerForFleet, quarantineOf, quarantinedIn, routerProblems } from './ledger-guard';
 import {
   checkFleet, checkFleetDocument, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt,
   crossClusterNeeded, inClusterBreakdown, inClusterNeeded,
@@ -50,6 +51,8 @@ export interface ClusterPlan {
   readonly syncPlacement: SyncPlacement;
   readonly kubevirt: ResolvedKubevirt;
   readonly multiNetworkPolicy: boolean;
+  /** OpenShift cluster: the gateway gets an SCC and its binding. */
+  readonly openshift: boolean;
   /** The NAD KubeVirt names in `migrations.network` (in-cluster in gateway/native mode, the shared network in direct mode). */
   readonly migrationNetwork: {
     readonly nadName: string;
@@ -136,6 +139,11 @@ class AddressPool {
     return v;
   }
 
+  /** Never hand this address out (quarantined: released by a member that may still hold it). */
+  block(v: bigint): void {
+    this.used.add(v);
+  }
+
   /** The lowest free address (ascending: call after every `keep`), or undefined when none is left. */
   take(): bigint | undefined {
     while (this.i < this.usable.length) {
@@ -168,10 +176,10 @@ interface AddressRequest {
 
 /**
  * Keep what the ledger has, then take the lowest free. Every request keeps its ledger addresses
- * first, so a new member never takes an address a surviving member holds; then the empty slots take
- * the lowest free addresses, in request order. One array per request; undefined where the pool ran out.
+ * first, so a new member never takes an address a surviving member holds; then the `blocked` addresses
+ * are set aside; then the empty slots take the lowest free addresses, in request order. One array per request; undefined where the pool ran out.
  */
-function keepThenTake(pool: AddressPool, requests: readonly AddressRequest[]): (bigint | undefined)[][] {
+function keepThenTake(pool: AddressPool, requests: readonly AddressRequest[], blocked: Iterable<bigint> = []): (bigint | undefined)[][] {
   const slots = requests.map((r) => {
     const got: (bigint | undefined)[] = new Array(r.want).fill(undefined);
     let n = 0;
@@ -183,6 +191,8 @@ function keepThenTake(pool: AddressPool, requests: readonly AddressRequest[]): (
     }
     return got;
   });
+  // after the keep phase: what was released (or held before) is never handed to a new member
+  for (const v of blocked) pool.block(v);
   for (const got of slots) for (let i = 0; i < got.length; i++) if (got[i] === undefined) got[i] = pool.take();
   return slots;
 }
@@ -202,12 +212,16 @@ function ledgerAddr(text: string | undefined, family: Family): bigint | undefine
   return a && a.family === family ? a.value : undefined;
 }
 
+/** The quarantined addresses of one family (`family:value` keys). */
+const keysOf = (keys: ReadonlySet<string>, family: Family): bigint[] =>
+  [...keys].filter((k) => k.startsWith(`${family}:`)).map((k) => BigInt(k.slice(2)));
+
 const needsInCluster = (c: ResolvedCluster, surge: number): string => `cluster ${c.name} needs ${inClusterNeeded(c, surge)} in-cluster addresses`;
 
 // ---------------- phase 1: in-cluster CIDRs ----------------
 
 /** Every gateway/native cluster's in-cluster CIDR: explicit, else kept from the ledger, else carved from the supernet. */
-function planClusterCidrs(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledger): Map<string, Cidr> {
+function planClusterCidrs(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledger, quarantine: Quarantine): Map<string, Cidr> {
   const cidrs = new Map<string, Cidr>();
   const taken: Interval[] = [...fleet.crossCluster.usable];
   for (const c of fleet.clusters) {
@@ -231,7 +245,8 @@ function planClusterCidrs(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledge
     cidrs.set(c.name, r.cidr);
     taken.push(r.cidr);
   }
-  // then take the lowest free aligned block of the supernet
+  // then take the lowest free aligned block of the supernet, never a released or previously held one
+  taken.push(...quarantine.cidrs);
   if (!fleet.supernet) return cidrs;
   const blocks = new BlockCursor(fleet.supernet, fleet.clusterPrefixLength, taken);
   for (const c of carved) {
@@ -294,7 +309,7 @@ class BlockCursor {
 // ---------------- phase 2: addresses on the shared network ----------------
 
 /** Per cluster: gateway replicas' shared addresses (by replica), or the direct/native slice (ascending). */
-function planSharedAddresses(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledger): Map<string, bigint[]> {
+function planSharedAddresses(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledger, quarantine: Quarantine): Map<string, bigint[]> {
   const cc = fleet.crossCluster;
   const requests = fleet.clusters.map((c): AddressRequest => {
     const old = prev.clusters[c.name];
@@ -302,7 +317,7 @@ function planSharedAddresses(p: ProblemCollector, fleet: ResolvedFleet, prev: Le
       ? { want: c.gatewayReplicas, bySlot: true, ledger: (old?.gateways ?? []).map((g) => ledgerAddr(g.crossCluster, cc.family)) }
       : { want: crossClusterNeeded(c, fleet.addressSurge), bySlot: false, ledger: ledgerValues(old?.crossClusterAddresses, cc.family) };
   });
-  const got = keepThenTake(new AddressPool(cc.usable), requests);
+  const got = keepThenTake(new AddressPool(cc.usable), requests, keysOf(quarantine.crossKeys, cc.family));
   if (got.some((slots) => slots.includes(undefined))) {
     // resolveFleet checks totals first; this guards against anything it could not see
     p.add('pool-exhausted', 'spec.crossClusterNetwork.addresses.pool', `the pool ran out of free addresses (usable ${cc.usableCount})`, 'add addresses to the pool');
@@ -321,7 +336,7 @@ interface GatewayInCluster { readonly replicas: bigint[]; readonly vip?: bigint 
  * Each gateway cluster's replica addresses and VIP in its CIDR. The VIP is kept before new replicas
  * take addresses, so growing the replicas never moves it.
  */
-function planGatewayInCluster(fleet: ResolvedFleet, prev: Ledger, cidrs: Map<string, Cidr>): Map<string, GatewayInCluster> {
+function planGatewayInCluster(fleet: ResolvedFleet, prev: Ledger, cidrs: Map<string, Cidr>, quarantine: Quarantine): Map<string, GatewayInCluster> {
   const out = new Map<string, GatewayInCluster>();
   for (const c of fleet.clusters) {
     if (c.datapath !== 'gateway') continue;
@@ -331,7 +346,7 @@ function planGatewayInCluster(fleet: ResolvedFleet, prev: Ledger, cidrs: Map<str
     const [replicas, vip] = keepThenTake(pool, [
       { want: c.gatewayReplicas, bySlot: true, ledger: (old?.gateways ?? []).map((g) => ledgerAddr(g.inCluster, cidr.family)) },
       { want: c.gatewayVip ? 1 : 0, bySlot: true, ledger: [ledgerAddr(old?.gatewayVip, cidr.family)] },
-    ]);
+    ], keysOf(quarantine.inClusterKeys, cidr.family));
     out.set(c.name, { replicas: replicas as bigint[], vip: vip[0] });
   }
   return out;
@@ -344,6 +359,7 @@ interface Allocation {
   readonly cidrs: Map<string, Cidr>;
   readonly shared: Map<string, bigint[]>;
   readonly gatewayIn: Map<string, GatewayInCluster>;
+  readonly quarantine: Quarantine;
   /** Every gateway cluster's peer-table entry, formatted once (each cluster's table is all of them but itself). */
   readonly peers: PeerPlan[];
 }
@@ -369,7 +385,8 @@ function gatewayParts(a: Allocation, c: ResolvedCluster, entry: LedgerCluster): 
   const remotes = a.fleet.clusters.filter((o) => o.datapath === 'gateway' && o.name !== c.name).map((o) => a.cidrs.get(o.name)!);
   // next hop: the VIP when the replicas fail over, else replica 0
   const via = formatAddr(addr(fam, vip ?? ins[0]));
-  const own = [...ins, ...(vip !== undefined ? [vip] : [])].map((v) => hostCidr(addr(fam, v)));
+  // the replicas' own addresses, the VIP and the quarantined ones are never whereabouts' to give
+  const own = [...new Set([...ins, ...(vip !== undefined ? [vip] : []), ...quarantinedIn(a.quarantine, cidr)])].map((v) => hostCidr(addr(fam, v)));
   return {
     gateways: cross.map((x, i) => ({
       replica: i,
@@ -409,7 +426,7 @@ function clusterPlan(p: ProblemCollector, a: Allocation, c: ResolvedCluster, ent
   const { ipam, ...parts } = c.datapath === 'gateway' ? gatewayParts(a, c, entry) : sliceParts(p, a, c, entry);
   return {
     name: c.name, datapath: c.datapath, nodes: c.nodes, syncReplicas: c.syncReplicas, syncPlacement: c.syncPlacement,
-    kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy,
+    kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy, openshift: c.openshift,
     migrationNetwork: {
       nadName: c.datapath === 'direct' ? cc.nadName : a.fleet.migrationNadName,
       attachment: c.datapath === 'direct' ? cc.attachment : c.migrationAttachment,
@@ -448,14 +465,18 @@ function capacityReport(fleet: ResolvedFleet): CapacityReport {
 function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult> {
   const p = new ProblemCollector();
   const prev = previous && previous.fleet === fleet.name ? previous : emptyLedger(fleet.name);
-  const cidrs = planClusterCidrs(p, fleet, prev);
-  const shared = planSharedAddresses(p, fleet, prev);
+  // released addresses stay quarantined until reclaimed; a router never takes a planned address
+  const quarantine = quarantineOf(prev);
+  p.addAll(routerProblems(fleet.crossCluster.gateway, fleet.crossCluster.family, prev));
+  const cidrs = planClusterCidrs(p, fleet, prev, quarantine);
+  const shared = planSharedAddresses(p, fleet, prev, quarantine);
   if (!p.empty) return p.failed();
-  const gatewayIn = planGatewayInCluster(fleet, prev, cidrs);
-  const allocation: Allocation = { fleet, cidrs, shared, gatewayIn, peers: peerEntries(fleet, cidrs, shared) };
+  const gatewayIn = planGatewayInCluster(fleet, prev, cidrs, quarantine);
+  const allocation: Allocation = { fleet, cidrs, shared, gatewayIn, quarantine, peers: peerEntries(fleet, cidrs, shared) };
   const next: Record<string, LedgerCluster> = {};
   const clusters = fleet.clusters.map((c) => clusterPlan(p, allocation, c, (next[c.name] = {})));
-  const ledger: Ledger = { ...emptyLedger(fleet.name), clusters: next };
+  const released = nextQuarantine(prev, next);
+  const ledger: Ledger = { ...emptyLedger(fleet.name), clusters: next, ...(released.length ? { released } : {}) };
   const cc = fleet.crossCluster;
   return p.result(() => ({
     plan: {
@@ -515,6 +536,11 @@ function sliceIpam(p: ProblemCollector, slice: bigint[], family: Family, subnets
 export interface PlanOptions {
   /** The previous ledger: its addresses are kept. */
   readonly ledger?: Ledger;
+  /**
+   * The fleet's previous name, when it was renamed: its ledger is carried over (without it, a ledger of
+   * another fleet is refused). @default - a ledger must belong to this fleet
+   */
+  readonly renamedFrom?: string;
   /** Fail when the plan would change the ledger (CI). */
   readonly frozen?: boolean;
 }
@@ -531,10 +557,18 @@ export function toFleetDocument(fleet: FleetInput): FleetDocument {
 /** `planFleetDocument` as a value: the plan with its document, or every problem. */
 export function checkFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Checked<PlanResult & { document: FleetDocument }> {
   const p = new ProblemCollector();
-  const document = p.take(checkFleetDocument(toFleetDocument(fleet)));
+  const raw = toFleetDocument(fleet);
+  // a ledger of another fleet is refused unless the fleet was renamed from it; every problem at once
+  const carried = ledgerForFleet(typeof raw?.metadata?.name === 'string' ? raw.metadata.name : '', opts.ledger, opts.renamedFrom);
+  p.addAll(carried.problems);
+  if (opts.frozen && opts.ledger && carried.ledger && opts.ledger.fleet !== carried.ledger.fleet) {
+    p.add('ledger-renamed', '(ledger)', `frozen: carrying the ledger of '${opts.ledger.fleet}' over rewrites it`,
+      'run synth with --renamed-from once without --frozen and commit the ledger');
+  }
+  const document = p.take(checkFleetDocument(raw));
   const resolved = document && p.take(checkFleet(document));
-  const result = resolved && p.take(checkPlan(resolved, opts.ledger));
-  if (!result || !document) return p.failed();
+  const result = resolved && p.take(checkPlan(resolved, carried.ledger));
+  if (!result || !document || !p.empty) return p.failed();
   if (opts.frozen && !opts.ledger) {
     p.add('ledger-missing', '(ledger)', 'frozen, but there is no ledger', 'run synth without --frozen once and commit the ledger it writes');
   } else if (opts.frozen && result.changes.length > 0) {

@@ -40,6 +40,7 @@ export const PROBLEM_CODES = {
   'kubevirt-too-old': { stage: 'validate', meaning: 'A KubeVirt version without decentralized live migration (before 1.6).' },
   'native-needs-pr17922': { stage: 'validate', meaning: 'Native datapath on a KubeVirt version without the PR #17922 fields.' },
   'migration-field-unsupported': { stage: 'validate', meaning: 'A migration policy field the cluster\'s KubeVirt version does not have.' },
+  'existing-kubevirt-invalid': { stage: 'validate', meaning: 'kubevirt.existing patches that are not JSON, or jsonpatch operations for a cluster not delivered through HCO.' },
   'migration-network-missing': { stage: 'validate', meaning: 'Gateway or native mode without an in-cluster migration attachment or CIDR.' },
   'migration-field-out-of-range': { stage: 'validate', meaning: 'A migration policy value that does not fit KubeVirt\'s Go type (virt-operator could not decode the CR).' },
   'placement-invalid': { stage: 'validate', meaning: 'A nodeSelector, affinity or toleration Kubernetes validation would refuse.' },
@@ -51,6 +52,9 @@ export const PROBLEM_CODES = {
   'slice-spans-subnets': { stage: 'plan', meaning: 'A direct/native cluster would hold shared addresses in more than one subnet.' },
   // ---- the ledger ----
   'ledger-missing': { stage: 'plan', meaning: '--frozen without a ledger.' },
+  'ledger-other-fleet': { stage: 'plan', meaning: 'The ledger belongs to another fleet (a rename needs --renamed-from).' },
+  'ledger-renamed': { stage: 'plan', meaning: '--renamed-from given, but the ledger already belongs to this fleet; or --frozen while carrying a renamed ledger over.' },
+  'router-takes-planned-address': { stage: 'plan', meaning: 'The shared network router is an address the ledger gives a cluster.' },
   'ledger-would-change': { stage: 'plan', meaning: '--frozen, and the plan would change the ledger (addresses would move or be added).' },
   // ---- delivery: GitOps and Harvester ----
   'gitops-path': { stage: 'deliver', meaning: 'spec.gitops.path is not a relative path inside the repository.' },

@@ -18,6 +18,7 @@ import {
   supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
 } from './kubevirt-versions';
 import { TrustPlan, resolveTrust } from './trust';
+import { ExistingKubevirt, existingKubevirtProblems, resolveExistingKubevirt } from './kubevirt-existing';
 
 const DEFAULTS = {
   datapath: 'gateway' as Datapath,
@@ -45,6 +46,8 @@ export interface ResolvedKubevirt {
   readonly version: KubevirtVersion;
   readonly configDelivery: ConfigDelivery;
   readonly hasProxyApi: boolean;
+  /** What the cluster already has in the lists our KubeVirt object owns (src/kubevirt-existing.ts). */
+  readonly existing: ExistingKubevirt;
 }
 
 export interface ResolvedCluster {
@@ -66,6 +69,8 @@ export interface ResolvedCluster {
   readonly podCidrs: Cidr[];
   readonly serviceCidrs: Cidr[];
   readonly multiNetworkPolicy: boolean;
+  /** OpenShift: the gateway pods need an SCC (declared, or implied by hco delivery). */
+  readonly openshift: boolean;
 }
 
 export interface ResolvedCrossCluster {
@@ -428,6 +433,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
     gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
     podCidrs, serviceCidrs,
     multiNetworkPolicy: c.multiNetworkPolicy ?? false,
+    openshift: c.openshift ?? kubevirt.configDelivery === 'hco',
   };
 }
 
@@ -459,6 +465,7 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
     namespace: kv.namespace ?? (hco ? DEFAULTS.hcoNamespace : DEFAULTS.kubevirtNamespace),
     name: kv.name ?? (hco ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
     version, configDelivery, hasProxyApi,
+    existing: resolveExistingKubevirt(spec.kubevirt?.existing, c.kubevirt?.existing),
   };
 }
 
@@ -578,6 +585,7 @@ export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
   const trustProblems: FleetProblem[] = [];
   const trust = resolveTrust(spec.trust, clusters.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), trustProblems);
   p.addAll(trustProblems);
+  for (const x of existingKubevirtProblems(doc)) p.add('existing-kubevirt-invalid', x.path, x.message, x.fix);
   const cc = spec.crossClusterNetwork;
   const gw = spec.gateway ?? {};
   return p.result(() => ({

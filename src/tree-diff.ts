@@ -119,7 +119,8 @@ export function diffTrees(before: TreeSnapshot, after: TreeSnapshot): FleetDiff 
     });
   }
   const existing = (c: ClusterDiff): boolean => c.status === 'changed';
-  const moved = ledgerChanges.filter((c) => c.from !== undefined && c.to !== undefined && clusters.some((d) => d.name === c.cluster && existing(d)));
+  // every move the list shows, whatever the cluster's file status (a tree written elsewhere shows as added)
+  const moved = ledgerChanges.filter((c) => c.from !== undefined && c.to !== undefined);
   const counts = {
     filesAdded: clusters.reduce((n, c) => n + c.added.length, 0),
     filesRemoved: clusters.reduce((n, c) => n + c.removed.length, 0),

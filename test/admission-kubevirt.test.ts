@@ -236,7 +236,6 @@ const FIELD_RULES: Record<string, string> = {
   'configuration.migrations.decentralizedLiveMigrationDatapath': 'PR #17922 only; ours: emitted only for +pr17922 builds (resolve.ts)',
   'configuration.migrations.crossClusterNetwork': 'PR #17922 only; ours: emitted only for +pr17922 builds',
   'configuration.developerConfiguration.featureGates[]': 'A: validateFeatureGates (no gate also in disabledFeatureGates; we emit none disabled), warnDeprecatedFeatureGates (ours are not deprecated)',
-  'infra.replicas': "A: validateInfraReplicas (infra replica count can't be 0); T: *uint8; ours: 1..255 (fleet-schema)",
   'infra.nodePlacement': 'A: validateInfraPlacement (dry-run Deployment create = Kubernetes pod validation); ours: placement rules (src/admission/kubernetes-placement.ts)',
   'customizeComponents.patches[].resourceType': 'A: not validated; ours: constant Deployment',
   'customizeComponents.patches[].resourceName': 'A: not validated; ours: constant virt-synchronization-controller',
