@@ -2,13 +2,13 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 
 /** Name of the SCC (cluster-scoped) the gateway pods are admitted by on OpenShift. */
-export const GATEWAY_SCC_NAME = 'migration-mesh-gateway';
+const GATEWAY_SCC_NAME = 'migration-mesh-gateway';
 
 /**
  * The capabilities a gateway pod adds, all of them: NET_ADMIN for the rule-setup init container;
  * NET_ADMIN, NET_RAW, SETUID, SETGID for the keepalived failover sidecar. The runtime adds none.
  */
-export const GATEWAY_POD_CAPABILITIES = ['NET_ADMIN', 'NET_RAW', 'SETGID', 'SETUID'] as const;
+const GATEWAY_POD_CAPABILITIES = ['NET_ADMIN', 'NET_RAW', 'SETGID', 'SETUID'] as const;
 
 /**
  * Properties for `GatewaySecurityContextConstraints`.

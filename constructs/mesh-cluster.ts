@@ -2,6 +2,7 @@ import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../src/cni';
 import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt-config';
+import { FLEET_LABEL, NETWORK_LABEL } from '../src/names';
 import { ClusterPlan, FleetPlan } from '../src/planner';
 import { rotationFragment } from '../src/trust';
 import { GatewayPodOptions } from './gateway-pod-options';
@@ -65,7 +66,7 @@ export class MeshClusterChart extends Chart {
   public readonly proxy?: MigrationProxy;
 
   constructor(scope: Construct, id: string, props: MeshClusterChartProps) {
-    super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, 'migrationmesh.dev/fleet': props.plan.fleet } });
+    super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, [FLEET_LABEL]: props.plan.fleet } });
     Object.defineProperty(this, MESH_CLUSTER_CHART_SYMBOL, { value: true });
     const { plan, cluster } = props;
     this.cluster = cluster;
@@ -96,7 +97,7 @@ export class MeshClusterChart extends Chart {
         namespace: kv.namespace,
         attachment: plan.crossCluster.attachment,
         ipam: whereaboutsIpam(cluster.crossClusterSync!.ipam),
-        labels: { 'migrationmesh.dev/network': 'cross-cluster' },
+        labels: { [NETWORK_LABEL]: 'cross-cluster' },
       });
       this.kubevirt.addSpec(nativeDatapathFragment(cluster));
     }

@@ -1,6 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
+import { InvalidPropsError } from '../src/errors';
 import { staticIpam } from '../src/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway-config';
 import { GATEWAY_KEEPALIVED_FILE, keepalivedConfigFor } from '../src/gateway-failover';
@@ -119,8 +120,8 @@ export class MigrationProxy extends Construct {
   constructor(scope: Construct, id: string, props: MigrationProxyProps) {
     super(scope, id);
     const { plan, cluster } = props;
-    if (cluster.datapath !== 'gateway') throw new Error(`cluster ${cluster.name}: MigrationProxy needs datapath gateway, got ${cluster.datapath}`);
-    if (cluster.gateways.length === 0) throw new Error(`cluster ${cluster.name}: no gateway replicas planned`);
+    if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name}: MigrationProxy needs datapath gateway, got ${cluster.datapath}` });
+    if (cluster.gateways.length === 0) throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster', message: `cluster ${cluster.name}: no gateway replicas planned` });
     this.namespace = props.namespace ?? DEFAULT_GATEWAY_NAMESPACE;
     const labels = { 'app.kubernetes.io/name': 'migration-mesh-gateway', 'app.kubernetes.io/managed-by': 'migration-mesh' };
 

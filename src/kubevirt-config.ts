@@ -7,14 +7,15 @@
  */
 import { ClusterPlan, FleetPlan } from './planner';
 import { Placement } from './fleet-schema';
+import { InvalidPropsError } from './errors';
 import { policyGateFragment } from './admission/kubevirt';
 
-export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type JsonObject = { [k: string]: Json };
 
 export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
-export const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
-export const SYNC_CONTROLLER_DEPLOYMENT = 'virt-synchronization-controller';
+const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
+const SYNC_CONTROLLER_DEPLOYMENT = 'virt-synchronization-controller';
 export const HCO_JSONPATCH_ANNOTATION = 'kubevirt.kubevirt.io/jsonpatch';
 
 /** Deep merge: objects merge, arrays of strings union (first occurrence order), other arrays concatenate, scalars from b win. */
@@ -38,7 +39,7 @@ export function mergeSpec(a: JsonObject, b: JsonObject): JsonObject {
 const isObject = (x: unknown): x is JsonObject => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** `spec.configuration.migrations.network` and the feature gate. */
-export function migrationNetworkFragment(cluster: ClusterPlan): JsonObject {
+function migrationNetworkFragment(cluster: ClusterPlan): JsonObject {
   return {
     configuration: {
       developerConfiguration: { featureGates: [FEATURE_GATE_DLM] },
@@ -57,7 +58,9 @@ export function migrationPolicyFragment(plan: FleetPlan): JsonObject {
 /** native mode: the PR #17922 fields. Only called for clusters whose version has them. */
 export function nativeDatapathFragment(cluster: ClusterPlan): JsonObject {
   if (cluster.datapath !== 'native') return {};
-  if (!cluster.kubevirt.hasProxyApi) throw new Error(`cluster ${cluster.name}: KubeVirt ${cluster.kubevirt.version.text} lacks the cross-cluster proxy fields`);
+  if (!cluster.kubevirt.hasProxyApi) {
+    throw new InvalidPropsError({ code: 'native-needs-pr17922', path: 'cluster', message: `cluster ${cluster.name}: KubeVirt ${cluster.kubevirt.version.text} lacks the cross-cluster proxy fields` });
+  }
   return {
     configuration: {
       developerConfiguration: { featureGates: [FEATURE_GATE_DLM, FEATURE_GATE_PROXY] },
@@ -78,7 +81,7 @@ const placementJson = (p: Placement): JsonObject => {
 };
 
 /** Nodes that are not control-plane nodes. */
-export const WORKERS_AFFINITY: JsonObject = {
+const WORKERS_AFFINITY: JsonObject = {
   nodeAffinity: {
     requiredDuringSchedulingIgnoredDuringExecution: {
       nodeSelectorTerms: [{ matchExpressions: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'DoesNotExist' }] }],
@@ -154,7 +157,7 @@ export interface HcoForm {
 }
 
 /** Translate the canonical KubeVirt spec into HyperConverged fields + jsonpatch ops for the rest. */
-export function hcoFormOf(kv: JsonObject): HcoForm {
+function hcoFormOf(kv: JsonObject): HcoForm {
   const spec: JsonObject = {};
   const ops: JsonObject[] = [];
   const cfg = (kv.configuration ?? {}) as JsonObject;
@@ -198,7 +201,7 @@ export function hcoFormOf(kv: JsonObject): HcoForm {
  * `certificateRotateStrategy.selfSigned`: HCO copies certConfig 1:1 into the KubeVirt CR and would
  * overwrite a jsonpatch of the same field (hyperconverged_types.go:93; handlers/kubevirt.go:1141-1155).
  */
-export function hcoCertConfigOf(kv: JsonObject): JsonObject | undefined {
+function hcoCertConfigOf(kv: JsonObject): JsonObject | undefined {
   const selfSigned = (kv.certificateRotateStrategy as JsonObject | undefined)?.selfSigned as JsonObject | undefined;
   if (!selfSigned) return undefined;
   const out: JsonObject = {};

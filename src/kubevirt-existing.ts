@@ -63,8 +63,6 @@ export interface ExistingKubevirt {
   readonly kubevirtJsonPatch: KubevirtJsonPatchOp[];
 }
 
-export const NO_EXISTING_KUBEVIRT: ExistingKubevirt = { featureGates: [], customizeComponentsPatches: [], kubevirtJsonPatch: [] };
-
 const uniqueBy = <T>(xs: T[], key: (x: T) => string): T[] => [...new Map(xs.map((x) => [key(x), x])).values()];
 
 /** Fleet-wide then per-cluster, duplicates dropped (first occurrence kept). */

@@ -14,13 +14,14 @@ import { Ledger, addressesOf, intervalOf } from './ledger';
 export function ledgerForFleet(fleetName: string, ledger: Ledger | undefined, renamedFrom?: string): { ledger?: Ledger; problems: FleetProblem[] } {
   if (!ledger || ledger.fleet === fleetName) {
     if (renamedFrom !== undefined && ledger?.fleet !== renamedFrom && ledger) {
-      return { problems: [{ path: 'metadata.name', message: `--renamed-from '${renamedFrom}' was given, but the ledger already belongs to '${fleetName}'`, fix: 'drop --renamed-from' }] };
+      return { problems: [{ code: 'ledger-renamed', path: 'metadata.name', message: `--renamed-from '${renamedFrom}' was given, but the ledger already belongs to '${fleetName}'`, fix: 'drop --renamed-from' }] };
     }
     return { ledger, problems: [] };
   }
   if (renamedFrom === ledger.fleet) return { ledger: { ...ledger, fleet: fleetName }, problems: [] };
   return {
     problems: [{
+      code: 'ledger-other-fleet',
       path: 'metadata.name',
       message: `the ledger belongs to fleet '${ledger.fleet}', this fleet is '${fleetName}'; planning without it would give every cluster new addresses`,
       fix: `to rename the fleet and keep every address, run with --renamed-from ${ledger.fleet} once (library: renamedFrom: '${ledger.fleet}'); `
@@ -74,6 +75,7 @@ export function routerProblems(router: string | undefined, family: Family, ledge
     for (const [field, text] of held) {
       if (intervalOf(text).some((iv) => iv.family === r.family && iv.start <= r.value && r.value <= iv.end)) {
         out.push({
+          code: 'router-takes-planned-address',
           path: 'spec.crossClusterNetwork.addresses.gateway',
           message: `router ${router} is the address the ledger gives cluster ${name} (${field}); making it the router would move that gateway`,
           fix: `give the router an address outside the planned ones (or outside the pool), or remove cluster ${name}'s entry knowingly`,

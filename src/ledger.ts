@@ -5,10 +5,11 @@
  */
 import { z } from 'zod';
 import * as YAML from 'yaml';
+import { MigrationMeshError } from './errors';
 import { FLEET_API_VERSION } from './fleet-schema';
 import { Interval, formatInterval, parsePoolItem, subtractIntervals } from './ip';
 
-export const LEDGER_KIND = 'AddressLedger';
+const LEDGER_KIND = 'AddressLedger';
 
 const gatewayEntry = z.object({
   /** The replica's static address on the in-cluster migration network. */
@@ -64,10 +65,15 @@ export function parseLedger(text: string, source = 'ledger'): Ledger {
   if (doc.errors.length > 0) {
     const e = doc.errors[0];
     const pos = e.linePos?.[0];
-    throw new Error(`${source}${pos ? `:${pos.line}:${pos.col}` : ''}: ledger is not valid YAML: ${e.message.split('\n')[0]}`);
+    const message = `${source}${pos ? `:${pos.line}:${pos.col}` : ''}: ledger is not valid YAML: ${e.message.split('\n')[0]}`;
+    throw new MigrationMeshError(message, [{ code: 'ledger-syntax', path: source, message }]);
   }
   const r = ledgerSchema.safeParse(doc.toJS());
-  if (!r.success) throw new Error(`${source}: ledger is malformed:\n${z.prettifyError(r.error)}\nfix: restore it from git, or delete it to plan from scratch (addresses may then move)`);
+  if (!r.success) {
+    const fix = 'restore it from git, or delete it to plan from scratch (addresses may then move)';
+    const message = `${source}: ledger is malformed:\n${z.prettifyError(r.error)}`;
+    throw new MigrationMeshError(`${message}\nfix: ${fix}`, [{ code: 'ledger-malformed', path: source, message, fix }]);
+  }
   return r.data;
 }
 
@@ -131,7 +137,7 @@ export function formatLedgerChange(c: LedgerChange): string {
 const releasedKey = (r: ReleasedAddress) => `${r.cluster}\u0000${r.field}\u0000${r.address}`;
 
 /** Deterministic order, duplicates once. */
-export function sortReleased(list: readonly ReleasedAddress[]): ReleasedAddress[] {
+function sortReleased(list: readonly ReleasedAddress[]): ReleasedAddress[] {
   const unique = [...new Map(list.map((r) => [releasedKey(r), { address: r.address, cluster: r.cluster, field: r.field }])).values()];
   return unique.sort((a, b) => (releasedKey(a) < releasedKey(b) ? -1 : releasedKey(a) > releasedKey(b) ? 1 : 0));
 }

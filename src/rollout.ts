@@ -65,7 +65,9 @@ export function stageOfWave(wave: number): StageInfo {
 }
 
 /** Stable sort of a cluster's objects into rollout order (ties keep construct order). */
-export function sortForRollout<T extends { kind: string; metadata?: { name?: string; namespace?: string } }>(objs: readonly T[], kubevirtNads: ReadonlySet<string>): T[] {
+type Named = { kind: string; metadata?: { name?: string; namespace?: string } };
+
+export function sortForRollout<T extends Named>(objs: readonly T[], kubevirtNads: ReadonlySet<string>): T[] {
   return objs.map((o, i) => ({ o, i, w: rolloutWave(o, kubevirtNads) }))
     .sort((a, b) => (a.w - b.w) || (a.i - b.i))
     .map((x) => x.o);

@@ -132,7 +132,7 @@ describe('sync-controller placement checked with Kubernetes rules wherever it is
 
   test('operator foo (the reported case) is refused with the path, what is allowed and the fix', () => {
     const p = withTolerations([{ key: 'node-role.kubernetes.io/infra', operator: 'foo', effect: 'NoSchedule' }]);
-    expect(p).toEqual([{ path: 'spec.clusters[0].syncControllers.placement.tolerations[0].operator', message: 'Unsupported value: \'foo\': supported values: "Equal", "Exists"', fix: 'use operator Equal or Exists' }]);
+    expect(p).toEqual([{ code: 'placement-invalid', path: 'spec.clusters[0].syncControllers.placement.tolerations[0].operator', message: 'Unsupported value: \'foo\': supported values: "Equal", "Exists"', fix: 'use operator Equal or Exists' }]);
   });
 
   // ValidateTolerations rules, one case each

@@ -56,7 +56,8 @@ describe('SyncControllerPlacement', () => {
     expect(kv.spec.infra).toEqual({ nodePlacement: {} });
     const [patch] = kv.spec.customizeComponents.patches;
     expect(patch).toMatchObject({ resourceType: 'Deployment', resourceName: 'virt-synchronization-controller', type: 'strategic' });
-    expect(JSON.parse(patch.patch).spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions)
+    const nodeAffinity = JSON.parse(patch.patch).spec.template.spec.affinity.nodeAffinity;
+    expect(nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions)
       .toEqual([{ key: 'node-role.kubernetes.io/control-plane', operator: 'DoesNotExist' }]);
     expect(kv.spec.synchronizationPlacement).toBeUndefined();
     expect(validateObject(kv)).toEqual([]);

@@ -10,7 +10,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { FleetValidationError } from '../src/errors';
 import { FleetDocument } from '../src/fleet-schema';
 import { baseFleet, mutate } from './support/fleets';

@@ -10,9 +10,9 @@ import * as YAML from 'yaml';
 import { FleetValidationError } from '../src/errors';
 import { Ledger, parseLedger, reclaimReleased, serializeLedger } from '../src/ledger';
 import { PlanOptions, planFleetDocument } from '../src/planner';
-import { diffTrees } from '../src/diff';
-import { main } from '../src/cli';
-import { synthesizeFleet } from '../src/synth';
+import { diffTrees } from '../src/tree-diff';
+import { main } from '../cli/cli';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { baseFleet, mutate } from './support/fleets';
 
 const three = () => mutate(baseFleet(), (d) => { d.spec.clusters = [{ name: 'a', nodes: 1 }, { name: 'b', nodes: 1 }, { name: 'c', nodes: 1 }]; });

@@ -5,7 +5,7 @@
  * gateway ServiceAccount. The SCC is checked against the vendored openshift/api CRD and against every
  * synthesized gateway pod with a model of SCC admission for the fields involved.
  */
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { baseFleet, mutate } from './support/fleets';
 import { describeSchema, validateObject } from './support/schemas';
 

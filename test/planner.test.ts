@@ -228,7 +228,8 @@ test.each([false, true])('property: for random add/remove/resize sequences no su
             expect(c.gatewayVip !== undefined).toBe(c.gateways.length > 1);
             if (c.gatewayVip) {
               expect(containsAddr(cidr.cidr, parseAddr(bare(c.gatewayVip))!)).toBe(true);
-              expect(new Set(c.migrationNetwork.ipam.routes.map((rt) => rt.gw))).toEqual(new Set(c.migrationNetwork.ipam.routes.length ? [bare(c.gatewayVip)] : []));
+              const gws = c.migrationNetwork.ipam.routes.map((rt) => rt.gw);
+              expect(new Set(gws)).toEqual(new Set(gws.length ? [bare(c.gatewayVip)] : []));
             }
           }
         }

@@ -6,7 +6,7 @@
  * customizeComponents patch on `virt-synchronization-controller` instead: patches are applied to the
  * generated Deployment before syncDeployment, which touches replicas only when infra.replicas is set.
  */
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { baseFleet, mutate } from './support/fleets';
 import { validateObject } from './support/schemas';
 

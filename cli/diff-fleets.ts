@@ -1,13 +1,13 @@
 /**
  * `diffFleets`: synthesize two fleets in memory (the ledger carried from before into after, as a real
- * synth run would) and compare the trees. Imports synth.ts (and so cdk8s); the comparison itself is
- * the pure diff.ts.
+ * synth run would) and compare the trees. Imports synthesize-fleet.ts (and so cdk8s); the comparison itself is
+ * the pure src/tree-diff.ts.
  */
-import { FleetDocument } from './fleet-schema';
-import { Ledger } from './ledger';
-import { FleetDiff, TreeSnapshot, diffTrees } from './diff';
-import { SynthResult, synthesizeFleet } from './synth';
-import { MovesInput } from './forklift/checks';
+import { FleetDocument } from '../src/fleet-schema';
+import { Ledger } from '../src/ledger';
+import { FleetDiff, TreeSnapshot, diffTrees } from '../src/tree-diff';
+import { SynthResult, synthesizeFleet } from './synthesize-fleet';
+import { MovesInput } from '../src/forklift/checks';
 
 export interface DiffFleetsOptions {
   /** The committed ledger the `before` fleet was synthesized with. @default - none (plan from scratch) */
@@ -25,7 +25,7 @@ export interface DiffFleetsResult extends FleetDiff {
 
 const nodesOf = (r: SynthResult): Record<string, number> => Object.fromEntries(r.plan.clusters.map((c) => [c.name, c.nodes]));
 
-export function snapshotOf(r: SynthResult): TreeSnapshot {
+function snapshotOf(r: SynthResult): TreeSnapshot {
   return { files: r.files, ledger: r.ledger, nodes: nodesOf(r) };
 }
 
