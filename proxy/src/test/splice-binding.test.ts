@@ -12,7 +12,7 @@ import * as tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { TLS_FLAG_SPLICE_CAPABLE, loadNative, socketFd, stopReading, type TlsCtx, type TlsPhase1, type TlsPhase2 } from '../native';
 import {
-  BIND_LABEL_ORIGIN, BIND_LABEL_TERMINUS, FRAME_BIND, FRAME_OPEN, FRAME_REPLY, FrameReader, RefusalCode, bindContext, encodeBind,
+  BIND_LABEL_ORIGIN, BIND_LABEL_TERMINUS, FRAME_OPEN, FRAME_REPLY, FrameReader, RefusalCode, bindContext, encodeBind,
   encodeOpen, encodeReply,
 } from '../protocol';
 import { makePki, openFds, sleep, withTimeout, type Pki } from '../testkit/helpers';
