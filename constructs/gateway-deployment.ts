@@ -1,40 +1,52 @@
-import { ApiObject } from 'cdk8s';
+import { ApiObject, Duration, JsonPatch, Size } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { Placement } from '../src/fleet-schema';
 import { GATEWAY_CONFIG_FILE, GATEWAY_CONFIG_MOUNT } from '../src/gateway-config';
 import { GATEWAY_KEEPALIVED_FILE, KEEPALIVED_RUN_DIR, keepalivedArgs } from '../src/gateway-failover';
 import {
-  DEFAULT_GATEWAY_INTERFACES, GATEWAY_REPLICA_LABEL, GATEWAY_RESTART_HASH_ANNOTATION, MULTUS_NETWORKS_ANNOTATION,
+  DEFAULT_GATEWAY_INTERFACES, GATEWAY_REPLICA_LABEL, GATEWAY_RESTART_HASH_ANNOTATION, GATEWAY_SET_LABEL, MULTUS_NETWORKS_ANNOTATION,
   gatewayDeploymentName, gatewayNetworkSelection,
 } from '../src/gateway-pod';
 import { GatewayReplicaPlan } from '../src/planner';
 import { GATEWAY_METRICS_PORT_NAME } from './gateway-metrics';
+import { GatewayPodOptions, taintQueryOf } from './gateway-pod-options';
+import { projectedVolume } from './projected-volume';
 
 /** UID/GID the runtime container runs as (distroless `nonroot`). */
 export const GATEWAY_RUN_AS = 65532;
 
-/** Container resources, as in core/v1 ResourceRequirements. */
-export interface GatewayResources {
-  readonly requests?: Record<string, string>;
-  readonly limits?: Record<string, string>;
-}
+/** Pod labels and annotations the gateway owns: `addPodLabel`/`addPodAnnotation` refuse them. */
+const RESERVED_POD_KEYS = ['app.kubernetes.io/name', GATEWAY_SET_LABEL, GATEWAY_REPLICA_LABEL, MULTUS_NETWORKS_ANNOTATION, GATEWAY_RESTART_HASH_ANNOTATION];
+
+/** Default resources of the runtime container: no CPU limit (CFS throttling of a data-path proxy stalls migrations). */
+export const DEFAULT_GATEWAY_RESOURCES: kplus.ContainerResources = {
+  cpu: { request: kplus.Cpu.millis(500) },
+  memory: { request: Size.mebibytes(256), limit: Size.gibibytes(1) },
+};
 
 /** A container securityContext: uid 0, read-only root FS, no escalation, every capability dropped but `caps`. */
-function rootWithOnly(caps: string[]): Record<string, unknown> {
+function rootWithOnly(caps: kplus.Capability[]): kplus.ContainerSecurityContextProps {
   return {
-    runAsUser: 0,
-    runAsGroup: 0,
-    runAsNonRoot: false,
+    user: 0,
+    group: 0,
+    ensureNonRoot: false,
+    privileged: false,
     allowPrivilegeEscalation: false,
     readOnlyRootFilesystem: true,
-    capabilities: { add: caps, drop: ['ALL'] },
+    capabilities: { add: caps, drop: [kplus.Capability.ALL] },
   };
 }
 
+/** An in-memory emptyDir of `mib` MiB. */
+const memoryDir = (scope: Construct, id: string, name: string, mib: number): kplus.Volume =>
+  kplus.Volume.fromEmptyDir(scope, id, name, { medium: kplus.EmptyDirMedium.MEMORY, sizeLimit: Size.mebibytes(mib) });
+
 /**
- * Properties for `GatewayDeployment`.
+ * Properties for `GatewayDeployment`. The `GatewayPodOptions` fields are sugar for the `add...`/`set...`
+ * methods.
  */
-export interface GatewayDeploymentProps {
+export interface GatewayDeploymentProps extends GatewayPodOptions {
   /** Namespace of the gateway objects. */
   readonly namespace: string;
   /** The replica: its index and planned static addresses on both networks. */
@@ -49,8 +61,8 @@ export interface GatewayDeploymentProps {
   readonly crossClusterNad: string;
   /** ConfigMap holding `config.json` (the runtime config). */
   readonly configMapName: string;
-  /** ServiceAccount of the pods. */
-  readonly serviceAccountName: string;
+  /** ServiceAccount of the pods (its token is not mounted). */
+  readonly serviceAccount: kplus.IServiceAccount;
   /** Ports the runtime listens on (from the runtime config). */
   readonly ports: { readonly intercept: number; readonly tunnel: number; readonly admin: number };
   /**
@@ -67,10 +79,13 @@ export interface GatewayDeploymentProps {
    */
   readonly restartHash?: string;
   /**
-   * nodeSelector / affinity / tolerations. Use it to keep gateways on nodes that have the cross-cluster
-   * network (the physical interface or bridge the cross-cluster NAD names).
+   * nodeSelector / affinity / tolerations (core/v1 shapes, from the fleet file). Use it to keep gateways
+   * on nodes that have the cross-cluster network. In TypeScript prefer `deployment.scheduling`
+   * (`attract`, `colocate`, `separate`) and `addToleration`: `affinity` here is applied as a JSON patch,
+   * so for the same affinity kind (e.g. `nodeAffinity`) it replaces what `scheduling` produced.
    *
    * @default - any node (then every node must have the cross-cluster network)
+   * @see https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#scheduling
    */
   readonly placement?: Placement;
   /**
@@ -80,30 +95,12 @@ export interface GatewayDeploymentProps {
    */
   readonly interfaces?: { readonly inCluster: string; readonly crossCluster: string };
   /**
-   * Resources of the runtime container. No CPU limit by default: CFS throttling of a data-path proxy
-   * stalls migrations.
-   *
-   * @default {requests: {cpu: '500m', memory: '256Mi'}, limits: {memory: '1Gi'}}
-   */
-  readonly resources?: GatewayResources;
-  /**
-   * Image pull policy.
-   *
-   * @default IfNotPresent
-   */
-  readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
-  /**
    * Seconds between SIGTERM and SIGKILL; the runtime drains open tunnels for `limits.drainTimeoutMs`.
    *
    * @default 35
+   * @see https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#lifecycle
    */
   readonly terminationGracePeriodSeconds?: number;
-  /**
-   * PriorityClass of the pods.
-   *
-   * @default - none
-   */
-  readonly priorityClassName?: string;
   /**
    * Labels for the Deployment and its pods (added to `setLabels`).
    *
@@ -122,17 +119,34 @@ export interface GatewayDeploymentProps {
 }
 
 /**
- * One gateway replica as its own Deployment: a static address cannot be shared by two pods, so
- * `replicas: 1` and `strategy: Recreate` (the old pod releases the addresses before the new one takes
- * them). The pod template carries the Multus selection with the replica's planned addresses; an init
- * container (root, NET_ADMIN only) installs the nat REDIRECT rules in the pod's network namespace; the
- * runtime container runs non-root, read-only, with no capabilities; with `failover` a keepalived
- * sidecar holds the cluster's gateway VIP while this replica is the elected one. Replicas of one cluster spread over
- * distinct nodes (required anti-affinity and a hostname topology spread).
+ * One gateway replica as its own cdk8s-plus-28 `Deployment`: a static address cannot be shared by two
+ * pods, so `replicas: 1` and `strategy: Recreate` (the old pod releases the addresses before the new one
+ * takes them). The pod template carries the Multus selection with the replica's planned addresses; an
+ * init container (root, NET_ADMIN only) installs the nat REDIRECT rules in the pod's network namespace;
+ * the runtime container runs non-root, read-only, with no capabilities; with `failover` a keepalived
+ * sidecar holds the cluster's gateway VIP while this replica is the elected one. Replicas of one cluster
+ * spread over distinct nodes (required anti-affinity and a hostname topology spread).
+ *
+ * Extend it through `deployment` (the cdk8s-plus-28 object) or the `add...` methods. Fields cdk8s-plus-28
+ * has no API for (revisionHistoryLimit, enableServiceLinks, the pod seccomp profile, topology spread,
+ * nodeSelector, imagePullSecrets by name, priorityClassName) are JSON patches on the Deployment.
  */
 export class GatewayDeployment extends Construct {
+  /** Name of the Deployment. */
   public readonly name: string;
+  /** The cdk8s-plus-28 Deployment: `scheduling`, `podMetadata`, `addContainer`, `addVolume`, ... */
+  public readonly deployment: kplus.Deployment;
+  /** The runtime container (`gateway`). */
+  public readonly container: kplus.Container;
+  /** The rule-setup init container (`setup-rules`). */
+  public readonly setupContainer: kplus.Container;
+  /** The keepalived sidecar (`failover`); undefined without failover. */
+  public readonly failoverContainer?: kplus.Container;
+  /** The projected volume holding `config.json` (and the TLS files under `tls/`): mount it read-only into a sidecar to read the config. */
+  public readonly configVolume: kplus.Volume;
+  /** The L1 object under `deployment` (for JSON patches). */
   public readonly apiObject: ApiObject;
+  private readonly pullSecrets: { name: string }[] = [];
 
   constructor(scope: Construct, id: string, props: GatewayDeploymentProps) {
     super(scope, id);
@@ -147,18 +161,96 @@ export class GatewayDeployment extends Construct {
       replica: r,
       interfaces: props.interfaces ?? DEFAULT_GATEWAY_INTERFACES,
     });
-    const configPath = `${GATEWAY_CONFIG_MOUNT}/${GATEWAY_CONFIG_FILE}`;
-    const placement = props.placement ?? {};
-    const userAffinity = (placement.affinity ?? {}) as Record<string, any>;
-    const userAnti = (userAffinity.podAntiAffinity ?? {}) as Record<string, any>;
-    const spreadSelector = { matchLabels: props.setLabels };
+    this.deployment = new kplus.Deployment(this, 'Deployment', {
+      metadata: { name: this.name, namespace: props.namespace, labels: podLabels },
+      replicas: 1,
+      strategy: kplus.DeploymentStrategy.recreate(),
+      // our own selector, not cdk8s-plus's `cdk8s.io/metadata.addr`: a Deployment's selector is immutable
+      select: false,
+      podMetadata: {
+        labels: podLabels,
+        annotations: {
+          // on the pod template, not the Deployment: Multus reads pod annotations only
+          [MULTUS_NETWORKS_ANNOTATION]: JSON.stringify(selection),
+          ...(props.restartHash ? { [GATEWAY_RESTART_HASH_ANNOTATION]: props.restartHash } : {}),
+        },
+      },
+      serviceAccount: props.serviceAccount,
+      // the runtime reads files only; it never talks to the API server
+      automountServiceAccountToken: false,
+      terminationGracePeriod: Duration.seconds(props.terminationGracePeriodSeconds ?? 35),
+      securityContext: { ensureNonRoot: true, user: GATEWAY_RUN_AS, group: GATEWAY_RUN_AS, fsGroup: GATEWAY_RUN_AS },
+    });
+    this.deployment.select(kplus.LabelSelector.of({ labels: selector }));
+    this.apiObject = ApiObject.of(this.deployment);
+    // fields cdk8s-plus-28 has no API for (they exist in the k8s 1.28 schema, so the patch survives)
+    this.apiObject.addJsonPatch(
+      JsonPatch.add('/spec/revisionHistoryLimit', 3),
+      JsonPatch.add('/spec/template/spec/enableServiceLinks', false),
+      JsonPatch.add('/spec/template/spec/securityContext/seccompProfile', { type: 'RuntimeDefault' }),
+    );
+    this.configVolume = this.buildConfigVolume(props);
+    const containers = this.addGatewayContainers(props);
+    this.setupContainer = containers.setup;
+    this.container = containers.runtime;
+    this.failoverContainer = containers.failover;
+    this.applyPlacement(props.setLabels, props.placement ?? {});
+    this.applyOptions(props);
+  }
 
+  /**
+   * Add a container to every pod of this replica (cdk8s-plus-28 defaults apply to it: e.g. resources
+   * 1000m/512Mi requested, `imagePullPolicy: Always`, non-root, read-only root filesystem).
+   */
+  public addSidecar(container: kplus.ContainerProps): kplus.Container {
+    // cdk8s-plus-28 keeps the given volumeMounts array as the container's own: copy it, so props reused
+    // for several replicas (MigrationProxy.addSidecar) do not share mounts added later with `mount()`
+    return this.deployment.addContainer({ ...container, volumeMounts: container.volumeMounts ? [...container.volumeMounts] : undefined });
+  }
+
+  /** Add a volume to the pod (volumes mounted by a container are added automatically). */
+  public addVolume(volume: kplus.Volume): void {
+    this.deployment.addVolume(volume);
+  }
+
+  /** Tolerate node taints, e.g. `NodeTaintQuery.exists('dedicated', {effect: TaintEffect.NO_SCHEDULE})`. */
+  public addToleration(...queries: kplus.NodeTaintQuery[]): void {
+    this.deployment.scheduling.tolerate(kplus.Node.tainted(...queries));
+  }
+
+  /** Add a label to the pod template. Throws for the gateway's selector labels. */
+  public addPodLabel(key: string, value: string): void {
+    checkNotReserved('pod label', key);
+    this.deployment.podMetadata.addLabel(key, value);
+  }
+
+  /** Add an annotation to the pod template. Throws for the Multus selection and the restart hash. */
+  public addPodAnnotation(key: string, value: string): void {
+    checkNotReserved('pod annotation', key);
+    this.deployment.podMetadata.addAnnotation(key, value);
+  }
+
+  /** Pull images with the credentials in this Secret (pod `imagePullSecrets`). */
+  public addImagePullSecret(secret: string | kplus.ISecret): void {
+    const name = typeof secret === 'string' ? secret : secret.name;
+    if (this.pullSecrets.some((s) => s.name === name)) return;
+    // the list is read when the Deployment is synthesized: one patch serves every later call
+    if (this.pullSecrets.length === 0) this.apiObject.addJsonPatch(JsonPatch.add('/spec/template/spec/imagePullSecrets', this.pullSecrets));
+    this.pullSecrets.push({ name });
+  }
+
+  /** Set the pod's PriorityClass (pod `priorityClassName`); a later call replaces an earlier one. */
+  public setPriorityClassName(name: string): void {
+    this.apiObject.addJsonPatch(JsonPatch.add('/spec/template/spec/priorityClassName', name));
+  }
+
+  private buildConfigVolume(props: GatewayDeploymentProps): kplus.Volume {
     // One projected volume: the ConfigMap and the TLS Secret appear under one directory, so the
     // runtime's directory watch sees both a peer-table change and a certificate rotation (no subPath:
     // subPath mounts are never updated).
     const cmItems = [{ key: GATEWAY_CONFIG_FILE, path: GATEWAY_CONFIG_FILE }];
     if (props.failover) cmItems.push({ key: GATEWAY_KEEPALIVED_FILE, path: GATEWAY_KEEPALIVED_FILE });
-    const sources: any[] = [{ configMap: { name: props.configMapName, items: cmItems } }];
+    const sources: Record<string, unknown>[] = [{ configMap: { name: props.configMapName, items: cmItems } }];
     if (props.tlsSecretName) {
       sources.push({
         secret: {
@@ -167,115 +259,98 @@ export class GatewayDeployment extends Construct {
         },
       });
     }
-    const configMount = { name: 'config', mountPath: GATEWAY_CONFIG_MOUNT, readOnly: true };
-
-    this.apiObject = new ApiObject(this, 'Resource', {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: this.name, namespace: props.namespace, labels: podLabels },
-      spec: {
-        replicas: 1,
-        strategy: { type: 'Recreate' },
-        revisionHistoryLimit: 3,
-        selector: { matchLabels: selector },
-        template: {
-          metadata: {
-            labels: podLabels,
-            annotations: {
-              // on the pod template, not the Deployment: Multus reads pod annotations only
-              [MULTUS_NETWORKS_ANNOTATION]: JSON.stringify(selection),
-              ...(props.restartHash ? { [GATEWAY_RESTART_HASH_ANNOTATION]: props.restartHash } : {}),
-            },
-          },
-          spec: {
-            serviceAccountName: props.serviceAccountName,
-            // the runtime reads files only; it never talks to the API server
-            automountServiceAccountToken: false,
-            enableServiceLinks: false,
-            terminationGracePeriodSeconds: props.terminationGracePeriodSeconds ?? 35,
-            ...(props.priorityClassName ? { priorityClassName: props.priorityClassName } : {}),
-            securityContext: {
-              runAsNonRoot: true,
-              runAsUser: GATEWAY_RUN_AS,
-              runAsGroup: GATEWAY_RUN_AS,
-              fsGroup: GATEWAY_RUN_AS,
-              seccompProfile: { type: 'RuntimeDefault' },
-            },
-            ...(placement.nodeSelector ? { nodeSelector: placement.nodeSelector } : {}),
-            ...(placement.tolerations ? { tolerations: placement.tolerations } : {}),
-            affinity: {
-              ...userAffinity,
-              podAntiAffinity: {
-                ...userAnti,
-                requiredDuringSchedulingIgnoredDuringExecution: [
-                  ...(userAnti.requiredDuringSchedulingIgnoredDuringExecution ?? []),
-                  { labelSelector: spreadSelector, topologyKey: 'kubernetes.io/hostname' },
-                ],
-              },
-            },
-            topologySpreadConstraints: [
-              { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: spreadSelector },
-            ],
-            initContainers: [{
-              name: 'setup-rules',
-              image: props.image,
-              imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
-              command: ['migration-mesh-proxy'],
-              args: ['setup-rules', '--config', configPath],
-              // iptables needs uid 0 and CAP_NET_ADMIN in the pod's own network namespace; it exits
-              // before the runtime starts
-              securityContext: rootWithOnly(['NET_ADMIN']),
-              resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '128Mi' } },
-              volumeMounts: [configMount, { name: 'xtables-lock', mountPath: '/run' }],
-            }],
-            containers: [{
-              name: 'gateway',
-              image: props.image,
-              imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
-              command: ['migration-mesh-proxy'],
-              args: ['run', '--config', configPath],
-              ports: [
-                { name: 'intercept', containerPort: props.ports.intercept, protocol: 'TCP' },
-                { name: 'tunnel', containerPort: props.ports.tunnel, protocol: 'TCP' },
-                { name: GATEWAY_METRICS_PORT_NAME, containerPort: props.ports.admin, protocol: 'TCP' },
-              ],
-              securityContext: {
-                runAsNonRoot: true,
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                privileged: false,
-                capabilities: { drop: ['ALL'] },
-              },
-              resources: props.resources ?? { requests: { cpu: '500m', memory: '256Mi' }, limits: { memory: '1Gi' } },
-              startupProbe: { httpGet: { path: '/healthz', port: GATEWAY_METRICS_PORT_NAME }, periodSeconds: 2, failureThreshold: 30 },
-              livenessProbe: { httpGet: { path: '/healthz', port: GATEWAY_METRICS_PORT_NAME }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
-              readinessProbe: { httpGet: { path: '/readyz', port: GATEWAY_METRICS_PORT_NAME }, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 2 },
-              volumeMounts: [configMount, { name: 'tmp', mountPath: '/tmp' }],
-            },
-            ...(props.failover ? [{
-              name: 'failover',
-              image: props.image,
-              imagePullPolicy: props.imagePullPolicy ?? 'IfNotPresent',
-              command: ['keepalived'],
-              args: keepalivedArgs(`${GATEWAY_CONFIG_MOUNT}/${GATEWAY_KEEPALIVED_FILE}`, r.replica),
-              // VRRP needs uid 0 with NET_ADMIN (add/remove the VIP) and NET_RAW (adverts, gratuitous ARP);
-              // SETUID/SETGID let keepalived drop to `nobody` for the readiness check (without them the
-              // check never runs: seen in the fleet netns test, keepalived logs "Couldn't setgroups")
-              securityContext: rootWithOnly(['NET_ADMIN', 'NET_RAW', 'SETUID', 'SETGID']),
-              resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '64Mi' } },
-              volumeMounts: [configMount, { name: 'keepalived-run', mountPath: KEEPALIVED_RUN_DIR }],
-            }] : []),
-            ],
-            volumes: [
-              { name: 'config', projected: { defaultMode: 0o440, sources } },
-              { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '16Mi' } },
-              // iptables-legacy takes /run/xtables.lock; the root filesystem is read-only
-              { name: 'xtables-lock', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
-              ...(props.failover ? [{ name: 'keepalived-run', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } }] : []),
-            ],
-          },
-        },
-      },
-    });
+    return projectedVolume(this, 'ConfigVolume', 'config', { defaultMode: 0o440, sources });
   }
+
+  private addGatewayContainers(props: GatewayDeploymentProps): { setup: kplus.Container; runtime: kplus.Container; failover?: kplus.Container } {
+    const configPath = `${GATEWAY_CONFIG_MOUNT}/${GATEWAY_CONFIG_FILE}`;
+    const configMount: kplus.VolumeMount = { path: GATEWAY_CONFIG_MOUNT, volume: this.configVolume, readOnly: true };
+    const imagePullPolicy = props.imagePullPolicy ?? kplus.ImagePullPolicy.IF_NOT_PRESENT;
+    const admin = props.ports.admin;
+    const probe = (path: string, period: number, failures: number, timeout?: number): kplus.Probe => kplus.Probe.fromHttpGet(path, {
+      port: admin, periodSeconds: Duration.seconds(period), failureThreshold: failures, timeoutSeconds: timeout ? Duration.seconds(timeout) : undefined,
+    });
+    const runtime = this.deployment.addContainer({
+      name: 'gateway',
+      image: props.image,
+      imagePullPolicy,
+      command: ['migration-mesh-proxy'],
+      args: ['run', '--config', configPath],
+      ports: [
+        { name: 'intercept', number: props.ports.intercept, protocol: kplus.Protocol.TCP },
+        { name: 'tunnel', number: props.ports.tunnel, protocol: kplus.Protocol.TCP },
+        { name: GATEWAY_METRICS_PORT_NAME, number: admin, protocol: kplus.Protocol.TCP },
+      ],
+      securityContext: {
+        ensureNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false,
+        capabilities: { drop: [kplus.Capability.ALL] },
+      },
+      resources: props.resources ?? DEFAULT_GATEWAY_RESOURCES,
+      startup: probe('/healthz', 2, 30),
+      liveness: probe('/healthz', 10, 3, 3),
+      readiness: probe('/readyz', 5, 2, 3),
+      volumeMounts: [configMount, { path: '/tmp', volume: memoryDir(this, 'Tmp', 'tmp', 16) }],
+    });
+    const failover = props.failover ? this.deployment.addContainer({
+      name: 'failover',
+      image: props.image,
+      imagePullPolicy,
+      command: ['keepalived'],
+      args: keepalivedArgs(`${GATEWAY_CONFIG_MOUNT}/${GATEWAY_KEEPALIVED_FILE}`, props.replica.replica),
+      // VRRP needs uid 0 with NET_ADMIN (add/remove the VIP) and NET_RAW (adverts, gratuitous ARP);
+      // SETUID/SETGID let keepalived drop to `nobody` for the readiness check (without them the
+      // check never runs: seen in the fleet netns test, keepalived logs "Couldn't setgroups")
+      securityContext: rootWithOnly([kplus.Capability.NET_ADMIN, kplus.Capability.NET_RAW, kplus.Capability.SETUID, kplus.Capability.SETGID]),
+      resources: { cpu: { request: kplus.Cpu.millis(10) }, memory: { request: Size.mebibytes(16), limit: Size.mebibytes(64) } },
+      volumeMounts: [configMount, { path: KEEPALIVED_RUN_DIR, volume: memoryDir(this, 'KeepalivedRun', 'keepalived-run', 1) }],
+    }) : undefined;
+    const setup = this.deployment.addInitContainer({
+      name: 'setup-rules',
+      image: props.image,
+      imagePullPolicy,
+      command: ['migration-mesh-proxy'],
+      args: ['setup-rules', '--config', configPath],
+      // iptables needs uid 0 and CAP_NET_ADMIN in the pod's own network namespace; it exits before the
+      // runtime starts. Explicit resources: cdk8s-plus-28 would otherwise give it 1000m/512Mi.
+      securityContext: rootWithOnly([kplus.Capability.NET_ADMIN]),
+      resources: { cpu: { request: kplus.Cpu.millis(10) }, memory: { request: Size.mebibytes(32), limit: Size.mebibytes(128) } },
+      // iptables-legacy takes /run/xtables.lock; the root filesystem is read-only
+      volumeMounts: [configMount, { path: '/run', volume: memoryDir(this, 'XtablesLock', 'xtables-lock', 1) }],
+    });
+    return { setup, runtime, failover };
+  }
+
+  /**
+   * Required anti-affinity on the gateway set (cdk8s-plus `separate`), tolerations (`tolerate`); what
+   * cdk8s-plus-28 cannot express (nodeSelector, topology spread, raw affinity terms) as JSON patches.
+   */
+  private applyPlacement(setLabels: Record<string, string>, placement: Placement): void {
+    const spec = '/spec/template/spec';
+    const set = kplus.Pods.select(this, 'GatewaySet', { labels: setLabels });
+    this.deployment.scheduling.separate(set, { topology: kplus.Topology.HOSTNAME });
+    placement.tolerations?.forEach((t, i) => this.addToleration(taintQueryOf(t, `placement.tolerations[${i}]`)));
+    const patches = [JsonPatch.add(`${spec}/topologySpreadConstraints`, [
+      { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: setLabels } },
+    ])];
+    if (placement.nodeSelector) patches.push(JsonPatch.add(`${spec}/nodeSelector`, placement.nodeSelector));
+    const { podAntiAffinity: userAnti = {}, ...otherAffinity } = (placement.affinity ?? {}) as Record<string, unknown>;
+    const { requiredDuringSchedulingIgnoredDuringExecution: userRequired = [], ...otherAnti } = userAnti as Record<string, unknown>;
+    // the user's required anti-affinity terms go before ours, as they did before cdk8s-plus
+    (userRequired as unknown[]).forEach((term, i) => patches.push(JsonPatch.add(`${spec}/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution/${i}`, term)));
+    for (const [k, v] of Object.entries(otherAnti)) patches.push(JsonPatch.add(`${spec}/affinity/podAntiAffinity/${k}`, v));
+    for (const [k, v] of Object.entries(otherAffinity)) patches.push(JsonPatch.add(`${spec}/affinity/${k}`, v));
+    this.apiObject.addJsonPatch(...patches);
+  }
+
+  private applyOptions(o: GatewayPodOptions): void {
+    for (const [k, v] of Object.entries(o.podLabels ?? {})) this.addPodLabel(k, v);
+    for (const [k, v] of Object.entries(o.podAnnotations ?? {})) this.addPodAnnotation(k, v);
+    for (const s of o.imagePullSecrets ?? []) this.addImagePullSecret(s);
+    if (o.tolerations?.length) this.addToleration(...o.tolerations);
+    if (o.priorityClassName) this.setPriorityClassName(o.priorityClassName);
+  }
+}
+
+function checkNotReserved(what: string, key: string): void {
+  if (RESERVED_POD_KEYS.includes(key)) throw new Error(`${what} '${key}' belongs to the gateway (selectors, Multus, restart hash); choose another key`);
 }

@@ -1,4 +1,5 @@
 import { ApiObject } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 
 /**
@@ -39,23 +40,22 @@ export const GATEWAY_METRICS_PORT_NAME = 'metrics';
  * asked a `ServiceMonitor` that scrapes `/metrics` on every gateway replica.
  */
 export class GatewayMetrics extends Construct {
-  public readonly service: ApiObject;
+  /** The metrics Service (cdk8s-plus-28). */
+  public readonly service: kplus.Service;
+  /** The ServiceMonitor (L1: a Prometheus Operator CRD, no cdk8s-plus construct). */
   public readonly serviceMonitor?: ApiObject;
 
   constructor(scope: Construct, id: string, props: GatewayMetricsProps) {
     super(scope, id);
     const name = 'migration-mesh-gateway-metrics';
     const labels = { ...props.labels, 'app.kubernetes.io/component': 'metrics' };
-    this.service = new ApiObject(this, 'Service', {
-      apiVersion: 'v1',
-      kind: 'Service',
+    // targetPort is the admin port's number: cdk8s-plus-28 takes numeric target ports only
+    this.service = new kplus.Service(this, 'Service', {
       metadata: { name, namespace: props.namespace, labels },
-      spec: {
-        type: 'ClusterIP',
-        selector: props.podSelector,
-        ports: [{ name: GATEWAY_METRICS_PORT_NAME, port: props.adminPort, targetPort: GATEWAY_METRICS_PORT_NAME, protocol: 'TCP' }],
-      },
+      type: kplus.ServiceType.CLUSTER_IP,
+      ports: [{ name: GATEWAY_METRICS_PORT_NAME, port: props.adminPort, targetPort: props.adminPort, protocol: kplus.Protocol.TCP }],
     });
+    for (const [k, v] of Object.entries(props.podSelector)) this.service.selectLabel(k, v);
     if (props.serviceMonitor) {
       this.serviceMonitor = new ApiObject(this, 'ServiceMonitor', {
         apiVersion: 'monitoring.coreos.com/v1',

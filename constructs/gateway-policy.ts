@@ -38,6 +38,7 @@ export interface GatewayCrossClusterPolicyProps {
  * for clusters that declare `multiNetworkPolicy: true`: without the controller the object is inert.
  */
 export class GatewayCrossClusterPolicy extends Construct {
+  /** L1: MultiNetworkPolicy is a Multus CRD; cdk8s-plus-28 has no construct for it. */
   public readonly apiObject: ApiObject;
 
   constructor(scope: Construct, id: string, props: GatewayCrossClusterPolicyProps) {

@@ -61,7 +61,7 @@ export interface GatewayTlsProps {
 export class GatewayTls extends Construct {
   /** Secret to mount (`ca.crt`, `tls.crt`, `tls.key`), or undefined for plaintext. */
   public readonly secretName?: string;
-  /** The Certificate object (issuer source only). */
+  /** The Certificate object (issuer source only); L1: a cert-manager CRD, which cdk8s-plus-28 has no construct for. */
   public readonly certificate?: ApiObject;
 
   constructor(scope: Construct, id: string, props: GatewayTlsProps) {

@@ -14,7 +14,15 @@ export interface HarvesterClusterChartProps {
   readonly cluster: ClusterPlan;
   /** The checked `vm-migration-network` value (`harvesterSettingFor`). */
   readonly value: HarvesterMigrationNetworkValue;
+  /**
+   * Labels on every object of the chart; the mesh's own labels win.
+   *
+   * @default - none
+   */
+  readonly labels?: Record<string, string>;
 }
+
+const HARVESTER_CLUSTER_CHART_SYMBOL = Symbol.for('migration-mesh.HarvesterClusterChart');
 
 /**
  * Everything a Harvester cluster applies: only the `vm-migration-network` Setting. Harvester writes
@@ -23,11 +31,17 @@ export interface HarvesterClusterChartProps {
  * setting owns `migrations`; see docs/gitops.md).
  */
 export class HarvesterClusterChart extends Chart {
+  /** True for a `HarvesterClusterChart`, also across duplicate copies of this package. */
+  public static isHarvesterClusterChart(x: unknown): x is HarvesterClusterChart {
+    return typeof x === 'object' && x !== null && HARVESTER_CLUSTER_CHART_SYMBOL in x;
+  }
+
   public readonly cluster: ClusterPlan;
   public readonly setting: HarvesterMigrationNetwork;
 
   constructor(scope: Construct, id: string, props: HarvesterClusterChartProps) {
-    super(scope, id, { disableResourceNameHashes: true, labels: { 'migrationmesh.dev/fleet': props.plan.fleet } });
+    super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, 'migrationmesh.dev/fleet': props.plan.fleet } });
+    Object.defineProperty(this, HARVESTER_CLUSTER_CHART_SYMBOL, { value: true });
     this.cluster = props.cluster;
     this.setting = new HarvesterMigrationNetwork(this, 'MigrationNetwork', {
       value: props.value,

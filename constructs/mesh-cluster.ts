@@ -3,17 +3,40 @@ import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../src/cni';
 import { migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt-config';
 import { ClusterPlan, FleetPlan } from '../src/planner';
+import { GatewayPodOptions } from './gateway-pod-options';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { MigrationNetwork } from './migration-network';
 import { MigrationProxy } from './migration-proxy';
 import { NetworkAttachment } from './network-attachment';
 import { SyncControllerPlacement } from './sync-controller-placement';
 
+const MESH_CLUSTER_CHART_SYMBOL = Symbol.for('migration-mesh.MeshClusterChart');
+
+/** What a user customizes per cluster chart (fleet-wide and per-cluster layers already merged). */
+export interface MeshClusterOptions {
+  /**
+   * Labels on every object of the chart (cdk8s chart labels). Labels the mesh sets itself on an object
+   * (`app.kubernetes.io/*`, `migrationmesh.dev/*`) win over these.
+   *
+   * @default - none
+   * @see https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/
+   */
+  readonly labels?: Record<string, string>;
+  /**
+   * Customizations of every gateway pod of the cluster (gateway datapath only).
+   *
+   * @default - none
+   */
+  readonly gatewayPod?: GatewayPodOptions;
+}
+
 /**
  * Properties for `MeshClusterChart`.
  */
-export interface MeshClusterChartProps {
+export interface MeshClusterChartProps extends MeshClusterOptions {
+  /** The fleet plan. */
   readonly plan: FleetPlan;
+  /** This cluster's plan. */
   readonly cluster: ClusterPlan;
 }
 
@@ -23,13 +46,26 @@ export interface MeshClusterChartProps {
  * MigrationProxy; in native mode the sync controllers' NAD on the shared network.
  */
 export class MeshClusterChart extends Chart {
+  /**
+   * True for a `MeshClusterChart`, also across duplicate copies of this package (`instanceof` is true
+   * for any subclass only, and false across copies). Use it to filter `mesh.charts`.
+   */
+  public static isMeshClusterChart(x: unknown): x is MeshClusterChart {
+    return typeof x === 'object' && x !== null && MESH_CLUSTER_CHART_SYMBOL in x;
+  }
+
+  /** This cluster's plan. */
   public readonly cluster: ClusterPlan;
+  /** The KubeVirt configuration fragments (partial KubeVirt CR, kustomize patch or HyperConverged). */
   public readonly kubevirt: KubevirtConfiguration;
+  /** The in-cluster migration network (NAD + `migrations.network`). */
   public readonly migrationNetwork: MigrationNetwork;
+  /** The gateway (gateway datapath only): typed handles on every gateway object. */
   public readonly proxy?: MigrationProxy;
 
   constructor(scope: Construct, id: string, props: MeshClusterChartProps) {
-    super(scope, id, { disableResourceNameHashes: true, labels: { 'migrationmesh.dev/fleet': props.plan.fleet } });
+    super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, 'migrationmesh.dev/fleet': props.plan.fleet } });
+    Object.defineProperty(this, MESH_CLUSTER_CHART_SYMBOL, { value: true });
     const { plan, cluster } = props;
     this.cluster = cluster;
     const kv = cluster.kubevirt;
@@ -59,7 +95,7 @@ export class MeshClusterChart extends Chart {
       this.kubevirt.addSpec(nativeDatapathFragment(cluster));
     }
     if (cluster.datapath === 'gateway') {
-      this.proxy = new MigrationProxy(this, 'Gateway', { plan, cluster });
+      this.proxy = new MigrationProxy(this, 'Gateway', { plan, cluster, ...props.gatewayPod });
     }
   }
 }

@@ -4,8 +4,14 @@ import { FleetDocument } from '../src/fleet-schema';
 import { Ledger, LedgerChange } from '../src/ledger';
 import { ClusterPlan, FleetInput, FleetPlan, planFleetDocument } from '../src/planner';
 import { HarvesterMigrationNetworkValue, harvesterSettingFor } from '../src/harvester';
+import { GatewayPodOptions, gatewayPodOptionsOf, mergeGatewayPodOptions } from './gateway-pod-options';
 import { HarvesterClusterChart } from './harvester-cluster';
-import { MeshClusterChart } from './mesh-cluster';
+import { MeshClusterChart, MeshClusterOptions } from './mesh-cluster';
+import { MigrationProxy } from './migration-proxy';
+import { ForkliftHubChart } from './forklift-hub';
+import { clusterFacts } from './forklift-output';
+import { planForklift } from '../src/forklift/plan';
+import { MovesInput } from '../src/forklift/checks';
 
 const MESH_SYMBOL = Symbol.for('migration-mesh.CrossClusterMigrationMesh');
 
@@ -30,6 +36,32 @@ export interface CrossClusterMigrationMeshProps {
    * @default false
    */
   readonly frozen?: boolean;
+  /**
+   * Labels on every object of every cluster, over the fleet file's `spec.labels`.
+   *
+   * @default - none
+   * @see https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/
+   */
+  readonly labels?: Record<string, string>;
+  /**
+   * Customizations of every gateway pod of every gateway cluster, over the fleet file's `spec.gateway.pod`.
+   *
+   * @default - none
+   */
+  readonly gatewayPod?: GatewayPodOptions;
+  /**
+   * Per-cluster customizations by cluster name, over the fleet-wide ones (maps merged by key, lists
+   * appended, other fields replaced). Every name must be a cluster of the fleet.
+   *
+   * @default - none
+   */
+  readonly clusters?: Record<string, MeshClusterOptions>;
+  /**
+   * VMs to move, when kept outside the fleet (`loadMovesFile`).
+   *
+   * @default - the fleet's own `spec.forklift.moves`
+   */
+  readonly moves?: MovesInput;
 }
 
 /**
@@ -48,8 +80,13 @@ export class CrossClusterMigrationMesh extends Construct {
   public readonly ledger: Ledger;
   /** What changed against the given ledger. */
   public readonly changes: LedgerChange[];
-  /** One chart per cluster, by cluster name order (Harvester clusters get a HarvesterClusterChart). */
+  /**
+   * One chart per cluster, by cluster name order (Harvester clusters get a HarvesterClusterChart).
+   * Filter with `MeshClusterChart.isMeshClusterChart` / `HarvesterClusterChart.isHarvesterClusterChart`.
+   */
   public readonly charts: (MeshClusterChart | HarvesterClusterChart)[];
+  /** The Forklift hub's objects (id `_forklift`), when the fleet has `spec.forklift` (docs/migrations.md). */
+  public readonly forklift?: ForkliftHubChart;
 
   constructor(scope: Construct, id: string, props: CrossClusterMigrationMeshProps) {
     super(scope, id);
@@ -59,8 +96,41 @@ export class CrossClusterMigrationMesh extends Construct {
     this.ledger = result.ledger;
     this.changes = result.changes;
     const harvester = harvesterValues(result.document, this.plan);
-    this.charts = this.plan.clusters.map((c) => clusterChart(scope, this.plan, c, harvester.get(c.name)));
+    const unknown = Object.keys(props.clusters ?? {}).filter((n) => !this.plan.clusters.some((c) => c.name === n));
+    if (unknown.length) throw new Error(`clusters: ${unknown.join(', ')} not in fleet ${this.plan.fleet}; use one of ${this.plan.clusters.map((c) => c.name).join(', ')}`);
+    this.charts = this.plan.clusters.map((c) => clusterChart(scope, this.plan, c, harvester.get(c.name), clusterOptionsFor(result.document, c.name, props)));
+    const objects = new Map(this.charts.map((c) => [c.node.id, c.toJson()]));
+    const fk = planForklift(result.document, clusterFacts(result.document, this.plan.clusters, objects), props.moves);
+    if (fk.problems.length) throw new FleetValidationError(fk.problems);
+    if (fk.plan) this.forklift = new ForkliftHubChart(scope, '_forklift', { plan: fk.plan });
   }
+
+  /** The chart of one cluster, by name. */
+  public chartOf(cluster: string): MeshClusterChart | HarvesterClusterChart | undefined {
+    return this.charts.find((c) => c.cluster.name === cluster);
+  }
+
+  /** The gateway of every gateway-datapath cluster, in cluster order. */
+  public get gateways(): MigrationProxy[] {
+    return this.charts.filter(MeshClusterChart.isMeshClusterChart).flatMap((c) => (c.proxy ? [c.proxy] : []));
+  }
+}
+
+/**
+ * A cluster's customizations from four layers, later winning: the fleet file's `spec` (`labels`,
+ * `gateway.pod`), the TypeScript fleet-wide props, the fleet file's cluster entry, the TypeScript
+ * `clusters[name]` props.
+ */
+export function clusterOptionsFor(document: FleetDocument, cluster: string, props: Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> = {}): MeshClusterOptions {
+  const spec = document.spec;
+  const entry = spec.clusters.find((c) => c.name === cluster);
+  const ts = props.clusters?.[cluster];
+  const fileFleet = gatewayPodOptionsOf(spec.gateway?.pod);
+  const fileCluster = gatewayPodOptionsOf(entry?.gateway?.pod);
+  return {
+    labels: { ...spec.labels, ...props.labels, ...entry?.labels, ...ts?.labels },
+    gatewayPod: mergeGatewayPodOptions(fileFleet, props.gatewayPod, fileCluster, ts?.gatewayPod),
+  };
 }
 
 /**
@@ -82,9 +152,14 @@ export function harvesterValues(document: FleetDocument, plan: FleetPlan): Map<s
   return new Map([...harvester.entries()].map(([k, v]) => [k, v.value!]));
 }
 
-/** The chart of one cluster: a Harvester setting chart when `harvesterValue` is given, else the full mesh chart. */
-export function clusterChart(scope: Construct, plan: FleetPlan, cluster: ClusterPlan, harvesterValue?: HarvesterMigrationNetworkValue): MeshClusterChart | HarvesterClusterChart {
+/**
+ * The chart of one cluster: a Harvester setting chart when `harvesterValue` is given, else the full mesh
+ * chart. `options` (see `clusterOptionsFor`) carries the user's labels and gateway pod customizations.
+ */
+export function clusterChart(
+  scope: Construct, plan: FleetPlan, cluster: ClusterPlan, harvesterValue?: HarvesterMigrationNetworkValue, options: MeshClusterOptions = {},
+): MeshClusterChart | HarvesterClusterChart {
   return harvesterValue !== undefined
-    ? new HarvesterClusterChart(scope, cluster.name, { plan, cluster, value: harvesterValue })
-    : new MeshClusterChart(scope, cluster.name, { plan, cluster });
+    ? new HarvesterClusterChart(scope, cluster.name, { plan, cluster, value: harvesterValue, labels: options.labels })
+    : new MeshClusterChart(scope, cluster.name, { plan, cluster, ...options });
 }

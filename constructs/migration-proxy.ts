@@ -1,12 +1,14 @@
 import { ApiObject } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { staticIpam } from '../src/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway-config';
 import { GATEWAY_KEEPALIVED_FILE, keepalivedConfigFor } from '../src/gateway-failover';
 import { DEFAULT_GATEWAY_INTERFACES, gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway-pod';
 import { ClusterPlan, FleetPlan } from '../src/planner';
-import { GatewayDeployment, GatewayResources } from './gateway-deployment';
+import { GatewayDeployment } from './gateway-deployment';
 import { GatewayMetrics } from './gateway-metrics';
+import { GatewayPodOptions } from './gateway-pod-options';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
 import { GatewayTls } from './gateway-tls';
 import { NetworkAttachment } from './network-attachment';
@@ -15,9 +17,11 @@ import { NetworkAttachment } from './network-attachment';
 export const DEFAULT_GATEWAY_NAMESPACE = 'migration-mesh';
 
 /**
- * Properties for `MigrationProxy`.
+ * Properties for `MigrationProxy`. The `GatewayPodOptions` fields (pod labels and annotations, resources,
+ * image pull policy and secrets, priority class, tolerations) apply to every replica; they are sugar for
+ * the `add...`/`set...` methods.
  */
-export interface MigrationProxyProps {
+export interface MigrationProxyProps extends GatewayPodOptions {
   /** The fleet plan (fleet-wide gateway settings, cross-cluster network). */
   readonly plan: FleetPlan;
   /** This cluster's plan: gateway replicas with their planned addresses, and the peer table. */
@@ -34,24 +38,6 @@ export interface MigrationProxyProps {
    * @default {inCluster: 'mig0', crossCluster: 'xc0'}
    */
   readonly interfaces?: { readonly inCluster: string; readonly crossCluster: string };
-  /**
-   * Resources of the runtime container.
-   *
-   * @default {requests: {cpu: '500m', memory: '256Mi'}, limits: {memory: '1Gi'}} (no CPU limit)
-   */
-  readonly resources?: GatewayResources;
-  /**
-   * Image pull policy of the gateway containers.
-   *
-   * @default IfNotPresent
-   */
-  readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
-  /**
-   * PriorityClass of the gateway pods.
-   *
-   * @default - none
-   */
-  readonly priorityClassName?: string;
   /**
    * Lifetime and renewal of the cert-manager Certificate (issuer TLS source only), Go durations.
    *
@@ -77,6 +63,9 @@ export const GATEWAY_CONFIGMAP_NAME = 'migration-mesh-gateway';
  * - the peer-table ConfigMap written through the runtime's own config schema (one per cluster: the
  *   runtime binds 0.0.0.0 and lists every replica's addresses as its own);
  * - one Deployment per replica (`GatewayDeployment`), a ServiceAccount, a PodDisruptionBudget;
+ * - cdk8s-plus-28 constructs for the Namespace, ConfigMap, ServiceAccount, Deployments and Service (typed
+ *   handles below, `add...` methods for every replica); cdk8s `ApiObject`s where cdk8s-plus-28 has no
+ *   construct (PodDisruptionBudget, NADs, Certificate, ServiceMonitor, MultiNetworkPolicy);
  * - the mTLS material (`GatewayTls`: cert-manager Certificate, an existing Secret, or none);
  * - the metrics Service and optional ServiceMonitor (`GatewayMetrics`);
  * - a MultiNetworkPolicy on the cross-cluster attachment when the cluster runs the controller.
@@ -88,19 +77,31 @@ export const GATEWAY_CONFIGMAP_NAME = 'migration-mesh-gateway';
  * `migrationmesh.dev/restart-hash` pod annotation.
  */
 export class MigrationProxy extends Construct {
+  /** Name of the gateway namespace. */
   public readonly namespace: string;
+  /** The gateway Namespace (cdk8s-plus-28). */
+  public readonly namespaceObject: kplus.Namespace;
+  /** The cross-cluster NAD (L1: cdk8s-plus-28 has no NetworkAttachmentDefinition). */
   public readonly crossClusterNad: NetworkAttachment;
+  /** The in-cluster NAD of the gateways (L1). */
   public readonly inClusterNad: NetworkAttachment;
-  public readonly configMap: ApiObject;
+  /** The ConfigMap holding `config.json` (and `keepalived.conf`); reloaded in place, so not immutable. */
+  public readonly configMap: kplus.ConfigMap;
   /** The gateway runtime configuration (validated by the runtime's schema). */
   public readonly config: ReturnType<typeof gatewayConfigFor>;
   /** keepalived.conf of the failover sidecars; undefined when the cluster has no gateway VIP. */
   public readonly keepalivedConfig?: string;
-  public readonly serviceAccount: ApiObject;
+  /** The pods' ServiceAccount (no token mounted: the network-facing process holds no API credentials). */
+  public readonly serviceAccount: kplus.ServiceAccount;
+  /** One per replica, in replica order. */
   public readonly deployments: GatewayDeployment[];
+  /** L1: cdk8s-plus-28 has no PodDisruptionBudget construct. */
   public readonly podDisruptionBudget: ApiObject;
+  /** The mTLS material (cert-manager Certificate, a user Secret, or none). */
   public readonly tls: GatewayTls;
+  /** The metrics Service (`metrics.service`, cdk8s-plus-28) and optional ServiceMonitor. */
   public readonly metrics: GatewayMetrics;
+  /** The MultiNetworkPolicy; undefined unless the cluster runs the multi-networkpolicy controller. */
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
 
   constructor(scope: Construct, id: string, props: MigrationProxyProps) {
@@ -111,8 +112,7 @@ export class MigrationProxy extends Construct {
     this.namespace = props.namespace ?? DEFAULT_GATEWAY_NAMESPACE;
     const labels = { 'app.kubernetes.io/name': 'migration-mesh-gateway', 'app.kubernetes.io/managed-by': 'migration-mesh' };
 
-    new ApiObject(this, 'Namespace', {
-      apiVersion: 'v1', kind: 'Namespace',
+    this.namespaceObject = new kplus.Namespace(this, 'Namespace', {
       metadata: { name: this.namespace, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'privileged' } },
     });
     this.crossClusterNad = new NetworkAttachment(this, 'CrossClusterNad', {
@@ -136,20 +136,16 @@ export class MigrationProxy extends Construct {
       inClusterInterface: (props.interfaces ?? DEFAULT_GATEWAY_INTERFACES).inCluster,
       adminPort: this.config.listen.admin.port,
     });
-    this.configMap = new ApiObject(this, 'Config', {
-      apiVersion: 'v1', kind: 'ConfigMap',
+    this.configMap = new kplus.ConfigMap(this, 'Config', {
       metadata: { name: GATEWAY_CONFIGMAP_NAME, namespace: this.namespace, labels },
       data: {
         [GATEWAY_CONFIG_FILE]: formatGatewayConfig(this.config),
         ...(this.keepalivedConfig ? { [GATEWAY_KEEPALIVED_FILE]: this.keepalivedConfig } : {}),
       },
     });
-
-    const setLabels = gatewaySetLabels(cluster.name);
-    this.serviceAccount = new ApiObject(this, 'ServiceAccount', {
-      apiVersion: 'v1', kind: 'ServiceAccount',
+    this.serviceAccount = new kplus.ServiceAccount(this, 'ServiceAccount', {
       metadata: { name: 'migration-mesh-gateway', namespace: this.namespace, labels },
-      automountServiceAccountToken: false,
+      automountToken: false,
     });
     this.tls = new GatewayTls(this, 'Tls', {
       namespace: this.namespace,
@@ -160,29 +156,8 @@ export class MigrationProxy extends Construct {
       renewBefore: props.certificate?.renewBefore,
       labels,
     });
-    // keepalived reads its file once: a change of it (replicas added or removed) restarts the pods
-    const restartHash = gatewayRestartHash(this.config, this.keepalivedConfig);
-    this.deployments = cluster.gateways.map((g) => new GatewayDeployment(this, `Replica${g.replica}`, {
-      namespace: this.namespace,
-      replica: g,
-      setLabels,
-      labels: { 'app.kubernetes.io/managed-by': 'migration-mesh' },
-      image: plan.gateway.image,
-      inClusterNad: this.inClusterNad.name,
-      crossClusterNad: this.crossClusterNad.name,
-      configMapName: GATEWAY_CONFIGMAP_NAME,
-      serviceAccountName: 'migration-mesh-gateway',
-      ports: { intercept: this.config.listen.intercept.port, tunnel: this.config.listen.tunnel.port, admin: this.config.listen.admin.port },
-      tlsSecretName: this.tls.secretName,
-      restartHash,
-      placement: plan.gateway.placement,
-      interfaces: props.interfaces,
-      resources: props.resources,
-      imagePullPolicy: props.imagePullPolicy,
-      priorityClassName: props.priorityClassName,
-      terminationGracePeriodSeconds: Math.ceil(this.config.limits.drainTimeoutMs / 1000) + 5,
-      failover: this.keepalivedConfig !== undefined,
-    }));
+    this.deployments = this.buildReplicas(props);
+    const setLabels = gatewaySetLabels(cluster.name);
     this.podDisruptionBudget = new ApiObject(this, 'PodDisruptionBudget', {
       apiVersion: 'policy/v1', kind: 'PodDisruptionBudget',
       metadata: { name: 'migration-mesh-gateway', namespace: this.namespace, labels },
@@ -206,5 +181,71 @@ export class MigrationProxy extends Construct {
         labels,
       });
     }
+  }
+
+  /** Add a container to every replica's pods; returns one Container per replica (see `GatewayDeployment.addSidecar`). */
+  public addSidecar(container: kplus.ContainerProps): kplus.Container[] {
+    return this.deployments.map((d) => d.addSidecar(container));
+  }
+
+  /** Add a volume to every replica's pods. */
+  public addVolume(volume: kplus.Volume): void {
+    for (const d of this.deployments) d.addVolume(volume);
+  }
+
+  /** Tolerate node taints on every replica. */
+  public addToleration(...queries: kplus.NodeTaintQuery[]): void {
+    for (const d of this.deployments) d.addToleration(...queries);
+  }
+
+  /** Add a label to every replica's pod template (the gateway's selector labels are refused). */
+  public addPodLabel(key: string, value: string): void {
+    for (const d of this.deployments) d.addPodLabel(key, value);
+  }
+
+  /** Add an annotation to every replica's pod template (the Multus selection and restart hash are refused). */
+  public addPodAnnotation(key: string, value: string): void {
+    for (const d of this.deployments) d.addPodAnnotation(key, value);
+  }
+
+  /** Pull the gateway images with the credentials in this Secret, on every replica. */
+  public addImagePullSecret(secret: string | kplus.ISecret): void {
+    for (const d of this.deployments) d.addImagePullSecret(secret);
+  }
+
+  /** Set the PriorityClass of every replica's pods. */
+  public setPriorityClassName(name: string): void {
+    for (const d of this.deployments) d.setPriorityClassName(name);
+  }
+
+  private buildReplicas(props: MigrationProxyProps): GatewayDeployment[] {
+    const { plan, cluster } = props;
+    // keepalived reads its file once: a change of it (replicas added or removed) restarts the pods
+    const restartHash = gatewayRestartHash(this.config, this.keepalivedConfig);
+    return cluster.gateways.map((g) => new GatewayDeployment(this, `Replica${g.replica}`, {
+      namespace: this.namespace,
+      replica: g,
+      setLabels: gatewaySetLabels(cluster.name),
+      labels: { 'app.kubernetes.io/managed-by': 'migration-mesh' },
+      image: plan.gateway.image,
+      inClusterNad: this.inClusterNad.name,
+      crossClusterNad: this.crossClusterNad.name,
+      configMapName: GATEWAY_CONFIGMAP_NAME,
+      serviceAccount: this.serviceAccount,
+      ports: { intercept: this.config.listen.intercept.port, tunnel: this.config.listen.tunnel.port, admin: this.config.listen.admin.port },
+      tlsSecretName: this.tls.secretName,
+      restartHash,
+      placement: plan.gateway.placement,
+      interfaces: props.interfaces,
+      terminationGracePeriodSeconds: Math.ceil(this.config.limits.drainTimeoutMs / 1000) + 5,
+      failover: this.keepalivedConfig !== undefined,
+      podLabels: props.podLabels,
+      podAnnotations: props.podAnnotations,
+      resources: props.resources,
+      imagePullPolicy: props.imagePullPolicy,
+      imagePullSecrets: props.imagePullSecrets,
+      priorityClassName: props.priorityClassName,
+      tolerations: props.tolerations,
+    }));
   }
 }

@@ -16,12 +16,16 @@ import { parseFleetDocument, resolveFleet } from './resolve';
 import { synthesizeFleet, writeFiles } from './synth';
 import { planFleet } from './planner';
 import { planReport, renderPlanTable } from './report';
+import { nodePrerequisites, renderNodePrerequisites } from './cni';
 import { renderFleetSvg } from './svg';
 import { diffTrees, renderDiff, FleetDiff } from './diff';
 import { diffFleets } from './diff-fleets';
 import { createProgress } from './progress';
 import { FleetDocument } from './fleet-schema';
 import { Ledger } from './ledger';
+import { formatProblem } from './errors';
+import { loadMovesFile, movesPathFor } from './forklift/moves';
+import { movesReport, renderMoves } from './forklift/report';
 
 interface Args { cmd: string; files: string[]; flags: Map<string, string | true> }
 
@@ -72,8 +76,13 @@ export function main(argv: string[], out: (s: string) => void = (s) => process.s
       case 'validate':
         for (const f of need(args.files)) {
           const fleet = resolveFleet(parseFleetDocument(loadFleetFile(f), f), f);
+          const doc = loadFleetFile(f);
+          const moves = movesFor(f, doc);
+          // the move checks read the generated configuration, so they run through synthesis (in memory)
+          const warnings = doc.spec.forklift || moves ? synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }).forklift.warnings : [];
           const modes = [...new Set(fleet.clusters.map((c) => c.datapath))];
           out(`${f}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
+          for (const w of warnings) out(`  warning: ${formatProblem(w)}\n`);
         }
         return 0;
       case 'help': case '--help': case '-h':
@@ -102,7 +111,7 @@ function synth(args: Args, out: (s: string) => void): number {
     const ledger = loadLedgerFile(ledgerFile);
     const progress = createProgress(`synth ${doc.metadata.name}`);
     try {
-      return { f, doc, ledgerFile, ledger, r: synthesizeFleet(doc, { ledger, frozen, onCluster: (d, t) => progress.update(d, t) }) };
+      return { f, doc, ledgerFile, ledger, r: synthesizeFleet(doc, { ledger, frozen, moves: movesFor(f, doc), onCluster: (d, t) => progress.update(d, t) }) };
     } finally {
       progress.done();
     }
@@ -121,6 +130,7 @@ function synth(args: Args, out: (s: string) => void): number {
     const ledgerText = serializeLedger(r.ledger);
     if (!fs.existsSync(ledgerFile) || fs.readFileSync(ledgerFile, 'utf8') !== ledgerText) fs.writeFileSync(ledgerFile, ledgerText);
     out(`${f}: ${r.plan.clusters.length} clusters, ${r.files.size} files -> ${dir}/\n`);
+    for (const w of r.forklift.warnings) out(`  warning: ${formatProblem(w)}\n`);
     if (r.changes.length) out(`  ledger ${ledgerFile}: ${r.changes.length} change${r.changes.length === 1 ? '' : 's'}\n${r.changes.slice(0, 20).map((c) => `    ${formatLedgerChange(c)}\n`).join('')}${r.changes.length > 20 ? `    ... ${r.changes.length - 20} more\n` : ''}`);
   }
   return 0;
@@ -130,6 +140,9 @@ function synth(args: Args, out: (s: string) => void): number {
 export const FLEET_SVG = 'fleet.svg';
 
 const harvesterClusters = (doc: FleetDocument): string[] => doc.spec.clusters.filter((c) => c.harvester).map((c) => c.name);
+
+/** The moves file beside a fleet file (`<fleet>.moves.yaml`), if any. */
+const movesFor = (fleetFile: string, doc: FleetDocument) => loadMovesFile(movesPathFor(fleetFile), doc.metadata.name);
 
 function ledgerFor(args: Args, fleetFile: string): Ledger | undefined {
   const flag = args.flags.get('ledger');
@@ -149,8 +162,13 @@ function plan(args: Args, out: (s: string) => void): number {
     fs.writeFileSync(svg, renderFleetSvg(report));
   }
   const format = String(args.flags.get('output') ?? 'table');
-  if (format === 'json') out(`${JSON.stringify(report, null, 2)}\n`);
-  else if (format === 'table') out(renderPlanTable(report));
+  const moves = movesFor(f, doc);
+  const fk = doc.spec.forklift || moves ? synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }).forklift : undefined;
+  const mr = fk?.plan ? movesReport(fk.plan, fk.warnings) : undefined;
+  const prerequisites = nodePrerequisites(p);
+  const json = { ...report, nodePrerequisites: prerequisites, ...(mr ? { forklift: mr } : {}) };
+  if (format === 'json') out(`${JSON.stringify(json, null, 2)}\n`);
+  else if (format === 'table') out(renderPlanTable(report) + renderNodePrerequisites(prerequisites) + (mr ? renderMoves(mr) : ''));
   else throw new Error(`--output must be table or json, got '${format}'`);
   return 0;
 }
@@ -179,7 +197,7 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     if (files.length === 2) {
       const before = loadFleetFile(files[0]);
       const after = loadFleetFile(files[1]);
-      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]) });
+      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), moves: [movesFor(files[0], before), movesFor(files[1], after)] });
     } else if (files.length === 1) {
       const doc = loadFleetFile(files[0]);
       const ledger = ledgerFor(args, files[0]);
@@ -187,14 +205,14 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
       const dir = path.join(outRoot, doc.metadata.name);
       const progress = createProgress(`synth ${doc.metadata.name}`);
       let r;
-      try { r = synthesizeFleet(doc, { ledger, onCluster: (x, t) => progress.update(x, t) }); } finally { progress.done(); }
+      try { r = synthesizeFleet(doc, { ledger, moves: movesFor(files[0], doc), onCluster: (x, t) => progress.update(x, t) }); } finally { progress.done(); }
       d = diffTrees({ files: readTree(dir), ledger }, { files: r.files, ledger: r.ledger });
     } else {
       throw new Error(`diff takes OLD NEW or one fleet file, got ${files.length} files`);
     }
     if (format === 'json') {
-      const { clusters, summary, changed, counts } = d;
-      out(`${JSON.stringify({ changed, summary, counts, clusters }, null, 2)}\n`);
+      const { clusters, summary, changed, counts, moves } = d;
+      out(`${JSON.stringify({ changed, summary, counts, clusters, moves }, null, 2)}\n`);
     } else out(renderDiff(d));
     return d.changed ? 1 : 0;
   } catch (e) {

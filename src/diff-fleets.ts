@@ -7,10 +7,13 @@ import { FleetDocument } from './fleet-schema';
 import { Ledger } from './ledger';
 import { FleetDiff, TreeSnapshot, diffTrees } from './diff';
 import { SynthResult, synthesizeFleet } from './synth';
+import { MovesInput } from './forklift/checks';
 
 export interface DiffFleetsOptions {
   /** The committed ledger the `before` fleet was synthesized with. @default - none (plan from scratch) */
   readonly ledger?: Ledger;
+  /** Moves files beside the two fleets (before, after). @default - the fleets' own `spec.forklift.moves` */
+  readonly moves?: readonly [MovesInput | undefined, MovesInput | undefined];
 }
 
 export interface DiffFleetsResult extends FleetDiff {
@@ -26,7 +29,7 @@ export function snapshotOf(r: SynthResult): TreeSnapshot {
 
 /** What changing `before` into `after` does to the synthesized tree and the ledger. */
 export function diffFleets(before: FleetDocument, after: FleetDocument, opts: DiffFleetsOptions = {}): DiffFleetsResult {
-  const b = synthesizeFleet(before, { ledger: opts.ledger });
-  const a = synthesizeFleet(after, { ledger: b.ledger });
+  const b = synthesizeFleet(before, { ledger: opts.ledger, moves: opts.moves?.[0] });
+  const a = synthesizeFleet(after, { ledger: b.ledger, moves: opts.moves?.[1] });
   return { ...diffTrees(snapshotOf(b), snapshotOf(a)), before: b, after: a };
 }

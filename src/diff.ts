@@ -7,7 +7,9 @@
 import * as YAML from 'yaml';
 import { Ledger, LedgerChange, diffLedgers, emptyLedger, formatLedgerChange } from './ledger';
 import { GITOPS_DIR } from './gitops';
+import { FORKLIFT_DIR } from './forklift/delivery';
 import { Interval, countIntervals, parsePoolItem, subtractIntervals } from './ip';
+import { MovesDiff, diffMoves, renderMovesDiff } from './forklift/diff';
 
 export interface TreeSnapshot {
   /** Relative path (`<cluster>/<file>`) -> content. Files at the top level (fleet.svg) are ignored. */
@@ -37,6 +39,8 @@ export interface FleetDiff {
   readonly clusters: ClusterDiff[];
   readonly summary: string;
   readonly changed: boolean;
+  /** VMs whose moves are planned or dropped, runs a merge starts (`_forklift/`). */
+  readonly moves: MovesDiff;
   readonly counts: {
     readonly filesAdded: number; readonly filesRemoved: number; readonly filesChanged: number;
     /** Addresses held before and after at a different place. */
@@ -127,7 +131,10 @@ export function diffTrees(before: TreeSnapshot, after: TreeSnapshot): FleetDiff 
     peerTablesLosing: clusters.filter((c) => existing(c) && c.peers.lost.length > 0).length,
     peerTablesUpdated: clusters.filter((c) => existing(c) && c.peers.updated.length > 0).length,
   };
-  return { clusters, summary: summarize(clusters, counts), changed: clusters.length > 0, counts };
+  const moves = diffMoves(before.files, after.files);
+  const movesNote = moves.added.length || moves.removed.length || moves.started.length
+    ? `; moves: ${moves.added.length} planned, ${moves.removed.length} dropped, ${plural(moves.started.length, 'run')} ${moves.started.length === 1 ? 'starts' : 'start'} on merge` : '';
+  return { clusters, summary: summarize(clusters, counts) + movesNote, changed: clusters.length > 0, moves, counts };
 }
 
 const intervals = (list: string): Interval[] => list.split(',').map((x) => parsePoolItem(x.trim())).flatMap((r) => (r.ok ? [r.interval] : []));
@@ -147,7 +154,7 @@ function plural(n: number, one: string, many = `${one}s`): string {
 
 function summarize(clusters: ClusterDiff[], k: FleetDiff['counts']): string {
   if (clusters.length === 0) return 'no change';
-  const real = clusters.filter((c) => c.name !== GITOPS_DIR);
+  const real = clusters.filter((c) => !c.name.startsWith('_')); // _gitops, _forklift: not clusters
   const actions: string[] = [];
   const addedC = real.filter((c) => c.status === 'added').map((c) => c.name);
   const removedC = real.filter((c) => c.status === 'removed').map((c) => c.name);
@@ -155,7 +162,8 @@ function summarize(clusters: ClusterDiff[], k: FleetDiff['counts']): string {
   if (addedC.length) actions.push(`adding cluster${addedC.length > 1 ? 's' : ''} ${addedC.join(', ')}`);
   if (removedC.length) actions.push(`removing cluster${removedC.length > 1 ? 's' : ''} ${removedC.join(', ')}`);
   for (const c of resized) actions.push(`resizing ${c.name} (${c.nodes!.from} -> ${c.nodes!.to} nodes)`);
-  if (!actions.length) actions.push(`changing ${plural(real.length, 'cluster')}${clusters.some((c) => c.name === GITOPS_DIR) ? ' and the GitOps wiring' : ''}`);
+  const extras = [clusters.some((c) => c.name === GITOPS_DIR) ? 'the GitOps wiring' : '', clusters.some((c) => c.name === FORKLIFT_DIR) ? 'the Forklift hub' : ''].filter(Boolean);
+  if (!actions.length) actions.push(`changing ${[...(real.length || !extras.length ? [plural(real.length, 'cluster')] : []), ...extras].join(' and ')}`);
   const gainSizes = new Set(real.filter((c) => c.status === 'changed' && c.peers.gained.length).map((c) => c.peers.gained.length));
   const loseSizes = new Set(real.filter((c) => c.status === 'changed' && c.peers.lost.length).map((c) => c.peers.lost.length));
   const entries = (sizes: Set<number>): string => (sizes.size === 1 ? (sizes.has(1) ? 'one entry' : `${[...sizes][0]} entries`) : 'entries');
@@ -182,6 +190,7 @@ export function renderDiff(d: FleetDiff): string {
       if (c.peers.lost.length) lines.push(`  peer table loses ${c.peers.lost.join(', ')}`);
       if (c.peers.updated.length) lines.push(`  peer table updates ${c.peers.updated.join(', ')}`);
     }
+    if (c.name === FORKLIFT_DIR) lines.push(...renderMovesDiff(d.moves));
   }
   lines.push('', d.summary);
   return lines.join('\n') + '\n';

@@ -10,10 +10,12 @@ export interface FleetProblem {
   readonly message: string;
   /** How to fix it. */
   readonly fix?: string;
+  /** Stable code (e.g. `forklift/not-reachable`), for filtering. @default - none */
+  readonly code?: string;
 }
 
 export function formatProblem(p: FleetProblem): string {
-  return `${p.path}: ${p.message}${p.fix ? `\n    fix: ${p.fix}` : ''}`;
+  return `${p.path}: ${p.code ? `[${p.code}] ` : ''}${p.message}${p.fix ? `\n    fix: ${p.fix}` : ''}`;
 }
 
 export class FleetValidationError extends Error {

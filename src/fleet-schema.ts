@@ -4,6 +4,8 @@
  * relate several fields (overlaps, capacity, versions) live in validate.ts. No cdk8s import.
  */
 import { z } from 'zod';
+import { gatewayPodSpecSchema, objectLabelsSpecSchema } from './fleet-gateway-pod';
+import { forkliftSchema } from './forklift/schema';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
@@ -162,6 +164,8 @@ export const gatewaySchema = z.object({
     /** VRRP virtual router id, unique on each in-cluster migration network segment. @default 51 */
     virtualRouterId: z.number().int().min(1).max(255).optional(),
   }).strict().optional(),
+  /** Gateway pod customizations (labels, annotations, resources, pull policy and secrets, priority, tolerations). @default - none */
+  pod: gatewayPodSpecSchema.optional(),
 }).strict();
 
 /** Argo CD wiring: one ApplicationSet, one Application per cluster (see docs/gitops.md). */
@@ -238,7 +242,13 @@ export const clusterSchema = z.object({
     /** In-cluster addresses never to hand out. */
     exclude: z.array(z.string()).optional(),
   }).strict().optional(),
-  gateway: z.object({ replicas: z.number().int().min(1).max(16).optional() }).strict().optional(),
+  gateway: z.object({
+    replicas: z.number().int().min(1).max(16).optional(),
+    /** This cluster's gateway pod customizations, merged over `spec.gateway.pod`. @default - none */
+    pod: gatewayPodSpecSchema.optional(),
+  }).strict().optional(),
+  /** Labels on every object of this cluster's output, merged over `spec.labels`. @default - none */
+  labels: objectLabelsSpecSchema.optional(),
   /** Declared pod network CIDR(s), checked for overlap. */
   podCidrs: z.array(z.string()).optional(),
   /** Declared service CIDR(s), checked for overlap. */
@@ -267,6 +277,10 @@ export const fleetSpecSchema = z.object({
   clusters: z.array(clusterSchema).min(1, { message: 'must list at least one cluster' }),
   /** Argo CD / Flux wiring for the synthesized tree. @default - none */
   gitops: gitopsSchema.optional(),
+  /** Labels on every object of every cluster's output. @default - none */
+  labels: objectLabelsSpecSchema.optional(),
+  /** Forklift (MTV) as the orchestrator of cross-cluster live migrations (docs/migrations.md). @default - none */
+  forklift: forkliftSchema.optional(),
 }).strict();
 
 export const fleetDocumentSchema = z.object({

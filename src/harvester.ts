@@ -12,13 +12,49 @@
  */
 import { FleetProblem } from './errors';
 import { Attachment, HarvesterSpec } from './fleet-schema';
-import { Interval, countIntervals, formatCidr, intervalToCidrs, mergeIntervals, parseAddr, parseCidr, subtractIntervals } from './ip';
+import { Interval, bits, countIntervals, formatCidr, intervalToCidrs, mask, mergeIntervals, parseAddr, parseCidr, subtractIntervals } from './ip';
 import { ClusterPlan, FleetPlan } from './planner';
-import { usableHosts } from './resolve';
 
 export const HARVESTER_SETTING_NAME = 'vm-migration-network';
 /** Harvester's `minSNPrefixLength`: ranges and excludes must be /16 or smaller. */
 export const HARVESTER_MIN_PREFIX = 16;
+
+/**
+ * Longest ClusterNetwork name: its bridge is `<name>-br` and a Linux interface name has at most 15
+ * characters (harvester/harvester-network-controller @b3ad6a1b pkg/webhook/clusternetwork/validator.go
+ * and vlanconfig/validator.go: `iface.MaxDeviceNameLen - len(iface.BridgeSuffix)` = 15 - 3).
+ */
+export const HARVESTER_MAX_CLUSTER_NETWORK_NAME = 15 - '-br'.length;
+
+/**
+ * Harvester's usable-address count (harvester/harvester @3d63c2af pkg/webhook/util/ip.go
+ * GetUsableIPAddressesCount), as interval arithmetic instead of enumeration: each CIDR is read like Go's
+ * net.ParseCIDR (host bits allowed) and walked from the given address to the end of its network; the
+ * include range drops its network address (both families) and its last address (IPv4 only), so an IPv4
+ * /31 or /32 and an IPv6 /128 count 0; excluded addresses are removed. undefined when a CIDR does not parse.
+ */
+export function harvesterUsableCount(range: string, exclude: readonly string[] = []): number | undefined {
+  const walk = (text: string): { from: bigint; net: bigint; last: bigint; family: 4 | 6 } | undefined => {
+    const m = /^([^/]+)\/(\d{1,3})$/.exec(text);
+    const a = m ? parseAddr(m[1]) : undefined;
+    if (!m || !a || +m[2] > bits(a.family)) return undefined;
+    const net = a.value & mask(a.family, +m[2]);
+    return { from: a.value, net, last: net | ((1n << BigInt(bits(a.family) - +m[2])) - 1n), family: a.family };
+  };
+  const inc = walk(range);
+  if (!inc) return undefined;
+  let lo = inc.from === inc.net ? inc.from + 1n : inc.from;
+  let hi = inc.family === 4 ? inc.last - 1n : inc.last;
+  if (lo > hi) { lo = 1n; hi = 0n; }
+  const cuts: Interval[] = [];
+  for (const e of exclude) {
+    const x = walk(e);
+    if (!x) return undefined;
+    cuts.push({ family: x.family, start: x.from, end: x.last });
+  }
+  const kept = lo > hi ? [] : subtractIntervals([{ family: inc.family, start: lo, end: hi }], mergeIntervals(cuts.filter((c) => c.family === inc.family)));
+  return Number(countIntervals(kept));
+}
 
 /** Harvester's `network.Config`, in its struct field order (the setting's change detection hashes the raw string). */
 export interface HarvesterMigrationNetworkValue {
@@ -58,10 +94,15 @@ export function harvesterValueJson(v: HarvesterMigrationNetworkValue): string {
  * checkNetworkRangeValid, validateIncludeExcludeRanges, checkVMMigrationNetworkRangeValid), plus our
  * own sizing rule. Returns the usable count and every problem.
  */
-export function checkHarvesterValue(v: HarvesterMigrationNetworkValue, nodes: number, needed: number, ctx: HarvesterContext): { usable: number; problems: FleetProblem[] } {
+export function checkHarvesterValue(
+  v: HarvesterMigrationNetworkValue, nodes: number, needed: number, ctx: HarvesterContext,
+): { usable: number; problems: FleetProblem[] } {
   const problems: FleetProblem[] = [];
   const H = `${ctx.path}.harvester`;
   if (v.vlan !== undefined && (v.vlan < 0 || v.vlan > 4094)) problems.push({ path: `${H}.vlan`, message: `${v.vlan} is outside 0-4094`, fix: 'give a VLAN id from 0 (untagged) to 4094' });
+  if (v.clusterNetwork.length > HARVESTER_MAX_CLUSTER_NETWORK_NAME) {
+    problems.push({ path: `${H}.clusterNetwork`, message: `'${v.clusterNetwork}' is ${v.clusterNetwork.length} characters; Harvester refuses ClusterNetwork names over ${HARVESTER_MAX_CLUSTER_NETWORK_NAME} (its bridge '${v.clusterNetwork}-br' must fit the 15-character interface name limit)`, fix: `use a ClusterNetwork name of at most ${HARVESTER_MAX_CLUSTER_NETWORK_NAME} characters` });
+  }
   if (v.clusterNetwork === 'mgmt' && (v.vlan ?? 0) <= 1) {
     problems.push({ path: `${H}.vlan`, message: `on the mgmt cluster network Harvester rejects VLAN ${v.vlan ?? 0} (it would share the management traffic)`, fix: 'give a VLAN id of 2-4094, or a dedicated clusterNetwork' });
   }
@@ -78,16 +119,18 @@ export function checkHarvesterValue(v: HarvesterMigrationNetworkValue, nodes: nu
   if (range.prefix < HARVESTER_MIN_PREFIX) {
     problems.push({ path: 'spec.crossClusterNetwork.addresses.prefixLength', message: `Harvester accepts a range of /${HARVESTER_MIN_PREFIX} or smaller; the shared subnet is ${v.range}`, fix: `use prefixLength ${HARVESTER_MIN_PREFIX} or longer` });
   }
-  const excluded: Interval[] = [];
+  let previous: Interval | undefined;
   (v.exclude ?? []).forEach((e, i) => {
     const x = parseCidr(e);
     if (!x.ok) { problems.push({ path: `${H}`, message: `exclude[${i}] '${e}' is not a CIDR`, fix: 'internal: report this' }); return; }
     if (x.cidr.prefix < HARVESTER_MIN_PREFIX) problems.push({ path: `${H}`, message: `exclude ${e} is larger than /${HARVESTER_MIN_PREFIX}`, fix: 'Harvester rejects it; narrow the pool' });
     if (x.cidr.start < range.start || x.cidr.end > range.end) problems.push({ path: `${H}`, message: `exclude ${e} is outside the range ${v.range}`, fix: 'Harvester rejects excludes outside the range' });
     if (x.cidr.prefix <= range.prefix) problems.push({ path: `${H}`, message: `exclude ${e} is not smaller than the range ${v.range} (no allocatable addresses)`, fix: 'give the cluster addresses in the pool' });
-    excluded.push(x.cidr);
+    // validateIncludeExcludeRanges compares each exclude with the one before it
+    if (previous && x.cidr.start <= previous.end && previous.start <= x.cidr.end) problems.push({ path: `${H}`, message: `exclude ranges have overlapping subnets ${e} and the one before it`, fix: 'internal: report this' });
+    previous = x.cidr;
   });
-  const usable = Number(countIntervals(subtractIntervals([usableHosts(range)], mergeIntervals(excluded))));
+  const usable = harvesterUsableCount(v.range, v.exclude ?? []) ?? 0;
   if (usable < nodes) {
     problems.push({ path: `${ctx.path}.nodes`, message: `Harvester refuses the setting: ${usable} usable addresses < ${nodes} non-witness nodes (one per virt-handler)`, fix: 'add addresses to spec.crossClusterNetwork.addresses.pool' });
   } else if (usable < needed) {
@@ -114,11 +157,14 @@ export function harvesterSettingFor(plan: FleetPlan, cluster: ClusterPlan, spec:
   // Harvester has no rangeStart/rangeEnd: everything of the subnet outside the cluster's slice becomes an exclude
   const lo = ipam.rangeStart ? parseAddr(ipam.rangeStart)!.value : range.start;
   const hi = ipam.rangeEnd ? parseAddr(ipam.rangeEnd)!.value : range.end;
-  const slice = subtractIntervals([{ family: range.family, start: lo, end: hi }], ipam.exclude.map((e) => parseCidr(e)).filter((x) => x.ok).map((x) => (x as { cidr: Interval }).cidr));
+  const cut = ipam.exclude.map((e) => parseCidr(e)).filter((x) => x.ok).map((x) => (x as { cidr: Interval }).cidr);
+  const slice = subtractIntervals([{ family: range.family, start: lo, end: hi }], cut);
   const outside = subtractIntervals([range], slice);
   const exclude = mergeIntervals(outside).flatMap(intervalToCidrs).map(formatCidr);
   const vlan = spec.vlan ?? attachmentVlan(plan.crossCluster.attachment);
-  const value: HarvesterMigrationNetworkValue = { clusterNetwork: spec.clusterNetwork, ...(vlan ? { vlan } : {}), range: formatCidr(range), ...(exclude.length ? { exclude } : {}) };
+  const value: HarvesterMigrationNetworkValue = {
+    clusterNetwork: spec.clusterNetwork, ...(vlan ? { vlan } : {}), range: formatCidr(range), ...(exclude.length ? { exclude } : {}),
+  };
   const needed = cluster.capacity.crossCluster;
   const check = checkHarvesterValue(value, cluster.nodes, needed, ctx);
   problems.push(...check.problems);

@@ -7,6 +7,7 @@
  */
 import { ClusterPlan, FleetPlan } from './planner';
 import { Placement } from './fleet-schema';
+import { policyGateFragment } from './admission/kubevirt';
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type JsonObject = { [k: string]: Json };
@@ -123,6 +124,7 @@ export function syncPlacementFragment(cluster: Pick<ClusterPlan, 'syncPlacement'
 export function kubevirtSpecFor(plan: FleetPlan, cluster: ClusterPlan): JsonObject {
   return [
     migrationPolicyFragment(plan),
+    policyGateFragment(plan.migrationPolicy, cluster.kubevirt.version) as JsonObject,
     migrationNetworkFragment(cluster),
     syncPlacementFragment(cluster),
     nativeDatapathFragment(cluster),

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { FleetProblem, Problems, pathToString, FleetValidationError } from './errors';
+import { kubevirtAdmissionProblems } from './admission/kubevirt';
 import {
   Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, fleetDocumentSchema, FleetSpec, Placement,
   SyncPlacement, FLEET_API_VERSION, FLEET_KIND,
@@ -424,6 +425,8 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
       `add ${BigInt(neededCross) - usableCount} more address${BigInt(neededCross) - usableCount === 1n ? '' : 'es'} to the pool, remove exclusions${clusters.some((c) => c.datapath === 'direct') ? ', or use datapath: gateway (one address per gateway replica)' : ', or lower gateway.replicas'}`);
   }
 
+  // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
+  for (const x of kubevirtAdmissionProblems(doc)) p.add(x.path, x.message, x.fix);
   p.throwIfAny(source);
   return {
     name: doc.metadata.name,

@@ -12,16 +12,20 @@ import * as path from 'path';
 import * as YAML from 'yaml';
 import { App } from 'cdk8s';
 import * as os from 'os';
-import { clusterChart, harvesterValues } from '../constructs/mesh';
+import { clusterChart, clusterOptionsFor, harvesterValues } from '../constructs/mesh';
 import { Ledger, LedgerChange } from './ledger';
 import { FleetInput, FleetPlan, PlanOptions, planFleetDocument, toFleetDocument } from './planner';
 import { FleetValidationError } from './errors';
 import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from './gitops';
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from './rollout';
+import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
+import { MovesInput } from './forklift/checks';
 
 export interface SynthOptions extends PlanOptions {
   /** Called after each cluster is synthesized (progress display for large fleets). */
   readonly onCluster?: (done: number, total: number) => void;
+  /** Moves from the file beside the fleet (docs/migrations.md). @default - the fleet's `spec.forklift.moves` */
+  readonly moves?: MovesInput;
 }
 
 export interface SynthResult {
@@ -34,6 +38,8 @@ export interface SynthResult {
   readonly objects: Map<string, any[]>;
   /** The GitOps wiring, when the fleet has `spec.gitops`. */
   readonly gitops?: ResolvedGitops;
+  /** The Forklift hub objects (`_forklift/`), their plan and warnings. */
+  readonly forklift: ForkliftOutput;
 }
 
 /**
@@ -76,7 +82,8 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
   result.plan.clusters.forEach((cluster, n) => {
     // one App per cluster: cdk8s prepares the whole app for every chart it synthesizes, so a shared
     // App makes synthesis quadratic in the number of clusters
-    const chart = clusterChart(new App({ outdir: os.tmpdir() }), result.plan, cluster, harvester.get(cluster.name));
+    const options = clusterOptionsFor(result.document, cluster.name);
+    const chart = clusterChart(new App({ outdir: os.tmpdir() }), result.plan, cluster, harvester.get(cluster.name), options);
     const name = cluster.name;
     const nads = kubevirtNadKeys(chart.cluster);
     const objs = sortForRollout(chart.toJson() as any[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
@@ -112,17 +119,20 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
     }
     opts.onCluster?.(n + 1, result.plan.clusters.length);
   });
+  const fkInput = { document: result.document, clusters: result.plan.clusters, objects, gitops, moves: opts.moves };
+  const forklift = forkliftOutput(fkInput, { toYaml, objectFileName });
+  for (const [k, v] of forklift.files) files.set(k, v);
   if (gitops?.argocd) {
-    const appSet = argocdApplicationSet(gitops, result.plan.clusters.map((c) => c.name));
-    files.set(`${GITOPS_DIR}/argocd/${objectFileName(appSet)}`, toYaml(appSet));
-    files.set(`${GITOPS_DIR}/argocd/kustomization.yaml`, kustomization([objectFileName(appSet)]));
+    const apps = [argocdApplicationSet(gitops, result.plan.clusters.map((c) => c.name)), ...forklift.gitops.argocd];
+    for (const a of apps) files.set(`${GITOPS_DIR}/argocd/${objectFileName(a)}`, toYaml(a));
+    files.set(`${GITOPS_DIR}/argocd/kustomization.yaml`, kustomization(apps.map(objectFileName)));
   }
   if (gitops?.flux) {
-    const ks = fluxKustomizations(gitops, stagesOf);
+    const ks = [...fluxKustomizations(gitops, stagesOf), ...forklift.gitops.flux];
     for (const k of ks) files.set(`${GITOPS_DIR}/flux/${objectFileName(k)}`, toYaml(k));
     files.set(`${GITOPS_DIR}/flux/kustomization.yaml`, kustomization(ks.map(objectFileName)));
   }
-  return { files, plan: result.plan, ledger: result.ledger, changes: result.changes, objects, gitops };
+  return { files, plan: result.plan, ledger: result.ledger, changes: result.changes, objects, gitops, forklift };
 }
 
 function kustomization(resources: string[]): string {

@@ -3,6 +3,7 @@ import * as path from 'path';
 import * as YAML from 'yaml';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { synthesizeFleet } from '../src/synth';
+import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { validateObject } from './support/schemas';
 
 const root = path.join(__dirname, '..');
@@ -12,16 +13,17 @@ describe.each(examples)('example %s', (file) => {
   const fleetFile = path.join(root, 'examples', file);
   const doc = loadFleetFile(fleetFile);
   const ledger = loadLedgerFile(ledgerPathFor(fleetFile));
-  const result = synthesizeFleet(doc, { ledger });
+  const moves = loadMovesFile(movesPathFor(fleetFile), doc.metadata.name);
+  const result = synthesizeFleet(doc, { ledger, moves });
 
   test('has a committed ledger that synthesis leaves unchanged (frozen passes)', () => {
     expect(ledger).toBeDefined();
     expect(result.changes).toEqual([]);
-    expect(() => synthesizeFleet(doc, { ledger, frozen: true })).not.toThrow();
+    expect(() => synthesizeFleet(doc, { ledger, frozen: true, moves })).not.toThrow();
   });
 
   test('synthesizes byte-identical output twice', () => {
-    const again = synthesizeFleet(loadFleetFile(fleetFile), { ledger: loadLedgerFile(ledgerPathFor(fleetFile)) });
+    const again = synthesizeFleet(loadFleetFile(fleetFile), { ledger: loadLedgerFile(ledgerPathFor(fleetFile)), moves: loadMovesFile(movesPathFor(fleetFile), doc.metadata.name) });
     expect([...again.files.entries()]).toEqual([...result.files.entries()]);
   });
 

@@ -9,13 +9,20 @@
  * three TLS file paths are rewritten (to certificates made here with openssl, as cert-manager would
  * write them); the commands are the Deployment's init and main container commands.
  *
- * Simplifications (documented, not hidden): one Linux bridge per cluster stands for the in-cluster
- * migration network (the NAD's VLAN tag is not applied), one bridge for the shared cross-cluster
- * network; pods have no pod network (eth0), so no default route; the rule-setup step runs as root with
- * only CAP_NET_ADMIN and the runtime as uid 65532 with no capabilities, like the containers.
+ * Pod attachments are made by the real CNI plugins (Debian containernetworking-plugins in /usr/lib/cni),
+ * fed each NAD's config as Multus feeds it (runtimeConfig.ips from the pod's selection; whereabouts, not
+ * packaged, replaced by static IPAM holding the address whereabouts would give), one node namespace per
+ * cluster where the plugins run, and DEL after the test (test/support/netns-cni.ts).
  *
- * Needs root, iproute2, iptables, openssl, setpriv (util-linux); iperf3 for the throughput table.
- * Skips with a message otherwise.
+ * Simplifications (documented, not hidden): one node per cluster; the clusters' cross-cluster node
+ * bridges are joined by one fabric bridge; pods have no pod network (eth0), so no default route; on a
+ * kernel without bridge VLAN filtering (this CI kernel: `ip link add type bridge vlan_filtering 1`
+ * fails) the NADs' `vlan` key is dropped, since the bridge plugin's ADD fails with it there; the
+ * rule-setup step runs as root with only CAP_NET_ADMIN and the runtime as uid 65532 with no
+ * capabilities, like the containers.
+ *
+ * Needs root, iproute2, iptables, openssl, setpriv (util-linux), the CNI plugins; iperf3 for the
+ * throughput table. Skips with a message otherwise.
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -24,6 +31,7 @@ import { ChildProcess } from 'child_process';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { synthesizeFleet } from '../src/synth';
 import { ClusterTopology, NetnsLab, cidr4, fmt4, hasCommand, inCidr4, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
+import { CNI_BIN, CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
 
 const ROOT = path.join(__dirname, '..');
 const FLEET = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
@@ -36,7 +44,8 @@ const HIGH_PORT = 30000 + (process.pid % 30000);
 
 const support = netnsSupport();
 const runtimeBuilt = fs.existsSync(PROXY_CLI);
-const skipReason = !support.ok ? support.reason : !runtimeBuilt ? `gateway runtime not built (${PROXY_CLI} missing: run npm run build)` : undefined;
+const cniOk = cniSupport();
+const skipReason = !support.ok ? support.reason : !runtimeBuilt ? `gateway runtime not built (${PROXY_CLI} missing: run npm run build)` : !cniOk.ok ? cniOk.reason : undefined;
 if (skipReason) {
   // eslint-disable-next-line no-console
   console.warn(`[fleet-netns] SKIPPED: ${skipReason}`);
@@ -46,6 +55,8 @@ const d = skipReason ? describe.skip : describe;
 interface Host { ns: string; addr: string }
 interface ClusterLab {
   topo: ClusterTopology;
+  /** The cluster's node namespace: the bridges, and where the CNI plugins ran. */
+  node: string;
   handlers: Host[];
   sync: Host;
   gateways: { ns: string; inAddr: string; xcAddr: string; ifname: string; proc?: ChildProcess; log: string; failoverArgs?: string[]; ka?: ChildProcess }[];
@@ -69,6 +80,8 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
   let lab: NetnsLab;
   let tmp: string;
   let clusters: ClusterLab[] = [];
+  let cni: CniRunner;
+  let vlanFiltering = false;
   const servers: ChildProcess[] = [];
   const serverLines = new Map<ChildProcess, any[]>();
   const serverAt = new Map<string, ChildProcess>();
@@ -110,6 +123,8 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
   beforeAll(async () => {
     NetnsLab.reapStale();
     lab = new NetnsLab();
+    cni = new CniRunner();
+    vlanFiltering = kernelHasBridgeVlanFiltering(lab);
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-fleet-netns-'));
     fs.chmodSync(tmp, 0o755);
 
@@ -122,23 +137,35 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const fleet = topo[0].gatewayConfig.fleet;
     const pki = makeFleetPki(tmp, fleet, topo.map((c) => c.name));
 
-    // 3. fabric: one bridge per cluster migration network, one shared cross-cluster bridge
+    // 3. one node per cluster; the shared cross-cluster network is the node bridge of the NAD (br-xc,
+    // created here as a node prerequisite, with an uplink into one fabric bridge joining the clusters);
+    // the in-cluster bridge (br-mig) is created by the bridge plugin itself on the first ADD. Every pod
+    // attachment is made by the real CNI plugins from the synthesized NAD config (test/support/netns-cni.ts).
     const fab = lab.addNs('fab');
     const xcMtu = topo[0].gateways[0].crossCluster.mtu;
     lab.addBridge(fab, 'br-xc', xcMtu);
+    const vlanNote = vlanFiltering ? '' : ' (VLAN key dropped: this kernel has no bridge VLAN filtering)';
+    const kernelCfg = (cfg: Record<string, unknown>) => (vlanFiltering ? cfg : withoutVlan(cfg));
+    let seq = 0;
     clusters = topo.map((t, i) => {
-      const br = `br-c${i}`;
-      lab.addBridge(fab, br, t.migrationNad.mtu);
-      // handlers and the sync controller: whereabouts addresses and the NAD routes on migration0
+      const node = lab.addNs(`c${i}-node`);
+      const xcBridge = t.gateways[0].crossCluster.config.bridge;
+      lab.addBridge(node, xcBridge, xcMtu);
+      lab.addVeth({ hostNs: node, ifname: `xc-up${i}`, addrs: [], fabricNs: fab, portName: `c${i}xc`, bridge: 'br-xc', mtu: xcMtu });
+      lab.run(['ip', '-n', node, 'link', 'set', `xc-up${i}`, 'master', xcBridge]);
+      const attach = (podNs: string, pod: string, ifname: string, config: Record<string, unknown>) => cni.add({
+        nodeNs: node, podNs, ifname, containerId: `mm-${process.pid}-${++seq}`, config: kernelCfg(config), pod: { namespace: 'kubevirt', name: pod },
+      });
+      // handlers and the sync controller: the migration NAD (KubeVirt's migration0) with static IPAM
+      // holding the address whereabouts would hand out, and the NAD's routes
       const addrs = whereaboutsFirstFree(t.migrationNad.ipam, 3);
-      const host = (short: string, addr: string, port: string): Host => {
+      const host = (short: string, addr: string): Host => {
         const ns = lab.addNs(`c${i}-${short}`);
-        lab.addVeth({ hostNs: ns, ifname: 'migration0', addrs: [addr], fabricNs: fab, portName: port, bridge: br, mtu: t.migrationNad.mtu });
-        for (const r of t.migrationNad.ipam.routes ?? []) lab.run(['ip', '-n', ns, 'route', 'add', r.dst, 'via', r.gw, 'dev', 'migration0']);
+        attach(ns, `${t.name}-${short}`, 'migration0', whereaboutsAsStatic(t.migrationNad.config, addr));
         return { ns, addr: bare(addr) };
       };
-      const handlers = [host('h1', addrs[0], `c${i}h1`), host('h2', addrs[1], `c${i}h2`)];
-      const sync = host('sync', addrs[2], `c${i}s`);
+      const handlers = [host('h1', addrs[0]), host('h2', addrs[1])];
+      const sync = host('sync', addrs[2]);
       // gateways: both attachments with the Multus-selected addresses, routes from each NAD
       const cfgDir = path.join(tmp, t.name);
       const cfg = { ...t.gatewayConfig, tls: t.gatewayConfig.tls.mode === 'mtls' ? { mode: 'mtls', caFile: pki[t.name].ca, certFile: pki[t.name].cert, keyFile: pki[t.name].key } : t.gatewayConfig.tls };
@@ -148,17 +175,17 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
       fs.chmodSync(pki[t.name].key, 0o600);
       const gateways = t.gateways.map((g, j) => {
         const ns = lab.addNs(`c${i}-g${j}`);
-        lab.addVeth({ hostNs: ns, ifname: g.inCluster.ifname, addrs: [g.inCluster.address], fabricNs: fab, portName: `c${i}g${j}m`, bridge: br, mtu: g.inCluster.mtu });
-        lab.addVeth({ hostNs: ns, ifname: g.crossCluster.ifname, addrs: [g.crossCluster.address], fabricNs: fab, portName: `c${i}g${j}x`, bridge: 'br-xc', mtu: g.crossCluster.mtu });
-        for (const r of g.inCluster.routes) lab.run(['ip', '-n', ns, 'route', 'add', r.dst, 'via', r.gw, 'dev', g.inCluster.ifname]);
-        for (const r of g.crossCluster.routes) lab.run(['ip', '-n', ns, 'route', 'add', r.dst, 'via', r.gw, 'dev', g.crossCluster.ifname]);
+        // in the order of the pod's Multus selection, each NAD config with the selection's ips as runtimeConfig
+        for (const att of [g.inCluster, g.crossCluster]) attach(ns, g.deployment, att.selection.interface, multusDelegateConfig(att.config, att.selection));
         return { ns, inAddr: bare(g.inCluster.address), xcAddr: bare(g.crossCluster.address), ifname: g.inCluster.ifname, log: path.join(tmp, `${t.name}-g${j}.log`), cfgFile, failoverArgs: g.failoverArgs };
       });
       // with failover the routes' next hop is the VIP, which no replica has statically
       const nextHops = [...new Set((t.migrationNad.ipam.routes ?? []).map((r) => r.gw))];
       const vip = t.keepalivedConf ? nextHops[0] : undefined;
-      return { topo: t, handlers, sync, gateways, vip } as ClusterLab & { gateways: any[] };
+      return { topo: t, node, handlers, sync, gateways, vip } as ClusterLab & { gateways: any[] };
     });
+    // eslint-disable-next-line no-console
+    console.log(`[fleet-netns] ${cni.all().length} pod attachments made by the CNI plugins in ${CNI_BIN}${vlanNote}`);
 
     // 4. the init step (root, CAP_NET_ADMIN only), then the runtime (uid 65532, no capabilities)
     for (const c of clusters) {
@@ -209,8 +236,36 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
   afterAll(() => {
     const failedLogs = clusters.flatMap((c) => c.gateways).filter((g) => fs.existsSync(g.log)).map((g) => `--- ${g.ns}\n${fs.readFileSync(g.log, 'utf8').split('\n').filter((l) => /"level":(40|50|60)/.test(l)).slice(-5).join('\n')}`);
     if (process.env.MM_NETNS_LOGS) console.log(failedLogs.join('\n')); // eslint-disable-line no-console
+    for (const c of clusters) for (const g of c.gateways) { if (g.ka) lab.kill(g.ka); if (g.proc) lab.kill(g.proc); }
+    const delFailures = cni?.delAll() ?? [];
+    if (delFailures.length) console.warn(`[fleet-netns] CNI DEL failed: ${delFailures.join('; ')}`); // eslint-disable-line no-console
     lab?.cleanup();
     if (tmp && !process.env.MM_NETNS_KEEP) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('the CNI plugins made every pod attachment from the NAD config: addresses from the Multus selection or whereabouts, MTU and routes from the NAD', () => {
+    const link = (ns: string, dev: string) => JSON.parse(lab.exec(ns, ['ip', '-j', 'addr', 'show', 'dev', dev]).stdout)[0];
+    for (const c of clusters) {
+      for (const [j, g] of c.topo.gateways.entries()) {
+        for (const att of [g.inCluster, g.crossCluster]) {
+          const l = link(c.gateways[j].ns, att.ifname);
+          // (the VIP keepalived adds to the elected replica aside)
+          const addrs = l.addr_info.filter((a: any) => a.family === 'inet' && a.local !== c.vip).map((a: any) => `${a.local}/${a.prefixlen}`);
+          expect({ ns: c.gateways[j].ns, dev: att.ifname, mtu: l.mtu, addrs })
+            .toEqual({ ns: c.gateways[j].ns, dev: att.ifname, mtu: att.config.mtu, addrs: att.selection.ips });
+        }
+      }
+      for (const h of [...c.handlers, c.sync]) {
+        expect(link(h.ns, 'migration0').mtu).toBe(c.topo.migrationNad.mtu);
+        const routes = JSON.parse(lab.exec(h.ns, ['ip', '-j', 'route', 'show', 'dev', 'migration0']).stdout);
+        for (const r of c.topo.migrationNad.ipam.routes ?? []) expect(routes).toContainEqual(expect.objectContaining({ dst: r.dst, gateway: r.gw }));
+      }
+    }
+    // the plugin created the in-cluster bridge on the node (no bridge existed), with the NAD's MTU
+    for (const c of clusters) {
+      const br = JSON.parse(lab.exec(c.node, ['ip', '-j', '-d', 'link', 'show', 'dev', c.topo.migrationNad.config.bridge]).stdout)[0];
+      expect({ bridge: br.ifname, mtu: br.mtu }).toEqual({ bridge: c.topo.migrationNad.config.bridge, mtu: c.topo.migrationNad.mtu });
+    }
   });
 
   test('the rule-setup step installed REDIRECT rules for exactly the peer CIDRs of the ConfigMap', () => {
@@ -245,7 +300,8 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const pairs = clusters.flatMap((a) => clusters.filter((b) => b !== a).map((b) => [a, b] as const));
     const results = await Promise.all(pairs.map(([a, b]) => client(a.handlers[1], b.sync.addr, b.topo.syncPort, 256 * 1024)));
     for (const [i, r] of results.entries()) {
-      expect({ pair: pairs[i].map((c) => c.topo.name), ok: r.ok, error: r.error }).toEqual({ pair: pairs[i].map((c) => c.topo.name), ok: true, error: undefined });
+      const pair = pairs[i].map((c) => c.topo.name);
+      expect({ pair, ok: r.ok, error: r.error }).toEqual({ pair, ok: true, error: undefined });
       expect(r.recvSha).toBe(r.sentSha);
     }
     expect(clusters[0].topo.syncPort).toBe(9185);
@@ -292,8 +348,13 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
   test('the cross-cluster network holds exactly gateways x clusters addresses, all gateway addresses from the Multus selections', () => {
     const fab = lab.name('fab');
     const ports = JSON.parse(lab.exec(fab, ['ip', '-j', 'link', 'show', 'master', 'br-xc']).stdout).map((l: any) => l.ifname).sort();
-    const expected = clusters.flatMap((c, i) => c.gateways.map((_, j) => `c${i}g${j}x`)).sort();
-    expect(ports).toEqual(expected);
+    expect(ports).toEqual(clusters.map((_, i) => `c${i}xc`));
+    // on each node, the NAD's bridge holds the uplink and one plugin-made port per gateway replica
+    for (const c of clusters) {
+      const bridge = c.topo.gateways[0].crossCluster.config.bridge;
+      const nodePorts = JSON.parse(lab.exec(c.node, ['ip', '-j', 'link', 'show', 'master', bridge]).stdout).map((l: any) => l.ifname);
+      expect(nodePorts).toHaveLength(c.gateways.length + 1);
+    }
     const xcPrefix = clusters[0].topo.gateways[0].crossCluster.address;
     const xcNet = `${fmt4(cidr4(xcPrefix).base)}/${cidr4(xcPrefix).prefix}`;
     const onXc: string[] = [];
@@ -370,14 +431,18 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     // a cut-off stream must not look complete: the dead peer (TLS EOF without close_notify) is a reset
     expect(end.error).toBe('ECONNRESET');
   }, 30_000);
-  test('failover: the handlers\' next hop is the VIP of keepalived.conf, held by exactly one replica (replica 0, highest priority)', () => {
+  test('failover: the handlers\' next hop is the VIP of keepalived.conf, held by exactly one replica (whichever won the election)', () => {
     for (const c of clusters) {
       expect(c.vip).toBeDefined();
       // the VIP in keepalived.conf is the route's next hop, and it is no replica's own address
       expect(c.topo.keepalivedConf).toContain(`    ${c.vip}/`);
       expect(c.gateways.map((g) => g.inAddr)).not.toContain(c.vip);
       expect(c.topo.migrationNad.ipam.exclude).toContain(`${c.vip}/32`);
-      expect(vipHolders(c)).toEqual([c.gateways[0].ns]);
+      // nopreempt: the first replica whose BACKUP timer expires wins, replica 0 usually but not always
+      // (its higher priority only shortens its timer); which one holds it does not matter, that one does
+      const holders = vipHolders(c);
+      expect(holders).toHaveLength(1);
+      expect(c.gateways.map((g) => g.ns)).toContain(holders[0]);
       // every replica keeps its own address: inbound tunnels are served by all of them
       for (const g of c.gateways) expect(lab.exec(g.ns, ['ip', '-o', 'addr', 'show', 'dev', g.ifname]).stdout).toContain(`${g.inAddr}/`);
     }

@@ -3,7 +3,8 @@
  * placement, identity, policy), asserted on the synthesized objects of real fleets.
  */
 import * as path from 'path';
-import { Testing } from 'cdk8s';
+import { Size, Testing } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
 import { parseProxyConfig } from '@migration-mesh/proxy/config';
 import { CrossClusterMigrationMesh } from '../constructs/mesh';
 import { MigrationProxy } from '../constructs/migration-proxy';
@@ -81,13 +82,14 @@ describe('gateway Deployments (three-sites-vlan example)', () => {
     const d = one(r.objects.get('par-1')!, 'Deployment', 'migration-mesh-gateway-1');
     const pod = d.spec.template.spec;
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } });
-    expect(pod.hostNetwork).toBeUndefined();
+    // cdk8s-plus-28 writes the default explicitly; the pod must never share the host's network namespace
+    expect(pod.hostNetwork).toBe(false);
     expect(pod.automountServiceAccountToken).toBe(false);
     const [init] = pod.initContainers;
     expect(pod.initContainers).toHaveLength(1);
     expect(init.args).toEqual(['setup-rules', '--config', '/etc/migration-mesh/config.json']);
     expect(init.securityContext.capabilities).toEqual({ add: ['NET_ADMIN'], drop: ['ALL'] });
-    expect(init.securityContext.privileged).toBeUndefined();
+    expect(init.securityContext.privileged).toBe(false);
     expect(init.securityContext.allowPrivilegeEscalation).toBe(false);
     const [main, failover] = pod.containers;
     expect(pod.containers.map((c: any) => c.name)).toEqual(['gateway', 'failover']);
@@ -95,7 +97,7 @@ describe('gateway Deployments (three-sites-vlan example)', () => {
     expect(failover.args).toEqual(['--dont-fork', '--log-console', '--no-syslog', '--vrrp', '--use-file', '/etc/migration-mesh/keepalived.conf',
       '--config-id', 'replica-1', '--pid', '/run/keepalived/keepalived.pid', '--vrrp_pid', '/run/keepalived/vrrp.pid']);
     expect(failover.securityContext).toEqual({
-      runAsUser: 0, runAsGroup: 0, runAsNonRoot: false, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true,
+      runAsUser: 0, runAsGroup: 0, runAsNonRoot: false, privileged: false, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true,
       capabilities: { add: ['NET_ADMIN', 'NET_RAW', 'SETUID', 'SETGID'], drop: ['ALL'] },
     });
     expect(main.args).toEqual(['run', '--config', '/etc/migration-mesh/config.json']);
@@ -115,8 +117,10 @@ describe('gateway Deployments (three-sites-vlan example)', () => {
     expect(port('metrics')).toBe(cfg.listen.admin.port);
     expect(port('tunnel')).toBe(cfg.listen.tunnel.port);
     expect(port('intercept')).toBe(cfg.listen.intercept.port);
-    expect(main.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
-    expect(main.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    // cdk8s-plus-28 probes take the port number (the admin port, the one named `metrics`)
+    expect(main.readinessProbe.httpGet).toEqual({ path: '/readyz', port: cfg.listen.admin.port, scheme: 'HTTP' });
+    expect(main.livenessProbe.httpGet).toEqual({ path: '/healthz', port: cfg.listen.admin.port, scheme: 'HTTP' });
+    expect(port('metrics')).toBe(cfg.listen.admin.port);
   });
 
   test('replicas of one cluster land on different nodes (required anti-affinity + hostname spread on the gateway set)', () => {
@@ -174,7 +178,10 @@ describe('gateway Deployments (three-sites-vlan example)', () => {
     expect(pdb.spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: set } });
     const svc = one(objs, 'Service');
     expect(svc.spec.selector).toEqual(set);
-    expect(svc.spec.ports).toEqual([{ name: 'metrics', port: 15090, targetPort: 'metrics', protocol: 'TCP' }]);
+    // cdk8s-plus-28 takes numeric target ports: the container port named `metrics`
+    expect(svc.spec.ports).toEqual([{ name: 'metrics', port: 15090, targetPort: 15090, protocol: 'TCP' }]);
+    const main = one(objs, 'Deployment', 'migration-mesh-gateway-0').spec.template.spec.containers[0];
+    expect(main.ports.find((p: any) => p.name === 'metrics').containerPort).toBe(15090);
     // the example does not ask for a ServiceMonitor
     expect(of(objs, 'ServiceMonitor')).toEqual([]);
   });
@@ -282,15 +289,16 @@ describe('placement, ServiceMonitor, props', () => {
     new MigrationProxy(chart, 'p', {
       plan: mesh.plan, cluster: mesh.plan.clusters[0],
       interfaces: { inCluster: 'lm-in', crossCluster: 'lm-xc' },
-      resources: { requests: { cpu: '2', memory: '1Gi' }, limits: { memory: '2Gi' } },
-      imagePullPolicy: 'Always', priorityClassName: 'system-cluster-critical',
+      resources: { cpu: { request: kplus.Cpu.units(2) }, memory: { request: Size.gibibytes(1), limit: Size.gibibytes(2) } },
+      imagePullPolicy: kplus.ImagePullPolicy.ALWAYS, priorityClassName: 'system-cluster-critical',
       certificate: { duration: '720h', renewBefore: '240h' },
       multiNetworkPolicy: true,
     });
     const objs = Testing.synth(chart);
     const d = one(objs, 'Deployment', 'migration-mesh-gateway-0');
     expect(selection(d).map((e: any) => e.interface)).toEqual(['lm-in', 'lm-xc']);
-    expect(d.spec.template.spec.containers[0].resources).toEqual({ requests: { cpu: '2', memory: '1Gi' }, limits: { memory: '2Gi' } });
+    // cdk8s-plus-28 writes memory in Mi
+    expect(d.spec.template.spec.containers[0].resources).toEqual({ requests: { cpu: '2', memory: '1024Mi' }, limits: { memory: '2048Mi' } });
     expect(d.spec.template.spec.containers[0].imagePullPolicy).toBe('Always');
     expect(d.spec.template.spec.priorityClassName).toBe('system-cluster-critical');
     expect(one(objs, 'Certificate').spec).toMatchObject({ duration: '720h', renewBefore: '240h' });

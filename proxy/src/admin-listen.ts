@@ -3,7 +3,7 @@
  * start; by default the pod network's eth0) plus 127.0.0.1 for in-pod checks (the failover sidecar). The
  * admin server thus never answers on the shared cross-cluster network unless told to.
  */
-import type * as http from 'node:http';
+import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import type { ProxyConfig } from './config';
@@ -32,9 +32,9 @@ export function adminBindAddresses(spec: AdminSpec, interfaces: NodeJS.Dict<os.N
  * Listen `server` on the first bind address, and sibling servers (which hand their requests to `server`)
  * on the others; closing `server` (close / closeAllConnections) closes the siblings too.
  */
-export async function listenAdmin(server: http.Server, spec: AdminSpec, factory: () => http.Server): Promise<net.AddressInfo> {
+export async function listenAdmin(server: http.Server, spec: AdminSpec): Promise<net.AddressInfo> {
   const [first, ...rest] = adminBindAddresses(spec);
-  const siblings = rest.map(() => factory());
+  const siblings = rest.map(() => http.createServer());
   const origClose = server.close.bind(server);
   const origCloseAll = server.closeAllConnections.bind(server);
   server.close = ((cb?: (err?: Error) => void) => { for (const s of siblings) if (s.listening) s.close(); return origClose(cb); }) as typeof server.close;

@@ -1,47 +1,27 @@
+/** The terminus's decision on a decoded OPEN: which peer asks, and may this gateway dial for it now. */
+import type { PeerConfig } from './config';
+import type { GatewayContext } from './context';
+import { RefusalCode, type OpenHeader } from './protocol';
+
+export type OpenVerdict = { code: number; why: string } | { peer: PeerConfig };
+
 /**
- * Admission of unauthenticated work on the tunnel listener (issue 14): connections still in TLS handshake
- * or header exchange are bounded per source address and in total, apart from the tunnel pool. Configured
- * peer gateway addresses have their own budget (`maxTunnelsPerPeer` each), so a flood from elsewhere can
- * never take the slots peers need; a flood from one address gets at most `maxHandshakesPerSource`.
+ * Checks on a decoded OPEN, in order: the header's source matches the certificate (`certCluster`, when the
+ * tunnel is mTLS), the source is a peer, the gateway is not draining, the destination policy, the caps.
  */
-import type * as net from 'node:net';
-import type { NativeAddon } from './native';
-import { socketFd } from './native';
-import { normalizeAddress } from './policy';
-import type { ProxyConfig } from './config';
-
-export class HandshakeAdmission {
-  private readonly perSource = new Map<string, number>();
-  private strangers = 0;
-
-  constructor(private readonly config: () => ProxyConfig) {}
-
-  /** Unauthenticated connections in progress (all sources). */
-  pending(): number { let n = 0; for (const v of this.perSource.values()) n += v; return n; }
-
-  /** A release function when `source` may start a handshake now, else undefined (refuse the connection). */
-  admit(source: string | undefined): (() => void) | undefined {
-    const cfg = this.config();
-    const key = normalizeAddress(source ?? '');
-    const peer = cfg.peers.some((p) => p.gateways.some((g) => normalizeAddress(g.host) === key));
-    const n = this.perSource.get(key) ?? 0;
-    if (peer ? n >= cfg.limits.maxTunnelsPerPeer : n >= cfg.limits.maxHandshakesPerSource || this.strangers >= cfg.limits.maxHandshakesTotal) return undefined;
-    this.perSource.set(key, n + 1);
-    if (!peer) this.strangers++;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const m = (this.perSource.get(key) ?? 1) - 1;
-      if (m <= 0) this.perSource.delete(key); else this.perSource.set(key, m);
-      if (!peer) this.strangers--;
-    };
+export function checkOpen(ctx: GatewayContext, h: OpenHeader, certCluster: string | undefined): OpenVerdict {
+  const { cfg } = ctx;
+  if (certCluster !== undefined && h.sourceCluster !== certCluster) {
+    return { code: RefusalCode.SOURCE_MISMATCH, why: `header says '${h.sourceCluster}' but the certificate names '${certCluster}'` };
   }
-}
-
-/** Dead-peer detection on a tunnel socket (keepalive + TCP_USER_TIMEOUT from `limits`). */
-export function armLiveness(native: NativeAddon | undefined, sock: net.Socket, limits: ProxyConfig['limits']): void {
-  if (native?.setTcpLiveness) {
-    native.setTcpLiveness(socketFd(sock), limits.keepaliveIdleMs, limits.keepaliveIntervalMs, limits.keepaliveProbes, limits.userTimeoutMs);
-  } else sock.setKeepAlive(true, limits.keepaliveIdleMs);
+  const peer = cfg.peers.find((p) => p.cluster === h.sourceCluster);
+  if (!peer) return { code: RefusalCode.UNKNOWN_PEER, why: `'${h.sourceCluster}' is not a peer of '${cfg.cluster}'` };
+  if (ctx.stopping) return { code: RefusalCode.DRAINING, why: 'gateway is draining' };
+  const verdict = ctx.policy.checkDestination(h.dstHost, h.dstPort);
+  if (!verdict.ok) {
+    return { code: verdict.code === 'forbidden' ? RefusalCode.DESTINATION_FORBIDDEN : RefusalCode.DESTINATION_OUTSIDE_CIDR, why: verdict.why };
+  }
+  const cap = ctx.table.capCheck(peer.cluster, cfg.limits);
+  if (cap) return { code: cap, why: 'too many tunnels' };
+  return { peer };
 }

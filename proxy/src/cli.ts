@@ -7,6 +7,7 @@ import { loadConfigFile } from './config-file';
 import { startGateway } from './gateway';
 import { tryLoadNative, nativeLoadError } from './native';
 import { applyRules, planRules, renderRules } from './rules';
+import { settleAddresses } from './settle-addresses';
 
 const USAGE = `usage: migration-mesh-proxy <command> [options]
 
@@ -49,6 +50,8 @@ async function main(argv: string[]): Promise<void> {
   if (cmd === 'setup-rules') {
     const plan = planRules(cfg);
     if (argv.includes('--dry-run')) { process.stdout.write(renderRules(plan)); return; }
+    const dad = await settleAddresses(); // IPv6 DAD: runtime and keepalived start on settled addresses
+    if (dad.dadFailed.length || dad.tentative.length) die(`IPv6 addresses not usable: ${JSON.stringify(dad)}`, 1);
     try { applyRules(plan); } catch (e) { die((e as Error).message, 1); }
     process.stdout.write(`installed ${plan.filter((c) => c.args.includes('REDIRECT')).length} REDIRECT rule(s) in chain MIGRATION_MESH\n`);
     return;

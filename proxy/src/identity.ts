@@ -1,5 +1,6 @@
 /**
- * Peer identity from a gateway certificate. Structured data is never flattened into delimited text: the
+ * Identity: which fleet member a certificate names, and the one check every TLS path (origin and terminus)
+ * applies to a peer gateway. Structured data is never flattened into delimited text: the
  * URI SANs are read from the certificate's DER (or handed over as an array by the native addon), and a
  * certificate names a fleet member only when it carries exactly one URI SAN and that URI is exactly
  * `spiffe://<fleet>/cluster/<cluster>` (DNS labels, lower case, nothing before or after).
@@ -9,7 +10,8 @@
  * `TLS_SECURITY_CIPHERS`), which refuses weak keys anywhere in the chain; this check names the problem.
  */
 import * as crypto from 'node:crypto';
-import { peerIdentityUri } from './config';
+import type * as tls from 'node:tls';
+import { peerIdentityUri, type ProxyConfig } from './config';
 
 export type Identity = { cluster: string } | { error: string };
 
@@ -119,7 +121,26 @@ export function certificateIdentity(der: Buffer | undefined, fleet: string): Ide
   return identityFromUris(uris, fleet);
 }
 
-/** Compatibility wrapper: a Node peer certificate (its `raw` DER is what is read). */
-export function certificateCluster(cert: { raw?: Buffer } | undefined, fleet: string): Identity {
-  return certificateIdentity(cert?.raw, fleet);
+/** What a TLS path knows of the peer's certificate: Node's certificate (its DER is read), or the addon's URI SAN array. */
+export type PeerCert = Pick<tls.PeerCertificate, 'raw'> | readonly string[] | undefined;
+
+/** The fleet member a certificate names, or an explanation of why it names none. */
+export function certificateCluster(cert: PeerCert, fleet: string): Identity {
+  if (Array.isArray(cert)) return identityFromUris(cert, fleet);
+  return certificateIdentity((cert as Pick<tls.PeerCertificate, 'raw'> | undefined)?.raw, fleet);
+}
+
+/**
+ * The peer gateway a certificate belongs to. Origin side: `expected` is the cluster we dialed, and the
+ * certificate must name exactly it. Terminus side (no `expected`): it must name a peer of this cluster.
+ */
+export function identifyPeer(cert: PeerCert, cfg: Pick<ProxyConfig, 'fleet' | 'peers'>, expected?: string): Identity {
+  const who = certificateCluster(cert, cfg.fleet);
+  if ('error' in who) return who;
+  if (expected !== undefined) {
+    if (who.cluster === expected) return who;
+    return { error: `peer gateway presented ${peerIdentityUri(cfg.fleet, who.cluster)}, expected ${peerIdentityUri(cfg.fleet, expected)}` };
+  }
+  if (!cfg.peers.some((p) => p.cluster === who.cluster)) return { error: `'${who.cluster}' is not a peer` };
+  return who;
 }

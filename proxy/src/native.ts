@@ -67,7 +67,6 @@ export function tryLoadNative(): NativeAddon | undefined {
   for (const file of candidates()) {
     if (!fs.existsSync(file)) continue;
     try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       cached = require(file) as NativeAddon;
       return cached;
     } catch (e) {

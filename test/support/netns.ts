@@ -177,7 +177,9 @@ export class NetnsLab {
    * A veth from `hostNs` (named `ifname`, with `addrs`) to a port `portName` of `bridge` in `fabricNs`,
    * or straight into `peerNs` when no bridge is given.
    */
-  addVeth(opts: { hostNs: string; ifname: string; addrs: string[]; fabricNs: string; portName: string; bridge?: string; mtu?: number; peerAddrs?: string[] }): void {
+  addVeth(opts: {
+    hostNs: string; ifname: string; addrs: string[]; fabricNs: string; portName: string; bridge?: string; mtu?: number; peerAddrs?: string[];
+  }): void {
     const { hostNs, ifname, fabricNs, portName } = opts;
     this.run(['ip', '-n', fabricNs, 'link', 'add', portName, 'type', 'veth', 'peer', 'name', ifname, 'netns', hostNs]);
     if (opts.mtu) {
@@ -246,11 +248,23 @@ export function whereaboutsFirstFree(ipam: { range: string; range_start?: string
 // ------------------------------------------------------------------------------------------------
 // topology from the generated YAML
 
+/** One gateway attachment: what the pod gets, the NAD's CNI config and the Multus selection element naming it. */
+export interface GatewayAttachment {
+  readonly ifname: string;
+  readonly address: string;
+  readonly routes: { dst: string; gw: string }[];
+  readonly mtu?: number;
+  /** The NAD's `spec.config`, parsed. */
+  readonly config: any;
+  /** The pod's Multus selection element (`name`, `namespace`, `interface`, `ips`). */
+  readonly selection: { name: string; namespace: string; interface: string; ips: string[] };
+}
+
 export interface GatewayHost {
   readonly deployment: string;
   /** interface name, address/prefix, routes from its NAD. */
-  readonly inCluster: { ifname: string; address: string; routes: { dst: string; gw: string }[]; mtu?: number };
-  readonly crossCluster: { ifname: string; address: string; routes: { dst: string; gw: string }[]; mtu?: number };
+  readonly inCluster: GatewayAttachment;
+  readonly crossCluster: GatewayAttachment;
   /** The failover sidecar's command line (keepalived), when the Deployment has one. */
   readonly failoverArgs?: string[];
 }
@@ -258,7 +272,11 @@ export interface GatewayHost {
 export interface ClusterTopology {
   readonly name: string;
   /** The whereabouts NAD KubeVirt attaches as migration0 (what handlers and sync controllers get). */
-  readonly migrationNad: { name: string; ipam: { range: string; range_start?: string; range_end?: string; exclude?: string[]; routes?: { dst: string; gw: string }[] }; mtu?: number };
+  readonly migrationNad: {
+    name: string; ipam: { range: string; range_start?: string; range_end?: string; exclude?: string[]; routes?: { dst: string; gw: string }[] }; mtu?: number;
+    /** The NAD's `spec.config`, parsed. */
+    config: any;
+  };
   readonly syncPort: number;
   readonly gateways: GatewayHost[];
   /** The runtime config text from the ConfigMap. */
@@ -299,7 +317,7 @@ export function topologyFromFiles(files: Map<string, string>): ClusterTopology[]
         const nad = nads.find((n) => n.metadata.name === el.name && n.metadata.namespace === el.namespace);
         if (!nad) throw new Error(`${name}/${d.metadata.name}: selection names ${el.namespace}/${el.name}, which is not synthesized`);
         const cfg = JSON.parse(nad.spec.config);
-        return { ifname: el.interface, address: el.ips[0], routes: cfg.ipam?.routes ?? [], mtu: cfg.mtu, role: nad.metadata.labels?.['migrationmesh.dev/network'] };
+        return { ifname: el.interface, address: el.ips[0], routes: cfg.ipam?.routes ?? [], mtu: cfg.mtu, role: nad.metadata.labels?.['migrationmesh.dev/network'], config: cfg, selection: el };
       };
       const els = sel.map(att);
       const inC = els.find((e: any) => e.role === 'migration');
@@ -316,7 +334,7 @@ export function topologyFromFiles(files: Map<string, string>): ClusterTopology[]
     });
     out.push({
       name,
-      migrationNad: { name: migNad.metadata.name, ipam: migCfg.ipam, mtu: migCfg.mtu },
+      migrationNad: { name: migNad.metadata.name, ipam: migCfg.ipam, mtu: migCfg.mtu, config: migCfg },
       syncPort: Number(kv?.spec?.synchronizationPort ?? 9185),
       gateways,
       gatewayConfig: JSON.parse(cm.data['config.json']),

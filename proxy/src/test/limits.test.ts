@@ -23,7 +23,7 @@ for (const mode of ['plaintext', 'mtls'] as const) {
       const c = net.connect(pair.cfgA.listen!.intercept!.port, '127.0.0.1');
       c.on('error', () => undefined);
       let n = 0;
-      const iv = pace ? setInterval(() => { if (n++ < total) c.write('x'); else { clearInterval(iv); c.end(); } }, pace) : undefined;
+      const iv = pace ? setInterval(() => { if (n++ < total) { c.write('x'); } else { clearInterval(iv); c.end(); } }, pace) : undefined;
       c.on('data', () => undefined);
       c.on('close', () => { if (iv) clearInterval(iv); resolve(Date.now() - t0); });
     });

@@ -36,7 +36,7 @@ function slowTransfer(port: number, chunks: number, everyMs: number): Promise<st
     s.on('end', () => { s.end(); resolve(reply); });
     s.on('connect', () => {
       const iv = setInterval(() => {
-        if (i++ < chunks) s.write(Buffer.alloc(65536, i & 0xff)); else { clearInterval(iv); s.end(); }
+        if (i++ < chunks) { s.write(Buffer.alloc(65536, i & 0xff)); } else { clearInterval(iv); s.end(); }
       }, everyMs);
     });
   });

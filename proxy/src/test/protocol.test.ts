@@ -84,8 +84,11 @@ describe('tunnel header protocol', () => {
         frames++;
         assert.ok(r.body.length + 8 <= 64);
         try { decodeOpenBody(r.body); } catch (e) { assert.ok((e as { code?: number }).code !== undefined, 'decode errors are ProtocolErrors'); }
-      } else if (r.kind === 'error') errors++;
-      else more++;
+      } else if (r.kind === 'error') {
+        errors++;
+      } else {
+        more++;
+      }
       // after an error or a frame the reader refuses more input instead of buffering it
       if (r.kind !== 'more') assert.equal(rd.push(crypto.randomBytes(10)).kind, 'error');
     }

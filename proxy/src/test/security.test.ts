@@ -123,7 +123,11 @@ describe('plaintext terminus: unknown source cluster, fuzzing, caps', { timeout:
     const cases: (Buffer | ((s: net.Socket) => void))[] = [];
     for (let i = 0; i < 150; i++) cases.push(crypto.randomBytes(crypto.randomInt(1, 2000)));
     for (let i = 0; i < 50; i++) { const g = open({ dstHost: '127.0.0.1', dstPort: sink.port }); cases.push(g.subarray(0, crypto.randomInt(1, g.length))); }
-    for (let i = 0; i < 50; i++) { const g = Buffer.from(open()); g[crypto.randomInt(0, g.length)] ^= 0xff; cases.push(Buffer.concat([g, crypto.randomBytes(crypto.randomInt(0, 64))])); }
+    for (let i = 0; i < 50; i++) {
+      const g = Buffer.from(open());
+      g[crypto.randomInt(0, g.length)] ^= 0xff;
+      cases.push(Buffer.concat([g, crypto.randomBytes(crypto.randomInt(0, 64))]));
+    }
     cases.push((s) => { const iv = setInterval(() => s.write(Buffer.from('M')), 50); s.on('close', () => clearInterval(iv)); });
     const heap0 = process.memoryUsage().rss;
     const results = await Promise.all(cases.map((c) => probe(port, c, undefined, 5000)));

@@ -71,14 +71,18 @@ export async function certlessFlood(port: number, caPem: Buffer, total: number, 
   return ended;
 }
 
-/** Hold `n` idle TCP connections to host:port from `localAddress` (a flood that never says a word). */
-export async function idleFlood(port: number, n: number, localAddress = '127.0.0.2', host = '127.0.0.1'): Promise<{ sockets: net.Socket[]; close(): void }> {
-  const sockets: net.Socket[] = [];
-  await Promise.all(Array.from({ length: n }, () => new Promise<void>((resolve) => {
-    const s = net.connect({ port, host, localAddress });
-    s.on('error', () => resolve());
-    s.on('connect', () => resolve());
-    sockets.push(s);
-  })));
-  return { sockets, close: () => sockets.forEach((s) => s.destroy()) };
+/** Keep `n` idle connections open from `localAddress`, re-opening each one the gateway closes. */
+export function persistentFlood(port: number, n: number, localAddress: string): { open(): number; stop(): void } {
+  let stopped = false;
+  const live = new Set<net.Socket>();
+  const one = () => {
+    if (stopped) return;
+    const s = net.connect({ port, host: '127.0.0.1', localAddress });
+    live.add(s);
+    s.on('error', () => undefined);
+    s.on('close', () => { live.delete(s); setTimeout(one, 1000); }); // the attacker re-opens what the gateway closes
+  };
+  for (let i = 0; i < n; i++) one();
+  return { open: () => live.size, stop: () => { stopped = true; for (const s of live) s.destroy(); } };
 }
+

@@ -6,14 +6,19 @@ import { FRAME_REPLY, FrameReader, decodeReplyBody, type ReplyHeader } from '../
 
 export interface ProbeResult { reply?: ReplyHeader; closed: boolean; error?: string; ms: number }
 
-export function probe(port: number, payload: Buffer | ((s: net.Socket) => void), creds?: { cert: string; key: string; ca: string }, timeoutMs = 8000): Promise<ProbeResult> {
+export function probe(port: number, payload: Buffer | ((s: net.Socket) => void), creds?: { cert: string; key: string; ca: string },
+  timeoutMs = 8000): Promise<ProbeResult> {
   return new Promise((resolve) => {
     const t0 = Date.now();
     let done = false;
     const reader = new FrameReader(65_543, FRAME_REPLY);
     let reply: ReplyHeader | undefined;
     let error: string | undefined;
-    const finish = (closed: boolean) => { if (done) return; done = true; clearTimeout(timer); s.destroy(); resolve({ reply, closed, error, ms: Date.now() - t0 }); };
+    const finish = (closed: boolean) => {
+      if (done) return;
+      done = true; clearTimeout(timer); s.destroy();
+      resolve({ reply, closed, error, ms: Date.now() - t0 });
+    };
     const s: net.Socket = creds
       ? tls.connect({ port, host: '127.0.0.1', ca: fs.readFileSync(creds.ca), cert: fs.readFileSync(creds.cert), key: fs.readFileSync(creds.key), checkServerIdentity: () => undefined, minVersion: 'TLSv1.3' })
       : net.connect(port, '127.0.0.1');

@@ -1,0 +1,45 @@
+import { Chart } from 'cdk8s';
+import { Construct } from 'constructs';
+import { ForkliftHubPlan } from '../src/forklift/model';
+import { ForkliftControllerSetting } from './forklift-controller';
+import { ForkliftMigration } from './forklift-migration';
+import { ForkliftNetworkMap } from './forklift-network-map';
+import { ForkliftPlan } from './forklift-plan';
+import { ForkliftProvider } from './forklift-provider';
+import { ForkliftStorageMap } from './forklift-storage-map';
+
+/**
+ * Properties for `ForkliftHubChart`.
+ */
+export interface ForkliftHubChartProps {
+  /** The checked Forklift plan (`planForklift`). */
+  readonly plan: ForkliftHubPlan;
+}
+
+/**
+ * Everything the Forklift hub applies for a fleet's moves, as one Chart: a Provider per remote
+ * cluster, the optional ForkliftController setting, a NetworkMap and a StorageMap per ordered cluster
+ * pair, a live Plan per batch, and a Migration only where the moves say `start: true`.
+ */
+export class ForkliftHubChart extends Chart {
+  public readonly providers: ForkliftProvider[];
+  public readonly plans: ForkliftPlan[];
+  public readonly migrations: ForkliftMigration[];
+
+  constructor(scope: Construct, id: string, props: ForkliftHubChartProps) {
+    super(scope, id, { disableResourceNameHashes: true, labels: { 'migrationmesh.dev/fleet': props.plan.fleet } });
+    const p = props.plan;
+    const namespace = p.hub.namespace;
+    this.providers = p.providers.map((pr) => new ForkliftProvider(this, `Provider-${pr.name}`, { name: pr.name, namespace, url: pr.url, secret: pr.secret }));
+    if (p.controller) {
+      new ForkliftControllerSetting(this, 'Controller', { name: p.controller.name, namespace, liveMigration: p.controller.liveMigration });
+    }
+    for (const pair of p.pairs) {
+      new ForkliftNetworkMap(this, `NetworkMap-${pair.name}`, { name: pair.name, namespace, source: pair.source, destination: pair.destination, networks: pair.networks });
+      new ForkliftStorageMap(this, `StorageMap-${pair.name}`, { name: pair.name, namespace, source: pair.source, destination: pair.destination, storage: pair.storage });
+    }
+    this.plans = p.plans.map((lp) => new ForkliftPlan(this, `Plan-${lp.name}`, { plan: lp, namespace }));
+    this.migrations = p.plans.filter((lp) => lp.migration)
+      .map((lp) => new ForkliftMigration(this, `Migration-${lp.migration!.name}`, { name: lp.migration!.name, namespace, plan: lp.name }));
+  }
+}

@@ -1,0 +1,100 @@
+import { App } from 'cdk8s';
+import * as os from 'os';
+import { FleetValidationError, FleetProblem } from '../src/errors';
+import { FleetDocument } from '../src/fleet-schema';
+import { ResolvedGitops } from '../src/gitops';
+import { ClusterPlan } from '../src/planner';
+import { MovesInput } from '../src/forklift/checks';
+import { EmittedObject, featureGatesOf, nadsOf } from '../src/forklift/gates';
+import { ClusterFacts, ForkliftHubPlan } from '../src/forklift/model';
+import { planForklift } from '../src/forklift/plan';
+import {
+  FORKLIFT_DIR, FORKLIFT_STAGES, ForkliftStageName, driftFiles, forkliftArgoApplication, forkliftFluxKustomizations, forkliftStageOf, orderForklift,
+} from '../src/forklift/delivery';
+import { ForkliftHubChart } from './forklift-hub';
+
+/** What the Forklift part of a synthesis adds. */
+export interface ForkliftOutput {
+  readonly plan?: ForkliftHubPlan;
+  /** Relative to the fleet directory (`_forklift/...`). */
+  readonly files: Map<string, string>;
+  /** The hub's objects in rollout order. */
+  readonly objects: Record<string, unknown>[];
+  /** Argo CD Application / Flux Kustomizations for `_gitops/`. */
+  readonly gitops: { readonly argocd: Record<string, unknown>[]; readonly flux: Record<string, unknown>[] };
+  readonly warnings: FleetProblem[];
+}
+
+export interface ForkliftOutputInput {
+  readonly document: FleetDocument;
+  readonly clusters: readonly ClusterPlan[];
+  /** Every cluster's synthesized objects (the generated configuration the checks read). */
+  readonly objects: ReadonlyMap<string, readonly EmittedObject[]>;
+  readonly gitops?: ResolvedGitops;
+  /** Moves from the file beside the fleet. @default - the fleet's own `spec.forklift.moves` */
+  readonly moves?: MovesInput;
+}
+
+/** How synthesis names and renders files (passed in so this layer does not import the writer). */
+export interface FileRendering {
+  readonly toYaml: (o: unknown) => string;
+  readonly objectFileName: (o: { kind: string; metadata?: { name?: string; namespace?: string } }) => string;
+}
+
+/** The facts of each cluster the checks need, read from its generated objects. */
+export function clusterFacts(
+  document: FleetDocument, clusters: readonly ClusterPlan[], objects: ReadonlyMap<string, readonly EmittedObject[]>,
+): ClusterFacts[] {
+  const index = new Map(document.spec.clusters.map((c, i) => [c.name, i]));
+  return clusters.map((c) => {
+    const objs = objects.get(c.name) ?? [];
+    return { name: c.name, index: index.get(c.name) ?? 0, datapath: c.datapath, featureGates: featureGatesOf(objs), meshNads: nadsOf(objs) };
+  });
+}
+
+/**
+ * Check and plan the fleet's moves, build the hub chart and lay its objects out under `_forklift/`
+ * (flat with a kustomization in rollout order; one directory per stage with Flux), plus the drift
+ * helpers. Throws FleetValidationError with every problem; returns no files for a fleet without
+ * `spec.forklift`.
+ */
+export function forkliftOutput(input: ForkliftOutputInput, render: FileRendering): ForkliftOutput {
+  const r = planForklift(input.document, clusterFacts(input.document, input.clusters, input.objects), input.moves);
+  if (r.problems.length) throw new FleetValidationError(r.problems);
+  const files = new Map<string, string>();
+  if (!r.plan) return { files, objects: [], gitops: { argocd: [], flux: [] }, warnings: r.warnings };
+  const chart = new ForkliftHubChart(new App({ outdir: os.tmpdir() }), FORKLIFT_DIR, { plan: r.plan });
+  const objects = orderForklift(chart.toJson() as { kind: string; metadata?: Record<string, unknown> }[], input.gitops) as Record<string, unknown>[];
+  const staged = !!input.gitops?.flux;
+  const byDir = new Map<string, string[]>();
+  for (const o of objects) {
+    const kind = String(o.kind);
+    const dir = staged ? forkliftStageOf(kind).dir : '';
+    const f = render.objectFileName(o as { kind: string });
+    files.set([FORKLIFT_DIR, dir, f].filter(Boolean).join('/'), render.toYaml(o));
+    byDir.set(dir, [...(byDir.get(dir) ?? []), f]);
+  }
+  const kustomization = (resources: string[]): string => render.toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources });
+  const present = FORKLIFT_STAGES.filter((s) => byDir.has(s.dir));
+  if (staged) {
+    for (const s of present) files.set(`${FORKLIFT_DIR}/${s.dir}/kustomization.yaml`, kustomization(byDir.get(s.dir)!));
+    files.set(`${FORKLIFT_DIR}/kustomization.yaml`, kustomization(present.map((s) => s.dir)));
+  } else {
+    files.set(`${FORKLIFT_DIR}/kustomization.yaml`, kustomization(byDir.get('') ?? []));
+  }
+  for (const [rel, content] of driftFiles(r.plan)) {
+    files.set(`${FORKLIFT_DIR}/${rel}`, rel.endsWith('.json') ? `${JSON.stringify(content, null, 2)}\n` : render.toYaml(content));
+  }
+  const g = input.gitops;
+  const stageNames: ForkliftStageName[] = staged ? present.map((s) => s.name) : [...new Set(objects.map((o) => forkliftStageOf(String(o.kind)).name))];
+  return {
+    plan: r.plan,
+    files,
+    objects,
+    gitops: {
+      argocd: g?.argocd ? [forkliftArgoApplication(g, r.plan)] : [],
+      flux: g?.flux ? forkliftFluxKustomizations(g, r.plan, stageNames) : [],
+    },
+    warnings: r.warnings,
+  };
+}

@@ -1,0 +1,249 @@
+/**
+ * Origin side: the intercept listener. An in-cluster client's connection to a peer cluster's address is
+ * redirected here; we find the peer, open a tunnel to one of its gateways (TLS, OPEN, REPLY), and relay.
+ */
+import * as crypto from 'node:crypto';
+import * as net from 'node:net';
+import * as tls from 'node:tls';
+import { peerIdentityUri, type PeerConfig } from './config';
+import { splices, type GatewayContext } from './context';
+import { TLS_SECURITY_CIPHERS, identifyPeer } from './identity';
+import { armLiveness } from './handshake-admission';
+import { type TlsHandle, socketFd, stopReading } from './native';
+import { normalizeAddress } from './policy';
+import {
+  CONNECTION_ID_BYTES, FRAME_REPLY, FrameReader, RefusalCode, decodeReplyBody, encodeOpen, refusalName, type OpenHeader,
+} from './protocol';
+import { relayNative, relayStreams } from './relay';
+import { dial, resetOrDestroy, secondsSince } from './sockets';
+import type { NativeOn } from './tls-native-session';
+import type { Tunnel } from './tunnel-table';
+
+export type Destination = { host: string; port: number };
+type Refusal = Error & { refusal?: number };
+/** A tunnel to a peer gateway after an accepting REPLY; `tls` when the native session carries it. */
+type Opened = { raw: net.Socket; stream: net.Socket; rest: Buffer; tls?: { h: TlsHandle; on: NativeOn } };
+
+const noop = () => { /* handled by the relay, or the socket is just closed */ };
+
+/** A REPLY frame checked against the OPEN we sent: the error to fail with, or undefined when accepted. */
+function replyError(body: Buffer, header: OpenHeader): Refusal | undefined {
+  let reply;
+  try { reply = decodeReplyBody(body); } catch (e) { return e as Error; }
+  if (!reply.connectionId.equals(header.connectionId)) return new Error('reply for another connection id');
+  if (reply.status !== RefusalCode.ACCEPTED) {
+    return Object.assign(new Error(`peer refused: ${refusalName(reply.status)} (${reply.reason})`), { refusal: reply.status });
+  }
+  return undefined;
+}
+
+export class Origin {
+  readonly server: net.Server;
+  /** round robin over a peer's gateways */
+  private rr = 0;
+
+  constructor(private readonly ctx: GatewayContext, private readonly lookup?: (sock: net.Socket) => Destination | undefined) {
+    this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true }, (c) => this.onIntercept(c));
+    this.server.on('error', (e) => ctx.log.error({ err: e.message }, 'intercept listener error'));
+  }
+
+  /** Where the client meant to go: SO_ORIGINAL_DST from the addon, else the local address (TPROXY semantics). */
+  private originalDestination(sock: net.Socket): Destination | undefined {
+    if (this.lookup) return this.lookup(sock);
+    if (this.ctx.native) {
+      const d = this.ctx.native.getOriginalDst(socketFd(sock));
+      if (d) return { host: d.address, port: d.port };
+    }
+    // TPROXY (or no NAT): the local address is the original destination
+    if (sock.localAddress && sock.localPort) return { host: normalizeAddress(sock.localAddress), port: sock.localPort };
+    return undefined;
+  }
+
+  /** The destination and the peer whose CIDRs hold it, or undefined when the connection is refused (and closed). */
+  private route(client: net.Socket): { dst: Destination; peer: PeerConfig } | undefined {
+    const { ctx } = this;
+    if (ctx.stopping) { ctx.refuse('origin', 'draining'); client.destroy(); return undefined; }
+    let dst: Destination | undefined;
+    try { dst = this.originalDestination(client); } catch (e) { ctx.log.warn({ err: (e as Error).message }, 'original destination lookup failed'); }
+    const peer = dst ? ctx.policy.peerFor(dst.host) : undefined;
+    if (!dst || !peer) {
+      ctx.refuse('origin', 'no_route');
+      ctx.log.info({ dst, from: client.remoteAddress }, 'refused: destination is not in any peer CIDR');
+      resetOrDestroy(client);
+      return undefined;
+    }
+    const cap = ctx.table.capCheck(peer.cluster, ctx.cfg.limits);
+    if (cap) {
+      ctx.refuse('origin', refusalName(cap));
+      resetOrDestroy(client);
+      return undefined;
+    }
+    return { dst, peer };
+  }
+
+  private onIntercept(client: net.Socket): void {
+    const { ctx } = this;
+    client.on('error', noop);
+    const route = this.route(client);
+    if (!route) return;
+    const { dst, peer } = route;
+    const connectionId = crypto.randomBytes(CONNECTION_ID_BYTES);
+    const id = connectionId.toString('hex');
+    const usePump = splices(ctx);
+    const t = ctx.table.track(id, peer.cluster, 'origin', [client], true);
+    client.once('close', () => { if (!t.established) t.finish('destroy'); });
+    ctx.log.debug({ conn: id, peer: peer.cluster, dst, from: client.remoteAddress }, 'intercepted');
+    const header = { connectionId, dstHost: dst.host, dstPort: dst.port, sourceCluster: ctx.cfg.cluster };
+    this.openTunnel(peer, header, usePump).then((o) => this.onOpened(t, client, o, dst, usePump), (e: Refusal) => {
+      ctx.refuse('origin', e.refusal !== undefined ? `peer_${refusalName(e.refusal)}` : 'peer_unreachable');
+      ctx.log.info({ conn: id, peer: peer.cluster, dst, err: e.message }, 'tunnel refused');
+      t.finish('reset');
+    });
+  }
+
+  /** The peer accepted: relay between the client and the tunnel. */
+  private onOpened(t: Tunnel, client: net.Socket, o: Opened, dst: Destination, usePump: boolean): void {
+    const { ctx } = this;
+    if (t.finished || client.destroyed) {
+      if (o.tls) { ctx.nativeTls!.cancel(o.tls.h); } else { o.stream.destroy(); o.raw.destroy(); }
+      t.finish('destroy');
+      return;
+    }
+    t.sockets.push(o.raw);
+    if (o.stream !== o.raw) t.sockets.push(o.stream);
+    ctx.table.markEstablished(t);
+    const data = o.tls ? 'native-tls' : usePump ? 'splice' : 'stream';
+    ctx.log.info({ conn: t.id, peer: t.peer, dst: `${dst.host}:${dst.port}`, from: client.remoteAddress, data }, 'tunnel open');
+    const rest = o.rest.length ? o.rest : null;
+    if (o.tls) this.handOverNative(t, client, o.tls);
+    else if (usePump) relayNative(ctx.native!, ctx.log, ctx.cfg.limits.idleTimeoutMs, t, client, o.raw, null, rest);
+    else relayStreams(ctx.log, t, { a: client, b: o.stream, rawA: client, rawB: o.raw }, null, rest);
+  }
+
+  /** Native mTLS: the session's thread relays between the client's fd and the TLS tunnel. */
+  private handOverNative(t: Tunnel, client: net.Socket, nt: { h: TlsHandle; on: NativeOn }): void {
+    const { ctx } = this;
+    t.tlsRelay = nt.h;
+    nt.on.p2 = (r) => {
+      t.bytes = [r.plainToTls, r.tlsToPlain];
+      if (r.reason !== 'eof') ctx.log.info({ conn: t.id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
+      // a reset or error on one side (a dead peer: EOF without close_notify) resets the other, explicitly
+      t.finish(r.reason === 'eof' ? 'destroy' : 'reset'); // only a clean end is not a reset
+    };
+    const early = stopReading(client);
+    if (early) { ctx.log.warn({ conn: t.id }, 'unexpected bytes buffered before hand-over'); t.finish('reset'); return; }
+    ctx.nativeTls!.continue(nt.h, null, socketFd(client), ctx.cfg.limits.idleTimeoutMs);
+  }
+
+  /** Connect to one of the peer's gateways (round robin, next on failure), run TLS (if configured), send OPEN, await REPLY. */
+  private async openTunnel(peer: PeerConfig, header: OpenHeader, usePump: boolean): Promise<Opened> {
+    const { ctx } = this;
+    const started = process.hrtime.bigint();
+    const order = peer.gateways.map((_, i) => peer.gateways[(i + this.rr) % peer.gateways.length]);
+    this.rr++;
+    let lastErr: Error = new Error('no gateways');
+    for (const gw of order) {
+      if (ctx.closed) break;
+      let raw: net.Socket;
+      try {
+        raw = await dial(gw.host, gw.port, ctx.cfg.limits.dialTimeoutMs, undefined, !!ctx.nativeTls);
+        armLiveness(ctx.native, raw, ctx.cfg.limits); // a vanished peer is found in seconds
+      } catch (e) { lastErr = e as Error; continue; }
+      try {
+        const r = ctx.nativeTls ? await this.handshakeNative(raw, peer, header) : await this.handshakeJs(raw, peer, header, usePump);
+        ctx.metrics.dialLatency.observe({ target: 'peer' }, secondsSince(started));
+        return r;
+      } catch (e) {
+        if (!ctx.nativeTls) raw.destroy(); // a native session closes its socket when its thread is done
+        if ((e as Refusal).refusal !== undefined) throw e; // a definitive answer: do not retry elsewhere
+        lastErr = e as Error;
+      }
+    }
+    throw lastErr;
+  }
+
+  /** Native mTLS: handshake, identity, OPEN and REPLY run in the addon's thread. */
+  private handshakeNative(raw: net.Socket, peer: PeerConfig, header: OpenHeader): Promise<Opened> {
+    const { ctx } = this;
+    const { cfg } = ctx;
+    const sessions = ctx.nativeTls!;
+    return new Promise<Opened>((resolve, reject) => {
+      const on: NativeOn = {
+        p1: (r) => {
+          const fail = (e: Error, tlsFailure = false) => {
+            if (tlsFailure) ctx.metrics.tlsHandshakeFailures.inc({ side: 'origin' });
+            on.p2 = () => raw.destroy();
+            sessions.cancel(h);
+            reject(e);
+          };
+          if (!r.handshook) return fail(new Error(r.error || 'TLS handshake failed'), true);
+          const who = identifyPeer(r.uris, cfg, peer.cluster);
+          if ('error' in who) return fail(new Error(who.error), true);
+          const fr = new FrameReader(cfg.limits.headerMaxBytes, FRAME_REPLY).push(r.frame);
+          if (fr.kind !== 'frame') return fail(fr.kind === 'error' ? fr.error : new Error(r.error || 'peer closed before replying'));
+          const err = replyError(fr.body, header);
+          if (err) return fail(err);
+          resolve({ raw, stream: raw, rest: fr.rest, tls: { h, on } });
+        },
+        p2: () => raw.destroy(),
+      };
+      const h = sessions.start(raw, false, encodeOpen(header), peerIdentityUri(cfg.fleet, peer.cluster), cfg.limits, on);
+    });
+  }
+
+  /** Node streams (plaintext, or Node's tls over the raw socket): send OPEN, read REPLY, within the handshake deadline. */
+  private handshakeJs(raw: net.Socket, peer: PeerConfig, header: OpenHeader, usePump: boolean): Promise<Opened> {
+    const { cfg } = this.ctx;
+    return new Promise<Opened>((resolve, reject) => {
+      let stream: net.Socket = raw;
+      let settled = false;
+      const fail = (e: Error) => { if (settled) return; settled = true; clearTimeout(timer); stream.destroy(); raw.destroy(); reject(e); };
+      const timer = setTimeout(() => fail(new Error('peer handshake timed out')), cfg.limits.handshakeTimeoutMs);
+      const reader = new FrameReader(cfg.limits.headerMaxBytes, FRAME_REPLY);
+      const onData = (chunk: Buffer) => {
+        const r = reader.push(chunk);
+        if (r.kind === 'more') return;
+        if (usePump) stopReading(raw); else stream.pause();
+        stream.off('data', onData);
+        if (r.kind === 'error') return fail(r.error);
+        const err = replyError(r.body, header);
+        if (err) return fail(err);
+        settled = true;
+        clearTimeout(timer);
+        stream.removeListener('error', fail);
+        resolve({ raw, stream, rest: r.rest });
+      };
+      const sendOpen = () => {
+        stream.on('data', onData);
+        stream.write(encodeOpen(header));
+      };
+      if (cfg.tls.mode === 'mtls') {
+        stream = this.connectTls(raw, peer, sendOpen, fail);
+      } else {
+        raw.on('error', fail);
+        sendOpen();
+      }
+      raw.on('close', () => fail(new Error('peer closed the connection during the handshake')));
+    });
+  }
+
+  /** Node's tls client over `raw`; the peer gateway's certificate must name `peer`. */
+  private connectTls(raw: net.Socket, peer: PeerConfig, onSecure: () => void, fail: (e: Error) => void): tls.TLSSocket {
+    const { ctx } = this;
+    const ts = tls.connect({
+      socket: raw, ...ctx.tlsFiles!, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', allowHalfOpen: true,
+      checkServerIdentity: (_host, cert) => {
+        const who = identifyPeer(cert, ctx.cfg, peer.cluster);
+        return 'error' in who ? new Error(who.error) : undefined;
+      },
+    } as tls.ConnectionOptions);
+    ts.once('secureConnect', onSecure);
+    let secured = false;
+    ts.once('secureConnect', () => { secured = true; });
+    ts.on('error', (e) => {
+      if (!secured) ctx.metrics.tlsHandshakeFailures.inc({ side: 'origin' });
+      fail(e);
+    });
+    return ts;
+  }
+}

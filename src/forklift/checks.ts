@@ -1,0 +1,115 @@
+/**
+ * The checks Forklift makes late (at run time, after the go button) or never, made before anything is
+ * written: each cluster pair can reach each other, both list `DecentralizedLiveMigration`, trust is
+ * exchanged, every cluster has a provider, every mapped network exists, no VM moves twice in a batch.
+ * Every problem has a path, a message, a fix and a stable code. Pure, no cdk8s import.
+ */
+import { FleetProblem } from '../errors';
+import { ForkliftSpec, Move } from './schema';
+import { ClusterFacts } from './model';
+import { FEATURE_GATE_DLM } from '../kubevirt-config';
+import { trustBetween } from './trust';
+
+export interface MovesInput {
+  readonly moves: readonly Move[];
+  /** Path of the list in error messages: `spec.forklift.moves`, or `<file>: moves`. */
+  readonly path: string;
+}
+
+export class ForkliftProblems {
+  readonly problems: FleetProblem[] = [];
+  readonly warnings: FleetProblem[] = [];
+  error(code: string, path: string, message: string, fix: string): void {
+    this.problems.push({ code: `forklift/${code}`, path, message, fix });
+  }
+  warn(code: string, path: string, message: string, fix: string): void {
+    this.warnings.push({ code: `forklift/${code}`, path, message, fix });
+  }
+}
+
+const F = 'spec.forklift';
+const list = (xs: Iterable<string>): string => [...xs].join(', ');
+
+/** Moves name fleet clusters, two different ones, and never the same VM twice in one batch. */
+export function checkMoves(p: ForkliftProblems, input: MovesInput, clusters: ReadonlyMap<string, ClusterFacts>): void {
+  const seenSource = new Map<string, number>();
+  const seenTarget = new Map<string, number>();
+  input.moves.forEach((m, i) => {
+    const at = `${input.path}[${i}]`;
+    for (const side of ['from', 'to'] as const) {
+      if (!clusters.has(m[side])) p.error('unknown-cluster', `${at}.${side}`, `'${m[side]}' is not a cluster of the fleet`, `use one of ${list(clusters.keys())}`);
+    }
+    if (m.from === m.to) {
+      p.error('same-cluster', `${at}.to`, `moves ${m.namespace}/${m.vm} from ${m.from} to the same cluster`, 'name another cluster: these are cross-cluster live migrations');
+    }
+    const src = `${m.batch}|${m.from}|${m.namespace}/${m.vm}`;
+    const first = seenSource.get(src);
+    if (first !== undefined) {
+      p.error('moved-twice', at, `moves ${m.namespace}/${m.vm} from ${m.from} a second time in batch ${m.batch} (first at ${input.path}[${first}])`, 'keep one entry, or put the second move in a later batch');
+    } else {seenSource.set(src, i);}
+    const dst = `${m.batch}|${m.to}|${m.targetNamespace ?? m.namespace}/${m.vm}`;
+    const other = seenTarget.get(dst);
+    if (other !== undefined && first === undefined) {
+      p.error('target-collision', at, `lands a second VM as ${m.targetNamespace ?? m.namespace}/${m.vm} on ${m.to} in batch ${m.batch} (also ${input.path}[${other}])`, 'give one of them another targetNamespace, or move it in another batch');
+    } else if (other === undefined) {seenTarget.set(dst, i);}
+  });
+}
+
+/** Providers name fleet clusters; every cluster a move uses (other than a member hub) has one. */
+export function checkProviders(p: ForkliftProblems, spec: ForkliftSpec, input: MovesInput, clusters: ReadonlyMap<string, ClusterFacts>): void {
+  const providers = spec.providers ?? {};
+  const hubMember = clusters.has(spec.hub.cluster);
+  for (const name of Object.keys(providers)) {
+    if (!clusters.has(name)) {p.error('unknown-cluster', `${F}.providers.${name}`, `'${name}' is not a cluster of the fleet`, `remove it, or use one of ${list(clusters.keys())}`);}
+    else if (hubMember && name === spec.hub.cluster) {
+      p.error('hub-provider', `${F}.providers.${name}`, `${name} is the hub: Forklift reaches it through its own 'host' provider`, `remove providers.${name}`);
+    }
+  }
+  const used = new Set(input.moves.flatMap((m) => [m.from, m.to]).filter((c) => clusters.has(c)));
+  const missing = [...used].filter((c) => !(c in providers) && !(hubMember && c === spec.hub.cluster)).sort();
+  for (const c of missing) {
+    p.error('no-provider', `${F}.providers`, `has no entry for ${c}, which moves use`, `add providers.${c}: {url: https://api.${c}.example:6443, secret: ${c}-provider} and create that Secret (keys token, ca.crt) in ${spec.hub.namespace} on ${spec.hub.cluster}`);
+  }
+}
+
+/** Each pair that moves happen between: same migration group, the gate on both, trust exchanged. */
+export function checkPairs(
+  p: ForkliftProblems, spec: ForkliftSpec, fleetSpec: unknown, pairs: readonly [string, string][], clusters: ReadonlyMap<string, ClusterFacts>,
+): void {
+  const groups = new Map<string, string[]>();
+  for (const c of clusters.values()) groups.set(c.datapath, [...(groups.get(c.datapath) ?? []), c.name]);
+  const gateChecked = new Set<string>();
+  const unmanaged: string[] = [];
+  for (const [from, to] of pairs) {
+    const a = clusters.get(from)!;
+    const b = clusters.get(to)!;
+    if (a.datapath !== b.datapath) {
+      p.error('not-reachable', `spec.clusters[${b.index}].datapath`,
+        `${from} (${a.datapath}) and ${to} (${b.datapath}) are in different migration groups, so ${to} cannot receive from ${from}: a gateway cluster reaches only gateway clusters, a direct cluster only clusters whose handlers sit on the shared network, a native cluster only native clusters`,
+        `give both one datapath (spec.datapath, or clusters[].datapath), or move between clusters of one group: ${[...groups].map(([m, cs]) => `${m}: ${cs.join(', ')}`).join('; ')}`);
+    }
+    for (const c of [a, b]) {
+      if (gateChecked.has(c.name)) continue;
+      gateChecked.add(c.name);
+      if (c.featureGates.includes(FEATURE_GATE_DLM) || spec.providers?.[c.name]?.externalFeatureGates) continue;
+      p.error('feature-gate', `spec.clusters[${c.index}]`,
+        `the KubeVirt configuration generated for ${c.name} does not list ${FEATURE_GATE_DLM} (its delivery writes no KubeVirt featureGates, e.g. Harvester); Forklift runs a live Plan only when both clusters list the gate explicitly, and reads nothing else`,
+        `list ${FEATURE_GATE_DLM} in ${c.name}'s KubeVirt featureGates yourself, then set spec.forklift.providers.${c.name}.externalFeatureGates: true`);
+    }
+    const trust = trustBetween(fleetSpec, from, to);
+    if (trust === 'disabled') {
+      p.error('trust-disabled', 'spec.trust', `trust exchange is turned off for ${from} or ${to}: the migration's TLS handshake fails once a KubeVirt CA rotates`, `enable the trust exchange for both clusters, or drop the moves between ${from} and ${to}`);
+    } else if (trust === 'unmanaged') {unmanaged.push(`${from} -> ${to}`);}
+  }
+  if (unmanaged.length) {
+    p.warn('trust-unmanaged', 'spec', `trust between the clusters is not managed by this fleet (no spec.trust): Forklift copies each KubeVirt CA once per run, which the next CA rotation undoes (pairs: ${unmanaged.join(', ')})`,
+      'keep each cluster\'s kubevirt-ca in its peers\' kubevirt-external-ca yourself until the fleet manages trust (docs/migrations.md)');
+  }
+}
+
+/** `liveMigration: false` makes Forklift run live Plans as cold ones. */
+export function checkController(p: ForkliftProblems, spec: ForkliftSpec, input: MovesInput): void {
+  if (spec.controller && !spec.controller.liveMigration && input.moves.length) {
+    p.error('live-disabled', `${F}.controller.liveMigration`, 'is false while moves are listed: Forklift then runs a live Plan as a cold migration (the VM is shut down)', 'set it to true, or remove the moves');
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * The moves file beside a fleet file (`prod.fleet.yaml` -> `prod.moves.yaml`): read, checked with the
+ * same zod schema as `spec.forklift.moves`, every problem with its path. Touches the file system (like
+ * load.ts), no cdk8s import.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import * as YAML from 'yaml';
+import { FleetProblem, FleetValidationError, pathToString } from '../errors';
+import { movesDocumentSchema } from './schema';
+import { MovesInput } from './checks';
+
+/** `prod.fleet.yaml` -> `prod.moves.yaml` in the same directory. */
+export function movesPathFor(fleetFile: string): string {
+  const base = path.basename(fleetFile).replace(/(\.fleet)?\.(ya?ml|json)$/, '');
+  return path.join(path.dirname(fleetFile), `${base}.moves.yaml`);
+}
+
+/** Parse a moves document; `fleet` must match its metadata.name. */
+export function parseMovesText(text: string, source: string, fleet: string): MovesInput {
+  const doc = YAML.parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length) {
+    const e = doc.errors[0];
+    const pos = e.linePos?.[0];
+    throw new FleetValidationError([{ code: 'forklift/moves-syntax', path: pos ? `line ${pos.line}, column ${pos.col}` : '(document)', message: `not valid YAML: ${e.message.split('\n')[0]}`, fix: 'correct the syntax at that position' }], source);
+  }
+  const r = movesDocumentSchema.safeParse(doc.toJS());
+  if (!r.success) {
+    const problems: FleetProblem[] = r.error.issues.map((i) => ({ code: 'forklift/moves-invalid', path: pathToString(i.path) || '(document)', message: i.message }));
+    throw new FleetValidationError(problems, source);
+  }
+  if (r.data.metadata.name !== fleet) {
+    throw new FleetValidationError([{ code: 'forklift/moves-fleet', path: 'metadata.name', message: `'${r.data.metadata.name}' is not the fleet '${fleet}' these moves sit beside`, fix: `set metadata.name: ${fleet}` }], source);
+  }
+  return { moves: r.data.moves, path: `${path.basename(source)}: moves` };
+}
+
+/** The moves file beside a fleet file, if there is one. */
+export function loadMovesFile(file: string, fleet: string): MovesInput | undefined {
+  if (!fs.existsSync(file)) return undefined;
+  return parseMovesText(fs.readFileSync(file, 'utf8'), file, fleet);
+}

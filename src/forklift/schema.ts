@@ -1,0 +1,149 @@
+/**
+ * The fleet's `spec.forklift` section and the moves file: where Forklift runs, how it reaches each
+ * cluster, the VM networks and storage classes to map, and the VMs to move. One zod schema for the
+ * YAML and the TypeScript props. Pure, no cdk8s import. Facts: ../shared/reference/forklift-gitops.md.
+ */
+import { z } from 'zod';
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+const label = z.string()
+  .max(63, { message: 'must be at most 63 characters (a DNS-1123 label)' })
+  .regex(DNS1123_LABEL, { message: 'must be a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a letter or digit' });
+
+const subdomain = z.string()
+  .max(253, { message: 'must be at most 253 characters (a DNS-1123 subdomain)' })
+  .regex(DNS1123_SUBDOMAIN, { message: 'must be a DNS-1123 subdomain: lowercase letters, digits, "-" and "."' });
+
+/** `namespace/name` of a Multus network (NetworkAttachmentDefinition). */
+const networkRef = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, {
+  message: 'must be namespace/name of a NetworkAttachmentDefinition, e.g. vms/vlan100',
+});
+
+/** One cluster as Forklift sees it: an `openshift` Provider with the API URL and a Secret you create. */
+export const forkliftProviderSchema = z.object({
+  /** API server URL of the cluster, e.g. `https://api.east.example:6443`. */
+  url: z.string().regex(/^https:\/\/\S+$/, { message: 'must be an https API server URL such as https://api.east.example:6443' }),
+  /**
+   * Name of the Secret (in the hub namespace) holding `token`, `ca.crt` and `insecureSkipVerify` for this
+   * cluster. You create it; the fleet never holds a token.
+   */
+  secret: subdomain,
+  /**
+   * `DecentralizedLiveMigration` is listed in this cluster's KubeVirt `featureGates` by something other
+   * than this fleet (e.g. a Harvester cluster, whose KubeVirt configuration Harvester writes). Only then
+   * does the check accept a cluster whose generated configuration does not list the gate.
+   * @default false
+   */
+  externalFeatureGates: z.boolean().optional(),
+}).strict();
+
+/** A VM network (Multus NetworkAttachmentDefinition) that VMs use, and the clusters that have it. */
+export const forkliftNetworkSchema = z.object({
+  name: subdomain,
+  namespace: label,
+  /** Clusters that have this network under this name. @default - every cluster of the fleet */
+  clusters: z.array(label).optional(),
+}).strict();
+
+/** A counterpart override for one ordered cluster pair. */
+export const forkliftNetworkMapSchema = z.object({
+  from: label,
+  to: label,
+  /** `namespace/name` on the source cluster. */
+  source: networkRef,
+  /** `namespace/name` on the destination cluster, `pod` (the pod network) or `ignored`. */
+  destination: z.union([networkRef, z.literal('pod'), z.literal('ignored')]),
+}).strict();
+
+/** Storage class mapping; without `from`/`to` it applies to every pair. */
+export const forkliftStorageSchema = z.object({
+  /** @default - every source cluster */
+  from: label.optional(),
+  /** @default - every destination cluster */
+  to: label.optional(),
+  /** Storage class of the VM's disks on the source cluster. */
+  source: subdomain,
+  /** Storage class for the blank target disks on the destination cluster. */
+  storageClass: subdomain,
+  /** @default - Forklift's choice from the storage profile */
+  accessMode: z.enum(['ReadWriteOnce', 'ReadWriteMany', 'ReadOnlyMany']).optional(),
+  /** @default - Forklift's choice from the storage profile */
+  volumeMode: z.enum(['Filesystem', 'Block']).optional(),
+}).strict();
+
+/** One VM to move. Moves of one batch between one pair into one target namespace become one Plan. */
+export const moveSchema = z.object({
+  /** VirtualMachine name (also the target VM's name). */
+  vm: label,
+  /** Namespace of the VM on the source cluster. */
+  namespace: label,
+  from: label,
+  to: label,
+  /** @default - the source namespace */
+  targetNamespace: label.optional(),
+  /** Batch name: moves of one batch are planned (and started) together. */
+  batch: label,
+  /**
+   * Commit a `Migration` for this move's Plan: merging it starts the run. Every move of one Plan must agree.
+   * @default false
+   */
+  start: z.boolean().optional(),
+  /**
+   * Run number of the Plan's `Migration` (`<plan>-run-<n>`). A Migration is one run: to run a Plan again
+   * (after a failure), raise the number. Every move of one Plan must agree.
+   * @default 1
+   */
+  run: z.number().int().min(1).max(999).optional(),
+}).strict();
+
+export const movesSchema = z.array(moveSchema);
+
+/** The moves file beside the fleet (`<fleet>.moves.yaml`). */
+export const movesDocumentSchema = z.object({
+  apiVersion: z.literal('migrationmesh.dev/v1alpha1', { message: 'must be migrationmesh.dev/v1alpha1' }),
+  kind: z.literal('Moves', { message: 'must be Moves' }),
+  /** Name of the fleet these moves belong to. */
+  metadata: z.object({ name: label }).strict(),
+  moves: movesSchema,
+}).strict();
+
+/** `spec.forklift`: Forklift (MTV) as the orchestrator of cross-cluster live migrations. */
+export const forkliftSchema = z.object({
+  /** Where Forklift runs. */
+  hub: z.object({
+    /**
+     * The hub cluster: a fleet member (then it is reached through Forklift's own `host` provider) or
+     * another cluster (output still goes to `_forklift/`).
+     */
+    cluster: label,
+    /** Namespace Forklift runs in (`openshift-mtv` for MTV, `konveyor-forklift` upstream). */
+    namespace: label,
+  }).strict(),
+  /** One Provider per cluster, by cluster name (not for a hub that is a fleet member). @default - none */
+  providers: z.record(z.string(), forkliftProviderSchema).optional(),
+  /**
+   * Emit a partial `ForkliftController` that sets `feature_ocp_live_migration`. `false` with moves is
+   * refused (Forklift then runs live Plans as cold ones).
+   * @default - not managed (Forklift's own default, "true" since 2.11)
+   */
+  controller: z.object({
+    liveMigration: z.boolean(),
+    /** @default forklift-controller */
+    name: subdomain.optional(),
+  }).strict().optional(),
+  /** VM networks the moved VMs use. @default - none (pod network only) */
+  networks: z.array(forkliftNetworkSchema).optional(),
+  /** Counterpart overrides per ordered pair. @default - the same network on the destination */
+  networkMaps: z.array(forkliftNetworkMapSchema).optional(),
+  /** Storage class mappings (each pair with moves needs at least one). @default - none */
+  storage: z.array(forkliftStorageSchema).optional(),
+  /** The moves, when kept in the fleet instead of `<fleet>.moves.yaml`. @default - none */
+  moves: movesSchema.optional(),
+}).strict();
+
+export type ForkliftSpec = z.infer<typeof forkliftSchema>;
+export type Move = z.infer<typeof moveSchema>;
+export type MovesDocument = z.infer<typeof movesDocumentSchema>;
+export type ForkliftStorage = z.infer<typeof forkliftStorageSchema>;

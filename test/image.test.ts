@@ -1,0 +1,256 @@
+/**
+ * The gateway image, built from proxy/Dockerfile and run exactly as the generated gateway Deployment runs it.
+ *
+ * Build: `npm run image`'s own code (scripts/image/lib.js): podman, the official bases or the local stand-ins
+ * of scripts/image/make-bases.sh. The image is tagged localhost/migration-mesh-proxy-test:<hash of the build
+ * inputs and base ids> and reused while that hash holds (older test tags are removed), so a warm suite does
+ * not rebuild; a cold run (stand-ins + build) takes a few minutes.
+ *
+ * Run: the Deployment comes from dist/ (the first gateway-0 with a failover sidecar); its init step, gateway
+ * container and failover sidecar run with their own command, args, user, groups, capabilities, read-only
+ * root, memory limit and volumes (the projected config volume as files owned root:fsGroup mode 0440, with a
+ * throwaway fleet CA; emptyDirs as tmpfs), in one network namespace this test creates holding the pod's
+ * Multus interfaces and addresses, as the pod's containers share one. Checked: what each does (rules, health,
+ * readiness, metrics, the VIP following readiness, exit 0 on SIGTERM) and what each may not (write its root,
+ * hold capabilities it was not given).
+ *
+ * Needs root, podman, iproute2, iptables, curl, openssl (scripts/ensure-system-deps.js); skips with a message
+ * otherwise. Every container and the namespace are removed in afterAll, also on failure.
+ */
+import { spawnSync, SpawnSyncReturns } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { image, findGatewayPod, writeConfigVolume, podmanRunArgs, procStatus, capMask, GatewayPod } from './support/image';
+
+const TEST_REPO = 'localhost/migration-mesh-proxy-test';
+const MB = 1000 * 1000;
+
+function skipReason(): string | undefined {
+  if (!image.isRoot()) return 'needs root (podman as root, network namespaces)';
+  for (const cmd of ['podman', 'ip', 'iptables', 'curl', 'openssl']) {
+    if (!image.have(cmd)) return `'${cmd}' is not installed (node scripts/ensure-system-deps.js installs it as root on Debian)`;
+  }
+  const engine = image.findEngine();
+  if (engine.skip || engine.name !== 'podman') return `podman does not run here: ${engine.skip}`;
+  return undefined;
+}
+const skip = skipReason();
+if (skip) console.warn(`[image] SKIPPED: ${skip}`);
+const d = skip ? describe.skip : describe;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, ms: number, probe: () => T | undefined): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+d('gateway image, run as the generated Deployment runs it', () => {
+  const engine = skip ? undefined! : image.findEngine();
+  const netns = `mmimg${process.pid}`;
+  const names = { init: `mmimg-${process.pid}-init`, gateway: `mmimg-${process.pid}-gateway`, failover: `mmimg-${process.pid}-failover` };
+  const made: string[] = [];
+  let pod: GatewayPod;
+  let tag = '';
+  let work = '';
+  let configDir = '';
+  let baseSize = 0;
+  let baseName = '';
+
+  const podman = (args: string[], timeout = 60_000): SpawnSyncReturns<string> =>
+    spawnSync('podman', args, { env: engine.env, encoding: 'utf8', timeout });
+  const inNs = (cmd: string[], timeout = 10_000) => spawnSync('ip', ['netns', 'exec', netns, ...cmd], { encoding: 'utf8', timeout });
+  /** podman run of one of the pod's containers with the Deployment's settings (+ extra podman flags) */
+  const runArgs = (container: string, name: string, extra: string[] = [], command?: string[]) => {
+    const a = podmanRunArgs(pod, container, { imageName: tag, name, netns, configDir, command });
+    made.push(name);
+    return [a[0], ...extra, ...a.slice(1)];
+  };
+  const hostStatus = (name: string) => {
+    const pid = podman(['inspect', '--format', '{{.State.Pid}}', name]).stdout.trim();
+    return procStatus(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  };
+
+  beforeAll(() => {
+    const log = (m: string) => console.log(`[image] ${m}`);
+    const bases = image.ensureBases(engine, log);
+    const runtimeBase = bases.find((b) => b.role === 'runtime')!;
+    baseSize = runtimeBase.size;
+    baseName = runtimeBase.name;
+    const hash = image.contextHash(bases.map((b) => image.imageInspect(engine, b.name)!.id));
+    tag = `${TEST_REPO}:${hash}`;
+    if (image.imageInspect(engine, tag)) {
+      log(`reusing ${tag} (same Dockerfile, sources and bases)`);
+    } else {
+      const logFile = path.join(image.OUT_DIR, 'image-test-build.log');
+      const b = image.buildImage(engine, { tags: [tag], logFile });
+      log(`built ${tag} in ${b.seconds.toFixed(0)} s (log ${logFile})`);
+    }
+    // older test builds: one cached image is enough (untag only our own names; an image that keeps another
+    // name, e.g. the one `npm run image` tagged from the same layers, stays)
+    const old = podman(['images', '--format', '{{.Repository}}:{{.Tag}} {{.ID}}']).stdout.split('\n')
+      .map((l) => l.split(' ')).filter(([n]) => n.startsWith(`${TEST_REPO}:`) && n !== tag);
+    for (const [n, id] of old) {
+      podman(['untag', id, n]);
+      if (podman(['image', 'inspect', '--format', '{{len .RepoTags}}', id]).stdout.trim() === '0') podman(['rmi', id]);
+    }
+
+    pod = findGatewayPod(path.join(image.ROOT, 'dist'));
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-image-'));
+    configDir = path.join(work, 'config');
+    fs.mkdirSync(configDir);
+    writeConfigVolume(pod, configDir);
+    for (const dir of [work, configDir, path.join(configDir, 'tls')]) fs.chmodSync(dir, 0o755);
+
+    // the pod's network namespace: loopback up, its Multus interfaces with their addresses (veth peers stay inside)
+    const ip = (...a: string[]) => {
+      const r = spawnSync('ip', a, { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`ip ${a.join(' ')}: ${r.stderr}`);
+    };
+    ip('netns', 'add', netns);
+    ip('-n', netns, 'link', 'set', 'lo', 'up');
+    pod.networks.forEach((n, i) => {
+      ip('-n', netns, 'link', 'add', n.interface, 'type', 'veth', 'peer', 'name', `mmpeer${i}`);
+      for (const a of n.ips) ip('-n', netns, 'addr', 'add', a, 'dev', n.interface);
+      ip('-n', netns, 'link', 'set', n.interface, 'up');
+      ip('-n', netns, 'link', 'set', `mmpeer${i}`, 'up');
+    });
+  }, 20 * 60_000);
+
+  afterAll(() => {
+    if (skip) return;
+    for (const n of made) podman(['rm', '--force', '--time', '0', n]);
+    spawnSync('ip', ['netns', 'del', netns]);
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  }, 120_000);
+
+  test('the image adds at most 50 MB over its base, and carries no build tools, docs or caches', () => {
+    const info = image.imageInspect(engine, tag)!;
+    const added = info.size - baseSize;
+    console.log(`[image] ${tag}: ${(info.size / MB).toFixed(1)} MB = base ${(baseSize / MB).toFixed(1)} MB + ${(added / MB).toFixed(1)} MB`);
+    expect(added).toBeGreaterThan(5 * MB); // the app and its packages are in it
+    expect(added).toBeLessThanOrEqual(50 * MB);
+    const sh = (img: string, script: string) => {
+      const r = podman(['run', '--rm', '--network', 'none', '--user', '0', '--entrypoint', 'sh', img, '-c', script]);
+      expect(r.stderr).toBe('');
+      return r.stdout.trim().split('\n').filter(Boolean);
+    };
+    // docs, man pages, locales, Perl modules, apt lists and caches: none added over the base (copyright files stay)
+    const extras = 'find /usr/share/doc /usr/share/man /usr/share/info /usr/share/locale /usr/share/perl /usr/lib/x86_64-linux-gnu/perl ' +
+      '/var/lib/apt/lists /var/cache/apt -type f ! -name copyright ! -name lock 2>/dev/null | sort';
+    const inBase = new Set(sh(baseName, extras));
+    expect(sh(tag, extras).filter((f) => !inBase.has(f))).toEqual([]);
+    // no build tools, no tests, sources or maps of the app; the tools the pod runs are there
+    expect(sh(tag, 'for t in gcc g++ cc make python3 node-gyp keepalived iptables ip6tables curl migration-mesh-proxy; do command -v $t; done; ' +
+      'find /app -name "*.ts" -o -name "*.map" -o -type d -name test -o -type d -name testkit -o -type d -empty; find /app/proxy -name src')).toEqual(
+      ['/usr/sbin/keepalived', '/usr/sbin/iptables', '/usr/sbin/ip6tables', '/usr/bin/curl', '/usr/local/bin/migration-mesh-proxy']);
+    const version = podman(['run', '--rm', '--network', 'none', tag, 'version']);
+    expect(version.stdout.trim()).toBe(JSON.parse(fs.readFileSync(path.join(image.ROOT, 'proxy/package.json'), 'utf8')).version);
+  });
+
+  test('init step: as uid 0 with only NET_ADMIN, read-only, installs the REDIRECT rules for every peer CIDR and nothing else', () => {
+    const cfg = JSON.parse(pod.configMap.data['config.json']);
+    const r = podman(runArgs('setup-rules', names.init));
+    expect(r.stderr).not.toMatch(/error/i);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/installed \d+ REDIRECT rule\(s\) in chain MIGRATION_MESH/);
+    const port = String(cfg.listen.intercept.port);
+    for (const bin of ['iptables', 'ip6tables']) {
+      const cidrs: string[] = cfg.peers.flatMap((p: any) => p.cidrs).filter((c: string) => c.includes(':') === (bin === 'ip6tables'));
+      if (cidrs.length === 0) continue;
+      const chain = inNs([bin, '-w', '-t', 'nat', '-S', 'MIGRATION_MESH']).stdout.trim().split('\n');
+      expect(chain).toEqual(['-N MIGRATION_MESH', ...cidrs.map((c) => `-A MIGRATION_MESH -d ${c} -p tcp -j REDIRECT --to-ports ${port}`)]);
+      expect(inNs([bin, '-w', '-t', 'nat', '-S', 'PREROUTING']).stdout).toContain('-A PREROUTING -j MIGRATION_MESH');
+      expect(inNs([bin, '-w', '-t', 'filter', '-S']).stdout.trim().split('\n')).toEqual(['-P INPUT ACCEPT', '-P FORWARD ACCEPT', '-P OUTPUT ACCEPT']);
+    }
+    // the same container settings, looking at themselves: uid 0, exactly NET_ADMIN, no new privileges, root read-only
+    const probe = podman(runArgs('setup-rules', `${names.init}-probe`, ['--rm'], ['sh', '-c',
+      'cat /proc/self/status; touch /usr/x || echo ROOT-RO; ip link add mmx type veth peer name mmy && echo NET-ADMIN-OK']));
+    const st = procStatus(probe.stdout);
+    expect({ uid: st.uid, gid: st.gid, nnp: st.noNewPrivs }).toEqual({ uid: 0, gid: 0, nnp: 1 });
+    expect(st.groups).toContain(pod.deployment.spec.template.spec.securityContext.fsGroup);
+    expect(st.capEff).toBe(capMask(['NET_ADMIN']));
+    expect(st.capBnd).toBe(capMask(['NET_ADMIN']));
+    expect(probe.stdout).toContain('ROOT-RO');
+    expect(probe.stderr).toMatch(/Read-only file system/);
+    expect(probe.stdout).toContain('NET-ADMIN-OK');
+    inNs(['ip', 'link', 'del', 'mmx']);
+  });
+
+  test('gateway: as uid 65532 read-only with no capabilities, answers /healthz, /readyz and /metrics', async () => {
+    const r = podman(runArgs('gateway', names.gateway, ['--detach']));
+    expect(r.stderr).toBe('');
+    const admin = JSON.parse(pod.configMap.data['config.json']).listen.admin.port;
+    const get = (p: string) => inNs(['curl', '-sS', '-o', '-', '-w', '\n%{http_code}', '--max-time', '2', `http://127.0.0.1:${admin}${p}`]);
+    const ready = await until('/readyz 200', 30_000, () => (get('/readyz').stdout.endsWith('\n200') ? true : undefined));
+    expect(ready).toBe(true);
+    expect(get('/healthz').stdout).toBe('ok\n\n200');
+    const metrics = get('/metrics').stdout;
+    expect(metrics).toMatch(/\n200$/);
+    expect(metrics).toContain('# TYPE mm_proxy_tunnels_total counter');
+    expect(metrics).toMatch(/^mm_proxy_process_resident_memory_bytes \d+/m);
+    // the real process, seen from the host
+    const st = hostStatus(names.gateway);
+    expect({ uid: st.uid, gid: st.gid, nnp: st.noNewPrivs }).toEqual({ uid: 65532, gid: 65532, nnp: 1 });
+    expect(st.groups).toContain(65532);
+    expect({ eff: st.capEff, prm: st.capPrm, bnd: st.capBnd }).toEqual({ eff: 0n, prm: 0n, bnd: 0n });
+    // it listens where the Deployment's ports say, and may write /tmp (its emptyDir) but not its root
+    const ports = inNs(['ss', '-Hltn']).stdout;
+    for (const p of pod.deployment.spec.template.spec.containers.find((c: any) => c.name === 'gateway').ports) {
+      expect(ports).toMatch(new RegExp(`:${p.containerPort}\\s`));
+    }
+    const w = podman(['exec', names.gateway, 'sh', '-c', 'id -u; touch /tmp/ok && echo TMP-OK; touch /app/x || echo ROOT-RO; touch /etc/migration-mesh/x || echo CONFIG-RO']);
+    expect(w.stdout.trim().split('\n')).toEqual(['65532', 'TMP-OK', 'ROOT-RO', 'CONFIG-RO']);
+    expect(w.stderr.match(/Read-only file system/g)).toHaveLength(2);
+  }, 60_000);
+
+  test('failover sidecar: keepalived -t accepts the emitted config with the sidecar\'s settings', () => {
+    // keepalived 2.2.7's config test kills itself when script_user is not root (see keepalived-config.test.ts),
+    // a normal run does not: the check reads a copy with `script_user root`, the run below the emitted file
+    const conf = pod.configMap.data['keepalived.conf'];
+    expect(conf).toContain('\n  script_user nobody\n');
+    const testDir = path.join(work, 'config-t');
+    fs.cpSync(configDir, testDir, { recursive: true });
+    fs.writeFileSync(path.join(testDir, 'keepalived.conf'), conf.replace('\n  script_user nobody\n', '\n  script_user root\n'));
+    const args = runArgs('failover', `${names.failover}-t`, ['--rm']).map((a) => a.replace(`${configDir}:`, `${testDir}:`));
+    const r = podman([...args, '--config-test']);
+    expect(r.stderr + r.stdout).not.toMatch(/error|unknown|invalid/i);
+    expect(r.status).toBe(0);
+    const broken = podman([...args.map((a) => a.replace('/etc/migration-mesh/keepalived.conf', '/etc/migration-mesh/config.json')), '--config-test']);
+    expect(broken.status).not.toBe(0);
+  });
+
+  test('failover sidecar: with only NET_ADMIN, NET_RAW, SETUID, SETGID it holds the VIP while the gateway is ready', async () => {
+    const vip = /virtual_ipaddress \{\s*([0-9a-f.:]+)\/\d+ dev (\S+)/.exec(pod.configMap.data['keepalived.conf'])!;
+    const r = podman(runArgs('failover', names.failover, ['--detach']));
+    expect(r.stderr).toBe('');
+    const st = hostStatus(names.failover);
+    expect({ uid: st.uid, nnp: st.noNewPrivs }).toEqual({ uid: 0, nnp: 1 });
+    expect(st.capBnd).toBe(capMask(['NET_ADMIN', 'NET_RAW', 'SETUID', 'SETGID']));
+    const hasVip = () => inNs(['ip', '-o', 'addr', 'show', 'dev', vip[2]]).stdout.includes(` ${vip[1]}/`);
+    // alone on the link, it becomes master once the gateway's readiness check passes (run as nobody via curl)
+    await until(`VIP ${vip[1]} on ${vip[2]}`, 30_000, () => (hasVip() ? true : undefined));
+    const ro = podman(['exec', names.failover, 'sh', '-c', 'touch /etc/x || echo ROOT-RO']);
+    expect(ro.stdout.trim()).toBe('ROOT-RO');
+  }, 60_000);
+
+  test('SIGTERM: the gateway drains and exits 0, the sidecar gives the VIP up, then exits 0 too', async () => {
+    const vip = /virtual_ipaddress \{\s*([0-9a-f.:]+)\/\d+ dev (\S+)/.exec(pod.configMap.data['keepalived.conf'])!;
+    const hasVip = () => inNs(['ip', '-o', 'addr', 'show', 'dev', vip[2]]).stdout.includes(` ${vip[1]}/`);
+    expect(hasVip()).toBe(true);
+    expect(podman(['kill', '--signal', 'TERM', names.gateway]).status).toBe(0);
+    expect(podman(['wait', names.gateway], 45_000).stdout.trim()).toBe('0');
+    // readiness gone: the track script fails, keepalived leaves MASTER and removes the address
+    await until(`VIP ${vip[1]} released`, 20_000, () => (hasVip() ? undefined : true));
+    expect(podman(['kill', '--signal', 'TERM', names.failover]).status).toBe(0);
+    expect(podman(['wait', names.failover], 20_000).stdout.trim()).toBe('0');
+    const logs = podman(['logs', names.gateway]).stdout + podman(['logs', names.gateway]).stderr;
+    expect(logs).toMatch(/draining/);
+  }, 90_000);
+});

@@ -1,0 +1,43 @@
+/**
+ * `plan` lists what the CNI plugins need from the nodes, per NAD (see test/cni-prerequisites.test.ts for
+ * the same rules shown with the real plugins, and docs/node-prerequisites.md).
+ */
+import * as path from 'path';
+import { attachmentRequirements, nodePrerequisites } from '../src/cni';
+import { main } from '../src/cli';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
+import { planFleetDocument } from '../src/planner';
+
+const EX = path.join(__dirname, '..', 'examples');
+const planOf = (f: string) => planFleetDocument(loadFleetFile(path.join(EX, f)), { ledger: loadLedgerFile(ledgerPathFor(path.join(EX, f))) }).plan;
+
+test('three-sites-vlan: every NAD with its clusters, pods and the bridge, VLAN filtering, VLAN 1 and MTU lines', () => {
+  const list = nodePrerequisites(planOf('three-sites-vlan.fleet.yaml'));
+  expect(list.map((p) => [p.network, p.pods, p.clusters.join(',')])).toEqual([
+    ['lm-migration', 'virt-handler, sync controller', 'ams-1,fra-1,par-1'],
+    ['lm-migration-gateway', 'gateway', 'ams-1,fra-1,par-1'],
+    ['lm-crosscluster', 'gateway (shared network)', 'ams-1,fra-1,par-1'],
+  ]);
+  const xc = list[2].requirements.join('\n');
+  expect(xc).toMatch(/bridge br-xc: absent \(the plugin creates it with vlan_filtering 1\) or created with vlan_filtering 1/);
+  expect(xc).toMatch(/VLAN 1/);
+  expect(xc).toMatch(/MTU >= 9000/);
+});
+
+test('macvlan and ipvlan: master present, master MTU >= attachment MTU (the plugin\'s ADD error quoted); IPv6 adds the DAD line', () => {
+  expect(attachmentRequirements({ type: 'macvlan', master: 'eth2', mtu: 9000 }, false).join('\n')).toMatch(/eth2: MTU >= 9000 \(ADD fails otherwise: "invalid MTU 9000, must be \[0, master MTU/);
+  expect(attachmentRequirements({ type: 'ipvlan', master: 'eth3' }, true).join('\n')).toMatch(/tentative/);
+  expect(attachmentRequirements({ type: 'bridge', bridge: 'br0' }, true).join('\n')).not.toMatch(/tentative/); // the bridge plugin turns DAD off
+  expect(attachmentRequirements({ type: 'host-device', device: 'ens5' }, false).join('\n')).toMatch(/one pod per node/);
+});
+
+test('`migration-mesh plan` prints the node prerequisites after the table, and puts them in the JSON', () => {
+  let text = '';
+  const code = main(['plan', path.join(EX, 'three-sites-vlan.fleet.yaml')], (s: string) => { text += s; });
+  expect(code).toBe(0);
+  expect(text).toContain('Node prerequisites (what the CNI plugins need; docs/node-prerequisites.md):');
+  expect(text).toContain('  lm-crosscluster (gateway (shared network)) on ams-1, fra-1, par-1:');
+  let json = '';
+  main(['plan', path.join(EX, 'three-sites-vlan.fleet.yaml'), '--output', 'json'], (s: string) => { json += s; });
+  expect(JSON.parse(json).nodePrerequisites).toHaveLength(3);
+});
