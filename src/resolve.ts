@@ -90,6 +90,8 @@ export interface ResolvedGateway {
   readonly tunnelPort: number;
   readonly placement?: Placement;
   readonly tls: { kind: 'issuer'; name: string; issuerKind: 'Issuer' | 'ClusterIssuer' } | { kind: 'secret'; secretName: string } | { kind: 'plaintext' };
+  /** How an mTLS tunnel carries the payload (`spec.gateway.payload`): spliced (KubeVirt's TLS alone) or inside TLS. */
+  readonly payload: 'splice' | 'tls';
   readonly serviceMonitor: boolean;
   readonly failover: { readonly mode: 'vip' | 'none'; readonly virtualRouterId: number };
 }
@@ -299,6 +301,7 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
     ? { kind: 'issuer', name: `${doc.metadata.name}-ca`, issuerKind: 'ClusterIssuer' }
     : 'issuerRef' in gw.tls ? { kind: 'issuer', name: gw.tls.issuerRef.name, issuerKind: gw.tls.issuerRef.kind ?? 'ClusterIssuer' }
       : 'secretName' in gw.tls ? { kind: 'secret', secretName: gw.tls.secretName } : { kind: 'plaintext' };
+  const payload = resolvePayload(p, S, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
 
   // ---- clusters ----------------------------------------------------------------------------
   const seen = new Map<string, number>();
@@ -439,13 +442,33 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
     supernet, clusterPrefixLength,
     gateway: {
       image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
-      placement: gw.placement, tls, serviceMonitor: gw.serviceMonitor ?? false,
+      placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false,
       failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
     },
     migrationPolicy: spec.migrationPolicy ?? {},
     addressSurge: surge,
     clusters: [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
   };
+}
+
+/**
+ * The tunnel's payload mode. `splice` leaves the payload's protection to KubeVirt's migration TLS, so it is the
+ * default where that TLS is on and refused where the fleet turns it off (VM memory would cross the shared network
+ * in clear); `tls` is the default there.
+ */
+function resolvePayload(p: Problems, S: string, asked: 'splice' | 'tls' | undefined, plaintextTunnel: boolean, kubevirtTlsOff: boolean): 'splice' | 'tls' {
+  const path = `${S}.gateway.payload`;
+  if (asked === 'splice' && plaintextTunnel) {
+    p.list.push({ code: 'gateway/splice-without-mtls', path, message: "'splice' authenticates the gateways with mutual TLS, but spec.gateway.tls is plaintext", fix: 'use mTLS material (spec.gateway.tls.issuerRef or secretName), or remove payload' });
+  }
+  if (asked === 'splice' && kubevirtTlsOff) {
+    p.list.push({
+      code: 'gateway/splice-without-kubevirt-tls', path,
+      message: "'splice' carries migration traffic without the gateways' encryption, and spec.migrationPolicy.disableTLS: true turns off KubeVirt's own TLS: VM memory would cross the shared network in clear",
+      fix: "remove spec.migrationPolicy.disableTLS (KubeVirt's migration TLS on), or set spec.gateway.payload: tls",
+    });
+  }
+  return asked ?? (kubevirtTlsOff ? 'tls' : 'splice');
 }
 
 function bitLength(n: bigint): number {
