@@ -3,6 +3,7 @@ import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../src/cni';
 import { migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt-config';
 import { ClusterPlan, FleetPlan } from '../src/planner';
+import { rotationFragment } from '../src/trust';
 import { GatewayPodOptions } from './gateway-pod-options';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { MigrationNetwork } from './migration-network';
@@ -71,6 +72,8 @@ export class MeshClusterChart extends Chart {
     const kv = cluster.kubevirt;
     this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', { namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery });
     this.kubevirt.addSpec(migrationPolicyFragment(plan));
+    const trust = plan.trust.clusters[cluster.name];
+    if (trust) this.kubevirt.addSpec(rotationFragment(trust.rotation));
     this.migrationNetwork = new MigrationNetwork(this, 'MigrationNetwork', {
       name: cluster.migrationNetwork.nadName,
       namespace: kv.namespace,

@@ -11,6 +11,7 @@ import { GatewayMetrics } from './gateway-metrics';
 import { GatewayPodOptions } from './gateway-pod-options';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
 import { GatewayTls } from './gateway-tls';
+import { GatewayTrust } from './gateway-trust';
 import { NetworkAttachment } from './network-attachment';
 
 /** Namespace the gateways run in. */
@@ -103,6 +104,8 @@ export class MigrationProxy extends Construct {
   public readonly metrics: GatewayMetrics;
   /** The MultiNetworkPolicy; undefined unless the cluster runs the multi-networkpolicy controller. */
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
+  /** The trust container's Role, RoleBinding and containers, when the fleet exchanges CAs (`spec.trust`). */
+  public readonly trust?: GatewayTrust;
 
   constructor(scope: Construct, id: string, props: MigrationProxyProps) {
     super(scope, id);
@@ -157,6 +160,7 @@ export class MigrationProxy extends Construct {
       labels,
     });
     this.deployments = this.buildReplicas(props);
+    this.trust = this.buildTrust(props, labels);
     const setLabels = gatewaySetLabels(cluster.name);
     this.podDisruptionBudget = new ApiObject(this, 'PodDisruptionBudget', {
       apiVersion: 'policy/v1', kind: 'PodDisruptionBudget',
@@ -216,6 +220,17 @@ export class MigrationProxy extends Construct {
   /** Set the PriorityClass of every replica's pods. */
   public setPriorityClassName(name: string): void {
     for (const d of this.deployments) d.setPriorityClassName(name);
+  }
+
+  /** issue #10: the trust container beside each runtime (constructs/gateway-trust.ts), when the config has `trust`. */
+  private buildTrust(props: MigrationProxyProps, labels: Record<string, string>): GatewayTrust | undefined {
+    if (!this.config.trust) return undefined;
+    const trust = new GatewayTrust(this, 'Trust', {
+      namespace: this.namespace, serviceAccountName: this.serviceAccount.name, kubevirtNamespace: props.cluster.kubevirt.namespace, labels,
+      image: props.plan.gateway.image, imagePullPolicy: props.imagePullPolicy,
+    });
+    this.deployments.forEach((d, i) => trust.attach(d, i));
+    return trust;
   }
 
   private buildReplicas(props: MigrationProxyProps): GatewayDeployment[] {

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { gatewayPodSpecSchema, objectLabelsSpecSchema } from './fleet-gateway-pod';
 import { forkliftSchema } from './forklift/schema';
+import { trustSchema } from './trust-schema';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
@@ -290,6 +291,8 @@ export const fleetSpecSchema = z.object({
   labels: objectLabelsSpecSchema.optional(),
   /** Forklift (MTV) as the orchestrator of cross-cluster live migrations (docs/migrations.md). @default - none */
   forklift: forkliftSchema.optional(),
+  /** KubeVirt CA rotation and the gateways' CA exchange (docs/trust.md). @default - not managed */
+  trust: trustSchema.optional(),
 }).strict();
 
 export const fleetDocumentSchema = z.object({

@@ -29,6 +29,8 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
     ownAddresses: [...cluster.gateways.map((g) => bare(g.inCluster)), ...(cluster.gatewayVip ? [bare(cluster.gatewayVip)] : []), ...cluster.gateways.map((g) => bare(g.crossCluster))],
     peers: [],
     tls,
+    // issue #10: the trust container beside the runtime (constructs/gateway-trust.ts)
+    ...(plan.trust.clusters[cluster.name]?.exchange ? { trust: { socket: '/run/migration-mesh/trust.sock', repushIntervalMs: plan.trust.repushIntervalSeconds * 1000 } } : {}),
   };
   // the peer entries are validated by the runtime's peer schema once per fleet (they are shared by every
   // cluster's table), the rest of the config per cluster; parseProxyConfig then checks the whole table

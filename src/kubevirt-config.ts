@@ -170,7 +170,9 @@ export function hcoFormOf(kv: JsonObject): HcoForm {
       ? { op: 'add', path: '/spec/infra/replicas', value: infra.replicas }
       : { op: 'add', path: '/spec/infra', value: { replicas: infra.replicas } });
   }
-  for (const k of Object.keys(kv).filter((x) => !['configuration', 'infra'].includes(x)).sort()) {
+  const certConfig = hcoCertConfigOf(kv);
+  if (certConfig) spec.certConfig = certConfig;
+  for (const k of Object.keys(kv).filter((x) => !['configuration', 'infra', 'certificateRotateStrategy'].includes(x)).sort()) {
     if (k === 'customizeComponents') {
       // customizeComponents is a non-pointer struct in KubeVirtSpec, so HCO's KubeVirt always has it
       ops.push({ op: 'add', path: '/spec/customizeComponents/patches', value: (kv.customizeComponents as JsonObject).patches ?? [] });
@@ -179,4 +181,17 @@ export function hcoFormOf(kv: JsonObject): HcoForm {
     }
   }
   return { spec, kubevirtJsonPatch: ops };
+}
+
+/**
+ * HCO v1beta1 `spec.certConfig` ({ca, server} x {duration, renewBefore}) from the KubeVirt
+ * `certificateRotateStrategy.selfSigned`: HCO copies certConfig 1:1 into the KubeVirt CR and would
+ * overwrite a jsonpatch of the same field (hyperconverged_types.go:93; handlers/kubevirt.go:1141-1155).
+ */
+export function hcoCertConfigOf(kv: JsonObject): JsonObject | undefined {
+  const selfSigned = (kv.certificateRotateStrategy as JsonObject | undefined)?.selfSigned as JsonObject | undefined;
+  if (!selfSigned) return undefined;
+  const out: JsonObject = {};
+  for (const k of ['ca', 'server']) if (selfSigned[k] !== undefined) out[k] = selfSigned[k];
+  return Object.keys(out).length ? out : undefined;
 }

@@ -106,6 +106,8 @@ export interface FleetPlan {
   /** Sorted by cluster name. */
   readonly clusters: ClusterPlan[];
   readonly capacity: CapacityReport;
+  /** KubeVirt CA rotation and CA exchange per cluster (src/trust.ts). */
+  readonly trust: ResolvedFleet['trust'];
 }
 
 export interface PlanResult {
@@ -389,7 +391,7 @@ export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
     gateway: fleet.gateway,
     addressSurge: surge,
     supernet: fleet.supernet ? formatCidr(fleet.supernet) : undefined,
-    clusters,
+    clusters, trust: fleet.trust,
     capacity: {
       family: cc.family,
       pool: cc.poolCount.toString(), excluded: cc.excludedCount.toString(), reserved: cc.reservedCount.toString(),

@@ -17,6 +17,7 @@ import {
   DEFAULT_KUBEVIRT_VERSION, KubevirtVersion, fieldSupported, hasCrossClusterProxyApi, parseKubevirtVersion,
   supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
 } from './kubevirt-versions';
+import { TrustPlan, resolveTrust } from './trust';
 
 export const DEFAULTS = {
   datapath: 'gateway' as Datapath,
@@ -107,6 +108,8 @@ export interface ResolvedFleet {
   readonly addressSurge: number;
   /** Sorted by name (deterministic planning order). */
   readonly clusters: ResolvedCluster[];
+  /** KubeVirt CA rotation and CA exchange per cluster (src/trust.ts). */
+  readonly trust: TrustPlan;
 }
 
 /** Addresses one cluster holds on its in-cluster migration network. */
@@ -430,9 +433,10 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
 
   // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
   for (const x of kubevirtAdmissionProblems(doc)) p.add(x.path, x.message, x.fix);
+  const trust = resolveTrust(spec.trust, clusters.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), p.list);
   p.throwIfAny(source);
   return {
-    name: doc.metadata.name,
+    name: doc.metadata.name, trust,
     crossCluster: {
       nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family, prefixLength,
       usable, usableCount, poolCount, excludedCount, reservedCount: reservedInPool,

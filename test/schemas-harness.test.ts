@@ -424,8 +424,14 @@ describe('HCO HyperConverged', () => {
 
   test('fields under subtrees omitted from the excerpt are flagged; wrong types and name fail', () => {
     const h: any = hco();
-    h.spec.certConfig = { ca: { duration: '48h0m0s' } };
-    expectInvalid(h, /\.spec\.certConfig\.ca: unknown field/);
+    h.spec.filesystemOverhead = { global: '0.1' };
+    expectInvalid(h, /\.spec\.filesystemOverhead\.global: unknown field/);
+    // certConfig is kept in full (issue #10): its fields pass, a misspelled one fails
+    const c: any = hco();
+    c.spec.certConfig = { ca: { duration: '48h0m0s', renewBefore: '24h0m0s' } };
+    expect(validateObject(c)).toEqual([]);
+    c.spec.certConfig.ca.durationn = '1h';
+    expectInvalid(c, /\.spec\.certConfig\.ca\.durationn: unknown field/);
     const t: any = hco();
     t.spec.liveMigrationConfig.parallelMigrationsPerCluster = 'five';
     t.spec.uninstallStrategy = 'Yolo';

@@ -15,7 +15,7 @@
  *       without close_notify (peer killed) is a reset: the plaintext socket gets an RST.
  *   tlsStart(..., cb, flags): flags bit 0 = splice-capable (keeps OPEN/REPLY for the binding).
  *   tlsContinue(handle, replyOrNull, relayFd, idleMs, splice): splice = authenticated splice (PROTOCOL.md
- *       section 6): BIND frames carrying TLS exporter values over OPEN || REPLY are exchanged inside TLS, then
+ *       section 7): BIND frames carrying TLS exporter values over OPEN || REPLY are exchanged inside TLS, then
  *       the payload is relayed by splice.c on the same TCP connection, not encrypted again.
  *   tlsStats(handle) -> [tlsToPlain, plainToTls];  tlsCancel(handle);  tlsLive() -> sessions not yet freed
  * The sockets are never closed here: JavaScript owns and closes them. Every end other than a clean one
@@ -374,7 +374,7 @@ static void relay(tlsr_t *t) {
  * inside OpenSSL when the switch happens; anything left in OpenSSL's buffers is refused. */
 #define BIND_LEN 32
 #define BIND_FRAME_LEN (8 + BIND_LEN)
-#define FRAME_BIND 3
+#define FRAME_BIND 4
 
 static int bind_value(tlsr_t *t, int origin, unsigned char out[BIND_LEN]) {
   const char *label = origin ? "EXPORTER-mmtp-bind-origin" : "EXPORTER-mmtp-bind-terminus";
@@ -469,7 +469,13 @@ static void splice_phase2(tlsr_t *t) {
   io.side = -1;
   int e = splice_io_pipes(&io);
   if (e) { t->reason = T_ERROR; t->err = e; t->side = -1; snprintf(t->error, sizeof t->error, "pipe: %s", strerror(e)); return; }
+  /* Without TLS around the payload, a FIN cannot say whether the peer finished or died. So the tunnel socket
+   * lingers {1, 0} while spliced: if this process dies, its kernel closes the socket with an RST, never a FIN.
+   * A clean half-close is shutdown(SHUT_WR), a FIN whatever the linger; after a clean end linger is cleared,
+   * so the final close() still delivers what is queued. */
+  arm_reset(t->fd);
   splice_run(&io);
+  if (io.reason == R_EOF) { struct linger off = {0, 0}; setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &off, sizeof off); }
   t->reason = io.reason; /* R_* and T_* name the same ends */
   t->side = io.side;
   t->err = io.err;

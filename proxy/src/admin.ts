@@ -4,9 +4,17 @@ import type { GatewayMetrics } from './metrics';
 
 export type Readiness = 'ready' | 'draining' | 'not ready';
 
-export function createAdminServer(metrics: GatewayMetrics, readiness: () => Readiness): http.Server {
+/** Extra JSON endpoints (e.g. `/trust`): the body, or undefined for 404. */
+export type JsonRoutes = Record<string, () => unknown>;
+
+export function createAdminServer(metrics: GatewayMetrics, readiness: () => Readiness, json: JsonRoutes = {}): http.Server {
   return http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
+    if (Object.hasOwn(json, url)) {
+      const body = json[url]();
+      res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' }).end(`${JSON.stringify(body ?? { error: 'not enabled' }, null, 2)}\n`);
+      return;
+    }
     if (url === '/healthz') { res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n'); return; }
     if (url === '/readyz') {
       const state = readiness();

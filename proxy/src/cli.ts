@@ -8,6 +8,7 @@ import { startGateway } from './gateway';
 import { tryLoadNative, nativeLoadError } from './native';
 import { applyRules, planRules, renderRules } from './rules';
 import { settleAddresses } from './settle-addresses';
+import { fetchTrustTable, formatTrustTable, runTrustAgent } from './trust/cli';
 
 const USAGE = `usage: migration-mesh-proxy <command> [options]
 
@@ -18,6 +19,11 @@ commands:
                                install the nat REDIRECT rules (chain MIGRATION_MESH, idempotent) that send
                                TCP for every peer CIDR to the intercept port; needs NET_ADMIN
   check-config --config FILE   validate FILE and print the effective config (defaults filled in)
+  trust --config FILE --namespace NS [--kubeconfig FILE]
+                               the trust container: watch kubevirt-ca in NS, hand the own CA to the
+                               runtime over the config's trust.socket, write peers' CAs into
+                               kubevirt-external-ca (in-cluster credentials unless --kubeconfig)
+  trust-status [--admin URL]   print the runtime's trust table (default http://127.0.0.1:15090)
   version                      print the version
 `;
 
@@ -41,6 +47,11 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${pkg.version}\n`);
     return;
   }
+  if (cmd === 'trust-status') {
+    const t = await fetchTrustTable(arg(argv, '--admin') ?? 'http://127.0.0.1:15090').catch((e: Error) => die(e.message, 1));
+    process.stdout.write(argv.includes('--json') ? `${JSON.stringify(t, null, 2)}\n` : formatTrustTable(t));
+    return;
+  }
   const file = arg(argv, '--config') ?? process.env.MM_PROXY_CONFIG;
   if (!file) die(`${cmd}: --config FILE is required\n\n${USAGE}`);
   let cfg;
@@ -54,6 +65,13 @@ async function main(argv: string[]): Promise<void> {
     if (dad.dadFailed.length || dad.tentative.length) die(`IPv6 addresses not usable: ${JSON.stringify(dad)}`, 1);
     try { applyRules(plan); } catch (e) { die((e as Error).message, 1); }
     process.stdout.write(`installed ${plan.filter((c) => c.args.includes('REDIRECT')).length} REDIRECT rule(s) in chain MIGRATION_MESH\n`);
+    return;
+  }
+  if (cmd === 'trust') {
+    const ns = arg(argv, '--namespace') ?? process.env.MM_KUBEVIRT_NAMESPACE;
+    if (!ns) die('trust: --namespace NS (the KubeVirt namespace) is required');
+    const tlog = pino({ level: arg(argv, '--log-level') ?? process.env.LOG_LEVEL ?? 'info', base: { cluster: cfg.cluster, container: 'trust' } });
+    await runTrustAgent(cfg, ns, tlog, arg(argv, '--kubeconfig')).catch((e: Error) => die(e.message, 1));
     return;
   }
   if (cmd !== 'run') die(`unknown command '${cmd}'\n\n${USAGE}`);

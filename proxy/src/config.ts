@@ -6,6 +6,7 @@
  * `spiffe://<fleet>/cluster/<cluster>` (see `peerIdentityUri`).
  */
 import { z } from 'zod';
+import { trustConfigSchema } from './trust/config';
 
 export const PROXY_CONFIG_VERSION = 1 as const;
 
@@ -99,7 +100,7 @@ export const tlsSchema = z.discriminatedUnion('mode', [
   /**
    * Mutual TLS 1.3 authenticates both gateways and the tunnel header exactly as `mtls`; then the payload, which
    * must already be end-to-end encrypted (KubeVirt's migration TLS), is spliced on the same TCP connection after
-   * a BIND exchange that ties it to the TLS session (PROTOCOL.md section 6). Also accepts `mtls` origins.
+   * a BIND exchange that ties it to the TLS session (PROTOCOL.md section 7). Also accepts `mtls` origins.
    */
   z.object({ mode: z.literal('mtls-splice'), ...tlsFiles }).strict(),
   z.object({
@@ -134,6 +135,8 @@ export const proxyConfigSchema = z.object({
   peers: z.array(peerSchema),
   tls: tlsSchema,
   limits: limitsSchema.default(() => limitsSchema.parse({})),
+  /** KubeVirt CA exchange with the peers (trust/config.ts); absent: none. */
+  trust: trustConfigSchema.optional(),
 }).strict();
 
 export type ProxyConfig = z.infer<typeof proxyConfigSchema>;

@@ -5,6 +5,7 @@ import type { GatewayMetrics } from './metrics';
 import type { NativeAddon } from './native';
 import type { AddressPolicy } from './policy';
 import type { NativeTlsSessions, TlsFiles } from './tls-native-session';
+import type { TrustHub } from './trust/hub';
 import type { Side, TunnelTable } from './tunnel-table';
 
 export interface GatewayContext {
@@ -20,6 +21,8 @@ export interface GatewayContext {
   /** Native mTLS sessions: set when the addon is in use and the tunnel is mTLS. */
   readonly nativeTls: NativeTlsSessions | undefined;
   readonly table: TunnelTable;
+  /** The trust exchange: PUBLISH frames arriving on the tunnel port go to it (trust/hub.ts). */
+  readonly trust: TrustHub;
   /** Draining or closed: no new tunnels. */
   readonly stopping: boolean;
   readonly closed: boolean;

@@ -27,10 +27,13 @@ import { AddressPolicy } from './policy';
 import { listenAdmin } from './admin-listen';
 import { listen } from './sockets';
 import { Terminus } from './terminus';
+import { TrustHub } from './trust/hub';
 import { NativeTlsSessions, type TlsFiles } from './tls-native-session';
 import { TunnelTable, type Side } from './tunnel-table';
 
 export interface StartGatewayOptions {
+  /** Clock for judging the validity of published CA certificates (tests simulate weeks). @default Date.now */
+  trustClock?: () => number;
   logger?: Logger;
   /** Watch this file (the mounted ConfigMap) and reload the peer table when it changes. */
   configPath?: string;
@@ -65,6 +68,8 @@ export interface GatewayHandle {
   /** Apply a new config (object or already parsed); false (old config kept, logged, counted) when invalid. */
   reload(next: unknown): boolean;
   activeTunnels(): number;
+  /** The trust exchange (table, publication); idle when the config has no `trust` section. */
+  readonly trust: TrustHub;
   /** True when the data path of plaintext relays is the native splice pump. */
   readonly nativeDataPath: boolean;
   /** Stop accepting, let tunnels finish for up to `timeoutMs` (default limits.drainTimeoutMs), then close. */
@@ -105,6 +110,7 @@ export class Gateway implements GatewayContext {
   /** mTLS in the addon (OpenSSL exported by Node): both handshake and relay run in a pthread per tunnel. */
   readonly nativeTls: NativeTlsSessions | undefined;
   readonly table: TunnelTable;
+  readonly trust: TrustHub;
   private readonly origin: Origin;
   private readonly terminus: Terminus;
   private readonly admin: http.Server;
@@ -125,9 +131,12 @@ export class Gateway implements GatewayContext {
     this.policy = new AddressPolicy(cfg, [], !!opts.unsafeAllowLoopbackDestinations);
     this.tlsFiles = readTls(cfg);
     this.nativeTls = this.native && cfg.tls.mode !== 'plaintext' ? new NativeTlsSessions(this.native, this.tlsFiles!, cfg.tls.mode === 'mtls-splice') : undefined;
+    this.trust = new TrustHub({ config: () => this.cfg, tlsFiles: () => this.tlsFiles, log: this.log, registry: this.metrics.registry, now: opts.trustClock });
     this.terminus = new Terminus(this);
     this.origin = new Origin(this, opts.originalDestination);
-    this.admin = createAdminServer(this.metrics, () => this.readiness());
+    this.admin = createAdminServer(this.metrics, () => this.readiness(), {
+      '/trust': () => (this.trust.enabled ? this.trust.table.toJSON(this.trust.clock()) : undefined),
+    });
     const idleMs = cfg.limits.idleTimeoutMs;
     this.sweeper = setInterval(() => this.table.sweepIdle(this.cfg.limits.idleTimeoutMs), Math.max(50, Math.min(5000, Math.floor(idleMs / 4))));
     this.sweeper.unref();
@@ -158,6 +167,11 @@ export class Gateway implements GatewayContext {
       clearInterval(this.sweeper);
       for (const s of servers) if (s.listening) s.close();
       throw new Error(`cannot listen: ${(e as Error).message}`);
+    }
+    try { await this.trust.start(); } catch (e) {
+      clearInterval(this.sweeper);
+      for (const s of servers) if (s.listening) s.close();
+      throw new Error(`cannot open the trust channel: ${(e as Error).message}`);
     }
     this.ready = true;
     const a = this.addrs;
@@ -217,6 +231,7 @@ export class Gateway implements GatewayContext {
     this.stopWatching();
     clearInterval(this.sweeper);
     this.stopListening();
+    await this.trust.close();
     this.terminus.closePending();
     this.nativeTls?.cancelAll(); // their final callbacks close the sockets
     for (const t of this.table.all()) {
@@ -253,6 +268,7 @@ export class Gateway implements GatewayContext {
       addresses: () => this.addrs!,
       reload: (next) => this.reload(next),
       activeTunnels: () => this.table.size,
+      trust: this.trust,
       nativeDataPath: !!this.native,
       drain: (timeoutMs) => this.drain(timeoutMs),
       close: () => this.close(),

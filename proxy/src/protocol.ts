@@ -10,8 +10,12 @@ export const PROTOCOL_VERSION = 1;
 export const FRAME_HEADER_BYTES = 8;
 export const FRAME_OPEN = 1;
 export const FRAME_REPLY = 2;
-/** Authenticated splice only: the last frame inside TLS, one per side (PROTOCOL.md section 6). */
-export const FRAME_BIND = 3;
+/** A gateway publishes its own cluster's KubeVirt CA bundle (answered with a REPLY). */
+export const FRAME_TRUST_PUBLISH = 3;
+/** Most CA certificates one PUBLISH may carry. */
+export const TRUST_MAX_CERTS = 8;
+/** Authenticated splice only: the last frame inside TLS, one per side (PROTOCOL.md section 7). */
+export const FRAME_BIND = 4;
 export const BIND_VALUE_BYTES = 32;
 /** TLS exporter labels (RFC 8446 section 7.5) of the BIND values; context = OPEN frame || REPLY frame. */
 export const BIND_LABEL_ORIGIN = 'EXPORTER-mmtp-bind-origin';
@@ -37,8 +41,20 @@ export const RefusalCode = {
   DIAL_FAILED: 10,
   DIAL_TIMEOUT: 11,
   DRAINING: 12,
+  /** PUBLISH speaks for a cluster other than the one its certificate names, or relays another member's CA. */
+  TRUST_NOT_SELF: 13,
+  /** A certificate in PUBLISH is not a self-signed CA (basicConstraints CA:TRUE). */
+  TRUST_NOT_CA: 14,
+  /** A certificate in PUBLISH cannot be parsed, is expired or not yet valid. */
+  TRUST_NOT_VALID: 15,
+  /** PUBLISH carries no certificate or more than TRUST_MAX_CERTS. */
+  TRUST_COUNT: 16,
+  /** This gateway does not exchange trust (no `trust` section in its config). */
+  TRUST_DISABLED: 17,
+  /** PUBLISH is older (sequence) than the last one accepted from that cluster. */
+  TRUST_STALE: 18,
   /** OPEN asks for a payload mode this terminus does not allow (spliced payload on an mtls-only terminus). */
-  PAYLOAD_MODE_REFUSED: 13,
+  PAYLOAD_MODE_REFUSED: 19,
 } as const;
 export type RefusalCodeValue = (typeof RefusalCode)[keyof typeof RefusalCode];
 
@@ -213,7 +229,9 @@ export class FrameReader {
   private buf: Buffer;
   private len = 0;
   private done = false;
-  constructor(private readonly maxBytes: number, private readonly expectType: number) {
+  private readonly expectTypes: readonly number[];
+  constructor(private readonly maxBytes: number, expectType: number | readonly number[]) {
+    this.expectTypes = typeof expectType === 'number' ? [expectType] : expectType;
     this.buf = Buffer.alloc(Math.max(FRAME_HEADER_BYTES, Math.min(maxBytes, 65_535 + FRAME_HEADER_BYTES)));
   }
   push(chunk: Buffer): ReadResult {
@@ -246,10 +264,66 @@ export class FrameReader {
       if (b[i] !== MAGIC[i]) { this.err = new ProtocolError(RefusalCode.MALFORMED, 'bad magic'); return -1; }
     }
     if (n > 4 && b[4] !== PROTOCOL_VERSION) { this.err = new ProtocolError(RefusalCode.UNSUPPORTED_VERSION, `unsupported version ${b[4]}`); return -1; }
-    if (n > 5 && b[5] !== this.expectType) { this.err = new ProtocolError(RefusalCode.MALFORMED, `unexpected frame type ${b[5]}`); return -1; }
+    if (n > 5 && !this.expectTypes.includes(b[5])) { this.err = new ProtocolError(RefusalCode.MALFORMED, `unexpected frame type ${b[5]}`); return -1; }
     if (n < FRAME_HEADER_BYTES) return FRAME_HEADER_BYTES;
     const total = FRAME_HEADER_BYTES + b.readUInt16BE(6);
     if (total > this.maxBytes) { this.err = new ProtocolError(RefusalCode.HEADER_TOO_LARGE, `header of ${total} bytes exceeds ${this.maxBytes}`); return -1; }
     return total;
   }
+}
+
+/** PUBLISH: the CA bundle one cluster speaks for (DER certificates), see PROTOCOL.md section 6. */
+export interface TrustPublish {
+  connectionId: Buffer;
+  /** The cluster the bundle belongs to: must be the publisher's own (its certificate's) cluster. */
+  cluster: string;
+  /** Publisher's monotonic sequence (ms since the epoch when the bundle was read); older ones are refused. */
+  sequence: bigint;
+  /** DER certificates, 1..TRUST_MAX_CERTS. */
+  certs: Buffer[];
+}
+
+export function encodeTrustPublish(p: TrustPublish): Buffer {
+  if (p.connectionId.length !== CONNECTION_ID_BYTES) throw new Error('connection id must be 16 bytes');
+  const name = Buffer.from(p.cluster, 'ascii');
+  if (name.length < 1 || name.length > 63) throw new Error('cluster must be 1..63 bytes');
+  if (p.certs.length < 1 || p.certs.length > TRUST_MAX_CERTS) throw new Error(`1..${TRUST_MAX_CERTS} certificates`);
+  const head = Buffer.alloc(CONNECTION_ID_BYTES + 1 + name.length + 8 + 1);
+  let o = p.connectionId.copy(head, 0);
+  head[o++] = name.length;
+  o += name.copy(head, o);
+  head.writeBigUInt64BE(p.sequence, o); o += 8;
+  head[o] = p.certs.length;
+  const parts: Buffer[] = [head];
+  for (const c of p.certs) {
+    if (c.length < 1 || c.length > 0xffff) throw new Error('certificate too large');
+    const l = Buffer.alloc(2);
+    l.writeUInt16BE(c.length, 0);
+    parts.push(l, c);
+  }
+  return frame(FRAME_TRUST_PUBLISH, Buffer.concat(parts));
+}
+
+/** Decode a PUBLISH body (structure only; the certificates are judged by trust/x509.ts). Throws ProtocolError. */
+export function decodeTrustPublishBody(body: Buffer): TrustPublish {
+  const bad = (m: string) => new ProtocolError(RefusalCode.MALFORMED, m);
+  if (body.length < CONNECTION_ID_BYTES + 1) throw bad('publish: truncated body');
+  const connectionId = Buffer.from(body.subarray(0, CONNECTION_ID_BYTES));
+  let o = CONNECTION_ID_BYTES;
+  const n = body[o++];
+  if (n < 1 || n > 63 || body.length < o + n + 9) throw bad('publish: bad cluster length');
+  const cluster = body.subarray(o, o + n).toString('latin1'); o += n;
+  if (!CLUSTER_RE.test(cluster)) throw bad('publish: cluster is not a cluster name');
+  const sequence = body.readBigUInt64BE(o); o += 8;
+  const k = body[o++];
+  if (k < 1 || k > TRUST_MAX_CERTS) throw new ProtocolError(RefusalCode.TRUST_COUNT, `publish: ${k} certificates (1..${TRUST_MAX_CERTS} allowed)`);
+  const certs: Buffer[] = [];
+  for (let i = 0; i < k; i++) {
+    if (body.length < o + 2) throw bad('publish: truncated certificate length');
+    const l = body.readUInt16BE(o); o += 2;
+    if (l < 1 || body.length < o + l) throw bad('publish: truncated certificate');
+    certs.push(Buffer.from(body.subarray(o, o + l))); o += l;
+  }
+  if (o !== body.length) throw bad('publish: trailing bytes');
+  return { connectionId, cluster, sequence, certs };
 }

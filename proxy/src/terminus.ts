@@ -15,7 +15,7 @@ import { HandshakeAdmission, armLiveness } from './handshake-admission';
 import { type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd, stopReading } from './native';
 import { PendingConns, type PendingConn } from './pending-conn';
 import {
-  CONNECTION_ID_BYTES, FRAME_OPEN, FrameReader, ProtocolError, RefusalCode, decodeOpenBody, encodeReply, refusalName,
+  CONNECTION_ID_BYTES, FRAME_OPEN, FRAME_TRUST_PUBLISH, FrameReader, ProtocolError, RefusalCode, decodeOpenBody, encodeReply, refusalName,
   type OpenHeader, type ReadResult,
 } from './protocol';
 import { relayNative, relayStreams } from './relay';
@@ -33,6 +33,9 @@ function decodeOpen(r: Exclude<ReadResult, { kind: 'more' }>): { header: OpenHea
     return { code: e instanceof ProtocolError ? e.code : RefusalCode.MALFORMED, why: (e as Error).message };
   }
 }
+
+/** First frames a terminus reads: OPEN (a tunnel) or PUBLISH (the trust exchange, trust/hub.ts). */
+const FIRST_FRAMES = [FRAME_OPEN, FRAME_TRUST_PUBLISH];
 
 function serverTlsOptions(files: TlsFiles): tls.TlsOptions {
   return { ...files, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', requestCert: true, rejectUnauthorized: true };
@@ -133,7 +136,7 @@ export class Terminus {
     const { ctx } = this;
     const { raw } = p;
     const usePump = splices(ctx);
-    const reader = new FrameReader(ctx.cfg.limits.headerMaxBytes, FRAME_OPEN);
+    const reader = new FrameReader(ctx.cfg.limits.headerMaxBytes, FIRST_FRAMES);
     let connectionId: Buffer = Buffer.alloc(CONNECTION_ID_BYTES);
     let decided = false;
     const refuseWith = (code: number, why: string, extra: object = {}) => {
@@ -154,6 +157,16 @@ export class Terminus {
       if (r.kind === 'more') return;
       if (usePump) stopReading(raw); else stream.pause();
       stream.off('data', onData);
+      if (r.kind === 'frame' && r.type === FRAME_TRUST_PUBLISH) {
+        const v = ctx.trust.onPublish(r.body, certCluster);
+        connectionId = v.connectionId;
+        if (v.status !== RefusalCode.ACCEPTED) return refuseWith(v.status, v.reason);
+        decided = true;
+        p.settle();
+        stream.end(encodeReply({ status: RefusalCode.ACCEPTED, connectionId, reason: '' }));
+        setTimeout(() => { stream.destroy(); raw.destroy(); }, 1000).unref();
+        return;
+      }
       const open = decodeOpen(r);
       if ('code' in open) return refuseWith(open.code, open.why);
       connectionId = open.header.connectionId;
@@ -228,10 +241,16 @@ export class Terminus {
     if (!r.handshook) return drop(/timed out/.test(r.error) ? 'handshake_timeout' : 'tls_handshake', r.error, true);
     const who = identifyPeer(r.uris, ctx.cfg);
     if ('error' in who) return drop('unknown_peer_certificate', who.error, true);
-    const fr = new FrameReader(ctx.cfg.limits.headerMaxBytes, FRAME_OPEN).push(r.frame);
+    const fr = new FrameReader(ctx.cfg.limits.headerMaxBytes, FIRST_FRAMES).push(r.frame);
     if (fr.kind === 'more') {
       if (/timed out/.test(r.error)) return drop('handshake_timeout', r.error, false);
       return drop(refusalName(RefusalCode.MALFORMED), 'connection closed before a complete header', false);
+    }
+    if (fr.kind === 'frame' && fr.type === FRAME_TRUST_PUBLISH) {
+      const v = ctx.trust.onPublish(fr.body, who.cluster);
+      if (v.status !== RefusalCode.ACCEPTED) return refuseWith(v.connectionId, v.status, v.reason);
+      sessions.continue(h, encodeReply({ status: RefusalCode.ACCEPTED, connectionId: v.connectionId, reason: '' }), -1, 0);
+      return undefined;
     }
     const open = decodeOpen(fr);
     if ('code' in open) return refuseWith(Buffer.alloc(CONNECTION_ID_BYTES), open.code, open.why);

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import * as crypto from 'node:crypto';
 import { describe, it } from 'node:test';
 import {
-  FRAME_OPEN, FRAME_REPLY, FrameReader, RefusalCode, decodeOpenBody, decodeReplyBody, encodeOpen, encodeReply, type OpenHeader,
+  FRAME_OPEN, FRAME_REPLY, FRAME_TRUST_PUBLISH, FrameReader, RefusalCode, TRUST_MAX_CERTS, decodeOpenBody, decodeReplyBody, decodeTrustPublishBody,
+  encodeOpen, encodeReply, encodeTrustPublish, type OpenHeader, type TrustPublish,
 } from '../protocol';
 
 const open = (o: Partial<OpenHeader> = {}): OpenHeader => ({ connectionId: crypto.randomBytes(16), dstHost: '10.2.0.7', dstPort: 9185, sourceCluster: 'east-1', ...o });
@@ -107,5 +108,72 @@ describe('tunnel header protocol', () => {
     // unknown TLV extensions are skipped, truncated ones are not
     assert.equal(decodeOpenBody(Buffer.concat([body, Buffer.from([9, 2, 1, 2])])).sourceCluster, 'east-1');
     assert.throws(() => decodeOpenBody(Buffer.concat([body, Buffer.from([9, 5, 1])])));
+  });
+});
+
+const publish = (o: Partial<TrustPublish> = {}): TrustPublish => ({
+  connectionId: crypto.randomBytes(16), cluster: 'east-1', sequence: 1_790_000_000_000n, certs: [crypto.randomBytes(700), crypto.randomBytes(650)], ...o,
+});
+
+describe('trust PUBLISH frames', () => {
+  it('round-trip, and share the first-frame reader with OPEN', () => {
+    const p = publish();
+    const r = new FrameReader(4096, [FRAME_OPEN, FRAME_TRUST_PUBLISH]).push(encodeTrustPublish(p));
+    assert.ok(r.kind === 'frame' && r.type === FRAME_TRUST_PUBLISH);
+    if (r.kind !== 'frame') return;
+    const d = decodeTrustPublishBody(r.body);
+    assert.equal(d.cluster, 'east-1');
+    assert.equal(d.sequence, p.sequence);
+    assert.deepEqual(d.certs.map((c) => c.toString('hex')), p.certs.map((c) => c.toString('hex')));
+    assert.ok(d.connectionId.equals(p.connectionId));
+    // a reader that expects only OPEN still refuses it at byte 6
+    assert.equal(new FrameReader(4096, FRAME_OPEN).push(encodeTrustPublish(p).subarray(0, 6)).kind, 'error');
+  });
+
+  it('obey the header cap: an oversized bundle is refused at byte 8, before its body is read', () => {
+    const big = encodeTrustPublish(publish({ certs: [crypto.randomBytes(3000), crypto.randomBytes(3000)] }));
+    const r = new FrameReader(4096, [FRAME_OPEN, FRAME_TRUST_PUBLISH]).push(big.subarray(0, 8));
+    assert.ok(r.kind === 'error' && r.error.code === RefusalCode.HEADER_TOO_LARGE);
+  });
+
+  it('refuse bad certificate counts, truncation, trailing bytes and bad names with a code', () => {
+    assert.throws(() => encodeTrustPublish(publish({ certs: [] })));
+    const body = encodeTrustPublish(publish()).subarray(8);
+    for (let cut = 0; cut < body.length; cut++) {
+      assert.throws(() => decodeTrustPublishBody(body.subarray(0, cut)), (e: { code?: number }) => e.code === RefusalCode.MALFORMED, `cut ${cut}`);
+    }
+    assert.throws(() => decodeTrustPublishBody(Buffer.concat([body, Buffer.from([0])])), /trailing/);
+    const countAt = 16 + 1 + 'east-1'.length + 8;
+    const zero = Buffer.from(body); zero[countAt] = 0;
+    assert.throws(() => decodeTrustPublishBody(zero), (e: { code?: number }) => e.code === RefusalCode.TRUST_COUNT);
+    const many = Buffer.from(body); many[countAt] = TRUST_MAX_CERTS + 1;
+    assert.throws(() => decodeTrustPublishBody(many), (e: { code?: number }) => e.code === RefusalCode.TRUST_COUNT);
+    const upper = Buffer.from(body); upper[17] = 0x45; // 'E'
+    assert.throws(() => decodeTrustPublishBody(upper), /not a cluster name/);
+  });
+
+  it('never throw anything but a ProtocolError on random and mutated input (fuzz)', () => {
+    let decoded = 0, refused = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const good = encodeTrustPublish(publish({ certs: [crypto.randomBytes(crypto.randomInt(1, 40))] }));
+      let b: Buffer;
+      if (i % 3 === 0) {
+        b = Buffer.concat([good.subarray(0, crypto.randomInt(0, good.length)), crypto.randomBytes(crypto.randomInt(0, 80))]);
+      } else if (i % 3 === 1) {
+        b = Buffer.from(good);
+        b[crypto.randomInt(8, good.length)] ^= 1 << crypto.randomInt(0, 8);
+      } else {
+        b = Buffer.concat([good.subarray(0, 8), crypto.randomBytes(good.length - 8)]);
+      }
+      const r = new FrameReader(256, [FRAME_OPEN, FRAME_TRUST_PUBLISH]).push(b);
+      if (r.kind !== 'frame') continue;
+      assert.ok(r.body.length + 8 <= 256);
+      if (r.type !== FRAME_TRUST_PUBLISH) continue;
+      try { decodeTrustPublishBody(r.body); decoded++; } catch (e) {
+        assert.ok((e as { code?: number }).code !== undefined, `not a ProtocolError: ${(e as Error).message}`);
+        refused++;
+      }
+    }
+    assert.ok(decoded > 0 && refused > 0, `${decoded} decoded, ${refused} refused`);
   });
 });

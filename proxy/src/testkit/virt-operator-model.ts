@@ -1,0 +1,95 @@
+/**
+ * Test support: virt-operator's CA handling for one simulated cluster, on a FakeKubeApi. A port of the
+ * semantics of ../shared/reference/kubevirt-ca-merge-model.py (itself a model of KubeVirt core.go
+ * shouldUpdateBundle + secrets.go MergeCABundle, not KubeVirt code):
+ *   - the CA rotates when it is `duration - renewBefore` old; the new one is valid for `duration`;
+ *   - merge: keep certs not yet expired, newest first; stop at the first cert whose newer neighbour (for
+ *     the first: the current CA) is older than the overlap (`renewBefore`); current CA first;
+ *   - then append the valid, not yet present certs of `kubevirt-external-ca`, and empty that ConfigMap;
+ *   - a write to `kubevirt-external-ca` triggers a reconcile (the operator's informer), and so does the
+ *     operator's own clearing write (a second reconcile, with nothing external).
+ */
+import * as crypto from 'node:crypto';
+import { FakeKubeApi } from './fake-kube';
+import { makeCert, TestCert } from './ca-certs';
+
+export interface SimCa { id: string; nb: number; na: number; pem: string; sha256: string }
+
+const MANAGED = { 'app.kubernetes.io/managed-by': 'virt-operator' };
+const PEM_RE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g;
+
+function toSim(c: TestCert, id: string): SimCa {
+  return { id, nb: c.notBefore, na: c.notAfter, pem: c.pem, sha256: crypto.createHash('sha256').update(c.der).digest('hex') };
+}
+
+function fromPem(pem: string): SimCa | undefined {
+  try {
+    const x = new crypto.X509Certificate(pem);
+    return { id: x.subject, nb: Date.parse(x.validFrom), na: Date.parse(x.validTo), pem: pem.endsWith('\n') ? pem : `${pem}\n`, sha256: crypto.createHash('sha256').update(x.raw).digest('hex') };
+  } catch { return undefined; }
+}
+
+/** MergeCABundle as the model writes it. */
+export function mergeBundle(current: SimCa, bundle: SimCa[], overlapMs: number, now: number): SimCa[] {
+  const valid = bundle.filter((c) => c.na >= now).sort((a, b) => b.nb - a.nb);
+  const out: SimCa[] = [];
+  for (let i = 0; i < valid.length; i++) {
+    const newer = i === 0 ? current : valid[i - 1];
+    if (newer.nb + overlapMs < now) break;
+    if (valid[i].sha256 === current.sha256) continue;
+    out.push(valid[i]);
+  }
+  return [current, ...out];
+}
+
+export class VirtOperatorModel {
+  ca!: SimCa;
+  bundle: SimCa[] = [];
+  rotations = 0;
+  private k = 0;
+
+  constructor(readonly api: FakeKubeApi, readonly cluster: string, readonly durationMs: number, readonly renewBeforeMs: number, readonly clock: () => number) {}
+
+  /** Install with a CA already `ageMs` old; creates both ConfigMaps, then hooks the informer. */
+  install(ageMs: number): void {
+    const nb = this.clock() - ageMs;
+    this.ca = this.newCa(nb);
+    this.bundle = [this.ca];
+    this.api.put('kubevirt-ca', { 'ca-bundle': this.ca.pem }, MANAGED);
+    this.api.put('kubevirt-external-ca', { 'ca-bundle': '' }, MANAGED);
+    this.api.onUpdate = (name) => { if (name === 'kubevirt-external-ca') this.reconcileTwice(); };
+  }
+
+  private newCa(nb: number): SimCa {
+    const id = `${this.cluster}-ca-${this.k++}`;
+    return toSim(makeCert(`kubevirt.io@${id}`, nb, nb + this.durationMs), id);
+  }
+
+  /** The reconcile that ingests the external ConfigMap, then the one its clearing write triggers. */
+  reconcileTwice(): void {
+    this.reconcile();
+    this.reconcile();
+  }
+
+  reconcile(): void {
+    const now = this.clock();
+    if (now >= this.ca.nb + (this.durationMs - this.renewBeforeMs)) {
+      this.ca = this.newCa(now);
+      this.rotations++;
+    }
+    const extText = this.api.get('kubevirt-external-ca')?.data['ca-bundle'] ?? '';
+    const ext = (extText.match(PEM_RE) ?? []).map(fromPem).filter((c): c is SimCa => !!c && c.nb < now && now < c.na);
+    const next = mergeBundle(this.ca, this.bundle, this.renewBeforeMs, now);
+    for (const e of ext) if (!next.some((c) => c.sha256 === e.sha256)) next.push(e);
+    if (next.map((c) => c.sha256).join() !== this.bundle.map((c) => c.sha256).join()) {
+      this.api.put('kubevirt-ca', { 'ca-bundle': next.map((c) => c.pem).join('') });
+    }
+    this.bundle = next;
+    if (extText !== '') this.api.put('kubevirt-external-ca', { 'ca-bundle': '' });
+  }
+
+  /** Is `sha256` in this cluster's kubevirt-ca now? */
+  trusts(sha256: string): boolean {
+    return this.bundle.some((c) => c.sha256 === sha256);
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * `spec.trust`: the KubeVirt CA rotation emitted per cluster in every delivery form, and the rules it is
+ * checked against (KubeVirt's webhook, HCO's webhook, ours), each with a stable code.
+ */
+import { FleetProblem, FleetValidationError } from '../src/errors';
+import { parseFleetDocument, resolveFleet } from '../src/resolve';
+import { planFleet } from '../src/planner';
+import { synthesizeFleet } from '../src/synth';
+import { formatGoDuration, parseGoDuration } from '../src/trust';
+import { validateObject } from './support/schemas';
+import { baseFleet, mutate } from './support/fleets';
+
+function problemsOf(doc: unknown): FleetProblem[] {
+  try {
+    planFleet(resolveFleet(parseFleetDocument(doc)));
+    return [];
+  } catch (e) {
+    if (e instanceof FleetValidationError) return [...e.problems];
+    throw e;
+  }
+}
+
+const codes = (doc: unknown) => problemsOf(doc).map((p) => `${p.code} @ ${p.path}`);
+
+describe('Go durations', () => {
+  test.each([['168h', 604800], ['1h30m', 5400], ['4h48m0s', 17280], ['90s', 90], ['1.5h', 5400], ['500ms', 0.5]])('%s = %d s', (t, s) => {
+    expect(parseGoDuration(t)).toBe(s);
+  });
+  test.each(['', 'h', '168', '1d', '1h x', '-1h'])('%p is refused', (t) => expect(parseGoDuration(t)).toBeUndefined());
+  test('formatted as Go prints them', () => {
+    expect([604800, 345600, 17280, 90, 600].map(formatGoDuration)).toEqual(['168h0m0s', '96h0m0s', '4h48m0s', '1m30s', '10m0s']);
+  });
+});
+
+describe('rotation emitted per cluster', () => {
+  test('no spec.trust: nothing is emitted (output unchanged)', () => {
+    const kv = synthesizeFleet(baseFleet()).objects.get('a')!.find((o) => o.kind === 'KubeVirt');
+    expect(kv.spec.certificateRotateStrategy).toBeUndefined();
+  });
+
+  test('defaults: CA 168h/96h (renewBefore >= duration/2), server 24h/12h, JSON key certificateRotateStrategy', () => {
+    const r = synthesizeFleet(baseFleet({ trust: {} }));
+    for (const c of ['a', 'b']) {
+      const kv = r.objects.get(c)!.find((o) => o.kind === 'KubeVirt');
+      expect(kv.spec.certificateRotateStrategy).toEqual({
+        selfSigned: { ca: { duration: '168h0m0s', renewBefore: '96h0m0s' }, server: { duration: '24h0m0s', renewBefore: '12h0m0s' } },
+      });
+      expect(validateObject(kv)).toEqual([]);
+    }
+  });
+
+  test('fleet setting, per-cluster override, and renewBefore defaulting to half the given duration', () => {
+    const r = synthesizeFleet(baseFleet({
+      trust: { rotation: { ca: { duration: '240h' } }, clusters: { b: { ca: { duration: '480h', renewBefore: '360h' }, server: { duration: '12h', renewBefore: '6h' } } } },
+    }));
+    const ss = (c: string) => r.objects.get(c)!.find((o) => o.kind === 'KubeVirt').spec.certificateRotateStrategy.selfSigned;
+    expect(ss('a').ca).toEqual({ duration: '240h0m0s', renewBefore: '120h0m0s' });
+    expect(ss('b')).toEqual({ ca: { duration: '480h0m0s', renewBefore: '360h0m0s' }, server: { duration: '12h0m0s', renewBefore: '6h0m0s' } });
+  });
+
+  test('kustomize-patch delivery: the same fields in the patch', () => {
+    const r = synthesizeFleet(baseFleet({ trust: {}, kubevirt: { configDelivery: 'kustomize-patch' } }));
+    const patch = r.files.get('a/components/kubevirt/kubevirt-patch.yaml')!;
+    expect(patch).toMatch(/certificateRotateStrategy:\n\s+selfSigned:\n\s+ca:\n\s+duration: 168h0m0s\n\s+renewBefore: 96h0m0s/);
+  });
+
+  test('HCO delivery: spec.certConfig (HCO copies it into KubeVirt and would overwrite a jsonpatch), not the jsonpatch', () => {
+    const r = synthesizeFleet(baseFleet({ trust: {}, kubevirt: { configDelivery: 'hco' } }));
+    const hco = r.objects.get('a')!.find((o) => o.kind === 'HyperConverged');
+    expect(hco.spec.certConfig).toEqual({ ca: { duration: '168h0m0s', renewBefore: '96h0m0s' }, server: { duration: '24h0m0s', renewBefore: '12h0m0s' } });
+    expect(hco.metadata.annotations['kubevirt.kubevirt.io/jsonpatch']).not.toMatch(/certificateRotateStrategy/);
+    expect(validateObject(hco)).toEqual([]);
+  });
+
+  test('exchange runs only where a gateway runs: a native/direct cluster gets the rotation but no exchange', () => {
+    const plan = planFleet(resolveFleet(parseFleetDocument(baseFleet({ trust: {}, clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }, { name: 'c', nodes: 2, datapath: 'direct' }] })))).plan;
+    expect(Object.fromEntries(Object.entries(plan.trust.clusters).map(([k, v]) => [k, v.exchange]))).toEqual({ a: true, b: true, c: false });
+  });
+});
+
+describe('rules, with stable codes', () => {
+  test('the upstream defaults (168h/33.6h) are refused: a pushed peer CA would be dropped 75% of the time', () => {
+    const ps = problemsOf(baseFleet({ trust: { rotation: { ca: { duration: '168h', renewBefore: '33h36m' } } } }));
+    expect(ps).toHaveLength(1);
+    expect(ps[0]).toMatchObject({ code: 'trust/ca-overlap-too-short', path: 'spec.trust.rotation.ca.renewBefore' });
+    expect(ps[0].message).toMatch(/75% of each CA's life/);
+    expect(ps[0].fix).toMatch(/at least 84h/);
+  });
+
+  test("KubeVirt's webhook rules: renewBefore <= duration, server.duration <= ca.duration", () => {
+    expect(codes(baseFleet({ trust: { rotation: { ca: { duration: '24h', renewBefore: '30h' }, server: { duration: '48h', renewBefore: '50h' } } } }))).toEqual(expect.arrayContaining([
+      'trust/kubevirt-ca-renew-exceeds-duration @ spec.trust.rotation.ca.renewBefore',
+      'trust/kubevirt-server-renew-exceeds-duration @ spec.trust.rotation.server.renewBefore',
+      'trust/kubevirt-server-outlives-ca @ spec.trust.rotation.server.duration',
+    ]));
+  });
+
+  test("HCO's 10m minimum applies to HCO-delivered clusters only", () => {
+    const tiny = { rotation: { ca: { duration: '8m', renewBefore: '5m' }, server: { duration: '4m', renewBefore: '2m' } }, exchange: { repushInterval: '10s' } };
+    expect(codes(baseFleet({ trust: tiny, kubevirt: { configDelivery: 'hco' } })).filter((c) => c.startsWith('trust/hco-below-minimum'))).toHaveLength(4);
+    expect(codes(baseFleet({ trust: tiny })).filter((c) => c.startsWith('trust/hco'))).toEqual([]);
+  });
+
+  test("ours across clusters: one cluster's overlap shorter than another's rotation period", () => {
+    const ps = problemsOf(baseFleet({ trust: { clusters: { a: { ca: { duration: '48h', renewBefore: '24h' } } } } }));
+    expect(ps.map((p) => p.code)).toEqual(['trust/peer-rotation-exceeds-overlap']);
+    expect(ps[0].path).toBe('spec.trust.clusters.a.ca.renewBefore');
+    expect(ps[0].message).toMatch(/cluster b's CA lives 72h before it is replaced/);
+  });
+
+  test('the re-push period against the shortest rotation period; unknown cluster names; bad durations', () => {
+    expect(codes(baseFleet({ trust: { exchange: { repushInterval: '1h' } } }))).toEqual(['trust/repush-too-slow @ spec.trust.exchange.repushInterval']);
+    expect(codes(baseFleet({ trust: { exchange: { repushInterval: '2s' } } }))).toEqual(['trust/repush-too-fast @ spec.trust.exchange.repushInterval']);
+    expect(codes(baseFleet({ trust: { clusters: { zz: {} } } }))).toEqual(['trust/unknown-cluster @ spec.trust.clusters.zz']);
+    const bad = codes(mutate(baseFleet(), (d) => { d.spec.trust = { rotation: { ca: { duration: '7d' } } }; }));
+    expect(bad.join('\n')).toMatch(/spec\.trust\.rotation\.ca\.duration/);
+  });
+
+  test('every problem at once, with the other fleet problems', () => {
+    const doc = mutate(baseFleet({ trust: { rotation: { ca: { duration: '168h', renewBefore: '10h' } }, clusters: { nope: {} } } }), (d) => { d.spec.clusters[0].nodes = 0; });
+    const all = problemsOf(doc);
+    expect(all.map((p) => p.path)).toEqual(expect.arrayContaining(['spec.clusters[0].nodes', 'spec.trust.rotation.ca.renewBefore', 'spec.trust.clusters.nope']));
+  });
+
+  test('the formatted error carries the code', () => {
+    try {
+      planFleet(resolveFleet(parseFleetDocument(baseFleet({ trust: { rotation: { ca: { duration: '168h', renewBefore: '10h' } } } }))));
+      throw new Error('expected a validation error');
+    } catch (e) {
+      expect((e as Error).message).toMatch(/\[trust\/ca-overlap-too-short\]/);
+    }
+  });
+});
+
+describe('the trust container: least privilege, schema-valid', () => {
+  const r = synthesizeFleet(baseFleet({ trust: {} }));
+  const objs = r.objects.get('a')!;
+
+  test('Role in the KubeVirt namespace limited by resourceNames; RoleBinding to the gateway ServiceAccount', () => {
+    const role = objs.find((o) => o.kind === 'Role');
+    expect(role.metadata.namespace).toBe('kubevirt');
+    expect(role.rules).toEqual([
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['kubevirt-ca'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['configmaps'], resourceNames: ['kubevirt-external-ca'], verbs: ['get', 'update'] },
+    ]);
+    const rb = objs.find((o) => o.kind === 'RoleBinding');
+    expect(rb.subjects).toEqual([{ kind: 'ServiceAccount', name: 'migration-mesh-gateway', namespace: 'migration-mesh' }]);
+    expect(rb.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
+  });
+
+  test('only the trust container mounts the token; the pod does not automount it; both share the socket directory', () => {
+    for (const d of objs.filter((o) => o.kind === 'Deployment')) {
+      const pod = d.spec.template.spec;
+      expect(pod.automountServiceAccountToken).toBe(false);
+      const byName = Object.fromEntries(pod.containers.map((c: any) => [c.name, c]));
+      const mounts = (c: any) => c.volumeMounts.map((m: any) => m.name);
+      expect(mounts(byName.trust)).toEqual(expect.arrayContaining(['trust-token', 'trust-run']));
+      expect(mounts(byName.gateway)).toContain('trust-run');
+      for (const c of [...pod.containers, ...pod.initContainers].filter((x: any) => x.name !== 'trust')) expect(mounts(c)).not.toContain('trust-token');
+      expect(byName.trust.args).toEqual(['trust', '--config', '/etc/migration-mesh/config.json', '--namespace', 'kubevirt']);
+      expect(byName.trust.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      const token = pod.volumes.find((v: any) => v.name === 'trust-token');
+      expect(token.projected.sources[0]).toEqual({ serviceAccountToken: { path: 'token', expirationSeconds: 3600 } });
+    }
+  });
+
+  test('the gateway config carries the trust section with the fleet re-push period', () => {
+    const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'migration-mesh-gateway');
+    expect(JSON.parse(cm.data['config.json']).trust).toEqual({ socket: '/run/migration-mesh/trust.sock', repushIntervalMs: 300000, retryMs: 1000 });
+  });
+
+  test('every object validates against its schema; without spec.trust there is no Role and no trust container', () => {
+    const errors = objs.flatMap((o) => validateObject(o).map((e) => `${o.kind}/${o.metadata.name}: ${e}`));
+    expect(errors).toEqual([]);
+    const plain = synthesizeFleet(baseFleet()).objects.get('a')!;
+    expect(plain.some((o) => o.kind === 'Role')).toBe(false);
+    expect(plain.filter((o) => o.kind === 'Deployment').flatMap((d) => d.spec.template.spec.containers.map((c: any) => c.name))).not.toContain('trust');
+  });
+});
