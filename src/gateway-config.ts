@@ -26,7 +26,10 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
       admin: { ...DEFAULT_ADMIN_LISTEN }, // the pod network (eth0) and loopback: never the shared network
     },
     localCidrs: [cluster.migrationNetwork.cidr!],
-    ownAddresses: [...cluster.gateways.map((g) => bare(g.inCluster)), ...(cluster.gatewayVip ? [bare(cluster.gatewayVip)] : []), ...cluster.gateways.map((g) => bare(g.crossCluster))],
+    ownAddresses: [
+      ...cluster.gateways.map((g) => bare(g.inCluster)), ...(cluster.gatewayVip ? [bare(cluster.gatewayVip)] : []),
+      ...cluster.gateways.map((g) => bare(g.crossCluster)),
+    ],
     peers: [],
     tls,
     // issue #10: the trust container beside the runtime (constructs/gateway-trust.ts)

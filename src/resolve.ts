@@ -196,7 +196,9 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
   const poolItems: { interval: Interval; path: string }[] = [];
   cc.addresses.pool.forEach((item, i) => {
     const r = parsePoolItem(item);
-    if (!r.ok) p.add(`${ccPath}.pool[${i}]`, `'${item}' ${r.reason}`, r.suggestion ? `write '${r.suggestion}'` : 'write a CIDR (10.0.0.0/28), a range (10.0.0.10-10.0.0.29) or an address');
+    if (!r.ok) {
+      p.add(`${ccPath}.pool[${i}]`, `'${item}' ${r.reason}`, r.suggestion ? `write '${r.suggestion}'` : 'write a CIDR (10.0.0.0/28), a range (10.0.0.10-10.0.0.29) or an address');
+    }
     else { pool.push(r.interval); poolItems.push({ interval: r.interval, path: `${ccPath}.pool[${i}]` }); }
   });
   const families = new Set(pool.map((i) => i.family));
@@ -254,7 +256,9 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
   let ccGateway: string | undefined;
   if (cc.addresses.gateway !== undefined) {
     const g = parseAddr(cc.addresses.gateway);
-    if (!g) p.add(`${ccPath}.gateway`, `'${cc.addresses.gateway}' is not an address`, 'give the router address on the shared network');
+    if (!g) {
+      p.add(`${ccPath}.gateway`, `'${cc.addresses.gateway}' is not an address`, 'give the router address on the shared network');
+    }
     else {
       ccGateway = formatAddr(g);
       reserved.push({ family: g.family, start: g.value, end: g.value });
@@ -340,14 +344,18 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
     }
     if (c.migrationNetwork?.attachment) checkAttachment(p, `${cp}.migrationNetwork.attachment`, c.migrationNetwork.attachment, mnFamily);
     let migrationCidr: Cidr | undefined;
-    if (c.migrationNetwork?.cidr !== undefined) migrationCidr = parseCidrField(p, `${cp}.migrationNetwork.cidr`, c.migrationNetwork.cidr);
+    if (c.migrationNetwork?.cidr !== undefined) {
+      migrationCidr = parseCidrField(p, `${cp}.migrationNetwork.cidr`, c.migrationNetwork.cidr);
+    }
     else if (mn?.supernet === undefined && datapath !== 'direct') {
       p.add(`${cp}.migrationNetwork.cidr`, `cluster ${c.name} has no in-cluster migration CIDR and the fleet has no supernet to carve one from`, `give ${cp}.migrationNetwork.cidr or spec.migrationNetwork.supernet`);
     }
     const migrationExclude: Interval[] = [];
     (c.migrationNetwork?.exclude ?? []).forEach((item, j) => {
       const r = parsePoolItem(item);
-      if (!r.ok) p.add(`${cp}.migrationNetwork.exclude[${j}]`, `'${item}' ${r.reason}`, r.suggestion ? `write '${r.suggestion}'` : 'write a CIDR, an a-b range or an address');
+      if (!r.ok) {
+        p.add(`${cp}.migrationNetwork.exclude[${j}]`, `'${item}' ${r.reason}`, r.suggestion ? `write '${r.suggestion}'` : 'write a CIDR, an a-b range or an address');
+      }
       else {
         if (migrationCidr && !contains(migrationCidr, r.interval)) p.add(`${cp}.migrationNetwork.exclude[${j}]`, `'${item}' is outside the cluster CIDR ${formatCidr(migrationCidr)}`, 'remove it or correct it');
         migrationExclude.push(r.interval);
