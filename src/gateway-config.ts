@@ -16,7 +16,7 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
   if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway` });
   const tls = plan.gateway.tls.kind === 'plaintext'
     ? { mode: 'plaintext' as const }
-    : { mode: 'mtls' as const, caFile: `${GATEWAY_TLS_MOUNT}/ca.crt`, certFile: `${GATEWAY_TLS_MOUNT}/tls.crt`, keyFile: `${GATEWAY_TLS_MOUNT}/tls.key` };
+    : { mode: plan.gateway.payload === 'splice' ? 'mtls-splice' as const : 'mtls' as const, caFile: `${GATEWAY_TLS_MOUNT}/ca.crt`, certFile: `${GATEWAY_TLS_MOUNT}/tls.crt`, keyFile: `${GATEWAY_TLS_MOUNT}/tls.key` };
   const input: ProxyConfigInput = {
     version: 1,
     fleet: plan.fleet,

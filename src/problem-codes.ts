@@ -68,6 +68,9 @@ export const PROBLEM_CODES = {
   'harvester-ipv4-only': { stage: 'deliver', meaning: 'Harvester\'s vm-migration-network on an IPv6 shared network.' },
   'harvester-cluster-network-name': { stage: 'deliver', meaning: 'A ClusterNetwork name too long for its bridge interface name (Harvester refuses it).' },
   'harvester-too-few-addresses': { stage: 'deliver', meaning: 'A Harvester cluster\'s slice holds fewer addresses than its nodes (or nodes + sync controllers + surge).' },
+  // ---- the gateway tunnel (proxy/PROTOCOL.md) ----
+  'gateway/splice-without-mtls': { stage: 'validate', meaning: "spec.gateway.payload 'splice' needs mutual TLS between the gateways, but spec.gateway.tls is plaintext." },
+  'gateway/splice-without-kubevirt-tls': { stage: 'validate', meaning: "spec.gateway.payload 'splice' with spec.migrationPolicy.disableTLS: VM memory would cross the shared network in clear." },
   // ---- KubeVirt CA rotation and trust exchange (docs/trust.md) ----
   'trust/bad-duration': { stage: 'validate', meaning: 'A rotation or re-push duration that is not a (positive) Go duration.' },
   'trust/kubevirt-ca-renew-exceeds-duration': { stage: 'validate', meaning: 'ca.renewBefore longer than ca.duration (KubeVirt\'s webhook refuses it).' },

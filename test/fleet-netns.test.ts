@@ -167,7 +167,8 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
       const sync = host('sync', addrs[2]);
       // gateways: both attachments with the Multus-selected addresses, routes from each NAD
       const cfgDir = path.join(tmp, t.name);
-      const cfg = { ...t.gatewayConfig, tls: t.gatewayConfig.tls.mode === 'mtls' ? { mode: 'mtls', caFile: pki[t.name].ca, certFile: pki[t.name].cert, keyFile: pki[t.name].key } : t.gatewayConfig.tls };
+      // the example's own mode (mtls-splice by default: KubeVirt's migration TLS is on), with this test's PKI
+      const cfg = { ...t.gatewayConfig, tls: t.gatewayConfig.tls.mode !== 'plaintext' ? { mode: t.gatewayConfig.tls.mode, caFile: pki[t.name].ca, certFile: pki[t.name].cert, keyFile: pki[t.name].key } : t.gatewayConfig.tls };
       const cfgFile = path.join(cfgDir, 'config.json');
       fs.writeFileSync(cfgFile, JSON.stringify(cfg, null, 2));
       for (const f of fs.readdirSync(cfgDir)) fs.chownSync(path.join(cfgDir, f), RUNTIME_UID, RUNTIME_UID);

@@ -152,7 +152,8 @@ describe('gateway Deployments (three-sites-vlan example)', () => {
     }
     // the runtime config names exactly those files
     const cfg = JSON.parse(one(r.objects.get('fra-1')!, 'ConfigMap').data['config.json']);
-    expect(cfg.tls).toEqual({ mode: 'mtls', caFile: '/etc/migration-mesh/tls/ca.crt', certFile: '/etc/migration-mesh/tls/tls.crt', keyFile: '/etc/migration-mesh/tls/tls.key' });
+    // mtls-splice: the example keeps KubeVirt's migration TLS on (spec.gateway.payload defaults to splice)
+    expect(cfg.tls).toEqual({ mode: 'mtls-splice', caFile: '/etc/migration-mesh/tls/ca.crt', certFile: '/etc/migration-mesh/tls/tls.crt', keyFile: '/etc/migration-mesh/tls/tls.key' });
   });
 
   test('cert-manager Certificate: URI SAN naming fleet and cluster, fleet issuer, ECDSA P-256 rotated; never a private key in the YAML', () => {

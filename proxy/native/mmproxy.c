@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <node_api.h>
+#include "splice.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -39,7 +40,6 @@
 #define IP6T_SO_ORIGINAL_DST 80
 #endif
 
-#define PIPE_SZ (1 << 20)
 
 #define CHECK(call)                                                        \
   do {                                                                     \
@@ -118,19 +118,11 @@ static napi_value GetOriginalDst(napi_env env, napi_callback_info info) {
 
 /* ---------------------------------------------------------------- splice pump */
 
-enum { R_EOF = 0, R_RESET, R_IDLE, R_CANCEL, R_ERROR };
 static const char *reason_names[] = {"eof", "reset", "idle", "cancel", "error"};
 
 typedef struct pump {
-  int fd[2];
-  int pipefd[2][2]; /* [direction][0 = read end, 1 = write end]; direction 0 is fd[0] -> fd[1] */
-  size_t inpipe[2];
-  unsigned char *prefix[2];
-  size_t prefix_len[2], prefix_off[2];
-  int efd;
-  int idle_ms;
+  splice_io_t io;
   uint64_t bytes[2]; /* accessed with __atomic builtins */
-  int reason, side, err;
   napi_threadsafe_function tsfn;
   pthread_mutex_t mu;
   int finished;
@@ -140,161 +132,19 @@ typedef struct pump {
 static void pump_unref(pump_t *p) {
   if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0) {
     pthread_mutex_destroy(&p->mu);
-    free(p->prefix[0]);
-    free(p->prefix[1]);
+    free(p->io.prefix[0]);
+    free(p->io.prefix[1]);
     free(p);
   }
 }
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int is_reset_errno(int e) {
-  return e == ECONNRESET || e == EPIPE || e == ETIMEDOUT || e == ECONNABORTED || e == EHOSTUNREACH ||
-         e == ENETUNREACH || e == ENOTCONN;
-}
-
-static void linger_zero(int fd) {
-  struct linger l = {1, 0};
-  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-}
-
-/* side: index of the socket that failed */
-static void pump_fail(pump_t *p, int side, int err) {
-  p->reason = is_reset_errno(err) ? R_RESET : R_ERROR;
-  p->side = side;
-  p->err = err;
-  linger_zero(p->fd[1 - side]);
-}
-
 static void *pump_thread(void *arg) {
   pump_t *p = arg;
-  int rd_eof[2] = {0, 0}, wr_done[2] = {0, 0}, in_full[2] = {0, 0}, hup_ignored[2] = {0, 0};
-  /* readiness as last reported by poll (or assumed at start), per socket: only try a syscall that can
-   * succeed, so a one-way bulk transfer costs two splices per chunk and no EAGAIN probes */
-  int rd_ready[2] = {1, 1}, wr_ready[2] = {1, 1};
-  int64_t last = now_ms();
-  p->reason = -1;
-  for (;;) {
-    int progress = 0;
-    for (int d = 0; d < 2 && p->reason < 0; d++) {
-      int src = p->fd[d], dst = p->fd[1 - d];
-      /* 1. bytes JavaScript had already read before handing over go out first */
-      while (p->prefix_off[d] < p->prefix_len[d] && wr_ready[1 - d]) {
-        ssize_t n = write(dst, p->prefix[d] + p->prefix_off[d], p->prefix_len[d] - p->prefix_off[d]);
-        if (n > 0) {
-          p->prefix_off[d] += (size_t)n;
-          __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
-          progress = 1;
-        } else if (n < 0 && errno == EAGAIN) {
-          wr_ready[1 - d] = 0;
-        } else if (n < 0 && errno == EINTR) {
-          continue;
-        } else {
-          pump_fail(p, 1 - d, errno);
-          break;
-        }
-      }
-      if (p->reason >= 0 || p->prefix_off[d] < p->prefix_len[d]) continue;
-      /* 2. socket -> pipe */
-      if (!rd_eof[d] && rd_ready[d] && !in_full[d] && p->inpipe[d] < PIPE_SZ) {
-        ssize_t n = splice(src, NULL, p->pipefd[d][1], NULL, PIPE_SZ - p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (n > 0) {
-          p->inpipe[d] += (size_t)n;
-          progress = 1;
-        } else if (n == 0) {
-          rd_eof[d] = 1;
-          progress = 1;
-        } else if (errno == EAGAIN) {
-          /* either the socket is empty or the pipe is full (it counts pages, not bytes) */
-          if (p->inpipe[d] > 0) in_full[d] = 1; else rd_ready[d] = 0;
-        } else if (errno != EINTR) {
-          pump_fail(p, d, errno);
-          continue;
-        }
-      }
-      /* 3. pipe -> socket */
-      if (p->inpipe[d] > 0 && wr_ready[1 - d]) {
-        ssize_t n = splice(p->pipefd[d][0], NULL, dst, NULL, p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (n > 0) {
-          p->inpipe[d] -= (size_t)n;
-          __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
-          in_full[d] = 0;
-          progress = 1;
-        } else if (n < 0 && errno == EAGAIN) {
-          wr_ready[1 - d] = 0;
-        } else if (n < 0 && errno != EINTR) {
-          pump_fail(p, 1 - d, errno);
-          continue;
-        }
-      }
-      /* 4. half-close: everything read from src has been written to dst */
-      if (rd_eof[d] && p->inpipe[d] == 0 && !wr_done[d]) {
-        shutdown(dst, SHUT_WR);
-        wr_done[d] = 1;
-        progress = 1;
-      }
-    }
-    if (p->reason >= 0) break;
-    if (wr_done[0] && wr_done[1]) { p->reason = R_EOF; break; }
-    int64_t t = now_ms();
-    if (progress) { last = t; continue; }
-
-    struct pollfd pfd[3];
-    for (int i = 0; i < 2; i++) {
-      short ev = 0;
-      /* as the source of direction i */
-      if (!rd_eof[i] && !in_full[i] && !rd_ready[i]) ev |= POLLIN;
-      /* as the destination of direction 1-i */
-      int o = 1 - i;
-      if ((p->inpipe[o] > 0 || p->prefix_off[o] < p->prefix_len[o]) && !wr_ready[i]) ev |= POLLOUT;
-      pfd[i].fd = (ev == 0 && hup_ignored[i]) ? -1 : p->fd[i];
-      pfd[i].events = ev;
-      pfd[i].revents = 0;
-    }
-    pfd[2].fd = p->efd;
-    pfd[2].events = POLLIN;
-    pfd[2].revents = 0;
-    int timeout = -1;
-    if (p->idle_ms > 0) {
-      int64_t left = (last + p->idle_ms) - t;
-      if (left <= 0) { p->reason = R_IDLE; break; }
-      timeout = left > 1000000 ? 1000000 : (int)left;
-    }
-    int n = poll(pfd, 3, timeout);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      p->reason = R_ERROR; p->err = errno; p->side = -1;
-      break;
-    }
-    if (pfd[2].revents) { p->reason = R_CANCEL; break; }
-    for (int i = 0; i < 2; i++) {
-      short re = pfd[i].revents;
-      if (re & POLLERR) {
-        int soerr = 0;
-        socklen_t sl = sizeof soerr;
-        getsockopt(p->fd[i], SOL_SOCKET, SO_ERROR, &soerr, &sl);
-        pump_fail(p, i, soerr ? soerr : ECONNRESET);
-        break;
-      }
-      /* POLLHUP/RDHUP: a read returns 0 (or an error) now, and a write fails: let the syscalls say which */
-      if (re & (POLLIN | POLLHUP)) rd_ready[i] = 1;
-      if (re & (POLLOUT | POLLHUP)) wr_ready[i] = 1;
-      /* POLLHUP with nothing wanted from this socket: stop polling it (it cannot wake us again) */
-      if ((re & POLLHUP) && pfd[i].events == 0) hup_ignored[i] = 1;
-    }
-    if (p->reason >= 0) break;
-  }
-  for (int d = 0; d < 2; d++) { close(p->pipefd[d][0]); close(p->pipefd[d][1]); }
-  /* a forced end (idle, cancel, error) is a reset on both sides: a cut stream must never look complete */
-  if (p->reason != R_EOF) { linger_zero(p->fd[0]); linger_zero(p->fd[1]); }
+  splice_run(&p->io);
   pthread_mutex_lock(&p->mu);
   p->finished = 1;
-  close(p->efd);
-  p->efd = -1;
+  close(p->io.efd);
+  p->io.efd = -1;
   pthread_mutex_unlock(&p->mu);
   napi_call_threadsafe_function(p->tsfn, p, napi_tsfn_blocking);
   napi_release_threadsafe_function(p->tsfn, napi_tsfn_release);
@@ -310,11 +160,11 @@ static void pump_call_js(napi_env env, napi_value cb, void *context, void *data)
     napi_set_named_property(env, res, "aToB", v);
     napi_create_double(env, (double)__atomic_load_n(&p->bytes[1], __ATOMIC_RELAXED), &v);
     napi_set_named_property(env, res, "bToA", v);
-    napi_create_string_utf8(env, reason_names[p->reason], NAPI_AUTO_LENGTH, &v);
+    napi_create_string_utf8(env, reason_names[p->io.reason], NAPI_AUTO_LENGTH, &v);
     napi_set_named_property(env, res, "reason", v);
-    napi_create_string_utf8(env, p->side == 0 ? "a" : p->side == 1 ? "b" : "", NAPI_AUTO_LENGTH, &v);
+    napi_create_string_utf8(env, p->io.side == 0 ? "a" : p->io.side == 1 ? "b" : "", NAPI_AUTO_LENGTH, &v);
     napi_set_named_property(env, res, "side", v);
-    napi_create_int32(env, p->err, &v);
+    napi_create_int32(env, p->io.err, &v);
     napi_set_named_property(env, res, "errno", v);
     napi_get_undefined(env, &undef);
     napi_call_function(env, undef, cb, 1, &res, NULL);
@@ -360,38 +210,35 @@ static napi_value StartPump(napi_env env, napi_callback_info info) {
   }
   pump_t *p = calloc(1, sizeof *p);
   if (!p) return throw_errno(env, "calloc", ENOMEM);
-  p->fd[0] = fa;
-  p->fd[1] = fb;
-  p->idle_ms = idle;
+  p->io.fd[0] = fa;
+  p->io.fd[1] = fb;
+  p->io.idle_ms = idle;
   p->refs = 2;
-  p->efd = -1;
-  p->pipefd[0][0] = p->pipefd[0][1] = p->pipefd[1][0] = p->pipefd[1][1] = -1;
+  p->io.efd = -1;
+  p->io.pipefd[0][0] = p->io.pipefd[0][1] = p->io.pipefd[1][0] = p->io.pipefd[1][1] = -1;
   pthread_mutex_init(&p->mu, NULL);
-  if (copy_prefix(env, argv[2], &p->prefix[0], &p->prefix_len[0]) || copy_prefix(env, argv[3], &p->prefix[1], &p->prefix_len[1])) {
+  if (copy_prefix(env, argv[2], &p->io.prefix[0], &p->io.prefix_len[0]) || copy_prefix(env, argv[3], &p->io.prefix[1], &p->io.prefix_len[1])) {
     p->refs = 1; pump_unref(p);
     napi_throw_type_error(env, NULL, "startPump: prefixes must be Buffers or null");
     return NULL;
   }
-  int err = 0;
-  for (int d = 0; d < 2 && !err; d++) {
-    if (pipe2(p->pipefd[d], O_NONBLOCK | O_CLOEXEC) != 0) { err = errno; break; }
-    fcntl(p->pipefd[d][0], F_SETPIPE_SZ, PIPE_SZ); /* best effort: falls back to the default 64 KiB */
-  }
+  p->io.bytes = p->bytes;
+  int err = splice_io_pipes(&p->io);
   if (!err) {
-    p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (p->efd < 0) err = errno;
+    p->io.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (p->io.efd < 0) err = errno;
   }
   if (err) {
-    for (int d = 0; d < 2; d++) for (int k = 0; k < 2; k++) if (p->pipefd[d][k] >= 0) close(p->pipefd[d][k]);
-    if (p->efd >= 0) close(p->efd);
+    splice_io_close_pipes(&p->io);
+    if (p->io.efd >= 0) close(p->io.efd);
     p->refs = 1; pump_unref(p);
     return throw_errno(env, "startPump: pipe/eventfd", err);
   }
   napi_value name;
   CHECK(napi_create_string_utf8(env, "mmproxy.pump", NAPI_AUTO_LENGTH, &name));
   if (napi_create_threadsafe_function(env, argv[5], NULL, name, 0, 1, NULL, NULL, NULL, pump_call_js, &p->tsfn) != napi_ok) {
-    for (int d = 0; d < 2; d++) { close(p->pipefd[d][0]); close(p->pipefd[d][1]); }
-    close(p->efd);
+    splice_io_close_pipes(&p->io);
+    close(p->io.efd);
     p->refs = 1; pump_unref(p);
     napi_throw_error(env, NULL, "startPump: napi_create_threadsafe_function failed");
     return NULL;
@@ -411,14 +258,14 @@ static napi_value StartPump(napi_env env, napi_callback_info info) {
   pthread_attr_destroy(&attr);
   if (rc != 0) {
     /* report through the normal path so JavaScript cleans up in one place */
-    p->reason = R_ERROR;
-    p->err = rc;
-    p->side = -1;
-    for (int d = 0; d < 2; d++) { close(p->pipefd[d][0]); close(p->pipefd[d][1]); }
+    p->io.reason = R_ERROR;
+    p->io.err = rc;
+    p->io.side = -1;
+    splice_io_close_pipes(&p->io);
     pthread_mutex_lock(&p->mu);
     p->finished = 1;
-    close(p->efd);
-    p->efd = -1;
+    close(p->io.efd);
+    p->io.efd = -1;
     pthread_mutex_unlock(&p->mu);
     napi_call_threadsafe_function(p->tsfn, p, napi_tsfn_nonblocking);
     napi_release_threadsafe_function(p->tsfn, napi_tsfn_release);
@@ -451,9 +298,9 @@ static napi_value PumpCancel(napi_env env, napi_callback_info info) {
   pump_t *p = get_pump(env, info);
   if (!p) { napi_throw_type_error(env, NULL, "pumpCancel(handle)"); return NULL; }
   pthread_mutex_lock(&p->mu);
-  if (!p->finished && p->efd >= 0) {
+  if (!p->finished && p->io.efd >= 0) {
     uint64_t one = 1;
-    ssize_t w = write(p->efd, &one, sizeof one);
+    ssize_t w = write(p->io.efd, &one, sizeof one);
     (void)w;
   }
   pthread_mutex_unlock(&p->mu);

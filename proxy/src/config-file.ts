@@ -34,7 +34,7 @@ export function contentHash(file: string): string {
   h.update(text);
   try {
     const cfg = parseConfigText(text, file);
-    if (cfg.tls.mode === 'mtls') {
+    if (cfg.tls.mode !== 'plaintext') {
       for (const f of [cfg.tls.caFile, cfg.tls.certFile, cfg.tls.keyFile]) {
         try { h.update(fs.readFileSync(f)); } catch { h.update('<unreadable>'); }
       }

@@ -86,15 +86,23 @@ export const limitsSchema = z.object({
   userTimeoutMs: z.number().int().min(1000).default(15_000),
 }).strict();
 
+const tlsFiles = {
+  /** PEM bundle of the fleet CA. */
+  caFile: z.string().min(1),
+  /** PEM certificate of this gateway (URI SAN spiffe://<fleet>/cluster/<cluster>). */
+  certFile: z.string().min(1),
+  keyFile: z.string().min(1),
+};
+
 export const tlsSchema = z.discriminatedUnion('mode', [
-  z.object({
-    mode: z.literal('mtls'),
-    /** PEM bundle of the fleet CA. */
-    caFile: z.string().min(1),
-    /** PEM certificate of this gateway (URI SAN spiffe://<fleet>/cluster/<cluster>). */
-    certFile: z.string().min(1),
-    keyFile: z.string().min(1),
-  }).strict(),
+  /** Mutual TLS 1.3 between the gateways; the payload travels inside it. */
+  z.object({ mode: z.literal('mtls'), ...tlsFiles }).strict(),
+  /**
+   * Mutual TLS 1.3 authenticates both gateways and the tunnel header exactly as `mtls`; then the payload, which
+   * must already be end-to-end encrypted (KubeVirt's migration TLS), is spliced on the same TCP connection after
+   * a BIND exchange that ties it to the TLS session (PROTOCOL.md section 7). Also accepts `mtls` origins.
+   */
+  z.object({ mode: z.literal('mtls-splice'), ...tlsFiles }).strict(),
   z.object({
     /** Explicit opt-in: no encryption or authentication on the tunnel. Trusted networks only. */
     mode: z.literal('plaintext'),

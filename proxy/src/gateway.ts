@@ -79,7 +79,7 @@ export interface GatewayHandle {
 }
 
 function readTls(cfg: ProxyConfig): TlsFiles | undefined {
-  if (cfg.tls.mode !== 'mtls') return undefined;
+  if (cfg.tls.mode === 'plaintext') return undefined;
   return { ca: fs.readFileSync(cfg.tls.caFile), cert: fs.readFileSync(cfg.tls.certFile), key: fs.readFileSync(cfg.tls.keyFile) };
 }
 
@@ -92,7 +92,7 @@ const MTLS_NEEDS_NATIVE = 'tls.mode mtls needs the native addon (the Node tls da
 
 function loadAddon(opts: StartGatewayOptions, log: Logger, cfg: ProxyConfig): NativeAddon | undefined {
   const native = opts.dataPath === 'js' ? undefined : tryLoadNative();
-  if (!native && cfg.tls.mode === 'mtls') throw new Error(MTLS_NEEDS_NATIVE + (opts.dataPath === 'js' ? ' (dataPath is js)' : `: ${nativeLoadError()?.message}`));
+  if (!native && cfg.tls.mode !== 'plaintext') throw new Error(MTLS_NEEDS_NATIVE + (opts.dataPath === 'js' ? ' (dataPath is js)' : `: ${nativeLoadError()?.message}`));
   if (!native) {
     log.warn({ reason: opts.dataPath === 'js' ? 'dataPath=js' : nativeLoadError()?.message },
       'native addon not in use: no SO_ORIGINAL_DST lookup, plaintext relays use streams');
@@ -130,7 +130,7 @@ export class Gateway implements GatewayContext {
     this.table = new TunnelTable(this.metrics, this.log, this.native);
     this.policy = new AddressPolicy(cfg, [], !!opts.unsafeAllowLoopbackDestinations);
     this.tlsFiles = readTls(cfg);
-    this.nativeTls = this.native && cfg.tls.mode === 'mtls' ? new NativeTlsSessions(this.native, this.tlsFiles!) : undefined;
+    this.nativeTls = this.native && cfg.tls.mode !== 'plaintext' ? new NativeTlsSessions(this.native, this.tlsFiles!, cfg.tls.mode === 'mtls-splice') : undefined;
     this.trust = new TrustHub({ config: () => this.cfg, tlsFiles: () => this.tlsFiles, log: this.log, registry: this.metrics.registry, now: opts.trustClock });
     this.terminus = new Terminus(this);
     this.origin = new Origin(this, opts.originalDestination);

@@ -23,9 +23,18 @@ export type TlsPhase2 = { phase: 2; tlsToPlain: number; plainToTls: number; reas
 
 export interface NativeAddon {
   tlsContext(caPem: Buffer, certPem: Buffer, keyPem: Buffer, isServer: boolean): TlsCtx;
+  /**
+   * `flags` bit 0 (TLS_FLAG_SPLICE_CAPABLE): no read-ahead and the tunnel header kept, so that phase 2 may switch
+   * to the authenticated splice at an exact record boundary.
+   */
   tlsStart(ctx: TlsCtx, fd: number, isServer: boolean, deadlineMs: number, firstWrite: Buffer | null, headerMax: number,
-    expectUri: string | null, cb: (r: TlsPhase1 | TlsPhase2) => void): TlsHandle;
-  tlsContinue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number): void;
+    expectUri: string | null, cb: (r: TlsPhase1 | TlsPhase2) => void, flags?: number): TlsHandle;
+  /**
+   * `splice` (splice-capable sessions only): after `reply`, exchange BIND frames bound to this TLS session
+   * (exporter over OPEN || REPLY), then relay with splice(2) on the same TCP connection, no second encryption.
+   * A missing or wrong BIND ends the session as an error (both sockets reset, `error` starts with "binding:").
+   */
+  tlsContinue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number, splice?: boolean): void;
   tlsCancel(h: TlsHandle): void;
   tlsStats(h: TlsHandle): [number, number];
   /** Native TLS sessions whose OpenSSL state is still allocated (freed when a session's thread ends, not by GC). */
@@ -37,6 +46,9 @@ export interface NativeAddon {
   /** SO_KEEPALIVE + TCP_KEEPIDLE/KEEPINTVL/KEEPCNT + TCP_USER_TIMEOUT on a TCP socket; 0 or an errno. */
   setTcpLiveness(fd: number, idleMs: number, intervalMs: number, probes: number, userTimeoutMs: number): number;
 }
+
+/** tlsStart flag: the session may switch to the authenticated splice in phase 2. */
+export const TLS_FLAG_SPLICE_CAPABLE = 1;
 
 let cached: NativeAddon | undefined;
 let loadError: Error | undefined;

@@ -22,7 +22,7 @@ import type { Tunnel } from './tunnel-table';
 export type Destination = { host: string; port: number };
 type Refusal = Error & { refusal?: number };
 /** A tunnel to a peer gateway after an accepting REPLY; `tls` when the native session carries it. */
-type Opened = { raw: net.Socket; stream: net.Socket; rest: Buffer; tls?: { h: TlsHandle; on: NativeOn } };
+type Opened = { raw: net.Socket; stream: net.Socket; rest: Buffer; tls?: { h: TlsHandle; on: NativeOn; splice: boolean } };
 
 const noop = () => { /* handled by the relay, or the socket is just closed */ };
 
@@ -93,7 +93,7 @@ export class Origin {
     const t = ctx.table.track(id, peer.cluster, 'origin', [client], true);
     client.once('close', () => { if (!t.established) t.finish('destroy'); });
     ctx.log.debug({ conn: id, peer: peer.cluster, dst, from: client.remoteAddress }, 'intercepted');
-    const header = { connectionId, dstHost: dst.host, dstPort: dst.port, sourceCluster: ctx.cfg.cluster };
+    const header: OpenHeader = { connectionId, dstHost: dst.host, dstPort: dst.port, sourceCluster: ctx.cfg.cluster, payload: ctx.nativeTls?.spliceCapable ? 'splice' : 'tls' };
     this.openTunnel(peer, header, usePump).then((o) => this.onOpened(t, client, o, dst, usePump), (e: Refusal) => {
       ctx.refuse('origin', e.refusal !== undefined ? `peer_${refusalName(e.refusal)}` : 'peer_unreachable');
       ctx.log.info({ conn: id, peer: peer.cluster, dst, err: e.message }, 'tunnel refused');
@@ -112,7 +112,7 @@ export class Origin {
     t.sockets.push(o.raw);
     if (o.stream !== o.raw) t.sockets.push(o.stream);
     ctx.table.markEstablished(t);
-    const data = o.tls ? 'native-tls' : usePump ? 'splice' : 'stream';
+    const data = o.tls ? (o.tls.splice ? 'native-splice' : 'native-tls') : usePump ? 'splice' : 'stream';
     ctx.log.info({ conn: t.id, peer: t.peer, dst: `${dst.host}:${dst.port}`, from: client.remoteAddress, data }, 'tunnel open');
     const rest = o.rest.length ? o.rest : null;
     if (o.tls) this.handOverNative(t, client, o.tls);
@@ -121,22 +121,35 @@ export class Origin {
   }
 
   /** Native mTLS: the session's thread relays between the client's fd and the TLS tunnel. */
-  private handOverNative(t: Tunnel, client: net.Socket, nt: { h: TlsHandle; on: NativeOn }): void {
+  private handOverNative(t: Tunnel, client: net.Socket, nt: { h: TlsHandle; on: NativeOn; splice: boolean }): void {
     const { ctx } = this;
     t.tlsRelay = nt.h;
     nt.on.p2 = (r) => {
       t.bytes = [r.plainToTls, r.tlsToPlain];
+      if (r.error.startsWith('binding:')) ctx.refuse('origin', 'binding_mismatch');
       if (r.reason !== 'eof') ctx.log.info({ conn: t.id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
       // a reset or error on one side (a dead peer: EOF without close_notify) resets the other, explicitly
       t.finish(r.reason === 'eof' ? 'destroy' : 'reset'); // only a clean end is not a reset
     };
     const early = stopReading(client);
     if (early) { ctx.log.warn({ conn: t.id }, 'unexpected bytes buffered before hand-over'); t.finish('reset'); return; }
-    ctx.nativeTls!.continue(nt.h, null, socketFd(client), ctx.cfg.limits.idleTimeoutMs);
+    ctx.nativeTls!.continue(nt.h, null, socketFd(client), ctx.cfg.limits.idleTimeoutMs, nt.splice);
+  }
+
+  /**
+   * openTunnelOnce; a terminus that does not splice (tls.mode mtls, during a change of mode) answers a splice OPEN
+   * with PAYLOAD_MODE_REFUSED: then once more with the payload inside TLS (stronger, never weaker).
+   */
+  private async openTunnel(peer: PeerConfig, header: OpenHeader, usePump: boolean): Promise<Opened> {
+    try { return await this.openTunnelOnce(peer, header, usePump); } catch (e) {
+      if ((e as Refusal).refusal !== RefusalCode.PAYLOAD_MODE_REFUSED || header.payload !== 'splice') throw e;
+      this.ctx.log.info({ peer: peer.cluster }, 'peer gateway does not splice: payload inside TLS');
+      return this.openTunnelOnce(peer, { ...header, payload: 'tls' }, usePump);
+    }
   }
 
   /** Connect to one of the peer's gateways (round robin, next on failure), run TLS (if configured), send OPEN, await REPLY. */
-  private async openTunnel(peer: PeerConfig, header: OpenHeader, usePump: boolean): Promise<Opened> {
+  private async openTunnelOnce(peer: PeerConfig, header: OpenHeader, usePump: boolean): Promise<Opened> {
     const { ctx } = this;
     const started = process.hrtime.bigint();
     const order = peer.gateways.map((_, i) => peer.gateways[(i + this.rr) % peer.gateways.length]);
@@ -183,7 +196,7 @@ export class Origin {
           if (fr.kind !== 'frame') return fail(fr.kind === 'error' ? fr.error : new Error(r.error || 'peer closed before replying'));
           const err = replyError(fr.body, header);
           if (err) return fail(err);
-          resolve({ raw, stream: raw, rest: fr.rest, tls: { h, on } });
+          resolve({ raw, stream: raw, rest: fr.rest, tls: { h, on, splice: header.payload === 'splice' } });
         },
         p2: () => raw.destroy(),
       };

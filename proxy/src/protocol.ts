@@ -14,6 +14,16 @@ export const FRAME_REPLY = 2;
 export const FRAME_TRUST_PUBLISH = 3;
 /** Most CA certificates one PUBLISH may carry. */
 export const TRUST_MAX_CERTS = 8;
+/** Authenticated splice only: the last frame inside TLS, one per side (PROTOCOL.md section 7). */
+export const FRAME_BIND = 4;
+export const BIND_VALUE_BYTES = 32;
+/** TLS exporter labels (RFC 8446 section 7.5) of the BIND values; context = OPEN frame || REPLY frame. */
+export const BIND_LABEL_ORIGIN = 'EXPORTER-mmtp-bind-origin';
+export const BIND_LABEL_TERMINUS = 'EXPORTER-mmtp-bind-terminus';
+/** OPEN extension (TLV) types. */
+export const OPEN_EXT_PAYLOAD = 1;
+/** Values of OPEN_EXT_PAYLOAD: how the payload travels after the REPLY. */
+export const PayloadMode = { TLS: 0, SPLICE: 1 } as const;
 export const CONNECTION_ID_BYTES = 16;
 
 /** Reply status codes (0 = accepted). Stable on the wire: never renumber. */
@@ -43,6 +53,8 @@ export const RefusalCode = {
   TRUST_DISABLED: 17,
   /** PUBLISH is older (sequence) than the last one accepted from that cluster. */
   TRUST_STALE: 18,
+  /** OPEN asks for a payload mode this terminus does not allow (spliced payload on an mtls-only terminus). */
+  PAYLOAD_MODE_REFUSED: 19,
 } as const;
 export type RefusalCodeValue = (typeof RefusalCode)[keyof typeof RefusalCode];
 
@@ -57,6 +69,8 @@ export interface OpenHeader {
   dstHost: string;
   dstPort: number;
   sourceCluster: string;
+  /** 'splice': after the REPLY, a BIND exchange inside TLS and then raw bytes (OPEN extension 1). @default 'tls' */
+  payload?: 'tls' | 'splice';
 }
 
 export interface ReplyHeader {
@@ -118,14 +132,16 @@ export function encodeOpen(h: OpenHeader): Buffer {
   const addr = ipBytes(h.dstHost);
   const src = Buffer.from(h.sourceCluster, 'ascii');
   if (src.length < 1 || src.length > 63) throw new Error('source cluster must be 1..63 bytes');
-  const body = Buffer.alloc(CONNECTION_ID_BYTES + 1 + addr.length + 2 + 1 + src.length);
+  const ext = h.payload === 'splice' ? 3 : 0;
+  const body = Buffer.alloc(CONNECTION_ID_BYTES + 1 + addr.length + 2 + 1 + src.length + ext);
   let o = 0;
   o += h.connectionId.copy(body, o);
   body[o++] = addr.length === 4 ? 4 : 6;
   o += addr.copy(body, o);
   body.writeUInt16BE(h.dstPort, o); o += 2;
   body[o++] = src.length;
-  src.copy(body, o);
+  o += src.copy(body, o);
+  if (ext) { body[o++] = OPEN_EXT_PAYLOAD; body[o++] = 1; body[o] = PayloadMode.SPLICE; }
   return frame(FRAME_OPEN, body);
 }
 
@@ -161,15 +177,32 @@ export function decodeOpenBody(body: Buffer): OpenHeader {
   if (slen < 1 || slen > 63 || body.length < o + slen) throw bad('open: bad source cluster length');
   const sourceCluster = body.subarray(o, o + slen).toString('latin1'); o += slen;
   if (!CLUSTER_RE.test(sourceCluster)) throw bad('open: source cluster is not a cluster name');
-  // Trailing bytes are TLV extensions (type u8, length u8, value) reserved for later versions: walk and ignore.
+  // Trailing bytes are TLV extensions (type u8, length u8, value); unknown types are skipped.
+  let payload: OpenHeader['payload'] = 'tls';
   while (o < body.length) {
     if (body.length < o + 2) throw bad('open: truncated extension');
     const l = body[o + 1];
     if (body.length < o + 2 + l) throw bad('open: truncated extension value');
+    if (body[o] === OPEN_EXT_PAYLOAD) payload = payloadOf(body.subarray(o + 2, o + 2 + l));
     o += 2 + l;
   }
-  return { connectionId, dstHost, dstPort, sourceCluster };
+  return { connectionId, dstHost, dstPort, sourceCluster, payload };
 }
+
+function payloadOf(v: Buffer): 'tls' | 'splice' {
+  if (v.length === 1 && v[0] === PayloadMode.TLS) return 'tls';
+  if (v.length === 1 && v[0] === PayloadMode.SPLICE) return 'splice';
+  throw new ProtocolError(RefusalCode.PAYLOAD_MODE_REFUSED, `open: unknown payload mode ${v.toString('hex')}`);
+}
+
+/** A BIND frame carrying `value` (tests and tools; the gateways build and check it in the native addon). */
+export function encodeBind(value: Buffer): Buffer {
+  if (value.length !== BIND_VALUE_BYTES) throw new Error(`a binding is ${BIND_VALUE_BYTES} bytes`);
+  return frame(FRAME_BIND, value);
+}
+
+/** The exporter context of a BIND value: the OPEN and REPLY frames exactly as they crossed the tunnel. */
+export function bindContext(openFrame: Buffer, replyFrame: Buffer): Buffer { return Buffer.concat([openFrame, replyFrame]); }
 
 export function decodeReplyBody(body: Buffer): ReplyHeader {
   if (body.length < 2 + CONNECTION_ID_BYTES) throw new ProtocolError(RefusalCode.MALFORMED, 'reply: truncated');

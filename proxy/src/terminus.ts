@@ -170,6 +170,7 @@ export class Terminus {
       const open = decodeOpen(r);
       if ('code' in open) return refuseWith(open.code, open.why);
       connectionId = open.header.connectionId;
+      if (open.header.payload === 'splice') return refuseWith(RefusalCode.PAYLOAD_MODE_REFUSED, `payload splice needs tls.mode mtls-splice (this terminus: ${ctx.cfg.tls.mode})`);
       const v = checkOpen(ctx, open.header, certCluster);
       if ('code' in v) return refuseWith(v.code, v.why, { dst: `${open.header.dstHost}:${open.header.dstPort}` });
       decided = true;
@@ -254,6 +255,9 @@ export class Terminus {
     const open = decodeOpen(fr);
     if ('code' in open) return refuseWith(Buffer.alloc(CONNECTION_ID_BYTES), open.code, open.why);
     const hd = open.header;
+    if (hd.payload === 'splice' && !sessions.spliceCapable) {
+      return refuseWith(hd.connectionId, RefusalCode.PAYLOAD_MODE_REFUSED, `payload splice needs tls.mode mtls-splice (this terminus: ${ctx.cfg.tls.mode})`);
+    }
     const v = checkOpen(ctx, hd, who.cluster);
     if ('code' in v) return refuseWith(hd.connectionId, v.code, v.why, { dst: `${hd.dstHost}:${hd.dstPort}` });
     return this.acceptNative(raw, h, hd, v.peer);
@@ -271,9 +275,10 @@ export class Terminus {
       if (t.finished || ctx.closed) { sessions.cancel(h); return; }
       ctx.table.markEstablished(t);
       t.tlsRelay = h;
-      ctx.log.info({ conn: id, peer: peer.cluster, dst: dstText, data: 'native-tls' }, 'tunnel accepted');
+      const splice = hd.payload === 'splice';
+      ctx.log.info({ conn: id, peer: peer.cluster, dst: dstText, data: splice ? 'native-splice' : 'native-tls' }, 'tunnel accepted');
       const reply = encodeReply({ status: RefusalCode.ACCEPTED, connectionId: hd.connectionId, reason: '' });
-      sessions.continue(h, reply, socketFd(dstSock), ctx.cfg.limits.idleTimeoutMs);
+      sessions.continue(h, reply, socketFd(dstSock), ctx.cfg.limits.idleTimeoutMs, splice);
     }, (e: NodeJS.ErrnoException) => {
       const code = this.dialFailed(e, id, peer, dstText);
       sessions.continue(h, encodeReply({ status: code, connectionId: hd.connectionId, reason: e.code ?? e.message }), -1, 0);
@@ -285,6 +290,7 @@ export class Terminus {
   private nativeEnd(raw: net.Socket, tunnel: Tunnel | undefined, r: TlsPhase2): void {
     if (!tunnel) { raw.destroy(); return; }
     tunnel.bytes = [r.plainToTls, r.tlsToPlain];
+    if (r.error.startsWith('binding:')) { this.ctx.refuse('terminus', 'binding_mismatch'); this.ctx.log.info({ conn: tunnel.id, err: r.error }, 'refused: data path not bound to this session'); }
     if (tunnel.established && r.reason !== 'eof') {
       this.ctx.log.info({ conn: tunnel.id, reason: r.reason, side: r.side, errno: r.errno, err: r.error || undefined }, 'relay ended');
     }

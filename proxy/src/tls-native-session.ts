@@ -5,7 +5,7 @@
  */
 import type * as net from 'node:net';
 import type { ProxyConfig } from './config';
-import { type NativeAddon, type TlsCtx, type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd } from './native';
+import { TLS_FLAG_SPLICE_CAPABLE, type NativeAddon, type TlsCtx, type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd } from './native';
 
 /** Certificate, key and CA of this gateway (PEM). */
 export interface TlsFiles { ca: Buffer; cert: Buffer; key: Buffer }
@@ -20,7 +20,8 @@ export class NativeTlsSessions {
   /** every session not yet finished (cancelAll() cancels them; their final callback closes the sockets) */
   private readonly live = new Set<TlsHandle>();
 
-  constructor(private readonly native: NativeAddon, files: TlsFiles) {
+  /** `spliceCapable` (tls.mode mtls-splice): sessions may switch to the authenticated splice after the REPLY. */
+  constructor(private readonly native: NativeAddon, files: TlsFiles, readonly spliceCapable = false) {
     this.contexts = this.makeContexts(files);
   }
 
@@ -39,14 +40,18 @@ export class NativeTlsSessions {
     const h: TlsHandle = this.native.tlsStart(isServer ? this.contexts.server : this.contexts.client, socketFd(raw), isServer,
       limits.handshakeTimeoutMs, first, limits.headerMaxBytes, expectUri, (r) => {
         if (r.phase === 1) { on.p1(r); } else { this.live.delete(h); on.p2?.(r); }
-      });
+      }, this.spliceCapable ? TLS_FLAG_SPLICE_CAPABLE : 0);
     this.live.add(h);
     return h;
   }
 
-  /** After phase 1: send `reply` (if any), then relay with `relayFd` (or end the session when it is -1). */
-  continue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number): void {
-    this.native.tlsContinue(h, reply, relayFd, idleMs);
+  /**
+   * After phase 1: send `reply` (if any), then relay with `relayFd` (or end the session when it is -1). `splice`:
+   * exchange BIND frames, then splice the payload without TLS (splice-capable sessions only).
+   */
+  continue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number, splice = false): void {
+    if (splice && !this.spliceCapable) throw new Error('splice asked of a session that is not splice-capable');
+    this.native.tlsContinue(h, reply, relayFd, idleMs, splice);
   }
 
   cancel(h: TlsHandle): void { this.native.tlsCancel(h); }

@@ -1,6 +1,7 @@
 /**
  * npm run bench:proxy — one table from one run, on loopback: iperf3 direct, HAProxy (tcp mode: default,
- * splice forced, TLS 1.3 on the middle hop) as a two-hop chain, and our two-gateway chain (plaintext, mTLS).
+ * splice forced, TLS 1.3 on the middle hop) as a two-hop chain, and our two-gateway chain (plaintext, mTLS, and
+ * mtls-splice: mutual TLS for the handshake and the header, then the already-encrypted payload spliced).
  * Gbit/s = median of BENCH_RUNS iperf3 runs of BENCH_SECONDS each (single stream); CPU s/GiB = user+system
  * CPU of the two proxy processes (all threads) per GiB carried.
  */
@@ -114,9 +115,9 @@ async function haproxyChain(name: string, dst: number, opts: { splice?: boolean;
   try { await sleep(300); return await measure(name, p1, [h1, h2]); } finally { await stop(h1); await stop(h2); }
 }
 
-async function oursChain(name: string, dst: number, tlsMode: 'plaintext' | 'mtls'): Promise<Row> {
+async function oursChain(name: string, dst: number, tlsMode: 'plaintext' | 'mtls' | 'mtls-splice'): Promise<Row> {
   const ports = await Promise.all(Array.from({ length: 6 }, freePort));
-  const tls = (c: string) => tlsMode === 'mtls' ? { mode: 'mtls', caFile: `${tmp}/ca.pem`, certFile: `${tmp}/${c}.pem`, keyFile: `${tmp}/${c}.key` } : { mode: 'plaintext' };
+  const tls = (c: string) => tlsMode !== 'plaintext' ? { mode: tlsMode, caFile: `${tmp}/ca.pem`, certFile: `${tmp}/${c}.pem`, keyFile: `${tmp}/${c}.key` } : { mode: 'plaintext' };
   const cfg = (me: string, peer: string, i: number, peerTunnel: number) => ({
     version: 1, fleet: 'bench', cluster: me,
     listen: { intercept: { host: '127.0.0.1', port: ports[i] }, tunnel: { host: '127.0.0.1', port: ports[i + 1] }, admin: { host: '127.0.0.1', port: ports[i + 2] } },
@@ -144,6 +145,7 @@ async function main() {
   rows.push(await haproxyChain('HAProxy chain, TLS 1.3 middle hop', dst, { tls: true }));
   rows.push(await oursChain('migration-mesh chain, plaintext tunnel', dst, 'plaintext'));
   rows.push(await oursChain('migration-mesh chain, mTLS 1.3 tunnel', dst, 'mtls'));
+  rows.push(await oursChain('migration-mesh chain, mtls-splice (authenticated, payload spliced)', dst, 'mtls-splice'));
   await stop(server);
 
   const direct = median(rows[0].gbps);
@@ -160,11 +162,48 @@ async function main() {
     const g = median(r.gbps);
     let vs = '';
     if (i === 4) vs = `${cmp(r, rows[2], 'vs splice')}; ${cmp(r, rows[1], 'vs default')}`;
-    if (i === 5) vs = cmp(r, rows[3], 'vs TLS');
+    if (i === 5 || i === 6) vs = cmp(r, rows[3], 'vs TLS');
     lines.push(`| ${r.name} | ${f(g)} | ${r.gbps.map((x) => f(x, 1)).join(' / ')} | ${f(g / direct)} | ${vs} | ${i === 0 ? '-' : f(median(r.cpuPerGiB), 3)} |`);
   }
   lines.push('', `TLS-in-TLS cost (ours, mTLS vs plaintext tunnel): throughput x${f(median(rows[5].gbps) / median(rows[4].gbps))}, CPU per GiB x${f(median(rows[5].cpuPerGiB) / median(rows[4].cpuPerGiB))}`);
+  lines.push(...goals(rows), '', ...cipherCost(median(rows[5].cpuPerGiB)));
   process.stdout.write(lines.join('\n') + '\n');
+}
+
+/**
+ * What the cipher alone costs here: `openssl speed -evp` on 16 KiB blocks (one TLS record), as seconds of CPU to
+ * encrypt and then decrypt one GiB (the chain does both, once each), next to the mTLS chain's proxy CPU.
+ */
+function cipherCost(mtlsCpu: number): string[] {
+  const out = ['Cipher cost on this machine (openssl speed -evp, 16 KiB blocks; encrypt + decrypt 1 GiB once each):'];
+  for (const c of ['aes-128-gcm', 'aes-256-gcm', 'chacha20-poly1305']) {
+    const r = spawnSync('openssl', ['speed', '-seconds', '1', '-bytes', '16384', '-evp', c], { encoding: 'utf8' });
+    const m = /\s([\d.]+)k\s*$/m.exec(r.stdout ?? '');
+    if (!m) { out.push(`- ${c}: openssl speed gave no figure`); continue; }
+    const bps = Number(m[1]) * 1000;
+    const sPerGiB = 2 * 2 ** 30 / bps;
+    out.push(`- ${c}: ${(bps * 8 / 1e9).toFixed(1)} Gbit/s per core, ${sPerGiB.toFixed(2)} s per GiB encrypted + decrypted` +
+      (c === 'aes-128-gcm' ? ` (the tunnel's suite; the mTLS chain spends ${Number.isFinite(mtlsCpu) ? mtlsCpu.toFixed(2) : '-'} s/GiB in all)` : ''));
+  }
+  return out;
+}
+
+/** The issue-17 goals, as ratios measured in this run (each line says whether it is met). */
+function goals(rows: Row[]): string[] {
+  const [, , , hTls, plain, mtls, spl] = rows;
+  const g = (r: Row) => median(r.gbps);
+  const c = (r: Row) => median(r.cpuPerGiB);
+  const chk = (ok: boolean) => (Number.isFinite(Number(ok)) && ok ? 'met' : 'NOT met');
+  const f = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
+  return [
+    '',
+    'Goals (ratios from this run):',
+    `- mtls-splice vs plaintext chain: throughput x${f(g(spl) / g(plain))} (goal >= 0.95: ${chk(g(spl) / g(plain) >= 0.95)}), ` +
+      `CPU per GiB x${f(c(spl) / c(plain))} (goal <= 1.10: ${chk(c(spl) / c(plain) <= 1.1)})`,
+    `- mtls-splice vs HAProxy TLS chain: throughput x${f(g(spl) / g(hTls))} (goal >= 3: ${chk(g(spl) / g(hTls) >= 3)})`,
+    `- mTLS vs HAProxy TLS chain: throughput x${f(g(mtls) / g(hTls))} (goal >= 2: ${chk(g(mtls) / g(hTls) >= 2)}), ` +
+      `proxy CPU ${f(c(mtls))} s/GiB (goal <= 1.8: ${chk(c(mtls) <= 1.8)})`,
+  ];
 }
 
 const cleanup = () => { for (const c of children) { try { c.kill('SIGKILL'); } catch { /* gone */ } } fs.rmSync(tmp, { recursive: true, force: true }); };

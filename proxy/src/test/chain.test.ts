@@ -14,9 +14,10 @@ async function metric(p: Pair['a'], name: string, labels: Record<string, string>
   return m.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((s, v) => s + v.value, 0);
 }
 
-// mtls runs on the native OpenSSL relay (the only mTLS data path); 'plaintext-js' forces Node streams (dataPath: 'js')
-for (const variant of ['plaintext', 'mtls', 'plaintext-js'] as const) {
-  const mode = variant === 'mtls' ? 'mtls' : 'plaintext';
+// mtls runs on the native OpenSSL relay (the only mTLS data path); mtls-splice authenticates there, then splices;
+// 'plaintext-js' forces Node streams (dataPath: 'js')
+for (const variant of ['plaintext', 'mtls', 'mtls-splice', 'plaintext-js'] as const) {
+  const mode = variant === 'plaintext-js' ? 'plaintext' : variant;
   const o = variant === 'plaintext-js' ? { dataPath: 'js' as const } : {};
   describe(`two-gateway chain, ${variant}`, { timeout: 120_000 }, () => {
     let sink: Awaited<ReturnType<typeof startSink>>;

@@ -12,7 +12,7 @@ import { probe } from '../testkit/probe';
 let pki: Pki;
 before(() => { pki = makePki('fleet', ['east', 'west']); });
 
-for (const mode of ['plaintext', 'mtls'] as const) {
+for (const mode of ['plaintext', 'mtls', 'mtls-splice'] as const) {
   it(`closes an idle tunnel after limits.idleTimeoutMs (${mode}) and keeps a busy one`, { timeout: 20_000 }, async () => {
     const sink = await startSink();
     const pair = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: sink.port }), {}, {}, { limits: { idleTimeoutMs: 400 } });

@@ -8,14 +8,14 @@ import * as net from 'node:net';
 import { before, describe, it } from 'node:test';
 import { startGateway, type StartGatewayOptions } from '../gateway';
 import { chatter, chattyServer, dyingTerminus, endOf } from '../testkit/dying-peers';
-import { configFor, startPair } from '../testkit/gateways';
+import { configFor, startPair, type TlsMode } from '../testkit/gateways';
 import { makePki, silent, sleep, withTimeout, type Pki } from '../testkit/helpers';
 
 let pki: Pki;
 before(() => { pki = makePki('fleet', ['east', 'west']); });
 
-const variants: [string, 'mtls' | 'plaintext', StartGatewayOptions][] = [
-  ['mtls, native relay', 'mtls', {}], ['plaintext, splice', 'plaintext', {}], ['plaintext, Node streams', 'plaintext', { dataPath: 'js' }],
+const variants: [string, TlsMode, StartGatewayOptions][] = [
+  ['mtls, native relay', 'mtls', {}], ['mtls-splice, native splice', 'mtls-splice', {}], ['plaintext, splice', 'plaintext', {}], ['plaintext, Node streams', 'plaintext', { dataPath: 'js' }],
 ];
 
 describe('drain timeout cuts transfers with resets on both sides', { timeout: 120_000 }, () => {

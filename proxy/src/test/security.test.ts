@@ -17,90 +17,94 @@ async function counter(g: GatewayHandle, name: string, labels: Record<string, st
   return m.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((s, v) => s + v.value, 0);
 }
 
-describe('terminus refusals (mTLS)', { timeout: 60_000 }, () => {
-  let west: GatewayHandle;
-  let port: number;
-  const creds = (name: string, ca = pki.ca) => ({ ...pki.certs[name], ca });
-  before(async () => {
-    pki = makePki('fleet', ['east', 'west', 'north']);
-    const cfg = await configFor('west', 'east', 1, 'mtls', pki, {
-      localCidrs: ['10.50.0.0/16'], ownAddresses: ['10.50.0.1'],
-      peers: [
-        { cluster: 'east', cidrs: ['10.40.0.0/16'], gateways: [{ host: '127.0.0.1', port: 1 }] },
-        { cluster: 'north', cidrs: ['10.60.0.0/16'], gateways: [{ host: '127.0.0.1', port: 1 }] },
-      ],
-      limits: { handshakeTimeoutMs: 800, dialTimeoutMs: 300, maxTunnelsPerPeer: 256 },
+// every refusal against both mTLS modes (mtls-splice: the OPENs ask for the spliced payload)
+for (const tlsMode of ['mtls', 'mtls-splice'] as const) {
+  const openM = (o: Partial<OpenHeader> = {}) => open({ payload: tlsMode === 'mtls-splice' ? 'splice' : 'tls', ...o });
+  describe(`terminus refusals (${tlsMode})`, { timeout: 60_000 }, () => {
+    let west: GatewayHandle;
+    let port: number;
+    const creds = (name: string, ca = pki.ca) => ({ ...pki.certs[name], ca });
+    before(async () => {
+      pki = makePki('fleet', ['east', 'west', 'north']);
+      const cfg = await configFor('west', 'east', 1, tlsMode, pki, {
+        localCidrs: ['10.50.0.0/16'], ownAddresses: ['10.50.0.1'],
+        peers: [
+          { cluster: 'east', cidrs: ['10.40.0.0/16'], gateways: [{ host: '127.0.0.1', port: 1 }] },
+          { cluster: 'north', cidrs: ['10.60.0.0/16'], gateways: [{ host: '127.0.0.1', port: 1 }] },
+        ],
+        limits: { handshakeTimeoutMs: 800, dialTimeoutMs: 300, maxTunnelsPerPeer: 256 },
+      });
+      west = await startGateway(cfg, { logger: silent });
+      port = west.addresses().tunnel.port;
     });
-    west = await startGateway(cfg, { logger: silent });
-    port = west.addresses().tunnel.port;
-  });
-  after(async () => { await west?.close(); });
+    after(async () => { await west?.close(); });
 
-  it('refuses a certificate from an unknown CA (TLS handshake fails, no reply)', async () => {
-    const before = await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' });
-    const r = await probe(port, open(), creds('foreign')); // trusts our CA, presents a foreign-CA certificate
-    assert.equal(r.reply, undefined);
-    assert.ok(r.closed);
-    for (let k = 0; k < 1000 && await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' }) === before; k++) await sleep(10);
-    assert.ok(await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' }) > before);
-  });
+    it('refuses a certificate from an unknown CA (TLS handshake fails, no reply)', async () => {
+      const before = await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' });
+      const r = await probe(port, openM(), creds('foreign')); // trusts our CA, presents a foreign-CA certificate
+      assert.equal(r.reply, undefined);
+      assert.ok(r.closed);
+      for (let k = 0; k < 1000 && await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' }) === before; k++) await sleep(10);
+      assert.ok(await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' }) > before);
+    });
 
-  for (const [who, why] of [['stranger', 'fleet CA but not a peer'], ['otherfleet', 'another fleet'], ['nosan', 'no spiffe URI SAN']] as const) {
-    it(`refuses an unknown peer: ${why}`, async () => {
-      const r = await probe(port, open(), creds(who));
-      assert.equal(r.reply, undefined, 'no header exchange with an unknown peer');
+    for (const [who, why] of [['stranger', 'fleet CA but not a peer'], ['otherfleet', 'another fleet'], ['nosan', 'no spiffe URI SAN']] as const) {
+      it(`refuses an unknown peer: ${why}`, async () => {
+        const r = await probe(port, openM(), creds(who));
+        assert.equal(r.reply, undefined, 'no header exchange with an unknown peer');
+        assert.ok(r.closed);
+      });
+    }
+
+    it('refuses a header whose source cluster does not match the certificate (spoofing)', async () => {
+      const r = await probe(port, openM({ sourceCluster: 'north' }), creds('east'));
+      assert.equal(r.reply?.status, RefusalCode.SOURCE_MISMATCH);
+      assert.ok(r.closed);
+      assert.ok(await counter(west, 'mm_proxy_refusals_total', { reason: 'source_mismatch' }) >= 1);
+    });
+
+    it('refuses a destination outside the cluster CIDRs', async () => {
+      const r = await probe(port, openM({ dstHost: '198.51.100.10' }), creds('east'));
+      assert.equal(r.reply?.status, RefusalCode.DESTINATION_OUTSIDE_CIDR);
+      assert.ok(r.closed);
+      // a peer's own CIDR is not ours either
+      const r2 = await probe(port, openM({ dstHost: '10.60.0.5' }), creds('east'));
+      assert.equal(r2.reply?.status, RefusalCode.DESTINATION_OUTSIDE_CIDR);
+    });
+
+    for (const dst of ['127.0.0.1', '::1', '169.254.169.254', '0.0.0.0', '10.50.0.1', '224.0.0.1', '::ffff:127.0.0.1', 'fe80::1']) {
+      it(`refuses a forbidden destination ${dst} (loopback, metadata, own address, ...)`, async () => {
+        const r = await probe(port, openM({ dstHost: dst }), creds('east'));
+        assert.equal(r.reply?.status, RefusalCode.DESTINATION_FORBIDDEN);
+        assert.ok(r.closed);
+      });
+    }
+
+    it('closes a connection that never completes the TLS handshake (slowloris)', async () => {
+      const r = await probe(port, (s) => { const iv = setInterval(() => s.write(Buffer.from([0x16])), 100); s.on('close', () => clearInterval(iv)); });
+      assert.ok(r.closed, 'closed by the gateway');
+      assert.ok(r.ms < 3000, `closed after ${r.ms} ms`);
+    });
+
+    it('closes a slow header after the handshake timeout', async () => {
+      const bytes = openM();
+      const r = await probe(port, (s) => {
+        let i = 0;
+        const iv = setInterval(() => { if (i < bytes.length) s.write(bytes.subarray(i, ++i)); }, 150);
+        s.on('close', () => clearInterval(iv));
+      }, creds('east'));
+      assert.ok(r.closed);
+      assert.ok(r.ms < 3000, `closed after ${r.ms} ms`);
+    });
+
+    it('refuses an oversized header', async () => {
+      const h = Buffer.from(openM()); h.writeUInt16BE(60_000, 6);
+      const r = await probe(port, Buffer.concat([h, Buffer.alloc(10_000)]), creds('east'));
+      assert.equal(r.reply?.status, RefusalCode.HEADER_TOO_LARGE);
       assert.ok(r.closed);
     });
-  }
-
-  it('refuses a header whose source cluster does not match the certificate (spoofing)', async () => {
-    const r = await probe(port, open({ sourceCluster: 'north' }), creds('east'));
-    assert.equal(r.reply?.status, RefusalCode.SOURCE_MISMATCH);
-    assert.ok(r.closed);
-    assert.ok(await counter(west, 'mm_proxy_refusals_total', { reason: 'source_mismatch' }) >= 1);
   });
-
-  it('refuses a destination outside the cluster CIDRs', async () => {
-    const r = await probe(port, open({ dstHost: '198.51.100.10' }), creds('east'));
-    assert.equal(r.reply?.status, RefusalCode.DESTINATION_OUTSIDE_CIDR);
-    assert.ok(r.closed);
-    // a peer's own CIDR is not ours either
-    const r2 = await probe(port, open({ dstHost: '10.60.0.5' }), creds('east'));
-    assert.equal(r2.reply?.status, RefusalCode.DESTINATION_OUTSIDE_CIDR);
-  });
-
-  for (const dst of ['127.0.0.1', '::1', '169.254.169.254', '0.0.0.0', '10.50.0.1', '224.0.0.1', '::ffff:127.0.0.1', 'fe80::1']) {
-    it(`refuses a forbidden destination ${dst} (loopback, metadata, own address, ...)`, async () => {
-      const r = await probe(port, open({ dstHost: dst }), creds('east'));
-      assert.equal(r.reply?.status, RefusalCode.DESTINATION_FORBIDDEN);
-      assert.ok(r.closed);
-    });
-  }
-
-  it('closes a connection that never completes the TLS handshake (slowloris)', async () => {
-    const r = await probe(port, (s) => { const iv = setInterval(() => s.write(Buffer.from([0x16])), 100); s.on('close', () => clearInterval(iv)); });
-    assert.ok(r.closed, 'closed by the gateway');
-    assert.ok(r.ms < 3000, `closed after ${r.ms} ms`);
-  });
-
-  it('closes a slow header after the handshake timeout', async () => {
-    const bytes = open();
-    const r = await probe(port, (s) => {
-      let i = 0;
-      const iv = setInterval(() => { if (i < bytes.length) s.write(bytes.subarray(i, ++i)); }, 150);
-      s.on('close', () => clearInterval(iv));
-    }, creds('east'));
-    assert.ok(r.closed);
-    assert.ok(r.ms < 3000, `closed after ${r.ms} ms`);
-  });
-
-  it('refuses an oversized header', async () => {
-    const h = Buffer.from(open()); h.writeUInt16BE(60_000, 6);
-    const r = await probe(port, Buffer.concat([h, Buffer.alloc(10_000)]), creds('east'));
-    assert.equal(r.reply?.status, RefusalCode.HEADER_TOO_LARGE);
-    assert.ok(r.closed);
-  });
-});
+}
 
 describe('plaintext terminus: unknown source cluster, fuzzing, caps', { timeout: 90_000 }, () => {
   let west: GatewayHandle;

@@ -4,9 +4,11 @@ import { startGateway, type GatewayHandle, type StartGatewayOptions } from '../g
 import type { ProxyConfigInput } from '../config';
 import { freePort, silent, type Pki } from './helpers';
 
+export type TlsMode = 'mtls' | 'mtls-splice' | 'plaintext';
+
 export interface Pair { a: GatewayHandle; b: GatewayHandle; cfgA: ProxyConfigInput; cfgB: ProxyConfigInput; close(): Promise<void> }
 
-export async function configFor(cluster: string, peer: string, peerTunnelPort: number, tlsMode: 'mtls' | 'plaintext', pki: Pki | undefined,
+export async function configFor(cluster: string, peer: string, peerTunnelPort: number, tlsMode: TlsMode, pki: Pki | undefined,
   over: Partial<ProxyConfigInput> = {}): Promise<ProxyConfigInput> {
   return {
     version: 1, fleet: 'fleet', cluster,
@@ -17,7 +19,7 @@ export async function configFor(cluster: string, peer: string, peerTunnelPort: n
     },
     localCidrs: ['127.0.0.0/8'],
     peers: [{ cluster: peer, cidrs: ['127.0.0.0/8', '198.51.100.0/24', '169.254.0.0/16'], gateways: [{ host: '127.0.0.1', port: peerTunnelPort }] }],
-    tls: tlsMode === 'mtls' ? { mode: 'mtls', caFile: pki!.ca, certFile: pki!.certs[cluster].cert, keyFile: pki!.certs[cluster].key } : { mode: 'plaintext' },
+    tls: tlsMode !== 'plaintext' ? { mode: tlsMode, caFile: pki!.ca, certFile: pki!.certs[cluster].cert, keyFile: pki!.certs[cluster].key } : { mode: 'plaintext' },
     limits: { handshakeTimeoutMs: 2000, dialTimeoutMs: 2000 },
     ...over,
   };
@@ -27,7 +29,7 @@ export async function configFor(cluster: string, peer: string, peerTunnelPort: n
  * Gateway A intercepts; the test says where each intercepted connection was "originally" going with
  * `dst` (a loopback stand-in for SO_ORIGINAL_DST). Gateway B may dial loopback (unsafe test hook).
  */
-export async function startPair(tlsMode: 'mtls' | 'plaintext', pki: Pki | undefined, dst: () => { host: string; port: number },
+export async function startPair(tlsMode: TlsMode, pki: Pki | undefined, dst: () => { host: string; port: number },
   optsA: StartGatewayOptions = {}, optsB: StartGatewayOptions = {}, overB: Partial<ProxyConfigInput> = {}): Promise<Pair> {
   const cfgB = await configFor('west', 'east', 1, tlsMode, pki, overB);
   const cfgA = await configFor('east', 'west', cfgB.listen!.tunnel!.port, tlsMode, pki);

@@ -1,0 +1,184 @@
+/*
+ * The splice(2) relay loop shared by the plaintext pump (mmproxy.c: startPump) and the authenticated-splice
+ * tunnel (tlsrelay.c: after the mutual-TLS handshake, the tunnel header and the binding exchange). Bytes move
+ * socket -> pipe -> socket in the kernel; the pipe (1 MiB per direction) is the only buffer.
+ */
+#define _GNU_SOURCE
+#include "splice.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PIPE_SZ (1 << 20)
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int is_reset_errno(int e) {
+  return e == ECONNRESET || e == EPIPE || e == ETIMEDOUT || e == ECONNABORTED || e == EHOSTUNREACH ||
+         e == ENETUNREACH || e == ENOTCONN;
+}
+
+static void linger_zero(int fd) {
+  struct linger l = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+}
+
+/* side: index of the socket that failed */
+static void splice_fail(splice_io_t *p, int side, int err) {
+  p->reason = is_reset_errno(err) ? R_RESET : R_ERROR;
+  p->side = side;
+  p->err = err;
+  linger_zero(p->fd[1 - side]);
+}
+
+int splice_io_pipes(splice_io_t *p) {
+  p->pipefd[0][0] = p->pipefd[0][1] = p->pipefd[1][0] = p->pipefd[1][1] = -1;
+  for (int d = 0; d < 2; d++) {
+    if (pipe2(p->pipefd[d], O_NONBLOCK | O_CLOEXEC) != 0) {
+      int e = errno;
+      splice_io_close_pipes(p);
+      return e;
+    }
+    fcntl(p->pipefd[d][0], F_SETPIPE_SZ, PIPE_SZ); /* best effort: falls back to the default 64 KiB */
+  }
+  return 0;
+}
+
+void splice_io_close_pipes(splice_io_t *p) {
+  for (int d = 0; d < 2; d++)
+    for (int k = 0; k < 2; k++)
+      if (p->pipefd[d][k] >= 0) { close(p->pipefd[d][k]); p->pipefd[d][k] = -1; }
+}
+
+/* Relay until both directions have finished (EOF propagated as SHUT_WR), a socket fails, the idle time passes
+ * or the eventfd is signalled. Pipes are closed on return. A forced end arms SO_LINGER {1, 0} on both sockets. */
+void splice_run(splice_io_t *p) {
+  int rd_eof[2] = {0, 0}, wr_done[2] = {0, 0}, in_full[2] = {0, 0}, hup_ignored[2] = {0, 0};
+  /* readiness as last reported by poll (or assumed at start), per socket: only try a syscall that can
+   * succeed, so a one-way bulk transfer costs two splices per chunk and no EAGAIN probes */
+  int rd_ready[2] = {1, 1}, wr_ready[2] = {1, 1};
+  int64_t last = now_ms();
+  p->reason = -1;
+  for (;;) {
+    int progress = 0;
+    for (int d = 0; d < 2 && p->reason < 0; d++) {
+      int src = p->fd[d], dst = p->fd[1 - d];
+      /* 1. bytes JavaScript had already read before handing over go out first */
+      while (p->prefix_off[d] < p->prefix_len[d] && wr_ready[1 - d]) {
+        ssize_t n = write(dst, p->prefix[d] + p->prefix_off[d], p->prefix_len[d] - p->prefix_off[d]);
+        if (n > 0) {
+          p->prefix_off[d] += (size_t)n;
+          __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
+          progress = 1;
+        } else if (n < 0 && errno == EAGAIN) {
+          wr_ready[1 - d] = 0;
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else {
+          splice_fail(p, 1 - d, errno);
+          break;
+        }
+      }
+      if (p->reason >= 0 || p->prefix_off[d] < p->prefix_len[d]) continue;
+      /* 2. socket -> pipe */
+      if (!rd_eof[d] && rd_ready[d] && !in_full[d] && p->inpipe[d] < PIPE_SZ) {
+        ssize_t n = splice(src, NULL, p->pipefd[d][1], NULL, PIPE_SZ - p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+          p->inpipe[d] += (size_t)n;
+          progress = 1;
+        } else if (n == 0) {
+          rd_eof[d] = 1;
+          progress = 1;
+        } else if (errno == EAGAIN) {
+          /* either the socket is empty or the pipe is full (it counts pages, not bytes) */
+          if (p->inpipe[d] > 0) in_full[d] = 1; else rd_ready[d] = 0;
+        } else if (errno != EINTR) {
+          splice_fail(p, d, errno);
+          continue;
+        }
+      }
+      /* 3. pipe -> socket */
+      if (p->inpipe[d] > 0 && wr_ready[1 - d]) {
+        ssize_t n = splice(p->pipefd[d][0], NULL, dst, NULL, p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+          p->inpipe[d] -= (size_t)n;
+          __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
+          in_full[d] = 0;
+          progress = 1;
+        } else if (n < 0 && errno == EAGAIN) {
+          wr_ready[1 - d] = 0;
+        } else if (n < 0 && errno != EINTR) {
+          splice_fail(p, 1 - d, errno);
+          continue;
+        }
+      }
+      /* 4. half-close: everything read from src has been written to dst */
+      if (rd_eof[d] && p->inpipe[d] == 0 && !wr_done[d]) {
+        shutdown(dst, SHUT_WR);
+        wr_done[d] = 1;
+        progress = 1;
+      }
+    }
+    if (p->reason >= 0) break;
+    if (wr_done[0] && wr_done[1]) { p->reason = R_EOF; break; }
+    int64_t t = now_ms();
+    if (progress) { last = t; continue; }
+
+    struct pollfd pfd[3];
+    for (int i = 0; i < 2; i++) {
+      short ev = 0;
+      /* as the source of direction i */
+      if (!rd_eof[i] && !in_full[i] && !rd_ready[i]) ev |= POLLIN;
+      /* as the destination of direction 1-i */
+      int o = 1 - i;
+      if ((p->inpipe[o] > 0 || p->prefix_off[o] < p->prefix_len[o]) && !wr_ready[i]) ev |= POLLOUT;
+      pfd[i].fd = (ev == 0 && hup_ignored[i]) ? -1 : p->fd[i];
+      pfd[i].events = ev;
+      pfd[i].revents = 0;
+    }
+    pfd[2].fd = p->efd;
+    pfd[2].events = POLLIN;
+    pfd[2].revents = 0;
+    int timeout = -1;
+    if (p->idle_ms > 0) {
+      int64_t left = (last + p->idle_ms) - t;
+      if (left <= 0) { p->reason = R_IDLE; break; }
+      timeout = left > 1000000 ? 1000000 : (int)left;
+    }
+    int n = poll(pfd, 3, timeout);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      p->reason = R_ERROR; p->err = errno; p->side = -1;
+      break;
+    }
+    if (pfd[2].revents) { p->reason = R_CANCEL; break; }
+    for (int i = 0; i < 2; i++) {
+      short re = pfd[i].revents;
+      if (re & POLLERR) {
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        getsockopt(p->fd[i], SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        splice_fail(p, i, soerr ? soerr : ECONNRESET);
+        break;
+      }
+      /* POLLHUP/RDHUP: a read returns 0 (or an error) now, and a write fails: let the syscalls say which */
+      if (re & (POLLIN | POLLHUP)) rd_ready[i] = 1;
+      if (re & (POLLOUT | POLLHUP)) wr_ready[i] = 1;
+      /* POLLHUP with nothing wanted from this socket: stop polling it (it cannot wake us again) */
+      if ((re & POLLHUP) && pfd[i].events == 0) hup_ignored[i] = 1;
+    }
+    if (p->reason >= 0) break;
+  }
+  splice_io_close_pipes(p);
+  /* a forced end (idle, cancel, error) is a reset on both sides: a cut stream must never look complete */
+  if (p->reason != R_EOF) { linger_zero(p->fd[0]); linger_zero(p->fd[1]); }
+}

@@ -1,0 +1,55 @@
+/**
+ * spec.gateway.payload: the tunnel splices KubeVirt's own TLS (mtls-splice) only while that TLS is on; the
+ * default follows migrationPolicy.disableTLS; the contradicting combinations are refused with stable codes.
+ */
+import { FleetValidationError } from '../src/errors';
+import { gatewayConfigFor } from '../src/gateway-config';
+import { planFleetDocument } from '../src/planner';
+import { baseFleet } from './support/fleets';
+
+const modeOf = (spec: Parameters<typeof baseFleet>[0]) => {
+  const r = planFleetDocument(baseFleet(spec));
+  return r.plan.clusters.map((c) => gatewayConfigFor(r.plan, c).tls.mode);
+};
+
+const problemsOf = (spec: Parameters<typeof baseFleet>[0]) => {
+  try { planFleetDocument(baseFleet(spec)); } catch (e) {
+    if (e instanceof FleetValidationError) return e.problems;
+    throw e;
+  }
+  return [];
+};
+
+describe('gateway payload mode', () => {
+  test('default: KubeVirt migration TLS on, so the tunnel authenticates and splices (mtls-splice)', () => {
+    expect(modeOf({})).toEqual(['mtls-splice', 'mtls-splice']);
+    expect(modeOf({ migrationPolicy: { disableTLS: false } })).toEqual(['mtls-splice', 'mtls-splice']);
+  });
+
+  test('default with disableTLS: the payload is encrypted inside the gateways\' TLS (mtls)', () => {
+    expect(modeOf({ migrationPolicy: { disableTLS: true } })).toEqual(['mtls', 'mtls']);
+  });
+
+  test('payload: tls is honoured with KubeVirt TLS on; plaintext tunnels stay plaintext', () => {
+    expect(modeOf({ gateway: { payload: 'tls' } })).toEqual(['mtls', 'mtls']);
+    expect(modeOf({ gateway: { tls: { plaintext: true } } })).toEqual(['plaintext', 'plaintext']);
+  });
+
+  test('payload: splice with disableTLS is refused: VM memory would cross the shared network in clear', () => {
+    const ps = problemsOf({ gateway: { payload: 'splice' }, migrationPolicy: { disableTLS: true } });
+    expect(ps).toHaveLength(1);
+    expect(ps[0]).toMatchObject({ code: 'gateway/splice-without-kubevirt-tls', path: 'spec.gateway.payload' });
+    expect(ps[0].message).toMatch(/disableTLS/);
+    expect(ps[0].fix).toMatch(/payload: tls/);
+  });
+
+  test('payload: splice with a plaintext tunnel is refused (splice authenticates with mutual TLS)', () => {
+    const ps = problemsOf({ gateway: { payload: 'splice', tls: { plaintext: true } } });
+    expect(ps.map((p) => p.code)).toEqual(['gateway/splice-without-mtls']);
+  });
+
+  test('both mistakes at once are both reported', () => {
+    const ps = problemsOf({ gateway: { payload: 'splice', tls: { plaintext: true } }, migrationPolicy: { disableTLS: true } });
+    expect(ps.map((p) => p.code).sort()).toEqual(['gateway/splice-without-kubevirt-tls', 'gateway/splice-without-mtls']);
+  });
+});
