@@ -6,6 +6,7 @@ import { staticIpam } from '../src/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway-config';
 import { GATEWAY_KEEPALIVED_FILE, keepalivedConfigFor } from '../src/gateway-failover';
 import { DEFAULT_GATEWAY_INTERFACES, gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway-pod';
+import { APP_NAME_LABEL, GATEWAY_NAME, NETWORK_LABEL, managedByLabels } from '../src/names';
 import { ClusterPlan, FleetPlan } from '../src/planner';
 import { GATEWAY_RUN_AS, GatewayDeployment } from './gateway-deployment';
 import { GatewaySecurityContextConstraints } from './gateway-security-context-constraints';
@@ -123,27 +124,12 @@ export class MigrationProxy extends Construct {
     if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name}: MigrationProxy needs datapath gateway, got ${cluster.datapath}` });
     if (cluster.gateways.length === 0) throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster', message: `cluster ${cluster.name}: no gateway replicas planned` });
     this.namespace = props.namespace ?? DEFAULT_GATEWAY_NAMESPACE;
-    const labels = { 'app.kubernetes.io/name': 'migration-mesh-gateway', 'app.kubernetes.io/managed-by': 'migration-mesh' };
+    const labels = { [APP_NAME_LABEL]: GATEWAY_NAME, ...managedByLabels() };
 
     this.namespaceObject = new kplus.Namespace(this, 'Namespace', {
       metadata: { name: this.namespace, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'privileged' } },
     });
-    this.crossClusterNad = new NetworkAttachment(this, 'CrossClusterNad', {
-      name: plan.crossCluster.nadName,
-      namespace: this.namespace,
-      attachment: plan.crossCluster.attachment,
-      ipam: staticIpam(plan.crossCluster.routes),
-      ipsCapability: true,
-      labels: { 'migrationmesh.dev/network': 'cross-cluster' },
-    });
-    this.inClusterNad = new NetworkAttachment(this, 'InClusterNad', {
-      name: `${cluster.migrationNetwork.nadName}-gateway`,
-      namespace: this.namespace,
-      attachment: cluster.migrationNetwork.attachment,
-      ipam: staticIpam(),
-      ipsCapability: true,
-      labels: { 'migrationmesh.dev/network': 'migration' },
-    });
+    [this.crossClusterNad, this.inClusterNad] = this.buildAttachments(props);
     this.config = gatewayConfigFor(plan, cluster);
     this.keepalivedConfig = keepalivedConfigFor(plan, cluster, {
       inClusterInterface: (props.interfaces ?? DEFAULT_GATEWAY_INTERFACES).inCluster,
@@ -200,6 +186,28 @@ export class MigrationProxy extends Construct {
         labels,
       });
     }
+  }
+
+  /** The gateway's two attachments: the shared network (planned static addresses, routes) and the in-cluster one. */
+  private buildAttachments(props: MigrationProxyProps): [NetworkAttachment, NetworkAttachment] {
+    const { plan, cluster } = props;
+    const shared = new NetworkAttachment(this, 'CrossClusterNad', {
+      name: plan.crossCluster.nadName,
+      namespace: this.namespace,
+      attachment: plan.crossCluster.attachment,
+      ipam: staticIpam(plan.crossCluster.routes),
+      ipsCapability: true,
+      labels: { [NETWORK_LABEL]: 'cross-cluster' },
+    });
+    const inCluster = new NetworkAttachment(this, 'InClusterNad', {
+      name: `${cluster.migrationNetwork.nadName}-gateway`,
+      namespace: this.namespace,
+      attachment: cluster.migrationNetwork.attachment,
+      ipam: staticIpam(),
+      ipsCapability: true,
+      labels: { [NETWORK_LABEL]: 'migration' },
+    });
+    return [shared, inCluster];
   }
 
   /** Add a container to every replica's pods; returns one Container per replica (see `GatewayDeployment.addSidecar`). */
