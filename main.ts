@@ -4,7 +4,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { main } from './src/cli';
+import { main } from './cli/cli';
 
 const examples = path.join(__dirname, '..', 'examples');
 const fleets = fs.readdirSync(examples).filter((f) => f.endsWith('.fleet.yaml')).sort().map((f) => path.join(examples, f));

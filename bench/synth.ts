@@ -30,7 +30,7 @@ function child(mode: 'ours' | 'baseline', n: number, objectsFile = ''): Row {
 }
 
 function runChild(mode: string, n: number): void {
-  const { synthesizeFleet, writeFiles } = require('../src/synth');
+  const { synthesizeFleet, writeFiles } = require('../cli/synthesize-fleet');
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-bench-'));
   const doc = fleetOfSize(n);
   let files: Map<string, string>;
@@ -69,7 +69,7 @@ function main(): void {
   for (const n of sizes) {
     const ours = child('ours', n);
     const objectsFile = path.join(os.tmpdir(), `mm-bench-objects-${process.pid}.json`);
-    const { synthesizeFleet } = require('../src/synth');
+    const { synthesizeFleet } = require('../cli/synthesize-fleet');
     fs.writeFileSync(objectsFile, JSON.stringify([...synthesizeFleet(fleetOfSize(n)).objects.entries()]));
     const base = child('baseline', n, objectsFile);
     fs.rmSync(objectsFile, { force: true });

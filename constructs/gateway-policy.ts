@@ -1,5 +1,6 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
+import { InvalidPropsError } from '../src/errors';
 import { MULTI_POLICY_FOR_ANNOTATION } from '../src/gateway-pod';
 
 /**
@@ -44,7 +45,7 @@ export class GatewayCrossClusterPolicy extends Construct {
   constructor(scope: Construct, id: string, props: GatewayCrossClusterPolicyProps) {
     super(scope, id);
     if (!Number.isInteger(props.tunnelPort) || props.tunnelPort < 1 || props.tunnelPort > 65535) {
-      throw new Error(`tunnelPort: ${props.tunnelPort} is not a TCP port; use 1-65535`);
+      throw new InvalidPropsError({ code: 'prop-invalid', path: 'tunnelPort', message: `${props.tunnelPort} is not a TCP port`, fix: 'use 1-65535' });
     }
     const peers = props.peerCidrs.map((cidr) => ({ ipBlock: { cidr } }));
     const ports = [{ protocol: 'TCP', port: props.tunnelPort }];

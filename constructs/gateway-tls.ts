@@ -1,5 +1,6 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
+import { InvalidPropsError } from '../src/errors';
 import { gatewayIdentityUri } from '../src/gateway-pod';
 
 /** Name of the Secret cert-manager writes for the gateway certificate. */
@@ -69,11 +70,11 @@ export class GatewayTls extends Construct {
     const src = props.source;
     if (src.kind === 'plaintext') return;
     if (src.kind === 'secret') {
-      if (!src.secretName) throw new Error('tls.secretName is empty; name the Secret holding ca.crt, tls.crt and tls.key');
+      if (!src.secretName) throw new InvalidPropsError({ code: 'prop-invalid', path: 'tls.secretName', message: 'tls.secretName is empty', fix: 'name the Secret holding ca.crt, tls.crt and tls.key' });
       this.secretName = src.secretName;
       return;
     }
-    if (!src.name) throw new Error('tls.issuerRef.name is empty; name the cert-manager Issuer or ClusterIssuer of the fleet CA');
+    if (!src.name) throw new InvalidPropsError({ code: 'prop-invalid', path: 'tls.issuerRef.name', message: 'tls.issuerRef.name is empty', fix: 'name the cert-manager Issuer or ClusterIssuer of the fleet CA' });
     this.secretName = props.secretName ?? DEFAULT_GATEWAY_TLS_SECRET;
     this.certificate = new ApiObject(this, 'Certificate', {
       apiVersion: 'cert-manager.io/v1',

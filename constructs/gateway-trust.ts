@@ -6,13 +6,12 @@ import type { GatewayDeployment } from './gateway-deployment';
 import { projectedVolume } from './projected-volume';
 
 /** Where the runtime and the trust container meet (an emptyDir both mount). */
-export const TRUST_RUN_DIR = '/run/migration-mesh';
-export const TRUST_SOCKET = `${TRUST_RUN_DIR}/trust.sock`;
+const TRUST_RUN_DIR = '/run/migration-mesh';
 /** Where client-node's in-cluster config looks for the token, CA and namespace. */
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 /** The two ConfigMaps virt-operator owns (../shared/reference/kubevirt-ca-trust.md section 1.1). */
-export const KUBEVIRT_CA_CONFIGMAP = 'kubevirt-ca';
-export const KUBEVIRT_EXTERNAL_CA_CONFIGMAP = 'kubevirt-external-ca';
+const KUBEVIRT_CA_CONFIGMAP = 'kubevirt-ca';
+const KUBEVIRT_EXTERNAL_CA_CONFIGMAP = 'kubevirt-external-ca';
 
 /**
  * Properties for `GatewayTrust`.

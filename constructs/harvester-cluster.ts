@@ -1,6 +1,7 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { HarvesterMigrationNetworkValue } from '../src/harvester';
+import { FLEET_LABEL, managedByLabels } from '../src/names';
 import { ClusterPlan, FleetPlan } from '../src/planner';
 import { HarvesterMigrationNetwork } from './harvester-migration-network';
 
@@ -40,12 +41,12 @@ export class HarvesterClusterChart extends Chart {
   public readonly setting: HarvesterMigrationNetwork;
 
   constructor(scope: Construct, id: string, props: HarvesterClusterChartProps) {
-    super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, 'migrationmesh.dev/fleet': props.plan.fleet } });
+    super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, [FLEET_LABEL]: props.plan.fleet } });
     Object.defineProperty(this, HARVESTER_CLUSTER_CHART_SYMBOL, { value: true });
     this.cluster = props.cluster;
     this.setting = new HarvesterMigrationNetwork(this, 'MigrationNetwork', {
       value: props.value,
-      labels: { 'app.kubernetes.io/managed-by': 'migration-mesh' },
+      labels: managedByLabels(),
     });
   }
 }

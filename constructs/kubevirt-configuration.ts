@@ -1,7 +1,7 @@
 import { ApiObject, ApiObjectProps, Lazy } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ConfigDelivery } from '../src/fleet-schema';
-import { HCO_JSONPATCH_ANNOTATION, JsonObject, hcoFormOf, mergeSpec } from '../src/kubevirt-config';
+import { HCO_JSONPATCH_ANNOTATION, JsonObject, dedupePatches, hcoFormWithExisting, mergeSpec } from '../src/kubevirt-config';
 
 /**
  * Properties for `KubevirtConfiguration`.
@@ -19,6 +19,13 @@ export interface KubevirtConfigurationProps {
    * @default kubevirt-cr
    */
   readonly delivery?: ConfigDelivery;
+  /**
+   * `hco` only: the operations the HyperConverged `kubevirt.kubevirt.io/jsonpatch` annotation already
+   * holds. The annotation is one value, which our object owns: these come first, ours after them.
+   *
+   * @default - none
+   */
+  readonly existingJsonPatch?: readonly JsonObject[];
 }
 
 /**
@@ -35,18 +42,19 @@ export class KubevirtConfiguration extends Construct {
     super(scope, id);
     this.delivery = props.delivery ?? 'kubevirt-cr';
     if (this.delivery === 'hco') {
-      this.apiObject = new HyperConvergedObject(this, 'Resource', () => this.spec, {
+      const existingOps = props.existingJsonPatch ?? [];
+      this.apiObject = new HyperConvergedObject(this, 'Resource', () => hcoFormWithExisting(this.spec, existingOps).kubevirtJsonPatch, {
         apiVersion: 'hco.kubevirt.io/v1beta1',
         kind: 'HyperConverged',
         metadata: { name: props.name, namespace: props.namespace },
-        spec: Lazy.any({ produce: () => hcoFormOf(this.spec).spec }),
+        spec: Lazy.any({ produce: () => hcoFormWithExisting(this.spec, existingOps).spec }),
       });
     } else {
       this.apiObject = new ApiObject(this, 'Resource', {
         apiVersion: 'kubevirt.io/v1',
         kind: 'KubeVirt',
         metadata: { name: props.name, namespace: props.namespace },
-        spec: Lazy.any({ produce: () => this.spec }),
+        spec: Lazy.any({ produce: () => dedupePatches(this.spec) }),
       });
     }
   }
@@ -64,13 +72,13 @@ export class KubevirtConfiguration extends Construct {
 
 /** A HyperConverged object whose jsonpatch annotation is computed from the final spec at synth. */
 class HyperConvergedObject extends ApiObject {
-  constructor(scope: Construct, id: string, private readonly kubevirtSpec: () => JsonObject, props: ApiObjectProps) {
+  constructor(scope: Construct, id: string, private readonly jsonPatch: () => JsonObject[], props: ApiObjectProps) {
     super(scope, id, props);
   }
 
-  public toJson(): any {
+  public toJson(): { metadata: { annotations?: Record<string, string> } } {
     const json = super.toJson();
-    const ops = hcoFormOf(this.kubevirtSpec()).kubevirtJsonPatch;
+    const ops = this.jsonPatch();
     if (ops.length) json.metadata.annotations = { ...json.metadata.annotations, [HCO_JSONPATCH_ANNOTATION]: JSON.stringify(ops) };
     return json;
   }

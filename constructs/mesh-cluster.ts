@@ -1,7 +1,8 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../src/cni';
-import { migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt-config';
+import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt-config';
+import { FLEET_LABEL, NETWORK_LABEL } from '../src/names';
 import { ClusterPlan, FleetPlan } from '../src/planner';
 import { rotationFragment } from '../src/trust';
 import { GatewayPodOptions } from './gateway-pod-options';
@@ -65,12 +66,15 @@ export class MeshClusterChart extends Chart {
   public readonly proxy?: MigrationProxy;
 
   constructor(scope: Construct, id: string, props: MeshClusterChartProps) {
-    super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, 'migrationmesh.dev/fleet': props.plan.fleet } });
+    super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, [FLEET_LABEL]: props.plan.fleet } });
     Object.defineProperty(this, MESH_CLUSTER_CHART_SYMBOL, { value: true });
     const { plan, cluster } = props;
     this.cluster = cluster;
     const kv = cluster.kubevirt;
-    this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', { namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery });
+    this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', {
+      namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery, existingJsonPatch: kv.existing.kubevirtJsonPatch as JsonObject[],
+    });
+    this.kubevirt.addSpec(existingListsFragment(cluster)); // the cluster's own gates/patches first (docs/field-ownership.md)
     this.kubevirt.addSpec(migrationPolicyFragment(plan));
     const trust = plan.trust.clusters[cluster.name];
     if (trust) this.kubevirt.addSpec(rotationFragment(trust.rotation));
@@ -93,7 +97,7 @@ export class MeshClusterChart extends Chart {
         namespace: kv.namespace,
         attachment: plan.crossCluster.attachment,
         ipam: whereaboutsIpam(cluster.crossClusterSync!.ipam),
-        labels: { 'migrationmesh.dev/network': 'cross-cluster' },
+        labels: { [NETWORK_LABEL]: 'cross-cluster' },
       });
       this.kubevirt.addSpec(nativeDatapathFragment(cluster));
     }

@@ -3,7 +3,7 @@ import { FleetValidationError } from '../src/errors';
 import { FleetDocument } from '../src/fleet-schema';
 import { Ledger, LedgerChange } from '../src/ledger';
 import { ClusterPlan, FleetInput, FleetPlan, planFleetDocument } from '../src/planner';
-import { HarvesterMigrationNetworkValue, harvesterSettingFor } from '../src/harvester';
+import { HarvesterMigrationNetworkValue, harvesterValues } from '../src/harvester';
 import { GatewayPodOptions, gatewayPodOptionsOf, mergeGatewayPodOptions } from './gateway-pod-options';
 import { HarvesterClusterChart } from './harvester-cluster';
 import { MeshClusterChart, MeshClusterOptions } from './mesh-cluster';
@@ -30,6 +30,13 @@ export interface CrossClusterMigrationMeshProps {
    * @default - plan from scratch (every member takes the lowest free address)
    */
   readonly ledger?: Ledger;
+  /**
+   * The fleet's previous name, to carry its ledger over after a rename (a ledger of another fleet is
+   * refused otherwise: every address would be replanned).
+   *
+   * @default - the ledger must belong to this fleet
+   */
+  readonly renamedFrom?: string;
   /**
    * Fail when the plan would change the ledger (CI).
    *
@@ -91,7 +98,7 @@ export class CrossClusterMigrationMesh extends Construct {
   constructor(scope: Construct, id: string, props: CrossClusterMigrationMeshProps) {
     super(scope, id);
     Object.defineProperty(this, MESH_SYMBOL, { value: true });
-    const result = planFleetDocument(props.fleet, { ledger: props.ledger, frozen: props.frozen });
+    const result = planFleetDocument(props.fleet, { ledger: props.ledger, frozen: props.frozen, renamedFrom: props.renamedFrom });
     this.plan = result.plan;
     this.ledger = result.ledger;
     this.changes = result.changes;
@@ -131,25 +138,6 @@ export function clusterOptionsFor(document: FleetDocument, cluster: string, prop
     labels: { ...spec.labels, ...props.labels, ...entry?.labels, ...ts?.labels },
     gatewayPod: mergeGatewayPodOptions(fileFleet, props.gatewayPod, fileCluster, ts?.gatewayPod),
   };
-}
-
-/**
- * Harvester clusters get the vm-migration-network setting instead of NAD + KubeVirt patch; Harvester's
- * rules and ours are checked for every such cluster before any chart is built.
- */
-export function harvesterValues(document: FleetDocument, plan: FleetPlan): Map<string, HarvesterMigrationNetworkValue> {
-  const harvester = new Map<string, ReturnType<typeof harvesterSettingFor>>();
-  document.spec.clusters.forEach((spec, i) => {
-    if (!spec.harvester) return;
-    const c = plan.clusters.find((x) => x.name === spec.name)!;
-    harvester.set(c.name, harvesterSettingFor(plan, c, spec.harvester, {
-      path: `spec.clusters[${i}]`, datapathPath: spec.datapath ? `spec.clusters[${i}].datapath` : 'spec.datapath',
-    }));
-  });
-  // fleet-level problems (e.g. the shared prefix) repeat per Harvester cluster: report each once
-  const hp = [...new Map([...harvester.values()].flatMap((h) => h.problems).map((x) => [`${x.path}\n${x.message}`, x])).values()];
-  if (hp.length) throw new FleetValidationError(hp);
-  return new Map([...harvester.entries()].map(([k, v]) => [k, v.value!]));
 }
 
 /**

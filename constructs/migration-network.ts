@@ -1,8 +1,10 @@
 import { Construct } from 'constructs';
+import { InvalidPropsError } from '../src/errors';
 import { Attachment } from '../src/fleet-schema';
 import { whereaboutsIpam } from '../src/cni';
 import { WhereaboutsPlan } from '../src/planner';
 import { FEATURE_GATE_DLM } from '../src/kubevirt-config';
+import { NETWORK_LABEL } from '../src/names';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { NetworkAttachment } from './network-attachment';
 
@@ -39,13 +41,15 @@ export class MigrationNetwork extends Construct {
 
   constructor(scope: Construct, id: string, props: MigrationNetworkProps) {
     super(scope, id);
-    if (!props.ipam.range) throw new Error(`migration network ${props.name}: ipam.range is empty; plan the fleet first`);
+    if (!props.ipam.range) {
+      throw new InvalidPropsError({ code: 'prop-invalid', path: 'ipam.range', message: `migration network ${props.name}: ipam.range is empty`, fix: 'plan the fleet first' });
+    }
     this.nad = new NetworkAttachment(this, 'Nad', {
       name: props.name,
       namespace: props.namespace,
       attachment: props.attachment,
       ipam: whereaboutsIpam(props.ipam),
-      labels: { 'migrationmesh.dev/network': 'migration' },
+      labels: { [NETWORK_LABEL]: 'migration' },
     });
     props.kubevirt?.addSpec({
       configuration: {

@@ -1,12 +1,14 @@
 import { ApiObject } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
+import { InvalidPropsError } from '../src/errors';
 import { staticIpam } from '../src/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway-config';
 import { GATEWAY_KEEPALIVED_FILE, keepalivedConfigFor } from '../src/gateway-failover';
 import { DEFAULT_GATEWAY_INTERFACES, gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway-pod';
 import { ClusterPlan, FleetPlan } from '../src/planner';
-import { GatewayDeployment } from './gateway-deployment';
+import { GATEWAY_RUN_AS, GatewayDeployment } from './gateway-deployment';
+import { GatewaySecurityContextConstraints } from './gateway-security-context-constraints';
 import { GatewayMetrics } from './gateway-metrics';
 import { GatewayPodOptions } from './gateway-pod-options';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
@@ -51,6 +53,12 @@ export interface MigrationProxyProps extends GatewayPodOptions {
    * @default - the cluster's `multiNetworkPolicy` flag from the fleet
    */
   readonly multiNetworkPolicy?: boolean;
+  /**
+   * Emit the OpenShift SCC and its Role/RoleBinding for the gateway ServiceAccount.
+   *
+   * @default - the cluster's `openshift` flag from the fleet (true for hco delivery)
+   */
+  readonly openshift?: boolean;
 }
 
 /** Name of the ConfigMap holding the runtime config (`config.json`). */
@@ -106,12 +114,14 @@ export class MigrationProxy extends Construct {
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
   /** The trust container's Role, RoleBinding and containers, when the fleet exchanges CAs (`spec.trust`). */
   public readonly trust?: GatewayTrust;
+  /** OpenShift only: the SCC admitting the gateway pods, and its binding. */
+  public readonly securityContextConstraints?: GatewaySecurityContextConstraints;
 
   constructor(scope: Construct, id: string, props: MigrationProxyProps) {
     super(scope, id);
     const { plan, cluster } = props;
-    if (cluster.datapath !== 'gateway') throw new Error(`cluster ${cluster.name}: MigrationProxy needs datapath gateway, got ${cluster.datapath}`);
-    if (cluster.gateways.length === 0) throw new Error(`cluster ${cluster.name}: no gateway replicas planned`);
+    if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name}: MigrationProxy needs datapath gateway, got ${cluster.datapath}` });
+    if (cluster.gateways.length === 0) throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster', message: `cluster ${cluster.name}: no gateway replicas planned` });
     this.namespace = props.namespace ?? DEFAULT_GATEWAY_NAMESPACE;
     const labels = { 'app.kubernetes.io/name': 'migration-mesh-gateway', 'app.kubernetes.io/managed-by': 'migration-mesh' };
 
@@ -175,6 +185,11 @@ export class MigrationProxy extends Construct {
       serviceMonitor: plan.gateway.serviceMonitor,
       labels,
     });
+    if (props.openshift ?? cluster.openshift) {
+      this.securityContextConstraints = new GatewaySecurityContextConstraints(this, 'OpenShift', {
+        namespace: this.namespace, serviceAccountName: 'migration-mesh-gateway', runAsId: GATEWAY_RUN_AS, labels,
+      });
+    }
     if (props.multiNetworkPolicy ?? cluster.multiNetworkPolicy) {
       this.crossClusterPolicy = new GatewayCrossClusterPolicy(this, 'CrossClusterPolicy', {
         namespace: this.namespace,

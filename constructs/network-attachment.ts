@@ -2,6 +2,7 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { Attachment } from '../src/fleet-schema';
 import { cniConfigJson, CniConfig } from '../src/cni';
+import { managedByLabels } from '../src/names';
 
 /**
  * Properties for `NetworkAttachment`.
@@ -49,7 +50,7 @@ export class NetworkAttachment extends Construct {
       metadata: {
         name: props.name,
         namespace: props.namespace,
-        labels: { 'app.kubernetes.io/managed-by': 'migration-mesh', ...props.labels },
+        labels: { ...managedByLabels(), ...props.labels },
       },
       spec: { config: cniConfigJson(props.name, props.attachment, props.ipam, { ipsCapability: props.ipsCapability }) },
     });

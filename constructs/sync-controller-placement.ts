@@ -17,7 +17,8 @@ export interface SyncControllerPlacementProps {
    */
   readonly placement?: SyncPlacement;
   /**
-   * Sync-controller replicas. KubeVirt applies `spec.infra.replicas` to every infra component.
+   * Sync-controller replicas: a customizeComponents patch on `virt-synchronization-controller` only
+   * (`spec.infra.replicas` would scale every infra component and stop virt-api's auto-scaling).
    *
    * @default 2
    */

@@ -6,12 +6,12 @@
 import { Attachment } from './fleet-schema';
 import { FleetPlan, RoutePlan, WhereaboutsPlan } from './planner';
 
-export const CNI_VERSION = '0.3.1';
+const CNI_VERSION = '0.3.1';
 
 export type CniConfig = Record<string, unknown>;
 
 /** The main-plugin keys of an attachment. */
-export function attachmentKeys(a: Attachment): CniConfig {
+function attachmentKeys(a: Attachment): CniConfig {
   switch (a.type) {
     case 'macvlan':
       return { type: 'macvlan', master: a.master, mode: a.mode ?? 'bridge', ...(a.mtu ? { mtu: a.mtu } : {}) };

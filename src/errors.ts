@@ -1,30 +1,61 @@
 /**
- * Errors are values: a field path, what was given, what is wrong, and how to fix it. Validation
- * collects every problem; `FleetValidationError` carries them all at once.
+ * Errors are values: a stable code, a field path, what is wrong (with what was given), and how to fix
+ * it. Inside the library every check adds its problems to a `ProblemCollector` and returns a `Checked`
+ * value; the public entry points (`resolveFleet`, `planFleet`, `parseFleetDocument`, the constructs)
+ * throw once, at the boundary, with every problem at once.
  */
+import { ProblemCode } from './problem-codes';
+
+export type { ProblemCode } from './problem-codes';
 
 export interface FleetProblem {
+  /** Stable identifier of the kind of problem (docs/errors.md), for filtering and documentation. */
+  readonly code: ProblemCode;
   /** Dotted field path in the fleet document, e.g. `spec.clusters[2].migrationNetwork.cidr`. */
   readonly path: string;
   /** What is wrong, including what was given and what is expected. */
   readonly message: string;
   /** How to fix it. */
   readonly fix?: string;
-  /** Stable code (e.g. `forklift/not-reachable`), for filtering. @default - none */
-  readonly code?: string;
 }
 
 export function formatProblem(p: FleetProblem): string {
-  return `${p.path}: ${p.code ? `[${p.code}] ` : ''}${p.message}${p.fix ? `\n    fix: ${p.fix}` : ''}`;
+  return `[${p.code}] ${p.path}: ${p.message}${p.fix ? `\n    fix: ${p.fix}` : ''}`;
 }
 
-export class FleetValidationError extends Error {
+/** Base of every error the library throws on purpose: it carries the problems, each with its code. */
+export class MigrationMeshError extends Error {
   public readonly problems: readonly FleetProblem[];
+  constructor(message: string, problems: readonly FleetProblem[]) {
+    super(message);
+    this.name = 'MigrationMeshError';
+    this.problems = problems;
+  }
+
+  /** The codes of the problems, in order (the first is the error's main code). */
+  get codes(): ProblemCode[] {
+    return this.problems.map((p) => p.code);
+  }
+}
+
+/** The fleet (or its ledger) cannot be planned: every problem, nothing synthesized or written. */
+export class FleetValidationError extends MigrationMeshError {
   constructor(problems: readonly FleetProblem[], source?: string) {
     const head = `${source ? `${source}: ` : ''}fleet is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}); nothing was written`;
-    super(`${head}\n${problems.map((p) => `  - ${formatProblem(p)}`).join('\n')}`);
+    super(`${head}\n${problems.map((p) => `  - ${formatProblem(p)}`).join('\n')}`, problems);
     this.name = 'FleetValidationError';
-    this.problems = problems;
+  }
+}
+
+/**
+ * A construct or helper was given props it cannot use (the fleet path does not apply: the path is the
+ * prop's). The message names the prop unless the problem's message already does.
+ */
+export class InvalidPropsError extends MigrationMeshError {
+  constructor(problem: FleetProblem) {
+    const what = problem.message.includes(problem.path) ? problem.message : `${problem.path}: ${problem.message}`;
+    super(`${what}${problem.fix ? `; ${problem.fix}` : ''}`, [problem]);
+    this.name = 'InvalidPropsError';
   }
 }
 
@@ -38,16 +69,57 @@ export function pathToString(parts: readonly PropertyKey[]): string {
   return out;
 }
 
-/** Collects problems during validation. */
-export class Problems {
-  public readonly list: FleetProblem[] = [];
-  add(path: string, message: string, fix?: string): void {
-    this.list.push({ path, message, fix });
+/** A value, or every problem that kept it from being made. */
+export type Checked<T> =
+  | { readonly ok: true; readonly value: T; readonly problems: readonly [] }
+  | { readonly ok: false; readonly problems: readonly FleetProblem[] };
+
+export const ok = <T>(value: T): Checked<T> => ({ ok: true, value, problems: [] });
+
+/** The boundary: the value, or one FleetValidationError with every problem. */
+export function orThrow<T>(r: Checked<T>, source?: string): T {
+  if (!r.ok) throw new FleetValidationError(r.problems, source);
+  return r.value;
+}
+
+/** Collects problems while checks run; the phases of one check share one collector. */
+export class ProblemCollector {
+  private readonly list: FleetProblem[] = [];
+
+  add(code: ProblemCode, path: string, message: string, fix?: string): void {
+    this.list.push({ code, path, message, fix });
   }
+
+  /**
+   * Add problems found elsewhere. `newPathsOnly`: skip a problem whose path already has one (a second
+   * pass over a malformed document repeats what the first found).
+   */
+  addAll(problems: readonly FleetProblem[], opts: { newPathsOnly?: boolean } = {}): void {
+    const seen = new Set(this.list.map((p) => p.path));
+    for (const p of problems) if (!opts.newPathsOnly || !seen.has(p.path)) this.list.push(p);
+  }
+
+  /** Merge the problems of a checked value; the value when it has one. */
+  take<T>(r: Checked<T>): T | undefined {
+    this.addAll(r.problems);
+    return r.ok ? r.value : undefined;
+  }
+
+  get problems(): readonly FleetProblem[] {
+    return this.list;
+  }
+
   get empty(): boolean {
     return this.list.length === 0;
   }
-  throwIfAny(source?: string): void {
-    if (!this.empty) throw new FleetValidationError(this.list, source);
+
+  /** The collected problems as a failed result (callers check `empty` first when they have a value). */
+  failed<T>(): Checked<T> {
+    return { ok: false, problems: [...this.list] };
+  }
+
+  /** `value()` when nothing was collected, else every problem. */
+  result<T>(value: () => T): Checked<T> {
+    return this.empty ? ok(value()) : this.failed();
   }
 }

@@ -158,7 +158,7 @@ const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 
 const qualifiedKey = z.string().max(316).regex(QUALIFIED_NAME, { message: 'must be a qualified name such as team or example.com/team (Kubernetes label/annotation key)' });
 /** `metadata.labels`: qualified keys, values of at most 63 characters. */
-export const objectLabelsSchema = z.record(qualifiedKey, z.string().max(63).regex(LABEL_VALUE, { message: 'must be a label value: at most 63 of [A-Za-z0-9_.-], starting and ending alphanumeric' }));
+const objectLabelsSchema = z.record(qualifiedKey, z.string().max(63).regex(LABEL_VALUE, { message: 'must be a label value: at most 63 of [A-Za-z0-9_.-], starting and ending alphanumeric' }));
 const annotationsSchema = z.record(qualifiedKey, z.string());
 const dnsSubdomain = z.string().max(253).regex(DNS1123_SUBDOMAIN, { message: 'must be a DNS-1123 subdomain (lowercase letters, digits, "-" and ".")' });
 
@@ -192,7 +192,7 @@ const tolerationSchema = z.object({
   .refine((t) => t.tolerationSeconds === undefined || t.effect === 'NoExecute', { message: 'tolerationSeconds needs effect: NoExecute' });
 
 /** Schema of `GatewayPodSpec` (fleet-wide `spec.gateway.pod`, per cluster `spec.clusters[].gateway.pod`). */
-export const gatewayPodSchema = z.object({
+const gatewayPodSchema = z.object({
   labels: objectLabelsSchema.optional(),
   annotations: annotationsSchema.optional(),
   resources: z.object({ requests: quantities.optional(), limits: quantities.optional() }).strict().optional(),

@@ -1,21 +1,22 @@
 /**
  * The fleet description: one zod schema, the single source of truth for the YAML/JSON file format and
  * for the TypeScript props (types are inferred from it). Structural checks live here; checks that
- * relate several fields (overlaps, capacity, versions) live in validate.ts. No cdk8s import.
+ * relate several fields (overlaps, capacity, versions) live in resolve.ts. No cdk8s import.
  */
 import { z } from 'zod';
 import { gatewayPodSpecSchema, objectLabelsSpecSchema } from './fleet-gateway-pod';
 import { forkliftSchema } from './forklift/schema';
 import { trustSchema } from './trust-schema';
+import { existingKubevirtSchema } from './kubevirt-existing';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** Linux interface names: IFNAMSIZ 16 including the NUL. */
-export const MAX_IFNAME = 15;
+const MAX_IFNAME = 15;
 
-export const dnsLabel = z.string()
+const dnsLabel = z.string()
   .max(63, { message: 'must be at most 63 characters (a DNS-1123 label)' })
   .regex(DNS1123_LABEL, { message: 'must be a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a letter or digit' });
 
@@ -31,7 +32,7 @@ const mtu = z.number().int({ message: 'must be a whole number' })
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/, { message: 'must be a Kubernetes quantity such as 1Gi or 500Mi' });
 
 /** How a pod attaches to a physical or virtual network: the CNI main plugin and its keys. */
-export const attachmentSchema = z.discriminatedUnion('type', [
+const attachmentSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('macvlan'),
     /** Host interface the macvlan sits on. */
@@ -74,8 +75,8 @@ const placementSchema = z.object({
 }).strict();
 export type Placement = z.infer<typeof placementSchema>;
 
-export const syncControllersSchema = z.object({
-  /** virt-synchronization-controller replicas (KubeVirt infra replicas). @default 2 */
+const syncControllersSchema = z.object({
+  /** virt-synchronization-controller replicas, and only those (a customizeComponents patch; never `spec.infra.replicas`). @default 2 */
   replicas: z.number().int().min(1).max(255).optional(),
   /**
    * `controlPlane` (KubeVirt's default), `workers` (off the control plane), or an explicit placement.
@@ -84,7 +85,7 @@ export const syncControllersSchema = z.object({
   placement: z.union([z.literal('controlPlane'), z.literal('workers'), placementSchema]).optional(),
 }).strict();
 
-export const kubevirtSchema = z.object({
+const kubevirtSchema = z.object({
   /** Namespace KubeVirt is installed in (the NADs go there). @default kubevirt (openshift-cnv for hco) */
   namespace: dnsLabel.optional(),
   /** KubeVirt version, `1.8`, `v1.9.0`; `+pr17922` marks a build carrying the cross-cluster proxy. @default 1.8 */
@@ -93,9 +94,16 @@ export const kubevirtSchema = z.object({
   configDelivery: z.enum(['kubevirt-cr', 'kustomize-patch', 'hco']).optional(),
   /** Name of the KubeVirt (or HyperConverged) object. @default kubevirt (kubevirt-hyperconverged for hco) */
   name: dnsLabel.optional(),
+  /**
+   * What the cluster's KubeVirt already has in the lists our object owns whole (feature gates,
+   * customizeComponents patches, HCO's jsonpatch annotation); the output carries the union. Fleet-wide
+   * and per-cluster lists are joined. See docs/field-ownership.md.
+   * @default - none
+   */
+  existing: existingKubevirtSchema.optional(),
 }).strict();
 
-export const migrationPolicySchema = z.object({
+const migrationPolicySchema = z.object({
   bandwidthPerMigration: quantity.optional(),
   parallelMigrationsPerCluster: z.number().int().min(1).optional(),
   parallelOutboundMigrationsPerNode: z.number().int().min(1).optional(),
@@ -108,7 +116,7 @@ export const migrationPolicySchema = z.object({
   disableTLS: z.boolean().optional(),
 }).strict();
 
-export const crossClusterNetworkSchema = z.object({
+const crossClusterNetworkSchema = z.object({
   /** NAD name of the shared cross-cluster network. @default lm-crosscluster */
   name: dnsLabel.optional(),
   attachment: attachmentSchema,
@@ -126,7 +134,7 @@ export const crossClusterNetworkSchema = z.object({
   }).strict(),
 }).strict();
 
-export const migrationNetworkSchema = z.object({
+const migrationNetworkSchema = z.object({
   /** NAD name of the in-cluster migration network (`migrations.network`). @default lm-migration */
   name: dnsLabel.optional(),
   attachment: attachmentSchema,
@@ -136,7 +144,7 @@ export const migrationNetworkSchema = z.object({
   clusterPrefixLength: z.number().int().min(1).max(128).optional(),
 }).strict();
 
-export const gatewaySchema = z.object({
+const gatewaySchema = z.object({
   /** Gateway replicas per cluster: each holds one static address on each network. @default 2 */
   replicas: z.number().int().min(1).max(16).optional(),
   /** Gateway container image. @default ghcr.io/migration-mesh/proxy:0.1.0 */
@@ -179,7 +187,7 @@ export const gatewaySchema = z.object({
 }).strict();
 
 /** Argo CD wiring: one ApplicationSet, one Application per cluster (see docs/gitops.md). */
-export const argocdSchema = z.object({
+const argocdSchema = z.object({
   /** Namespace Argo CD runs in (the ApplicationSet goes there). @default argocd */
   namespace: dnsLabel.optional(),
   /** Argo CD project of the generated Applications. @default default */
@@ -194,7 +202,7 @@ export const argocdSchema = z.object({
 }).strict();
 
 /** Flux wiring: per cluster, one Kustomization per rollout stage, chained with dependsOn. */
-export const fluxSchema = z.object({
+const fluxSchema = z.object({
   /** The Flux source holding the synthesized tree (e.g. a GitRepository). */
   sourceRef: z.object({
     /** @default GitRepository */
@@ -219,7 +227,7 @@ export const fluxSchema = z.object({
 }).strict();
 
 /** Optional GitOps delivery of the synthesized tree (written to `<out>/<fleet>/_gitops/`). */
-export const gitopsSchema = z.object({
+const gitopsSchema = z.object({
   /** Git repository holding the synthesized tree (needed for Argo CD). */
   repoURL: z.string().min(1).optional(),
   /** Branch, tag or commit. @default HEAD */
@@ -231,14 +239,14 @@ export const gitopsSchema = z.object({
 }).strict();
 
 /** Deliver this cluster's migration network through Harvester's own `vm-migration-network` setting. */
-export const harvesterSchema = z.object({
+const harvesterSchema = z.object({
   /** Harvester ClusterNetwork carrying the migration VLAN (its bridge is `<clusterNetwork>-br`). */
   clusterNetwork: dnsLabel,
   /** VLAN id on that cluster network (0 = untagged). @default the shared network attachment's vlan, else 0 */
   vlan: z.number().int().min(0).max(4094, { message: 'must be 0-4094 (Harvester rejects larger VLAN ids)' }).optional(),
 }).strict();
 
-export const clusterSchema = z.object({
+const clusterSchema = z.object({
   name: dnsLabel,
   /** Nodes running virt-handler (one migration address each in direct mode). */
   nodes: z.number().int().min(1, { message: 'must be at least 1' }).max(100_000),
@@ -265,6 +273,12 @@ export const clusterSchema = z.object({
   serviceCidrs: z.array(z.string()).optional(),
   /** The cluster runs the multi-networkpolicy controller (a MultiNetworkPolicy is emitted). @default false */
   multiNetworkPolicy: z.boolean().optional(),
+  /**
+   * The cluster is OpenShift (OCP/OKD): the gateway gets an SCC allowing exactly what its pods need, and
+   * a Role binding its ServiceAccount to it (docs/gateway.md, "OpenShift").
+   * @default true with configDelivery hco, else false
+   */
+  openshift: z.boolean().optional(),
   /**
    * The cluster is Harvester: emit the `vm-migration-network` Setting instead of a NAD and KubeVirt patch
    * (direct datapath only). `nodes` counts non-witness nodes.

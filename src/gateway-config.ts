@@ -4,15 +4,16 @@
  */
 import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_LISTEN, DEFAULT_INTERCEPT_PORT } from '@migration-mesh/proxy/config';
 import { ClusterPlan, FleetPlan } from './planner';
+import { InvalidPropsError } from './errors';
 
 export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
 export const GATEWAY_CONFIG_FILE = 'config.json';
-export const GATEWAY_TLS_MOUNT = '/etc/migration-mesh/tls';
+const GATEWAY_TLS_MOUNT = '/etc/migration-mesh/tls';
 
 const bare = (cidrAddr: string): string => cidrAddr.replace(/\/\d+$/, '');
 
 export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyConfig {
-  if (cluster.datapath !== 'gateway') throw new Error(`cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway`);
+  if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway` });
   const tls = plan.gateway.tls.kind === 'plaintext'
     ? { mode: 'plaintext' as const }
     : { mode: plan.gateway.payload === 'splice' ? 'mtls-splice' as const : 'mtls' as const, caFile: `${GATEWAY_TLS_MOUNT}/ca.crt`, certFile: `${GATEWAY_TLS_MOUNT}/tls.crt`, keyFile: `${GATEWAY_TLS_MOUNT}/tls.key` };
@@ -27,7 +28,8 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
     },
     localCidrs: [cluster.migrationNetwork.cidr!],
     ownAddresses: [
-      ...cluster.gateways.map((g) => bare(g.inCluster)), ...(cluster.gatewayVip ? [bare(cluster.gatewayVip)] : []),
+      ...cluster.gateways.map((g) => bare(g.inCluster)),
+      ...(cluster.gatewayVip ? [bare(cluster.gatewayVip)] : []),
       ...cluster.gateways.map((g) => bare(g.crossCluster)),
     ],
     peers: [],
@@ -40,7 +42,9 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
   const cfg = parseProxyConfig(input);
   const peers = validatedPeers(cluster);
   const names = new Set(peers.map((p) => p.cluster));
-  if (names.size !== peers.length || names.has(cfg.cluster)) throw new Error(`cluster ${cluster.name}: peer table lists a cluster twice or itself`);
+  if (names.size !== peers.length || names.has(cfg.cluster)) {
+    throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster.peers', message: `cluster ${cluster.name}: peer table lists a cluster twice or itself` });
+  }
   return { ...cfg, peers };
 }
 

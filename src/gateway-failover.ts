@@ -21,6 +21,7 @@
  * to every replica but N (keepalived's `--config-id`).
  */
 import { ClusterPlan, FleetPlan } from './planner';
+import { InvalidPropsError } from './errors';
 
 /** Key of the keepalived configuration in the gateway ConfigMap. */
 export const GATEWAY_KEEPALIVED_FILE = 'keepalived.conf';
@@ -32,7 +33,7 @@ const BASE_PRIORITY = 200;
 const bare = (cidrAddr: string): string => cidrAddr.replace(/\/\d+$/, '');
 
 /** keepalived's config id of one replica (`--config-id`). */
-export const keepalivedConfigId = (replica: number): string => `replica-${replica}`;
+const keepalivedConfigId = (replica: number): string => `replica-${replica}`;
 
 /** The sidecar's command line (after the `keepalived` binary) for one replica. */
 export function keepalivedArgs(configPath: string, replica: number): string[] {
@@ -57,7 +58,9 @@ export interface KeepalivedOptions {
 /** The keepalived.conf of a cluster's gateway replicas, or undefined when the cluster has no VIP. */
 export function keepalivedConfigFor(plan: FleetPlan, cluster: ClusterPlan, opts: KeepalivedOptions): string | undefined {
   if (cluster.datapath !== 'gateway' || !cluster.gatewayVip) return undefined;
-  if (cluster.gateways.length < 2) throw new Error(`cluster ${cluster.name}: a gateway VIP needs 2 or more replicas, got ${cluster.gateways.length}`);
+  if (cluster.gateways.length < 2) {
+    throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster.gateways', message: `cluster ${cluster.name}: a gateway VIP needs 2 or more replicas, got ${cluster.gateways.length}` });
+  }
   const ifname = opts.inClusterInterface;
   const advert = opts.advertIntervalSeconds ?? 1;
   const vrid = plan.gateway.failover.virtualRouterId;

@@ -6,6 +6,8 @@
 import * as crypto from 'crypto';
 import { ProxyConfig, peerIdentityUri } from '@migration-mesh/proxy/config';
 import { ClusterPlan, GatewayReplicaPlan } from './planner';
+import { InvalidPropsError } from './errors';
+import { APP_NAME_LABEL, GATEWAY_NAME } from './names';
 
 /** Multus selection annotation key (k8snetworkplumbingwg/multus-cni `k8s.v1.cni.cncf.io/networks`). */
 export const MULTUS_NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
@@ -30,20 +32,22 @@ export interface NetworkSelectionElement {
 }
 
 /** Linux IFNAMSIZ - 1. */
-export const MAX_INTERFACE_NAME = 15;
+const MAX_INTERFACE_NAME = 15;
 
-export function checkInterfaceName(field: string, name: string): void {
+function checkInterfaceName(field: string, name: string): void {
   if (!/^[A-Za-z0-9_.-]{1,15}$/.test(name) || name === '.' || name === '..') {
-    throw new Error(`${field}: interface name '${name}' is invalid; use 1-${MAX_INTERFACE_NAME} characters of [A-Za-z0-9_.-] (Linux IFNAMSIZ)`);
+    throw new InvalidPropsError({
+      code: 'prop-invalid', path: field, message: `interface name '${name}' is invalid`, fix: `use 1-${MAX_INTERFACE_NAME} characters of [A-Za-z0-9_.-] (Linux IFNAMSIZ)`,
+    });
   }
 }
 
 /** Name of the Deployment of one replica. */
-export const gatewayDeploymentName = (replica: number): string => `migration-mesh-gateway-${replica}`;
+export const gatewayDeploymentName = (replica: number): string => `${GATEWAY_NAME}-${replica}`;
 
 /** Selector labels of every gateway pod of a cluster. */
 export function gatewaySetLabels(cluster: string): Record<string, string> {
-  return { 'app.kubernetes.io/name': 'migration-mesh-gateway', [GATEWAY_SET_LABEL]: cluster };
+  return { [APP_NAME_LABEL]: GATEWAY_NAME, [GATEWAY_SET_LABEL]: cluster };
 }
 
 /**
@@ -61,7 +65,9 @@ export function gatewayNetworkSelection(opts: {
   const ifs = opts.interfaces ?? DEFAULT_GATEWAY_INTERFACES;
   checkInterfaceName('interfaces.inCluster', ifs.inCluster);
   checkInterfaceName('interfaces.crossCluster', ifs.crossCluster);
-  if (ifs.inCluster === ifs.crossCluster) throw new Error(`interfaces: inCluster and crossCluster are both '${ifs.inCluster}'; give them different names`);
+  if (ifs.inCluster === ifs.crossCluster) {
+    throw new InvalidPropsError({ code: 'prop-invalid', path: 'interfaces', message: `inCluster and crossCluster are both '${ifs.inCluster}'`, fix: 'give them different names' });
+  }
   return [
     { name: opts.inClusterNad, namespace: opts.namespace, interface: ifs.inCluster, ips: [opts.replica.inCluster] },
     { name: opts.crossClusterNad, namespace: opts.namespace, interface: ifs.crossCluster, ips: [opts.replica.crossCluster] },

@@ -1,10 +1,12 @@
 /**
  * GitOps delivery: the Argo CD ApplicationSet and the Flux Kustomizations that apply each cluster's
- * directory, plus the per-object annotations (sync waves, prune protection). Objects only; synth.ts
+ * directory, plus the per-object annotations (sync waves, prune protection). Objects only; cli/synthesize-fleet.ts
  * writes them under `<out>/<fleet>/_gitops/`. Pure, no cdk8s import.
  */
 import { FleetProblem } from './errors';
 import { FleetDocument } from './fleet-schema';
+import { Manifest } from './manifest';
+import { CLUSTER_LABEL, FLEET_LABEL, STAGE_LABEL, managedByLabels } from './names';
 import { STAGES, StageName } from './rollout';
 
 export const GITOPS_DIR = '_gitops';
@@ -12,7 +14,7 @@ export const ARGOCD_WAVE_ANNOTATION = 'argocd.argoproj.io/sync-wave';
 export const ARGOCD_SYNC_OPTIONS_ANNOTATION = 'argocd.argoproj.io/sync-options';
 export const FLUX_PRUNE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/prune';
 
-export const GITOPS_DEFAULTS = {
+const GITOPS_DEFAULTS = {
   targetRevision: 'HEAD',
   argocdNamespace: 'argocd',
   argocdProject: 'default',
@@ -23,9 +25,9 @@ export const GITOPS_DEFAULTS = {
 } as const;
 
 /** Kinds we deliver as partial objects owned by an operator: never prune or delete them from GitOps. */
-export const PROTECTED_KINDS = new Set(['KubeVirt', 'HyperConverged', 'Setting']);
+const PROTECTED_KINDS = new Set(['KubeVirt', 'HyperConverged', 'Setting']);
 
-export interface ResolvedArgocd {
+interface ResolvedArgocd {
   readonly namespace: string;
   readonly project: string;
   readonly repoURL: string;
@@ -34,7 +36,7 @@ export interface ResolvedArgocd {
   readonly automated: boolean;
 }
 
-export interface ResolvedFlux {
+interface ResolvedFlux {
   readonly namespace: string;
   readonly sourceRef: { readonly kind: string; readonly name: string; readonly namespace?: string };
   readonly interval: string;
@@ -63,19 +65,19 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
   const P = 'spec.gitops';
   const path = (g.path ?? `dist/${doc.metadata.name}`).replace(/^\.\//, '').replace(/\/+$/, '');
   if (path.startsWith('/') || path.split('/').includes('..')) {
-    problems.push({ path: `${P}.path`, message: `'${g.path}' must be a path inside the repository`, fix: `use a relative path such as dist/${doc.metadata.name}` });
+    problems.push({ code: 'gitops-path', path: `${P}.path`, message: `'${g.path}' must be a path inside the repository`, fix: `use a relative path such as dist/${doc.metadata.name}` });
   }
   let argocd: ResolvedArgocd | undefined;
   if (g.argocd) {
     const a = g.argocd;
-    if (!g.repoURL) problems.push({ path: `${P}.repoURL`, message: 'Argo CD needs the Git repository that holds the synthesized tree', fix: 'add spec.gitops.repoURL, e.g. https://git.example.com/infra.git' });
+    if (!g.repoURL) problems.push({ code: 'gitops-repo-missing', path: `${P}.repoURL`, message: 'Argo CD needs the Git repository that holds the synthesized tree', fix: 'add spec.gitops.repoURL, e.g. https://git.example.com/infra.git' });
     if (a.clusterServers) {
       for (const k of Object.keys(a.clusterServers)) {
-        if (!known.has(k)) problems.push({ path: `${P}.argocd.clusterServers.${k}`, message: `'${k}' is not a cluster of the fleet`, fix: `remove it, or use one of ${names.join(', ')}` });
+        if (!known.has(k)) problems.push({ code: 'gitops-unknown-cluster', path: `${P}.argocd.clusterServers.${k}`, message: `'${k}' is not a cluster of the fleet`, fix: `remove it, or use one of ${names.join(', ')}` });
       }
       const missing = names.filter((n) => !(n in a.clusterServers!));
       if (missing.length) {
-        problems.push({ path: `${P}.argocd.clusterServers`, message: `lists no API server for ${missing.join(', ')}; every Application needs one destination`, fix: 'add an entry for each of them, or drop clusterServers to address clusters by their Argo CD name (= fleet cluster name)' });
+        problems.push({ code: 'gitops-server-missing', path: `${P}.argocd.clusterServers`, message: `lists no API server for ${missing.join(', ')}; every Application needs one destination`, fix: 'add an entry for each of them, or drop clusterServers to address clusters by their Argo CD name (= fleet cluster name)' });
       }
     }
     argocd = {
@@ -91,16 +93,18 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
     const f = g.flux;
     const ns = f.namespace ?? GITOPS_DEFAULTS.fluxNamespace;
     for (const k of Object.keys(f.kubeConfigSecrets ?? {})) {
-      if (!known.has(k)) problems.push({ path: `${P}.flux.kubeConfigSecrets.${k}`, message: `'${k}' is not a cluster of the fleet`, fix: `remove it, or use one of ${names.join(', ')}` });
+      if (!known.has(k)) problems.push({ code: 'gitops-unknown-cluster', path: `${P}.flux.kubeConfigSecrets.${k}`, message: `'${k}' is not a cluster of the fleet`, fix: `remove it, or use one of ${names.join(', ')}` });
     }
     if (f.inCluster && f.kubeConfigSecrets) {
-      problems.push({ path: `${P}.flux.kubeConfigSecrets`, message: 'is given together with inCluster: true; in-cluster Kustomizations use no kubeconfig', fix: 'remove one of the two' });
+      problems.push({ code: 'gitops-conflict', path: `${P}.flux.kubeConfigSecrets`, message: 'is given together with inCluster: true; in-cluster Kustomizations use no kubeconfig', fix: 'remove one of the two' });
     }
     const secrets: Record<string, string> = {};
     if (!f.inCluster) for (const n of [...names].sort()) secrets[n] = f.kubeConfigSecrets?.[n] ?? `${n}-kubeconfig`;
     flux = {
       namespace: ns,
-      sourceRef: { kind: f.sourceRef.kind ?? GITOPS_DEFAULTS.sourceKind, name: f.sourceRef.name, ...(f.sourceRef.namespace ? { namespace: f.sourceRef.namespace } : {}) },
+      sourceRef: {
+        kind: f.sourceRef.kind ?? GITOPS_DEFAULTS.sourceKind, name: f.sourceRef.name, ...(f.sourceRef.namespace ? { namespace: f.sourceRef.namespace } : {}),
+      },
       interval: f.interval ?? GITOPS_DEFAULTS.fluxInterval,
       timeout: f.timeout ?? GITOPS_DEFAULTS.fluxTimeout,
       kubeConfigSecrets: secrets,
@@ -111,7 +115,7 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
 }
 
 /** Add the GitOps annotations to one synthesized object (returns a copy). */
-export function annotateForGitops<T extends { kind: string; metadata?: any }>(o: T, wave: number, g: ResolvedGitops | undefined): T {
+export function annotateForGitops(o: Manifest, wave: number, g: ResolvedGitops | undefined): Manifest {
   if (!g || (!g.argocd && !g.flux)) return o;
   const annotations: Record<string, string> = { ...(o.metadata?.annotations ?? {}) };
   if (g.argocd) {
@@ -124,13 +128,10 @@ export function annotateForGitops<T extends { kind: string; metadata?: any }>(o:
   return { ...o, metadata: { ...o.metadata, annotations } };
 }
 
-const managedLabels = (fleet: string): Record<string, string> => ({
-  'app.kubernetes.io/managed-by': 'migration-mesh',
-  'migrationmesh.dev/fleet': fleet,
-});
+const managedLabels = (fleet: string): Record<string, string> => ({ ...managedByLabels(), [FLEET_LABEL]: fleet });
 
 /** The Argo CD ApplicationSet: one Application per cluster, server-side apply, waves inside. */
-export function argocdApplicationSet(g: ResolvedGitops, clusters: readonly string[]): any {
+export function argocdApplicationSet(g: ResolvedGitops, clusters: readonly string[]): Manifest {
   const a = g.argocd!;
   const byServer = !!a.clusterServers;
   return {
@@ -148,7 +149,7 @@ export function argocdApplicationSet(g: ResolvedGitops, clusters: readonly strin
       // a cluster removed from the fleet loses its Application, not its KubeVirt configuration
       syncPolicy: { preserveResourcesOnDeletion: true },
       template: {
-        metadata: { name: `${g.fleet}-{{.cluster}}`, labels: { ...managedLabels(g.fleet), 'migrationmesh.dev/cluster': '{{.cluster}}' } },
+        metadata: { name: `${g.fleet}-{{.cluster}}`, labels: { ...managedLabels(g.fleet), [CLUSTER_LABEL]: '{{.cluster}}' } },
         spec: {
           project: a.project,
           source: { repoURL: a.repoURL, targetRevision: g.targetRevision, path: '{{.path}}' },
@@ -165,15 +166,15 @@ export function argocdApplicationSet(g: ResolvedGitops, clusters: readonly strin
   };
 }
 
-export const fluxKustomizationName = (fleet: string, cluster: string, stage: StageName): string => `${fleet}-${cluster}-${stage}`;
+const fluxKustomizationName = (fleet: string, cluster: string, stage: StageName): string => `${fleet}-${cluster}-${stage}`;
 
 /**
  * Flux: per cluster one Kustomization per non-empty stage, chained with dependsOn. The gateway stage
  * waits for its objects to be Ready (Deployments available) before the network stage may start.
  */
-export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name: string; stages: readonly StageName[] }[]): any[] {
+export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name: string; stages: readonly StageName[] }[]): Manifest[] {
   const f = g.flux!;
-  const out: any[] = [];
+  const out: Manifest[] = [];
   for (const c of [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     let prev: string | undefined;
     for (const st of STAGES) {
@@ -182,7 +183,7 @@ export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name:
       out.push({
         apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
         kind: 'Kustomization',
-        metadata: { name, namespace: f.namespace, labels: { ...managedLabels(g.fleet), 'migrationmesh.dev/cluster': c.name, 'migrationmesh.dev/stage': st.name } },
+        metadata: { name, namespace: f.namespace, labels: { ...managedLabels(g.fleet), [CLUSTER_LABEL]: c.name, [STAGE_LABEL]: st.name } },
         spec: {
           interval: f.interval,
           timeout: f.timeout,

@@ -10,14 +10,16 @@
  * to the other clusters via the local gateway) and Harvester does not write the native-mode KubeVirt
  * fields. See docs/gitops.md.
  */
-import { FleetProblem } from './errors';
-import { Attachment, HarvesterSpec } from './fleet-schema';
-import { Interval, bits, countIntervals, formatCidr, intervalToCidrs, mask, mergeIntervals, parseAddr, parseCidr, subtractIntervals } from './ip';
+import { Checked, FleetProblem, ProblemCollector, orThrow } from './errors';
+import { Attachment, FleetDocument, HarvesterSpec } from './fleet-schema';
+import {
+  Interval, bits, countIntervals, formatCidr, intervalToCidrs, mask, mergeIntervals, parseAddr, parseCidr, subtractIntervals,
+} from './ip';
 import { ClusterPlan, FleetPlan } from './planner';
 
 export const HARVESTER_SETTING_NAME = 'vm-migration-network';
 /** Harvester's `minSNPrefixLength`: ranges and excludes must be /16 or smaller. */
-export const HARVESTER_MIN_PREFIX = 16;
+const HARVESTER_MIN_PREFIX = 16;
 
 /**
  * Longest ClusterNetwork name: its bridge is `<name>-br` and a Linux interface name has at most 15
@@ -99,42 +101,48 @@ export function checkHarvesterValue(
 ): { usable: number; problems: FleetProblem[] } {
   const problems: FleetProblem[] = [];
   const H = `${ctx.path}.harvester`;
-  if (v.vlan !== undefined && (v.vlan < 0 || v.vlan > 4094)) problems.push({ path: `${H}.vlan`, message: `${v.vlan} is outside 0-4094`, fix: 'give a VLAN id from 0 (untagged) to 4094' });
+  if (v.vlan !== undefined && (v.vlan < 0 || v.vlan > 4094)) problems.push({ code: 'harvester-vlan', path: `${H}.vlan`, message: `${v.vlan} is outside 0-4094`, fix: 'give a VLAN id from 0 (untagged) to 4094' });
   if (v.clusterNetwork.length > HARVESTER_MAX_CLUSTER_NETWORK_NAME) {
-    problems.push({ path: `${H}.clusterNetwork`, message: `'${v.clusterNetwork}' is ${v.clusterNetwork.length} characters; Harvester refuses ClusterNetwork names over ${HARVESTER_MAX_CLUSTER_NETWORK_NAME} (its bridge '${v.clusterNetwork}-br' must fit the 15-character interface name limit)`, fix: `use a ClusterNetwork name of at most ${HARVESTER_MAX_CLUSTER_NETWORK_NAME} characters` });
+    problems.push({
+      code: 'harvester-cluster-network-name', path: `${H}.clusterNetwork`,
+      message: `'${v.clusterNetwork}' is ${v.clusterNetwork.length} characters; Harvester refuses ClusterNetwork names over ${HARVESTER_MAX_CLUSTER_NETWORK_NAME} (its bridge '${v.clusterNetwork}-br' must fit the 15-character interface name limit)`,
+      fix: `use a ClusterNetwork name of at most ${HARVESTER_MAX_CLUSTER_NETWORK_NAME} characters`,
+    });
   }
   if (v.clusterNetwork === 'mgmt' && (v.vlan ?? 0) <= 1) {
-    problems.push({ path: `${H}.vlan`, message: `on the mgmt cluster network Harvester rejects VLAN ${v.vlan ?? 0} (it would share the management traffic)`, fix: 'give a VLAN id of 2-4094, or a dedicated clusterNetwork' });
+    problems.push({ code: 'harvester-vlan', path: `${H}.vlan`, message: `on the mgmt cluster network Harvester rejects VLAN ${v.vlan ?? 0} (it would share the management traffic)`, fix: 'give a VLAN id of 2-4094, or a dedicated clusterNetwork' });
   }
   const r = parseCidr(v.range);
   if (!r.ok) {
-    problems.push({ path: 'spec.crossClusterNetwork.addresses', message: `the range '${v.range}' for cluster ${ctx.path} is not a masked subnet CIDR (Harvester: "range should be subnet CIDR")`, fix: 'use a masked network address' });
+    problems.push({ code: 'harvester-range', path: 'spec.crossClusterNetwork.addresses', message: `the range '${v.range}' for cluster ${ctx.path} is not a masked subnet CIDR (Harvester: "range should be subnet CIDR")`, fix: 'use a masked network address' });
     return { usable: 0, problems };
   }
   const range = r.cidr;
   if (range.family !== 4) {
-    problems.push({ path: 'spec.crossClusterNetwork.addresses.pool', message: `Harvester's vm-migration-network is IPv4 only; ${v.range} is IPv6`, fix: 'use an IPv4 shared network for fleets with Harvester clusters, or drop harvester from this cluster' });
+    problems.push({ code: 'harvester-ipv4-only', path: 'spec.crossClusterNetwork.addresses.pool', message: `Harvester's vm-migration-network is IPv4 only; ${v.range} is IPv6`, fix: 'use an IPv4 shared network for fleets with Harvester clusters, or drop harvester from this cluster' });
     return { usable: 0, problems };
   }
   if (range.prefix < HARVESTER_MIN_PREFIX) {
-    problems.push({ path: 'spec.crossClusterNetwork.addresses.prefixLength', message: `Harvester accepts a range of /${HARVESTER_MIN_PREFIX} or smaller; the shared subnet is ${v.range}`, fix: `use prefixLength ${HARVESTER_MIN_PREFIX} or longer` });
+    problems.push({ code: 'harvester-range', path: 'spec.crossClusterNetwork.addresses.prefixLength', message: `Harvester accepts a range of /${HARVESTER_MIN_PREFIX} or smaller; the shared subnet is ${v.range}`, fix: `use prefixLength ${HARVESTER_MIN_PREFIX} or longer` });
   }
   let previous: Interval | undefined;
   (v.exclude ?? []).forEach((e, i) => {
     const x = parseCidr(e);
-    if (!x.ok) { problems.push({ path: `${H}`, message: `exclude[${i}] '${e}' is not a CIDR`, fix: 'internal: report this' }); return; }
-    if (x.cidr.prefix < HARVESTER_MIN_PREFIX) problems.push({ path: `${H}`, message: `exclude ${e} is larger than /${HARVESTER_MIN_PREFIX}`, fix: 'Harvester rejects it; narrow the pool' });
-    if (x.cidr.start < range.start || x.cidr.end > range.end) problems.push({ path: `${H}`, message: `exclude ${e} is outside the range ${v.range}`, fix: 'Harvester rejects excludes outside the range' });
-    if (x.cidr.prefix <= range.prefix) problems.push({ path: `${H}`, message: `exclude ${e} is not smaller than the range ${v.range} (no allocatable addresses)`, fix: 'give the cluster addresses in the pool' });
+    if (!x.ok) { problems.push({ code: 'plan-inconsistent', path: `${H}`, message: `exclude[${i}] '${e}' is not a CIDR`, fix: 'internal: report this' }); return; }
+    if (x.cidr.prefix < HARVESTER_MIN_PREFIX) problems.push({ code: 'harvester-range', path: `${H}`, message: `exclude ${e} is larger than /${HARVESTER_MIN_PREFIX}`, fix: 'Harvester rejects it; narrow the pool' });
+    if (x.cidr.start < range.start || x.cidr.end > range.end) problems.push({ code: 'harvester-range', path: `${H}`, message: `exclude ${e} is outside the range ${v.range}`, fix: 'Harvester rejects excludes outside the range' });
+    if (x.cidr.prefix <= range.prefix) problems.push({ code: 'harvester-range', path: `${H}`, message: `exclude ${e} is not smaller than the range ${v.range} (no allocatable addresses)`, fix: 'give the cluster addresses in the pool' });
     // validateIncludeExcludeRanges compares each exclude with the one before it
-    if (previous && x.cidr.start <= previous.end && previous.start <= x.cidr.end) problems.push({ path: `${H}`, message: `exclude ranges have overlapping subnets ${e} and the one before it`, fix: 'internal: report this' });
+    if (previous && x.cidr.start <= previous.end && previous.start <= x.cidr.end) {
+      problems.push({ code: 'plan-inconsistent', path: `${H}`, message: `exclude ranges have overlapping subnets ${e} and the one before it`, fix: 'internal: report this' });
+    }
     previous = x.cidr;
   });
   const usable = harvesterUsableCount(v.range, v.exclude ?? []) ?? 0;
   if (usable < nodes) {
-    problems.push({ path: `${ctx.path}.nodes`, message: `Harvester refuses the setting: ${usable} usable addresses < ${nodes} non-witness nodes (one per virt-handler)`, fix: 'add addresses to spec.crossClusterNetwork.addresses.pool' });
+    problems.push({ code: 'harvester-too-few-addresses', path: `${ctx.path}.nodes`, message: `Harvester refuses the setting: ${usable} usable addresses < ${nodes} non-witness nodes (one per virt-handler)`, fix: 'add addresses to spec.crossClusterNetwork.addresses.pool' });
   } else if (usable < needed) {
-    problems.push({ path: `${ctx.path}.nodes`, message: `${usable} usable addresses pass Harvester's check (>= ${nodes} nodes) but the cluster needs ${needed} = nodes + sync controllers + surge; the sync controllers and rollout surge pods would not get an address`, fix: 'add addresses to spec.crossClusterNetwork.addresses.pool' });
+    problems.push({ code: 'harvester-too-few-addresses', path: `${ctx.path}.nodes`, message: `${usable} usable addresses pass Harvester's check (>= ${nodes} nodes) but the cluster needs ${needed} = nodes + sync controllers + surge; the sync controllers and rollout surge pods would not get an address`, fix: 'add addresses to spec.crossClusterNetwork.addresses.pool' });
   }
   return { usable, problems };
 }
@@ -144,6 +152,7 @@ export function harvesterSettingFor(plan: FleetPlan, cluster: ClusterPlan, spec:
   const problems: FleetProblem[] = [];
   if (cluster.datapath !== 'direct') {
     problems.push({
+      code: 'harvester-needs-direct',
       path: ctx.datapathPath,
       message: `cluster ${cluster.name} is Harvester with datapath ${cluster.datapath}; the Harvester form supports only direct: Harvester writes the migration NAD itself, without the routes gateway mode needs and without the native-mode KubeVirt fields`,
       fix: `set ${ctx.path}.datapath: direct, or remove ${ctx.path}.harvester and deliver a NAD + KubeVirt patch (Harvester's vm-migration-network setting must then stay empty)`,
@@ -152,7 +161,7 @@ export function harvesterSettingFor(plan: FleetPlan, cluster: ClusterPlan, spec:
   }
   const ipam = cluster.migrationNetwork.ipam;
   const r = parseCidr(ipam.range);
-  if (!r.ok) return { usable: 0, problems: [{ path: 'spec.crossClusterNetwork.addresses', message: `cluster ${cluster.name} has no planned range`, fix: 'internal: report this' }] };
+  if (!r.ok) return { usable: 0, problems: [{ code: 'plan-inconsistent', path: 'spec.crossClusterNetwork.addresses', message: `cluster ${cluster.name} has no planned range`, fix: 'internal: report this' }] };
   const range = r.cidr;
   // Harvester has no rangeStart/rangeEnd: everything of the subnet outside the cluster's slice becomes an exclude
   const lo = ipam.rangeStart ? parseAddr(ipam.rangeStart)!.value : range.start;
@@ -173,4 +182,28 @@ export function harvesterSettingFor(plan: FleetPlan, cluster: ClusterPlan, spec:
 
 function attachmentVlan(a: Attachment): number | undefined {
   return a.type === 'bridge' ? a.vlan : undefined;
+}
+
+/**
+ * Harvester clusters get the vm-migration-network setting instead of NAD + KubeVirt patch; Harvester's
+ * rules and ours are checked for every such cluster before any chart is built. As a value.
+ */
+export function checkHarvesterValues(document: FleetDocument, plan: FleetPlan): Checked<Map<string, HarvesterMigrationNetworkValue>> {
+  const results = new Map<string, HarvesterResult>();
+  document.spec.clusters.forEach((spec, i) => {
+    if (!spec.harvester) return;
+    const c = plan.clusters.find((x) => x.name === spec.name)!;
+    results.set(c.name, harvesterSettingFor(plan, c, spec.harvester, {
+      path: `spec.clusters[${i}]`, datapathPath: spec.datapath ? `spec.clusters[${i}].datapath` : 'spec.datapath',
+    }));
+  });
+  // fleet-level problems (e.g. the shared prefix) repeat per Harvester cluster: report each once
+  const p = new ProblemCollector();
+  p.addAll([...new Map([...results.values()].flatMap((h) => h.problems).map((x) => [`${x.path}\n${x.message}`, x])).values()]);
+  return p.result(() => new Map([...results.entries()].map(([k, v]) => [k, v.value!])));
+}
+
+/** `checkHarvesterValues`, throwing FleetValidationError with every problem. */
+export function harvesterValues(document: FleetDocument, plan: FleetPlan): Map<string, HarvesterMigrationNetworkValue> {
+  return orThrow(checkHarvesterValues(document, plan));
 }

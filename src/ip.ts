@@ -93,7 +93,7 @@ export function formatCidr(c: Cidr): string {
   return `${formatAddr(addr(c.family, c.start))}/${c.prefix}`;
 }
 
-export const size = (i: Interval): bigint => i.end - i.start + 1n;
+const size = (i: Interval): bigint => i.end - i.start + 1n;
 
 export const contains = (outer: Interval, inner: Interval): boolean =>
   outer.family === inner.family && outer.start <= inner.start && inner.end <= outer.end;
@@ -203,10 +203,10 @@ export function formatInterval(i: Interval): string {
 export const hostCidr = (a: Addr): string => `${formatAddr(a)}/${bits(a.family)}`;
 
 /** Compare addresses (for sorting). */
-export const cmpBig = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
-
-/** Reserved destinations a gateway must never dial: loopback, link-local (incl. metadata), unspecified, multicast. */
-export function isSpecialAddress(a: Addr): boolean {
-  const kind = ipaddr.parse(formatAddr(a)).range();
-  return ['loopback', 'linkLocal', 'unspecified', 'multicast', 'broadcast'].includes(kind);
+/** Usable host addresses of a CIDR: IPv4 loses network and broadcast (except /31, /32); IPv6 loses the subnet-router anycast. */
+export function usableHosts(c: Cidr): Interval {
+  const hostBits = bits(c.family) - c.prefix;
+  if (c.family === 4 && hostBits >= 2) return { family: 4, start: c.start + 1n, end: c.end - 1n };
+  if (c.family === 6 && hostBits >= 1) return { family: 6, start: c.start + 1n, end: c.end };
+  return { family: c.family, start: c.start, end: c.end };
 }

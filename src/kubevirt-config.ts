@@ -7,27 +7,31 @@
  */
 import { ClusterPlan, FleetPlan } from './planner';
 import { Placement } from './fleet-schema';
+import { InvalidPropsError } from './errors';
 import { policyGateFragment } from './admission/kubevirt';
 
-export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type JsonObject = { [k: string]: Json };
 
 export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
-export const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
-export const SYNC_CONTROLLER_DEPLOYMENT = 'virt-synchronization-controller';
+const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
+const SYNC_CONTROLLER_DEPLOYMENT = 'virt-synchronization-controller';
 export const HCO_JSONPATCH_ANNOTATION = 'kubevirt.kubevirt.io/jsonpatch';
 
-/** Deep merge: objects merge, arrays of strings union (sorted), other arrays concatenate, scalars from b win. */
+/** Deep merge: objects merge, arrays of strings union (first occurrence order), other arrays concatenate, scalars from b win. */
 export function mergeSpec(a: JsonObject, b: JsonObject): JsonObject {
   const out: JsonObject = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const cur = out[k];
-    if (isObject(cur) && isObject(v)) out[k] = mergeSpec(cur, v);
-    else if (Array.isArray(cur) && Array.isArray(v)) {
+    if (isObject(cur) && isObject(v)) {
+      out[k] = mergeSpec(cur, v);
+    } else if (Array.isArray(cur) && Array.isArray(v)) {
       out[k] = cur.every((x) => typeof x === 'string') && v.every((x) => typeof x === 'string')
         ? [...new Set([...(cur as string[]), ...(v as string[])])]
         : [...cur, ...v];
-    } else out[k] = v;
+    } else {
+      out[k] = v;
+    }
   }
   return out;
 }
@@ -35,7 +39,7 @@ export function mergeSpec(a: JsonObject, b: JsonObject): JsonObject {
 const isObject = (x: unknown): x is JsonObject => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** `spec.configuration.migrations.network` and the feature gate. */
-export function migrationNetworkFragment(cluster: ClusterPlan): JsonObject {
+function migrationNetworkFragment(cluster: ClusterPlan): JsonObject {
   return {
     configuration: {
       developerConfiguration: { featureGates: [FEATURE_GATE_DLM] },
@@ -54,7 +58,9 @@ export function migrationPolicyFragment(plan: FleetPlan): JsonObject {
 /** native mode: the PR #17922 fields. Only called for clusters whose version has them. */
 export function nativeDatapathFragment(cluster: ClusterPlan): JsonObject {
   if (cluster.datapath !== 'native') return {};
-  if (!cluster.kubevirt.hasProxyApi) throw new Error(`cluster ${cluster.name}: KubeVirt ${cluster.kubevirt.version.text} lacks the cross-cluster proxy fields`);
+  if (!cluster.kubevirt.hasProxyApi) {
+    throw new InvalidPropsError({ code: 'native-needs-pr17922', path: 'cluster', message: `cluster ${cluster.name}: KubeVirt ${cluster.kubevirt.version.text} lacks the cross-cluster proxy fields` });
+  }
   return {
     configuration: {
       developerConfiguration: { featureGates: [FEATURE_GATE_DLM, FEATURE_GATE_PROXY] },
@@ -75,7 +81,7 @@ const placementJson = (p: Placement): JsonObject => {
 };
 
 /** Nodes that are not control-plane nodes. */
-export const WORKERS_AFFINITY: JsonObject = {
+const WORKERS_AFFINITY: JsonObject = {
   nodeAffinity: {
     requiredDuringSchedulingIgnoredDuringExecution: {
       nodeSelectorTerms: [{ matchExpressions: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'DoesNotExist' }] }],
@@ -84,51 +90,58 @@ export const WORKERS_AFFINITY: JsonObject = {
 };
 
 /**
- * Sync-controller placement. Today's mechanism (KubeVirt main and releases): the sync controller is an
- * infra component, and virt-operator injects the control-plane affinity *after* customizeComponents
- * patches unless `spec.infra.nodePlacement` is set. So: set `spec.infra.nodePlacement` (`{}` turns the
- * injection off for all infra components) and pin the sync controller with a strategic patch. In
- * native mode (PR #17922) `spec.synchronizationPlacement.nodePlacement` is used as well.
+ * Sync-controller placement and replicas. Today's mechanism (KubeVirt main and releases): the sync
+ * controller is an infra component, and virt-operator injects the control-plane affinity *after*
+ * customizeComponents patches unless `spec.infra.nodePlacement` is set. So: set `spec.infra.nodePlacement`
+ * (`{}` turns the injection off for all infra components) and pin the sync controller with a strategic
+ * patch. The replica count rides the same patch, never `spec.infra.replicas`: that one scales every infra
+ * Deployment (virt-api, virt-controller, ...) and turns off virt-api's auto-scaling (apply/apps.go
+ * syncDeployment, which touches replicas only when it is set). In native mode (PR #17922)
+ * `spec.synchronizationPlacement.nodePlacement` is used as well.
  */
 export function syncPlacementFragment(cluster: Pick<ClusterPlan, 'syncPlacement' | 'syncReplicas' | 'datapath'>): JsonObject {
   const p = cluster.syncPlacement;
-  const out: JsonObject = {};
-  if (cluster.syncReplicas !== 2) {
-    // infra replicas apply to virt-api/virt-controller/sync controller alike (ComponentConfig.replicas)
-    out.infra = { replicas: cluster.syncReplicas };
+  const deploymentSpec: JsonObject = {};
+  if (cluster.syncReplicas !== 2) deploymentSpec.replicas = cluster.syncReplicas;
+  let out: JsonObject = {};
+  let placement: JsonObject | undefined;
+  if (p !== 'controlPlane') {
+    placement = p === 'workers' ? { affinity: WORKERS_AFFINITY } : placementJson(p);
+    const podSpec: JsonObject = {};
+    if (placement.nodeSelector) podSpec.nodeSelector = placement.nodeSelector;
+    if (placement.affinity) podSpec.affinity = placement.affinity;
+    if (placement.tolerations) podSpec.tolerations = placement.tolerations;
+    deploymentSpec.template = { spec: podSpec };
+    out = { infra: { nodePlacement: {} } };
   }
-  if (p === 'controlPlane') return out;
-  const placement: JsonObject = p === 'workers' ? { affinity: WORKERS_AFFINITY } : placementJson(p);
-  const podSpec: JsonObject = {};
-  if (placement.nodeSelector) podSpec.nodeSelector = placement.nodeSelector;
-  if (placement.affinity) podSpec.affinity = placement.affinity;
-  if (placement.tolerations) podSpec.tolerations = placement.tolerations;
-  const merged = mergeSpec(out, {
-    infra: { nodePlacement: {} },
-    customizeComponents: {
-      patches: [{
-        resourceType: 'Deployment',
-        resourceName: SYNC_CONTROLLER_DEPLOYMENT,
-        type: 'strategic',
-        patch: JSON.stringify({ spec: { template: { spec: podSpec } } }),
-      }],
-    },
-  });
-  if (cluster.datapath === 'native') {
-    return mergeSpec(merged, { synchronizationPlacement: { nodePlacement: placement } });
+  if (Object.keys(deploymentSpec).length) {
+    out = mergeSpec(out, {
+      customizeComponents: {
+        patches: [{
+          resourceType: 'Deployment',
+          resourceName: SYNC_CONTROLLER_DEPLOYMENT,
+          type: 'strategic',
+          patch: JSON.stringify({ spec: deploymentSpec }),
+        }],
+      },
+    });
   }
-  return merged;
+  if (placement && cluster.datapath === 'native') {
+    return mergeSpec(out, { synchronizationPlacement: { nodePlacement: placement } });
+  }
+  return out;
 }
 
 /** The canonical partial KubeVirt spec of one cluster. */
 export function kubevirtSpecFor(plan: FleetPlan, cluster: ClusterPlan): JsonObject {
-  return [
+  return dedupePatches([
+    existingListsFragment(cluster),
     migrationPolicyFragment(plan),
     policyGateFragment(plan.migrationPolicy, cluster.kubevirt.version) as JsonObject,
     migrationNetworkFragment(cluster),
     syncPlacementFragment(cluster),
     nativeDatapathFragment(cluster),
-  ].reduce(mergeSpec, {} as JsonObject);
+  ].reduce(mergeSpec, {} as JsonObject));
 }
 
 /** HCO v1beta1 `spec.liveMigrationConfig` keys (hyperconverged_types.go), mapped 1:1 from `migrations`. */
@@ -144,7 +157,7 @@ export interface HcoForm {
 }
 
 /** Translate the canonical KubeVirt spec into HyperConverged fields + jsonpatch ops for the rest. */
-export function hcoFormOf(kv: JsonObject): HcoForm {
+function hcoFormOf(kv: JsonObject): HcoForm {
   const spec: JsonObject = {};
   const ops: JsonObject[] = [];
   const cfg = (kv.configuration ?? {}) as JsonObject;
@@ -188,10 +201,41 @@ export function hcoFormOf(kv: JsonObject): HcoForm {
  * `certificateRotateStrategy.selfSigned`: HCO copies certConfig 1:1 into the KubeVirt CR and would
  * overwrite a jsonpatch of the same field (hyperconverged_types.go:93; handlers/kubevirt.go:1141-1155).
  */
-export function hcoCertConfigOf(kv: JsonObject): JsonObject | undefined {
+function hcoCertConfigOf(kv: JsonObject): JsonObject | undefined {
   const selfSigned = (kv.certificateRotateStrategy as JsonObject | undefined)?.selfSigned as JsonObject | undefined;
   if (!selfSigned) return undefined;
   const out: JsonObject = {};
   for (const k of ['ca', 'server']) if (selfSigned[k] !== undefined) out[k] = selfSigned[k];
   return Object.keys(out).length ? out : undefined;
+}
+
+// ---- what the cluster already has (issue #12): kept apart from the fragments above --------------------
+
+/**
+ * The feature gates and customizeComponents patches the cluster already has (`kubevirt.existing`). Both
+ * lists are atomic in the KubeVirt CRD, so our object owns them whole: merged first, so the union lists
+ * the cluster's own entries before ours. Empty when nothing is declared (the output is unchanged).
+ */
+export function existingListsFragment(cluster: Pick<ClusterPlan, 'kubevirt'>): JsonObject {
+  const e = cluster.kubevirt.existing;
+  const out: JsonObject = {};
+  if (e.featureGates.length) out.configuration = { developerConfiguration: { featureGates: [...e.featureGates] } };
+  if (e.customizeComponentsPatches.length) {
+    out.customizeComponents = { patches: e.customizeComponentsPatches.map((p) => ({ ...p })) };
+  }
+  return out;
+}
+
+/** `mergeSpec`, with customizeComponents patches that are equal kept once (a declared patch may equal ours). */
+export function dedupePatches(spec: JsonObject): JsonObject {
+  const cc = spec.customizeComponents as JsonObject | undefined;
+  if (!cc || !Array.isArray(cc.patches)) return spec;
+  const patches = [...new Map(cc.patches.map((p) => [JSON.stringify(p), p])).values()];
+  return { ...spec, customizeComponents: { ...cc, patches } };
+}
+
+/** HCO form with the annotation's existing operations first (`kubevirt.existing.kubevirtJsonPatch`). */
+export function hcoFormWithExisting(kv: JsonObject, existingOps: readonly JsonObject[]): HcoForm {
+  const form = hcoFormOf(dedupePatches(kv));
+  return { spec: form.spec, kubevirtJsonPatch: [...existingOps, ...form.kubevirtJsonPatch] };
 }

@@ -5,9 +5,11 @@
  */
 import { z } from 'zod';
 import * as YAML from 'yaml';
+import { MigrationMeshError } from './errors';
 import { FLEET_API_VERSION } from './fleet-schema';
+import { Interval, formatInterval, parsePoolItem, subtractIntervals } from './ip';
 
-export const LEDGER_KIND = 'AddressLedger';
+const LEDGER_KIND = 'AddressLedger';
 
 const gatewayEntry = z.object({
   /** The replica's static address on the in-cluster migration network. */
@@ -27,15 +29,32 @@ const clusterEntry = z.object({
   crossClusterAddresses: z.array(z.string()).optional(),
 }).strict();
 
+/**
+ * An address that left the plan (a removed cluster's CIDR, shared addresses, VIP; a replica scaled
+ * away): quarantined, never handed to anyone, until `migration-mesh reclaim` says its old holder is
+ * gone (Argo CD and Flux may keep the old gateways running after their objects leave Git).
+ */
+const releasedEntry = z.object({
+  /** The address, range or CIDR, as the ledger held it. */
+  address: z.string(),
+  /** The cluster that held it. */
+  cluster: z.string(),
+  /** The ledger field it was in (`migrationCidr`, `gateways[0].crossCluster`, ...). */
+  field: z.string(),
+}).strict();
+
 export const ledgerSchema = z.object({
   apiVersion: z.literal(FLEET_API_VERSION),
   kind: z.literal(LEDGER_KIND),
   fleet: z.string(),
   clusters: z.record(z.string(), clusterEntry),
+  /** Quarantined addresses (see releasedEntry). @default - none */
+  released: z.array(releasedEntry).optional(),
 }).strict();
 
 export type Ledger = z.infer<typeof ledgerSchema>;
 export type LedgerCluster = z.infer<typeof clusterEntry>;
+export type ReleasedAddress = z.infer<typeof releasedEntry>;
 
 export function emptyLedger(fleet: string): Ledger {
   return { apiVersion: FLEET_API_VERSION, kind: LEDGER_KIND, fleet, clusters: {} };
@@ -46,10 +65,15 @@ export function parseLedger(text: string, source = 'ledger'): Ledger {
   if (doc.errors.length > 0) {
     const e = doc.errors[0];
     const pos = e.linePos?.[0];
-    throw new Error(`${source}${pos ? `:${pos.line}:${pos.col}` : ''}: ledger is not valid YAML: ${e.message.split('\n')[0]}`);
+    const message = `${source}${pos ? `:${pos.line}:${pos.col}` : ''}: ledger is not valid YAML: ${e.message.split('\n')[0]}`;
+    throw new MigrationMeshError(message, [{ code: 'ledger-syntax', path: source, message }]);
   }
   const r = ledgerSchema.safeParse(doc.toJS());
-  if (!r.success) throw new Error(`${source}: ledger is malformed:\n${z.prettifyError(r.error)}\nfix: restore it from git, or delete it to plan from scratch (addresses may then move)`);
+  if (!r.success) {
+    const fix = 'restore it from git, or delete it to plan from scratch (addresses may then move)';
+    const message = `${source}: ledger is malformed:\n${z.prettifyError(r.error)}`;
+    throw new MigrationMeshError(`${message}\nfix: ${fix}`, [{ code: 'ledger-malformed', path: source, message, fix }]);
+  }
   return r.data;
 }
 
@@ -66,8 +90,11 @@ export function serializeLedger(l: Ledger): string {
     clusters[name] = out;
   }
   const header = '# Migration Mesh address ledger: commit it beside the fleet file. Planned addresses are kept\n'
-    + '# across changes; new members take the lowest free address. Do not edit by hand.\n';
-  return header + YAML.stringify({ apiVersion: l.apiVersion, kind: l.kind, fleet: l.fleet, clusters }, { lineWidth: 0, flow: false });
+    + '# across changes; new members take the lowest free address; released addresses stay quarantined\n'
+    + '# until `migration-mesh reclaim`. Do not edit by hand.\n';
+  const released = sortReleased(l.released ?? []);
+  const doc = { apiVersion: l.apiVersion, kind: l.kind, fleet: l.fleet, clusters, ...(released.length ? { released } : {}) };
+  return header + YAML.stringify(doc, { lineWidth: 0, flow: false });
 }
 
 /** One recorded change between two ledgers. */
@@ -103,4 +130,73 @@ export function formatLedgerChange(c: LedgerChange): string {
   if (c.from === undefined) return `${c.cluster}.${c.field}: + ${c.to}`;
   if (c.to === undefined) return `${c.cluster}.${c.field}: - ${c.from} (freed)`;
   return `${c.cluster}.${c.field}: ${c.from} -> ${c.to}`;
+}
+
+// ---- quarantine of released addresses (issue #12) ------------------------------------------------
+
+const releasedKey = (r: ReleasedAddress) => `${r.cluster}\u0000${r.field}\u0000${r.address}`;
+
+/** Deterministic order, duplicates once. */
+function sortReleased(list: readonly ReleasedAddress[]): ReleasedAddress[] {
+  const unique = [...new Map(list.map((r) => [releasedKey(r), { address: r.address, cluster: r.cluster, field: r.field }])).values()];
+  return unique.sort((a, b) => (releasedKey(a) < releasedKey(b) ? -1 : releasedKey(a) > releasedKey(b) ? 1 : 0));
+}
+
+/** Every address a ledger cluster entry holds, with its field. */
+export function addressesOf(name: string, c: LedgerCluster): ReleasedAddress[] {
+  const out: ReleasedAddress[] = [];
+  if (c.migrationCidr) out.push({ cluster: name, field: 'migrationCidr', address: c.migrationCidr });
+  (c.gateways ?? []).forEach((g, i) => {
+    out.push({ cluster: name, field: `gateways[${i}].inCluster`, address: g.inCluster });
+    out.push({ cluster: name, field: `gateways[${i}].crossCluster`, address: g.crossCluster });
+  });
+  if (c.gatewayVip) out.push({ cluster: name, field: 'gatewayVip', address: c.gatewayVip });
+  for (const a of c.crossClusterAddresses ?? []) out.push({ cluster: name, field: 'crossClusterAddresses', address: a });
+  return out;
+}
+
+/**
+ * The quarantine after a plan: what was quarantined before, plus every address the previous ledger held
+ * that the next one holds nowhere (a removed cluster, a shrunk gateway set or slice), compared as
+ * address intervals (a slice written differently but holding the same addresses releases nothing).
+ * Quarantined addresses leave the quarantine only through `reclaimReleased`.
+ */
+export function nextQuarantine(prev: Ledger, next: Record<string, LedgerCluster>): ReleasedAddress[] {
+  // CIDRs against CIDRs, addresses against addresses (a gateway address inside a kept CIDR is not kept)
+  const isCidr = (a: ReleasedAddress) => a.field === 'migrationCidr';
+  const nextAll = Object.entries(next).flatMap(([n, c]) => addressesOf(n, c));
+  const heldOf = (cidr: boolean) => nextAll.filter((a) => isCidr(a) === cidr).flatMap((a) => intervalOf(a.address));
+  const held = { cidr: heldOf(true), addr: heldOf(false) };
+  const released: ReleasedAddress[] = [];
+  for (const a of Object.entries(prev.clusters).flatMap(([n, c]) => addressesOf(n, c))) {
+    const iv = intervalOf(a.address);
+    if (!iv.length) continue;
+    const gone = subtractIntervals(iv, isCidr(a) ? held.cidr : held.addr);
+    // a CIDR or address released whole keeps its written form; part of a range is written as ranges
+    if (gone.length === 1 && gone[0].start === iv[0].start && gone[0].end === iv[0].end) released.push(a);
+    else for (const g of gone) released.push({ ...a, address: formatInterval(g) });
+  }
+  return sortReleased([...(prev.released ?? []), ...released]);
+}
+
+/** The interval an address, range or CIDR of the ledger covers (none when unparsable). */
+export function intervalOf(text: string): Interval[] {
+  const r = parsePoolItem(text);
+  return r.ok ? [r.interval] : [];
+}
+
+/** Which released addresses to reclaim: all, those of some clusters, or some addresses. */
+export interface ReclaimSelector {
+  readonly all?: boolean;
+  readonly clusters?: readonly string[];
+  readonly addresses?: readonly string[];
+}
+
+/** Lift the quarantine of the selected addresses (the user says their old holders are gone). */
+export function reclaimReleased(l: Ledger, sel: ReclaimSelector): { ledger: Ledger; reclaimed: ReleasedAddress[] } {
+  const pick = (r: ReleasedAddress) => !!sel.all || (sel.clusters ?? []).includes(r.cluster) || (sel.addresses ?? []).includes(r.address);
+  const list = l.released ?? [];
+  const reclaimed = list.filter(pick);
+  const kept = list.filter((r) => !pick(r));
+  return { ledger: { ...l, released: kept.length ? kept : undefined }, reclaimed };
 }

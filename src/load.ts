@@ -4,7 +4,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { FleetValidationError } from './errors';
+import { FleetValidationError, MigrationMeshError } from './errors';
 import { FleetDocument } from './fleet-schema';
 import { Ledger, parseLedger } from './ledger';
 import { parseFleetDocument } from './resolve';
@@ -16,6 +16,7 @@ export function parseFleetText(text: string, source = 'fleet'): FleetDocument {
     throw new FleetValidationError(doc.errors.map((e) => {
       const pos = e.linePos?.[0];
       return {
+        code: 'yaml-syntax' as const,
         path: pos ? `line ${pos.line}, column ${pos.col}` : '(document)',
         message: `not valid YAML: ${e.message.split('\n')[0]}`,
         fix: 'correct the syntax at that position (indentation, a missing ":" or quote)',
@@ -30,7 +31,8 @@ export function loadFleetFile(file: string): FleetDocument {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    throw new Error(`cannot read fleet file ${file}: ${(e as Error).message}`);
+    const message = `cannot read fleet file ${file}: ${(e as Error).message}`;
+    throw new MigrationMeshError(message, [{ code: 'file-unreadable', path: file, message, fix: 'check the path and its permissions' }]);
   }
   return parseFleetText(text, file);
 }

@@ -4,17 +4,18 @@
  * and the next ledger. Surviving members keep their addresses; new members take the lowest free one.
  * Pure, no cdk8s import.
  */
-import { Attachment, Datapath, SyncPlacement } from './fleet-schema';
-import { FleetProblem, FleetValidationError } from './errors';
+import { Attachment, Datapath, FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND, SyncPlacement } from './fleet-schema';
+import { Checked, ProblemCollector, orThrow } from './errors';
 import {
-  Cidr, Interval, Family, aggregateCidrs, bits, cidrOf, contains, containsAddr, countIntervals, formatAddr, formatCidr,
+  Cidr, Interval, Family, aggregateCidrs, bits, cidrOf, contains, countIntervals, formatAddr, formatCidr,
   formatInterval, hostCidr, intervalToCidrs, mergeIntervals, overlaps, parseAddr, parseCidr, parsePoolItem, addr,
-  subtractIntervals,
+  subtractIntervals, usableHosts,
 } from './ip';
-import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange } from './ledger';
-import { FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND } from './fleet-schema';
+import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange, nextQuarantine } from './ledger';
+import { Quarantine, ledgerForFleet, quarantineOf, quarantinedIn, routerProblems } from './ledger-guard';
 import {
-  parseFleetDocument, resolveFleet, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt, crossClusterNeeded, inClusterNeeded, usableHosts,
+  checkFleet, checkFleetDocument, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt,
+  crossClusterNeeded, inClusterBreakdown, inClusterNeeded,
 } from './resolve';
 
 export interface RoutePlan { readonly dst: string; readonly gw: string }
@@ -50,6 +51,8 @@ export interface ClusterPlan {
   readonly syncPlacement: SyncPlacement;
   readonly kubevirt: ResolvedKubevirt;
   readonly multiNetworkPolicy: boolean;
+  /** OpenShift cluster: the gateway gets an SCC and its binding. */
+  readonly openshift: boolean;
   /** The NAD KubeVirt names in `migrations.network` (in-cluster in gateway/native mode, the shared network in direct mode). */
   readonly migrationNetwork: {
     readonly nadName: string;
@@ -117,13 +120,31 @@ export interface PlanResult {
   readonly changes: LedgerChange[];
 }
 
-/** Walks the free addresses of `usable` in ascending order, skipping `used`. */
-class FreeCursor {
+// ---------------- keep what the ledger has, then take the lowest free ----------------
+
+/** The addresses of one network that members may hold: usable ones, minus those already claimed. */
+class AddressPool {
+  private readonly used = new Set<bigint>();
   private i = 0;
   private next: bigint | undefined;
-  constructor(private readonly usable: Interval[], private readonly used: Set<string>) {
+
+  constructor(private readonly usable: readonly Interval[]) {
     this.next = usable[0]?.start;
   }
+
+  /** Claim an address the ledger names, when it is usable and nobody holds it yet. */
+  keep(v: bigint | undefined): bigint | undefined {
+    if (v === undefined || this.used.has(v) || !this.usable.some((iv) => iv.start <= v && v <= iv.end)) return undefined;
+    this.used.add(v);
+    return v;
+  }
+
+  /** Never hand this address out (quarantined: released by a member that may still hold it). */
+  block(v: bigint): void {
+    this.used.add(v);
+  }
+
+  /** The lowest free address (ascending: call after every `keep`), or undefined when none is left. */
   take(): bigint | undefined {
     while (this.i < this.usable.length) {
       const iv = this.usable[this.i];
@@ -134,281 +155,352 @@ class FreeCursor {
       }
       const v = this.next;
       this.next = v + 1n;
-      const key = `${iv.family}:${v}`;
-      if (this.used.has(key)) continue;
-      this.used.add(key);
+      if (this.used.has(v)) continue;
+      this.used.add(v);
       return v;
     }
     return undefined;
   }
 }
 
-const key = (family: Family, v: bigint): string => `${family}:${v}`;
+/**
+ * What one member asks of a pool: `want` addresses, and the ones the ledger recorded for it. By slot
+ * (gateway replicas: replica i keeps only its own ledger entry) or as a set (a whereabouts slice keeps
+ * whichever of its recorded addresses are still usable, up to `want`).
+ */
+interface AddressRequest {
+  readonly want: number;
+  readonly ledger: Iterable<bigint | undefined>;
+  readonly bySlot: boolean;
+}
+
+/**
+ * Keep what the ledger has, then take the lowest free. Every request keeps its ledger addresses
+ * first, so a new member never takes an address a surviving member holds; then the `blocked` addresses
+ * are set aside; then the empty slots take the lowest free addresses, in request order. One array per request; undefined where the pool ran out.
+ */
+function keepThenTake(pool: AddressPool, requests: readonly AddressRequest[], blocked: Iterable<bigint> = []): (bigint | undefined)[][] {
+  const slots = requests.map((r) => {
+    const got: (bigint | undefined)[] = new Array(r.want).fill(undefined);
+    let n = 0;
+    for (const v of r.ledger) {
+      if (n >= r.want) break;
+      const kept = pool.keep(v);
+      if (r.bySlot) got[n++] = kept;
+      else if (kept !== undefined) got[n++] = kept;
+    }
+    return got;
+  });
+  // after the keep phase: what was released (or held before) is never handed to a new member
+  for (const v of blocked) pool.block(v);
+  for (const got of slots) for (let i = 0; i < got.length; i++) if (got[i] === undefined) got[i] = pool.take();
+  return slots;
+}
+
+/** The values of a ledger's address list (`a`, `a-b`, CIDR) of one family, lazily. */
+function* ledgerValues(items: readonly string[] | undefined, family: Family): Generator<bigint> {
+  for (const item of items ?? []) {
+    const r = parsePoolItem(item);
+    if (!r.ok || r.interval.family !== family) continue;
+    for (let v = r.interval.start; v <= r.interval.end; v++) yield v;
+  }
+}
+
+/** One address the ledger recorded, when it parses and is of the family. */
+function ledgerAddr(text: string | undefined, family: Family): bigint | undefined {
+  const a = text === undefined ? undefined : parseAddr(text);
+  return a && a.family === family ? a.value : undefined;
+}
+
+/** The quarantined addresses of one family (`family:value` keys). */
+const keysOf = (keys: ReadonlySet<string>, family: Family): bigint[] =>
+  [...keys].filter((k) => k.startsWith(`${family}:`)).map((k) => BigInt(k.slice(2)));
+
+const needsInCluster = (c: ResolvedCluster, surge: number): string => `cluster ${c.name} needs ${inClusterNeeded(c, surge)} in-cluster addresses`;
+
+// ---------------- phase 1: in-cluster CIDRs ----------------
+
+/** Every gateway/native cluster's in-cluster CIDR: explicit, else kept from the ledger, else carved from the supernet. */
+function planClusterCidrs(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledger, quarantine: Quarantine): Map<string, Cidr> {
+  const cidrs = new Map<string, Cidr>();
+  const taken: Interval[] = [...fleet.crossCluster.usable];
+  for (const c of fleet.clusters) {
+    if (c.migrationCidr) { cidrs.set(c.name, c.migrationCidr); taken.push(c.migrationCidr); }
+    taken.push(...c.podCidrs, ...c.serviceCidrs);
+  }
+  const carved = fleet.clusters.filter((c) => !c.migrationCidr && c.datapath !== 'direct');
+  const fits = (c: ResolvedCluster, cidr: Cidr): boolean =>
+    BigInt(inClusterNeeded(c, fleet.addressSurge)) <= countIntervals(subtractIntervals([usableHosts(cidr)], c.migrationExclude));
+  // keep what the ledger has
+  for (const c of carved) {
+    const old = prev.clusters[c.name]?.migrationCidr;
+    const r = old !== undefined && fleet.supernet ? parseCidr(old) : undefined;
+    if (!r?.ok || !contains(fleet.supernet!, r.cidr) || taken.some((t) => overlaps(t, r.cidr))) continue;
+    if (!fits(c, r.cidr)) {
+      p.add('cidr-too-small', `spec.clusters[${c.index}].nodes`,
+        `${needsInCluster(c, fleet.addressSurge)} but its ledger CIDR ${old} holds ${countIntervals([usableHosts(r.cidr)])}; it will not be renumbered silently`,
+        `give spec.clusters[${c.index}].migrationNetwork.cidr a larger CIDR explicitly (its handlers then move), or lower the node count`);
+      continue;
+    }
+    cidrs.set(c.name, r.cidr);
+    taken.push(r.cidr);
+  }
+  // then take the lowest free aligned block of the supernet, never a released or previously held one
+  taken.push(...quarantine.cidrs);
+  if (!fleet.supernet) return cidrs;
+  const blocks = new BlockCursor(fleet.supernet, fleet.clusterPrefixLength, taken);
+  for (const c of carved) {
+    if (cidrs.has(c.name)) continue;
+    const found = blocks.take();
+    if (!found) {
+      const total = countIntervals([fleet.supernet]) / blocks.size;
+      p.add('supernet-exhausted', 'spec.migrationNetwork.supernet',
+        `supernet ${formatCidr(fleet.supernet)} has no free /${fleet.clusterPrefixLength} left for cluster ${c.name} (${total} blocks in all, ${carved.length} clusters carve from it, others taken by explicit, pod, service or pool ranges)`,
+        'use a larger supernet, a longer clusterPrefixLength, or give the cluster an explicit migrationNetwork.cidr');
+    } else if (!fits(c, found)) {
+      p.add('cidr-too-small', `spec.clusters[${c.index}].nodes`,
+        `${needsInCluster(c, fleet.addressSurge)} (${inClusterBreakdown(c, fleet.addressSurge)}) but a carved /${fleet.clusterPrefixLength} holds ${countIntervals([usableHosts(found)])}`,
+        'lower spec.migrationNetwork.clusterPrefixLength (bigger blocks) or give the cluster an explicit larger migrationNetwork.cidr');
+    } else {
+      cidrs.set(c.name, found);
+      blocks.claim(found);
+    }
+  }
+  return cidrs;
+}
+
+/** Walks the aligned /prefix blocks of a supernet upwards, skipping every taken range. */
+class BlockCursor {
+  readonly size: bigint;
+  private cursor: bigint;
+  private merged: Interval[];
+
+  constructor(private readonly supernet: Cidr, private readonly prefix: number, private readonly taken: Interval[]) {
+    this.size = 1n << BigInt(bits(supernet.family) - prefix);
+    this.cursor = supernet.start;
+    this.merged = this.sortedTaken();
+  }
+
+  private sortedTaken(): Interval[] {
+    return mergeIntervals(this.taken.filter((t) => t.family === this.supernet.family && overlaps(t, this.supernet)));
+  }
+
+  /** The lowest free block at or above the cursor (the cursor moves past it), or undefined. */
+  take(): Cidr | undefined {
+    const { supernet: sn, size } = this;
+    while (this.cursor + size - 1n <= sn.end) {
+      const cand = cidrOf(sn.family, this.cursor, this.prefix);
+      const clash = this.merged.find((t) => overlaps(t, cand));
+      if (!clash) { this.cursor += size; return cand; }
+      // jump past the clash, keeping alignment relative to the supernet start
+      let next = ((clash.end + 1n + size - 1n) / size) * size;
+      if (next < sn.start) next = sn.start;
+      this.cursor = sn.start + (((next - sn.start) + size - 1n) / size) * size;
+    }
+    return undefined;
+  }
+
+  claim(block: Cidr): void {
+    this.taken.push(block);
+    this.merged = this.sortedTaken();
+  }
+}
+
+// ---------------- phase 2: addresses on the shared network ----------------
+
+/** Per cluster: gateway replicas' shared addresses (by replica), or the direct/native slice (ascending). */
+function planSharedAddresses(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledger, quarantine: Quarantine): Map<string, bigint[]> {
+  const cc = fleet.crossCluster;
+  const requests = fleet.clusters.map((c): AddressRequest => {
+    const old = prev.clusters[c.name];
+    return c.datapath === 'gateway'
+      ? { want: c.gatewayReplicas, bySlot: true, ledger: (old?.gateways ?? []).map((g) => ledgerAddr(g.crossCluster, cc.family)) }
+      : { want: crossClusterNeeded(c, fleet.addressSurge), bySlot: false, ledger: ledgerValues(old?.crossClusterAddresses, cc.family) };
+  });
+  const got = keepThenTake(new AddressPool(cc.usable), requests, keysOf(quarantine.crossKeys, cc.family));
+  if (got.some((slots) => slots.includes(undefined))) {
+    // resolveFleet checks totals first; this guards against anything it could not see
+    p.add('pool-exhausted', 'spec.crossClusterNetwork.addresses.pool', `the pool ran out of free addresses (usable ${cc.usableCount})`, 'add addresses to the pool');
+  }
+  return new Map(fleet.clusters.map((c, i) => {
+    const values = got[i].filter((v): v is bigint => v !== undefined);
+    return [c.name, c.datapath === 'gateway' ? values : values.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))];
+  }));
+}
+
+// ---------------- phase 3: gateway addresses on the in-cluster network ----------------
+
+interface GatewayInCluster { readonly replicas: bigint[]; readonly vip?: bigint }
+
+/**
+ * Each gateway cluster's replica addresses and VIP in its CIDR. The VIP is kept before new replicas
+ * take addresses, so growing the replicas never moves it.
+ */
+function planGatewayInCluster(fleet: ResolvedFleet, prev: Ledger, cidrs: Map<string, Cidr>, quarantine: Quarantine): Map<string, GatewayInCluster> {
+  const out = new Map<string, GatewayInCluster>();
+  for (const c of fleet.clusters) {
+    if (c.datapath !== 'gateway') continue;
+    const cidr = cidrs.get(c.name)!;
+    const old = prev.clusters[c.name];
+    const pool = new AddressPool(subtractIntervals([usableHosts(cidr)], c.migrationExclude));
+    const [replicas, vip] = keepThenTake(pool, [
+      { want: c.gatewayReplicas, bySlot: true, ledger: (old?.gateways ?? []).map((g) => ledgerAddr(g.inCluster, cidr.family)) },
+      { want: c.gatewayVip ? 1 : 0, bySlot: true, ledger: [ledgerAddr(old?.gatewayVip, cidr.family)] },
+    ], keysOf(quarantine.inClusterKeys, cidr.family));
+    out.set(c.name, { replicas: replicas as bigint[], vip: vip[0] });
+  }
+  return out;
+}
+
+// ---------------- phase 4: each cluster's plan and ledger entry ----------------
+
+interface Allocation {
+  readonly fleet: ResolvedFleet;
+  readonly cidrs: Map<string, Cidr>;
+  readonly shared: Map<string, bigint[]>;
+  readonly gatewayIn: Map<string, GatewayInCluster>;
+  readonly quarantine: Quarantine;
+  /** Every gateway cluster's peer-table entry, formatted once (each cluster's table is all of them but itself). */
+  readonly peers: PeerPlan[];
+}
+
+function peerEntries(fleet: ResolvedFleet, cidrs: Map<string, Cidr>, shared: Map<string, bigint[]>): PeerPlan[] {
+  return fleet.clusters.filter((c) => c.datapath === 'gateway').map((o) => ({
+    cluster: o.name,
+    cidrs: [formatCidr(cidrs.get(o.name)!)],
+    gateways: shared.get(o.name)!.map((x) => ({ host: formatAddr(addr(fleet.crossCluster.family, x)), port: fleet.gateway.tunnelPort })),
+  }));
+}
+
+type ModeParts = Pick<ClusterPlan, 'gateways' | 'gatewayVip' | 'peers' | 'crossClusterSync'> & { readonly ipam: WhereaboutsPlan };
+
+function gatewayParts(a: Allocation, c: ResolvedCluster, entry: LedgerCluster): ModeParts {
+  const cc = a.fleet.crossCluster;
+  const cidr = a.cidrs.get(c.name)!;
+  const fam = cidr.family;
+  const { replicas: ins, vip } = a.gatewayIn.get(c.name)!;
+  const cross = a.shared.get(c.name)!;
+  entry.gateways = cross.map((x, i) => ({ inCluster: formatAddr(addr(fam, ins[i])), crossCluster: formatAddr(addr(cc.family, x)) }));
+  if (vip !== undefined) entry.gatewayVip = formatAddr(addr(fam, vip));
+  const remotes = a.fleet.clusters.filter((o) => o.datapath === 'gateway' && o.name !== c.name).map((o) => a.cidrs.get(o.name)!);
+  // next hop: the VIP when the replicas fail over, else replica 0
+  const via = formatAddr(addr(fam, vip ?? ins[0]));
+  // the replicas' own addresses, the VIP and the quarantined ones are never whereabouts' to give
+  const own = [...new Set([...ins, ...(vip !== undefined ? [vip] : []), ...quarantinedIn(a.quarantine, cidr)])].map((v) => hostCidr(addr(fam, v)));
+  return {
+    gateways: cross.map((x, i) => ({
+      replica: i,
+      inCluster: `${formatAddr(addr(fam, ins[i]))}/${cidr.prefix}`,
+      crossCluster: `${formatAddr(addr(cc.family, x))}/${cc.prefixLength}`,
+    })),
+    gatewayVip: vip !== undefined ? `${formatAddr(addr(fam, vip))}/${cidr.prefix}` : undefined,
+    peers: a.peers.filter((e) => e.cluster !== c.name),
+    ipam: {
+      range: formatCidr(cidr),
+      exclude: [...own, ...c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr)],
+      routes: routesFor(remotes, a.fleet.supernet, cidr).map((dst) => ({ dst, gw: via })),
+    },
+  };
+}
+
+function sliceParts(p: ProblemCollector, a: Allocation, c: ResolvedCluster, entry: LedgerCluster): ModeParts {
+  const cc = a.fleet.crossCluster;
+  const slice = a.shared.get(c.name)!;
+  entry.crossClusterAddresses = compact(slice, cc.family);
+  const sliceRange = sliceIpam(p, slice, cc.family, cc.subnets, c);
+  if (c.datapath === 'direct') return { gateways: [], peers: [], ipam: sliceRange };
+  const cidr = a.cidrs.get(c.name)!;
+  return {
+    gateways: [], peers: [],
+    ipam: { range: formatCidr(cidr), exclude: c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr), routes: [] },
+    crossClusterSync: { nadName: cc.nadName, ipam: sliceRange },
+  };
+}
+
+function clusterPlan(p: ProblemCollector, a: Allocation, c: ResolvedCluster, entry: LedgerCluster): ClusterPlan {
+  const cc = a.fleet.crossCluster;
+  const surge = a.fleet.addressSurge;
+  const cidr = a.cidrs.get(c.name);
+  const usableIn = cidr && countIntervals(subtractIntervals([usableHosts(cidr)], c.migrationExclude));
+  if (cidr && c.datapath !== 'direct' && !c.migrationCidr) entry.migrationCidr = formatCidr(cidr);
+  const { ipam, ...parts } = c.datapath === 'gateway' ? gatewayParts(a, c, entry) : sliceParts(p, a, c, entry);
+  return {
+    name: c.name, datapath: c.datapath, nodes: c.nodes, syncReplicas: c.syncReplicas, syncPlacement: c.syncPlacement,
+    kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy, openshift: c.openshift,
+    migrationNetwork: {
+      nadName: c.datapath === 'direct' ? cc.nadName : a.fleet.migrationNadName,
+      attachment: c.datapath === 'direct' ? cc.attachment : c.migrationAttachment,
+      cidr: cidr ? formatCidr(cidr) : undefined,
+      ipam,
+    },
+    crossClusterSync: parts.crossClusterSync, gateways: parts.gateways, gatewayVip: parts.gatewayVip, peers: parts.peers,
+    capacity: {
+      inCluster: usableIn !== undefined ? { needed: inClusterNeeded(c, surge), usable: usableIn.toString() } : undefined,
+      crossCluster: crossClusterNeeded(c, surge),
+    },
+  };
+}
+
+function capacityReport(fleet: ResolvedFleet): CapacityReport {
+  const cc = fleet.crossCluster;
+  const surge = fleet.addressSurge;
+  const sum = (f: (c: ResolvedCluster) => number): number => fleet.clusters.reduce((n, c) => n + f(c), 0);
+  const needed = sum((c) => crossClusterNeeded(c, surge));
+  return {
+    family: cc.family,
+    pool: cc.poolCount.toString(), excluded: cc.excludedCount.toString(), reserved: cc.reservedCount.toString(),
+    usable: cc.usableCount.toString(), needed, free: (cc.usableCount - BigInt(needed)).toString(),
+    byMode: {
+      direct: sum((c) => c.nodes + c.syncReplicas),
+      directWithSurge: sum((c) => crossClusterNeeded(c, surge, 'direct')),
+      native: sum((c) => crossClusterNeeded(c, surge, 'native')),
+      gateway: sum((c) => c.gatewayReplicas),
+    },
+  };
+}
+
+// ---------------- the phases together ----------------
+
+/** Plan a fleet, as a value: the plan, the next ledger and the changes, or every problem. */
+function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult> {
+  const p = new ProblemCollector();
+  const prev = previous && previous.fleet === fleet.name ? previous : emptyLedger(fleet.name);
+  // released addresses stay quarantined until reclaimed; a router never takes a planned address
+  const quarantine = quarantineOf(prev);
+  p.addAll(routerProblems(fleet.crossCluster.gateway, fleet.crossCluster.family, prev));
+  const cidrs = planClusterCidrs(p, fleet, prev, quarantine);
+  const shared = planSharedAddresses(p, fleet, prev, quarantine);
+  if (!p.empty) return p.failed();
+  const gatewayIn = planGatewayInCluster(fleet, prev, cidrs, quarantine);
+  const allocation: Allocation = { fleet, cidrs, shared, gatewayIn, quarantine, peers: peerEntries(fleet, cidrs, shared) };
+  const next: Record<string, LedgerCluster> = {};
+  const clusters = fleet.clusters.map((c) => clusterPlan(p, allocation, c, (next[c.name] = {})));
+  const released = nextQuarantine(prev, next);
+  const ledger: Ledger = { ...emptyLedger(fleet.name), clusters: next, ...(released.length ? { released } : {}) };
+  const cc = fleet.crossCluster;
+  return p.result(() => ({
+    plan: {
+      fleet: fleet.name,
+      crossCluster: { nadName: cc.nadName, attachment: cc.attachment, prefixLength: cc.prefixLength, gateway: cc.gateway, routes: cc.routes },
+      migrationPolicy: fleet.migrationPolicy,
+      gateway: fleet.gateway,
+      addressSurge: fleet.addressSurge,
+      supernet: fleet.supernet ? formatCidr(fleet.supernet) : undefined,
+      clusters, trust: fleet.trust,
+      capacity: capacityReport(fleet),
+    },
+    ledger,
+    changes: diffLedgers(prev, ledger),
+  }));
+}
 
 /** Plan a fleet. Throws FleetValidationError when the plan cannot be made (capacity, exhausted supernet). */
 export function planFleet(fleet: ResolvedFleet, previous?: Ledger): PlanResult {
-  const problems: FleetProblem[] = [];
-  const prev = previous && previous.fleet === fleet.name ? previous : emptyLedger(fleet.name);
-  const next: Record<string, LedgerCluster> = {};
-  const cc = fleet.crossCluster;
-  const surge = fleet.addressSurge;
-  for (const c of fleet.clusters) next[c.name] = {};
-
-  // ---------------- in-cluster CIDRs ----------------
-  const cidrOfCluster = new Map<string, Cidr>();
-  const taken: Interval[] = [...cc.usable];
-  for (const c of fleet.clusters) {
-    if (c.migrationCidr) { cidrOfCluster.set(c.name, c.migrationCidr); taken.push(c.migrationCidr); }
-    taken.push(...c.podCidrs, ...c.serviceCidrs);
-  }
-  const wantsCarve = fleet.clusters.filter((c) => !c.migrationCidr && c.datapath !== 'direct');
-  const carveFits = (c: ResolvedCluster, cidr: Cidr): boolean =>
-    BigInt(inClusterNeeded(c, surge)) <= countIntervals(subtractIntervals([usableHosts(cidr)], c.migrationExclude));
-  // keep phase
-  for (const c of wantsCarve) {
-    const old = prev.clusters[c.name]?.migrationCidr;
-    if (!old || !fleet.supernet) continue;
-    const r = parseCidr(old);
-    if (!r.ok || !contains(fleet.supernet, r.cidr) || taken.some((t) => overlaps(t, r.cidr))) continue;
-    if (!carveFits(c, r.cidr)) {
-      problems.push({
-        path: `spec.clusters[${c.index}].nodes`,
-        message: `cluster ${c.name} needs ${inClusterNeeded(c, surge)} in-cluster addresses but its ledger CIDR ${old} holds ${countIntervals([usableHosts(r.cidr)])}; it will not be renumbered silently`,
-        fix: `give spec.clusters[${c.index}].migrationNetwork.cidr a larger CIDR explicitly (its handlers then move), or lower the node count`,
-      });
-      continue;
-    }
-    cidrOfCluster.set(c.name, r.cidr);
-    taken.push(r.cidr);
-  }
-  // assign phase: lowest free aligned block of the supernet
-  if (fleet.supernet) {
-    const sn = fleet.supernet;
-    const blockBits = bits(sn.family) - fleet.clusterPrefixLength;
-    const blockSize = 1n << BigInt(blockBits);
-    const sortedTaken = () => mergeIntervals(taken.filter((t) => t.family === sn.family && overlaps(t, sn)));
-    let cursor = sn.start;
-    let merged = sortedTaken();
-    for (const c of wantsCarve) {
-      if (cidrOfCluster.has(c.name)) continue;
-      let found: Cidr | undefined;
-      while (cursor + blockSize - 1n <= sn.end) {
-        const cand = cidrOf(sn.family, cursor, fleet.clusterPrefixLength);
-        const clash = merged.find((t) => overlaps(t, cand));
-        if (!clash) { found = cand; cursor += blockSize; break; }
-        // jump past the clash, keeping alignment
-        const after = clash.end + 1n;
-        cursor = ((after + blockSize - 1n) / blockSize) * blockSize;
-        if (cursor < sn.start) cursor = sn.start;
-        // re-align relative to the supernet start
-        cursor = sn.start + (((cursor - sn.start) + blockSize - 1n) / blockSize) * blockSize;
-      }
-      if (!found) {
-        const total = countIntervals([sn]) / blockSize;
-        problems.push({
-          path: 'spec.migrationNetwork.supernet',
-          message: `supernet ${formatCidr(sn)} has no free /${fleet.clusterPrefixLength} left for cluster ${c.name} (${total} blocks in all, ${wantsCarve.length} clusters carve from it, others taken by explicit, pod, service or pool ranges)`,
-          fix: 'use a larger supernet, a longer clusterPrefixLength, or give the cluster an explicit migrationNetwork.cidr',
-        });
-        continue;
-      }
-      if (!carveFits(c, found)) {
-        problems.push({
-          path: `spec.clusters[${c.index}].nodes`,
-          message: `cluster ${c.name} needs ${inClusterNeeded(c, surge)} in-cluster addresses (${c.nodes} nodes + ${c.syncReplicas} sync controllers${c.datapath === 'gateway' ? ` + ${c.gatewayReplicas} gateways${c.gatewayVip ? ' + 1 gateway VIP' : ''}` : ''} + ${surge} surge) but a carved /${fleet.clusterPrefixLength} holds ${countIntervals([usableHosts(found)])}`,
-          fix: 'lower spec.migrationNetwork.clusterPrefixLength (bigger blocks) or give the cluster an explicit larger migrationNetwork.cidr',
-        });
-        continue;
-      }
-      cidrOfCluster.set(c.name, found);
-      taken.push(found);
-      merged = sortedTaken();
-      next[c.name].migrationCidr = formatCidr(found);
-    }
-  }
-  for (const c of wantsCarve) {
-    const got = cidrOfCluster.get(c.name);
-    if (got && next[c.name].migrationCidr === undefined) next[c.name].migrationCidr = formatCidr(got);
-  }
-
-  // ---------------- gateway addresses on the shared network ----------------
-  const usedCross = new Set<string>();
-  const gwCross = new Map<string, (bigint | undefined)[]>();
-  const sliceOf = new Map<string, bigint[]>();
-  const usableCross = cc.usable;
-  const inUsable = (v: bigint): boolean => usableCross.some((iv) => iv.start <= v && v <= iv.end);
-  // keep phase
-  for (const c of fleet.clusters) {
-    const old = prev.clusters[c.name];
-    if (c.datapath === 'gateway') {
-      const arr: (bigint | undefined)[] = new Array(c.gatewayReplicas).fill(undefined);
-      (old?.gateways ?? []).slice(0, c.gatewayReplicas).forEach((g, i) => {
-        const a = parseAddr(g.crossCluster);
-        if (a && a.family === cc.family && inUsable(a.value) && !usedCross.has(key(a.family, a.value))) {
-          usedCross.add(key(a.family, a.value));
-          arr[i] = a.value;
-        }
-      });
-      gwCross.set(c.name, arr);
-    } else {
-      const want = crossClusterNeeded(c, surge);
-      const kept: bigint[] = [];
-      for (const item of old?.crossClusterAddresses ?? []) {
-        const r = parsePoolItem(item);
-        if (!r.ok || r.interval.family !== cc.family) continue;
-        for (let v = r.interval.start; v <= r.interval.end && kept.length < want; v++) {
-          if (inUsable(v) && !usedCross.has(key(cc.family, v))) { usedCross.add(key(cc.family, v)); kept.push(v); }
-        }
-      }
-      sliceOf.set(c.name, kept);
-    }
-  }
-  // assign phase
-  const cursor = new FreeCursor(usableCross, usedCross);
-  let exhausted = false;
-  for (const c of fleet.clusters) {
-    if (c.datapath === 'gateway') {
-      const arr = gwCross.get(c.name)!;
-      for (let i = 0; i < arr.length; i++) if (arr[i] === undefined) { arr[i] = cursor.take(); if (arr[i] === undefined) exhausted = true; }
-    } else {
-      const s = sliceOf.get(c.name)!;
-      const want = crossClusterNeeded(c, surge);
-      while (s.length < want) { const v = cursor.take(); if (v === undefined) { exhausted = true; break; } s.push(v); }
-      s.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    }
-  }
-  if (exhausted) {
-    // resolveFleet checks totals first; this guards against anything it could not see
-    problems.push({ path: 'spec.crossClusterNetwork.addresses.pool', message: `the pool ran out of free addresses (usable ${cc.usableCount})`, fix: 'add addresses to the pool' });
-  }
-  if (problems.length) throw new FleetValidationError(problems);
-
-  // direct/native slices must sit in one subnet for a single whereabouts range
-  const subnetOf = (v: bigint): Cidr | undefined => cc.subnets.find((s) => s.start <= v && v <= s.end);
-
-  // ---------------- gateway in-cluster addresses ----------------
-  const gwIn = new Map<string, bigint[]>();
-  const gwVip = new Map<string, bigint>();
-  for (const c of fleet.clusters) {
-    if (c.datapath !== 'gateway') continue;
-    const cidr = cidrOfCluster.get(c.name)!;
-    const hosts = subtractIntervals([usableHosts(cidr)], c.migrationExclude);
-    const used = new Set<string>();
-    const arr: (bigint | undefined)[] = new Array(c.gatewayReplicas).fill(undefined);
-    (prev.clusters[c.name]?.gateways ?? []).slice(0, c.gatewayReplicas).forEach((g, i) => {
-      const a = parseAddr(g.inCluster);
-      if (a && hosts.some((h) => containsAddr(h, a)) && !used.has(key(a.family, a.value))) { used.add(key(a.family, a.value)); arr[i] = a.value; }
-    });
-    // the VIP is kept before new replicas take addresses, so growing replicas never moves it
-    let vip: bigint | undefined;
-    const oldVip = c.gatewayVip ? parseAddr(prev.clusters[c.name]?.gatewayVip ?? '') : undefined;
-    if (oldVip && hosts.some((h) => containsAddr(h, oldVip)) && !used.has(key(oldVip.family, oldVip.value))) { used.add(key(oldVip.family, oldVip.value)); vip = oldVip.value; }
-    const cur = new FreeCursor(hosts, used);
-    for (let i = 0; i < arr.length; i++) if (arr[i] === undefined) arr[i] = cur.take();
-    if (c.gatewayVip && vip === undefined) vip = cur.take();
-    gwIn.set(c.name, arr as bigint[]);
-    if (vip !== undefined) gwVip.set(c.name, vip);
-  }
-
-  // ---------------- assemble the plan ----------------
-  const gatewayClusters = fleet.clusters.filter((c) => c.datapath === 'gateway');
-  // every gateway cluster's peer-table entry, formatted once (each cluster's table is all of them but itself)
-  let peerCache: PeerPlan[] | undefined;
-  const peerEntries = (): PeerPlan[] => (peerCache ??= gatewayClusters.map((o) => ({
-    cluster: o.name,
-    cidrs: [formatCidr(cidrOfCluster.get(o.name)!)],
-    gateways: (gwCross.get(o.name)! as bigint[]).map((x) => ({ host: formatAddr(addr(cc.family, x)), port: fleet.gateway.tunnelPort })),
-  })));
-  const clusters: ClusterPlan[] = fleet.clusters.map((c) => {
-    const cidr = cidrOfCluster.get(c.name);
-    const fam = cidr?.family ?? cc.family;
-    let gateways: GatewayReplicaPlan[] = [];
-    let gatewayVip: string | undefined;
-    let peers: PeerPlan[] = [];
-    let migrationIpam: WhereaboutsPlan;
-    let crossClusterSync: ClusterPlan['crossClusterSync'];
-    if (c.datapath === 'gateway') {
-      const ins = gwIn.get(c.name)!;
-      const cross = gwCross.get(c.name)! as bigint[];
-      gateways = cross.map((x, i) => ({
-        replica: i,
-        inCluster: `${formatAddr(addr(fam, ins[i]))}/${cidr!.prefix}`,
-        crossCluster: `${formatAddr(addr(cc.family, x))}/${cc.prefixLength}`,
-      }));
-      next[c.name].gateways = cross.map((x, i) => ({ inCluster: formatAddr(addr(fam, ins[i])), crossCluster: formatAddr(addr(cc.family, x)) }));
-      const remotes = gatewayClusters.filter((o) => o.name !== c.name).map((o) => cidrOfCluster.get(o.name)!);
-      const vip = gwVip.get(c.name);
-      if (vip !== undefined) {
-        gatewayVip = `${formatAddr(addr(fam, vip))}/${cidr!.prefix}`;
-        next[c.name].gatewayVip = formatAddr(addr(fam, vip));
-      }
-      // next hop: the VIP when the replicas fail over, else replica 0
-      const via = formatAddr(addr(fam, vip ?? ins[0]));
-      migrationIpam = {
-        range: formatCidr(cidr!),
-        exclude: [...[...ins, ...(vip !== undefined ? [vip] : [])].map((v) => hostCidr(addr(fam, v))), ...c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr)],
-        routes: routesFor(remotes, fleet.supernet, cidr!).map((dst) => ({ dst, gw: via })),
-      };
-      peers = peerEntries().filter((e) => e.cluster !== c.name);
-    } else if (c.datapath === 'native') {
-      migrationIpam = {
-        range: formatCidr(cidr!),
-        exclude: c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr),
-        routes: [],
-      };
-      const slice = sliceOf.get(c.name)!;
-      crossClusterSync = { nadName: cc.nadName, ipam: sliceIpam(slice, cc.family, subnetOf, c, problems) };
-      next[c.name].crossClusterAddresses = compact(slice, cc.family);
-    } else {
-      const slice = sliceOf.get(c.name)!;
-      migrationIpam = sliceIpam(slice, cc.family, subnetOf, c, problems);
-      next[c.name].crossClusterAddresses = compact(slice, cc.family);
-    }
-    return {
-      name: c.name, datapath: c.datapath, nodes: c.nodes, syncReplicas: c.syncReplicas, syncPlacement: c.syncPlacement,
-      kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy,
-      migrationNetwork: {
-        nadName: c.datapath === 'direct' ? cc.nadName : fleet.migrationNadName,
-        attachment: c.datapath === 'direct' ? cc.attachment : c.migrationAttachment,
-        cidr: cidr ? formatCidr(cidr) : undefined,
-        ipam: migrationIpam,
-      },
-      crossClusterSync, gateways, gatewayVip, peers,
-      capacity: {
-        inCluster: cidr ? { needed: inClusterNeeded(c, surge), usable: countIntervals(subtractIntervals([usableHosts(cidr)], c.migrationExclude)).toString() } : undefined,
-        crossCluster: crossClusterNeeded(c, surge),
-      },
-    };
-  });
-  if (problems.length) throw new FleetValidationError(problems);
-
-  const needed = fleet.clusters.reduce((n, c) => n + crossClusterNeeded(c, surge), 0);
-  const ledger: Ledger = { ...emptyLedger(fleet.name), clusters: next };
-  const plan: FleetPlan = {
-    fleet: fleet.name,
-    crossCluster: { nadName: cc.nadName, attachment: cc.attachment, prefixLength: cc.prefixLength, gateway: cc.gateway, routes: cc.routes },
-    migrationPolicy: fleet.migrationPolicy,
-    gateway: fleet.gateway,
-    addressSurge: surge,
-    supernet: fleet.supernet ? formatCidr(fleet.supernet) : undefined,
-    clusters, trust: fleet.trust,
-    capacity: {
-      family: cc.family,
-      pool: cc.poolCount.toString(), excluded: cc.excludedCount.toString(), reserved: cc.reservedCount.toString(),
-      usable: cc.usableCount.toString(), needed, free: (cc.usableCount - BigInt(needed)).toString(),
-      byMode: {
-        direct: fleet.clusters.reduce((n, c) => n + c.nodes + c.syncReplicas, 0),
-        directWithSurge: fleet.clusters.reduce((n, c) => n + crossClusterNeeded(c, surge, 'direct'), 0),
-        native: fleet.clusters.reduce((n, c) => n + crossClusterNeeded(c, surge, 'native'), 0),
-        gateway: fleet.clusters.reduce((n, c) => n + c.gatewayReplicas, 0),
-      },
-    },
-  };
-  return { plan, ledger, changes: diffLedgers(prev, ledger) };
+  return orThrow(checkPlan(fleet, previous));
 }
 
 /** Routes a gateway-mode handler needs: one supernet route when every remote CIDR is inside it, else the exact aggregate. */
-export function routesFor(remotes: Cidr[], supernet: Cidr | undefined, local: Cidr): string[] {
+function routesFor(remotes: Cidr[], supernet: Cidr | undefined, local: Cidr): string[] {
   if (remotes.length === 0) return [];
   if (supernet && remotes.every((r) => contains(supernet, r)) && contains(supernet, local)) return [formatCidr(supernet)];
   return aggregateCidrs(remotes).map(formatCidr);
@@ -418,16 +510,16 @@ function compact(values: bigint[], family: Family): string[] {
   return mergeIntervals(values.map((v) => ({ family, start: v, end: v }))).map(formatInterval);
 }
 
-function sliceIpam(slice: bigint[], family: Family, subnetOf: (v: bigint) => Cidr | undefined, c: ResolvedCluster, problems: FleetProblem[]): WhereaboutsPlan {
+/** The whereabouts range of a direct/native cluster's slice: one subnet, first to last, the gaps excluded. */
+function sliceIpam(p: ProblemCollector, slice: bigint[], family: Family, subnets: readonly Cidr[], c: ResolvedCluster): WhereaboutsPlan {
+  const subnetOf = (v: bigint): Cidr | undefined => subnets.find((s) => s.start <= v && v <= s.end);
   const sn = subnetOf(slice[0]);
   const lo = slice[0];
   const hi = slice[slice.length - 1];
   if (!sn || slice.some((v) => subnetOf(v) !== sn)) {
-    problems.push({
-      path: 'spec.crossClusterNetwork.addresses.prefixLength',
-      message: `cluster ${c.name} (${c.datapath} mode) would hold shared-network addresses in more than one /${sn?.prefix ?? '?'} subnet; one whereabouts range cannot span them`,
-      fix: 'widen prefixLength so the pool is one subnet, or use datapath: gateway',
-    });
+    p.add('slice-spans-subnets', 'spec.crossClusterNetwork.addresses.prefixLength',
+      `cluster ${c.name} (${c.datapath} mode) would hold shared-network addresses in more than one /${sn?.prefix ?? '?'} subnet; one whereabouts range cannot span them`,
+      'widen prefixLength so the pool is one subnet, or use datapath: gateway');
     return { range: '', exclude: [], routes: [] };
   }
   const mine = mergeIntervals(slice.map((v) => ({ family, start: v, end: v })));
@@ -444,6 +536,11 @@ function sliceIpam(slice: bigint[], family: Family, subnetOf: (v: bigint) => Cid
 export interface PlanOptions {
   /** The previous ledger: its addresses are kept. */
   readonly ledger?: Ledger;
+  /**
+   * The fleet's previous name, when it was renamed: its ledger is carried over (without it, a ledger of
+   * another fleet is refused). @default - a ledger must belong to this fleet
+   */
+  readonly renamedFrom?: string;
   /** Fail when the plan would change the ledger (CI). */
   readonly frozen?: boolean;
 }
@@ -457,19 +554,31 @@ export function toFleetDocument(fleet: FleetInput): FleetDocument {
     : { apiVersion: FLEET_API_VERSION, kind: FLEET_KIND, metadata: { name: fleet.name }, spec: fleet.spec };
 }
 
-/** Validate (structure and cross-field rules), plan against the ledger, and enforce `frozen`. */
-export function planFleetDocument(fleet: FleetInput, opts: PlanOptions = {}, source?: string): PlanResult & { document: FleetDocument } {
-  const document = parseFleetDocument(toFleetDocument(fleet), source);
-  const result = planFleet(resolveFleet(document, source), opts.ledger);
+/** `planFleetDocument` as a value: the plan with its document, or every problem. */
+export function checkFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Checked<PlanResult & { document: FleetDocument }> {
+  const p = new ProblemCollector();
+  const raw = toFleetDocument(fleet);
+  // a ledger of another fleet is refused unless the fleet was renamed from it; every problem at once
+  const carried = ledgerForFleet(typeof raw?.metadata?.name === 'string' ? raw.metadata.name : '', opts.ledger, opts.renamedFrom);
+  p.addAll(carried.problems);
+  if (opts.frozen && opts.ledger && carried.ledger && opts.ledger.fleet !== carried.ledger.fleet) {
+    p.add('ledger-renamed', '(ledger)', `frozen: carrying the ledger of '${opts.ledger.fleet}' over rewrites it`,
+      'run synth with --renamed-from once without --frozen and commit the ledger');
+  }
+  const document = p.take(checkFleetDocument(raw));
+  const resolved = document && p.take(checkFleet(document));
+  const result = resolved && p.take(checkPlan(resolved, carried.ledger));
+  if (!result || !document || !p.empty) return p.failed();
   if (opts.frozen && !opts.ledger) {
-    throw new FleetValidationError([{ path: '(ledger)', message: 'frozen, but there is no ledger', fix: 'run synth without --frozen once and commit the ledger it writes' }], source);
+    p.add('ledger-missing', '(ledger)', 'frozen, but there is no ledger', 'run synth without --frozen once and commit the ledger it writes');
+  } else if (opts.frozen && result.changes.length > 0) {
+    p.add('ledger-would-change', '(ledger)', `frozen: the plan would change the ledger:\n      ${result.changes.map(formatLedgerChange).join('\n      ')}`,
+      'run synth without --frozen and commit the updated ledger');
   }
-  if (opts.frozen && result.changes.length > 0) {
-    throw new FleetValidationError([{
-      path: '(ledger)',
-      message: `frozen: the plan would change the ledger:\n      ${result.changes.map(formatLedgerChange).join('\n      ')}`,
-      fix: 'run synth without --frozen and commit the updated ledger',
-    }], source);
-  }
-  return { ...result, document };
+  return p.result(() => ({ ...result, document }));
+}
+
+/** Validate (structure and cross-field rules), plan against the ledger, and enforce `frozen`. Throws FleetValidationError. */
+export function planFleetDocument(fleet: FleetInput, opts: PlanOptions = {}, source?: string): PlanResult & { document: FleetDocument } {
+  return orThrow(checkFleetInput(fleet, opts), source);
 }

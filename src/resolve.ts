@@ -3,23 +3,24 @@
  * collected (not only the first). Pure, no cdk8s import.
  */
 import { z } from 'zod';
-import { FleetProblem, Problems, pathToString, FleetValidationError } from './errors';
+import { Checked, FleetProblem, ProblemCollector, ok, orThrow, pathToString } from './errors';
 import { kubevirtAdmissionProblems } from './admission/kubevirt';
 import {
-  Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, fleetDocumentSchema, FleetSpec, Placement,
-  SyncPlacement, FLEET_API_VERSION, FLEET_KIND,
+  Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, fleetDocumentSchema, FleetSpec, Placement, SyncPlacement,
 } from './fleet-schema';
 import {
-  Cidr, Family, Interval, bits, cidrOf, contains, countIntervals, formatCidr, formatInterval, mergeIntervals,
-  overlaps, parseAddr, parseCidr, parsePoolItem, subtractIntervals, Addr, formatAddr, addr,
+  Cidr, Family, Interval, bits, cidrOf, contains, countIntervals, formatAddr, formatCidr, formatInterval, mergeIntervals,
+  overlaps, parseAddr, parseCidr, parsePoolItem, subtractIntervals, usableHosts,
 } from './ip';
+import { DEFAULT_TUNNEL_PORT } from './names';
 import {
   DEFAULT_KUBEVIRT_VERSION, KubevirtVersion, fieldSupported, hasCrossClusterProxyApi, parseKubevirtVersion,
   supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
 } from './kubevirt-versions';
 import { TrustPlan, resolveTrust } from './trust';
+import { ExistingKubevirt, existingKubevirtProblems, resolveExistingKubevirt } from './kubevirt-existing';
 
-export const DEFAULTS = {
+const DEFAULTS = {
   datapath: 'gateway' as Datapath,
   kubevirtNamespace: 'kubevirt',
   hcoNamespace: 'kubevirt-hyperconverged',
@@ -32,7 +33,7 @@ export const DEFAULTS = {
   failoverMode: 'vip' as 'vip' | 'none',
   virtualRouterId: 51,
   gatewayImage: 'ghcr.io/migration-mesh/proxy:0.1.0',
-  tunnelPort: 15443,
+  tunnelPort: DEFAULT_TUNNEL_PORT,
   syncReplicas: 2,
   syncPlacement: 'controlPlane' as SyncPlacement,
   addressSurge: 2,
@@ -45,6 +46,8 @@ export interface ResolvedKubevirt {
   readonly version: KubevirtVersion;
   readonly configDelivery: ConfigDelivery;
   readonly hasProxyApi: boolean;
+  /** What the cluster already has in the lists our KubeVirt object owns (src/kubevirt-existing.ts). */
+  readonly existing: ExistingKubevirt;
 }
 
 export interface ResolvedCluster {
@@ -66,6 +69,8 @@ export interface ResolvedCluster {
   readonly podCidrs: Cidr[];
   readonly serviceCidrs: Cidr[];
   readonly multiNetworkPolicy: boolean;
+  /** OpenShift: the gateway pods need an SCC (declared, or implied by hco delivery). */
+  readonly openshift: boolean;
 }
 
 export interface ResolvedCrossCluster {
@@ -123,344 +128,266 @@ export function crossClusterNeeded(c: ResolvedCluster, surge: number, mode: Data
   return c.nodes + c.syncReplicas + surge;
 }
 
-/** Usable host addresses of a CIDR: IPv4 loses network and broadcast (except /31, /32); IPv6 loses the subnet-router anycast. */
-export function usableHosts(c: Cidr): Interval {
-  const hostBits = bits(c.family) - c.prefix;
-  if (c.family === 4 && hostBits >= 2) return { family: 4, start: c.start + 1n, end: c.end - 1n };
-  if (c.family === 6 && hostBits >= 1) return { family: 6, start: c.start + 1n, end: c.end };
-  return { family: c.family, start: c.start, end: c.end };
+
+/**
+ * The breakdown of `inClusterNeeded`, the one text both capacity messages use (resolve for explicit
+ * CIDRs, the planner for carved and ledger ones): `8 nodes + 2 sync controllers + 2 gateways + 1
+ * gateway VIP + 2 rollout surge`.
+ */
+export function inClusterBreakdown(c: ResolvedCluster, surge: number): string {
+  const gateways = c.datapath === 'gateway' ? ` + ${c.gatewayReplicas} gateways${c.gatewayVip ? ' + 1 gateway VIP' : ''}` : '';
+  return `${c.nodes} nodes + ${c.syncReplicas} sync controllers${gateways} + ${surge} rollout surge`;
 }
 
-function zodProblems(err: z.ZodError, base: PropertyKey[] = []): FleetProblem[] {
-  const out: FleetProblem[] = [];
-  for (const issue of err.issues) {
-    const path = pathToString([...base, ...issue.path]) || '(document)';
-    let message = issue.message;
-    let fix: string | undefined;
+// ---------------- structure: the fleet document against its schema ----------------
+
+function zodProblems(err: z.ZodError): FleetProblem[] {
+  return err.issues.map((issue): FleetProblem => {
+    const path = pathToString(issue.path) || '(document)';
     if (issue.code === 'unrecognized_keys') {
-      message = `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`;
-      fix = 'remove it or check its spelling against the fleet format in README';
-    } else if (issue.code === 'invalid_union' && 'note' in issue && issue.note === 'No matching discriminator') {
-      message = 'unknown attachment type';
-      fix = 'use one of macvlan, bridge, ipvlan, host-device';
-    } else if (issue.code === 'invalid_type') {
-      fix = undefined;
+      return {
+        code: 'unknown-field', path,
+        message: `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`,
+        fix: 'remove it or check its spelling against the fleet format in README',
+      };
     }
-    out.push({ path, message, fix });
-  }
-  return out;
+    if (issue.code === 'invalid_union' && 'note' in issue && issue.note === 'No matching discriminator') {
+      return { code: 'unknown-attachment-type', path, message: 'unknown attachment type', fix: 'use one of macvlan, bridge, ipvlan, host-device' };
+    }
+    return { code: 'schema-invalid', path, message: issue.message };
+  });
 }
 
-/** Structural validation of a fleet document (from YAML/JSON or a TS object). */
-export function parseFleetDocument(input: unknown, source?: string): FleetDocument {
+/** Issues about a value's type or shape; the others (range, format, enum) leave a value of the right type. */
+const SHAPE_ISSUES = new Set(['invalid_type', 'invalid_union', 'unrecognized_keys', 'invalid_key', 'invalid_element']);
+const isShapeIssue = (i: z.core.$ZodIssue): boolean => SHAPE_ISSUES.has(i.code);
+
+/** A copy of `input` without the values of the wrong type or shape (and without unknown keys). */
+function withoutMisshapenValues(input: unknown, issues: readonly z.core.$ZodIssue[]): unknown {
+  const copy: unknown = structuredClone(input);
+  for (const issue of issues.filter(isShapeIssue)) {
+    const parent = issue.path.slice(0, -1).reduce<unknown>((o, k) => (isRecord(o) ? o[k as string] : undefined), copy);
+    if (issue.code === 'unrecognized_keys') {
+      const at = issue.path.reduce<unknown>((o, k) => (isRecord(o) ? o[k as string] : undefined), copy);
+      if (isRecord(at)) for (const k of issue.keys) delete at[k];
+    } else if (isRecord(parent) && issue.path.length > 0 && !Array.isArray(parent)) {
+      delete parent[issue.path[issue.path.length - 1] as string];
+    }
+  }
+  return copy;
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;
+
+/**
+ * Structural validation of a fleet document (from YAML/JSON or a TS object), as a value. When the
+ * structure is wrong, the cross-field rules still run, so one run reports both kinds of problem, but
+ * only over a document whose every value has the schema's shape: values of the wrong type are removed
+ * first, and if what is left still has a shape problem (a required value was removed) the cross-field
+ * rules do not run. Values that are only out of range (nodes: 0, a bad pattern) keep their place.
+ */
+export function checkFleetDocument(input: unknown): Checked<FleetDocument> {
   const r = fleetDocumentSchema.safeParse(input);
-  if (r.success) return r.data;
-  const problems = zodProblems(r.error);
-  // Report the cross-field problems too (all at once), as far as the malformed document allows.
-  try {
-    resolveFleet(input as FleetDocument);
-  } catch (e) {
-    if (e instanceof FleetValidationError) {
-      const seen = new Set(problems.map((p) => p.path));
-      for (const p of e.problems) if (!seen.has(p.path)) problems.push(p);
-    }
-  }
-  throw new FleetValidationError(problems, source);
+  if (r.success) return ok(r.data);
+  const p = new ProblemCollector();
+  p.addAll(zodProblems(r.error));
+  const rest = withoutMisshapenValues(input, r.error.issues);
+  const again = fleetDocumentSchema.safeParse(rest);
+  const shaped = again.success ? again.data : again.error.issues.some(isShapeIssue) ? undefined : (rest as FleetDocument);
+  if (shaped) p.addAll(checkFleet(shaped).problems, { newPathsOnly: true });
+  return p.failed();
 }
 
-function parseCidrField(p: Problems, path: string, text: string): Cidr | undefined {
+/** Structural validation of a fleet document. Throws FleetValidationError with every problem. */
+export function parseFleetDocument(input: unknown, source?: string): FleetDocument {
+  return orThrow(checkFleetDocument(input), source);
+}
+
+// ---------------- field helpers ----------------
+
+function parseCidrField(p: ProblemCollector, path: string, text: string): Cidr | undefined {
   const r = parseCidr(text);
   if (r.ok) return r.cidr;
-  if (r.reason === 'unmasked') p.add(path, `'${text}' has host bits set`, `use the masked network address '${r.suggestion}'`);
-  else if (r.reason === 'prefix') p.add(path, `'${text}' has a prefix length longer than the address allows`, 'use /0-/32 for IPv4, /0-/128 for IPv6');
-  else p.add(path, `'${text}' is not a CIDR`, 'write it as address/prefix, e.g. 10.200.0.0/16 or fd00:200::/48');
+  if (r.reason === 'unmasked') p.add('cidr-host-bits', path, `'${text}' has host bits set`, `use the masked network address '${r.suggestion}'`);
+  else if (r.reason === 'prefix') p.add('cidr-syntax', path, `'${text}' has a prefix length longer than the address allows`, 'use /0-/32 for IPv4, /0-/128 for IPv6');
+  else p.add('cidr-syntax', path, `'${text}' is not a CIDR`, 'write it as address/prefix, e.g. 10.200.0.0/16 or fd00:200::/48');
   return undefined;
 }
 
-function checkAttachment(p: Problems, path: string, a: Attachment, family: Family | undefined): void {
-  if ('mtu' in a && a.mtu !== undefined && family === 6 && a.mtu < 1280) {
-    p.add(`${path}.mtu`, `${a.mtu} is below the IPv6 minimum MTU of 1280`, 'use 1280-9216 on an IPv6 network');
+/** A pool item, exclusion or other a-b range; `fix` is the advice when there is no suggested spelling. */
+function parseRangeField(p: ProblemCollector, path: string, text: string, fix: string): Interval | undefined {
+  const r = parsePoolItem(text);
+  if (r.ok) return r.interval;
+  p.add('address-syntax', path, `'${text}' ${r.reason}`, r.suggestion ? `write '${r.suggestion}'` : fix);
+  return undefined;
+}
+
+/** Every overlapping pair of a list (not only neighbours), reported at the later entry. */
+function checkPairwiseOverlaps(p: ProblemCollector, items: readonly { interval: Interval; path: string }[], code: 'pool-overlap' | 'exclude-overlap', fix: string): void {
+  for (let i = 0; i < items.length; i++) {
+    for (let j = i + 1; j < items.length; j++) {
+      if (overlaps(items[i].interval, items[j].interval)) p.add(code, items[j].path, `overlaps ${items[i].path} (${formatInterval(items[i].interval)})`, fix);
+    }
   }
 }
 
-/** Resolve defaults and check everything that relates several fields. Throws FleetValidationError. */
-export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet {
-  const p = new Problems();
-  const spec = doc.spec;
-  const S = 'spec';
+function checkAttachment(p: ProblemCollector, path: string, a: Attachment, family: Family | undefined): void {
+  if ('mtu' in a && a.mtu !== undefined && family === 6 && a.mtu < 1280) {
+    p.add('mtu-too-small', `${path}.mtu`, `${a.mtu} is below the IPv6 minimum MTU of 1280`, 'use 1280-9216 on an IPv6 network');
+  }
+}
 
-  // ---- cross-cluster network ---------------------------------------------------------------
-  const cc = spec.crossClusterNetwork;
-  const ccPath = `${S}.crossClusterNetwork.addresses`;
-  const pool: Interval[] = [];
-  const poolItems: { interval: Interval; path: string }[] = [];
-  cc.addresses.pool.forEach((item, i) => {
-    const r = parsePoolItem(item);
-    if (!r.ok) {
-      p.add(`${ccPath}.pool[${i}]`, `'${item}' ${r.reason}`, r.suggestion ? `write '${r.suggestion}'` : 'write a CIDR (10.0.0.0/28), a range (10.0.0.10-10.0.0.29) or an address');
-    }
-    else { pool.push(r.interval); poolItems.push({ interval: r.interval, path: `${ccPath}.pool[${i}]` }); }
-  });
-  const families = new Set(pool.map((i) => i.family));
-  if (families.size > 1) p.add(`${ccPath}.pool`, 'mixes IPv4 and IPv6 entries', 'give one address family per cross-cluster network');
+// ---------------- phase 1: the cross-cluster (shared) network ----------------
+
+const SHARED = 'spec.crossClusterNetwork.addresses';
+
+/** The shared network as resolve sees it; capacity is checked once the clusters are known. */
+interface SharedNetwork {
+  readonly pool: Interval[];
+  readonly family: Family;
+  readonly prefixLength: number;
+  readonly excluded: Interval[];
+  readonly subnets: Cidr[];
+  readonly usable: Interval[];
+  /** Reserved addresses the pool (after exclusions) held: what the capacity formula subtracts. */
+  readonly reservedInPool: bigint;
+  readonly gateway?: string;
+  readonly routes: { dst: string; gw: string }[];
+}
+
+function resolveSharedNetwork(p: ProblemCollector, cc: FleetSpec['crossClusterNetwork']): SharedNetwork {
+  const pool = parsePool(p, cc.addresses.pool);
   const family: Family = (pool[0]?.family ?? 4) as Family;
-  // overlapping pool entries
-  for (let i = 0; i < poolItems.length; i++) {
-    for (let j = i + 1; j < poolItems.length; j++) {
-      if (overlaps(poolItems[i].interval, poolItems[j].interval)) {
-        p.add(poolItems[j].path, `overlaps ${poolItems[i].path} (${formatInterval(poolItems[i].interval)})`, 'list each address once');
-      }
-    }
-  }
   const prefixLength = cc.addresses.prefixLength;
-  if (prefixLength > bits(family)) p.add(`${ccPath}.prefixLength`, `${prefixLength} is longer than an IPv${family} address`, `use at most ${bits(family)}`);
-  const excluded: Interval[] = [];
-  const exItems: { interval: Interval; path: string }[] = [];
-  (cc.addresses.exclude ?? []).forEach((item, i) => {
-    const path = `${ccPath}.exclude[${i}]`;
-    const r = parsePoolItem(item);
-    if (!r.ok) { p.add(path, `'${item}' ${r.reason}`, r.suggestion ? `write '${r.suggestion}'` : 'write a CIDR, an a-b range or an address'); return; }
-    const inside = pool.some((iv) => contains(iv, r.interval)) || countIntervals(subtractIntervals([r.interval], pool)) === 0n;
-    if (!inside) p.add(path, `'${item}' is not inside the pool ${cc.addresses.pool.join(', ')}`, 'remove it, or correct it to an address the pool holds');
-    exItems.push({ interval: r.interval, path });
-    excluded.push(r.interval);
+  if (prefixLength > bits(family)) p.add('prefix-too-long', `${SHARED}.prefixLength`, `${prefixLength} is longer than an IPv${family} address`, `use at most ${bits(family)}`);
+  const excluded = parseExclusions(p, cc.addresses, pool);
+  const subnets = prefixLength <= bits(family) ? poolSubnets(pool, family, prefixLength) : [];
+  const reserved = networkAndBroadcast(subnets);
+  const gateway = parseRouter(p, cc.addresses.gateway, subnets, prefixLength);
+  if (gateway) reserved.push({ family: gateway.family, start: gateway.value, end: gateway.value });
+  const routes = parseRoutes(p, cc.addresses.routes ?? []);
+  if (subnets.length > 1 && routes.length === 0) {
+    const shown = `${subnets.slice(0, 4).map(formatCidr).join(', ')}${subnets.length > 4 ? ', ...' : ''}`;
+    p.add('pool-spans-subnets', `${SHARED}.pool`,
+      `spans ${subnets.length} subnets of /${prefixLength} (${shown}); gateways in different subnets cannot reach each other without a route`,
+      'widen prefixLength so one subnet holds the pool, or add addresses.routes via a router');
+  }
+  const usable = subtractIntervals(subtractIntervals(pool, excluded), reserved);
+  const reservedInPool = countIntervals(subtractIntervals(pool, excluded)) - countIntervals(usable);
+  checkAttachment(p, 'spec.crossClusterNetwork.attachment', cc.attachment, family);
+  return { pool, family, prefixLength, excluded, subnets, usable, reservedInPool, gateway: gateway && formatAddr(gateway), routes };
+}
+
+function parsePool(p: ProblemCollector, items: readonly string[]): Interval[] {
+  const parsed: { interval: Interval; path: string }[] = [];
+  items.forEach((item, i) => {
+    const path = `${SHARED}.pool[${i}]`;
+    const interval = parseRangeField(p, path, item, 'write a CIDR (10.0.0.0/28), a range (10.0.0.10-10.0.0.29) or an address');
+    if (interval) parsed.push({ interval, path });
   });
-  // every pair, not only neighbours
-  for (let i = 0; i < exItems.length; i++) {
-    for (let j = i + 1; j < exItems.length; j++) {
-      if (overlaps(exItems[i].interval, exItems[j].interval)) {
-        p.add(exItems[j].path, `overlaps ${exItems[i].path} (${formatInterval(exItems[i].interval)})`, 'merge the two exclusions into one');
-      }
-    }
-  }
-  // subnets of /prefixLength the pool touches; network/broadcast of each are not usable
+  if (new Set(parsed.map((x) => x.interval.family)).size > 1) p.add('family-mismatch', `${SHARED}.pool`, 'mixes IPv4 and IPv6 entries', 'give one address family per cross-cluster network');
+  checkPairwiseOverlaps(p, parsed, 'pool-overlap', 'list each address once');
+  return parsed.map((x) => x.interval);
+}
+
+function parseExclusions(p: ProblemCollector, addresses: FleetSpec['crossClusterNetwork']['addresses'], pool: Interval[]): Interval[] {
+  const parsed: { interval: Interval; path: string }[] = [];
+  (addresses.exclude ?? []).forEach((item, i) => {
+    const path = `${SHARED}.exclude[${i}]`;
+    const interval = parseRangeField(p, path, item, 'write a CIDR, an a-b range or an address');
+    if (!interval) return;
+    const inside = pool.some((iv) => contains(iv, interval)) || countIntervals(subtractIntervals([interval], pool)) === 0n;
+    if (!inside) p.add('exclude-outside-pool', path, `'${item}' is not inside the pool ${addresses.pool.join(', ')}`, 'remove it, or correct it to an address the pool holds');
+    parsed.push({ interval, path });
+  });
+  checkPairwiseOverlaps(p, parsed, 'exclude-overlap', 'merge the two exclusions into one');
+  return parsed.map((x) => x.interval);
+}
+
+/** The /prefixLength subnets the pool touches (at most a little over 4096). */
+function poolSubnets(pool: Interval[], family: Family, prefixLength: number): Cidr[] {
   const subnets: Cidr[] = [];
-  if (prefixLength <= bits(family)) {
-    for (const iv of mergeIntervals(pool)) {
-      const m = ((1n << BigInt(bits(family))) - 1n) ^ ((1n << BigInt(bits(family) - prefixLength)) - 1n);
-      let s = iv.start & m;
-      while (s <= iv.end) {
-        const c = cidrOf(family, s, prefixLength);
-        if (!subnets.some((x) => x.start === c.start)) subnets.push(c);
-        s = c.end + 1n;
-        if (subnets.length > 4096) break;
-      }
+  const m = ((1n << BigInt(bits(family))) - 1n) ^ ((1n << BigInt(bits(family) - prefixLength)) - 1n);
+  for (const iv of mergeIntervals(pool)) {
+    let s = iv.start & m;
+    while (s <= iv.end) {
+      const c = cidrOf(family, s, prefixLength);
+      if (!subnets.some((x) => x.start === c.start)) subnets.push(c);
+      s = c.end + 1n;
+      if (subnets.length > 4096) break;
     }
   }
+  return subnets;
+}
+
+/** Network and broadcast (IPv4) or subnet-router anycast (IPv6) of each subnet: not assignable. */
+function networkAndBroadcast(subnets: Cidr[]): Interval[] {
   const reserved: Interval[] = [];
   for (const sn of subnets) {
     const u = usableHosts(sn);
-    if (u.start > sn.start) reserved.push({ family, start: sn.start, end: sn.start });
-    if (u.end < sn.end) reserved.push({ family, start: sn.end, end: sn.end });
+    if (u.start > sn.start) reserved.push({ family: sn.family, start: sn.start, end: sn.start });
+    if (u.end < sn.end) reserved.push({ family: sn.family, start: sn.end, end: sn.end });
   }
-  let ccGateway: string | undefined;
-  if (cc.addresses.gateway !== undefined) {
-    const g = parseAddr(cc.addresses.gateway);
-    if (!g) {
-      p.add(`${ccPath}.gateway`, `'${cc.addresses.gateway}' is not an address`, 'give the router address on the shared network');
-    }
-    else {
-      ccGateway = formatAddr(g);
-      reserved.push({ family: g.family, start: g.value, end: g.value });
-      if (!subnets.some((sn) => sn.family === g.family && sn.start <= g.value && g.value <= sn.end)) {
-        p.add(`${ccPath}.gateway`, `${ccGateway} is outside every /${prefixLength} subnet of the pool`, 'give a router address on the same subnet as the pool');
-      }
-    }
+  return reserved;
+}
+
+function parseRouter(p: ProblemCollector, text: string | undefined, subnets: Cidr[], prefixLength: number): ReturnType<typeof parseAddr> {
+  if (text === undefined) return undefined;
+  const g = parseAddr(text);
+  if (!g) {
+    p.add('address-syntax', `${SHARED}.gateway`, `'${text}' is not an address`, 'give the router address on the shared network');
+    return undefined;
   }
-  const routes: { dst: string; gw: string }[] = [];
-  (cc.addresses.routes ?? []).forEach((r, i) => {
-    const dst = parseCidrField(p, `${ccPath}.routes[${i}].dst`, r.dst);
+  if (!subnets.some((sn) => sn.family === g.family && sn.start <= g.value && g.value <= sn.end)) {
+    p.add('router-outside-subnet', `${SHARED}.gateway`, `${formatAddr(g)} is outside every /${prefixLength} subnet of the pool`, 'give a router address on the same subnet as the pool');
+  }
+  return g;
+}
+
+function parseRoutes(p: ProblemCollector, routes: readonly { dst: string; gw: string }[]): { dst: string; gw: string }[] {
+  const out: { dst: string; gw: string }[] = [];
+  routes.forEach((r, i) => {
+    const dst = parseCidrField(p, `${SHARED}.routes[${i}].dst`, r.dst);
     const gw = parseAddr(r.gw);
-    if (!gw) p.add(`${ccPath}.routes[${i}].gw`, `'${r.gw}' is not an address`, 'give the next-hop router address');
-    if (dst && gw) routes.push({ dst: formatCidr(dst), gw: formatAddr(gw) });
+    if (!gw) p.add('address-syntax', `${SHARED}.routes[${i}].gw`, `'${r.gw}' is not an address`, 'give the next-hop router address');
+    if (dst && gw) out.push({ dst: formatCidr(dst), gw: formatAddr(gw) });
   });
-  if (subnets.length > 1 && routes.length === 0) {
-    p.add(`${ccPath}.pool`, `spans ${subnets.length} subnets of /${prefixLength} (${subnets.slice(0, 4).map(formatCidr).join(', ')}${subnets.length > 4 ? ', ...' : ''}); gateways in different subnets cannot reach each other without a route`,
-      `widen prefixLength so one subnet holds the pool, or add addresses.routes via a router`);
-  }
-  const usable = subtractIntervals(subtractIntervals(pool, excluded), reserved);
-  // reserved addresses that the pool (after exclusions) actually held: what the capacity formula subtracts
-  const reservedInPool = countIntervals(subtractIntervals(pool, excluded)) - countIntervals(usable);
-  checkAttachment(p, `${S}.crossClusterNetwork.attachment`, cc.attachment, family);
+  return out;
+}
 
-  // ---- in-cluster migration network --------------------------------------------------------
-  const mn = spec.migrationNetwork;
-  let supernet: Cidr | undefined;
-  if (mn?.supernet !== undefined) supernet = parseCidrField(p, `${S}.migrationNetwork.supernet`, mn.supernet);
-  const mnFamily: Family = supernet?.family ?? family;
-  const clusterPrefixLength = mn?.clusterPrefixLength ?? DEFAULTS.clusterPrefixLength[mnFamily];
+// ---------------- phase 2: the in-cluster migration network template ----------------
+
+interface MigrationTemplate {
+  readonly supernet?: Cidr;
+  readonly family: Family;
+  readonly clusterPrefixLength: number;
+}
+
+function resolveMigrationTemplate(p: ProblemCollector, mn: FleetSpec['migrationNetwork'], shared: SharedNetwork): MigrationTemplate {
+  const supernet = mn?.supernet !== undefined ? parseCidrField(p, 'spec.migrationNetwork.supernet', mn.supernet) : undefined;
+  const family: Family = supernet?.family ?? shared.family;
+  const clusterPrefixLength = mn?.clusterPrefixLength ?? DEFAULTS.clusterPrefixLength[family];
   if (supernet && clusterPrefixLength < supernet.prefix) {
-    p.add(`${S}.migrationNetwork.clusterPrefixLength`, `/${clusterPrefixLength} is larger than the supernet ${formatCidr(supernet)}`, `use a prefix length of at least ${supernet.prefix}`);
+    p.add('prefix-too-short', 'spec.migrationNetwork.clusterPrefixLength', `/${clusterPrefixLength} is larger than the supernet ${formatCidr(supernet)}`,
+      `use a prefix length of at least ${supernet.prefix}`);
   }
-  if (clusterPrefixLength > bits(mnFamily) - 2) {
-    p.add(`${S}.migrationNetwork.clusterPrefixLength`, `/${clusterPrefixLength} leaves no room for hosts`, `use at most /${bits(mnFamily) - 2}`);
+  if (clusterPrefixLength > bits(family) - 2) {
+    p.add('prefix-too-long', 'spec.migrationNetwork.clusterPrefixLength', `/${clusterPrefixLength} leaves no room for hosts`, `use at most /${bits(family) - 2}`);
   }
-  if (mn) checkAttachment(p, `${S}.migrationNetwork.attachment`, mn.attachment, mnFamily);
-  if (supernet && pool.some((iv) => overlaps(iv, supernet!))) {
-    p.add(`${S}.migrationNetwork.supernet`, `${formatCidr(supernet)} overlaps the cross-cluster pool`, 'carve in-cluster CIDRs from a range disjoint from the shared network');
+  if (mn) checkAttachment(p, 'spec.migrationNetwork.attachment', mn.attachment, family);
+  if (supernet && shared.pool.some((iv) => overlaps(iv, supernet))) {
+    p.add('cidr-overlap', 'spec.migrationNetwork.supernet', `${formatCidr(supernet)} overlaps the cross-cluster pool`,
+      'carve in-cluster CIDRs from a range disjoint from the shared network');
   }
+  return { supernet, family, clusterPrefixLength };
+}
 
-  // ---- fleet-wide defaults -----------------------------------------------------------------
-  const fleetDatapath = spec.datapath ?? DEFAULTS.datapath;
-  const surge = spec.addressSurge ?? DEFAULTS.addressSurge;
-  const gw = spec.gateway ?? {};
-  const tls: ResolvedGateway['tls'] = !gw.tls
-    ? { kind: 'issuer', name: `${doc.metadata.name}-ca`, issuerKind: 'ClusterIssuer' }
-    : 'issuerRef' in gw.tls ? { kind: 'issuer', name: gw.tls.issuerRef.name, issuerKind: gw.tls.issuerRef.kind ?? 'ClusterIssuer' }
-      : 'secretName' in gw.tls ? { kind: 'secret', secretName: gw.tls.secretName } : { kind: 'plaintext' };
-  const payload = resolvePayload(p, S, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
-
-  // ---- clusters ----------------------------------------------------------------------------
-  const seen = new Map<string, number>();
-  const clusters: ResolvedCluster[] = [];
-  spec.clusters.forEach((c: ClusterSpec, i) => {
-    const cp = `${S}.clusters[${i}]`;
-    if (seen.has(c.name)) p.add(`${cp}.name`, `'${c.name}' is also the name of spec.clusters[${seen.get(c.name)}]`, 'give every cluster a unique name');
-    else seen.set(c.name, i);
-    const datapath = c.datapath ?? fleetDatapath;
-    const kvIn = { ...spec.kubevirt, ...c.kubevirt };
-    const configDelivery = kvIn.configDelivery ?? DEFAULTS.configDelivery;
-    const versionText = kvIn.version ?? DEFAULT_KUBEVIRT_VERSION;
-    const version = parseKubevirtVersion(versionText)!;
-    const versionPath = c.kubevirt?.version !== undefined ? `${cp}.kubevirt.version` : `${S}.kubevirt.version`;
-    if (!supportsDecentralizedMigration(version)) {
-      p.add(versionPath, `KubeVirt ${versionText} has no decentralized live migration (it arrived in v1.6.0)`, 'upgrade the cluster to KubeVirt 1.6 or later, or leave it out of the fleet');
-    }
-    const hasProxyApi = hasCrossClusterProxyApi(version);
-    if (datapath === 'native' && !hasProxyApi) {
-      p.add(c.datapath ? `${cp}.datapath` : `${S}.datapath`,
-        `native datapath needs migrations.decentralizedLiveMigrationDatapath, migrations.crossClusterNetwork and spec.synchronizationPlacement, which KubeVirt ${versionText} (cluster ${c.name}) does not have: they exist only in the open kubevirt/kubevirt PR #17922, and the API server prunes unknown fields`,
-        `use datapath: gateway (works with every released KubeVirt), or declare a build that carries the PR as kubevirt.version: "${version.major}.${version.minor}.${version.patch}+pr17922"`);
-    }
-    for (const field of Object.keys(MIGRATION_FIELD_SINCE)) {
-      if ((spec.migrationPolicy as Record<string, unknown> | undefined)?.[field] !== undefined && !fieldSupported(version, field)) {
-        const [ma, mi] = MIGRATION_FIELD_SINCE[field];
-        p.add(`${S}.migrationPolicy.${field}`, `KubeVirt ${versionText} (cluster ${c.name}) has no migrations.${field} (added in v${ma}.${mi}); the API server would prune it`, `remove it, or upgrade the cluster to ${ma}.${mi}`);
-      }
-    }
-    const attachment = c.migrationNetwork?.attachment ?? mn?.attachment;
-    if (!attachment && datapath !== 'direct') {
-      p.add(`${S}.migrationNetwork.attachment`, `cluster ${c.name} uses datapath ${datapath}, which needs an in-cluster migration network, and none is given`, 'add spec.migrationNetwork.attachment (e.g. {type: bridge, bridge: br-mig, vlan: 100}) or a per-cluster migrationNetwork.attachment');
-    }
-    if (c.migrationNetwork?.attachment) checkAttachment(p, `${cp}.migrationNetwork.attachment`, c.migrationNetwork.attachment, mnFamily);
-    let migrationCidr: Cidr | undefined;
-    if (c.migrationNetwork?.cidr !== undefined) {
-      migrationCidr = parseCidrField(p, `${cp}.migrationNetwork.cidr`, c.migrationNetwork.cidr);
-    }
-    else if (mn?.supernet === undefined && datapath !== 'direct') {
-      p.add(`${cp}.migrationNetwork.cidr`, `cluster ${c.name} has no in-cluster migration CIDR and the fleet has no supernet to carve one from`, `give ${cp}.migrationNetwork.cidr or spec.migrationNetwork.supernet`);
-    }
-    const migrationExclude: Interval[] = [];
-    (c.migrationNetwork?.exclude ?? []).forEach((item, j) => {
-      const r = parsePoolItem(item);
-      if (!r.ok) {
-        p.add(`${cp}.migrationNetwork.exclude[${j}]`, `'${item}' ${r.reason}`, r.suggestion ? `write '${r.suggestion}'` : 'write a CIDR, an a-b range or an address');
-      }
-      else {
-        if (migrationCidr && !contains(migrationCidr, r.interval)) p.add(`${cp}.migrationNetwork.exclude[${j}]`, `'${item}' is outside the cluster CIDR ${formatCidr(migrationCidr)}`, 'remove it or correct it');
-        migrationExclude.push(r.interval);
-      }
-    });
-    const podCidrs = (c.podCidrs ?? []).map((t, j) => parseCidrField(p, `${cp}.podCidrs[${j}]`, t)).filter((x): x is Cidr => !!x);
-    const serviceCidrs = (c.serviceCidrs ?? []).map((t, j) => parseCidrField(p, `${cp}.serviceCidrs[${j}]`, t)).filter((x): x is Cidr => !!x);
-    const syncIn = { ...spec.syncControllers, ...c.syncControllers };
-    const gatewayReplicas = c.gateway?.replicas ?? gw.replicas ?? DEFAULTS.gatewayReplicas;
-    clusters.push({
-      name: c.name, index: i, nodes: c.nodes, datapath,
-      kubevirt: {
-        namespace: kvIn.namespace ?? (configDelivery === 'hco' ? DEFAULTS.hcoNamespace : DEFAULTS.kubevirtNamespace),
-        name: kvIn.name ?? (configDelivery === 'hco' ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
-        version, configDelivery, hasProxyApi,
-      },
-      syncReplicas: syncIn.replicas ?? DEFAULTS.syncReplicas,
-      syncPlacement: syncIn.placement ?? DEFAULTS.syncPlacement,
-      migrationAttachment: (attachment ?? cc.attachment) as Attachment,
-      migrationCidr, migrationExclude,
-      gatewayReplicas,
-      gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (gw.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
-      podCidrs, serviceCidrs,
-      multiNetworkPolicy: c.multiNetworkPolicy ?? false,
-    });
-  });
-
-  // ---- overlaps between per-cluster CIDRs, the pool, pod/service CIDRs ------------------------
-  const declared: { cidr: Cidr; what: string; path: string }[] = [];
-  clusters.forEach((c) => {
-    const cp = `${S}.clusters[${c.index}]`;
-    if (c.migrationCidr) declared.push({ cidr: c.migrationCidr, what: `cluster ${c.name} migration CIDR`, path: `${cp}.migrationNetwork.cidr` });
-    c.podCidrs.forEach((x, j) => declared.push({ cidr: x, what: `cluster ${c.name} pod CIDR`, path: `${cp}.podCidrs[${j}]` }));
-    c.serviceCidrs.forEach((x, j) => declared.push({ cidr: x, what: `cluster ${c.name} service CIDR`, path: `${cp}.serviceCidrs[${j}]` }));
-  });
-  const migration = declared.filter((d) => d.what.endsWith('migration CIDR'));
-  for (const m of migration) {
-    for (const d of declared) {
-      if (d === m || !overlaps(m.cidr, d.cidr)) continue;
-      // report each migration/migration pair once; a pod or service CIDR of any cluster conflicts too (routes would capture it)
-      if (d.what.endsWith('migration CIDR') && declared.indexOf(d) > declared.indexOf(m)) continue;
-      p.add(m.path, `${formatCidr(m.cidr)} overlaps ${d.what} ${formatCidr(d.cidr)} (${d.path})`, 'give each cluster a disjoint migration CIDR, outside every pod and service CIDR');
-    }
-    if (pool.some((iv) => overlaps(iv, m.cidr))) {
-      p.add(m.path, `${formatCidr(m.cidr)} overlaps the cross-cluster pool`, 'keep in-cluster migration CIDRs disjoint from the shared network');
-    }
-    if (m.cidr.family !== mnFamily && supernet) {
-      p.add(m.path, `${formatCidr(m.cidr)} is IPv${m.cidr.family} but the supernet is IPv${mnFamily}`, 'use one address family for the in-cluster migration networks');
-    }
-  }
-  if (supernet) {
-    for (const d of declared) {
-      if (d.what.endsWith('migration CIDR')) continue;
-      if (overlaps(supernet, d.cidr)) {
-        p.add(`${S}.migrationNetwork.supernet`, `${formatCidr(supernet)} overlaps ${d.what} ${formatCidr(d.cidr)} (${d.path}); handler routes to the supernet would capture that traffic`, 'choose a supernet disjoint from every pod and service CIDR');
-      }
-    }
-  }
-
-  // ---- in-cluster capacity (explicit CIDRs; carved ones are checked by the planner) ---------
-  for (const c of clusters) {
-    if (!c.migrationCidr || c.datapath === 'direct') continue;
-    const needed = inClusterNeeded(c, surge);
-    const usableIn = countIntervals(subtractIntervals([usableHosts(c.migrationCidr)], c.migrationExclude));
-    if (BigInt(needed) > usableIn) {
-      p.add(`${S}.clusters[${c.index}].migrationNetwork.cidr`,
-        `${formatCidr(c.migrationCidr)} is too small for cluster ${c.name}: needed ${needed} = ${c.nodes} nodes + ${c.syncReplicas} sync controllers${c.datapath === 'gateway' ? ` + ${c.gatewayReplicas} gateways${c.gatewayVip ? ' + 1 gateway VIP' : ''}` : ''} + ${surge} rollout surge, usable ${usableIn}`,
-        `use a larger CIDR (at least /${bits(c.migrationCidr.family) - bitLength(BigInt(needed) + 2n)})`);
-    }
-  }
-
-  // ---- cross-cluster capacity --------------------------------------------------------------
-  const poolCount = countIntervals(mergeIntervals(pool));
-  const excludedCount = countIntervals(mergeIntervals(excluded));
-  const usableCount = countIntervals(usable);
-  const neededCross = clusters.reduce((n, c) => n + crossClusterNeeded(c, surge), 0);
-  if (pool.length > 0 && BigInt(neededCross) > usableCount) {
-    const byMode = summarizeNeeded(clusters, surge);
-    p.add(`${ccPath}.pool`,
-      `pool too small: needed ${neededCross} (${byMode}), usable ${usableCount} = ${poolCount} in pool - ${excludedCount} excluded - ${reservedInPool} network/broadcast${ccGateway ? '/router' : ''}`,
-      `add ${BigInt(neededCross) - usableCount} more address${BigInt(neededCross) - usableCount === 1n ? '' : 'es'} to the pool, remove exclusions${clusters.some((c) => c.datapath === 'direct') ? ', or use datapath: gateway (one address per gateway replica)' : ', or lower gateway.replicas'}`);
-  }
-
-  // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
-  for (const x of kubevirtAdmissionProblems(doc)) p.add(x.path, x.message, x.fix);
-  const trust = resolveTrust(spec.trust, clusters.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), p.list);
-  p.throwIfAny(source);
-  return {
-    name: doc.metadata.name, trust,
-    crossCluster: {
-      nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family, prefixLength,
-      usable, usableCount, poolCount, excludedCount, reservedCount: reservedInPool,
-      subnets, gateway: ccGateway, routes,
-    },
-    migrationNadName: mn?.name ?? DEFAULTS.migrationNadName,
-    supernet, clusterPrefixLength,
-    gateway: {
-      image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
-      placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false,
-      failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
-    },
-    migrationPolicy: spec.migrationPolicy ?? {},
-    addressSurge: surge,
-    clusters: [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-  };
+function resolveGatewayTls(doc: FleetDocument): ResolvedGateway['tls'] {
+  const tls = doc.spec.gateway?.tls;
+  if (!tls) return { kind: 'issuer', name: `${doc.metadata.name}-ca`, issuerKind: 'ClusterIssuer' };
+  if ('issuerRef' in tls) return { kind: 'issuer', name: tls.issuerRef.name, issuerKind: tls.issuerRef.kind ?? 'ClusterIssuer' };
+  if ('secretName' in tls) return { kind: 'secret', secretName: tls.secretName };
+  return { kind: 'plaintext' };
 }
 
 /**
@@ -468,19 +395,180 @@ export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet
  * default where that TLS is on and refused where the fleet turns it off (VM memory would cross the shared network
  * in clear); `tls` is the default there.
  */
-function resolvePayload(p: Problems, S: string, asked: 'splice' | 'tls' | undefined, plaintextTunnel: boolean, kubevirtTlsOff: boolean): 'splice' | 'tls' {
-  const path = `${S}.gateway.payload`;
+function resolvePayload(p: ProblemCollector, asked: 'splice' | 'tls' | undefined, plaintextTunnel: boolean, kubevirtTlsOff: boolean): 'splice' | 'tls' {
+  const path = 'spec.gateway.payload';
   if (asked === 'splice' && plaintextTunnel) {
-    p.list.push({ code: 'gateway/splice-without-mtls', path, message: "'splice' authenticates the gateways with mutual TLS, but spec.gateway.tls is plaintext", fix: 'use mTLS material (spec.gateway.tls.issuerRef or secretName), or remove payload' });
+    p.add('splice-without-mtls', path, "'splice' authenticates the gateways with mutual TLS, but spec.gateway.tls is plaintext",
+      'use mTLS material (spec.gateway.tls.issuerRef or secretName), or remove payload');
   }
   if (asked === 'splice' && kubevirtTlsOff) {
-    p.list.push({
-      code: 'gateway/splice-without-kubevirt-tls', path,
-      message: "'splice' carries migration traffic without the gateways' encryption, and spec.migrationPolicy.disableTLS: true turns off KubeVirt's own TLS: VM memory would cross the shared network in clear",
-      fix: "remove spec.migrationPolicy.disableTLS (KubeVirt's migration TLS on), or set spec.gateway.payload: tls",
-    });
+    p.add('splice-without-kubevirt-tls', path,
+      "'splice' carries migration traffic without the gateways' encryption, and spec.migrationPolicy.disableTLS: true turns off " +
+      "KubeVirt's own TLS: VM memory would cross the shared network in clear",
+      "remove spec.migrationPolicy.disableTLS (KubeVirt's migration TLS on), or set spec.gateway.payload: tls");
   }
   return asked ?? (kubevirtTlsOff ? 'tls' : 'splice');
+}
+
+// ---------------- phase 3: the clusters ----------------
+
+function resolveClusters(p: ProblemCollector, spec: FleetSpec, template: MigrationTemplate): ResolvedCluster[] {
+  const seen = new Map<string, number>();
+  return spec.clusters.map((c: ClusterSpec, i) => {
+    if (seen.has(c.name)) p.add('duplicate-cluster-name', `spec.clusters[${i}].name`, `'${c.name}' is also the name of spec.clusters[${seen.get(c.name)}]`, 'give every cluster a unique name');
+    else seen.set(c.name, i);
+    return resolveCluster(p, spec, c, i, template);
+  });
+}
+
+function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, index: number, template: MigrationTemplate): ResolvedCluster {
+  const cp = `spec.clusters[${index}]`;
+  const datapath = c.datapath ?? spec.datapath ?? DEFAULTS.datapath;
+  const kubevirt = resolveKubevirt(p, spec, c, cp, datapath);
+  const attachment = c.migrationNetwork?.attachment ?? spec.migrationNetwork?.attachment;
+  if (!attachment && datapath !== 'direct') {
+    p.add('migration-network-missing', 'spec.migrationNetwork.attachment', `cluster ${c.name} uses datapath ${datapath}, which needs an in-cluster migration network, and none is given`,
+      'add spec.migrationNetwork.attachment (e.g. {type: bridge, bridge: br-mig, vlan: 100}) or a per-cluster migrationNetwork.attachment');
+  }
+  if (c.migrationNetwork?.attachment) checkAttachment(p, `${cp}.migrationNetwork.attachment`, c.migrationNetwork.attachment, template.family);
+  let migrationCidr: Cidr | undefined;
+  if (c.migrationNetwork?.cidr !== undefined) {
+    migrationCidr = parseCidrField(p, `${cp}.migrationNetwork.cidr`, c.migrationNetwork.cidr);
+  } else if (spec.migrationNetwork?.supernet === undefined && datapath !== 'direct') {
+    p.add('migration-network-missing', `${cp}.migrationNetwork.cidr`, `cluster ${c.name} has no in-cluster migration CIDR and the fleet has no supernet to carve one from`,
+      `give ${cp}.migrationNetwork.cidr or spec.migrationNetwork.supernet`);
+  }
+  const migrationExclude = parseClusterExclusions(p, c, cp, migrationCidr);
+  const cidrs = (list: readonly string[] | undefined, field: string): Cidr[] =>
+    (list ?? []).map((t, j) => parseCidrField(p, `${cp}.${field}[${j}]`, t)).filter((x): x is Cidr => !!x);
+  const podCidrs = cidrs(c.podCidrs, 'podCidrs');
+  const serviceCidrs = cidrs(c.serviceCidrs, 'serviceCidrs');
+  const sync = { ...spec.syncControllers, ...c.syncControllers };
+  const gatewayReplicas = c.gateway?.replicas ?? spec.gateway?.replicas ?? DEFAULTS.gatewayReplicas;
+  return {
+    name: c.name, index, nodes: c.nodes, datapath, kubevirt,
+    syncReplicas: sync.replicas ?? DEFAULTS.syncReplicas,
+    syncPlacement: sync.placement ?? DEFAULTS.syncPlacement,
+    migrationAttachment: (attachment ?? spec.crossClusterNetwork.attachment) as Attachment,
+    migrationCidr, migrationExclude,
+    gatewayReplicas,
+    gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
+    podCidrs, serviceCidrs,
+    multiNetworkPolicy: c.multiNetworkPolicy ?? false,
+    openshift: c.openshift ?? kubevirt.configDelivery === 'hco',
+  };
+}
+
+function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, cp: string, datapath: Datapath): ResolvedKubevirt {
+  const kv = { ...spec.kubevirt, ...c.kubevirt };
+  const configDelivery = kv.configDelivery ?? DEFAULTS.configDelivery;
+  const versionText = kv.version ?? DEFAULT_KUBEVIRT_VERSION;
+  const version = parseKubevirtVersion(versionText)!;
+  const versionPath = c.kubevirt?.version !== undefined ? `${cp}.kubevirt.version` : 'spec.kubevirt.version';
+  if (!supportsDecentralizedMigration(version)) {
+    p.add('kubevirt-too-old', versionPath, `KubeVirt ${versionText} has no decentralized live migration (it arrived in v1.6.0)`,
+      'upgrade the cluster to KubeVirt 1.6 or later, or leave it out of the fleet');
+  }
+  const hasProxyApi = hasCrossClusterProxyApi(version);
+  if (datapath === 'native' && !hasProxyApi) {
+    p.add('native-needs-pr17922', c.datapath ? `${cp}.datapath` : 'spec.datapath',
+      `native datapath needs migrations.decentralizedLiveMigrationDatapath, migrations.crossClusterNetwork and spec.synchronizationPlacement, which KubeVirt ${versionText} (cluster ${c.name}) does not have: they exist only in the open kubevirt/kubevirt PR #17922, and the API server prunes unknown fields`,
+      `use datapath: gateway (works with every released KubeVirt), or declare a build that carries the PR as kubevirt.version: "${version.major}.${version.minor}.${version.patch}+pr17922"`);
+  }
+  for (const field of Object.keys(MIGRATION_FIELD_SINCE)) {
+    if ((spec.migrationPolicy as Record<string, unknown> | undefined)?.[field] !== undefined && !fieldSupported(version, field)) {
+      const [ma, mi] = MIGRATION_FIELD_SINCE[field];
+      p.add('migration-field-unsupported', `spec.migrationPolicy.${field}`,
+        `KubeVirt ${versionText} (cluster ${c.name}) has no migrations.${field} (added in v${ma}.${mi}); the API server would prune it`, `remove it, or upgrade the cluster to ${ma}.${mi}`);
+    }
+  }
+  const hco = configDelivery === 'hco';
+  return {
+    namespace: kv.namespace ?? (hco ? DEFAULTS.hcoNamespace : DEFAULTS.kubevirtNamespace),
+    name: kv.name ?? (hco ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
+    version, configDelivery, hasProxyApi,
+    existing: resolveExistingKubevirt(spec.kubevirt?.existing, c.kubevirt?.existing),
+  };
+}
+
+function parseClusterExclusions(p: ProblemCollector, c: ClusterSpec, cp: string, cidr: Cidr | undefined): Interval[] {
+  const out: Interval[] = [];
+  (c.migrationNetwork?.exclude ?? []).forEach((item, j) => {
+    const path = `${cp}.migrationNetwork.exclude[${j}]`;
+    const interval = parseRangeField(p, path, item, 'write a CIDR, an a-b range or an address');
+    if (!interval) return;
+    if (cidr && !contains(cidr, interval)) p.add('exclude-outside-pool', path, `'${item}' is outside the cluster CIDR ${formatCidr(cidr)}`, 'remove it or correct it');
+    out.push(interval);
+  });
+  return out;
+}
+
+// ---------------- phase 4: overlaps between per-cluster CIDRs, the pool, pod/service CIDRs ----------------
+
+function checkCidrOverlaps(p: ProblemCollector, clusters: ResolvedCluster[], pool: Interval[], template: MigrationTemplate): void {
+  const declared: { cidr: Cidr; what: string; path: string; migration: boolean }[] = [];
+  for (const c of clusters) {
+    const cp = `spec.clusters[${c.index}]`;
+    if (c.migrationCidr) declared.push({ cidr: c.migrationCidr, what: `cluster ${c.name} migration CIDR`, path: `${cp}.migrationNetwork.cidr`, migration: true });
+    c.podCidrs.forEach((x, j) => declared.push({ cidr: x, what: `cluster ${c.name} pod CIDR`, path: `${cp}.podCidrs[${j}]`, migration: false }));
+    c.serviceCidrs.forEach((x, j) => declared.push({ cidr: x, what: `cluster ${c.name} service CIDR`, path: `${cp}.serviceCidrs[${j}]`, migration: false }));
+  }
+  const { supernet } = template;
+  for (const [mi, m] of declared.entries()) {
+    if (!m.migration) continue;
+    for (const [di, d] of declared.entries()) {
+      if (d === m || !overlaps(m.cidr, d.cidr)) continue;
+      // report each migration/migration pair once; a pod or service CIDR of any cluster conflicts too (routes would capture it)
+      if (d.migration && di > mi) continue;
+      p.add('cidr-overlap', m.path, `${formatCidr(m.cidr)} overlaps ${d.what} ${formatCidr(d.cidr)} (${d.path})`, 'give each cluster a disjoint migration CIDR, outside every pod and service CIDR');
+    }
+    if (pool.some((iv) => overlaps(iv, m.cidr))) {
+      p.add('cidr-overlap', m.path, `${formatCidr(m.cidr)} overlaps the cross-cluster pool`, 'keep in-cluster migration CIDRs disjoint from the shared network');
+    }
+    if (m.cidr.family !== template.family && supernet) {
+      p.add('family-mismatch', m.path, `${formatCidr(m.cidr)} is IPv${m.cidr.family} but the supernet is IPv${template.family}`, 'use one address family for the in-cluster migration networks');
+    }
+  }
+  for (const d of supernet ? declared : []) {
+    if (d.migration || !overlaps(supernet!, d.cidr)) continue;
+    p.add('cidr-overlap', 'spec.migrationNetwork.supernet',
+      `${formatCidr(supernet!)} overlaps ${d.what} ${formatCidr(d.cidr)} (${d.path}); handler routes to the supernet would capture that traffic`,
+      'choose a supernet disjoint from every pod and service CIDR');
+  }
+}
+
+// ---------------- phase 5: capacity ----------------
+
+/** Explicit in-cluster CIDRs (carved ones are checked by the planner). */
+function checkInClusterCapacity(p: ProblemCollector, clusters: ResolvedCluster[], surge: number): void {
+  for (const c of clusters) {
+    if (!c.migrationCidr || c.datapath === 'direct') continue;
+    const needed = inClusterNeeded(c, surge);
+    const usableIn = countIntervals(subtractIntervals([usableHosts(c.migrationCidr)], c.migrationExclude));
+    if (BigInt(needed) > usableIn) {
+      p.add('cidr-too-small', `spec.clusters[${c.index}].migrationNetwork.cidr`,
+        `${formatCidr(c.migrationCidr)} is too small for cluster ${c.name}: needed ${needed} = ${inClusterBreakdown(c, surge)}, usable ${usableIn}`,
+        `use a larger CIDR (at least /${bits(c.migrationCidr.family) - bitLength(BigInt(needed) + 2n)})`);
+    }
+  }
+}
+
+/** The shared pool against what every cluster holds in its mode; returns the counts the plan reports. */
+function checkSharedCapacity(
+  p: ProblemCollector, shared: SharedNetwork, clusters: ResolvedCluster[], surge: number,
+): { poolCount: bigint; excludedCount: bigint; usableCount: bigint } {
+  const poolCount = countIntervals(mergeIntervals(shared.pool));
+  const excludedCount = countIntervals(mergeIntervals(shared.excluded));
+  const usableCount = countIntervals(shared.usable);
+  const needed = clusters.reduce((n, c) => n + crossClusterNeeded(c, surge), 0);
+  if (shared.pool.length > 0 && BigInt(needed) > usableCount) {
+    const missing = BigInt(needed) - usableCount;
+    const alternative = clusters.some((c) => c.datapath === 'direct') ? ', or use datapath: gateway (one address per gateway replica)' : ', or lower gateway.replicas';
+    p.add('pool-too-small', `${SHARED}.pool`,
+      `pool too small: needed ${needed} (${summarizeNeeded(clusters, surge)}), usable ${usableCount} = ${poolCount} in pool - ${excludedCount} excluded - ${shared.reservedInPool} network/broadcast${shared.gateway ? '/router' : ''}`,
+      `add ${missing} more address${missing === 1n ? '' : 'es'} to the pool, remove exclusions${alternative}`);
+  }
+  return { poolCount, excludedCount, usableCount };
 }
 
 function bitLength(n: bigint): number {
@@ -494,12 +582,57 @@ function summarizeNeeded(clusters: ResolvedCluster[], surge: number): string {
   const gw = clusters.filter((c) => c.datapath === 'gateway');
   const dir = clusters.filter((c) => c.datapath === 'direct');
   const nat = clusters.filter((c) => c.datapath === 'native');
-  if (gw.length) parts.push(`gateway: ${gw.length} clusters x replicas = ${gw.reduce((n, c) => n + c.gatewayReplicas, 0)}`);
-  if (dir.length) parts.push(`direct: (nodes + sync controllers + ${surge} surge) per cluster over ${dir.length} clusters = ${dir.reduce((n, c) => n + crossClusterNeeded(c, surge), 0)}`);
-  if (nat.length) parts.push(`native: (sync controllers + ${surge} surge) over ${nat.length} clusters = ${nat.reduce((n, c) => n + crossClusterNeeded(c, surge), 0)}`);
+  const sum = (list: ResolvedCluster[]): number => list.reduce((n, c) => n + crossClusterNeeded(c, surge), 0);
+  if (gw.length) parts.push(`gateway: ${gw.length} clusters x replicas = ${sum(gw)}`);
+  if (dir.length) parts.push(`direct: (nodes + sync controllers + ${surge} surge) per cluster over ${dir.length} clusters = ${sum(dir)}`);
+  if (nat.length) parts.push(`native: (sync controllers + ${surge} surge) over ${nat.length} clusters = ${sum(nat)}`);
   return parts.join('; ');
 }
 
-/** Re-export for callers that only need the address helpers of one address. */
-export const fmt = (a: Addr): string => formatAddr(a);
-export { addr, FLEET_API_VERSION, FLEET_KIND };
+// ---------------- the phases together ----------------
+
+/** Resolve defaults and check everything that relates several fields, as a value (every problem). */
+export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
+  const p = new ProblemCollector();
+  const spec = doc.spec;
+  const shared = resolveSharedNetwork(p, spec.crossClusterNetwork);
+  const template = resolveMigrationTemplate(p, spec.migrationNetwork, shared);
+  const surge = spec.addressSurge ?? DEFAULTS.addressSurge;
+  const clusters = resolveClusters(p, spec, template);
+  checkCidrOverlaps(p, clusters, shared.pool, template);
+  checkInClusterCapacity(p, clusters, surge);
+  const counts = checkSharedCapacity(p, shared, clusters, surge);
+  // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
+  p.addAll(kubevirtAdmissionProblems(doc));
+  const trustProblems: FleetProblem[] = [];
+  const trust = resolveTrust(spec.trust, clusters.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), trustProblems);
+  p.addAll(trustProblems);
+  for (const x of existingKubevirtProblems(doc)) p.add('existing-kubevirt-invalid', x.path, x.message, x.fix);
+  const cc = spec.crossClusterNetwork;
+  const gw = spec.gateway ?? {};
+  const tls = resolveGatewayTls(doc);
+  const payload = resolvePayload(p, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
+  return p.result(() => ({
+    name: doc.metadata.name, trust,
+    crossCluster: {
+      nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family: shared.family, prefixLength: shared.prefixLength,
+      usable: shared.usable, ...counts, reservedCount: shared.reservedInPool,
+      subnets: shared.subnets, gateway: shared.gateway, routes: shared.routes,
+    },
+    migrationNadName: spec.migrationNetwork?.name ?? DEFAULTS.migrationNadName,
+    supernet: template.supernet, clusterPrefixLength: template.clusterPrefixLength,
+    gateway: {
+      image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
+      placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false,
+      failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
+    },
+    migrationPolicy: spec.migrationPolicy ?? {},
+    addressSurge: surge,
+    clusters: [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+  }));
+}
+
+/** Resolve defaults and check everything that relates several fields. Throws FleetValidationError with every problem. */
+export function resolveFleet(doc: FleetDocument, source?: string): ResolvedFleet {
+  return orThrow(checkFleet(doc), source);
+}

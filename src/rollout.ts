@@ -10,7 +10,7 @@
  *
  *   wave 0  Namespace                                                  stage 10-gateway
  *   wave 1  the gateway's own NADs (shared network, gateway in-cluster)
- *   wave 2  ServiceAccount, RBAC, ConfigMap, Secret, Certificate, Issuer
+ *   wave 2  SecurityContextConstraints, ServiceAccount, RBAC, ConfigMap, Secret, Certificate, Issuer
  *   wave 3  Deployment, Service, PodDisruptionBudget, NetworkPolicy, ... (and kinds not listed here)
  *   wave 4  NADs that KubeVirt names (`migrations.network`, native crossClusterNetwork)  stage 20-network
  *   wave 5  KubeVirt, HyperConverged, Harvester Setting                  stage 30-kubevirt
@@ -39,7 +39,7 @@ export function kindWave(kind: string): number {
   switch (kind) {
     case 'Namespace': case 'CustomResourceDefinition': return 0;
     case 'NetworkAttachmentDefinition': return 1;
-    case 'ServiceAccount': case 'Role': case 'RoleBinding': case 'ClusterRole': case 'ClusterRoleBinding':
+    case 'SecurityContextConstraints': case 'ServiceAccount': case 'Role': case 'RoleBinding': case 'ClusterRole': case 'ClusterRoleBinding':
     case 'ConfigMap': case 'Secret': case 'Certificate': case 'Issuer': case 'ClusterIssuer': return 2;
     case 'KubeVirt': case 'HyperConverged': case 'Setting': return 5;
     default: return 3; // Deployment, Service, PDB, NetworkPolicy, MultiNetworkPolicy, ServiceMonitor, anything new
@@ -65,7 +65,9 @@ export function stageOfWave(wave: number): StageInfo {
 }
 
 /** Stable sort of a cluster's objects into rollout order (ties keep construct order). */
-export function sortForRollout<T extends { kind: string; metadata?: { name?: string; namespace?: string } }>(objs: readonly T[], kubevirtNads: ReadonlySet<string>): T[] {
+type Named = { kind: string; metadata?: { name?: string; namespace?: string } };
+
+export function sortForRollout<T extends Named>(objs: readonly T[], kubevirtNads: ReadonlySet<string>): T[] {
   return objs.map((o, i) => ({ o, i, w: rolloutWave(o, kubevirtNads) }))
     .sort((a, b) => (a.w - b.w) || (a.i - b.i))
     .map((x) => x.o);

@@ -6,12 +6,12 @@
 import { z } from 'zod';
 
 /** A Go duration as `metav1.Duration` parses it (`168h`, `1h30m`, `90s`). */
-export const goDuration = z.string().regex(/^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$/, {
+const goDuration = z.string().regex(/^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$/, {
   message: 'must be a Go duration such as 168h, 96h or 1h30m',
 });
 
 /** KubeVirt `CertConfig`: lifetime and how long before its end the replacement is issued. */
-export const certConfigSchema = z.object({
+const certConfigSchema = z.object({
   /** Lifetime of each certificate (`duration`). */
   duration: goDuration.optional(),
   /** Issue the replacement this long before `notAfter` (`renewBefore`). For the CA it is also the overlap window. */

@@ -10,7 +10,7 @@
  * before it is replaced (its rotation period). So a pushed peer CA survives when every cluster's
  * rotation period is at most every exchanging cluster's overlap.
  */
-import { FleetProblem } from './errors';
+import { FleetProblem, ProblemCode } from './errors';
 import { ConfigDelivery, Datapath } from './fleet-schema';
 import { JsonObject } from './kubevirt-config';
 import { RotationSpec, TrustSpec } from './trust-schema';
@@ -32,16 +32,16 @@ export interface TrustPlan {
   readonly repushIntervalSeconds: number;
 }
 
-export const TRUST_DEFAULTS = {
+const TRUST_DEFAULTS = {
   ca: { duration: 168 * 3600, renewBefore: 96 * 3600 },
   server: { duration: 24 * 3600, renewBefore: 12 * 3600 },
   repushIntervalSeconds: 300,
 } as const;
 
 /** HCO's webhook minimum for every certConfig value (validator.go:252-280). */
-export const HCO_MIN_SECONDS = 600;
+const HCO_MIN_SECONDS = 600;
 /** A re-push at most every 1/REPUSH_FRACTION of the shortest rotation period. */
-export const REPUSH_FRACTION = 100;
+const REPUSH_FRACTION = 100;
 
 /** The cluster fields trust planning reads. */
 export interface TrustClusterInput {
@@ -80,7 +80,7 @@ export function formatGoDuration(seconds: number): string {
 const human = (seconds: number): string => formatGoDuration(seconds).replace(/(^|[hm])0m0s$|(^|[hm])0s$/, '$1$2') || '0s';
 
 /** Rotation period of a CA: it is replaced when it is `duration - renewBefore` old. */
-export const caRotationPeriod = (r: Rotation): number => r.ca.duration - r.ca.renewBefore;
+const caRotationPeriod = (r: Rotation): number => r.ca.duration - r.ca.renewBefore;
 
 /** The JSON fragment of the KubeVirt spec (JSON key `certificateRotateStrategy`, as the CRD spells it). */
 export function rotationFragment(r: Rotation): JsonObject {
@@ -88,7 +88,7 @@ export function rotationFragment(r: Rotation): JsonObject {
   return { certificateRotateStrategy: { selfSigned: { ca: cfg(r.ca), server: cfg(r.server) } } };
 }
 
-type Add = (code: string, path: string, message: string, fix: string) => void;
+type Add = (code: ProblemCode, path: string, message: string, fix: string) => void;
 
 function timing(add: Add, path: string, spec: { duration?: string; renewBefore?: string } | undefined, dflt: CertTiming): CertTiming {
   const read = (key: 'duration' | 'renewBefore'): number => {

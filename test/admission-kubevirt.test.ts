@@ -132,7 +132,7 @@ describe('sync-controller placement checked with Kubernetes rules wherever it is
 
   test('operator foo (the reported case) is refused with the path, what is allowed and the fix', () => {
     const p = withTolerations([{ key: 'node-role.kubernetes.io/infra', operator: 'foo', effect: 'NoSchedule' }]);
-    expect(p).toEqual([{ path: 'spec.clusters[0].syncControllers.placement.tolerations[0].operator', message: 'Unsupported value: \'foo\': supported values: "Equal", "Exists"', fix: 'use operator Equal or Exists' }]);
+    expect(p).toEqual([{ code: 'placement-invalid', path: 'spec.clusters[0].syncControllers.placement.tolerations[0].operator', message: 'Unsupported value: \'foo\': supported values: "Equal", "Exists"', fix: 'use operator Equal or Exists' }]);
   });
 
   // ValidateTolerations rules, one case each
@@ -236,7 +236,6 @@ const FIELD_RULES: Record<string, string> = {
   'configuration.migrations.decentralizedLiveMigrationDatapath': 'PR #17922 only; ours: emitted only for +pr17922 builds (resolve.ts)',
   'configuration.migrations.crossClusterNetwork': 'PR #17922 only; ours: emitted only for +pr17922 builds',
   'configuration.developerConfiguration.featureGates[]': 'A: validateFeatureGates (no gate also in disabledFeatureGates; we emit none disabled), warnDeprecatedFeatureGates (ours are not deprecated)',
-  'infra.replicas': "A: validateInfraReplicas (infra replica count can't be 0); T: *uint8; ours: 1..255 (fleet-schema)",
   'infra.nodePlacement': 'A: validateInfraPlacement (dry-run Deployment create = Kubernetes pod validation); ours: placement rules (src/admission/kubernetes-placement.ts)',
   'customizeComponents.patches[].resourceType': 'A: not validated; ours: constant Deployment',
   'customizeComponents.patches[].resourceName': 'A: not validated; ours: constant virt-synchronization-controller',

@@ -1,18 +1,18 @@
 /**
  * CLI `plan` and `diff` on the examples (numbers, JSON, exit codes), and the proof that `diff` names
  * exactly the files that change: adding, removing and resizing a cluster, with the synthesized trees
- * compared independently of diff.ts.
+ * compared independently of tree-diff.ts.
  */
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { main } from '../src/cli';
-import { diffFleets } from '../src/diff-fleets';
+import { main } from '../cli/cli';
+import { diffFleets } from '../cli/diff-fleets';
 import { FleetDocument } from '../src/fleet-schema';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { serializeLedger } from '../src/ledger';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 
 const EX = path.join(__dirname, '..', 'examples');
 const run = (...argv: string[]): { code: number; out: string; err: string } => {
@@ -30,7 +30,8 @@ function compareTrees(a: Map<string, string>, b: Map<string, string>): Record<st
   const slot = (p: string) => { const [dir, ...rest] = p.split('/'); out[dir] ??= { added: [], removed: [], changed: [] }; return { s: out[dir], f: rest.join('/') }; };
   for (const p of [...new Set([...a.keys(), ...b.keys()])].sort()) {
     if (!p.includes('/')) continue;
-    if (!a.has(p)) { const { s, f } = slot(p); s.added.push(f); } else if (!b.has(p)) { const { s, f } = slot(p); s.removed.push(f); } else if (a.get(p) !== b.get(p)) { const { s, f } = slot(p); s.changed.push(f); }
+    const kind = !a.has(p) ? 'added' : !b.has(p) ? 'removed' : a.get(p) !== b.get(p) ? 'changed' : undefined;
+    if (kind) { const { s, f } = slot(p); s[kind].push(f); }
   }
   return out;
 }
@@ -42,7 +43,8 @@ function expectDiffMatchesTrees(before: FleetDocument, after: FleetDocument, led
   const tb = synthesizeFleet(before, { ledger });
   const ta = synthesizeFleet(after, { ledger: tb.ledger });
   const expected = compareTrees(tb.files, ta.files);
-  const reported = Object.fromEntries(d.clusters.filter((c) => c.added.length + c.removed.length + c.changed.length > 0).map((c) => [c.name, { added: c.added, removed: c.removed, changed: c.changed }]));
+  const reported = Object.fromEntries(d.clusters.filter((c) => c.added.length + c.removed.length + c.changed.length > 0)
+    .map((c) => [c.name, { added: c.added, removed: c.removed, changed: c.changed }]));
   expect(reported).toEqual(expected);
   return { d, tb, ta };
 }

@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { main } from '../src/cli';
+import { main } from '../cli/cli';
 
 const root = path.join(__dirname, '..');
 
@@ -83,7 +83,8 @@ test('planning modules import nothing from cdk8s (constructs only translate a pl
     expect(`${m}: ${/from ['"](cdk8s|constructs)['"]|require\(['"]cdk8s/.test(text)}`).toBe(`${m}: false`);
   }
   const proxySrc = path.join(root, 'proxy', 'src');
-  const walk = (d: string): string[] => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+  const walk = (d: string): string[] => fs.readdirSync(d, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
   for (const f of walk(proxySrc).filter((x) => x.endsWith('.ts'))) {
     expect(`${f}: ${/from ['"](cdk8s|constructs)['"]/.test(fs.readFileSync(f, 'utf8'))}`).toBe(`${f}: false`);
   }

@@ -13,7 +13,7 @@ import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering } from './support/n
 const support = netnsSupport();
 const cniOk = cniSupport(['bridge', 'macvlan', 'static']);
 const skip = !support.ok ? support.reason : !cniOk.ok ? cniOk.reason : undefined;
-if (skip) console.warn(`[cni-prerequisites] SKIPPED: ${skip}`); // eslint-disable-line no-console
+if (skip) console.warn(`[cni-prerequisites] SKIPPED: ${skip}`);
 const d = skip ? describe.skip : describe;
 const SETTLE = path.join(__dirname, '..', 'proxy', 'lib', 'settle-addresses.js');
 
@@ -53,7 +53,7 @@ d('node prerequisites of the CNI plugins (real plugins, network namespaces)', ()
       const r = cni.run('ADD', att(cfg, 'net2'));
       expect(r.status).not.toBe(0);
       expect(JSON.parse(r.stdout).msg).toMatch(/could not add "br-mig": operation not supported/);
-      console.warn('[cni-prerequisites] this kernel has no bridge VLAN filtering: VLAN enforcement (vlan_filtering 1, VLAN 1 membership) cannot be exercised here'); // eslint-disable-line no-console
+      console.warn('[cni-prerequisites] this kernel has no bridge VLAN filtering: VLAN enforcement (vlan_filtering 1, VLAN 1 membership) cannot be exercised here');
       return;
     }
     // a bridge made beforehand without vlan_filtering: ADD succeeds and nothing is enforced
@@ -74,7 +74,7 @@ d('node prerequisites of the CNI plugins (real plugins, network namespaces)', ()
     expect({ tentative: r.tentative, dadFailed: r.dadFailed }).toEqual({ tentative: [], dadFailed: [] });
     expect(r.waitedMs).toBeGreaterThan(0);
     expect(bind('fd00:50::a1')).toBe('bound');
-    // eslint-disable-next-line no-console
+
     console.log(`[cni-prerequisites] macvlan IPv6 address tentative after ADD; usable after settleAddresses waited ${r.waitedMs} ms`);
   });
 

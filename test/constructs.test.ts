@@ -56,7 +56,8 @@ describe('SyncControllerPlacement', () => {
     expect(kv.spec.infra).toEqual({ nodePlacement: {} });
     const [patch] = kv.spec.customizeComponents.patches;
     expect(patch).toMatchObject({ resourceType: 'Deployment', resourceName: 'virt-synchronization-controller', type: 'strategic' });
-    expect(JSON.parse(patch.patch).spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions)
+    const nodeAffinity = JSON.parse(patch.patch).spec.template.spec.affinity.nodeAffinity;
+    expect(nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions)
       .toEqual([{ key: 'node-role.kubernetes.io/control-plane', operator: 'DoesNotExist' }]);
     expect(kv.spec.synchronizationPlacement).toBeUndefined();
     expect(validateObject(kv)).toEqual([]);
@@ -65,7 +66,8 @@ describe('SyncControllerPlacement', () => {
   test('native mode also writes the proposed spec.synchronizationPlacement', () => {
     const kv = synthPlacement({ placement: { nodeSelector: { lm: 'yes' } }, datapath: 'native', replicas: 3 });
     expect(kv.spec.synchronizationPlacement).toEqual({ nodePlacement: { nodeSelector: { lm: 'yes' } } });
-    expect(kv.spec.infra).toEqual({ nodePlacement: {}, replicas: 3 });
+    expect(kv.spec.infra).toEqual({ nodePlacement: {} }); // replicas ride the sync-controller patch (test/sync-replicas.test.ts)
+    expect(JSON.parse(kv.spec.customizeComponents.patches[0].patch).spec.replicas).toBe(3);
     expect(validateObject(kv, { kubevirtSchema: 'pr17922' })).toEqual([]);
     expect(validateObject(kv, { kubevirtSchema: 'released' }).join()).toMatch(/synchronizationPlacement/);
   });
@@ -127,10 +129,10 @@ describe('CrossClusterMigrationMesh', () => {
     expect(hco.spec.infra).toEqual({ nodePlacement: {} });
     const ops = JSON.parse(hco.metadata.annotations['kubevirt.kubevirt.io/jsonpatch']);
     expect(ops.map((o: any) => `${o.op} ${o.path}`)).toEqual([
-      'add /spec/configuration/developerConfiguration/featureGates/-', 'add /spec/infra/replicas', 'add /spec/customizeComponents/patches',
+      'add /spec/configuration/developerConfiguration/featureGates/-', 'add /spec/customizeComponents/patches',
     ]);
     expect(ops[0].value).toBe('DecentralizedLiveMigration');
-    expect(ops[2].value[0].resourceName).toBe('virt-synchronization-controller');
+    expect(ops[1].value[0].resourceName).toBe('virt-synchronization-controller');
     expect(validateObject(hco)).toEqual([]);
     // the migration NAD must be in the HCO namespace, where KubeVirt runs
     const nad = Testing.synth(mesh.charts[0]).find((o) => o.kind === 'NetworkAttachmentDefinition' && o.metadata.name === 'lm-migration');

@@ -2,7 +2,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { validateObject } from './support/schemas';
 
@@ -23,7 +23,8 @@ describe.each(examples)('example %s', (file) => {
   });
 
   test('synthesizes byte-identical output twice', () => {
-    const again = synthesizeFleet(loadFleetFile(fleetFile), { ledger: loadLedgerFile(ledgerPathFor(fleetFile)), moves: loadMovesFile(movesPathFor(fleetFile), doc.metadata.name) });
+    const moves = loadMovesFile(movesPathFor(fleetFile), doc.metadata.name);
+    const again = synthesizeFleet(loadFleetFile(fleetFile), { ledger: loadLedgerFile(ledgerPathFor(fleetFile)), moves });
     expect([...again.files.entries()]).toEqual([...result.files.entries()]);
   });
 

@@ -29,7 +29,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { ChildProcess } from 'child_process';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, cidr4, fmt4, hasCommand, inCidr4, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
 
@@ -47,7 +47,6 @@ const runtimeBuilt = fs.existsSync(PROXY_CLI);
 const cniOk = cniSupport();
 const skipReason = !support.ok ? support.reason : !runtimeBuilt ? `gateway runtime not built (${PROXY_CLI} missing: run npm run build)` : !cniOk.ok ? cniOk.reason : undefined;
 if (skipReason) {
-  // eslint-disable-next-line no-console
   console.warn(`[fleet-netns] SKIPPED: ${skipReason}`);
 }
 const d = skipReason ? describe.skip : describe;
@@ -185,7 +184,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
       const vip = t.keepalivedConf ? nextHops[0] : undefined;
       return { topo: t, node, handlers, sync, gateways, vip } as ClusterLab & { gateways: any[] };
     });
-    // eslint-disable-next-line no-console
+
     console.log(`[fleet-netns] ${cni.all().length} pod attachments made by the CNI plugins in ${CNI_BIN}${vlanNote}`);
 
     // 4. the init step (root, CAP_NET_ADMIN only), then the runtime (uid 65532, no capabilities)
@@ -222,7 +221,6 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
       const holders = await pollFor(() => { const h = vipHolders(c); return h.length === 1 ? h : undefined; }, 15_000);
       if (!holders) throw new Error(`${c.topo.name}: no single VIP holder after 15 s (holders: ${vipHolders(c).join(', ') || 'none'})`);
     }
-    // eslint-disable-next-line no-console
     console.log(`[fleet-netns] VRRP elections done ${Date.now() - electionStart} ms after the sidecars started`);
 
     // 5. servers: an echo server at a high port on every handler h2, and on every sync controller's sync port
@@ -230,16 +228,15 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
       await startServer(c.handlers[1].ns, 'echo', HIGH_PORT);
       await startServer(c.sync.ns, 'echo', c.topo.syncPort);
     }
-    // eslint-disable-next-line no-console
     console.log(`[fleet-netns] ${lab.all().length} namespaces, ${clusters.reduce((n, c) => n + c.gateways.length, 0)} gateways ready in ${Date.now() - t0} ms`);
   }, 60_000);
 
   afterAll(() => {
     const failedLogs = clusters.flatMap((c) => c.gateways).filter((g) => fs.existsSync(g.log)).map((g) => `--- ${g.ns}\n${fs.readFileSync(g.log, 'utf8').split('\n').filter((l) => /"level":(40|50|60)/.test(l)).slice(-5).join('\n')}`);
-    if (process.env.MM_NETNS_LOGS) console.log(failedLogs.join('\n')); // eslint-disable-line no-console
+    if (process.env.MM_NETNS_LOGS) console.log(failedLogs.join('\n'));
     for (const c of clusters) for (const g of c.gateways) { if (g.ka) lab.kill(g.ka); if (g.proc) lab.kill(g.proc); }
     const delFailures = cni?.delAll() ?? [];
-    if (delFailures.length) console.warn(`[fleet-netns] CNI DEL failed: ${delFailures.join('; ')}`); // eslint-disable-line no-console
+    if (delFailures.length) console.warn(`[fleet-netns] CNI DEL failed: ${delFailures.join('; ')}`);
     lab?.cleanup();
     if (tmp && !process.env.MM_NETNS_KEEP) fs.rmSync(tmp, { recursive: true, force: true });
   });
@@ -371,7 +368,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
 
   test('throughput handler -> gateway -> gateway -> handler vs a direct veth path (printed, written to bench/results)', async () => {
     if (!hasCommand('iperf3')) {
-      console.warn('[fleet-netns] iperf3 missing: throughput not measured'); // eslint-disable-line no-console
+      console.warn('[fleet-netns] iperf3 missing: throughput not measured');
       return;
     }
     const [a, b] = clusters;
@@ -397,7 +394,6 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
       { path: `handler -> gateway -> ${tlsMode} tunnel -> gateway -> handler`, gbps: +viaGateways.gbps.toFixed(2), bytes: viaGateways.bytes, retransmits: viaGateways.retransmits },
       { path: 'direct veth pair', gbps: +direct.gbps.toFixed(2), bytes: direct.bytes, retransmits: direct.retransmits },
     ];
-    // eslint-disable-next-line no-console
     console.log(`[fleet-netns] throughput (iperf3, 1 stream, ${seconds} s each, MTU ${mtu ?? 'default'}, ${os.cpus().length} CPUs)\n${rows.map((r) => `  ${r.path.padEnd(64)} ${r.gbps.toFixed(2).padStart(7)} Gbit/s`).join('\n')}\n  ratio: ${(viaGateways.gbps / direct.gbps * 100).toFixed(1)}% of direct`);
     // record into the repo only when asked (MM_RECORD_BENCH=1), so a test run leaves the tree clean
     const outDir = process.env.MM_RECORD_BENCH === '1' ? path.join(ROOT, 'bench', 'results') : os.tmpdir();
@@ -426,7 +422,6 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const end = events.find((e) => e.event === 'closed' || e.event === 'timeout');
     expect(end?.event).toBe('closed');
     const ms = end.t - killedAt;
-    // eslint-disable-next-line no-console
     console.log(`[fleet-netns] far gateways killed mid-stream: near client closed after ${ms} ms (${end.error ?? 'FIN'}), ${end.bytes} bytes received`);
     expect(ms).toBeLessThan(5000);
     // a cut-off stream must not look complete: the dead peer (TLS EOF without close_notify) is a reset
@@ -473,7 +468,6 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     lab.run(['ip', '-n', holder.ns, 'link', 'set', holder.ifname, 'down']);
     lab.run(['ip', '-n', holder.ns, 'link', 'set', a.topo.gateways[0].crossCluster.ifname, 'down']);
     const r = await firstSuccess(a.handlers[0], c.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
-    // eslint-disable-next-line no-console
     console.log(`[fleet-netns] ${a.topo.name}: VIP holder lost; first new connection through the other replica after ${r.ms} ms (${r.tries} tries)`);
     expect({ ok: r.last?.ok, error: r.last?.error }).toEqual({ ok: true, error: undefined });
     expect(r.ms).toBeLessThan(15_000);
@@ -494,7 +488,6 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const movedMs = Date.now() - killedAt;
     expect(moved).toBe(true);
     const r = await firstSuccess(c.handlers[0], a.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
-    // eslint-disable-next-line no-console
     console.log(`[fleet-netns] ${c.topo.name}: runtime of the VIP holder killed; VIP moved after ${movedMs} ms, first new connection after ${r.ms} ms`);
     expect({ ok: r.last?.ok, error: r.last?.error }).toEqual({ ok: true, error: undefined });
   }, 30_000);

@@ -4,7 +4,7 @@ import * as YAML from 'yaml';
 import { FleetValidationError } from '../src/errors';
 import { FleetDocument } from '../src/fleet-schema';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor, parseFleetText } from '../src/load';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { loadMovesFile, movesPathFor, parseMovesText } from '../src/forklift/moves';
 import { planForklift } from '../src/forklift/plan';
 import { ClusterFacts } from '../src/forklift/model';
@@ -287,7 +287,7 @@ describe('refusals: one per check, with a stable code, a path and a fix', () => 
       { vm: 'db1', namespace: 'vms', from: 'b', to: 'a', batch: 'w1' },
     ]);
     expect(codes(bad).sort()).toEqual(['forklift/moved-twice', 'forklift/no-provider', 'forklift/storage-missing']);
-    try { synthesizeFleet(bad); } catch (e) { expect((e as Error).message).toMatch(/\[forklift\/no-provider\] has no entry for b/); }
+    try { synthesizeFleet(bad); } catch (e) { expect((e as Error).message).toMatch(/\[forklift\/no-provider\] spec\.forklift\.providers: has no entry for b/); }
   });
 
   test('moves in the fleet and in a moves file at once are refused; a moves file for another fleet too', () => {
@@ -319,7 +319,7 @@ test('the Forklift planning layer imports nothing from cdk8s', () => {
 });
 
 describe('plan and diff show the moves', () => {
-  const { main } = require('../src/cli');
+  const { main } = require('../cli/cli');
   const run = (argv: string[]): { code: number; out: string } => {
     let out = '';
     const code = main(argv, (s: string) => { out += s; }, (s: string) => { out += s; });

@@ -10,7 +10,7 @@ import { CrossClusterMigrationMesh } from '../constructs/mesh';
 import { MeshClusterChart } from '../constructs/mesh-cluster';
 import { HarvesterClusterChart } from '../constructs/harvester-cluster';
 import { FleetValidationError } from '../src/errors';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { baseFleet, mutate } from './support/fleets';
 import { validateObject } from './support/schemas';
 

@@ -12,7 +12,7 @@
  *     monitoring.coreos.com_servicemonitors.yaml, 71,103 chars, is not vendored yet)
  *   - Deployment, Service, ServiceAccount, PodDisruptionBudget, ConfigMap, Namespace: kubernetes-models typings
  */
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { describeSchema, validateObject } from './support/schemas';
 import { baseFleet } from './support/fleets';
 

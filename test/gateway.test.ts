@@ -11,7 +11,7 @@ import { MigrationProxy } from '../constructs/migration-proxy';
 import { GatewayCrossClusterPolicy } from '../constructs/gateway-policy';
 import { GatewayTls } from '../constructs/gateway-tls';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { gatewayNetworkSelection, gatewayRestartHash, GATEWAY_RESTART_HASH_ANNOTATION } from '../src/gateway-pod';
 import { baseFleet } from './support/fleets';
 

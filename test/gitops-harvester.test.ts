@@ -7,7 +7,7 @@ import { FleetValidationError } from '../src/errors';
 import { FleetDocument } from '../src/fleet-schema';
 import { checkHarvesterValue, harvesterValueJson } from '../src/harvester';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import * as YAML from 'yaml';
 
 const FILE = path.join(__dirname, '..', 'examples', 'harvester.fleet.yaml');

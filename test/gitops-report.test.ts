@@ -8,10 +8,10 @@ import * as os from 'os';
 import * as path from 'path';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { planFleet } from '../src/planner';
-import { createProgress, progressEnabled } from '../src/progress';
-import { planReport, renderPlanTable } from '../src/report';
+import { createProgress, progressEnabled } from '../cli/progress';
+import { planReport, renderPlanTable } from '../src/plan-report';
 import { resolveFleet } from '../src/resolve';
-import { DETAILED_MAX, GRID_MAX, renderFleetSvg } from '../src/svg';
+import { DETAILED_MAX, GRID_MAX, renderFleetSvg } from '../src/fleet-svg';
 import { FleetDocument } from '../src/fleet-schema';
 
 const EX = path.join(__dirname, '..', 'examples');

@@ -12,7 +12,7 @@ import { FleetDocument } from '../src/fleet-schema';
 import { ARGOCD_WAVE_ANNOTATION, FLUX_PRUNE_ANNOTATION, GITOPS_DIR } from '../src/gitops';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { STAGES, kindWave, kubevirtNadKeys, rolloutWave } from '../src/rollout';
-import { rolloutRank, synthesizeFleet, writeFiles } from '../src/synth';
+import { rolloutRank, synthesizeFleet, writeFiles } from '../cli/synthesize-fleet';
 
 const EX = path.join(__dirname, '..', 'examples');
 const exampleFiles = fs.readdirSync(EX).filter((f) => f.endsWith('.fleet.yaml')).sort();

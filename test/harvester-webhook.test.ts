@@ -16,7 +16,7 @@ import { FleetValidationError } from '../src/errors';
 import { FleetDocument } from '../src/fleet-schema';
 import { HARVESTER_MAX_CLUSTER_NETWORK_NAME, HarvesterMigrationNetworkValue, checkHarvesterValue, harvesterUsableCount } from '../src/harvester';
 import { loadFleetFile } from '../src/load';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 
 const ctx = { path: 'spec.clusters[0]', datapathPath: 'spec.datapath' };
 
@@ -104,7 +104,7 @@ describe('the setting webhook cases, through checkHarvesterValue (agree, or stri
 
   test('the ClusterNetwork problem names the field and the fix', () => {
     const p = checkHarvesterValue({ clusterNetwork: 'migration-net', range: '10.0.0.0/24' }, 1, 1, ctx).problems;
-    expect(p).toEqual([{ path: 'spec.clusters[0].harvester.clusterNetwork', message: expect.stringContaining("bridge 'migration-net-br' must fit the 15-character"), fix: 'use a ClusterNetwork name of at most 12 characters' }]);
+    expect(p).toEqual([{ code: 'harvester-cluster-network-name', path: 'spec.clusters[0].harvester.clusterNetwork', message: expect.stringContaining("bridge 'migration-net-br' must fit the 15-character"), fix: 'use a ClusterNetwork name of at most 12 characters' }]);
   });
 });
 

@@ -18,13 +18,13 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { hasCommand, netnsSupport } from './support/netns';
 
 const EX = path.join(__dirname, '..', 'examples');
 const support = netnsSupport();
 const skipReason = !support.ok ? support.reason : !hasCommand('keepalived') ? 'keepalived missing (run node scripts/ensure-system-deps.js as root)' : undefined;
-if (skipReason) console.warn(`[keepalived-config] SKIPPED: ${skipReason}`); // eslint-disable-line no-console
+if (skipReason) console.warn(`[keepalived-config] SKIPPED: ${skipReason}`);
 const d = skipReason ? describe.skip : describe;
 
 interface Emitted { fleet: string; cluster: string; conf: string; replicas: number; ifname: string }

@@ -4,7 +4,7 @@
  */
 import * as path from 'path';
 import { attachmentRequirements, nodePrerequisites } from '../src/cni';
-import { main } from '../src/cli';
+import { main } from '../cli/cli';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { planFleetDocument } from '../src/planner';
 

@@ -26,8 +26,8 @@ test('npm pack -> install into a scratch project -> import and synth', () => {
 
     // the tarball holds compiled JS and types, not sources, tests or manifests
     const pkgDir = path.join(app, 'node_modules', 'migration-mesh');
-    expect(fs.existsSync(path.join(pkgDir, 'lib', 'src', 'index.js'))).toBe(true);
-    expect(fs.existsSync(path.join(pkgDir, 'lib', 'src', 'index.d.ts'))).toBe(true);
+    expect(fs.existsSync(path.join(pkgDir, 'lib', 'index.js'))).toBe(true);
+    expect(fs.existsSync(path.join(pkgDir, 'lib', 'index.d.ts'))).toBe(true);
     expect(fs.existsSync(path.join(pkgDir, 'test'))).toBe(false);
     expect(fs.existsSync(path.join(pkgDir, 'dist'))).toBe(false);
 

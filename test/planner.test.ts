@@ -1,6 +1,6 @@
 import * as fc from 'fast-check';
 import { FleetDocument } from '../src/fleet-schema';
-import { Ledger, diffLedgers, parseLedger, serializeLedger } from '../src/ledger';
+import { Ledger, diffLedgers, parseLedger, reclaimReleased, serializeLedger } from '../src/ledger';
 import { planFleet, PlanResult } from '../src/planner';
 import { parseFleetDocument, resolveFleet } from '../src/resolve';
 import { parseAddr, parseCidr, containsAddr, parsePoolItem } from '../src/ip';
@@ -103,7 +103,7 @@ describe('planner', () => {
     expect(diffLedgers(first.ledger, second.ledger).every((c) => c.from === undefined)).toBe(true);
   });
 
-  test('removing a cluster frees its addresses; the next new member reuses the lowest free one', () => {
+  test('removing a cluster quarantines its addresses; a new member reuses them only after reclaim (issue #12)', () => {
     const three = mutate(baseFleet(), (d) => { d.spec.clusters = [{ name: 'a', nodes: 1 }, { name: 'b', nodes: 1 }, { name: 'c', nodes: 1 }]; });
     const l1 = plan(three).ledger;
     expect(l1.clusters.b.gateways!.map((g) => g.crossCluster)).toEqual(['192.168.50.3', '192.168.50.4']);
@@ -113,10 +113,13 @@ describe('planner', () => {
     expect(l2.clusters.c).toEqual(l1.clusters.c);
     const withD = mutate(withoutB, (d) => { d.spec.clusters.push({ name: 'd', nodes: 1 }); });
     const l3 = plan(withD, l2).ledger;
-    expect(l3.clusters.d.gateways!.map((g) => g.crossCluster)).toEqual(['192.168.50.3', '192.168.50.4']);
-    expect(l3.clusters.d.migrationCidr).toBe('10.200.1.0/24');
+    expect(l3.clusters.d.gateways!.map((g) => g.crossCluster)).toEqual(['192.168.50.7', '192.168.50.8']);
+    expect(l3.clusters.d.migrationCidr).toBe('10.200.3.0/24');
     expect(l3.clusters.a).toEqual(l1.clusters.a);
     expect(l3.clusters.c).toEqual(l1.clusters.c);
+    const l3r = plan(withD, reclaimReleased(l2, { clusters: ['b'] }).ledger).ledger;
+    expect(l3r.clusters.d.gateways!.map((g) => g.crossCluster)).toEqual(['192.168.50.3', '192.168.50.4']);
+    expect(l3r.clusters.d.migrationCidr).toBe('10.200.1.0/24');
   });
 
   test('adding cluster 11 does not renumber clusters 1-10, even when its name sorts first', () => {
@@ -225,7 +228,8 @@ test.each([false, true])('property: for random add/remove/resize sequences no su
             expect(c.gatewayVip !== undefined).toBe(c.gateways.length > 1);
             if (c.gatewayVip) {
               expect(containsAddr(cidr.cidr, parseAddr(bare(c.gatewayVip))!)).toBe(true);
-              expect(new Set(c.migrationNetwork.ipam.routes.map((rt) => rt.gw))).toEqual(new Set(c.migrationNetwork.ipam.routes.length ? [bare(c.gatewayVip)] : []));
+              const gws = c.migrationNetwork.ipam.routes.map((rt) => rt.gw);
+              expect(new Set(gws)).toEqual(new Set(gws.length ? [bare(c.gatewayVip)] : []));
             }
           }
         }

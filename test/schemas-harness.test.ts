@@ -7,7 +7,6 @@ import * as os from 'os';
 import * as path from 'path';
 import { describeSchema, validateCniConfig, validateManifestFiles, validateObject } from './support/schemas';
 
-const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x));
 const expectValid = (obj: any, opts?: Parameters<typeof validateObject>[1]) => expect(validateObject(obj, opts)).toEqual([]);
 const expectInvalid = (obj: any, match: RegExp, opts?: Parameters<typeof validateObject>[1]) => {
   const errs = validateObject(obj, opts);

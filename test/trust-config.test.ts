@@ -5,7 +5,7 @@
 import { FleetProblem, FleetValidationError } from '../src/errors';
 import { parseFleetDocument, resolveFleet } from '../src/resolve';
 import { planFleet } from '../src/planner';
-import { synthesizeFleet } from '../src/synth';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { formatGoDuration, parseGoDuration } from '../src/trust';
 import { validateObject } from './support/schemas';
 import { baseFleet, mutate } from './support/fleets';

@@ -16,7 +16,7 @@ const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** apimachinery IsQualifiedName: `[prefix/]name`, name <= 63 of [A-Za-z0-9-_.] alnum at both ends, prefix a DNS-1123 subdomain <= 253. */
-export function qualifiedNameErrors(value: string): string[] {
+function qualifiedNameErrors(value: string): string[] {
   const parts = value.split('/');
   let name = value;
   const errs: string[] = [];
@@ -35,7 +35,7 @@ export function qualifiedNameErrors(value: string): string[] {
 }
 
 /** apimachinery IsValidLabelValue: empty, or <= 63 of [A-Za-z0-9-_.] starting and ending alphanumeric. */
-export function labelValueErrors(value: string): string[] {
+function labelValueErrors(value: string): string[] {
   if (value.length > 63) return ['must be no more than 63 characters'];
   if (value !== '' && !QUALIFIED_NAME_PART.test(value)) return ["a valid label value must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"];
   return [];
@@ -46,7 +46,7 @@ const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !
 
 class Collector {
   readonly list: FleetProblem[] = [];
-  add(path: string, message: string, fix: string): void { this.list.push({ path, message, fix }); }
+  add(path: string, message: string, fix: string): void { this.list.push({ code: 'placement-invalid', path, message, fix }); }
   keys(o: Obj, path: string, allowed: string[]): void {
     for (const k of Object.keys(o)) {
       if (!allowed.includes(k)) this.add(`${path}.${k}`, `unknown field '${k}'`, `use only ${allowed.join(', ')} (Kubernetes core/v1)`);

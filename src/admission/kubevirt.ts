@@ -11,7 +11,7 @@
  */
 import { FleetProblem } from '../errors';
 import { FleetDocument, Placement } from '../fleet-schema';
-import { KubevirtVersion, parseKubevirtVersion, DEFAULT_KUBEVIRT_VERSION } from '../kubevirt-versions';
+import { KubevirtVersion } from '../kubevirt-versions';
 import { placementProblems } from './kubernetes-placement';
 
 export const UINT32_MAX = 4_294_967_295;
@@ -22,7 +22,7 @@ export const UINT32_MAX = 4_294_967_295;
  * MigrationStallDetection or MigrationDowntimeTuning ("Alpha: v1.10.0"). MigrationStallDetection is the
  * one every version with the field accepts, so it is the gate we emit.
  */
-export const FEATURE_GATE_MAX_DOWNTIME = 'MigrationStallDetection';
+const FEATURE_GATE_MAX_DOWNTIME = 'MigrationStallDetection';
 
 /** The gate `maxDowntimeMs` needs on this version; undefined when the version has no such field (refused elsewhere). */
 export function maxDowntimeGateFor(v: KubevirtVersion): string | undefined {
@@ -34,7 +34,7 @@ export function maxDowntimeGateFor(v: KubevirtVersion): string | undefined {
  * schema says only `format: int32`/`int64`, which the API server does not enforce for integers, so a value
  * past the Go type is stored and then breaks virt-operator's decoding of the whole CR.
  */
-export const MIGRATION_NUMERIC_LIMITS: Readonly<Record<string, { goType: string; max: number }>> = {
+const MIGRATION_NUMERIC_LIMITS: Readonly<Record<string, { goType: string; max: number }>> = {
   parallelMigrationsPerCluster: { goType: '*uint32', max: UINT32_MAX },
   parallelOutboundMigrationsPerNode: { goType: '*uint32', max: UINT32_MAX },
   // int64 in Go; JSON numbers past 2^53 are not exact in JS, so we stop there
@@ -50,6 +50,7 @@ function policyProblems(doc: FleetDocument): FleetProblem[] {
     const v = policy[field];
     if (typeof v === 'number' && v > lim.max) {
       out.push({
+        code: 'migration-field-out-of-range',
         path: `spec.migrationPolicy.${field}`,
         message: `${v} does not fit KubeVirt's ${lim.goType} migrations.${field} (at most ${lim.max}); the API server would store it and virt-operator would fail to decode the KubeVirt CR`,
         fix: `give at most ${lim.max}`,
@@ -82,14 +83,6 @@ export function kubevirtAdmissionProblems(doc: FleetDocument): FleetProblem[] {
   ];
 }
 
-/** The feature gates a cluster's KubeVirt needs for the policy fields it is given (added to its spec). */
-export function policyFeatureGates(policy: Record<string, unknown>, versionText: string | undefined): string[] {
-  const v = parseKubevirtVersion(versionText ?? DEFAULT_KUBEVIRT_VERSION);
-  if (!v || policy.maxDowntimeMs === undefined) return [];
-  const gate = maxDowntimeGateFor(v);
-  return gate ? [gate] : [];
-}
-
 /** `developerConfiguration.featureGates` fragment for the policy's gated fields on this cluster's version. */
 type GateFragment = { configuration?: { developerConfiguration: { featureGates: string[] } } };
 export function policyGateFragment(policy: Record<string, unknown>, version: KubevirtVersion): GateFragment {
@@ -98,7 +91,7 @@ export function policyGateFragment(policy: Record<string, unknown>, version: Kub
 }
 
 /** Alpha gates that let `maxDowntimeMs` change, per version (featuregate/active.go at v1.9.0 and main). */
-export function maxDowntimeGatesKnown(v: KubevirtVersion): string[] {
+function maxDowntimeGatesKnown(v: KubevirtVersion): string[] {
   if (v.major > 1 || (v.major === 1 && v.minor >= 10)) return ['MigrationStallDetection', 'MigrationDowntimeTuning'];
   if (v.major === 1 && v.minor === 9) return ['MigrationStallDetection'];
   return [];

@@ -5,6 +5,7 @@
  * Every problem has a path, a message, a fix and a stable code. Pure, no cdk8s import.
  */
 import { FleetProblem } from '../errors';
+import { ForkliftCode } from '../problem-codes';
 import { ForkliftSpec, Move } from './schema';
 import { ClusterFacts } from './model';
 import { FEATURE_GATE_DLM } from '../kubevirt-config';
@@ -19,10 +20,10 @@ export interface MovesInput {
 export class ForkliftProblems {
   readonly problems: FleetProblem[] = [];
   readonly warnings: FleetProblem[] = [];
-  error(code: string, path: string, message: string, fix: string): void {
+  error(code: ForkliftCode, path: string, message: string, fix: string): void {
     this.problems.push({ code: `forklift/${code}`, path, message, fix });
   }
-  warn(code: string, path: string, message: string, fix: string): void {
+  warn(code: ForkliftCode, path: string, message: string, fix: string): void {
     this.warnings.push({ code: `forklift/${code}`, path, message, fix });
   }
 }

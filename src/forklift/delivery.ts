@@ -8,8 +8,8 @@ import { ResolvedGitops, ARGOCD_SYNC_OPTIONS_ANNOTATION, ARGOCD_WAVE_ANNOTATION,
 import { ForkliftHubPlan } from './model';
 
 export const FORKLIFT_DIR = '_forklift';
-export const DRIFT_DIR = 'drift';
-export const FLUX_RECONCILE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/reconcile';
+const DRIFT_DIR = 'drift';
+const FLUX_RECONCILE_ANNOTATION = 'kustomize.toolkit.fluxcd.io/reconcile';
 
 export type ForkliftStageName = 'providers' | 'maps' | 'plans' | 'migrations';
 
@@ -112,7 +112,7 @@ export function forkliftFluxKustomizations(g: ResolvedGitops, plan: ForkliftHubP
 }
 
 /** Moved VMs by source cluster (`namespace/name`, sorted). */
-export function movedVmsBySource(plan: ForkliftHubPlan): Map<string, { name: string; namespace: string }[]> {
+function movedVmsBySource(plan: ForkliftHubPlan): Map<string, { name: string; namespace: string }[]> {
   const out = new Map<string, { name: string; namespace: string }[]>();
   for (const p of plan.plans) out.set(p.from, [...(out.get(p.from) ?? []), ...p.vms]);
   for (const [k, v] of out) out.set(k, [...new Map(v.map((x) => [`${x.namespace}/${x.name}`, x])).values()].sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1)));

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'crypto';
 
-export const MAX_NAME = 63;
+const MAX_NAME = 63;
 
 /** `parts` joined with "-", shortened to 63 characters with a stable hash when longer. */
 export function objectName(...parts: string[]): string {

@@ -3,10 +3,10 @@
  * Plan, whether a Migration starts it), the maps per pair, and the warnings. Pure, no cdk8s import.
  */
 import { FleetProblem, formatProblem } from '../errors';
-import { renderTable } from '../report';
+import { renderTable } from '../plan-report';
 import { ForkliftHubPlan } from './model';
 
-export interface MoveRow {
+interface MoveRow {
   readonly vm: string;
   readonly namespace: string;
   readonly batch: string;

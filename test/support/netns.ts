@@ -273,7 +273,9 @@ export interface ClusterTopology {
   readonly name: string;
   /** The whereabouts NAD KubeVirt attaches as migration0 (what handlers and sync controllers get). */
   readonly migrationNad: {
-    name: string; ipam: { range: string; range_start?: string; range_end?: string; exclude?: string[]; routes?: { dst: string; gw: string }[] }; mtu?: number;
+    name: string;
+    ipam: { range: string; range_start?: string; range_end?: string; exclude?: string[]; routes?: { dst: string; gw: string }[] };
+    mtu?: number;
     /** The NAD's `spec.config`, parsed. */
     config: any;
   };

@@ -568,7 +568,6 @@ type Check = (v: any, p: string, errs: string[]) => void;
 const isInt = (v: any) => typeof v === 'number' && Number.isInteger(v);
 const str: Check = (v, p, e) => void (typeof v !== 'string' && e.push(`${p}: must be a string`));
 const bool: Check = (v, p, e) => void (typeof v !== 'boolean' && e.push(`${p}: must be a boolean`));
-const num: Check = (v, p, e) => void (typeof v !== 'number' && e.push(`${p}: must be a number`));
 const intRange =
   (min: number, max: number): Check =>
   (v, p, e) =>
@@ -600,8 +599,11 @@ function isIPv6(s: string): boolean {
     if (i === all.length - 1 && g.includes('.')) {
       if (!IPV4.test(g)) return false;
       n += 2;
-    } else if (/^[0-9a-fA-F]{1,4}$/.test(g)) n += 1;
-    else return false;
+    } else if (/^[0-9a-fA-F]{1,4}$/.test(g)) {
+      n += 1;
+    } else {
+      return false;
+    }
   }
   return dbl.length === 2 ? n < 8 : n === 8;
 }
@@ -645,7 +647,10 @@ function object(fields: Record<string, Check>, required: string[] = [], what = '
 
 // containernetworking/cni pkg/types/types.go Route{dst, gw, mtu, advmss, priority, table, scope}
 const route = object(
-  { dst: cidr, gw: ip, mtu: intRange(0, 1 << 30), advmss: intRange(0, 1 << 30), priority: intRange(0, 2 ** 32 - 1), table: intRange(0, 2 ** 32 - 1), scope: intRange(0, 255) },
+  {
+    dst: cidr, gw: ip, mtu: intRange(0, 1 << 30), advmss: intRange(0, 1 << 30),
+    priority: intRange(0, 2 ** 32 - 1), table: intRange(0, 2 ** 32 - 1), scope: intRange(0, 255),
+  },
   ['dst'],
   'route',
 );
@@ -791,7 +796,10 @@ export function validateCniConfig(configJson: string): string[] {
   if (conf.plugins !== undefined) {
     // conflist (containernetworking/cni libcni NetworkConfigList)
     object(
-      { cniVersion: COMMON.cniVersion, cniVersions: arrayOf(COMMON.cniVersion), name: str, disableCheck: bool, disableGC: bool, loadOnlyInlinedPlugins: bool, plugins: () => undefined },
+      {
+        cniVersion: COMMON.cniVersion, cniVersions: arrayOf(COMMON.cniVersion), name: str,
+        disableCheck: bool, disableGC: bool, loadOnlyInlinedPlugins: bool, plugins: () => undefined,
+      },
       ['cniVersion', 'name', 'plugins'],
       'CNI conflist',
     )(conf, '', e);

@@ -3,29 +3,28 @@
  * migration-mesh CLI: the same fleet as YAML, through the same schema, planner and constructs.
  *
  *   migration-mesh synth  FLEET.yaml... [--out DIR] [--frozen] [--ledger FILE]
- *   migration-mesh validate FLEET.yaml...
+ *   migration-mesh validate FLEET.yaml... [--output text|json]
  *   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE]
  *   migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml | diff FLEET.yaml [--out DIR]   (exit 0 same, 1 changes, 2 error)
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { FleetValidationError } from './errors';
-import { formatLedgerChange, serializeLedger } from './ledger';
-import { ledgerPathFor, loadFleetFile, loadLedgerFile } from './load';
-import { parseFleetDocument, resolveFleet } from './resolve';
-import { synthesizeFleet, writeFiles } from './synth';
-import { planFleet } from './planner';
-import { planReport, renderPlanTable } from './report';
-import { nodePrerequisites, renderNodePrerequisites } from './cni';
-import { renderFleetSvg } from './svg';
-import { diffTrees, renderDiff, FleetDiff } from './diff';
+import { FleetProblem, FleetValidationError, MigrationMeshError, formatProblem } from '../src/errors';
+import { formatLedgerChange, reclaimReleased, serializeLedger } from '../src/ledger';
+import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/load';
+import { parseFleetDocument, resolveFleet } from '../src/resolve';
+import { synthesizeFleet, writeFiles } from './synthesize-fleet';
+import { planFleetDocument } from '../src/planner';
+import { planReport, renderPlanTable } from '../src/plan-report';
+import { renderFleetSvg } from '../src/fleet-svg';
+import { diffTrees, renderDiff, FleetDiff } from '../src/tree-diff';
 import { diffFleets } from './diff-fleets';
 import { createProgress } from './progress';
-import { FleetDocument } from './fleet-schema';
-import { Ledger } from './ledger';
-import { formatProblem } from './errors';
-import { loadMovesFile, movesPathFor } from './forklift/moves';
-import { movesReport, renderMoves } from './forklift/report';
+import { FleetDocument } from '../src/fleet-schema';
+import { Ledger } from '../src/ledger';
+import { nodePrerequisites, renderNodePrerequisites } from '../src/cni';
+import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
+import { movesReport, renderMoves } from '../src/forklift/report';
 
 interface Args { cmd: string; files: string[]; flags: Map<string, string | true> }
 
@@ -37,11 +36,13 @@ function parseArgs(argv: string[]): Args {
     const a = rest[i];
     if (a.startsWith('--')) {
       const [k, v] = a.slice(2).split('=', 2);
-      if (v !== undefined) flags.set(k, v);
-      else if (['out', 'ledger', 'output', 'svg'].includes(k) && rest[i + 1] && !rest[i + 1].startsWith('--')) flags.set(k, rest[++i]);
-      else flags.set(k, true);
-    } else if (a === '-o') flags.set('out', rest[++i]);
-    else files.push(a);
+      const takesValue = ['out', 'ledger', 'output', 'svg', 'renamed-from', 'cluster', 'address'].includes(k) && rest[i + 1] && !rest[i + 1].startsWith('--');
+      flags.set(k, v !== undefined ? v : takesValue ? rest[++i] : true);
+    } else if (a === '-o') {
+      flags.set('out', rest[++i]);
+    } else {
+      files.push(a);
+    }
   }
   return { cmd, files, flags };
 }
@@ -52,8 +53,9 @@ const USAGE = `usage:
       DIR/<fleet>/<cluster>/... (default DIR: dist) and the updated ledger. --frozen fails
       instead when the ledger would change (CI).
       Also writes DIR/<fleet>/fleet.svg, a picture of the fleet (--no-svg to skip).
-  migration-mesh validate FLEET.yaml...
-      check fleet files; every problem is listed with its field path and a fix.
+  migration-mesh validate FLEET.yaml... [--output text|json]
+      check fleet files; every problem is listed with its code, field path and a fix
+      (docs/errors.md lists the codes). --output json: one entry per file, problems as data.
   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE] [--ledger FILE]
       the address plan per cluster (mode, in-cluster CIDR, gateway addresses, pool needed /
       usable / free, what direct mode would need) and the shared-network totals. Writes nothing
@@ -64,27 +66,24 @@ const USAGE = `usage:
       changed, the addresses that move, peer-table entries, and a one-line churn summary.
       One file: compared against DIR/<fleet>/ (default dist) and the committed ledger.
       Exit code: 0 no change, 1 changes, 2 error (like git diff --exit-code).
+  migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
+      lift the quarantine of released addresses (a removed cluster's CIDR, shared addresses, VIP),
+      once their old holders are gone from the network; until then no member is given them.
+  synth, plan and diff take --renamed-from OLD to carry the ledger of fleet OLD over to a renamed
+  fleet (without it a ledger of another fleet is refused: every address would be replanned).
 `;
 
-export function main(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s), err: (s: string) => void = (s) => process.stderr.write(s)): number {
+type Sink = (s: string) => void;
+
+export function main(argv: string[], out: Sink = (s) => process.stdout.write(s), err: Sink = (s) => process.stderr.write(s)): number {
   const args = parseArgs(argv);
   try {
     switch (args.cmd) {
       case 'synth': return synth(args, out);
       case 'plan': return plan(args, out);
       case 'diff': return diff(args, out, err);
-      case 'validate':
-        for (const f of need(args.files)) {
-          const fleet = resolveFleet(parseFleetDocument(loadFleetFile(f), f), f);
-          const doc = loadFleetFile(f);
-          const moves = movesFor(f, doc);
-          // the move checks read the generated configuration, so they run through synthesis (in memory)
-          const warnings = doc.spec.forklift || moves ? synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }).forklift.warnings : [];
-          const modes = [...new Set(fleet.clusters.map((c) => c.datapath))];
-          out(`${f}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
-          for (const w of warnings) out(`  warning: ${formatProblem(w)}\n`);
-        }
-        return 0;
+      case 'reclaim': return reclaim(args, out);
+      case 'validate': return validate(args, out);
       case 'help': case '--help': case '-h':
         out(USAGE); return 0;
       default:
@@ -102,6 +101,46 @@ function need(files: string[]): string[] {
   return files;
 }
 
+function validate(args: Args, out: (s: string) => void): number {
+  const format = String(args.flags.get('output') ?? 'text');
+  if (format === 'json') return validateJson(args, out);
+  if (format !== 'text') throw new Error(`--output must be text or json, got '${format}'`);
+  for (const f of need(args.files)) {
+    const fleet = resolveFleet(parseFleetDocument(loadFleetFile(f), f), f);
+    const warnings = moveWarnings(args, f);
+    const modes = [...new Set(fleet.clusters.map((c) => c.datapath))];
+    out(`${f}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
+    for (const w of warnings) out(`  warning: ${formatProblem(w)}\n`);
+  }
+  return 0;
+}
+
+/** The move checks read the generated configuration, so they run through synthesis (in memory). */
+function moveWarnings(args: Args, f: string): FleetProblem[] {
+  const doc = loadFleetFile(f);
+  const moves = movesFor(f, doc);
+  return doc.spec.forklift || moves ? synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }).forklift.warnings : [];
+}
+
+const problemJson = ({ code, path, message, fix }: FleetProblem) => ({ code, path, message, ...(fix ? { fix } : {}) });
+
+/** Every file checked, problems as data with their codes (filter with e.g. `jq '.[].problems[] | select(.code == "pool-too-small")'`). */
+function validateJson(args: Args, out: (s: string) => void): number {
+  const results = need(args.files).map((file) => {
+    try {
+      const fleet = resolveFleet(loadFleetFile(file), file);
+      const warnings = moveWarnings(args, file).map(problemJson);
+      const datapaths = [...new Set(fleet.clusters.map((c) => c.datapath))];
+      return { file, valid: true, datapaths, problems: [] as FleetProblem[], ...(warnings.length ? { warnings } : {}) };
+    } catch (e) {
+      if (!(e instanceof MigrationMeshError)) throw e;
+      return { file, valid: false, problems: e.problems.map(problemJson) };
+    }
+  });
+  out(`${JSON.stringify(results, null, 2)}\n`);
+  return results.every((r) => r.valid) ? 0 : 1;
+}
+
 function synth(args: Args, out: (s: string) => void): number {
   const outRoot = String(args.flags.get('out') ?? process.env.CDK8S_OUTDIR ?? 'dist');
   const frozen = args.flags.get('frozen') === true;
@@ -111,7 +150,8 @@ function synth(args: Args, out: (s: string) => void): number {
     const ledger = loadLedgerFile(ledgerFile);
     const progress = createProgress(`synth ${doc.metadata.name}`);
     try {
-      return { f, doc, ledgerFile, ledger, r: synthesizeFleet(doc, { ledger, frozen, moves: movesFor(f, doc), onCluster: (d, t) => progress.update(d, t) }) };
+      const opts = { ledger, frozen, renamedFrom: renamedFrom(args), moves: movesFor(f, doc), onCluster: (d: number, t: number) => progress.update(d, t) };
+      return { f, doc, ledgerFile, ledger, r: synthesizeFleet(doc, opts) };
     } finally {
       progress.done();
     }
@@ -131,6 +171,8 @@ function synth(args: Args, out: (s: string) => void): number {
     if (!fs.existsSync(ledgerFile) || fs.readFileSync(ledgerFile, 'utf8') !== ledgerText) fs.writeFileSync(ledgerFile, ledgerText);
     out(`${f}: ${r.plan.clusters.length} clusters, ${r.files.size} files -> ${dir}/\n`);
     for (const w of r.forklift.warnings) out(`  warning: ${formatProblem(w)}\n`);
+    const q = r.ledger.released?.length ?? 0;
+    if (q) out(`  ${q} released address${q === 1 ? '' : 'es'} quarantined in ${ledgerFile} (given to no one): \`migration-mesh reclaim ${f} --all\` once the old holders are gone\n`);
     if (r.changes.length) out(`  ledger ${ledgerFile}: ${r.changes.length} change${r.changes.length === 1 ? '' : 's'}\n${r.changes.slice(0, 20).map((c) => `    ${formatLedgerChange(c)}\n`).join('')}${r.changes.length > 20 ? `    ... ${r.changes.length - 20} more\n` : ''}`);
   }
   return 0;
@@ -154,7 +196,7 @@ function plan(args: Args, out: (s: string) => void): number {
   if (files.length !== 1) throw new Error(`plan takes one fleet file, got ${files.length}`);
   const f = files[0];
   const doc = loadFleetFile(f);
-  const { plan: p } = planFleet(resolveFleet(doc, f), ledgerFor(args, f));
+  const { plan: p } = planFleetDocument(doc, { ledger: ledgerFor(args, f), renamedFrom: renamedFrom(args) }, f);
   const report = planReport(p, { harvester: harvesterClusters(doc) });
   const svg = args.flags.get('svg');
   if (typeof svg === 'string') {
@@ -197,7 +239,8 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     if (files.length === 2) {
       const before = loadFleetFile(files[0]);
       const after = loadFleetFile(files[1]);
-      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), moves: [movesFor(files[0], before), movesFor(files[1], after)] });
+      const moves = [movesFor(files[0], before), movesFor(files[1], after)] as const;
+      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), renamedFrom: renamedFrom(args), moves });
     } else if (files.length === 1) {
       const doc = loadFleetFile(files[0]);
       const ledger = ledgerFor(args, files[0]);
@@ -205,7 +248,8 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
       const dir = path.join(outRoot, doc.metadata.name);
       const progress = createProgress(`synth ${doc.metadata.name}`);
       let r;
-      try { r = synthesizeFleet(doc, { ledger, moves: movesFor(files[0], doc), onCluster: (x, t) => progress.update(x, t) }); } finally { progress.done(); }
+      const opts = { ledger, renamedFrom: renamedFrom(args), moves: movesFor(files[0], doc), onCluster: (x: number, t: number) => progress.update(x, t) };
+      try { r = synthesizeFleet(doc, opts); } finally { progress.done(); }
       d = diffTrees({ files: readTree(dir), ledger }, { files: r.files, ledger: r.ledger });
     } else {
       throw new Error(`diff takes OLD NEW or one fleet file, got ${files.length} files`);
@@ -213,7 +257,9 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     if (format === 'json') {
       const { clusters, summary, changed, counts, moves } = d;
       out(`${JSON.stringify({ changed, summary, counts, clusters, moves }, null, 2)}\n`);
-    } else out(renderDiff(d));
+    } else {
+      out(renderDiff(d));
+    }
     return d.changed ? 1 : 0;
   } catch (e) {
     err(`${e instanceof FleetValidationError ? e.message : `error: ${(e as Error).message}`}\n`);
@@ -222,3 +268,27 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
 }
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));
+
+const renamedFrom = (args: Args): string | undefined => {
+  const v = args.flags.get('renamed-from');
+  if (v === true) throw new Error('--renamed-from needs the fleet\'s previous name');
+  return v;
+};
+
+/** `reclaim`: lift the quarantine of released addresses in the ledger beside the fleet file. */
+function reclaim(args: Args, out: (s: string) => void): number {
+  const files = need(args.files);
+  if (files.length !== 1) throw new Error(`reclaim takes one fleet file, got ${files.length}`);
+  const flag = args.flags.get('ledger');
+  const ledgerFile = typeof flag === 'string' ? flag : ledgerPathFor(files[0]);
+  const ledger = loadLedgerFile(ledgerFile);
+  if (!ledger) throw new Error(`${ledgerFile}: no ledger to reclaim addresses in`);
+  const str = (k: string) => (typeof args.flags.get(k) === 'string' ? [String(args.flags.get(k))] : []);
+  const sel = { all: args.flags.get('all') === true, clusters: str('cluster'), addresses: str('address') };
+  if (!sel.all && !sel.clusters.length && !sel.addresses.length) throw new Error(`reclaim needs --cluster NAME, --address ADDR or --all\n${USAGE}`);
+  const { ledger: next, reclaimed } = reclaimReleased(ledger, sel);
+  if (!reclaimed.length) throw new Error(`${ledgerFile}: nothing quarantined matches (${(ledger.released ?? []).length} quarantined)`);
+  fs.writeFileSync(ledgerFile, serializeLedger(next));
+  out(`${ledgerFile}: ${reclaimed.length} address${reclaimed.length === 1 ? '' : 'es'} reclaimed\n${reclaimed.map((r) => `  ${r.cluster}.${r.field}: ${r.address}\n`).join('')}`);
+  return 0;
+}

@@ -4,7 +4,7 @@
  * in-cluster CIDR and gateway addresses wired to the bus. Up to DETAILED_MAX clusters get full boxes;
  * larger fleets a compact tile grid (and beyond GRID_MAX a "+N more" summary). Pure, no cdk8s import.
  */
-import { PlanReport, PlanRow } from './report';
+import { PlanReport, PlanRow } from './plan-report';
 
 export const DETAILED_MAX = 12;
 export const GRID_MAX = 400;
@@ -20,7 +20,7 @@ const MONO = 'font-family="DejaVu Sans Mono, Menlo, Consolas, monospace"';
 /** White halo so labels stay readable where they cross wires. */
 const HALO = 'stroke="#ffffff" stroke-width="4" paint-order="stroke"';
 
-export function escapeXml(s: string): string {
+function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 

@@ -77,7 +77,10 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
   const clusters: PlanRow[] = plan.clusters.map((c) => {
     const ipam = c.datapath === 'direct' ? c.migrationNetwork.ipam : c.crossClusterSync?.ipam;
     const inCluster = c.capacity.inCluster
-      ? { needed: c.capacity.inCluster.needed, usable: Number(c.capacity.inCluster.usable), free: Number(c.capacity.inCluster.usable) - c.capacity.inCluster.needed }
+      ? {
+        needed: c.capacity.inCluster.needed, usable: Number(c.capacity.inCluster.usable),
+        free: Number(c.capacity.inCluster.usable) - c.capacity.inCluster.needed,
+      }
       : undefined;
     return {
       cluster: c.name,
@@ -157,7 +160,7 @@ export function renderPlanTable(r: PlanReport): string {
 }
 
 /** Empty for a one-mode fleet; otherwise says which clusters can migrate to which. */
-export function renderMigrationGroups(groups: PlanTotals['migrationGroups']): string {
+function renderMigrationGroups(groups: PlanTotals['migrationGroups']): string {
   if (groups.length < 2) return '';
   const list = (cs: string[]): string => (cs.length <= 6 ? cs.join(', ') : `${cs.slice(0, 5).join(', ')} and ${cs.length - 5} more`);
   return `\nmigration stays within a datapath mode: clusters in different modes cannot live-migrate to each other\n`

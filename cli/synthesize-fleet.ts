@@ -12,14 +12,17 @@ import * as path from 'path';
 import * as YAML from 'yaml';
 import { App } from 'cdk8s';
 import * as os from 'os';
-import { clusterChart, clusterOptionsFor, harvesterValues } from '../constructs/mesh';
-import { Ledger, LedgerChange } from './ledger';
-import { FleetInput, FleetPlan, PlanOptions, planFleetDocument, toFleetDocument } from './planner';
-import { FleetValidationError } from './errors';
-import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from './gitops';
-import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from './rollout';
+import { clusterChart, clusterOptionsFor } from '../constructs/mesh';
+import { Checked, MigrationMeshError, ProblemCollector, orThrow } from '../src/errors';
+import { FleetDocument } from '../src/fleet-schema';
+import { HarvesterMigrationNetworkValue, checkHarvesterValues } from '../src/harvester';
+import { Ledger, LedgerChange } from '../src/ledger';
+import { Manifest } from '../src/manifest';
+import { FleetInput, FleetPlan, PlanOptions, PlanResult, checkFleetInput, toFleetDocument } from '../src/planner';
+import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from '../src/gitops';
+import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/rollout';
 import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
-import { MovesInput } from './forklift/checks';
+import { MovesInput } from '../src/forklift/checks';
 
 export interface SynthOptions extends PlanOptions {
   /** Called after each cluster is synthesized (progress display for large fleets). */
@@ -35,7 +38,7 @@ export interface SynthResult {
   readonly ledger: Ledger;
   readonly changes: LedgerChange[];
   /** Every object, per cluster, in rollout order. */
-  readonly objects: Map<string, any[]>;
+  readonly objects: Map<string, Manifest[]>;
   /** The GitOps wiring, when the fleet has `spec.gitops`. */
   readonly gitops?: ResolvedGitops;
   /** The Forklift hub objects (`_forklift/`), their plan and warnings. */
@@ -52,32 +55,34 @@ export function rolloutRank(kind: string): number {
 
 const fileSafe = (s: string): string => s.replace(/[^0-9A-Za-z._-]/g, '_');
 
-export function objectFileName(o: any): string {
+function objectFileName(o: Manifest): string {
   const ns = o.metadata?.namespace ? `${fileSafe(o.metadata.namespace)}.` : '';
   return `${fileSafe(o.kind)}.${ns}${fileSafe(o.metadata?.name ?? 'unnamed')}.yaml`;
 }
 
-export function toYaml(o: unknown): string {
+function toYaml(o: unknown): string {
   return YAML.stringify(o, { lineWidth: 0, aliasDuplicateObjects: false });
+}
+
+/** Plan, Harvester values and GitOps wiring: every problem of the three at once. */
+function checkSynthesis(fleet: FleetInput, opts: PlanOptions): Checked<{
+  result: PlanResult & { document: FleetDocument }; harvester: Map<string, HarvesterMigrationNetworkValue>; gitops?: ResolvedGitops;
+}> {
+  const p = new ProblemCollector();
+  const result = p.take(checkFleetInput(fleet, opts));
+  const harvester = result && p.take(checkHarvesterValues(result.document, result.plan));
+  const { gitops, problems } = resolveGitops(toFleetDocument(fleet));
+  p.addAll(problems);
+  return p.result(() => ({ result: result!, harvester: harvester!, gitops }));
 }
 
 /** Build every cluster's objects and files in memory. Throws FleetValidationError before anything is written. */
 export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): SynthResult {
-  const { gitops, problems: gitopsProblems } = resolveGitops(toFleetDocument(fleet));
-  let result: ReturnType<typeof planFleetDocument>;
-  let harvester: ReturnType<typeof harvesterValues>;
-  try {
-    result = planFleetDocument(fleet, opts);
-    harvester = harvesterValues(result.document, result.plan);
-  } catch (e) {
-    if (e instanceof FleetValidationError && gitopsProblems.length) throw new FleetValidationError([...e.problems, ...gitopsProblems]);
-    throw e;
-  }
-  if (gitopsProblems.length) throw new FleetValidationError(gitopsProblems);
+  const { result, harvester, gitops } = orThrow(checkSynthesis(fleet, opts));
   // Flux has no waves inside one Kustomization: the staged layout gives each stage its own directory
   const staged = !!gitops?.flux;
   const files = new Map<string, string>();
-  const objects = new Map<string, any[]>();
+  const objects = new Map<string, Manifest[]>();
   const stagesOf: { name: string; stages: StageName[] }[] = [];
   result.plan.clusters.forEach((cluster, n) => {
     // one App per cluster: cdk8s prepares the whole app for every chart it synthesizes, so a shared
@@ -86,7 +91,7 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
     const chart = clusterChart(new App({ outdir: os.tmpdir() }), result.plan, cluster, harvester.get(cluster.name), options);
     const name = cluster.name;
     const nads = kubevirtNadKeys(chart.cluster);
-    const objs = sortForRollout(chart.toJson() as any[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
+    const objs = sortForRollout(chart.toJson() as Manifest[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
     objects.set(name, objs);
     const resources = new Map<string, string[]>();
     const patchForm = chart.cluster.kubevirt.configDelivery === 'kustomize-patch';
@@ -103,7 +108,10 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
       const dir = staged ? stageOfWave(rolloutWave(o, nads)).dir : '';
       const f = objectFileName(o);
       const rel = dir ? `${name}/${dir}/${f}` : `${name}/${f}`;
-      if (files.has(rel)) throw new Error(`two objects of cluster ${name} map to one file ${f}`);
+      if (files.has(rel)) {
+        const message = `two objects of cluster ${name} map to one file ${f}`;
+        throw new MigrationMeshError(message, [{ code: 'plan-inconsistent', path: `${name}/${f}`, message }]);
+      }
       files.set(rel, toYaml(o));
       resources.set(dir, [...(resources.get(dir) ?? []), f]);
     }

@@ -1,19 +1,21 @@
 /**
  * `diffFleets`: synthesize two fleets in memory (the ledger carried from before into after, as a real
- * synth run would) and compare the trees. Imports synth.ts (and so cdk8s); the comparison itself is
- * the pure diff.ts.
+ * synth run would) and compare the trees. Imports synthesize-fleet.ts (and so cdk8s); the comparison itself is
+ * the pure src/tree-diff.ts.
  */
-import { FleetDocument } from './fleet-schema';
-import { Ledger } from './ledger';
-import { FleetDiff, TreeSnapshot, diffTrees } from './diff';
-import { SynthResult, synthesizeFleet } from './synth';
-import { MovesInput } from './forklift/checks';
+import { FleetDocument } from '../src/fleet-schema';
+import { Ledger } from '../src/ledger';
+import { FleetDiff, TreeSnapshot, diffTrees } from '../src/tree-diff';
+import { SynthResult, synthesizeFleet } from './synthesize-fleet';
+import { MovesInput } from '../src/forklift/checks';
 
 export interface DiffFleetsOptions {
   /** The committed ledger the `before` fleet was synthesized with. @default - none (plan from scratch) */
   readonly ledger?: Ledger;
   /** Moves files beside the two fleets (before, after). @default - the fleets' own `spec.forklift.moves` */
   readonly moves?: readonly [MovesInput | undefined, MovesInput | undefined];
+  /** The `before` fleet's name when `after` renames it (the ledger is carried over). @default - same name */
+  readonly renamedFrom?: string;
 }
 
 export interface DiffFleetsResult extends FleetDiff {
@@ -23,13 +25,14 @@ export interface DiffFleetsResult extends FleetDiff {
 
 const nodesOf = (r: SynthResult): Record<string, number> => Object.fromEntries(r.plan.clusters.map((c) => [c.name, c.nodes]));
 
-export function snapshotOf(r: SynthResult): TreeSnapshot {
+function snapshotOf(r: SynthResult): TreeSnapshot {
   return { files: r.files, ledger: r.ledger, nodes: nodesOf(r) };
 }
 
 /** What changing `before` into `after` does to the synthesized tree and the ledger. */
 export function diffFleets(before: FleetDocument, after: FleetDocument, opts: DiffFleetsOptions = {}): DiffFleetsResult {
   const b = synthesizeFleet(before, { ledger: opts.ledger, moves: opts.moves?.[0] });
-  const a = synthesizeFleet(after, { ledger: b.ledger, moves: opts.moves?.[1] });
+  const renamed = after.metadata.name !== before.metadata.name ? (opts.renamedFrom ?? undefined) : undefined;
+  const a = synthesizeFleet(after, { ledger: b.ledger, renamedFrom: renamed, moves: opts.moves?.[1] });
   return { ...diffTrees(snapshotOf(b), snapshotOf(a)), before: b, after: a };
 }

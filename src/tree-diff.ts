@@ -2,7 +2,7 @@
  * What a change to the fleet does, before anyone applies it: two synthesized trees (relative path ->
  * content, as synth writes them) and their ledgers in, per cluster the files added / removed /
  * changed, the addresses that move, the peer-table entries gained and lost, and a one-line churn
- * summary out. Pure, no cdk8s import (diff-fleets.ts synthesizes the trees).
+ * summary out. Pure, no cdk8s import (cli/diff-fleets.ts synthesizes the trees).
  */
 import * as YAML from 'yaml';
 import { Ledger, LedgerChange, diffLedgers, emptyLedger, formatLedgerChange } from './ledger';
@@ -66,11 +66,11 @@ function byCluster(files: ReadonlyMap<string, string>): Map<string, Map<string, 
 }
 
 /** Peer tables found in a cluster's gateway ConfigMap(s): peer cluster -> canonical entry. */
-export function peerTables(files: ReadonlyMap<string, string>): Map<string, string> {
+function peerTables(files: ReadonlyMap<string, string>): Map<string, string> {
   const peers = new Map<string, string>();
   for (const [p, content] of files) {
     if (!/(^|\/)ConfigMap\.[^/]*\.yaml$/.test(p)) continue;
-    let doc: any;
+    let doc: { data?: Record<string, unknown> } | undefined;
     try { doc = YAML.parse(content); } catch { continue; }
     for (const v of Object.values(doc?.data ?? {})) {
       if (typeof v !== 'string' || !v.includes('"peers"')) continue;
@@ -119,7 +119,8 @@ export function diffTrees(before: TreeSnapshot, after: TreeSnapshot): FleetDiff 
     });
   }
   const existing = (c: ClusterDiff): boolean => c.status === 'changed';
-  const moved = ledgerChanges.filter((c) => c.from !== undefined && c.to !== undefined && clusters.some((d) => d.name === c.cluster && existing(d)));
+  // every move the list shows, whatever the cluster's file status (a tree written elsewhere shows as added)
+  const moved = ledgerChanges.filter((c) => c.from !== undefined && c.to !== undefined);
   const counts = {
     filesAdded: clusters.reduce((n, c) => n + c.added.length, 0),
     filesRemoved: clusters.reduce((n, c) => n + c.removed.length, 0),

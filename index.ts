@@ -1,0 +1,74 @@
+/**
+ * The package entry (`migration-mesh`): the public API, layer by layer. The folders are the layers and
+ * each imports only the ones above it in this list (test/layers.test.ts enforces it):
+ *
+ *   src/         pure planning: fleet schema, validation, address plan, ledger, report; no cdk8s
+ *   constructs/  cdk8s constructs that translate a plan into API objects
+ *   cli/         the `migration-mesh` CLI and the writer (synthesis to files, diff of two fleets)
+ *
+ * Helpers the layers share among themselves (formatting, waves, fragments) are not exported here.
+ */
+
+// ---- planning (src/) ----------------------------------------------------------------------------
+export { FleetValidationError, formatProblem } from './src/errors';
+export type { FleetProblem } from './src/errors';
+export { FLEET_API_VERSION, FLEET_KIND, fleetDocumentSchema, fleetSpecSchema } from './src/fleet-schema';
+export type {
+  Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, FleetSpec, GitopsSpec, HarvesterSpec, Placement, SyncPlacement,
+} from './src/fleet-schema';
+export { parseFleetDocument, resolveFleet } from './src/resolve';
+export * from './src/fleet-gateway-pod';
+export type { ResolvedCluster, ResolvedCrossCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt } from './src/resolve';
+export type { KubevirtVersion } from './src/kubevirt-versions';
+export { planFleet, planFleetDocument } from './src/planner';
+export type {
+  CapacityReport, ClusterPlan, FleetInput, FleetPlan, GatewayReplicaPlan, PeerPlan, PlanOptions, PlanResult, RoutePlan, WhereaboutsPlan,
+} from './src/planner';
+export { diffLedgers, emptyLedger, formatLedgerChange, parseLedger, serializeLedger } from './src/ledger';
+export type { Ledger, LedgerChange, LedgerCluster } from './src/ledger';
+export { ledgerPathFor, loadFleetFile, loadLedgerFile, parseFleetText } from './src/load';
+export { planReport, renderPlanTable } from './src/plan-report';
+export type { PlanReport, PlanReportOptions, PlanRow, PlanTotals } from './src/plan-report';
+export { renderFleetSvg } from './src/fleet-svg';
+export { diffTrees, renderDiff } from './src/tree-diff';
+export type { ClusterDiff, FleetDiff, TreeSnapshot } from './src/tree-diff';
+export { checkHarvesterValue, harvesterSettingFor, harvesterValueJson } from './src/harvester';
+export type { HarvesterContext, HarvesterMigrationNetworkValue, HarvesterResult } from './src/harvester';
+export { kubevirtSpecFor } from './src/kubevirt-config';
+export type { JsonObject } from './src/kubevirt-config';
+export * from './src/forklift/schema';
+export * from './src/forklift/model';
+export { planForklift } from './src/forklift/plan';
+export { loadMovesFile, movesPathFor, parseMovesText } from './src/forklift/moves';
+
+// ---- constructs (constructs/) -------------------------------------------------------------------
+export { CrossClusterMigrationMesh } from './constructs/mesh';
+export type { CrossClusterMigrationMeshProps } from './constructs/mesh';
+export * from './constructs/mesh-cluster';
+export * from './constructs/harvester-cluster';
+export * from './constructs/harvester-migration-network';
+export * from './constructs/network-attachment';
+export * from './constructs/kubevirt-configuration';
+export * from './constructs/migration-network';
+export * from './constructs/sync-controller-placement';
+export * from './constructs/migration-proxy';
+export * from './constructs/gateway-deployment';
+export * from './constructs/gateway-tls';
+export * from './constructs/gateway-policy';
+export * from './constructs/gateway-metrics';
+export * from './constructs/projected-volume';
+export * from './constructs/gateway-pod-options';
+export * from './constructs/forklift-provider';
+export * from './constructs/forklift-network-map';
+export * from './constructs/forklift-storage-map';
+export * from './constructs/forklift-plan';
+export * from './constructs/forklift-migration';
+export * from './constructs/forklift-controller';
+export * from './constructs/forklift-hub';
+
+// ---- CLI and writer (cli/) ----------------------------------------------------------------------
+export { synthesizeFleet, writeFiles } from './cli/synthesize-fleet';
+export type { SynthOptions, SynthResult } from './cli/synthesize-fleet';
+export { diffFleets } from './cli/diff-fleets';
+export type { DiffFleetsOptions, DiffFleetsResult } from './cli/diff-fleets';
+export { main } from './cli/cli';

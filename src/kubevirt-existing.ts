@@ -1,0 +1,114 @@
+/**
+ * What a cluster's KubeVirt configuration already holds in the lists our objects take over.
+ *
+ * `spec.configuration.developerConfiguration.featureGates` and `spec.customizeComponents.patches` are
+ * `x-kubernetes-list-type: atomic` in the KubeVirt CRD: under server-side apply the last applier owns
+ * the whole list, a kustomize patch on a custom resource replaces the whole list, and the HCO
+ * `kubevirt.kubevirt.io/jsonpatch` annotation holds one value. So whatever else the cluster needs in
+ * those lists must be in our output too: the fleet declares it (`kubevirt.existing`, fleet-wide and per
+ * cluster) and the output carries the union (docs/field-ownership.md). Pure, no cdk8s import.
+ */
+import { z } from 'zod';
+
+/** One KubeVirt `CustomizeComponentsPatch` (all four fields required by the CRD). */
+export const customizeComponentsPatchSchema = z.object({
+  /** Kind of the component object, e.g. `Deployment`, `DaemonSet`. */
+  resourceType: z.string().min(1),
+  /** Name of the component object, e.g. `virt-api`. */
+  resourceName: z.string().min(1),
+  /** Patch type. */
+  type: z.enum(['json', 'strategic', 'merge']),
+  /** The patch, as a JSON string. */
+  patch: z.string().min(1),
+}).strict();
+export type CustomizeComponentsPatch = z.infer<typeof customizeComponentsPatchSchema>;
+
+/** One RFC 6902 operation on the KubeVirt CR, as HCO's jsonpatch annotation carries them. */
+export const kubevirtJsonPatchOpSchema = z.object({
+  op: z.enum(['add', 'remove', 'replace', 'move', 'copy', 'test']),
+  path: z.string().regex(/^\//, { message: 'must be a JSON pointer starting with "/"' }),
+  value: z.unknown().optional(),
+  from: z.string().optional(),
+}).strict();
+export type KubevirtJsonPatchOp = z.infer<typeof kubevirtJsonPatchOpSchema>;
+
+/**
+ * `kubevirt.existing`: what the cluster already has in the fields our KubeVirt object owns. Fleet-wide
+ * and per-cluster lists are joined (fleet first, duplicates dropped).
+ */
+export const existingKubevirtSchema = z.object({
+  /**
+   * Feature gates the cluster enables besides ours (`Snapshot`, `HotplugVolumes`, ...).
+   * @default - none
+   */
+  featureGates: z.array(z.string().regex(/^[A-Za-z0-9]+$/, { message: 'must be a KubeVirt feature gate name such as Snapshot' })).optional(),
+  /**
+   * `spec.customizeComponents.patches` the cluster already has besides ours.
+   * @default - none
+   */
+  customizeComponentsPatches: z.array(customizeComponentsPatchSchema).optional(),
+  /**
+   * hco delivery: the operations already in the HyperConverged `kubevirt.kubevirt.io/jsonpatch`
+   * annotation; ours are appended after them.
+   * @default - none
+   */
+  kubevirtJsonPatch: z.array(kubevirtJsonPatchOpSchema).optional(),
+}).strict();
+export type ExistingKubevirtSpec = z.infer<typeof existingKubevirtSchema>;
+
+/** The resolved union for one cluster. */
+export interface ExistingKubevirt {
+  readonly featureGates: string[];
+  readonly customizeComponentsPatches: CustomizeComponentsPatch[];
+  readonly kubevirtJsonPatch: KubevirtJsonPatchOp[];
+}
+
+const uniqueBy = <T>(xs: T[], key: (x: T) => string): T[] => [...new Map(xs.map((x) => [key(x), x])).values()];
+
+/** Fleet-wide then per-cluster, duplicates dropped (first occurrence kept). */
+export function resolveExistingKubevirt(fleet?: ExistingKubevirtSpec, cluster?: ExistingKubevirtSpec): ExistingKubevirt {
+  const join = <K extends keyof ExistingKubevirtSpec>(k: K) => [...(fleet?.[k] ?? []), ...(cluster?.[k] ?? [])] as NonNullable<ExistingKubevirtSpec[K]>;
+  return {
+    featureGates: uniqueBy(join('featureGates'), (g) => g),
+    customizeComponentsPatches: uniqueBy(join('customizeComponentsPatches'), (p) => JSON.stringify(p)),
+    kubevirtJsonPatch: uniqueBy(join('kubevirtJsonPatch'), (o) => JSON.stringify(o)),
+  };
+}
+
+interface KubevirtSection { readonly configDelivery?: string; readonly existing?: ExistingKubevirtSpec }
+interface DocLike {
+  readonly spec: { readonly kubevirt?: KubevirtSection; readonly clusters: readonly { readonly name: string; readonly kubevirt?: KubevirtSection }[] };
+}
+
+/** Problems with `kubevirt.existing`: patches that are not JSON, jsonpatch ops for a cluster not delivered through HCO. */
+export function existingKubevirtProblems(doc: DocLike): { path: string; message: string; fix: string }[] {
+  const out: { path: string; message: string; fix: string }[] = [];
+  const checkPatches = (base: string, e?: ExistingKubevirtSpec) => (e?.customizeComponentsPatches ?? []).forEach((p, j) => {
+    let parsed: unknown;
+    try { parsed = JSON.parse(p.patch); } catch { parsed = undefined; }
+    const okShape = p.type === 'json' ? Array.isArray(parsed) : typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
+    if (!okShape) {
+      out.push({
+        path: `${base}.existing.customizeComponentsPatches[${j}].patch`,
+        message: `is not a JSON ${p.type === 'json' ? 'array of operations' : 'object'}, which a ${p.type} patch must be (virt-operator would fail to apply it)`,
+        fix: 'copy the patch string exactly as it is in the cluster\'s KubeVirt spec.customizeComponents.patches',
+      });
+    }
+  });
+  checkPatches('spec.kubevirt', doc.spec.kubevirt?.existing);
+  doc.spec.clusters.forEach((c, i) => {
+    checkPatches(`spec.clusters[${i}].kubevirt`, c.kubevirt?.existing);
+    const delivery = c.kubevirt?.configDelivery ?? doc.spec.kubevirt?.configDelivery ?? 'kubevirt-cr';
+    if (delivery === 'hco') return;
+    for (const [src, base] of [[c.kubevirt, `spec.clusters[${i}].kubevirt`], [doc.spec.kubevirt, 'spec.kubevirt']] as const) {
+      if (src?.existing?.kubevirtJsonPatch?.length) {
+        out.push({
+          path: `${base}.existing.kubevirtJsonPatch`,
+          message: `${base === 'spec.kubevirt' ? 'a cluster' : `cluster ${c.name}`} delivers its KubeVirt configuration as ${delivery}, which has no HCO jsonpatch annotation to keep these operations in`,
+          fix: 'remove kubevirtJsonPatch, or set configDelivery: hco for the cluster',
+        });
+      }
+    }
+  });
+  return [...new Map(out.map((x) => [`${x.path}\n${x.message}`, x])).values()];
+}

@@ -1,0 +1,149 @@
+/**
+ * Every problem code, what it means and where it comes from: the single list behind the `code` of each
+ * `FleetProblem` (a code not listed here does not type-check) and behind docs/errors.md (generated
+ * from it by `npm run docs:errors`; a test fails when the file is stale or a code is never raised).
+ * Codes are stable: rename or reuse one only with a note in the changelog.
+ */
+
+interface CodeInfo {
+  /** Where in the pipeline the problem is found. */
+  readonly stage: 'parse' | 'validate' | 'plan' | 'deliver' | 'moves' | 'props';
+  /** What the problem means, one line. */
+  readonly meaning: string;
+}
+
+export const PROBLEM_CODES = {
+  // ---- reading the fleet file ----
+  'yaml-syntax': { stage: 'parse', meaning: 'The fleet file is not valid YAML; the path names line and column.' },
+  'schema-invalid': { stage: 'parse', meaning: 'A field has the wrong type or a value the fleet schema refuses (range, pattern, length).' },
+  'unknown-field': { stage: 'parse', meaning: 'A field the fleet format does not have (often a typo); the API server would prune it.' },
+  'unknown-attachment-type': { stage: 'parse', meaning: 'An attachment type other than macvlan, bridge, ipvlan or host-device.' },
+  'file-unreadable': { stage: 'parse', meaning: 'The fleet file cannot be read.' },
+  'ledger-syntax': { stage: 'parse', meaning: 'The address ledger is not valid YAML.' },
+  'ledger-malformed': { stage: 'parse', meaning: 'The address ledger does not have the ledger format.' },
+  // ---- addresses and CIDRs ----
+  'address-syntax': { stage: 'validate', meaning: 'Not an address, an a-b range or a CIDR (pool, exclusion, router, route next hop).' },
+  'cidr-syntax': { stage: 'validate', meaning: 'Not a CIDR, or a prefix longer than the address allows.' },
+  'cidr-host-bits': { stage: 'validate', meaning: 'A CIDR with host bits set; the fix names the masked network address.' },
+  'cidr-overlap': { stage: 'validate', meaning: 'Two ranges that must be disjoint overlap (migration CIDRs, pool, pod/service CIDRs, supernet).' },
+  'family-mismatch': { stage: 'validate', meaning: 'IPv4 and IPv6 mixed where one family is needed.' },
+  'pool-overlap': { stage: 'validate', meaning: 'Two entries of the cross-cluster pool overlap.' },
+  'exclude-outside-pool': { stage: 'validate', meaning: 'An exclusion that is not inside the pool (or the cluster CIDR) it excludes from.' },
+  'exclude-overlap': { stage: 'validate', meaning: 'Two exclusions overlap.' },
+  'prefix-too-long': { stage: 'validate', meaning: 'A prefix length longer than the address family allows, or one that leaves no room for hosts.' },
+  'prefix-too-short': { stage: 'validate', meaning: 'A per-cluster prefix length shorter than the supernet it is carved from.' },
+  'router-outside-subnet': { stage: 'validate', meaning: 'The shared network router is outside every subnet of the pool.' },
+  'pool-spans-subnets': { stage: 'validate', meaning: 'The pool spans several subnets and no routes connect them.' },
+  'mtu-too-small': { stage: 'validate', meaning: 'An MTU below the IPv6 minimum of 1280 on an IPv6 network.' },
+  // ---- gateway tunnel ----
+  'splice-without-kubevirt-tls': { stage: 'validate', meaning: "spec.gateway.payload: splice while migrationPolicy.disableTLS is true: VM memory would cross the shared network in clear." },
+  'splice-without-mtls': { stage: 'validate', meaning: 'spec.gateway.payload: splice with a plaintext tunnel (splice authenticates the gateways with mutual TLS).' },
+  // ---- clusters and versions ----
+  'duplicate-cluster-name': { stage: 'validate', meaning: 'Two clusters with one name.' },
+  'kubevirt-too-old': { stage: 'validate', meaning: 'A KubeVirt version without decentralized live migration (before 1.6).' },
+  'native-needs-pr17922': { stage: 'validate', meaning: 'Native datapath on a KubeVirt version without the PR #17922 fields.' },
+  'migration-field-unsupported': { stage: 'validate', meaning: 'A migration policy field the cluster\'s KubeVirt version does not have.' },
+  'existing-kubevirt-invalid': { stage: 'validate', meaning: 'kubevirt.existing patches that are not JSON, or jsonpatch operations for a cluster not delivered through HCO.' },
+  'migration-network-missing': { stage: 'validate', meaning: 'Gateway or native mode without an in-cluster migration attachment or CIDR.' },
+  'migration-field-out-of-range': { stage: 'validate', meaning: 'A migration policy value that does not fit KubeVirt\'s Go type (virt-operator could not decode the CR).' },
+  'placement-invalid': { stage: 'validate', meaning: 'A nodeSelector, affinity or toleration Kubernetes validation would refuse.' },
+  // ---- capacity ----
+  'cidr-too-small': { stage: 'validate', meaning: 'An in-cluster CIDR (explicit, carved or from the ledger) too small for nodes + sync controllers + gateways + surge.' },
+  'pool-too-small': { stage: 'validate', meaning: 'The cross-cluster pool holds fewer usable addresses than the fleet needs in its modes.' },
+  'pool-exhausted': { stage: 'plan', meaning: 'The pool ran out of free addresses while planning.' },
+  'supernet-exhausted': { stage: 'plan', meaning: 'The supernet has no free block left to carve a cluster CIDR from.' },
+  'slice-spans-subnets': { stage: 'plan', meaning: 'A direct/native cluster would hold shared addresses in more than one subnet.' },
+  // ---- the ledger ----
+  'ledger-missing': { stage: 'plan', meaning: '--frozen without a ledger.' },
+  'ledger-other-fleet': { stage: 'plan', meaning: 'The ledger belongs to another fleet (a rename needs --renamed-from).' },
+  'ledger-renamed': { stage: 'plan', meaning: '--renamed-from given, but the ledger already belongs to this fleet; or --frozen while carrying a renamed ledger over.' },
+  'router-takes-planned-address': { stage: 'plan', meaning: 'The shared network router is an address the ledger gives a cluster.' },
+  'ledger-would-change': { stage: 'plan', meaning: '--frozen, and the plan would change the ledger (addresses would move or be added).' },
+  // ---- delivery: GitOps and Harvester ----
+  'gitops-path': { stage: 'deliver', meaning: 'spec.gitops.path is not a relative path inside the repository.' },
+  'gitops-repo-missing': { stage: 'deliver', meaning: 'Argo CD delivery without spec.gitops.repoURL.' },
+  'gitops-unknown-cluster': { stage: 'deliver', meaning: 'A GitOps entry names a cluster the fleet does not have.' },
+  'gitops-server-missing': { stage: 'deliver', meaning: 'Argo CD clusterServers lists no API server for some clusters.' },
+  'gitops-conflict': { stage: 'deliver', meaning: 'Two GitOps settings that exclude each other (Flux inCluster with kubeconfig Secrets).' },
+  'harvester-needs-direct': { stage: 'deliver', meaning: 'A Harvester cluster in a datapath other than direct.' },
+  'harvester-vlan': { stage: 'deliver', meaning: 'A VLAN Harvester\'s webhook refuses (outside 0-4094, or 0/1 on mgmt).' },
+  'harvester-range': { stage: 'deliver', meaning: 'A vm-migration-network range or exclusion Harvester\'s webhook refuses.' },
+  'harvester-ipv4-only': { stage: 'deliver', meaning: 'Harvester\'s vm-migration-network on an IPv6 shared network.' },
+  'harvester-cluster-network-name': { stage: 'deliver', meaning: 'A ClusterNetwork name too long for its bridge interface name (Harvester refuses it).' },
+  'harvester-too-few-addresses': { stage: 'deliver', meaning: 'A Harvester cluster\'s slice holds fewer addresses than its nodes (or nodes + sync controllers + surge).' },
+  // ---- KubeVirt CA rotation and trust exchange (docs/trust.md) ----
+  'trust/bad-duration': { stage: 'validate', meaning: 'A rotation or re-push duration that is not a (positive) Go duration.' },
+  'trust/kubevirt-ca-renew-exceeds-duration': { stage: 'validate', meaning: 'ca.renewBefore longer than ca.duration (KubeVirt\'s webhook refuses it).' },
+  'trust/kubevirt-server-renew-exceeds-duration': { stage: 'validate', meaning: 'server.renewBefore longer than server.duration (KubeVirt\'s webhook refuses it).' },
+  'trust/kubevirt-server-outlives-ca': { stage: 'validate', meaning: 'server.duration longer than ca.duration (KubeVirt\'s and HCO\'s webhooks refuse it).' },
+  'trust/ca-overlap-too-short': { stage: 'validate', meaning: 'The CA overlap is too short for peers to receive the new CA before the old one expires.' },
+  'trust/hco-below-minimum': { stage: 'validate', meaning: 'A rotation setting below HCO\'s minimum of 10m on an HCO-delivered cluster.' },
+  'trust/peer-rotation-exceeds-overlap': { stage: 'validate', meaning: 'A peer rotates its CA faster than this cluster\'s overlap keeps the old one.' },
+  'trust/repush-too-fast': { stage: 'validate', meaning: 'A trust re-push interval below 10s.' },
+  'trust/repush-too-slow': { stage: 'validate', meaning: 'A trust re-push interval too long for the CA overlap.' },
+  'trust/unknown-cluster': { stage: 'validate', meaning: 'A trust entry names a cluster the fleet does not have.' },
+  // ---- Forklift moves (docs/migrations.md) ----
+  'forklift/moves-syntax': { stage: 'moves', meaning: 'The moves file is not valid YAML.' },
+  'forklift/moves-invalid': { stage: 'moves', meaning: 'The moves file does not have the moves format.' },
+  'forklift/moves-fleet': { stage: 'moves', meaning: 'The moves file names another fleet.' },
+  'forklift/moves-twice': { stage: 'moves', meaning: 'Moves listed both in spec.forklift.moves and in the moves file.' },
+  'forklift/no-hub': { stage: 'moves', meaning: 'Moves without spec.forklift (no hub to run them).' },
+  'forklift/unknown-cluster': { stage: 'moves', meaning: 'A move, provider, network or storage entry names a cluster the fleet does not have.' },
+  'forklift/same-cluster': { stage: 'moves', meaning: 'A move from a cluster to itself.' },
+  'forklift/moved-twice': { stage: 'moves', meaning: 'One VM moved twice in one batch.' },
+  'forklift/target-collision': { stage: 'moves', meaning: 'Two VMs would land under one name on one cluster in one batch.' },
+  'forklift/start-mismatch': { stage: 'moves', meaning: 'Moves of one Plan disagree on when to start.' },
+  'forklift/hub-provider': { stage: 'moves', meaning: 'A provider entry for the hub cluster (Forklift reaches it through its host provider).' },
+  'forklift/no-provider': { stage: 'moves', meaning: 'A cluster that moves use has no provider.' },
+  'forklift/not-reachable': { stage: 'moves', meaning: 'Two clusters of a move cannot live-migrate to each other (datapath modes).' },
+  'forklift/feature-gate': { stage: 'moves', meaning: 'A cluster of a move lacks the DecentralizedLiveMigration feature gate.' },
+  'forklift/trust-disabled': { stage: 'moves', meaning: 'The trust exchange is off for a cluster pair that moves use.' },
+  'forklift/trust-unmanaged': { stage: 'moves', meaning: 'Warning: trust between the clusters is not managed by the fleet.' },
+  'forklift/live-disabled': { stage: 'moves', meaning: 'Live migration is turned off in the Forklift controller while moves are listed.' },
+  'forklift/mesh-network': { stage: 'moves', meaning: 'A VM network that is one of the fleet\'s migration networks.' },
+  'forklift/network-unknown': { stage: 'moves', meaning: 'A network reference neither declared nor created by the fleet.' },
+  'forklift/network-duplicate': { stage: 'moves', meaning: 'A network mapped twice for one cluster pair.' },
+  'forklift/network-unmapped': { stage: 'moves', meaning: 'Warning: a network with no counterpart on the target cluster.' },
+  'forklift/storage-missing': { stage: 'moves', meaning: 'No storage class mapping for a cluster pair that moves use.' },
+  'forklift/storage-duplicate': { stage: 'moves', meaning: 'A storage class mapped twice for one cluster pair.' },
+  // ---- props of constructs and helpers ----
+  'prop-invalid': { stage: 'props', meaning: 'A construct or helper prop out of range or empty (port, interface name, TLS source, IPAM range).' },
+  'wrong-datapath': { stage: 'props', meaning: 'A construct or helper used for a cluster in a datapath it does not serve.' },
+  'plan-inconsistent': { stage: 'props', meaning: 'A plan that the planner cannot have made (hand-built or edited); report it if the planner made it.' },
+} as const satisfies Record<string, CodeInfo>;
+
+export type ProblemCode = keyof typeof PROBLEM_CODES;
+
+/** The Forklift codes without their `forklift/` prefix (src/forklift/checks.ts adds it). */
+export type ForkliftCode = ProblemCode extends infer C ? (C extends `forklift/${infer K}` ? K : never) : never;
+
+/** docs/errors.md, generated from PROBLEM_CODES. */
+export function problemCodesMarkdown(): string {
+  const stages: Record<CodeInfo['stage'], string> = {
+    parse: 'Reading the fleet and ledger files',
+    validate: 'Validation (structure and cross-field rules)',
+    plan: 'Address planning against the ledger',
+    deliver: 'Delivery forms (GitOps, Harvester)',
+    moves: 'Forklift moves (docs/migrations.md)',
+    props: 'Construct and helper props (cdk8s apps of your own)',
+  };
+  const lines = [
+    '# Problem codes',
+    '',
+    '<!-- generated from src/problem-codes.ts by `npm run docs:errors`; test/problem-codes.test.ts fails when it is stale -->',
+    '',
+    'Every problem Migration Mesh reports carries a stable code next to its field path, message and fix:',
+    '`[pool-too-small] spec.crossClusterNetwork.addresses.pool: ...` in text, `"code": "pool-too-small"` in',
+    '`migration-mesh validate --output json`, and `error.problems[i].code` on the `FleetValidationError` /',
+    '`InvalidPropsError` a library call throws. Filter on the code, never on the message text.',
+    '',
+  ];
+  for (const [stage, title] of Object.entries(stages)) {
+    lines.push(`## ${title}`, '', '| code | meaning |', '|---|---|');
+    for (const [code, info] of Object.entries(PROBLEM_CODES) as [ProblemCode, CodeInfo][]) {
+      if (info.stage === stage) lines.push(`| \`${code}\` | ${info.meaning} |`);
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}

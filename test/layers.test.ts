@@ -1,0 +1,98 @@
+/**
+ * The layers are one way and the folders show them:
+ *
+ *   src/ (pure planning)  <-  constructs/ (cdk8s)  <-  cli/ (CLI and writer)  <-  index.ts (package entry)
+ *
+ * Every import of every file is read (TypeScript's own pre-processor: static imports, re-exports,
+ * `require` and `import()`), resolved to a folder, and checked against what that layer may use.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import * as ts from 'typescript';
+
+const root = path.join(__dirname, '..');
+
+type Layer = 'src' | 'constructs' | 'cli' | 'entry';
+
+/** Packages that bring cdk8s in: the planning layer must not load them. */
+const CDK8S_PACKAGES = /^(cdk8s|cdk8s-plus-\d+|constructs)(\/|$)/;
+
+/** Which layers each layer may import (its own included). */
+const ALLOWED: Record<Layer, readonly Layer[]> = {
+  src: ['src'],
+  constructs: ['src', 'constructs'],
+  cli: ['src', 'constructs', 'cli'],
+  entry: ['src', 'constructs', 'cli'],
+};
+
+function layerOf(file: string): Layer | undefined {
+  const rel = path.relative(root, file).split(path.sep);
+  if (rel.length === 1 && rel[0].replace(/\.(ts|js)$/, '') === 'index') return 'entry';
+  if (rel[0] === 'src' || rel[0] === 'constructs' || rel[0] === 'cli') return rel[0];
+  return undefined;
+}
+
+/** Every module specifier a source text imports, re-exports or requires. */
+function importsOf(text: string): string[] {
+  const info = ts.preProcessFile(text, true, true);
+  return info.importedFiles.map((f) => f.fileName);
+}
+
+/** The layering violations of one file (empty when it keeps to its layer). */
+function violations(file: string, text: string): string[] {
+  const layer = layerOf(file);
+  if (!layer) return [];
+  const out: string[] = [];
+  for (const spec of importsOf(text)) {
+    if (!spec.startsWith('.')) {
+      if (layer === 'src' && CDK8S_PACKAGES.test(spec)) out.push(`${path.relative(root, file)}: planning imports '${spec}'`);
+      continue;
+    }
+    const target = layerOf(path.resolve(path.dirname(file), spec));
+    if (!target) out.push(`${path.relative(root, file)}: imports '${spec}', outside the layer folders`);
+    else if (!ALLOWED[layer].includes(target)) out.push(`${path.relative(root, file)}: ${layer} imports ${target} ('${spec}')`);
+  }
+  return out;
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...sourceFiles(p));
+    else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+const allFiles = [...['src', 'constructs', 'cli'].flatMap((d) => sourceFiles(path.join(root, d))), path.join(root, 'index.ts')];
+
+describe('layers', () => {
+  test('the checker sees each kind of import and each forbidden direction (it can fail)', () => {
+    const f = (layer: string) => path.join(root, layer, 'x.ts');
+    expect(violations(f('src'), "import { App } from 'cdk8s';")).toHaveLength(1);
+    expect(violations(f('src'), "import { Construct } from 'constructs';")).toHaveLength(1);
+    expect(violations(f('src'), "import { Deployment } from 'cdk8s-plus-28';")).toHaveLength(1);
+    expect(violations(f('src'), "export * from '../constructs/mesh';")).toHaveLength(1);
+    expect(violations(f('src'), "const m = require('../cli/cli');")).toHaveLength(1);
+    expect(violations(f('src'), "const m = import('../constructs/mesh');")).toHaveLength(1);
+    expect(violations(f('constructs'), "import { writeFiles } from '../cli/synthesize-fleet';")).toHaveLength(1);
+    expect(violations(f('constructs'), "import * as api from '..';")).toHaveLength(1);
+    expect(violations(f('cli'), "import * as api from '../index';")).toHaveLength(1);
+    // the allowed directions
+    expect(violations(f('src'), "import { z } from 'zod';\nimport { parseAddr } from './ip';")).toEqual([]);
+    expect(violations(f('constructs'), "import { Chart } from 'cdk8s';\nimport { ClusterPlan } from '../src/planner';")).toEqual([]);
+    expect(violations(f('cli'), "import { clusterChart } from '../constructs/mesh';\nimport { Ledger } from '../src/ledger';")).toEqual([]);
+  });
+
+  test('every file in src/, constructs/ and cli/ keeps to its layer', () => {
+    expect(allFiles.length).toBeGreaterThan(30);
+    const found = allFiles.flatMap((file) => violations(file, fs.readFileSync(file, 'utf8')));
+    expect(found).toEqual([]);
+  });
+
+  test('the package entry re-exports every layer (and no layer may import it: see above)', () => {
+    const entryImports = importsOf(fs.readFileSync(path.join(root, 'index.ts'), 'utf8'));
+    for (const layer of ['./src/', './constructs/', './cli/']) expect(entryImports.some((s) => s.startsWith(layer))).toBe(true);
+  });
+});
