@@ -35,6 +35,9 @@ export const PROBLEM_CODES = {
   'router-outside-subnet': { stage: 'validate', meaning: 'The shared network router is outside every subnet of the pool.' },
   'pool-spans-subnets': { stage: 'validate', meaning: 'The pool spans several subnets and no routes connect them.' },
   'mtu-too-small': { stage: 'validate', meaning: 'An MTU below the IPv6 minimum of 1280 on an IPv6 network.' },
+  // ---- gateway tunnel ----
+  'splice-without-kubevirt-tls': { stage: 'validate', meaning: "spec.gateway.payload: splice while migrationPolicy.disableTLS is true: VM memory would cross the shared network in clear." },
+  'splice-without-mtls': { stage: 'validate', meaning: 'spec.gateway.payload: splice with a plaintext tunnel (splice authenticates the gateways with mutual TLS).' },
   // ---- clusters and versions ----
   'duplicate-cluster-name': { stage: 'validate', meaning: 'Two clusters with one name.' },
   'kubevirt-too-old': { stage: 'validate', meaning: 'A KubeVirt version without decentralized live migration (before 1.6).' },
@@ -68,9 +71,6 @@ export const PROBLEM_CODES = {
   'harvester-ipv4-only': { stage: 'deliver', meaning: 'Harvester\'s vm-migration-network on an IPv6 shared network.' },
   'harvester-cluster-network-name': { stage: 'deliver', meaning: 'A ClusterNetwork name too long for its bridge interface name (Harvester refuses it).' },
   'harvester-too-few-addresses': { stage: 'deliver', meaning: 'A Harvester cluster\'s slice holds fewer addresses than its nodes (or nodes + sync controllers + surge).' },
-  // ---- the gateway tunnel (proxy/PROTOCOL.md) ----
-  'gateway/splice-without-mtls': { stage: 'validate', meaning: "spec.gateway.payload 'splice' needs mutual TLS between the gateways, but spec.gateway.tls is plaintext." },
-  'gateway/splice-without-kubevirt-tls': { stage: 'validate', meaning: "spec.gateway.payload 'splice' with spec.migrationPolicy.disableTLS: VM memory would cross the shared network in clear." },
   // ---- KubeVirt CA rotation and trust exchange (docs/trust.md) ----
   'trust/bad-duration': { stage: 'validate', meaning: 'A rotation or re-push duration that is not a (positive) Go duration.' },
   'trust/kubevirt-ca-renew-exceeds-duration': { stage: 'validate', meaning: 'ca.renewBefore longer than ca.duration (KubeVirt\'s webhook refuses it).' },

@@ -390,6 +390,26 @@ function resolveGatewayTls(doc: FleetDocument): ResolvedGateway['tls'] {
   return { kind: 'plaintext' };
 }
 
+/**
+ * The tunnel's payload mode. `splice` leaves the payload's protection to KubeVirt's migration TLS, so it is the
+ * default where that TLS is on and refused where the fleet turns it off (VM memory would cross the shared network
+ * in clear); `tls` is the default there.
+ */
+function resolvePayload(p: ProblemCollector, asked: 'splice' | 'tls' | undefined, plaintextTunnel: boolean, kubevirtTlsOff: boolean): 'splice' | 'tls' {
+  const path = 'spec.gateway.payload';
+  if (asked === 'splice' && plaintextTunnel) {
+    p.add('splice-without-mtls', path, "'splice' authenticates the gateways with mutual TLS, but spec.gateway.tls is plaintext",
+      'use mTLS material (spec.gateway.tls.issuerRef or secretName), or remove payload');
+  }
+  if (asked === 'splice' && kubevirtTlsOff) {
+    p.add('splice-without-kubevirt-tls', path,
+      "'splice' carries migration traffic without the gateways' encryption, and spec.migrationPolicy.disableTLS: true turns off " +
+      "KubeVirt's own TLS: VM memory would cross the shared network in clear",
+      "remove spec.migrationPolicy.disableTLS (KubeVirt's migration TLS on), or set spec.gateway.payload: tls");
+  }
+  return asked ?? (kubevirtTlsOff ? 'tls' : 'splice');
+}
+
 // ---------------- phase 3: the clusters ----------------
 
 function resolveClusters(p: ProblemCollector, spec: FleetSpec, template: MigrationTemplate): ResolvedCluster[] {
@@ -569,25 +589,6 @@ function summarizeNeeded(clusters: ResolvedCluster[], surge: number): string {
   return parts.join('; ');
 }
 
-/**
- * The tunnel's payload mode. `splice` leaves the payload's protection to KubeVirt's migration TLS, so it is the
- * default where that TLS is on and refused where the fleet turns it off (VM memory would cross the shared network
- * in clear); `tls` is the default there.
- */
-function resolvePayload(p: ProblemCollector, asked: 'splice' | 'tls' | undefined, plaintextTunnel: boolean, kubevirtTlsOff: boolean): 'splice' | 'tls' {
-  const path = 'spec.gateway.payload';
-  if (asked === 'splice' && plaintextTunnel) {
-    p.add('gateway/splice-without-mtls', path, "'splice' authenticates the gateways with mutual TLS, but spec.gateway.tls is plaintext",
-      'use mTLS material (spec.gateway.tls.issuerRef or secretName), or remove payload');
-  }
-  if (asked === 'splice' && kubevirtTlsOff) {
-    p.add('gateway/splice-without-kubevirt-tls', path,
-      "'splice' carries migration traffic without the gateways' encryption, and spec.migrationPolicy.disableTLS: true turns off KubeVirt's own TLS: VM memory would cross the shared network in clear",
-      "remove spec.migrationPolicy.disableTLS (KubeVirt's migration TLS on), or set spec.gateway.payload: tls");
-  }
-  return asked ?? (kubevirtTlsOff ? 'tls' : 'splice');
-}
-
 // ---------------- the phases together ----------------
 
 /** Resolve defaults and check everything that relates several fields, as a value (every problem). */
@@ -609,8 +610,8 @@ export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
   for (const x of existingKubevirtProblems(doc)) p.add('existing-kubevirt-invalid', x.path, x.message, x.fix);
   const cc = spec.crossClusterNetwork;
   const gw = spec.gateway ?? {};
-  const gatewayTls = resolveGatewayTls(doc);
-  const payload = resolvePayload(p, gw.payload, gatewayTls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
+  const tls = resolveGatewayTls(doc);
+  const payload = resolvePayload(p, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
   return p.result(() => ({
     name: doc.metadata.name, trust,
     crossCluster: {
@@ -622,7 +623,7 @@ export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
     supernet: template.supernet, clusterPrefixLength: template.clusterPrefixLength,
     gateway: {
       image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
-      placement: gw.placement, tls: gatewayTls, payload, serviceMonitor: gw.serviceMonitor ?? false,
+      placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false,
       failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
     },
     migrationPolicy: spec.migrationPolicy ?? {},

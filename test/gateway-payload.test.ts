@@ -38,18 +38,18 @@ describe('gateway payload mode', () => {
   test('payload: splice with disableTLS is refused: VM memory would cross the shared network in clear', () => {
     const ps = problemsOf({ gateway: { payload: 'splice' }, migrationPolicy: { disableTLS: true } });
     expect(ps).toHaveLength(1);
-    expect(ps[0]).toMatchObject({ code: 'gateway/splice-without-kubevirt-tls', path: 'spec.gateway.payload' });
+    expect(ps[0]).toMatchObject({ code: 'splice-without-kubevirt-tls', path: 'spec.gateway.payload' });
     expect(ps[0].message).toMatch(/disableTLS/);
     expect(ps[0].fix).toMatch(/payload: tls/);
   });
 
   test('payload: splice with a plaintext tunnel is refused (splice authenticates with mutual TLS)', () => {
     const ps = problemsOf({ gateway: { payload: 'splice', tls: { plaintext: true } } });
-    expect(ps.map((p) => p.code)).toEqual(['gateway/splice-without-mtls']);
+    expect(ps.map((p) => p.code)).toEqual(['splice-without-mtls']);
   });
 
   test('both mistakes at once are both reported', () => {
     const ps = problemsOf({ gateway: { payload: 'splice', tls: { plaintext: true } }, migrationPolicy: { disableTLS: true } });
-    expect(ps.map((p) => p.code).sort()).toEqual(['gateway/splice-without-kubevirt-tls', 'gateway/splice-without-mtls']);
+    expect(ps.map((p) => p.code).sort()).toEqual(['splice-without-kubevirt-tls', 'splice-without-mtls']);
   });
 });
