@@ -8,9 +8,13 @@
 'use strict';
 const { execSync, spawnSync } = require('child_process');
 const wanted = { ip: 'iproute2', iptables: 'iptables', openssl: 'openssl', haproxy: 'haproxy', iperf3: 'iperf3', setpriv: 'util-linux', 'rsvg-convert': 'librsvg2-bin', keepalived: 'keepalived', curl: 'curl', '/usr/lib/cni/bridge': 'containernetworking-plugins',
-  podman: 'podman', runc: 'runc', debootstrap: 'debootstrap', skopeo: 'skopeo', newuidmap: 'uidmap' };
+  podman: 'podman', runc: 'runc', debootstrap: 'debootstrap', skopeo: 'skopeo', newuidmap: 'uidmap',
+  // `kubectl kustomize` for the kustomize proofs (gitops, field ownership); Debian's own package is kubernetes-client
+  kubectl: 'kubectl|kubernetes-client' };
 const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 const missing = Object.entries(wanted).filter(([cmd]) => !have(cmd)).map(([, pkg]) => pkg);
+/** The first of the `a|b` alternatives apt knows (a package only some sources carry falls back to Debian's). */
+const pick = (pkgs) => pkgs.split('|').find((p) => spawnSync('apt-cache', ['show', p], { stdio: 'ignore' }).status === 0);
 if (missing.length === 0) process.exit(0);
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 if (!isRoot || !have('apt-get')) {
@@ -20,8 +24,16 @@ if (!isRoot || !have('apt-get')) {
 console.log(`[ensure-system-deps] installing ${missing.join(' ')}`);
 try {
   execSync('apt-get update -qq', { stdio: 'inherit', timeout: 300000 });
-  execSync(`DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${missing.join(' ')}`,
-    { stdio: 'inherit', timeout: 600000 });
 } catch (e) {
-  console.warn(`[ensure-system-deps] install failed (${e.message}); tests that need them will skip`);
+  console.warn(`[ensure-system-deps] apt-get update failed (${e.message})`);
+}
+// one package at a time: a package apt cannot install must not keep the others from being installed
+for (const alternatives of missing) {
+  const pkg = pick(alternatives);
+  if (!pkg) { console.warn(`[ensure-system-deps] no package ${alternatives} in apt's sources; tests that need it will skip`); continue; }
+  try {
+    execSync(`DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${pkg}`, { stdio: 'inherit', timeout: 600000 });
+  } catch (e) {
+    console.warn(`[ensure-system-deps] installing ${pkg} failed (${e.message}); tests that need it will skip`);
+  }
 }
