@@ -8,25 +8,15 @@ import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import { main } from '../cli/cli';
-import { FleetProblem, FleetValidationError, InvalidPropsError, MigrationMeshError } from '../src/errors';
+import { FleetValidationError, InvalidPropsError, MigrationMeshError } from '../src/errors';
 import { parseLedger } from '../src/ledger';
-import { planFleet } from '../src/planner';
 import { PROBLEM_CODES, problemCodesMarkdown } from '../src/problem-codes';
 import { parseFleetDocument, resolveFleet } from '../src/resolve';
 import { gatewayNetworkSelection } from '../src/gateway-pod';
-import { baseFleet, mutate } from './support/fleets';
+import { baseFleet, mutate, problemsOf } from './support/fleets';
 
 const root = path.join(__dirname, '..');
 
-function problemsOf(doc: unknown): FleetProblem[] {
-  try {
-    planFleet(resolveFleet(parseFleetDocument(doc)));
-    return [];
-  } catch (e) {
-    if (e instanceof FleetValidationError) return [...e.problems];
-    throw e;
-  }
-}
 
 function sources(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {

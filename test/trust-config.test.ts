@@ -2,23 +2,13 @@
  * `spec.trust`: the KubeVirt CA rotation emitted per cluster in every delivery form, and the rules it is
  * checked against (KubeVirt's webhook, HCO's webhook, ours), each with a stable code.
  */
-import { FleetProblem, FleetValidationError } from '../src/errors';
 import { parseFleetDocument, resolveFleet } from '../src/resolve';
 import { planFleet } from '../src/planner';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { formatGoDuration, parseGoDuration } from '../src/trust';
 import { validateObject } from './support/schemas';
-import { baseFleet, mutate } from './support/fleets';
+import { baseFleet, mutate, problemsOf } from './support/fleets';
 
-function problemsOf(doc: unknown): FleetProblem[] {
-  try {
-    planFleet(resolveFleet(parseFleetDocument(doc)));
-    return [];
-  } catch (e) {
-    if (e instanceof FleetValidationError) return [...e.problems];
-    throw e;
-  }
-}
 
 const codes = (doc: unknown) => problemsOf(doc).map((p) => `${p.code} @ ${p.path}`);
 

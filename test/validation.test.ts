@@ -1,19 +1,8 @@
 import { FleetValidationError, FleetProblem } from '../src/errors';
 import { parseFleetText } from '../src/load';
 import { parseFleetDocument, resolveFleet } from '../src/resolve';
-import { planFleet } from '../src/planner';
-import { baseFleet, mutate } from './support/fleets';
+import { baseFleet, mutate, problemsOf } from './support/fleets';
 
-/** Run validation + planning; return the problems (empty when valid). */
-function problemsOf(doc: unknown): FleetProblem[] {
-  try {
-    planFleet(resolveFleet(parseFleetDocument(doc)));
-    return [];
-  } catch (e) {
-    if (e instanceof FleetValidationError) return [...e.problems];
-    throw e;
-  }
-}
 
 function expectProblem(doc: unknown, path: string, message: RegExp): FleetProblem {
   const ps = problemsOf(doc);

@@ -203,17 +203,7 @@ function podAffinityProblems(c: Collector, a: unknown, p: string): void {
   c.keys(o, p, ['requiredDuringSchedulingIgnoredDuringExecution', 'preferredDuringSchedulingIgnoredDuringExecution']);
   const req = o.requiredDuringSchedulingIgnoredDuringExecution;
   if (req !== undefined) c.arr(req, `${p}.requiredDuringSchedulingIgnoredDuringExecution`).forEach((t, i) => podAffinityTermProblems(c, t, `${p}.requiredDuringSchedulingIgnoredDuringExecution[${i}]`));
-  const pref = o.preferredDuringSchedulingIgnoredDuringExecution;
-  if (pref !== undefined) {
-    c.arr(pref, `${p}.preferredDuringSchedulingIgnoredDuringExecution`).forEach((w, i) => {
-      const wp = `${p}.preferredDuringSchedulingIgnoredDuringExecution[${i}]`;
-      const wo = c.obj(w, wp);
-      if (!wo) return;
-      c.keys(wo, wp, ['weight', 'podAffinityTerm']);
-      weightProblems(c, wo.weight, wp);
-      podAffinityTermProblems(c, wo.podAffinityTerm, `${wp}.podAffinityTerm`);
-    });
-  }
+  weightedTermsProblems(c, o.preferredDuringSchedulingIgnoredDuringExecution, p, 'podAffinityTerm', podAffinityTermProblems);
 }
 
 function nodeAffinityProblems(c: Collector, a: unknown, p: string): void {
@@ -231,17 +221,21 @@ function nodeAffinityProblems(c: Collector, a: unknown, p: string): void {
       terms.forEach((t, i) => nodeSelectorTermProblems(c, t, `${rp}.nodeSelectorTerms[${i}]`));
     }
   }
-  const pref = o.preferredDuringSchedulingIgnoredDuringExecution;
-  if (pref !== undefined) {
-    c.arr(pref, `${p}.preferredDuringSchedulingIgnoredDuringExecution`).forEach((w, i) => {
-      const wp = `${p}.preferredDuringSchedulingIgnoredDuringExecution[${i}]`;
-      const wo = c.obj(w, wp);
-      if (!wo) return;
-      c.keys(wo, wp, ['weight', 'preference']);
-      weightProblems(c, wo.weight, wp);
-      nodeSelectorTermProblems(c, wo.preference, `${wp}.preference`);
-    });
-  }
+  weightedTermsProblems(c, o.preferredDuringSchedulingIgnoredDuringExecution, p, 'preference', nodeSelectorTermProblems);
+}
+
+/** `preferredDuringSchedulingIgnoredDuringExecution`: a list of {weight, <term>}, the same walk for node and pod affinity. */
+function weightedTermsProblems(c: Collector, pref: unknown, p: string, termKey: string,
+  termProblems: (c: Collector, t: unknown, path: string) => void): void {
+  if (pref === undefined) return;
+  c.arr(pref, `${p}.preferredDuringSchedulingIgnoredDuringExecution`).forEach((w, i) => {
+    const wp = `${p}.preferredDuringSchedulingIgnoredDuringExecution[${i}]`;
+    const wo = c.obj(w, wp);
+    if (!wo) return;
+    c.keys(wo, wp, ['weight', termKey]);
+    weightProblems(c, wo.weight, wp);
+    termProblems(c, wo[termKey], `${wp}.${termKey}`);
+  });
 }
 
 /** validateAffinity: node affinity, pod affinity, pod anti-affinity. */

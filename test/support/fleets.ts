@@ -1,4 +1,7 @@
+import { FleetProblem, FleetValidationError } from '../../src/errors';
 import { FleetDocument } from '../../src/fleet-schema';
+import { planFleet } from '../../src/planner';
+import { parseFleetDocument, resolveFleet } from '../../src/resolve';
 
 /** A small valid gateway-mode fleet; tests override parts of it. */
 export function baseFleet(overrides: Partial<FleetDocument['spec']> = {}, name = 'test'): FleetDocument {
@@ -23,4 +26,15 @@ export function mutate(doc: FleetDocument, fn: (d: any) => void): any {
   const d = JSON.parse(JSON.stringify(doc));
   fn(d);
   return d;
+}
+
+/** Run validation + planning on a fleet document; return every problem (empty when valid). */
+export function problemsOf(doc: unknown): FleetProblem[] {
+  try {
+    planFleet(resolveFleet(parseFleetDocument(doc)));
+    return [];
+  } catch (e) {
+    if (e instanceof FleetValidationError) return [...e.problems];
+    throw e;
+  }
 }
