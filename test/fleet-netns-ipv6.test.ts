@@ -361,8 +361,14 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
       expect(c.vip).toBeDefined();
       expect(c.topo.keepalivedConf).toContain(`    ${c.vip}/`);
       expect(c.gateways.map((g) => g.inAddr)).not.toContain(c.vip);
-      expect(vipHolders(c)).toHaveLength(1);
+      const holders = vipHolders(c);
+      expect(holders).toHaveLength(1);
       for (const g of c.gateways) expect(lab.exec(g.ns, ['ip', '-o', 'addr', 'show', 'dev', g.ifname]).stdout).toContain(`${g.inAddr}/`);
+      // the holder still dials handlers from its own address, never from the VIP (IPv6 source selection
+      // would take the newest address, the VIP, unless keepalived adds it deprecated: preferred_lft 0)
+      const holder = c.gateways.find((g) => g.ns === holders[0])!;
+      const [route] = JSON.parse(lab.exec(holder.ns, ['ip', '-j', 'route', 'get', c.handlers[1].addr]).stdout);
+      expect({ holder: holder.ns, src: route.prefsrc }).toEqual({ holder: holder.ns, src: holder.inAddr });
     }
   });
 
