@@ -334,13 +334,18 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
     expect(serverLines.get(server)!.filter((l) => l.event === 'conn')).toEqual([]);
     // outside the supernet (documentation prefix): no route at all from a handler
     expect(await client(a.handlers[0], '2001:db8::10', HIGH_PORT, 1024, 3000)).toMatchObject({ ok: false, error: 'ENETUNREACH' });
-    // inside B's CIDR but B's own gateway address (its admin port): carried to B, refused there
+    // inside B's CIDR but a replica's own address (at its admin port), B's VIP, the CIDR's subnet-router
+    // anycast address: carried to B, refused there (IPv6 policy of the runtime), each one counted
     const refusals = () => b.gateways.reduce((n, g) => n + Number(/mm_proxy_refusals_total\{reason="destination_forbidden",side="terminus"\} (\d+)/.exec(metrics(g))?.[1] ?? 0), 0);
     const before = refusals();
-    const own = await client(a.handlers[0], b.gateways[1].inAddr, b.topo.gatewayConfig.listen.admin.port, 1024, 5000);
-    expect(own.ok).toBe(false);
-    expect(['ECONNRESET', 'EPIPE']).toContain(own.error);
-    expect(refusals()).toBe(before + 1);
+    const bCidr = b.topo.gatewayConfig.localCidrs[0];
+    const forbidden = [b.gateways[1].inAddr, b.vip!, fmt6(cidr6(bCidr).base)];
+    for (const dst of forbidden) {
+      expect(inCidr6(dst, bCidr)).toBe(true);
+      const r2 = await client(a.handlers[0], dst, b.topo.gatewayConfig.listen.admin.port, 1024, 5000);
+      expect({ dst, ok: r2.ok, reset: ['ECONNRESET', 'EPIPE'].includes(r2.error) }).toEqual({ dst, ok: false, reset: true });
+    }
+    expect(refusals()).toBe(before + forbidden.length);
   }, 30_000);
 
   test('the admin listener answers on the pod network\'s IPv6 address and loopback, never on the shared network', async () => {
