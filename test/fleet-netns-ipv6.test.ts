@@ -315,7 +315,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
     }
   }, 40_000);
 
-  test('refusals: a destination in the routed supernet but in no member CIDR is not carried; one outside has no route; the peer gateway\'s own address (inside its CIDR) is refused by the far gateway and counted', async () => {
+  test('refusals: a destination in the routed supernet but in no member CIDR is not carried; one outside has no route; a replica\'s own address, the VIP and the subnet-router anycast of the peer\'s CIDR are refused by the far gateway and counted', async () => {
     const [a, b] = clusters;
     const memberCidrs = clusters.map((c) => c.topo.gatewayConfig.localCidrs[0]);
     const routed = a.topo.migrationNad.ipam.routes![0].dst;
