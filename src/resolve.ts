@@ -3,7 +3,7 @@
  * collected (not only the first). Pure, no cdk8s import.
  */
 import { z } from 'zod';
-import { Checked, FleetProblem, ProblemCollector, ok, orThrow, pathToString } from './errors';
+import { Checked, FleetProblem, ProblemCollector, Salvaged, checkedOf, orThrow, pathToString } from './errors';
 import { kubevirtAdmissionProblems } from './admission/kubevirt';
 import {
   Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, fleetDocumentSchema, FleetSpec, Placement, SyncPlacement,
@@ -187,15 +187,26 @@ const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'obj
  * rules do not run. Values that are only out of range (nodes: 0, a bad pattern) keep their place.
  */
 export function checkFleetDocument(input: unknown): Checked<FleetDocument> {
-  const r = fleetDocumentSchema.safeParse(input);
-  if (r.success) return ok(r.data);
+  const s = salvageFleetDocument(input);
+  if (s.problems.length === 0) return checkedOf(s);
   const p = new ProblemCollector();
-  p.addAll(zodProblems(r.error));
+  p.addAll(s.problems);
+  if (s.value) p.addAll(checkFleet(s.value).problems, { newPathsOnly: true });
+  return p.failed();
+}
+
+/**
+ * The schema check alone, with the document later checks can still read: the parsed document, or (when
+ * only values are out of range or format) the input without its misshapen values. Nothing when a value
+ * a later check needs is missing or of the wrong shape.
+ */
+export function salvageFleetDocument(input: unknown): Salvaged<FleetDocument> {
+  const r = fleetDocumentSchema.safeParse(input);
+  if (r.success) return { problems: [], value: r.data };
   const rest = withoutMisshapenValues(input, r.error.issues);
   const again = fleetDocumentSchema.safeParse(rest);
   const shaped = again.success ? again.data : again.error.issues.some(isShapeIssue) ? undefined : (rest as FleetDocument);
-  if (shaped) p.addAll(checkFleet(shaped).problems, { newPathsOnly: true });
-  return p.failed();
+  return { problems: zodProblems(r.error), value: shaped };
 }
 
 /** Structural validation of a fleet document. Throws FleetValidationError with every problem. */
@@ -593,6 +604,15 @@ function summarizeNeeded(clusters: ResolvedCluster[], surge: number): string {
 
 /** Resolve defaults and check everything that relates several fields, as a value (every problem). */
 export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
+  return checkedOf(salvageFleet(doc));
+}
+
+/**
+ * `checkFleet` with the resolved fleet even when problems were found (every cluster, every default
+ * applied; a value that did not parse is left out), for the checks that can still run on the parts
+ * without problems (src/salvage.ts).
+ */
+export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
   const p = new ProblemCollector();
   const spec = doc.spec;
   const shared = resolveSharedNetwork(p, spec.crossClusterNetwork);
@@ -612,24 +632,27 @@ export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
   const gw = spec.gateway ?? {};
   const tls = resolveGatewayTls(doc);
   const payload = resolvePayload(p, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
-  return p.result(() => ({
-    name: doc.metadata.name, trust,
-    crossCluster: {
-      nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family: shared.family, prefixLength: shared.prefixLength,
-      usable: shared.usable, ...counts, reservedCount: shared.reservedInPool,
-      subnets: shared.subnets, gateway: shared.gateway, routes: shared.routes,
+  return {
+    problems: p.problems,
+    value: {
+      name: doc.metadata.name, trust,
+      crossCluster: {
+        nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family: shared.family, prefixLength: shared.prefixLength,
+        usable: shared.usable, ...counts, reservedCount: shared.reservedInPool,
+        subnets: shared.subnets, gateway: shared.gateway, routes: shared.routes,
+      },
+      migrationNadName: spec.migrationNetwork?.name ?? DEFAULTS.migrationNadName,
+      supernet: template.supernet, clusterPrefixLength: template.clusterPrefixLength,
+      gateway: {
+        image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
+        placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false,
+        failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
+      },
+      migrationPolicy: spec.migrationPolicy ?? {},
+      addressSurge: surge,
+      clusters: [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
     },
-    migrationNadName: spec.migrationNetwork?.name ?? DEFAULTS.migrationNadName,
-    supernet: template.supernet, clusterPrefixLength: template.clusterPrefixLength,
-    gateway: {
-      image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
-      placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false,
-      failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
-    },
-    migrationPolicy: spec.migrationPolicy ?? {},
-    addressSurge: surge,
-    clusters: [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-  }));
+  };
 }
 
 /** Resolve defaults and check everything that relates several fields. Throws FleetValidationError with every problem. */
