@@ -74,7 +74,7 @@ export type Checked<T> =
   | { readonly ok: true; readonly value: T; readonly problems: readonly [] }
   | { readonly ok: false; readonly problems: readonly FleetProblem[] };
 
-export const ok = <T>(value: T): Checked<T> => ({ ok: true, value, problems: [] });
+const ok = <T>(value: T): Checked<T> => ({ ok: true, value, problems: [] });
 
 /**
  * What a check found, and the part of its value that later checks can still read although problems

@@ -556,7 +556,7 @@ export function toFleetDocument(fleet: FleetInput): FleetDocument {
 }
 
 /** `planFleetDocument` as a value: the plan with its document, or every problem. */
-export function checkFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Checked<PlanResult & { document: FleetDocument }> {
+function checkFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Checked<PlanResult & { document: FleetDocument }> {
   return checkedOf(salvageFleetInput(fleet, opts));
 }
 

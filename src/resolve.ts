@@ -186,7 +186,7 @@ const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'obj
  * first, and if what is left still has a shape problem (a required value was removed) the cross-field
  * rules do not run. Values that are only out of range (nodes: 0, a bad pattern) keep their place.
  */
-export function checkFleetDocument(input: unknown): Checked<FleetDocument> {
+function checkFleetDocument(input: unknown): Checked<FleetDocument> {
   const s = salvageFleetDocument(input);
   if (s.problems.length === 0) return checkedOf(s);
   const p = new ProblemCollector();
@@ -603,7 +603,7 @@ function summarizeNeeded(clusters: ResolvedCluster[], surge: number): string {
 // ---------------- the phases together ----------------
 
 /** Resolve defaults and check everything that relates several fields, as a value (every problem). */
-export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
+function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
   return checkedOf(salvageFleet(doc));
 }
 

@@ -34,7 +34,7 @@ const NOT_PLANNED_CODES = new Set(['native-needs-pr17922']);
 const under = (path: string, field: string): boolean => path === field || path.startsWith(`${field}.`) || path.startsWith(`${field}[`);
 
 /** The index of the cluster a problem is about (its path under `spec.clusters[i]`), if any. */
-export function clusterIndexOf(p: FleetProblem): number | undefined {
+function clusterIndexOf(p: FleetProblem): number | undefined {
   const m = /^spec\.clusters\[(\d+)\]/.exec(p.path);
   return m ? Number(m[1]) : undefined;
 }

@@ -20,13 +20,17 @@ const NAMES = ['ams', 'fra', 'par', 'lis', 'osl'];
 /** What a generated fleet breaks on purpose (each at cluster `at` modulo the cluster count where it is per cluster). */
 const DEFECTS = [
   'pool-small', 'supernet-small', 'nodes-big', 'nodes-huge', 'nodes-zero', 'vlan-shared', 'vlan-cluster', 'cidr-clash', 'cidr-tiny',
-  'replicas-zero', 'kubevirt-old', 'argocd-missing', 'argocd-unknown', 'harvester-name', 'harvester-mgmt', 'harvester-gateway', 'duplicate-name',
+  'replicas-zero', 'kubevirt-old', 'argocd-missing', 'argocd-unknown', 'harvester-name', 'harvester-mgmt', 'harvester-gateway',
+  'duplicate-name',
 ] as const;
 type Defect = typeof DEFECTS[number];
 
 const fleetArb = fc.record({
   // a valid fleet of some shape...
-  clusters: fc.array(fc.record({ nodes: fc.integer({ min: 1, max: 20 }), explicitCidr: fc.boolean(), harvester: fc.boolean() }), { minLength: 1, maxLength: 5 }),
+  clusters: fc.array(
+    fc.record({ nodes: fc.integer({ min: 1, max: 20 }), explicitCidr: fc.boolean(), harvester: fc.boolean() }),
+    { minLength: 1, maxLength: 5 },
+  ),
   datapath: fc.constantFrom('gateway', 'direct'),
   replicas: fc.constantFrom(undefined, 1, 3),
   clusterPrefixLength: fc.constantFrom(24, 25),
@@ -40,7 +44,6 @@ const fleetArb = fc.record({
 
 type FleetParams = typeof fleetArb extends fc.Arbitrary<infer T> ? T : never;
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- the document is built loosely on purpose: defects put values the schema refuses */
 function fleetOf(f: FleetParams): unknown {
   const has = (d: Defect): boolean => f.defects.some((x) => x.defect === d);
   const direct = f.datapath === 'direct';
@@ -91,7 +94,6 @@ function fleetOf(f: FleetParams): unknown {
   else if (f.gitops === 'flux') spec.gitops = { flux: {} };
   return { apiVersion: 'migrationmesh.dev/v1alpha1', kind: 'Fleet', metadata: { name: 'prop' }, spec };
 }
-/* eslint-enable @typescript-eslint/no-explicit-any */
 
 function run(argv: string[]): { code: number; out: string; err: string } {
   let out = '';
