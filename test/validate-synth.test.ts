@@ -156,6 +156,16 @@ describe('every layer in one run', () => {
     expect(synthCodes(f).codes).toEqual(['schema-invalid', 'cidr-too-small', 'gitops-server-missing']);
   });
 
+  test('a value of the wrong type: the other clusters are still planned, unless a required value is unreadable', () => {
+    // an optional field of the wrong type is set aside: cluster a is left out of planning, b is planned
+    const optional = write('t.fleet.yaml', mutate(baseFleet(), (d) => { d.spec.clusters[0].multiNetworkPolicy = 'yes'; d.spec.clusters[1].nodes = 300; }));
+    expect(validateCodes(optional).codes).toEqual(['schema-invalid', 'cidr-too-small']);
+    // a required one (nodes) leaves no document later checks could read: the schema's problem alone (the line)
+    const required = write('u.fleet.yaml', mutate(baseFleet(), (d) => { d.spec.clusters[0].nodes = 'three'; d.spec.clusters[1].nodes = 300; }));
+    expect(validateCodes(required).codes).toEqual(['schema-invalid']);
+    expect(synthCodes(required).codes).toEqual(['schema-invalid']);
+  });
+
   test('a fleet-level value out of range stops planning (no guessed problems), but not when planning never reads it', () => {
     // a gateway replica count out of range changes what every cluster needs: no plan, so no capacity problem is guessed
     const replicas = write('r.fleet.yaml', mutate(baseFleet(), (d) => { d.spec.gateway = { replicas: 0 }; d.spec.clusters[0].nodes = 300; }));
