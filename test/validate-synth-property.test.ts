@@ -11,9 +11,12 @@ import * as path from 'path';
 import * as YAML from 'yaml';
 import * as fc from 'fast-check';
 import { main } from '../cli/cli';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { MigrationMeshError } from '../src/errors';
+import { FleetDocument } from '../src/fleet-schema';
 
 const SEED = 1212;
-const RUNS = 200;
+const RUNS = 120;
 
 const NAMES = ['ams', 'fra', 'par', 'lis', 'osl'];
 
@@ -140,3 +143,53 @@ test('validate succeeds exactly when synth does, with the same problem codes', (
   ];
   expect(wanted.filter((c) => !seen.has(c))).toEqual([]);
 }, 120_000);
+
+/** Every problem synthesis reports for a fleet, as `code@path` (empty when it synthesizes). */
+function problemsOf(doc: unknown): string[] {
+  try {
+    synthesizeFleet(doc as FleetDocument);
+    return [];
+  } catch (e) {
+    if (!(e instanceof MigrationMeshError)) throw e;
+    return e.problems.map((p) => `${p.code}@${p.path}`);
+  }
+}
+
+/** Gateway-mode fleets whose only problems are carved blocks too small (big node counts) and GitOps wiring. */
+const plainFleetArb = fc.record({
+  nodes: fc.array(fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 20 }) }, { weight: 1, arbitrary: fc.integer({ min: 300, max: 100_000 }) }),
+    { minLength: 2, maxLength: 5 }),
+  argocdMissing: fc.array(fc.nat(4), { maxLength: 2 }),
+  at: fc.nat(4),
+});
+
+test('a problem in one place never hides another layer\'s problems elsewhere', () => {
+  let hidden = 0;
+  fc.assert(fc.property(plainFleetArb, ({ nodes, argocdMissing, at }) => {
+    const names = nodes.map((_, i) => NAMES[i]);
+    const servers = Object.fromEntries(names.filter((_, i) => !argocdMissing.includes(i)).map((n) => [n, `https://${n}.example.com:6443`]));
+    const fleet = {
+      apiVersion: 'migrationmesh.dev/v1alpha1', kind: 'Fleet', metadata: { name: 'plain' },
+      spec: {
+        crossClusterNetwork: { attachment: { type: 'bridge', bridge: 'br-shared', vlan: 100 }, addresses: { pool: ['192.168.50.0/24'], prefixLength: 24 } },
+        migrationNetwork: { attachment: { type: 'bridge', bridge: 'br-mig', vlan: 100 }, supernet: '10.200.0.0/16' },
+        gitops: { repoURL: 'https://git.example.com/infra.git', argocd: { clusterServers: servers } },
+        clusters: names.map((name, i) => ({ name, nodes: nodes[i] })),
+      },
+    };
+    const before = problemsOf(fleet);
+    // a VLAN out of range on cluster k: the schema says so, and every other problem but k's own plan is still there
+    const k = at % names.length;
+    const clusterVlan = JSON.parse(JSON.stringify(fleet));
+    clusterVlan.spec.clusters[k].migrationNetwork = { attachment: { type: 'bridge', bridge: 'br-mig', vlan: 5000 } };
+    const own = `spec.clusters[${k}]`;
+    // on main these were hidden behind the schema's problem
+    if (before.some((p) => !p.includes(`@${own}.`))) hidden++;
+    expect(problemsOf(clusterVlan)).toEqual([`schema-invalid@${own}.migrationNetwork.attachment.vlan`, ...before.filter((p) => !p.includes(`@${own}.`))]);
+    // a VLAN out of range on the shared attachment, which planning never reads: every problem is still there
+    const sharedVlan = JSON.parse(JSON.stringify(fleet));
+    sharedVlan.spec.crossClusterNetwork.attachment.vlan = 5000;
+    expect(problemsOf(sharedVlan)).toEqual(['schema-invalid@spec.crossClusterNetwork.attachment.vlan', ...before]);
+  }), { seed: SEED, numRuns: 60, endOnFailure: true });
+  expect(hidden).toBeGreaterThan(20);
+}, 60_000);
