@@ -15,7 +15,7 @@ import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLe
 import { Quarantine, ledgerForFleet, quarantineOf, quarantinedIn, routerProblems } from './ledger-guard';
 import { plannablePart } from './salvage';
 import {
-  salvageFleet, salvageFleetDocument, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt,
+  reindexProblems, salvageFleet, salvageFleetDocument, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt,
   crossClusterNeeded, inClusterBreakdown, inClusterNeeded,
 } from './resolve';
 
@@ -581,8 +581,9 @@ export function salvageFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Sa
   p.addAll(doc.problems);
   const resolved = doc.value && salvageFleet(doc.value);
   // a second pass over a malformed document repeats what the schema found
-  if (resolved) p.addAll(resolved.problems, { newPathsOnly: true });
-  const part = usableLedger && resolved?.value ? plannablePart(resolved.value, p.problems) : undefined;
+  if (resolved) p.addAll(reindexProblems(resolved.problems, doc.clusterIndex), { newPathsOnly: true });
+  // a document that left unreadable clusters out is checked, not planned (its cluster places differ)
+  const part = usableLedger && !doc.clusterIndex && resolved?.value ? plannablePart(resolved.value, p.problems) : undefined;
   const result = part && salvagePlan(p, part, carried.ledger);
   if (!result || !doc.value || !p.empty) return { problems: p.problems, value: result && doc.value ? { ...result, document: doc.value } : undefined };
   if (opts.frozen && !opts.ledger) {

@@ -1,9 +1,10 @@
 /**
  * Property (issue #12): over generated fleets, valid ones and ones broken on purpose (pools too small,
  * supernets exhausted, huge node counts, VLANs out of range, clashing CIDRs, Argo CD servers missing,
- * Harvester rules broken, ...), `validate` succeeds exactly when `synth` does, and reports the same
- * problem codes in the same order. Both run through the CLI, each fleet in its own directory (synth
- * writes a ledger beside the fleet file). Deterministic: fixed seed, bounded runs.
+ * Harvester rules broken, required values unreadable, ...), `validate` succeeds exactly when `synth`
+ * does, and reports the same problem codes in the same order. Both run through the CLI, each fleet in
+ * its own directory (synth writes a ledger beside the fleet file). A second property: a problem in one
+ * place never hides the problems of any layer elsewhere. Deterministic: fixed seed, bounded runs.
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -24,7 +25,7 @@ const NAMES = ['ams', 'fra', 'par', 'lis', 'osl'];
 const DEFECTS = [
   'pool-small', 'supernet-small', 'nodes-big', 'nodes-huge', 'nodes-zero', 'vlan-shared', 'vlan-cluster', 'cidr-clash', 'cidr-tiny',
   'replicas-zero', 'kubevirt-old', 'argocd-missing', 'argocd-unknown', 'harvester-name', 'harvester-mgmt', 'harvester-gateway',
-  'duplicate-name',
+  'duplicate-name', 'nodes-unreadable',
 ] as const;
 type Defect = typeof DEFECTS[number];
 
@@ -90,6 +91,7 @@ function fleetOf(f: FleetParams): unknown {
       case 'harvester-mgmt': c.harvester = { clusterNetwork: 'mgmt', vlan: 1 }; break;
       case 'harvester-gateway': c.harvester = { clusterNetwork: 'migration' }; c.datapath = 'gateway'; break;
       case 'duplicate-name': c.name = clusters[0].name; break;
+      case 'nodes-unreadable': c.nodes = 'three'; break; // a required value of the wrong type: the cluster is left out
     }
   }
   const argocd = f.gitops === 'argocd' || has('argocd-missing') || has('argocd-unknown');

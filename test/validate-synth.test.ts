@@ -156,14 +156,25 @@ describe('every layer in one run', () => {
     expect(synthCodes(f).codes).toEqual(['schema-invalid', 'cidr-too-small', 'gitops-server-missing']);
   });
 
-  test('a value of the wrong type: the other clusters are still planned, unless a required value is unreadable', () => {
+  test('a value of the wrong type: the other clusters are still checked (planned, when the value is optional)', () => {
     // an optional field of the wrong type is set aside: cluster a is left out of planning, b is planned
     const optional = write('t.fleet.yaml', mutate(baseFleet(), (d) => { d.spec.clusters[0].multiNetworkPolicy = 'yes'; d.spec.clusters[1].nodes = 300; }));
     expect(validateCodes(optional).codes).toEqual(['schema-invalid', 'cidr-too-small']);
-    // a required one (nodes) leaves no document later checks could read: the schema's problem alone (the line)
-    const required = write('u.fleet.yaml', mutate(baseFleet(), (d) => { d.spec.clusters[0].nodes = 'three'; d.spec.clusters[1].nodes = 300; }));
-    expect(validateCodes(required).codes).toEqual(['schema-invalid']);
-    expect(synthCodes(required).codes).toEqual(['schema-invalid']);
+    // a required one (nodes): cluster a is left out, the cross-field rules still check the others, with their own paths
+    const required = write('u.fleet.yaml', mutate(baseFleet(), (d) => {
+      d.spec.clusters[0].nodes = 'three';
+      d.spec.clusters.push({ name: 'b', nodes: 3 }, { name: 'c', nodes: 3, migrationNetwork: { cidr: '10.99.0.0/29' } });
+    }));
+    const r = JSON.parse(run(['validate', required, '--output', 'json']).out)[0];
+    expect(r.problems.map((p: { code: string; path: string; message: string }) => [p.code, p.path, p.message.replace(/:.*/, '')])).toEqual([
+      ['schema-invalid', 'spec.clusters[0].nodes', expect.any(String)],
+      ['duplicate-cluster-name', 'spec.clusters[2].name', "'b' is also the name of spec.clusters[1]"],
+      ['cidr-too-small', 'spec.clusters[3].migrationNetwork.cidr', '10.99.0.0/29 is too small for cluster c'],
+    ]);
+    expect(synthCodes(required).codes).toEqual(['schema-invalid', 'duplicate-cluster-name', 'cidr-too-small']);
+    // a fleet-level required value unreadable: the schema's problems alone (no document to read)
+    const fleetLevel = write('v.fleet.yaml', mutate(baseFleet(), (d) => { d.spec.crossClusterNetwork.addresses = 'all'; d.spec.clusters[0].nodes = 'three'; }));
+    expect(validateCodes(fleetLevel).codes).toEqual(['schema-invalid', 'schema-invalid']);
   });
 
   test('a fleet-level value out of range stops planning (no guessed problems), but not when planning never reads it', () => {
