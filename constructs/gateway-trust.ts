@@ -88,7 +88,8 @@ export class GatewayTrust extends Construct {
       sources: [
         { serviceAccountToken: { path: 'token', expirationSeconds: this.props.tokenExpirationSeconds ?? 3600 } },
         { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
-        { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+        // cdk8s's typed serializer spells it downwardApi (emitted as downwardAPI); downwardAPI here would be dropped
+        { downwardApi: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
       ],
     });
     replica.container.mount(TRUST_RUN_DIR, run);
