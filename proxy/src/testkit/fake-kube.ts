@@ -8,12 +8,14 @@
  *   PUT    /api/v1/namespaces/NS/configmaps/NAME   409 Conflict when metadata.resourceVersion is stale
  * One global resourceVersion counter, as etcd's revision. What it does NOT do: authentication, RBAC,
  * other kinds or namespaces, label selectors, PATCH/apply, POST/DELETE over HTTP, bookmarks, watch
- * timeouts, protobuf, table output. It listens on loopback TCP or on a unix socket (`listenPath`).
+ * timeouts, protobuf, table output (it records each Authorization header and checks none). It listens on
+ * loopback TCP or on a unix socket (`listenPath`), plain HTTP or HTTPS (`tls`).
  * `compact()` drops history (watches from before get 410), `expireWatches()` ends live watches with 410; `restart()`
  * closes the listener and every watch and listens again on the same port.
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import * as net from 'node:net';
 
 export interface ConfigMapObj { apiVersion: 'v1'; kind: 'ConfigMap'; metadata: { name: string; namespace: string; resourceVersion: string; uid: string; labels?: Record<string, string> }; data: Record<string, string> }
@@ -40,9 +42,18 @@ export class FakeKubeApi {
   /** Unix socket path when listening by `listenPath` (a test relays TCP to it, e.g. from a network namespace). */
   path?: string;
 
+  /** Every `Authorization` header value received (the trust container's bearer token). */
+  readonly authorizations = new Set<string>();
+  /** Serve HTTPS with this key and certificate (as kube-apiserver does; client-node's in-cluster config needs it). */
+  tls?: { key: string | Buffer; cert: string | Buffer };
+
   private serve(): http.Server {
-    this.server = http.createServer((req, res) => this.handle(req, res));
-    this.server.on('connection', (s) => { this.sockets.add(s); s.on('close', () => this.sockets.delete(s)); });
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (req.headers.authorization) this.authorizations.add(req.headers.authorization);
+      this.handle(req, res);
+    };
+    this.server = this.tls ? https.createServer({ ...this.tls }, handler) : http.createServer(handler);
+    this.server.on(this.tls ? 'secureConnection' : 'connection', (s: net.Socket) => { this.sockets.add(s); s.on('close', () => this.sockets.delete(s)); });
     return this.server;
   }
 
