@@ -195,7 +195,9 @@ export interface TrustDefaultInput {
  *   direct clusters get nothing (no gateway reaches them). Otherwise nothing is planned.
  * - `spec.trust` given: every cluster gets the rotation, gateway clusters the exchange.
  */
-export function resolveTrust(trust: TrustSpec | undefined, clusters: readonly TrustClusterInput[], problems: FleetProblem[], opts: TrustDefaultInput = { migrationTls: true }): TrustPlan {
+export function resolveTrust(
+  trust: TrustSpec | undefined, clusters: readonly TrustClusterInput[], problems: FleetProblem[], opts: TrustDefaultInput = { migrationTls: true },
+): TrustPlan {
   const none: TrustPlan = { clusters: {}, repushIntervalSeconds: TRUST_DEFAULTS.repushIntervalSeconds };
   if (trust?.enabled === false) return none;
   if (trust === undefined) {
