@@ -311,7 +311,8 @@ d('gateway image, run as the generated Deployment runs it', () => {
     // it read kubevirt-ca (LIST, then WATCH) with the token, and the runtime now publishes that CA as its own
     await withLogs(until('own CA in /trust', 30_000, () => (table()?.own.certs[0]?.sha256 === model.ca.sha256 ? true : undefined)));
     expect(api.counts.list).toBeGreaterThanOrEqual(1);
-    expect(api.counts.watch).toBeGreaterThanOrEqual(1);
+    // the WATCH follows the LIST whose result was just announced: wait for it (bounded)
+    await until('the WATCH of kubevirt-ca', 10_000, () => (api!.counts.watch >= 1 ? true : undefined));
     expect([...api.authorizations]).toEqual([`Bearer ${token}`]);
     // a peer publishes its CA on the tunnel port with its fleet certificate; the trust container writes it for virt-operator
     const peer = cfg.peers[0].cluster;
