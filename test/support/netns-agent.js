@@ -6,6 +6,8 @@
 //   client HOST PORT BYTES TIMEOUT_MS  send BYTES random bytes, half-close, read the echo; {ok, sentSha, recvSha, ...}
 //   sink HOST PORT TIMEOUT_MS          read a source; {event:'flowing', t} after 1 MiB, then {event:'closed', t, error}
 //   probe URL TIMEOUT_MS               GET until 200; {ok, status, ms}
+//   forward HOST PORT UNIX_PATH        relay every TCP connection to HOST:PORT to a unix socket (a stand-in
+//                                      for the API server's address on the pod network); {event:'listening'}
 'use strict';
 const net = require('net');
 const http = require('http');
@@ -81,6 +83,15 @@ if (mode === 'echo' || mode === 'source') {
     setTimeout(attempt, 100);
   };
   attempt();
+} else if (mode === 'forward') {
+  const [host, port, unixPath] = [args[0], Number(args[1]), args[2]];
+  const server = net.createServer((s) => {
+    const u = net.connect(unixPath);
+    s.pipe(u).pipe(s);
+    const end = () => { s.destroy(); u.destroy(); };
+    s.on('error', end); u.on('error', end); s.on('close', end); u.on('close', end);
+  });
+  server.listen(port, host, () => out({ event: 'listening', port }));
 } else {
   process.stderr.write(`unknown mode ${mode}\n`);
   process.exit(2);
