@@ -255,9 +255,9 @@ function readTarget(full: string, root: string, io: WriterFs): { content?: strin
 function checkTree(tree: OutputTree, io: WriterFs, acc: Checked, dirs: Set<string>, problems: FleetProblem[]): void {
   const dir = path.resolve(tree.dir);
   const before = problems.length;
+  if (!addMkdirs(path.dirname(dir), io, acc, dirs, problems)) return;
   const bad = checkFleetDir(tree.dir, io);
   if (bad) { problems.push(bad); return; }
-  if (!addMkdirs(path.dirname(dir), io, acc, dirs, problems)) return;
   const manifest = readManifest(dir, io);
   if (manifest && !(manifest instanceof Map)) { problems.push(manifest); return; }
   const root = dir;
