@@ -38,8 +38,8 @@ function snapshot(dir: string): Map<string, string> {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
       const full = path.join(d, e.name);
-      if (e.isSymbolicLink()) m.set(r, `-> ${fs.readlinkSync(full)}`);
-      else if (e.isDirectory()) { m.set(r, '<dir>'); walk(full, r); } else m.set(r, fs.readFileSync(full, 'latin1'));
+      if (e.isSymbolicLink()) {m.set(r, `-> ${fs.readlinkSync(full)}`);}
+      else if (e.isDirectory()) { m.set(r, '<dir>'); walk(full, r); } else {m.set(r, fs.readFileSync(full, 'latin1'));}
     }
   };
   if (fs.existsSync(dir)) walk(dir, '');
