@@ -75,7 +75,7 @@ export class OutputWriteError extends MigrationMeshError {
 const sha256 = (s: string | Buffer): string => crypto.createHash('sha256').update(s).digest('hex');
 
 /** The manifest text: `<sha256>  <path>` per file, sorted, after a comment naming the fleet. */
-export function renderManifest(fleet: string, files: ReadonlyMap<string, string>): string {
+function renderManifest(fleet: string, files: ReadonlyMap<string, string>): string {
   const lines = [...files.keys()].sort().map((rel) => `${sha256(files.get(rel)!)}  ${rel}`);
   return `# migration-mesh: the files it generated for fleet '${fleet}' (check: sha256sum -c ${MANIFEST_FILE}); files not listed are not ours and are left alone\n${lines.join('\n')}\n`;
 }
@@ -99,7 +99,7 @@ function problem(code: ProblemCode, where: string, message: string, fix: string)
 }
 
 /** A file system error as a problem: the code by errno, the path, a fix. */
-export function ioProblem(e: unknown, where: string): FleetProblem {
+function ioProblem(e: unknown, where: string): FleetProblem {
   const err = e as NodeJS.ErrnoException;
   const what = `${err.code ?? 'error'}: ${err.message?.replace(/^[A-Z]+: /, '') ?? String(e)}`;
   switch (err.code) {

@@ -145,7 +145,7 @@ export class CrossClusterMigrationMesh extends Construct {
  * `gateway.pod`), the TypeScript fleet-wide props, the fleet file's cluster entry, the TypeScript
  * `clusters[name]` props.
  */
-export function clusterOptionsFor(document: FleetDocument, cluster: string, props: Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> = {}): MeshClusterOptions {
+function clusterOptionsFor(document: FleetDocument, cluster: string, props: Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> = {}): MeshClusterOptions {
   const spec = document.spec;
   const entry = spec.clusters.find((c) => c.name === cluster);
   const ts = props.clusters?.[cluster];
@@ -161,7 +161,7 @@ export function clusterOptionsFor(document: FleetDocument, cluster: string, prop
  * The chart of one cluster: a Harvester setting chart when `harvesterValue` is given, else the full mesh
  * chart. `options` (see `clusterOptionsFor`) carries the user's labels and gateway pod customizations.
  */
-export function clusterChart(
+function clusterChart(
   scope: Construct, plan: FleetPlan, cluster: ClusterPlan, harvesterValue?: HarvesterMigrationNetworkValue, options: MeshClusterOptions = {},
 ): MeshClusterChart | HarvesterClusterChart {
   return harvesterValue !== undefined

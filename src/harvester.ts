@@ -188,7 +188,7 @@ function attachmentVlan(a: Attachment): number | undefined {
  * Harvester clusters get the vm-migration-network setting instead of NAD + KubeVirt patch; Harvester's
  * rules and ours are checked for every such cluster before any chart is built. As a value.
  */
-export function checkHarvesterValues(document: FleetDocument, plan: FleetPlan): Checked<Map<string, HarvesterMigrationNetworkValue>> {
+function checkHarvesterValues(document: FleetDocument, plan: FleetPlan): Checked<Map<string, HarvesterMigrationNetworkValue>> {
   const results = new Map<string, HarvesterResult>();
   document.spec.clusters.forEach((spec, i) => {
     if (!spec.harvester) return;

@@ -555,7 +555,7 @@ export function toFleetDocument(fleet: FleetInput): FleetDocument {
 }
 
 /** `planFleetDocument` as a value: the plan with its document, or every problem. */
-export function checkFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Checked<PlanResult & { document: FleetDocument }> {
+function checkFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Checked<PlanResult & { document: FleetDocument }> {
   const p = new ProblemCollector();
   const raw = toFleetDocument(fleet);
   // a ledger of another fleet is refused unless the fleet was renamed from it; every problem at once
