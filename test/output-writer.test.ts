@@ -38,8 +38,14 @@ function snapshot(dir: string): Map<string, string> {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
       const full = path.join(d, e.name);
-      if (e.isSymbolicLink()) {m.set(r, `-> ${fs.readlinkSync(full)}`);}
-      else if (e.isDirectory()) { m.set(r, '<dir>'); walk(full, r); } else {m.set(r, fs.readFileSync(full, 'latin1'));}
+      if (e.isSymbolicLink()) {
+        m.set(r, `-> ${fs.readlinkSync(full)}`);
+      } else if (e.isDirectory()) {
+        m.set(r, '<dir>');
+        walk(full, r);
+      } else {
+        m.set(r, fs.readFileSync(full, 'latin1'));
+      }
     }
   };
   if (fs.existsSync(dir)) walk(dir, '');
@@ -276,6 +282,39 @@ describe('synth owns only the files it generated', () => {
     expect(r.err).toMatch(/\[write\/symlink\] .*out\/sites: is a symbolic link to .*elsewhere, outside the output directory/);
     expect(fs.readdirSync(elsewhere)).toEqual(['keep.txt']);
     expect(fs.readlinkSync(path.join(s.out, 'sites'))).toBe(elsewhere);
+  });
+
+  test('a symlink inside the tree leading out, and a manifest not in its format, are refused before anything is written', () => {
+    const s = track(scratch());
+    expect(run(['synth', s.fleet, '--out', s.out]).code).toBe(0);
+    const elsewhere = path.join(s.dir, 'elsewhere');
+    fs.mkdirSync(elsewhere);
+    const fra = path.join(s.out, 'sites', 'fra-1');
+    fs.rmSync(fra, { recursive: true });
+    fs.symlinkSync(elsewhere, fra);
+    let r = run(['synth', s.fleet, '--out', s.out]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/\[write\/symlink\] .*sites\/fra-1: is a symbolic link inside the output tree/);
+    expect(fs.readdirSync(elsewhere)).toEqual([]);
+    fs.unlinkSync(fra);
+    fs.appendFileSync(path.join(s.out, 'sites', MANIFEST_FILE), 'not a line of sha256sum\n');
+    r = run(['synth', s.fleet, '--out', s.out]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/\[write\/manifest-invalid\] .*\.migration-mesh\.manifest: line 'not a line of sha256sum'/);
+    expect(fs.existsSync(fra)).toBe(false);
+  });
+
+  test('a generated file edited by hand is not removed when synth stops generating it', () => {
+    const s = track(scratch());
+    expect(run(['synth', s.fleet, '--out', s.out]).code).toBe(0);
+    const kz = path.join(s.out, 'sites', 'par-1', 'kustomization.yaml');
+    fs.appendFileSync(kz, '# my note\n');
+    fs.writeFileSync(s.fleet, fs.readFileSync(s.fleet, 'utf8').replace(/\n    - name: par-1[\s\S]*?(?=\n    - |\n\S|$)/, ''));
+    const before = snapshot(s.out);
+    const r = run(['synth', s.fleet, '--out', s.out]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/\[write\/not-ours\] .*par-1\/kustomization\.yaml: synth generated it and no longer does, but it was edited since/);
+    expect(snapshot(s.out)).toEqual(before);
   });
 
   test('normal permissions: directories 0755 and files 0644 under umask 022 (0750/0640 under 027)', () => {
