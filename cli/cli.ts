@@ -268,8 +268,6 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
   }
 }
 
-if (require.main === module) process.exitCode = main(process.argv.slice(2));
-
 const renamedFrom = (args: Args): string | undefined => {
   const v = args.flags.get('renamed-from');
   if (v === true) throw new Error('--renamed-from needs the fleet\'s previous name');
@@ -293,3 +291,6 @@ function reclaim(args: Args, out: (s: string) => void): number {
   out(`${ledgerFile}: ${reclaimed.length} address${reclaimed.length === 1 ? '' : 'es'} reclaimed\n${reclaimed.map((r) => `  ${r.cluster}.${r.field}: ${r.address}\n`).join('')}`);
   return 0;
 }
+
+// last: every const above (renamedFrom, ...) is initialized before a command runs
+if (require.main === module) process.exitCode = main(process.argv.slice(2));
