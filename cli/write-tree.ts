@@ -57,9 +57,30 @@ export interface TreeWriteReport {
   readonly foreign: string[];
 }
 
-/** The file system calls the writer makes (tests inject failures). */
-export type WriterFs = Pick<typeof fs,
-  'lstatSync' | 'statSync' | 'readFileSync' | 'writeFileSync' | 'linkSync' | 'renameSync' | 'unlinkSync' | 'mkdirSync' | 'rmdirSync' | 'readdirSync' | 'realpathSync'>;
+/** What the writer reads of a file's status (Node's `fs.Stats` has it). */
+interface StatLike {
+  isFile(): boolean;
+  isDirectory(): boolean;
+  isSymbolicLink(): boolean;
+}
+
+/**
+ * The file system calls the writer makes; Node's `fs` is one (tests inject failures). Declared here
+ * rather than picked from `typeof fs`, so the package's types need no @types/node in a user's project.
+ */
+export interface WriterFs {
+  lstatSync(p: string): StatLike;
+  statSync(p: string): StatLike;
+  readFileSync(p: string, encoding: 'utf8'): string;
+  writeFileSync(p: string, data: string, options: { flag: string }): void;
+  linkSync(existing: string, link: string): void;
+  renameSync(from: string, to: string): void;
+  unlinkSync(p: string): void;
+  mkdirSync(p: string): unknown;
+  rmdirSync(p: string): void;
+  readdirSync(p: string, options: { withFileTypes: true }): { name: string; isDirectory(): boolean }[];
+  realpathSync(p: string): string;
+}
 
 /** The output (or the ledger) cannot be written: every problem; nothing was written, or all of it was rolled back. */
 export class OutputWriteError extends MigrationMeshError {
@@ -195,7 +216,7 @@ function addMkdirs(dir: string, io: WriterFs, acc: Checked, dirs: Set<string>, p
 
 /** The fleet directory itself: absent, a directory, or a symlink to one inside the output root. */
 function checkFleetDir(dir: string, io: WriterFs): FleetProblem | undefined {
-  let st: fs.Stats;
+  let st: StatLike;
   try { st = io.lstatSync(dir); } catch (e) { return (e as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : ioProblem(e, dir); }
   if (st.isSymbolicLink()) {
     let real: string;
@@ -214,10 +235,10 @@ function checkFleetDir(dir: string, io: WriterFs): FleetProblem | undefined {
 
 function readManifest(dir: string, io: WriterFs): Map<string, string> | undefined | FleetProblem {
   const file = path.join(dir, MANIFEST_FILE);
-  let st: fs.Stats;
+  let st: StatLike;
   try { st = io.lstatSync(file); } catch (e) { return (e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR' ? undefined : ioProblem(e, file); }
   if (!st.isFile()) return problem('write/manifest-invalid', file, 'is not a regular file', 'remove it; synth writes the manifest itself');
-  try { return parseManifest(io.readFileSync(file, 'utf8') as string, file); } catch (e) { return ioProblem(e, file); }
+  try { return parseManifest(io.readFileSync(file, 'utf8'), file); } catch (e) { return ioProblem(e, file); }
 }
 
 /** In a tree from before manifests: one of this fleet's objects, written by an older version. */
@@ -246,7 +267,7 @@ function readTarget(full: string, root: string, io: WriterFs): { content?: strin
   try {
     const st = io.lstatSync(full);
     if (!st.isFile()) return problem('write/not-ours', full, `is a ${st.isDirectory() ? 'directory' : st.isSymbolicLink() ? 'symbolic link' : 'special file'} where synth writes a file`, 'move it away');
-    return { content: io.readFileSync(full, 'utf8') as string };
+    return { content: io.readFileSync(full, 'utf8') };
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'ENOENT' ? {} : ioProblem(e, full);
   }
@@ -306,7 +327,7 @@ function checkTree(tree: OutputTree, io: WriterFs, acc: Checked, dirs: Set<strin
 function foreignFiles(dir: string, generated: ReadonlyMap<string, string>, io: WriterFs): string[] {
   const out: string[] = [];
   const walk = (d: string, rel: string): void => {
-    for (const e of io.readdirSync(d, { withFileTypes: true }) as fs.Dirent[]) {
+    for (const e of io.readdirSync(d, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) walk(path.join(d, e.name), r);
       else if (!generated.has(r) && r !== MANIFEST_FILE) out.push(r);
