@@ -8,7 +8,7 @@ import * as path from 'path';
 import { InvalidPropsError } from '../src/errors';
 import { FleetInput } from '../src/planner';
 import { Ledger, serializeLedger } from '../src/ledger';
-import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/load';
+import { ledgerPathFor, loadLedgerFile, readFleetFile } from '../src/load';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { planReport } from '../src/plan-report';
 import { renderFleetSvg } from '../src/fleet-svg';
@@ -86,7 +86,7 @@ export function renderFleetDirectory(opts: FleetDirectoryOptions): PendingFleetD
   if (!opts.fleet === !opts.fleetFile) {
     throw new InvalidPropsError({ code: 'prop-invalid', path: 'fleet', message: `${opts.fleet ? 'both fleet and fleetFile are' : 'neither fleet nor fleetFile is'} given`, fix: 'give exactly one of them' });
   }
-  const fleet = opts.fleet ?? loadFleetFile(opts.fleetFile!);
+  const fleet = opts.fleet ?? readFleetFile(opts.fleetFile!);
   const ledgerFile = opts.ledgerFile ?? (opts.fleetFile ? ledgerPathFor(opts.fleetFile) : undefined);
   const ledger = opts.ledger ?? (ledgerFile ? loadLedgerFile(ledgerFile) : undefined);
   const name = 'metadata' in fleet ? fleet.metadata.name : fleet.name;

@@ -11,10 +11,11 @@ import * as os from 'os';
 import * as YAML from 'yaml';
 import { App } from 'cdk8s';
 import { CrossClusterMigrationMesh, CrossClusterMigrationMeshProps } from '../constructs/mesh';
-import { FleetValidationError, MigrationMeshError } from '../src/errors';
+import { FleetProblem, FleetValidationError, MigrationMeshError, ProblemCollector } from '../src/errors';
 import { Ledger, LedgerChange } from '../src/ledger';
 import { Manifest } from '../src/manifest';
-import { FleetInput, FleetPlan, PlanOptions, toFleetDocument } from '../src/planner';
+import { FleetInput, FleetPlan, PlanOptions, salvageFleetInput, toFleetDocument } from '../src/planner';
+import { checkHarvesterValues } from '../src/harvester';
 import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from '../src/gitops';
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/rollout';
 import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
@@ -71,9 +72,22 @@ function toYaml(o: unknown): string {
   return YAML.stringify(o, { lineWidth: 0, aliasDuplicateObjects: false });
 }
 
+/** Plan (of the part of the fleet without problems), Harvester values and GitOps wiring: every problem of the three at once. */
+function checkSynthesis(fleet: FleetInput, opts: PlanOptions): FleetProblem[] {
+  const p = new ProblemCollector();
+  // the plan of the part of the fleet without problems, so its Harvester rules are checked too
+  const planned = salvageFleetInput(fleet, opts);
+  const result = planned.value;
+  p.addAll(planned.problems);
+  if (result) p.take(checkHarvesterValues(result.document, result.plan));
+  p.addAll(resolveGitops(toFleetDocument(fleet)).problems);
+  return [...p.problems];
+}
+
 /**
  * The mesh, each cluster's chart in an App of its own (rendering chart by chart from one App is
- * quadratic), and the GitOps wiring: every problem of the plan, Harvester values, moves and GitOps at once.
+ * quadratic), and the GitOps wiring. A fleet with problems is checked once more, layer by layer
+ * (`checkSynthesis`), so the error lists every problem of the plan, Harvester values, moves and GitOps at once.
  */
 function buildMesh(fleet: FleetInput, opts: SynthOptions): { mesh: CrossClusterMigrationMesh; gitops?: ResolvedGitops } {
   const { gitops, problems } = resolveGitops(toFleetDocument(fleet));
@@ -85,8 +99,10 @@ function buildMesh(fleet: FleetInput, opts: SynthOptions): { mesh: CrossClusterM
       labels: opts.labels, gatewayPod: opts.gatewayPod, clusters: opts.clusters, chartScope: app,
     });
   } catch (e) {
-    if (e instanceof FleetValidationError && problems.length) throw new FleetValidationError([...e.problems, ...problems]);
-    throw e;
+    if (!(e instanceof FleetValidationError)) throw e;
+    const all = checkSynthesis(fleet, opts);
+    // the plan and Harvester layers found nothing: the mesh's own (Forklift moves) problems, with GitOps'
+    throw new FleetValidationError(all.length > problems.length ? all : [...e.problems, ...problems]);
   }
   if (problems.length) throw new FleetValidationError(problems);
   return { mesh, gitops };
