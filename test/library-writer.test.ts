@@ -98,10 +98,13 @@ test('README\'s library snippets compile against the package; the plain one writ
     execFileSync(process.execPath, [path.join(app, 'build', 'custom.js')], { cwd: custom, encoding: 'utf8', timeout: 60_000 });
     const deps = tree(path.join(custom, 'dist')).filter(([f]) => /\/Deployment\.migration-mesh\.migration-mesh-gateway-\d\.yaml$/.test(f));
     expect(deps).toHaveLength(6);
-    for (const [, text] of deps) {
+    for (const [f, text] of deps) {
       const d = YAML.parse(text);
       expect(d.metadata.labels['example.org/owner']).toBe('netops');
-      expect(d.spec.template.spec.containers.map((c: any) => c.name)).toEqual(['gateway', 'failover', 'tcpdump']);
+      // the mesh's own containers as the CLI writes them (gateway, failover, trust...), then the sidecar
+      const own = YAML.parse(fs.readFileSync(path.join(root, 'dist', f), 'utf8')).spec.template.spec.containers.map((c: any) => c.name);
+      expect(own).toContain('gateway');
+      expect(d.spec.template.spec.containers.map((c: any) => c.name)).toEqual([...own, 'tcpdump']);
       expect(d.spec.template.spec.tolerations).toEqual([{ key: 'migration-only', operator: 'Exists', effect: 'NoSchedule' }]);
     }
   } finally {
