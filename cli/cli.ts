@@ -260,5 +260,5 @@ function reclaim(args: Args, out: (s: string) => void): number {
   return 0;
 }
 
-// last, after every const above is initialised (a call from the top would hit them in their temporal dead zone)
+// last: every const above (renamedFrom, ...) is initialized before a command runs
 if (require.main === module) process.exitCode = main(process.argv.slice(2));
