@@ -232,7 +232,8 @@ function valueProblem(raw: string, o: OptionSpec, value: string | undefined, inl
   const form = `${raw} ${o.value}`;
   if (value === undefined) return `${raw} needs a value: ${form}`;
   if (!inline && value.startsWith('-') && value !== '-') {
-    return `${raw} needs a value, but the next word is the option ${value}: write ${form} (a value that starts with '-' goes as ${raw}=${value})`;
+    const glued = raw.startsWith('--') ? `${raw}=${value}` : `${raw}${value}`;
+    return `${raw} needs a value, but the next word is the option ${value}: write ${form} (a value that starts with '-' goes as ${glued})`;
   }
   if (value === '') return `${raw} needs a value, got an empty one: ${form}`;
   if (o.choices && !o.choices.includes(value)) return `${raw} must be ${o.choices.join(' or ')}, got '${value}'`;

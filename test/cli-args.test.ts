@@ -54,7 +54,7 @@ describe('a command line that could be misread writes nothing and exits 2', () =
     ['a misspelt switch', ['--out', 'out', '--fronzen'], /synth: unknown option --fronzen \(did you mean --frozen\?\)/],
     ['--out with no value', ['--frozen', '--out'], /synth: --out needs a value: --out DIR/],
     ['--out followed by a flag', ['--out', '--frozen'], /synth: --out needs a value, but the next word is the option --frozen: write --out DIR/],
-    ['-o followed by a flag', ['-o', '--no-svg'], /synth: -o needs a value, but the next word is the option --no-svg/],
+    ['-o followed by a flag', ['-o', '--no-svg'], /synth: -o needs a value, but the next word is the option --no-svg: write -o DIR \(a value that starts with '-' goes as -o--no-svg\)/],
     ['an empty --out', ['--out='], /synth: --out needs a value, got an empty one/],
     ['--out given twice', ['--out', 'a', '--out', 'b'], /synth: --out is given twice: give it once/],
     ['an option of another command', ['--out', 'out', '--svg', 'x.svg'], /synth: unknown option --svg \(--svg is an option of plan, not of synth\)/],
