@@ -63,12 +63,14 @@ const COMMANDS: Record<string, CommandSpec> = {
     check: (a) => oneFleetWith('ledger')(a) ?? oneFleetWith('renamed-from')(a),
   },
   validate: {
-    usage: `  migration-mesh validate FLEET.yaml... [--output text|json] [--ledger FILE]
-      check fleet files; every problem is listed with its code, field path and a fix
-      (docs/errors.md lists the codes). --output json: one entry per file, problems as data.
+    usage: `  migration-mesh validate FLEET.yaml... [--output text|json] [--ledger FILE] [--frozen] [--renamed-from OLD]
+      check fleet files as synth would (in memory, writing nothing); every problem is listed with
+      its code, field path and a fix (docs/errors.md lists the codes). --output json: one entry per
+      file, problems as data. --ledger, --frozen, --renamed-from: as for synth.
 `,
-    options: { output: str('FORMAT', { choices: ['text', 'json'] }), ledger: LEDGER },
+    options: { output: str('FORMAT', { choices: ['text', 'json'] }), ledger: LEDGER, frozen: BOOL, 'renamed-from': RENAMED_FROM },
     files: { min: 1, max: Infinity },
+    check: (a) => oneFleetWith('ledger')(a) ?? oneFleetWith('renamed-from')(a),
   },
   plan: {
     usage: `  migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE] [--ledger FILE] [--renamed-from OLD]
@@ -106,7 +108,7 @@ const HEADER = `usage: migration-mesh COMMAND [FILES] [OPTIONS]     (migration-m
 `;
 const FOOTER = `  migration-mesh --version | -V      the version of this package
   migration-mesh help [COMMAND] | --help | -h
-  synth, plan and diff take --renamed-from OLD to carry the ledger of fleet OLD over to a renamed
+  synth, validate, plan and diff take --renamed-from OLD to carry the ledger of fleet OLD over to a renamed
   fleet (without it a ledger of another fleet is refused: every address would be replanned).
   Exit codes: 0 ok, 1 fleet problems or errors (diff: changes), 2 usage errors (nothing was read or written).
 `;

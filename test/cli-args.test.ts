@@ -106,6 +106,8 @@ describe('usage errors name the problem and the fix (exit 2)', () => {
     [['reclaim', 'a.yaml', '--all=yes'], /reclaim: --all is a switch and takes no value/],
     [['synth', 'a.yaml', 'b.yaml', '--ledger', 'l.yaml'], /synth: --ledger applies to one fleet, got 2 fleet files/],
     [['plan', 'a.yaml', '--renamed-from'], /plan: --renamed-from needs a value: --renamed-from OLD/],
+    [['validate', 'a.yaml', '--frozen=false'], /validate: --frozen is a switch and takes no value/],
+    [['validate', 'a.yaml', 'b.yaml', '--renamed-from', 'old'], /validate: --renamed-from applies to one fleet, got 2 fleet files/],
     [['help', 'frobnicate'], /help takes one command name/],
   ])('%j', (argv, message) => {
     const r = run(argv as string[]);
