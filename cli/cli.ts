@@ -2,10 +2,16 @@
 /**
  * migration-mesh CLI: the same fleet as YAML, through the same schema, planner and constructs.
  *
- *   migration-mesh synth  FLEET.yaml... [--out DIR] [--frozen] [--ledger FILE]
- *   migration-mesh validate FLEET.yaml... [--output text|json]
- *   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE]
+ *   migration-mesh synth FLEET.yaml... [--out DIR] [--frozen] [--ledger FILE] [--no-svg] [--renamed-from OLD]
+ *   migration-mesh validate FLEET.yaml... [--output text|json] [--ledger FILE] [--frozen] [--renamed-from OLD]
+ *   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE] [--ledger FILE] [--renamed-from OLD]
  *   migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml | diff FLEET.yaml [--out DIR]   (exit 0 same, 1 changes, 2 error)
+ *   migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
+ *   migration-mesh --version | help [COMMAND] | COMMAND --help
+ *
+ * The command line is read strictly by ./args.ts (each command's own options; unknown or misspelt
+ * flags, a value given to a switch, an option with no value are usage errors and nothing is written).
+ * Exit codes: 0 ok, 1 fleet problems or errors (diff: changes), 2 usage errors (diff: any error).
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -26,58 +32,24 @@ import { Ledger } from '../src/ledger';
 import { nodePrerequisites, renderNodePrerequisites } from '../src/cni';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { movesReport, renderMoves } from '../src/forklift/report';
+import { Args, UsageError, parseCommandLine, usageOf } from './args';
 
-interface Args { cmd: string; files: string[]; flags: Map<string, string | true> }
-
-function parseArgs(argv: string[]): Args {
-  const [cmd = 'help', ...rest] = argv;
-  const files: string[] = [];
-  const flags = new Map<string, string | true>();
-  for (let i = 0; i < rest.length; i++) {
-    const a = rest[i];
-    if (a.startsWith('--')) {
-      const [k, v] = a.slice(2).split('=', 2);
-      const takesValue = ['out', 'ledger', 'output', 'svg', 'renamed-from', 'cluster', 'address'].includes(k) && rest[i + 1] && !rest[i + 1].startsWith('--');
-      flags.set(k, v !== undefined ? v : takesValue ? rest[++i] : true);
-    } else if (a === '-o') {
-      flags.set('out', rest[++i]);
-    } else {
-      files.push(a);
-    }
-  }
-  return { cmd, files, flags };
-}
-
-const USAGE = `usage:
-  migration-mesh synth FLEET.yaml... [--out DIR] [--frozen] [--ledger FILE]
-      validate, plan against the ledger beside each fleet file (FLEET.ledger.yaml), write
-      DIR/<fleet>/<cluster>/... (default DIR: dist) and the updated ledger. --frozen fails
-      instead when the ledger would change (CI).
-      Also writes DIR/<fleet>/fleet.svg, a picture of the fleet (--no-svg to skip).
-  migration-mesh validate FLEET.yaml... [--output text|json]
-      check fleet files; every problem is listed with its code, field path and a fix
-      (docs/errors.md lists the codes). --output json: one entry per file, problems as data.
-  migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE] [--ledger FILE]
-      the address plan per cluster (mode, in-cluster CIDR, gateway addresses, pool needed /
-      usable / free, what direct mode would need) and the shared-network totals. Writes nothing
-      but the SVG picture when --svg is given.
-  migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml [--ledger FILE] [--output text|json]
-  migration-mesh diff FLEET.yaml [--out DIR] [--ledger FILE] [--output text|json]
-      what a fleet change does before it is applied: per cluster the files added / removed /
-      changed, the addresses that move, peer-table entries, and a one-line churn summary.
-      One file: compared against DIR/<fleet>/ (default dist) and the committed ledger.
-      Exit code: 0 no change, 1 changes, 2 error (like git diff --exit-code).
-  migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
-      lift the quarantine of released addresses (a removed cluster's CIDR, shared addresses, VIP),
-      once their old holders are gone from the network; until then no member is given them.
-  synth, plan and diff take --renamed-from OLD to carry the ledger of fleet OLD over to a renamed
-  fleet (without it a ledger of another fleet is refused: every address would be replanned).
-`;
+/** The whole usage, for the errors the command functions raise themselves. */
+const USAGE = usageOf();
 
 type Sink = (s: string) => void;
 
 export function main(argv: string[], out: Sink = (s) => process.stdout.write(s), err: Sink = (s) => process.stderr.write(s)): number {
-  const args = parseArgs(argv);
+  let args: Args;
+  try {
+    const line = parseCommandLine(argv);
+    if (line.kind === 'print') { out(line.text); return 0; }
+    args = line.args;
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    err(`migration-mesh: ${e.message}\n\n${e.usage}`);
+    return 2;
+  }
   try {
     switch (args.cmd) {
       case 'synth': return synth(args, out);
@@ -85,10 +57,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       case 'diff': return diff(args, out, err);
       case 'reclaim': return reclaim(args, out);
       case 'validate': return validate(args, out, err);
-      case 'help': case '--help': case '-h':
-        out(USAGE); return 0;
-      default:
-        err(`unknown command '${args.cmd}'\n${USAGE}`); return 2;
+      default: throw new Error(`no command function for '${args.cmd}'`);
     }
   } catch (e) {
     if (e instanceof FleetValidationError) { err(`${e.message}\n`); return 1; }

@@ -1,27 +1,34 @@
 #!/usr/bin/env node
-// Installs the system tools that the network tests and benchmarks use (iproute2, iptables, openssl,
+// Installs the C toolchain the build needs (node-gyp compiles the gateway's native addon: cc, g++, make from
+// build-essential, and python3), and the system tools that the network tests and benchmarks use (iproute2, iptables, openssl,
 // haproxy, iperf3, rsvg-convert for the SVG check, keepalived + curl for gateway failover, and for the gateway
 // image (`npm run image`, test/image.test.ts): podman + runc to build and run it, debootstrap to make the base
 // stand-ins where no image registry is reachable, skopeo to push the OCI archive, uidmap for rootless podman,
 // faketime for the trust test in simulated time)
-// when they are missing and we are root on a Debian machine. Never fails the build:
-// a test that needs a missing tool says so and skips.
+// when they are missing and we are root on a Debian machine. Needs only Node (no npm packages): on a fresh
+// machine run it before `npm ci` / `npm run build`. Never fails: a test that needs a missing tool says so
+// and skips; a missing toolchain is named again by the build (proxy/scripts/build-addon.js).
 'use strict';
 const { execSync, spawnSync } = require('child_process');
-const wanted = { ip: 'iproute2', iptables: 'iptables', openssl: 'openssl', haproxy: 'haproxy', iperf3: 'iperf3', setpriv: 'util-linux', 'rsvg-convert': 'librsvg2-bin', keepalived: 'keepalived', curl: 'curl', '/usr/lib/cni/bridge': 'containernetworking-plugins',
+const wanted = {
+  // the build: node-gyp runs make, which compiles with cc and links with g++, and node-gyp itself needs python3
+  cc: 'build-essential', 'g++': 'build-essential', make: 'build-essential', python3: 'python3',
+  ip: 'iproute2', iptables: 'iptables', openssl: 'openssl', haproxy: 'haproxy', iperf3: 'iperf3', setpriv: 'util-linux', 'rsvg-convert': 'librsvg2-bin', keepalived: 'keepalived', curl: 'curl', '/usr/lib/cni/bridge': 'containernetworking-plugins',
   podman: 'podman', runc: 'runc', debootstrap: 'debootstrap', skopeo: 'skopeo', newuidmap: 'uidmap',
   // `kubectl kustomize` for the kustomize proofs (gitops, field ownership); Debian's own package is kubernetes-client
   kubectl: 'kubectl|kubernetes-client',
   // libfaketime: the fleet trust netns test runs the gateway processes in simulated time
   faketime: 'faketime' };
 const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
-const missing = Object.entries(wanted).filter(([cmd]) => !have(cmd)).map(([, pkg]) => pkg);
+const missing = [...new Set(Object.entries(wanted).filter(([cmd]) => !have(cmd)).map(([, pkg]) => pkg))];
 /** The first of the `a|b` alternatives apt knows (a package only some sources carry falls back to Debian's). */
 const pick = (pkgs) => pkgs.split('|').find((p) => spawnSync('apt-cache', ['show', p], { stdio: 'ignore' }).status === 0);
 if (missing.length === 0) process.exit(0);
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 if (!isRoot || !have('apt-get')) {
   console.warn(`[ensure-system-deps] missing ${missing.join(', ')}; not root or no apt-get: tests that need them will skip`);
+  const toolchain = missing.filter((p) => p === 'build-essential' || p === 'python3');
+  if (toolchain.length) console.warn(`[ensure-system-deps] the build needs ${toolchain.join(' and ')} (the gateway's native addon): apt-get install build-essential python3, or your system's C compiler, g++, make and python3`);
   process.exit(0);
 }
 console.log(`[ensure-system-deps] installing ${missing.join(' ')}`);

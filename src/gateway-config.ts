@@ -1,8 +1,8 @@
 /**
  * The gateway runtime's configuration for one cluster, written through the runtime's own zod schema
- * (`@migration-mesh/proxy/config`) so the ConfigMap and the runtime can never disagree. Pure.
+ * (`proxy/src/config.ts`, through ./runtime-config) so the ConfigMap and the runtime can never disagree. Pure.
  */
-import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_LISTEN, DEFAULT_INTERCEPT_PORT } from '@migration-mesh/proxy/config';
+import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_LISTEN, DEFAULT_INTERCEPT_PORT } from './runtime-config';
 import { ClusterPlan, FleetPlan } from './planner';
 import { InvalidPropsError } from './errors';
 import { Family, parseCidr } from './ip';

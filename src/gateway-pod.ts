@@ -4,7 +4,7 @@
  * API objects).
  */
 import * as crypto from 'crypto';
-import { ProxyConfig, peerIdentityUri } from '@migration-mesh/proxy/config';
+import { ProxyConfig, peerIdentityUri } from './runtime-config';
 import { ClusterPlan, GatewayReplicaPlan } from './planner';
 import { InvalidPropsError } from './errors';
 import { APP_NAME_LABEL, GATEWAY_NAME } from './names';

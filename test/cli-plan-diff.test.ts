@@ -118,7 +118,7 @@ describe('migration-mesh plan', () => {
   });
 
   test('bad --output is an error', () => {
-    expect(run('plan', path.join(EX, 'hco.fleet.yaml'), '--output', 'xml').code).toBe(1);
+    expect(run('plan', path.join(EX, 'hco.fleet.yaml'), '--output', 'xml').code).toBe(2); // a usage error
   });
 });
 

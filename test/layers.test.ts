@@ -25,7 +25,15 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
   entry: ['src', 'constructs', 'cli'],
 };
 
+/**
+ * The gateway runtime's config schema (pure zod, shared so the ConfigMap and the runtime never disagree):
+ * compiled into the library as planning code, entered through one door only.
+ */
+const RUNTIME_CONFIG = { door: 'src/runtime-config', modules: ['proxy/src/config', 'proxy/src/trust/config'] };
+const relNoExt = (file: string): string => path.relative(root, file).split(path.sep).join('/').replace(/\.(ts|js)$/, '');
+
 function layerOf(file: string): Layer | undefined {
+  if (RUNTIME_CONFIG.modules.includes(relNoExt(file))) return 'src';
   const rel = path.relative(root, file).split(path.sep);
   if (rel.length === 1 && rel[0].replace(/\.(ts|js)$/, '') === 'index') return 'entry';
   if (rel[0] === 'src' || rel[0] === 'constructs' || rel[0] === 'cli') return rel[0];
@@ -48,7 +56,14 @@ function violations(file: string, text: string): string[] {
       if (layer === 'src' && CDK8S_PACKAGES.test(spec)) out.push(`${path.relative(root, file)}: planning imports '${spec}'`);
       continue;
     }
-    const target = layerOf(path.resolve(path.dirname(file), spec));
+    const resolved = path.resolve(path.dirname(file), spec);
+    const into = RUNTIME_CONFIG.modules.includes(relNoExt(resolved));
+    const from = relNoExt(file);
+    if (into && from !== RUNTIME_CONFIG.door && !RUNTIME_CONFIG.modules.includes(from)) {
+      out.push(`${path.relative(root, file)}: imports the runtime's config ('${spec}') other than through ${RUNTIME_CONFIG.door}.ts`);
+      continue;
+    }
+    const target = layerOf(resolved);
     if (!target) out.push(`${path.relative(root, file)}: imports '${spec}', outside the layer folders`);
     else if (!ALLOWED[layer].includes(target)) out.push(`${path.relative(root, file)}: ${layer} imports ${target} ('${spec}')`);
   }
@@ -65,7 +80,8 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
-const allFiles = [...['src', 'constructs', 'cli'].flatMap((d) => sourceFiles(path.join(root, d))), path.join(root, 'index.ts')];
+const allFiles = [...['src', 'constructs', 'cli'].flatMap((d) => sourceFiles(path.join(root, d))), path.join(root, 'index.ts'),
+  ...RUNTIME_CONFIG.modules.map((m) => path.join(root, `${m}.ts`))];
 
 describe('layers', () => {
   test('the checker sees each kind of import and each forbidden direction (it can fail)', () => {
@@ -79,6 +95,10 @@ describe('layers', () => {
     expect(violations(f('constructs'), "import { writeFiles } from '../cli/synthesize-fleet';")).toHaveLength(1);
     expect(violations(f('constructs'), "import * as api from '..';")).toHaveLength(1);
     expect(violations(f('cli'), "import * as api from '../index';")).toHaveLength(1);
+    expect(violations(f('src'), "import { parseProxyConfig } from '../proxy/src/config';")).toHaveLength(1); // not the door
+    expect(violations(f('src'), "import { startGateway } from '../proxy/src/gateway';")).toHaveLength(1);
+    expect(violations(path.join(root, 'proxy', 'src', 'config.ts'), "import { App } from 'cdk8s';")).toHaveLength(1);
+    expect(violations(path.join(root, 'src', 'runtime-config.ts'), "export { parseProxyConfig } from '../proxy/src/config';")).toEqual([]);
     // the allowed directions
     expect(violations(f('src'), "import { z } from 'zod';\nimport { parseAddr } from './ip';")).toEqual([]);
     expect(violations(f('constructs'), "import { Chart } from 'cdk8s';\nimport { ClusterPlan } from '../src/planner';")).toEqual([]);

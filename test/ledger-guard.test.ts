@@ -145,7 +145,7 @@ describe('CLI: --renamed-from and reclaim', () => {
     fs.writeFileSync(f, YAML.stringify(mutate(three(), (d) => { d.metadata.name = 'prod'; d.spec.clusters.splice(1, 1); })));
     const s = run('synth', f, '--out', path.join(dir, 'out'));
     expect(s.out).toMatch(/6 released addresses quarantined/);
-    expect(run('reclaim', f).code).toBe(1);
+    expect(run('reclaim', f).code).toBe(2); // a usage error: no --cluster, --address or --all
     const rc = run('reclaim', f, '--cluster', 'b');
     expect(rc.code).toBe(0);
     expect(rc.out).toMatch(/6 addresses reclaimed/);

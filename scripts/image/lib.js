@@ -171,6 +171,7 @@ function contextFiles() {
   };
   walk('proxy/src');
   walk('proxy/native');
+  walk('proxy/scripts');
   walk('proxy/image');
   return files.sort();
 }
