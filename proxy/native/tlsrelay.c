@@ -283,6 +283,13 @@ typedef struct {
  * without close_notify, or records that do not decrypt, are a peer that died or an attack: never a clean end) */
 static int rs_tls_err(rs_t *s) { return s->io.in_err ? s->io.in_err : ECONNRESET; }
 
+/* OpenSSL failed and queued its alert (bad_record_mac, unexpected EOF...) in io.out: one try to send it, as a
+ * socket BIO would have done at once, before the relay resets both sockets */
+static void rs_send_alert(tlsr_t *t, rs_t *s) {
+  iobuf_t *o = &s->io.out;
+  if (o->off < o->len) { ssize_t n = send(t->fd, o->b + o->off, o->len - o->off, MSG_NOSIGNAL | MSG_DONTWAIT); (void)n; }
+}
+
 static int rs_plain_read(tlsr_t *t, rs_t *s) {
   if (s->p_eof || s->ulen != 0 || !s->p_rd) return 0;
   ssize_t n = read(t->pfd, s->up, BUF_SZ);
@@ -306,6 +313,7 @@ static int rs_encrypt(tlsr_t *t, rs_t *s) {
     }
     int e = SSL_get_error(t->ssl, 0);
     if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) { s->enc_wait = 1; break; }
+    rs_send_alert(t, s);
     fail2(t, 0, ECONNRESET);
     return -1;
   }
@@ -372,7 +380,7 @@ static int rs_decrypt(tlsr_t *t, rs_t *s) {
     if (e == SSL_ERROR_WANT_READ) s->dec_wait_in = 1;
     else if (e == SSL_ERROR_WANT_WRITE) s->dec_wait_out = 1; /* a post-handshake reply waits for io.out room */
     else if (e == SSL_ERROR_ZERO_RETURN) { s->t_eof = 1; progress = 1; }
-    else { fail2(t, 0, rs_tls_err(s)); return -1; } /* EOF without close_notify: the peer died */
+    else { rs_send_alert(t, s); fail2(t, 0, rs_tls_err(s)); return -1; } /* EOF without close_notify: the peer died */
     break;
   }
   return progress;
