@@ -67,8 +67,12 @@ export * from './constructs/forklift-controller';
 export * from './constructs/forklift-hub';
 
 // ---- CLI and writer (cli/) ----------------------------------------------------------------------
-export { synthesizeFleet, writeFiles } from './cli/synthesize-fleet';
+export { synthesizeFleet } from './cli/synthesize-fleet';
 export type { SynthOptions, SynthResult } from './cli/synthesize-fleet';
+export { FLEET_SVG, renderFleetDirectory, synthesizeFleetToDirectory, writeFleetDirectories } from './cli/fleet-directory';
+export type { FleetDirectoryOptions, FleetDirectoryResult, PendingFleetDirectory } from './cli/fleet-directory';
+export { MANIFEST_FILE, OutputWriteError } from './cli/write-tree';
+export type { TreeWriteReport } from './cli/write-tree';
 export { diffFleets } from './cli/diff-fleets';
 export type { DiffFleetsOptions, DiffFleetsResult } from './cli/diff-fleets';
 export { main } from './cli/cli';

@@ -30,15 +30,15 @@ function child(mode: 'ours' | 'baseline', n: number, objectsFile = ''): Row {
 }
 
 function runChild(mode: string, n: number): void {
-  const { synthesizeFleet, writeFiles } = require('../cli/synthesize-fleet');
+  const { synthesizeFleetToDirectory } = require('../cli/fleet-directory');
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-bench-'));
   const doc = fleetOfSize(n);
   let files: Map<string, string>;
   let ms: number;
   if (mode === 'ours') {
     const t0 = process.hrtime.bigint();
-    files = synthesizeFleet(doc).files;
-    writeFiles(path.join(tmp, 'out'), files);
+    // the writer the CLI uses: render, then the transaction (manifest, temp files, one flush, renames)
+    files = synthesizeFleetToDirectory({ fleet: doc, outdir: path.join(tmp, 'out'), svg: false }).files;
     ms = Number(process.hrtime.bigint() - t0) / 1e6;
   } else {
     // the same objects, precomputed by the parent and read outside the timed section; then time plain cdk8s

@@ -7,28 +7,34 @@
  *   <out>/<cluster>/kustomization.yaml
  *   <out>/<cluster>/components/kubevirt/{kustomization.yaml,kubevirt-patch.yaml}   (kustomize-patch delivery)
  */
-import * as fs from 'fs';
-import * as path from 'path';
+import * as os from 'os';
 import * as YAML from 'yaml';
 import { App } from 'cdk8s';
-import * as os from 'os';
-import { clusterChart, clusterOptionsFor } from '../constructs/mesh';
-import { Checked, MigrationMeshError, ProblemCollector, orThrow } from '../src/errors';
-import { FleetDocument } from '../src/fleet-schema';
-import { HarvesterMigrationNetworkValue, checkHarvesterValues } from '../src/harvester';
+import { CrossClusterMigrationMesh, CrossClusterMigrationMeshProps } from '../constructs/mesh';
+import { FleetProblem, FleetValidationError, MigrationMeshError, ProblemCollector } from '../src/errors';
 import { Ledger, LedgerChange } from '../src/ledger';
 import { Manifest } from '../src/manifest';
-import { FleetInput, FleetPlan, PlanOptions, PlanResult, salvageFleetInput, toFleetDocument } from '../src/planner';
+import { FleetInput, FleetPlan, PlanOptions, salvageFleetInput, toFleetDocument } from '../src/planner';
+import { checkHarvesterValues } from '../src/harvester';
 import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from '../src/gitops';
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/rollout';
 import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
 import { MovesInput } from '../src/forklift/checks';
 
-export interface SynthOptions extends PlanOptions {
-  /** Called after each cluster is synthesized (progress display for large fleets). */
+export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> {
+  /** Called after each cluster is rendered (progress display for large fleets). */
   readonly onCluster?: (done: number, total: number) => void;
   /** Moves from the file beside the fleet (docs/migrations.md). @default - the fleet's `spec.forklift.moves` */
   readonly moves?: MovesInput;
+  /**
+   * Extend the constructs before anything is rendered: the mesh, its `MeshClusterChart` per cluster
+   * (`mesh.charts`), the `MigrationProxy` gateways (`mesh.gateways`: `addSidecar`, `addToleration`,
+   * `addPodLabel`, `deployments`...). What you add goes through the same ordering, GitOps annotations,
+   * delivery forms and manifest as the rest.
+   *
+   * @default - no customization
+   */
+  readonly customize?: (mesh: CrossClusterMigrationMesh) => void;
 }
 
 export interface SynthResult {
@@ -43,6 +49,8 @@ export interface SynthResult {
   readonly gitops?: ResolvedGitops;
   /** The Forklift hub objects (`_forklift/`), their plan and warnings. */
   readonly forklift: ForkliftOutput;
+  /** The constructs the files were rendered from. */
+  readonly mesh: CrossClusterMigrationMesh;
 }
 
 /**
@@ -64,35 +72,61 @@ function toYaml(o: unknown): string {
   return YAML.stringify(o, { lineWidth: 0, aliasDuplicateObjects: false });
 }
 
-/** Plan, Harvester values and GitOps wiring: every problem of the three at once. */
-function checkSynthesis(fleet: FleetInput, opts: PlanOptions): Checked<{
-  result: PlanResult & { document: FleetDocument }; harvester: Map<string, HarvesterMigrationNetworkValue>; gitops?: ResolvedGitops;
-}> {
+/** Plan (of the part of the fleet without problems), Harvester values and GitOps wiring: every problem of the three at once. */
+function checkSynthesis(fleet: FleetInput, opts: PlanOptions): FleetProblem[] {
   const p = new ProblemCollector();
   // the plan of the part of the fleet without problems, so its Harvester rules are checked too
   const planned = salvageFleetInput(fleet, opts);
   const result = planned.value;
   p.addAll(planned.problems);
-  const harvester = result && p.take(checkHarvesterValues(result.document, result.plan));
-  const { gitops, problems } = resolveGitops(toFleetDocument(fleet));
-  p.addAll(problems);
-  return p.result(() => ({ result: result!, harvester: harvester!, gitops }));
+  if (result) p.take(checkHarvesterValues(result.document, result.plan));
+  p.addAll(resolveGitops(toFleetDocument(fleet)).problems);
+  return [...p.problems];
 }
 
-/** Build every cluster's objects and files in memory. Throws FleetValidationError before anything is written. */
+/**
+ * The mesh, each cluster's chart in an App of its own (rendering chart by chart from one App is
+ * quadratic), and the GitOps wiring. A fleet with problems is checked once more, layer by layer
+ * (`checkSynthesis`), so the error lists every problem of the plan, Harvester values, moves and GitOps at once.
+ */
+function buildMesh(fleet: FleetInput, opts: SynthOptions): { mesh: CrossClusterMigrationMesh; gitops?: ResolvedGitops } {
+  const { gitops, problems } = resolveGitops(toFleetDocument(fleet));
+  const app = (): App => new App({ outdir: os.tmpdir() });
+  let mesh: CrossClusterMigrationMesh;
+  try {
+    mesh = new CrossClusterMigrationMesh(app(), 'mesh', {
+      fleet, ledger: opts.ledger, frozen: opts.frozen, renamedFrom: opts.renamedFrom, moves: opts.moves,
+      labels: opts.labels, gatewayPod: opts.gatewayPod, clusters: opts.clusters, chartScope: app,
+    });
+  } catch (e) {
+    if (!(e instanceof FleetValidationError)) throw e;
+    const all = checkSynthesis(fleet, opts);
+    // the plan and Harvester layers found nothing: the mesh's own (Forklift moves) problems, with GitOps'
+    throw new FleetValidationError(all.length > problems.length ? all : [...e.problems, ...problems]);
+  }
+  if (problems.length) throw new FleetValidationError(problems);
+  return { mesh, gitops };
+}
+
+/**
+ * Build every cluster's objects and files in memory: the mesh (`CrossClusterMigrationMesh`), your
+ * `customize` hook, then one rendering into the GitOps layout. Throws FleetValidationError before
+ * anything is rendered.
+ */
 export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): SynthResult {
-  const { result, harvester, gitops } = orThrow(checkSynthesis(fleet, opts));
+  const { mesh, gitops } = buildMesh(fleet, opts);
+  opts.customize?.(mesh);
+  return renderMesh(mesh, gitops, opts.onCluster);
+}
+
+function renderMesh(mesh: CrossClusterMigrationMesh, gitops: ResolvedGitops | undefined, onCluster?: SynthOptions['onCluster']): SynthResult {
   // Flux has no waves inside one Kustomization: the staged layout gives each stage its own directory
   const staged = !!gitops?.flux;
   const files = new Map<string, string>();
   const objects = new Map<string, Manifest[]>();
   const stagesOf: { name: string; stages: StageName[] }[] = [];
-  result.plan.clusters.forEach((cluster, n) => {
-    // one App per cluster: cdk8s prepares the whole app for every chart it synthesizes, so a shared
-    // App makes synthesis quadratic in the number of clusters
-    const options = clusterOptionsFor(result.document, cluster.name);
-    const chart = clusterChart(new App({ outdir: os.tmpdir() }), result.plan, cluster, harvester.get(cluster.name), options);
-    const name = cluster.name;
+  mesh.charts.forEach((chart, n) => {
+    const name = chart.cluster.name;
     const nads = kubevirtNadKeys(chart.cluster);
     const objs = sortForRollout(chart.toJson() as Manifest[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
     objects.set(name, objs);
@@ -128,13 +162,13 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
       files.set(`${name}/kustomization.yaml`, kustomization(resources.get('') ?? []));
       stagesOf.push({ name, stages: [] });
     }
-    opts.onCluster?.(n + 1, result.plan.clusters.length);
+    onCluster?.(n + 1, mesh.charts.length);
   });
-  const fkInput = { document: result.document, clusters: result.plan.clusters, objects, gitops, moves: opts.moves };
-  const forklift = forkliftOutput(fkInput, { toYaml, objectFileName });
+  const forklift = forkliftOutput({ chart: mesh.forklift, warnings: mesh.forkliftWarnings, gitops }, { toYaml, objectFileName });
   for (const [k, v] of forklift.files) files.set(k, v);
+  const clusters = mesh.plan.clusters.map((c) => c.name);
   if (gitops?.argocd) {
-    const apps = [argocdApplicationSet(gitops, result.plan.clusters.map((c) => c.name)), ...forklift.gitops.argocd];
+    const apps = [argocdApplicationSet(gitops, clusters), ...forklift.gitops.argocd];
     for (const a of apps) files.set(`${GITOPS_DIR}/argocd/${objectFileName(a)}`, toYaml(a));
     files.set(`${GITOPS_DIR}/argocd/kustomization.yaml`, kustomization(apps.map(objectFileName)));
   }
@@ -143,33 +177,9 @@ export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): Syn
     for (const k of ks) files.set(`${GITOPS_DIR}/flux/${objectFileName(k)}`, toYaml(k));
     files.set(`${GITOPS_DIR}/flux/kustomization.yaml`, kustomization(ks.map(objectFileName)));
   }
-  return { files, plan: result.plan, ledger: result.ledger, changes: result.changes, objects, gitops, forklift };
+  return { files, plan: mesh.plan, ledger: mesh.ledger, changes: mesh.changes, objects, gitops, forklift, mesh };
 }
 
 function kustomization(resources: string[]): string {
   return toYaml({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources });
-}
-
-/**
- * Replace `outdir` with exactly `files`, atomically per directory: written to a sibling temp dir,
- * then swapped in, so a crash never leaves half a tree.
- */
-export function writeFiles(outdir: string, files: Map<string, string>): void {
-  const parent = path.dirname(path.resolve(outdir));
-  fs.mkdirSync(parent, { recursive: true });
-  const tmp = fs.mkdtempSync(path.join(parent, `.${path.basename(outdir)}.tmp-`));
-  try {
-    for (const rel of [...files.keys()].sort()) {
-      const full = path.join(tmp, rel);
-      fs.mkdirSync(path.dirname(full), { recursive: true });
-      fs.writeFileSync(full, files.get(rel)!);
-    }
-    const old = `${tmp}.old`;
-    if (fs.existsSync(outdir)) fs.renameSync(outdir, old);
-    fs.renameSync(tmp, outdir);
-    if (fs.existsSync(old)) fs.rmSync(old, { recursive: true, force: true });
-  } catch (e) {
-    fs.rmSync(tmp, { recursive: true, force: true });
-    throw e;
-  }
 }

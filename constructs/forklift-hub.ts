@@ -22,6 +22,8 @@ export interface ForkliftHubChartProps {
  * pair, a live Plan per batch, and a Migration only where the moves say `start: true`.
  */
 export class ForkliftHubChart extends Chart {
+  /** The checked plan the chart was built from. */
+  public readonly plan: ForkliftHubPlan;
   public readonly providers: ForkliftProvider[];
   public readonly plans: ForkliftPlan[];
   public readonly migrations: ForkliftMigration[];
@@ -29,6 +31,7 @@ export class ForkliftHubChart extends Chart {
   constructor(scope: Construct, id: string, props: ForkliftHubChartProps) {
     super(scope, id, { disableResourceNameHashes: true, labels: { 'migrationmesh.dev/fleet': props.plan.fleet } });
     const p = props.plan;
+    this.plan = p;
     const namespace = p.hub.namespace;
     this.providers = p.providers.map((pr) => new ForkliftProvider(this, `Provider-${pr.name}`, { name: pr.name, namespace, url: pr.url, secret: pr.secret }));
     if (p.controller) {

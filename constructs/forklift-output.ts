@@ -1,13 +1,9 @@
-import { App } from 'cdk8s';
-import * as os from 'os';
-import { FleetValidationError, FleetProblem } from '../src/errors';
+import { FleetProblem } from '../src/errors';
 import { FleetDocument } from '../src/fleet-schema';
 import { ResolvedGitops } from '../src/gitops';
 import { ClusterPlan } from '../src/planner';
-import { MovesInput } from '../src/forklift/checks';
 import { EmittedObject, featureGatesOf, nadsOf } from '../src/forklift/gates';
 import { ClusterFacts, ForkliftHubPlan } from '../src/forklift/model';
-import { planForklift } from '../src/forklift/plan';
 import {
   FORKLIFT_DIR, FORKLIFT_STAGES, ForkliftStageName, driftFiles, forkliftArgoApplication, forkliftFluxKustomizations, forkliftStageOf, orderForklift,
 } from '../src/forklift/delivery';
@@ -26,13 +22,11 @@ export interface ForkliftOutput {
 }
 
 export interface ForkliftOutputInput {
-  readonly document: FleetDocument;
-  readonly clusters: readonly ClusterPlan[];
-  /** Every cluster's synthesized objects (the generated configuration the checks read). */
-  readonly objects: ReadonlyMap<string, readonly EmittedObject[]>;
+  /** The Forklift hub's chart (`CrossClusterMigrationMesh.forklift`), when the fleet has `spec.forklift`. */
+  readonly chart?: ForkliftHubChart;
+  /** The warnings of the Forklift checks (`CrossClusterMigrationMesh.forkliftWarnings`). */
+  readonly warnings: readonly FleetProblem[];
   readonly gitops?: ResolvedGitops;
-  /** Moves from the file beside the fleet. @default - the fleet's own `spec.forklift.moves` */
-  readonly moves?: MovesInput;
 }
 
 /** How synthesis names and renders files (passed in so this layer does not import the writer). */
@@ -53,17 +47,16 @@ export function clusterFacts(
 }
 
 /**
- * Check and plan the fleet's moves, build the hub chart and lay its objects out under `_forklift/`
- * (flat with a kustomization in rollout order; one directory per stage with Flux), plus the drift
- * helpers. Throws FleetValidationError with every problem; returns no files for a fleet without
- * `spec.forklift`.
+ * Lay the hub chart's objects out under `_forklift/` (flat with a kustomization in rollout order; one
+ * directory per stage with Flux), plus the drift helpers. Returns no files for a fleet without
+ * `spec.forklift`. The moves were checked and planned by the mesh (`CrossClusterMigrationMesh`).
  */
 export function forkliftOutput(input: ForkliftOutputInput, render: FileRendering): ForkliftOutput {
-  const r = planForklift(input.document, clusterFacts(input.document, input.clusters, input.objects), input.moves);
-  if (r.problems.length) throw new FleetValidationError(r.problems);
   const files = new Map<string, string>();
-  if (!r.plan) return { files, objects: [], gitops: { argocd: [], flux: [] }, warnings: r.warnings };
-  const chart = new ForkliftHubChart(new App({ outdir: os.tmpdir() }), FORKLIFT_DIR, { plan: r.plan });
+  const chart = input.chart;
+  const warnings = [...input.warnings];
+  if (!chart) return { files, objects: [], gitops: { argocd: [], flux: [] }, warnings };
+  const r = { plan: chart.plan };
   const objects = orderForklift(chart.toJson() as { kind: string; metadata?: Record<string, unknown> }[], input.gitops) as Record<string, unknown>[];
   const staged = !!input.gitops?.flux;
   const byDir = new Map<string, string[]>();
@@ -95,6 +88,6 @@ export function forkliftOutput(input: ForkliftOutputInput, render: FileRendering
       argocd: g?.argocd ? [forkliftArgoApplication(g, r.plan)] : [],
       flux: g?.flux ? forkliftFluxKustomizations(g, r.plan, stageNames) : [],
     },
-    warnings: r.warnings,
+    warnings,
   };
 }

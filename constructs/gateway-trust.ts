@@ -88,7 +88,8 @@ export class GatewayTrust extends Construct {
       sources: [
         { serviceAccountToken: { path: 'token', expirationSeconds: this.props.tokenExpirationSeconds ?? 3600 } },
         { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
-        { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+        // cdk8s's typed serializer spells it downwardApi (emitted as downwardAPI); downwardAPI here would be dropped
+        { downwardApi: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
       ],
     });
     replica.container.mount(TRUST_RUN_DIR, run);
@@ -102,7 +103,8 @@ export class GatewayTrust extends Construct {
         ensureNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false,
         capabilities: { drop: [kplus.Capability.ALL] },
       },
-      resources: { cpu: { request: kplus.Cpu.millis(10) }, memory: { request: Size.mebibytes(48), limit: Size.mebibytes(128) } },
+      // client-node loads every generated API model at start: about 100 MB resident (measured by test/image.test.ts)
+      resources: { cpu: { request: kplus.Cpu.millis(10) }, memory: { request: Size.mebibytes(112), limit: Size.mebibytes(192) } },
       volumeMounts: [
         { path: GATEWAY_CONFIG_MOUNT, volume: replica.configVolume, readOnly: true },
         { path: TRUST_RUN_DIR, volume: run },

@@ -1,5 +1,5 @@
 import { Construct } from 'constructs';
-import { FleetValidationError } from '../src/errors';
+import { FleetProblem, FleetValidationError } from '../src/errors';
 import { FleetDocument } from '../src/fleet-schema';
 import { Ledger, LedgerChange } from '../src/ledger';
 import { ClusterPlan, FleetInput, FleetPlan, planFleetDocument } from '../src/planner';
@@ -69,6 +69,14 @@ export interface CrossClusterMigrationMeshProps {
    * @default - the fleet's own `spec.forklift.moves`
    */
   readonly moves?: MovesInput;
+  /**
+   * Where each cluster's chart (and the Forklift hub's, id `_forklift`) is created. The writer
+   * (`synthesizeFleetToDirectory`) gives each its own `App`: cdk8s prepares the whole App every time
+   * it renders one chart, so rendering chart by chart from one shared App is quadratic.
+   *
+   * @default - the mesh's scope: one top-level Chart per cluster in your App
+   */
+  readonly chartScope?: (id: string) => Construct;
 }
 
 /**
@@ -83,6 +91,8 @@ export class CrossClusterMigrationMesh extends Construct {
   }
 
   public readonly plan: FleetPlan;
+  /** The validated fleet document, defaults applied. */
+  public readonly document: FleetDocument;
   /** The ledger to write back beside the fleet file. */
   public readonly ledger: Ledger;
   /** What changed against the given ledger. */
@@ -94,6 +104,8 @@ export class CrossClusterMigrationMesh extends Construct {
   public readonly charts: (MeshClusterChart | HarvesterClusterChart)[];
   /** The Forklift hub's objects (id `_forklift`), when the fleet has `spec.forklift` (docs/migrations.md). */
   public readonly forklift?: ForkliftHubChart;
+  /** Warnings of the Forklift checks (problems are thrown). */
+  public readonly forkliftWarnings: readonly FleetProblem[];
 
   constructor(scope: Construct, id: string, props: CrossClusterMigrationMeshProps) {
     super(scope, id);
@@ -102,14 +114,19 @@ export class CrossClusterMigrationMesh extends Construct {
     this.plan = result.plan;
     this.ledger = result.ledger;
     this.changes = result.changes;
+    this.document = result.document;
+    const chartScope = props.chartScope ?? (() => scope);
     const harvester = harvesterValues(result.document, this.plan);
     const unknown = Object.keys(props.clusters ?? {}).filter((n) => !this.plan.clusters.some((c) => c.name === n));
     if (unknown.length) throw new Error(`clusters: ${unknown.join(', ')} not in fleet ${this.plan.fleet}; use one of ${this.plan.clusters.map((c) => c.name).join(', ')}`);
-    this.charts = this.plan.clusters.map((c) => clusterChart(scope, this.plan, c, harvester.get(c.name), clusterOptionsFor(result.document, c.name, props)));
-    const objects = new Map(this.charts.map((c) => [c.node.id, c.toJson()]));
+    this.charts = this.plan.clusters.map((c) =>
+      clusterChart(chartScope(c.name), this.plan, c, harvester.get(c.name), clusterOptionsFor(result.document, c.name, props)));
+    // the moves checks read each cluster's generated configuration: render it only when there are moves to check
+    const objects = new Map(result.document.spec.forklift ? this.charts.map((c) => [c.node.id, c.toJson()]) : []);
     const fk = planForklift(result.document, clusterFacts(result.document, this.plan.clusters, objects), props.moves);
     if (fk.problems.length) throw new FleetValidationError(fk.problems);
-    if (fk.plan) this.forklift = new ForkliftHubChart(scope, '_forklift', { plan: fk.plan });
+    this.forkliftWarnings = fk.warnings;
+    if (fk.plan) this.forklift = new ForkliftHubChart(chartScope('_forklift'), '_forklift', { plan: fk.plan });
   }
 
   /** The chart of one cluster, by name. */
@@ -128,7 +145,7 @@ export class CrossClusterMigrationMesh extends Construct {
  * `gateway.pod`), the TypeScript fleet-wide props, the fleet file's cluster entry, the TypeScript
  * `clusters[name]` props.
  */
-export function clusterOptionsFor(document: FleetDocument, cluster: string, props: Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> = {}): MeshClusterOptions {
+function clusterOptionsFor(document: FleetDocument, cluster: string, props: Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> = {}): MeshClusterOptions {
   const spec = document.spec;
   const entry = spec.clusters.find((c) => c.name === cluster);
   const ts = props.clusters?.[cluster];
@@ -144,7 +161,7 @@ export function clusterOptionsFor(document: FleetDocument, cluster: string, prop
  * The chart of one cluster: a Harvester setting chart when `harvesterValue` is given, else the full mesh
  * chart. `options` (see `clusterOptionsFor`) carries the user's labels and gateway pod customizations.
  */
-export function clusterChart(
+function clusterChart(
   scope: Construct, plan: FleetPlan, cluster: ClusterPlan, harvesterValue?: HarvesterMigrationNetworkValue, options: MeshClusterOptions = {},
 ): MeshClusterChart | HarvesterClusterChart {
   return harvesterValue !== undefined

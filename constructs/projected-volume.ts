@@ -13,7 +13,11 @@ export interface ProjectedVolumeSource {
    * @default 0o644 (Kubernetes)
    */
   readonly defaultMode?: number;
-  /** The projections (`configMap`, `secret`, `serviceAccountToken`, `downwardAPI`), core/v1 shapes. */
+  /**
+   * The projections, core/v1 shapes but with cdk8s's typed key names (`configMap`, `secret`,
+   * `serviceAccountToken`, `downwardApi`): they pass through cdk8s-plus-28's typed serializer, which
+   * drops a key it does not know (`downwardAPI` would become an empty source).
+   */
   readonly sources: Record<string, unknown>[];
 }
 

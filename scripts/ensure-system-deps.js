@@ -2,7 +2,8 @@
 // Installs the system tools that the network tests and benchmarks use (iproute2, iptables, openssl,
 // haproxy, iperf3, rsvg-convert for the SVG check, keepalived + curl for gateway failover, and for the gateway
 // image (`npm run image`, test/image.test.ts): podman + runc to build and run it, debootstrap to make the base
-// stand-ins where no image registry is reachable, skopeo to push the OCI archive, uidmap for rootless podman)
+// stand-ins where no image registry is reachable, skopeo to push the OCI archive, uidmap for rootless podman,
+// faketime for the trust test in simulated time)
 // when they are missing and we are root on a Debian machine. Never fails the build:
 // a test that needs a missing tool says so and skips.
 'use strict';
@@ -10,7 +11,9 @@ const { execSync, spawnSync } = require('child_process');
 const wanted = { ip: 'iproute2', iptables: 'iptables', openssl: 'openssl', haproxy: 'haproxy', iperf3: 'iperf3', setpriv: 'util-linux', 'rsvg-convert': 'librsvg2-bin', keepalived: 'keepalived', curl: 'curl', '/usr/lib/cni/bridge': 'containernetworking-plugins',
   podman: 'podman', runc: 'runc', debootstrap: 'debootstrap', skopeo: 'skopeo', newuidmap: 'uidmap',
   // `kubectl kustomize` for the kustomize proofs (gitops, field ownership); Debian's own package is kubernetes-client
-  kubectl: 'kubectl|kubernetes-client' };
+  kubectl: 'kubectl|kubernetes-client',
+  // libfaketime: the fleet trust netns test runs the gateway processes in simulated time
+  faketime: 'faketime' };
 const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 const missing = Object.entries(wanted).filter(([cmd]) => !have(cmd)).map(([, pkg]) => pkg);
 /** The first of the `a|b` alternatives apt knows (a package only some sources carry falls back to Debian's). */

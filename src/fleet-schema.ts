@@ -305,7 +305,11 @@ export const fleetSpecSchema = z.object({
   labels: objectLabelsSpecSchema.optional(),
   /** Forklift (MTV) as the orchestrator of cross-cluster live migrations (docs/migrations.md). @default - none */
   forklift: forkliftSchema.optional(),
-  /** KubeVirt CA rotation and the gateways' CA exchange (docs/trust.md). @default - not managed */
+  /**
+   * KubeVirt CA rotation and the gateways' CA exchange (docs/trust.md). `{enabled: false}` opts out.
+   * @default - managed for the gateway clusters (rotation 168h/96h + exchange) when there are two or more
+   * and KubeVirt's migration TLS is on; nothing for native/direct clusters
+   */
   trust: trustSchema.optional(),
 }).strict();
 

@@ -5,12 +5,27 @@
 import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_LISTEN, DEFAULT_INTERCEPT_PORT } from '@migration-mesh/proxy/config';
 import { ClusterPlan, FleetPlan } from './planner';
 import { InvalidPropsError } from './errors';
+import { Family, parseCidr } from './ip';
 
 export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
 export const GATEWAY_CONFIG_FILE = 'config.json';
 const GATEWAY_TLS_MOUNT = '/etc/migration-mesh/tls';
 
 const bare = (cidrAddr: string): string => cidrAddr.replace(/\/\d+$/, '');
+
+/**
+ * The wildcard a listener binds for a network of `family`. Not '::' for both: an IPv4 wildcard accepts
+ * no IPv6 connection, and '::' needs IPv6 in the pod (a node booted with ipv6.disable=1 cannot even
+ * create the socket), so each listener asks for exactly the family of the network it serves.
+ */
+const wildcard = (family: Family): string => (family === 6 ? '::' : '0.0.0.0');
+
+/** The family of the cluster's in-cluster migration network (its CIDR). */
+function migrationFamily(cluster: ClusterPlan): Family {
+  const r = parseCidr(cluster.migrationNetwork.cidr ?? '');
+  if (!r.ok) throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster.migrationNetwork.cidr', message: `cluster ${cluster.name}: no valid migration CIDR` });
+  return r.cidr.family;
+}
 
 export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyConfig {
   if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway` });
@@ -22,8 +37,10 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
     fleet: plan.fleet,
     cluster: cluster.name,
     listen: {
-      intercept: { host: '0.0.0.0', port: DEFAULT_INTERCEPT_PORT },
-      tunnel: { host: '0.0.0.0', port: plan.gateway.tunnelPort },
+      // the handlers reach the intercept listener over the migration network; peer gateways reach the
+      // tunnel listener over the shared network: each on its network's family
+      intercept: { host: wildcard(migrationFamily(cluster)), port: DEFAULT_INTERCEPT_PORT },
+      tunnel: { host: wildcard(plan.capacity.family), port: plan.gateway.tunnelPort },
       admin: { ...DEFAULT_ADMIN_LISTEN }, // the pod network (eth0) and loopback: never the shared network
     },
     localCidrs: [cluster.migrationNetwork.cidr!],

@@ -32,6 +32,14 @@ const BASE_PRIORITY = 200;
 
 const bare = (cidrAddr: string): string => cidrAddr.replace(/\/\d+$/, '');
 
+/**
+ * Options of the VIP line. IPv6: `preferred_lft 0` (deprecated), so the holder never picks the VIP as the
+ * source of its own connections. IPv6 source selection takes the newest address of the interface on a tie
+ * (an IPv4 VIP is a secondary address and never chosen), so without it the holder dialed handlers from the
+ * VIP: a move of the VIP would cut those streams, and the far side would not see the replica's own address.
+ */
+const vipOptions = (vip: string): string => (vip.includes(':') ? ' preferred_lft 0' : '');
+
 /** keepalived's config id of one replica (`--config-id`). */
 const keepalivedConfigId = (replica: number): string => `replica-${replica}`;
 
@@ -101,7 +109,7 @@ export function keepalivedConfigFor(plan: FleetPlan, cluster: ClusterPlan, opts:
     ...own.map((o) => `    @^${o.id} ${o.addr}`),
     '  }',
     '  virtual_ipaddress {',
-    `    ${cluster.gatewayVip} dev ${ifname}`,
+    `    ${cluster.gatewayVip} dev ${ifname}${vipOptions(cluster.gatewayVip)}`,
     '  }',
     '  track_script {',
     '    gateway_ready',

@@ -7,7 +7,7 @@
 
 interface CodeInfo {
   /** Where in the pipeline the problem is found. */
-  readonly stage: 'parse' | 'validate' | 'plan' | 'deliver' | 'moves' | 'props';
+  readonly stage: 'parse' | 'validate' | 'plan' | 'deliver' | 'moves' | 'props' | 'write';
   /** What the problem means, one line. */
   readonly meaning: string;
 }
@@ -110,6 +110,15 @@ export const PROBLEM_CODES = {
   // ---- props of constructs and helpers ----
   'prop-invalid': { stage: 'props', meaning: 'A construct or helper prop out of range or empty (port, interface name, TLS source, IPAM range).' },
   'wrong-datapath': { stage: 'props', meaning: 'A construct or helper used for a cluster in a datapath it does not serve.' },
+  // ---- writing the output tree and the ledger (nothing is written when one of these is found) ----
+  'write/not-a-directory': { stage: 'write', meaning: 'A path the output needs as a directory is a file (or another non-directory), e.g. --out under a regular file.' },
+  'write/symlink': { stage: 'write', meaning: 'The fleet directory, or a path inside it that synth writes, is a symbolic link leading out of the output tree.' },
+  'write/not-ours': { stage: 'write', meaning: 'A file synth would write or remove is not one it generated (not in the manifest), or was edited since.' },
+  'write/manifest-invalid': { stage: 'write', meaning: 'The manifest of generated files (.migration-mesh.manifest) is not in its format.' },
+  'write/denied': { stage: 'write', meaning: 'Permission denied writing the output or the ledger (EACCES, EPERM).' },
+  'write/read-only': { stage: 'write', meaning: 'The output or the ledger is on a read-only file system (EROFS).' },
+  'write/no-space': { stage: 'write', meaning: 'No space left (ENOSPC, EDQUOT) while writing the output or the ledger.' },
+  'write/failed': { stage: 'write', meaning: 'Another file system error while writing the output or the ledger (the message names it).' },
   'plan-inconsistent': { stage: 'props', meaning: 'A plan that the planner cannot have made (hand-built or edited); report it if the planner made it.' },
 } as const satisfies Record<string, CodeInfo>;
 
@@ -127,6 +136,7 @@ export function problemCodesMarkdown(): string {
     deliver: 'Delivery forms (GitOps, Harvester)',
     moves: 'Forklift moves (docs/migrations.md)',
     props: 'Construct and helper props (cdk8s apps of your own)',
+    write: 'Writing the output tree and the ledger (nothing is written)',
   };
   const lines = [
     '# Problem codes',

@@ -35,6 +35,13 @@ export const rotationSchema = z.object({
 
 export const trustSchema = z.object({
   /**
+   * Manage cross-cluster trust at all. `false` is the opt-out: no rotation settings are emitted and no
+   * trust container runs (every other key of the section is then ignored). Without `spec.trust` the
+   * fleet still manages trust for its gateway clusters when KubeVirt's migration TLS is on (docs/trust.md).
+   * @default true
+   */
+  enabled: z.boolean().optional(),
+  /**
    * KubeVirt certificate rotation for every cluster. Changing a duration makes virt-operator rotate
    * that certificate at once (and a CA change reissues every leaf certificate).
    * @default - see `rotationSchema`

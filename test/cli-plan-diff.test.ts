@@ -131,7 +131,7 @@ describe('migration-mesh diff', () => {
     const after = clone(vep);
     after.spec.clusters.push({ name: 'c11', nodes: 10 });
     const { d, tb, ta } = expectDiffMatchesTrees(vep, after, vepLedger);
-    expect(d.summary).toBe('adding cluster c11: 0 existing addresses move, 10 peer tables gain one entry, 13 files added, 0 removed, 10 changed');
+    expect(d.summary).toBe('adding cluster c11: 0 existing addresses move, 10 peer tables gain one entry, 15 files added, 0 removed, 10 changed');
     expect(d.changed).toBe(true);
     expect(d.counts.addressesMoved).toBe(0);
     expect(d.clusters.find((c) => c.name === 'c11')!.addressChanges.map((a) => `${a.field}=${a.to}`)).toEqual([
@@ -148,7 +148,7 @@ describe('migration-mesh diff', () => {
     const after = clone(vep);
     after.spec.clusters = after.spec.clusters.filter((c) => c.name !== 'c05');
     const { d } = expectDiffMatchesTrees(vep, after, vepLedger);
-    expect(d.summary).toBe('removing cluster c05: 0 existing addresses move, 9 peer tables lose one entry, 0 files added, 13 removed, 9 changed');
+    expect(d.summary).toBe('removing cluster c05: 0 existing addresses move, 9 peer tables lose one entry, 0 files added, 15 removed, 9 changed');
     expect(d.counts.addressesFreed).toBe(6);
     expect(d.clusters.find((c) => c.name === 'c05')!.status).toBe('removed');
   });
@@ -188,7 +188,7 @@ describe('migration-mesh diff', () => {
     fs.writeFileSync(b, YAML.stringify(after));
     const changed = run('diff', a, b);
     expect(changed.code).toBe(1);
-    expect(changed.out.trim().split('\n').pop()).toBe('adding cluster c11: 0 existing addresses move, 10 peer tables gain one entry, 13 files added, 0 removed, 10 changed');
+    expect(changed.out.trim().split('\n').pop()).toBe('adding cluster c11: 0 existing addresses move, 10 peer tables gain one entry, 15 files added, 0 removed, 10 changed');
     expect(changed.out).toContain('  + KubeVirt.kubevirt.kubevirt.yaml');
     expect(run('diff', a, a).code).toBe(0);
     const j = JSON.parse(run('diff', a, b, '--output', 'json').out);
@@ -217,7 +217,7 @@ describe('migration-mesh diff', () => {
     fs.writeFileSync(f, YAML.stringify(after));
     const r = run('diff', f, '--out', out);
     expect(r.code).toBe(1);
-    expect(r.out.trim().split('\n').pop()).toBe('adding cluster c11: 0 existing addresses move, 10 peer tables gain one entry, 13 files added, 0 removed, 10 changed');
+    expect(r.out.trim().split('\n').pop()).toBe('adding cluster c11: 0 existing addresses move, 10 peer tables gain one entry, 15 files added, 0 removed, 10 changed');
     // the ledger on disk is not written by diff
     expect(fs.readFileSync(path.join(dir, 'vep.ledger.yaml'), 'utf8')).toBe(serializeLedger(loadLedgerFile(vepLedger)!));
     fs.rmSync(dir, { recursive: true, force: true });

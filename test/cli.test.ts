@@ -24,7 +24,7 @@ describe('migration-mesh CLI', () => {
     const r = run(['synth', path.join(dir, 'sites.fleet.yaml'), '--out', path.join(dir, 'out')]);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
-    expect(fs.readdirSync(path.join(dir, 'out', 'sites')).sort()).toEqual(['ams-1', 'fleet.svg', 'fra-1', 'par-1']);
+    expect(fs.readdirSync(path.join(dir, 'out', 'sites')).sort()).toEqual(['.migration-mesh.manifest', 'ams-1', 'fleet.svg', 'fra-1', 'par-1']);
     const ledger = YAML.parse(fs.readFileSync(path.join(dir, 'sites.ledger.yaml'), 'utf8'));
     expect(ledger.clusters['par-1'].migrationCidr).toBe('10.80.0.128/25');
     expect(run(['synth', path.join(dir, 'sites.fleet.yaml'), '--out', path.join(dir, 'out'), '--frozen']).code).toBe(0);

@@ -1,6 +1,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as YAML from 'yaml';
+import { createHash } from 'crypto';
+import { MANIFEST_FILE } from '../cli/write-tree';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
@@ -40,9 +42,13 @@ describe.each(examples)('example %s', (file) => {
     };
     walk(dir);
     const expected = new Map([...result.files.entries()].filter(([k]) => !k.endsWith('.svg')));
-    const actual = new Map([...onDisk.entries()].filter(([k]) => !k.endsWith('.svg')));
+    const actual = new Map([...onDisk.entries()].filter(([k]) => !k.endsWith('.svg') && k !== MANIFEST_FILE));
     expect([...actual.keys()].sort()).toEqual([...expected.keys()].sort());
     for (const [k, v] of expected) expect(`${k}\n${actual.get(k)}`).toEqual(`${k}\n${v}`);
+    // the manifest of generated files lists exactly the tree (fleet.svg included) with each file's hash
+    const listed = onDisk.get(MANIFEST_FILE)!.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.split('  '));
+    expect(listed.map(([, f]) => f).sort()).toEqual([...onDisk.keys()].filter((k) => k !== MANIFEST_FILE).sort());
+    for (const [hash, f] of listed) expect(`${f} ${createHash('sha256').update(onDisk.get(f)!).digest('hex')}`).toBe(`${f} ${hash}`);
   });
 
   test('writes one file per object: no object of a cluster overwrites another', () => {

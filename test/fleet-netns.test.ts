@@ -75,6 +75,14 @@ async function pollFor<T>(fn: () => T | undefined, timeoutMs: number, everyMs = 
 
 const bare = (a: string) => a.split('/')[0];
 
+/** A directory the runtime (uid 65532) may create its trust socket in, as the pod's emptyDir. */
+function runDirFor(tmp: string, cluster: string): string {
+  const dir = path.join(tmp, `${cluster}-run`);
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  fs.chownSync(dir, RUNTIME_UID, RUNTIME_UID);
+  return dir;
+}
+
 d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => {
   let lab: NetnsLab;
   let tmp: string;
@@ -169,6 +177,9 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
       const cfgDir = path.join(tmp, t.name);
       // the example's own mode (mtls-splice by default: KubeVirt's migration TLS is on), with this test's PKI
       const cfg = { ...t.gatewayConfig, tls: t.gatewayConfig.tls.mode !== 'plaintext' ? { mode: t.gatewayConfig.tls.mode, caFile: pki[t.name].ca, certFile: pki[t.name].cert, keyFile: pki[t.name].key } : t.gatewayConfig.tls };
+      // the trust channel's socket (an emptyDir in the pod) in a directory of this test; no trust container
+      // runs here (test/fleet-trust-netns.test.ts runs them), so the runtime's trust side stays idle
+      if (cfg.trust) cfg.trust = { ...cfg.trust, socket: path.join(runDirFor(tmp, t.name), 'trust.sock') };
       const cfgFile = path.join(cfgDir, 'config.json');
       fs.writeFileSync(cfgFile, JSON.stringify(cfg, null, 2));
       for (const f of fs.readdirSync(cfgDir)) fs.chownSync(path.join(cfgDir, f), RUNTIME_UID, RUNTIME_UID);

@@ -128,9 +128,8 @@ describe('the metro example: the right providers, maps and VMs per plan', () => 
     expect(r.files.has('_forklift/drift/edge/kustomization.yaml')).toBe(false); // nothing leaves edge
   });
 
-  test('trust is not managed by this fleet yet: a warning names the pairs', () => {
-    expect(r.forklift.warnings.map((w) => w.code)).toEqual(['forklift/trust-unmanaged']);
-    expect(r.forklift.warnings[0].message).toContain('east -> edge, west -> east');
+  test('trust is managed by default between gateway clusters (no spec.trust): no warning', () => {
+    expect(r.forklift.warnings.map((w) => w.code)).toEqual([]);
   });
 });
 
@@ -201,13 +200,19 @@ describe('refusals: one per check, with a stable code, a path and a fix', () => 
     expect(codes(withMoves)).toContain('forklift/feature-gate');
   });
 
-  test('trust exchange turned off for a pair is refused; absent it is a warning', () => {
+  test('trust exchange turned off for a pair is refused; absent it is managed between gateway clusters, a warning otherwise', () => {
     const facts: ClusterFacts[] = ['a', 'b', 'c'].map((n, i) => ({ name: n, index: i, datapath: 'gateway', featureGates: ['DecentralizedLiveMigration'], meshNads: [] }));
     const off = mutate(fleet(), (d) => { d.spec.trust = { exchange: false }; });
     expect(planForklift(off, facts).problems.map((x) => x.code)).toEqual(['forklift/trust-disabled']);
     const on = mutate(fleet(), (d) => { d.spec.trust = {}; });
     expect(planForklift(on, facts)).toMatchObject({ problems: [], warnings: [] });
-    expect(planForklift(fleet(), facts).warnings.map((x) => x.code)).toEqual(['forklift/trust-unmanaged']);
+    expect(planForklift(mutate(fleet(), (d) => { d.spec.trust = { enabled: false }; }), facts).problems.map((x) => x.code)).toEqual(['forklift/trust-disabled']);
+    expect(planForklift(fleet(), facts)).toMatchObject({ problems: [], warnings: [] });
+    const noTls = mutate(fleet(), (d) => { d.spec.migrationPolicy = { disableTLS: true }; });
+    expect(planForklift(noTls, facts).warnings.map((x) => x.code)).toEqual(['forklift/trust-unmanaged']);
+    const direct = facts.map((f) => ({ ...f, datapath: 'direct' as const }));
+    expect(planForklift(fleet(), direct).warnings.map((x) => x.code)).toEqual(['forklift/trust-unmanaged']);
+    expect(planForklift(on, direct).warnings[0].message).toContain('b -> a');
   });
 
   test('every mapped network must be declared or exist in the fleet; the migration networks are not VM networks', () => {

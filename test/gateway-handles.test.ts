@@ -50,14 +50,14 @@ describe('typed handles and add... methods', () => {
       expect(t.metadata.annotations['example.org/owner']).toBe('netops');
       // the gateway's own selection stays
       expect(t.metadata.annotations['k8s.v1.cni.cncf.io/networks']).toContain('lm-crosscluster');
-      expect(t.spec.containers.map((c: any) => c.name)).toEqual(['gateway', 'failover', 'log-shipper']);
-      const shipper = t.spec.containers[2];
+      expect(t.spec.containers.map((c: any) => c.name)).toEqual(['gateway', 'failover', 'trust', 'log-shipper']);
+      const shipper = t.spec.containers[3];
       expect(shipper.resources).toEqual({ requests: { cpu: '20m', memory: '32Mi' }, limits: { memory: '64Mi' } });
       expect(shipper.volumeMounts).toEqual([
         { name: 'logs', mountPath: '/var/log/shipper' },
         { name: 'config', mountPath: '/etc/migration-mesh', readOnly: true },
       ]);
-      expect(t.spec.volumes.map((v: any) => v.name).sort()).toEqual(['config', 'keepalived-run', 'logs', 'tmp', 'xtables-lock']);
+      expect(t.spec.volumes.map((v: any) => v.name).sort()).toEqual(['config', 'keepalived-run', 'logs', 'tmp', 'trust-run', 'trust-token', 'xtables-lock']);
       expect(t.spec.tolerations).toEqual([{ key: 'dedicated', operator: 'Equal', value: 'migration', effect: 'NoSchedule' }]);
       expect(t.spec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
       expect(t.spec.priorityClassName).toBe('system-cluster-critical');
@@ -132,7 +132,7 @@ describe('props flow from CrossClusterMigrationMesh, fleet-wide and per cluster'
     for (const t of [a, b]) {
       const main = t.spec.containers[0];
       expect(main.resources).toEqual({ requests: { cpu: '1', memory: '512Mi' }, limits: { memory: '2048Mi' } });
-      expect(t.spec.containers.map((c: any) => c.imagePullPolicy)).toEqual(['Always', 'Always']);
+      expect(t.spec.containers.map((c: any) => c.imagePullPolicy)).toEqual(['Always', 'Always', 'Always']);
       expect(t.spec.initContainers[0].imagePullPolicy).toBe('Always');
       expect(t.spec.priorityClassName).toBe('gw-high');
       expect(t.metadata.annotations['example.org/a']).toBe('1');

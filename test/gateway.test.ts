@@ -91,8 +91,12 @@ describe('gateway Deployments (three-sites-vlan example)', () => {
     expect(init.securityContext.capabilities).toEqual({ add: ['NET_ADMIN'], drop: ['ALL'] });
     expect(init.securityContext.privileged).toBe(false);
     expect(init.securityContext.allowPrivilegeEscalation).toBe(false);
-    const [main, failover] = pod.containers;
-    expect(pod.containers.map((c: any) => c.name)).toEqual(['gateway', 'failover']);
+    const [main, failover, trust] = pod.containers;
+    // trust is on by default (gateway clusters, migration TLS on): its container holds the pod's only token and no capabilities
+    expect(pod.containers.map((c: any) => c.name)).toEqual(['gateway', 'failover', 'trust']);
+    expect(trust.securityContext).toEqual({
+      runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, capabilities: { drop: ['ALL'] },
+    });
     expect(failover.command).toEqual(['keepalived']);
     expect(failover.args).toEqual(['--dont-fork', '--log-console', '--no-syslog', '--vrrp', '--use-file', '/etc/migration-mesh/keepalived.conf',
       '--config-id', 'replica-1', '--pid', '/run/keepalived/keepalived.pid', '--vrrp_pid', '/run/keepalived/vrrp.pid']);
@@ -365,7 +369,7 @@ describe('gateway failover (VIP)', () => {
       expect(vipOf(r, 'a')).toBeUndefined();
       expect(nad(r, 'a').ipam.routes).toEqual([{ dst: '10.200.0.0/16', gw: '10.200.0.1' }]);
       expect(one(r.objects.get('a')!, 'ConfigMap').data['keepalived.conf']).toBeUndefined();
-      for (const d of of(r.objects.get('a')!, 'Deployment')) expect(d.spec.template.spec.containers.map((c: any) => c.name)).toEqual(['gateway']);
+      for (const d of of(r.objects.get('a')!, 'Deployment')) expect(d.spec.template.spec.containers.map((c: any) => c.name)).toEqual(['gateway', 'trust']);
     }
   });
 

@@ -12,7 +12,8 @@ import { FleetDocument } from '../src/fleet-schema';
 import { ARGOCD_WAVE_ANNOTATION, FLUX_PRUNE_ANNOTATION, GITOPS_DIR } from '../src/gitops';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { STAGES, kindWave, kubevirtNadKeys, rolloutWave } from '../src/rollout';
-import { rolloutRank, synthesizeFleet, writeFiles } from '../cli/synthesize-fleet';
+import { rolloutRank, synthesizeFleet } from '../cli/synthesize-fleet';
+import { writeOutputs } from '../cli/write-tree';
 
 const EX = path.join(__dirname, '..', 'examples');
 const exampleFiles = fs.readdirSync(EX).filter((f) => f.endsWith('.fleet.yaml')).sort();
@@ -166,7 +167,7 @@ describe('Flux', () => {
   const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
   (kubectl ? test : test.skip)('kubectl kustomize builds the root and every stage directory (default load restrictor)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-gitops-'));
-    writeFiles(path.join(dir, 'gitops'), synth.files);
+    writeOutputs([{ dir: path.join(dir, 'gitops'), fleet: synth.plan.fleet, files: synth.files }]);
     const build = (p: string): any[] => {
       const r = spawnSync('kubectl', ['kustomize', path.join(dir, 'gitops', p)], { encoding: 'utf8' });
       expect(r.stderr).toBe('');

@@ -66,7 +66,7 @@ describe('OpenShift: an SCC for the gateway pods', () => {
     expect(scc.groups).toEqual([]);
     const role = objs.find((o) => o.kind === 'Role' && o.metadata.name === 'migration-mesh-gateway-scc');
     expect(role.rules).toEqual([{ apiGroups: ['security.openshift.io'], resources: ['securitycontextconstraints'], resourceNames: [scc.metadata.name], verbs: ['use'] }]);
-    const binding = objs.find((o) => o.kind === 'RoleBinding');
+    const binding = objs.find((o) => o.kind === 'RoleBinding' && o.roleRef.name === role.metadata.name);
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'migration-mesh-gateway', namespace: 'migration-mesh' }]);
     for (const o of [scc, role, binding]) expect(validateObject(o)).toEqual([]);
     // rollout: the SCC and its binding before the Deployments that need them
@@ -106,7 +106,8 @@ describe('OpenShift: an SCC for the gateway pods', () => {
     const doc = mutate(baseFleet(), (d) => { d.spec.clusters[0].openshift = true; });
     const r = synthesizeFleet(doc);
     expect(r.objects.get('a')!.some((o) => o.kind === 'SecurityContextConstraints')).toBe(true);
-    expect(r.objects.get('b')!.some((o) => o.kind === 'SecurityContextConstraints' || o.kind === 'Role')).toBe(false);
+    // (b's only Role is the trust container's, on by default)
+    expect(r.objects.get('b')!.filter((o) => o.kind === 'SecurityContextConstraints' || o.kind === 'Role').map((o) => o.metadata.name)).toEqual(['migration-mesh-gateway-trust']);
     const off = mutate(hcoFleet(), (d) => { d.spec.clusters[0].openshift = false; });
     expect(synthesizeFleet(off).objects.get('a')!.some((o) => o.kind === 'SecurityContextConstraints')).toBe(false);
   });

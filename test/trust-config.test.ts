@@ -23,9 +23,31 @@ describe('Go durations', () => {
 });
 
 describe('rotation emitted per cluster', () => {
-  test('no spec.trust: nothing is emitted (output unchanged)', () => {
-    const kv = synthesizeFleet(baseFleet()).objects.get('a')!.find((o) => o.kind === 'KubeVirt');
-    expect(kv.spec.certificateRotateStrategy).toBeUndefined();
+  test('no spec.trust: on by default for the gateway clusters (same output as spec.trust: {}), since KubeVirt\'s migration TLS is on', () => {
+    const dflt = synthesizeFleet(baseFleet());
+    const explicit = synthesizeFleet(baseFleet({ trust: {} }));
+    expect([...dflt.files.entries()]).toEqual([...explicit.files.entries()]);
+    const kv = dflt.objects.get('a')!.find((o) => o.kind === 'KubeVirt');
+    expect(kv.spec.certificateRotateStrategy.selfSigned.ca).toEqual({ duration: '168h0m0s', renewBefore: '96h0m0s' });
+  });
+
+  test('the opt-out (spec.trust.enabled: false), migration TLS off, or fewer than two gateway clusters: nothing is emitted', () => {
+    const kvOf = (doc: Parameters<typeof synthesizeFleet>[0]) => synthesizeFleet(doc).objects.get('a')!;
+    for (const objs of [
+      kvOf(baseFleet({ trust: { enabled: false } })),
+      kvOf(baseFleet({ trust: { enabled: false, rotation: { ca: { duration: '240h' } } } })),
+      kvOf(baseFleet({ migrationPolicy: { disableTLS: true }, gateway: { payload: 'tls' } })),
+      kvOf(baseFleet({ clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3, datapath: 'direct' }] })),
+    ]) {
+      expect(objs.find((o) => o.kind === 'KubeVirt').spec.certificateRotateStrategy).toBeUndefined();
+      expect(objs.some((o) => o.kind === 'Role')).toBe(false);
+      expect(objs.filter((o) => o.kind === 'Deployment').flatMap((d) => d.spec.template.spec.containers.map((c: any) => c.name))).not.toContain('trust');
+    }
+  });
+
+  test('by default a direct (or native) cluster beside the gateway clusters gets nothing: no exchange reaches it, and new rotation settings would only rotate its CA', () => {
+    const plan = planFleet(resolveFleet(parseFleetDocument(baseFleet({ clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }, { name: 'c', nodes: 2, datapath: 'direct' }] })))).plan;
+    expect(Object.fromEntries(Object.entries(plan.trust.clusters).map(([k, v]) => [k, v.exchange]))).toEqual({ a: true, b: true });
   });
 
   test('defaults: CA 168h/96h (renewBefore >= duration/2), server 24h/12h, JSON key certificateRotateStrategy', () => {
@@ -150,7 +172,11 @@ describe('the trust container: least privilege, schema-valid', () => {
       expect(byName.trust.args).toEqual(['trust', '--config', '/etc/migration-mesh/config.json', '--namespace', 'kubevirt']);
       expect(byName.trust.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
       const token = pod.volumes.find((v: any) => v.name === 'trust-token');
-      expect(token.projected.sources[0]).toEqual({ serviceAccountToken: { path: 'token', expirationSeconds: 3600 } });
+      expect(token.projected.sources).toEqual([
+        { serviceAccountToken: { path: 'token', expirationSeconds: 3600 } },
+        { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+        { downwardAPI: { items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }] } },
+      ]);
     }
   });
 
@@ -159,10 +185,10 @@ describe('the trust container: least privilege, schema-valid', () => {
     expect(JSON.parse(cm.data['config.json']).trust).toEqual({ socket: '/run/migration-mesh/trust.sock', repushIntervalMs: 300000, retryMs: 1000 });
   });
 
-  test('every object validates against its schema; without spec.trust there is no Role and no trust container', () => {
+  test('every object validates against its schema; with spec.trust.enabled: false there is no Role and no trust container', () => {
     const errors = objs.flatMap((o) => validateObject(o).map((e) => `${o.kind}/${o.metadata.name}: ${e}`));
     expect(errors).toEqual([]);
-    const plain = synthesizeFleet(baseFleet()).objects.get('a')!;
+    const plain = synthesizeFleet(baseFleet({ trust: { enabled: false } })).objects.get('a')!;
     expect(plain.some((o) => o.kind === 'Role')).toBe(false);
     expect(plain.filter((o) => o.kind === 'Deployment').flatMap((d) => d.spec.template.spec.containers.map((c: any) => c.name))).not.toContain('trust');
   });

@@ -171,6 +171,7 @@ function contextFiles() {
   };
   walk('proxy/src');
   walk('proxy/native');
+  walk('proxy/image');
   return files.sort();
 }
 

@@ -1,9 +1,11 @@
 /**
- * Is trust exchanged between two clusters? Issue #10 adds `spec.trust` (the gateways keep each
- * cluster's KubeVirt CA trusted by its peers). Until a fleet has it, trust is not managed: Forklift
- * copies each CA once per run (`Begin()`), which a CA rotation undoes, so every pair gets a warning.
- * The section is read loosely here so this module does not depend on its final shape: present means
- * managed unless it says `enabled: false` or `exchange: false` (fleet-wide or for the cluster). Pure.
+ * Is trust exchanged between two clusters? The gateways keep each cluster's KubeVirt CA trusted by its
+ * peers (issue #10, docs/trust.md); only gateway clusters exchange. The section is read loosely here:
+ * - no `spec.trust`: managed between two gateway clusters while KubeVirt's migration TLS is on (the
+ *   default), otherwise not managed (Forklift copies each CA once per run, which a CA rotation undoes);
+ * - `enabled: false` / `exchange: false` / `exchange: {enabled: false}` (fleet-wide or for one of the
+ *   two clusters): disabled;
+ * - present otherwise: managed between gateway clusters, not managed for a native or direct one. Pure.
  */
 export type TrustState = 'managed' | 'disabled' | 'unmanaged';
 
@@ -13,12 +15,17 @@ const off = (x: unknown): boolean => {
   return o.enabled === false || o.exchange === false || (typeof o.exchange === 'object' && o.exchange !== null && (o.exchange as Record<string, unknown>).enabled === false);
 };
 
-/** Trust between `a` and `b` as the fleet document declares it. */
-export function trustBetween(spec: unknown, a: string, b: string): TrustState {
+/** Trust between `a` and `b` (datapaths `datapaths`, as resolved) as the fleet document declares it. */
+export function trustBetween(spec: unknown, a: string, b: string, datapaths: readonly [string, string] = ['gateway', 'gateway']): TrustState {
   const s = (spec ?? {}) as Record<string, unknown>;
-  if (s.trust === undefined) return 'unmanaged';
+  const gateways = datapaths.every((d) => d === 'gateway');
+  if (s.trust === undefined) {
+    const policy = (s.migrationPolicy ?? {}) as Record<string, unknown>;
+    return gateways && policy.disableTLS !== true ? 'managed' : 'unmanaged';
+  }
   if (off(s.trust)) return 'disabled';
   const clusters = Array.isArray(s.clusters) ? (s.clusters as Record<string, unknown>[]) : [];
   const disabled = clusters.some((c) => (c.name === a || c.name === b) && off(c.trust));
-  return disabled ? 'disabled' : 'managed';
+  if (disabled) return 'disabled';
+  return gateways ? 'managed' : 'unmanaged';
 }

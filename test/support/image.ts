@@ -42,7 +42,7 @@ export function findGatewayPod(distDir: string): GatewayPod {
     const deployment = YAML.parse(fs.readFileSync(file, 'utf8'));
     const spec = deployment.spec.template.spec;
     if (!spec.containers.some((c: any) => c.name === 'failover')) continue;
-    const cmName = spec.volumes.find((v: any) => v.projected)?.projected.sources.find((s: any) => s.configMap)?.configMap.name;
+    const cmName = spec.volumes.find((v: any) => v.name === 'config')?.projected.sources.find((s: any) => s.configMap)?.configMap.name;
     const cmFile = path.join(path.dirname(file), `ConfigMap.${deployment.metadata.namespace}.${cmName}.yaml`);
     const networks = JSON.parse(deployment.spec.template.metadata.annotations['k8s.v1.cni.cncf.io/networks'])
       .map((n: any) => ({ interface: n.interface, ips: n.ips }));
@@ -61,7 +61,7 @@ function openssl(args: string[], cwd: string): void {
  * (a throwaway fleet CA and a gateway certificate naming spiffe://<fleet>/cluster/<cluster>), files owned by
  * root, group fsGroup, mode defaultMode.
  */
-export function writeConfigVolume(pod: GatewayPod, dir: string): void {
+export function writeConfigVolume(pod: GatewayPod, dir: string, opts: { peerDir?: string } = {}): void {
   const spec = pod.deployment.spec.template.spec;
   const projected = spec.volumes.find((v: any) => v.name === 'config').projected;
   const fsGroup: number = spec.securityContext.fsGroup;
@@ -72,6 +72,15 @@ export function writeConfigVolume(pod: GatewayPod, dir: string): void {
   openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'tls.key', '-out', 'tls.csr', '-subj', `/CN=${cfg.cluster}`], pki);
   fs.writeFileSync(path.join(pki, 'ext'), `subjectAltName=URI:spiffe://${cfg.fleet}/cluster/${cfg.cluster}\nextendedKeyUsage=serverAuth,clientAuth\n`);
   openssl(['x509', '-req', '-in', 'tls.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'tls.crt', '-days', '2', '-extfile', 'ext'], pki);
+  // optionally a first peer's fleet certificate from the same CA (ca.crt, tls.crt, tls.key in opts.peerDir), to publish as that peer
+  if (opts.peerDir) {
+    const peer = cfg.peers[0].cluster;
+    openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'peer.key', '-out', 'peer.csr', '-subj', `/CN=${peer}`], pki);
+    fs.writeFileSync(path.join(pki, 'peer-ext'), `subjectAltName=URI:spiffe://${cfg.fleet}/cluster/${peer}\nextendedKeyUsage=serverAuth,clientAuth\n`);
+    openssl(['x509', '-req', '-in', 'peer.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'peer.crt', '-days', '2', '-extfile', 'peer-ext'], pki);
+    fs.mkdirSync(opts.peerDir, { recursive: true });
+    for (const [from, to] of [['ca.crt', 'ca.crt'], ['peer.crt', 'tls.crt'], ['peer.key', 'tls.key']]) fs.copyFileSync(path.join(pki, from), path.join(opts.peerDir, to));
+  }
   const secret: Record<string, string> = {};
   for (const k of ['ca.crt', 'tls.crt', 'tls.key']) secret[k] = fs.readFileSync(path.join(pki, k), 'utf8');
   fs.rmSync(pki, { recursive: true, force: true });
@@ -87,6 +96,32 @@ export function writeConfigVolume(pod: GatewayPod, dir: string): void {
   }
 }
 
+/**
+ * A projected service-account token volume (`serviceAccountToken`, `configMap` kube-root-ca.crt,
+ * `downwardAPI` namespace) as the kubelet writes it: one file per source's path, owned root:fsGroup, mode
+ * defaultMode. Returns the file names written.
+ */
+export function writeTokenVolume(pod: GatewayPod, volume: string, dir: string, o: { token: string; caCrt: string; namespace: string }): string[] {
+  const spec = pod.deployment.spec.template.spec;
+  const projected = spec.volumes.find((v: any) => v.name === volume).projected;
+  const files: string[] = [];
+  const write = (rel: string, text: string) => {
+    const f = path.join(dir, rel);
+    fs.writeFileSync(f, text);
+    fs.chownSync(f, 0, spec.securityContext.fsGroup);
+    fs.chmodSync(f, projected.defaultMode);
+    files.push(rel);
+  };
+  fs.mkdirSync(dir, { recursive: true });
+  for (const src of projected.sources) {
+    if (src.serviceAccountToken) write(src.serviceAccountToken.path, o.token);
+    else if (src.configMap?.name === 'kube-root-ca.crt') for (const it of src.configMap.items) write(it.path, o.caCrt);
+    else if (src.downwardAPI) for (const it of src.downwardAPI.items) write(it.path, it.fieldRef.fieldPath === 'metadata.namespace' ? o.namespace : '');
+    else throw new Error(`${volume}: unexpected projection ${JSON.stringify(src)}`);
+  }
+  return files;
+}
+
 /** Kubernetes quantity (Mi, Gi, Ki) to podman's byte-suffixed form. */
 function memory(q: string): string {
   const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q);
@@ -98,10 +133,18 @@ function memory(q: string): string {
  * podman run arguments for one container of the pod: its image, command/args, the effective user and group
  * (container over pod securityContext), fsGroup as a supplementary group, capabilities (drop, then add),
  * read-only root without podman's own tmpfs extras, no-new-privileges, memory limit, and its volume mounts
- * (config volume: the directory, read-only; emptyDir medium Memory: tmpfs of its sizeLimit, mode 0777).
+ * (config volume: the directory, read-only; emptyDir medium Memory: tmpfs of its sizeLimit, mode 0777; volumes
+ * named in `volumeDirs`: that host directory).
  * Options go before the image, so extra podman flags can be appended to args[0..].
  */
-export interface RunOptions { imageName: string; name: string; netns: string; configDir: string; command?: string[] }
+export interface RunOptions {
+  imageName: string; name: string; netns: string; configDir: string; command?: string[];
+  /**
+   * Host directories for volumes by name: a projected volume other than the config (e.g. the trust token),
+   * or an emptyDir two containers of the pod share (bind-mounted instead of a per-container tmpfs).
+   */
+  volumeDirs?: Record<string, string>;
+}
 export function podmanRunArgs(pod: GatewayPod, containerName: string, o: RunOptions): string[] {
   const spec = pod.deployment.spec.template.spec;
   const c = [...(spec.initContainers ?? []), ...spec.containers].find((x: any) => x.name === containerName);
@@ -120,9 +163,11 @@ export function podmanRunArgs(pod: GatewayPod, containerName: string, o: RunOpti
   if (c.resources?.limits?.memory) args.push('--memory', memory(c.resources.limits.memory));
   for (const m of c.volumeMounts ?? []) {
     const v = spec.volumes.find((x: any) => x.name === m.name);
-    if (v.projected) args.push('-v', `${o.configDir}:${m.mountPath}:ro`);
+    const own = o.volumeDirs?.[m.name];
+    if (own) args.push('-v', `${own}:${m.mountPath}:${v.projected || m.readOnly ? 'ro' : 'rw'}`);
+    else if (v.projected && m.name === 'config') args.push('-v', `${o.configDir}:${m.mountPath}:ro`);
     else if (v.emptyDir) args.push('--tmpfs', `${m.mountPath}:rw,mode=0777${v.emptyDir.sizeLimit ? `,size=${memory(v.emptyDir.sizeLimit)}` : ''}`);
-    else throw new Error(`volume ${m.name}: only projected and emptyDir are emulated`);
+    else throw new Error(`volume ${m.name}: only the config volume, emptyDirs and volumes given in volumeDirs are emulated`);
   }
   // o.command: a probe with the same settings in place of the container's own command and args
   args.push('--entrypoint', JSON.stringify(o.command ?? c.command), o.imageName, ...(o.command ? [] : c.args ?? []));

@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Tiny TCP/HTTP agent the fleet netns test runs inside network namespaces (`ip netns exec NS node
 // netns-agent.js MODE ...`). Every result is one JSON line on stdout.
-//   echo PORT                          echo server; one line per finished connection {event:'conn', remote, bytes}
-//   source PORT                        sends data forever to every connection
+//   echo PORT [HOST]                   echo server (HOST default 0.0.0.0; '::' for IPv6); one line per finished connection {event:'conn', remote, bytes}
+//   source PORT [HOST]                 sends data forever to every connection
 //   client HOST PORT BYTES TIMEOUT_MS  send BYTES random bytes, half-close, read the echo; {ok, sentSha, recvSha, ...}
 //   sink HOST PORT TIMEOUT_MS          read a source; {event:'flowing', t} after 1 MiB, then {event:'closed', t, error}
 //   probe URL TIMEOUT_MS               GET until 200; {ok, status, ms}
+//   forward HOST PORT UNIX_PATH        relay every TCP connection to HOST:PORT to a unix socket (a stand-in
+//                                      for the API server's address on the pod network); {event:'listening'}
 'use strict';
 const net = require('net');
 const http = require('http');
@@ -31,7 +33,7 @@ if (mode === 'echo' || mode === 'source') {
     }
     s.on('close', () => out({ event: 'conn', remote: s.remoteAddress, remotePort: s.remotePort, local: s.localAddress, bytes, from: remote }));
   });
-  server.listen(port, '0.0.0.0', () => out({ event: 'listening', port }));
+  server.listen(port, args[1] || '0.0.0.0', () => out({ event: 'listening', port }));
 } else if (mode === 'client') {
   const [host, port, size, timeoutMs] = [args[0], Number(args[1]), Number(args[2]), Number(args[3])];
   const payload = crypto.randomBytes(size);
@@ -81,6 +83,15 @@ if (mode === 'echo' || mode === 'source') {
     setTimeout(attempt, 100);
   };
   attempt();
+} else if (mode === 'forward') {
+  const [host, port, unixPath] = [args[0], Number(args[1]), args[2]];
+  const server = net.createServer((s) => {
+    const u = net.connect(unixPath);
+    s.pipe(u).pipe(s);
+    const end = () => { s.destroy(); u.destroy(); };
+    s.on('error', end); u.on('error', end); s.on('close', end); u.on('close', end);
+  });
+  server.listen(port, host, () => out({ event: 'listening', port }));
 } else {
   process.stderr.write(`unknown mode ${mode}\n`);
   process.exit(2);

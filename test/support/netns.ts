@@ -267,6 +267,8 @@ export interface GatewayHost {
   readonly crossCluster: GatewayAttachment;
   /** The failover sidecar's command line (keepalived), when the Deployment has one. */
   readonly failoverArgs?: string[];
+  /** The trust container's command line (`migration-mesh-proxy trust ...`), when the Deployment has one. */
+  readonly trustArgs?: string[];
 }
 
 export interface ClusterTopology {
@@ -328,8 +330,10 @@ export function topologyFromFiles(files: Map<string, string>): ClusterTopology[]
       const c0 = d.spec.template.spec.containers[0];
       const i0 = d.spec.template.spec.initContainers[0];
       const fo = d.spec.template.spec.containers.find((c: any) => c.name === 'failover');
+      const tr = d.spec.template.spec.containers.find((c: any) => c.name === 'trust');
       return {
         deployment: d.metadata.name, inCluster: inC, crossCluster: xc,
+        ...(tr ? { trustArgs: [...(tr.command ?? []), ...(tr.args ?? [])] } : {}),
         ...(fo ? { failoverArgs: [...(fo.command ?? []), ...(fo.args ?? [])], _caps: fo.securityContext?.capabilities?.add ?? [] } : {}),
         _init: [...(i0.command ?? []), ...(i0.args ?? [])], _run: [...(c0.command ?? []), ...(c0.args ?? [])],
       } as any;
@@ -348,13 +352,16 @@ export function topologyFromFiles(files: Map<string, string>): ClusterTopology[]
   return out;
 }
 
-/** Fleet CA and one certificate per cluster (URI SAN `spiffe://<fleet>/cluster/<cluster>`), as the cert-manager Secret would hold them. */
-export function makeFleetPki(dir: string, fleet: string, clusters: string[]): Record<string, { ca: string; cert: string; key: string }> {
+/**
+ * Fleet CA and one certificate per cluster (URI SAN `spiffe://<fleet>/cluster/<cluster>`), as the
+ * cert-manager Secret would hold them, valid for `days` from now (longer for tests in simulated time).
+ */
+export function makeFleetPki(dir: string, fleet: string, clusters: string[], days = 1): Record<string, { ca: string; cert: string; key: string }> {
   const ossl = (args: string[]) => {
     const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
   };
-  ossl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1',
+  ossl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', String(days),
     '-subj', `/CN=${fleet} fleet CA`, '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
   const out: Record<string, { ca: string; cert: string; key: string }> = {};
   for (const c of clusters) {
@@ -362,7 +369,7 @@ export function makeFleetPki(dir: string, fleet: string, clusters: string[]): Re
     fs.mkdirSync(d, { recursive: true });
     ossl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${c}/tls.key`, '-out', `${c}/tls.csr`, '-subj', '/O=migration-mesh']);
     fs.writeFileSync(path.join(d, 'ext'), `subjectAltName=URI:spiffe://${fleet}/cluster/${c}\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n`);
-    ossl(['x509', '-req', '-in', `${c}/tls.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${c}/tls.crt`, '-days', '1', '-extfile', `${c}/ext`]);
+    ossl(['x509', '-req', '-in', `${c}/tls.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${c}/tls.crt`, '-days', String(days), '-extfile', `${c}/ext`]);
     fs.copyFileSync(path.join(dir, 'ca.crt'), path.join(d, 'ca.crt'));
     out[c] = { ca: path.join(d, 'ca.crt'), cert: path.join(d, 'tls.crt'), key: path.join(d, 'tls.key') };
   }

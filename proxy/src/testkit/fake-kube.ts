@@ -8,10 +8,14 @@
  *   PUT    /api/v1/namespaces/NS/configmaps/NAME   409 Conflict when metadata.resourceVersion is stale
  * One global resourceVersion counter, as etcd's revision. What it does NOT do: authentication, RBAC,
  * other kinds or namespaces, label selectors, PATCH/apply, POST/DELETE over HTTP, bookmarks, watch
- * timeouts, protobuf, table output. `compact()` drops history (watches from before get 410), `expireWatches()` ends live watches with 410; `restart()`
+ * timeouts, protobuf, table output (it records each Authorization header and checks none). It listens on
+ * loopback TCP or on a unix socket (`listenPath`), plain HTTP or HTTPS (`tls`).
+ * `compact()` drops history (watches from before get 410), `expireWatches()` ends live watches with 410; `restart()`
  * closes the listener and every watch and listens again on the same port.
  */
+import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import * as net from 'node:net';
 
 export interface ConfigMapObj { apiVersion: 'v1'; kind: 'ConfigMap'; metadata: { name: string; namespace: string; resourceVersion: string; uid: string; labels?: Record<string, string> }; data: Record<string, string> }
@@ -35,18 +39,43 @@ export class FakeKubeApi {
 
   constructor(readonly namespace: string) {}
 
+  /** Unix socket path when listening by `listenPath` (a test relays TCP to it, e.g. from a network namespace). */
+  path?: string;
+
+  /** Every `Authorization` header value received (the trust container's bearer token). */
+  readonly authorizations = new Set<string>();
+  /** Serve HTTPS with this key and certificate (as kube-apiserver does; client-node's in-cluster config needs it). */
+  tls?: { key: string | Buffer; cert: string | Buffer };
+
+  private serve(): http.Server {
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (req.headers.authorization) this.authorizations.add(req.headers.authorization);
+      this.handle(req, res);
+    };
+    this.server = this.tls ? https.createServer({ ...this.tls }, handler) : http.createServer(handler);
+    this.server.on(this.tls ? 'secureConnection' : 'connection', (s: net.Socket) => { this.sockets.add(s); s.on('close', () => this.sockets.delete(s)); });
+    return this.server;
+  }
+
   async listen(port = 0): Promise<number> {
-    this.server = http.createServer((req, res) => this.handle(req, res));
-    this.server.on('connection', (s) => { this.sockets.add(s); s.on('close', () => this.sockets.delete(s)); });
-    await new Promise<void>((r) => this.server!.listen(port, '127.0.0.1', () => r()));
-    this.port = (this.server.address() as net.AddressInfo).port;
+    const server = this.serve();
+    await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+    this.port = (server.address() as net.AddressInfo).port;
     return this.port;
+  }
+
+  /** Listen on a unix socket instead of loopback TCP (any stale file at `file` is replaced). */
+  async listenPath(file: string): Promise<void> {
+    const server = this.serve();
+    fs.rmSync(file, { force: true });
+    await new Promise<void>((r) => server.listen(file, () => r()));
+    this.path = file;
   }
 
   /** Simulate an API server restart: every connection and watch is cut; the data (etcd) stays. */
   async restart(): Promise<void> {
     await this.close();
-    await this.listen(this.port);
+    if (this.path !== undefined) await this.listenPath(this.path); else await this.listen(this.port);
   }
 
   async close(): Promise<void> {
