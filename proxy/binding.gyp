@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "mmproxy",
-      "sources": ["native/mmproxy.c", "native/splice.c", "native/tlsrelay.c"],
+      "sources": ["native/mmproxy.c", "native/splice.c", "native/tlsrelay.c", "native/relaybio.c"],
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "libraries": ["-lpthread"]
     }
