@@ -80,7 +80,7 @@ describe('a command line that could be misread writes nothing and exits 2', () =
     const { dir, cli } = scratch();
     try {
       expect(cli('synth', 'sites.fleet.yaml', '-o', 'out', '--no-svg')).toMatchObject({ code: 0, err: '' });
-      expect(fs.readdirSync(path.join(dir, 'out', 'sites')).sort()).toEqual(['ams-1', 'fra-1', 'par-1']);
+      expect(fs.readdirSync(path.join(dir, 'out', 'sites')).sort()).toEqual(['.migration-mesh.manifest', 'ams-1', 'fra-1', 'par-1']);
       expect(fs.existsSync(path.join(dir, 'sites.ledger.yaml'))).toBe(true);
       // --frozen, written right, passes now that the ledger is there; flags may come before the file, and --out=DIR works
       expect(cli('synth', '--frozen', '--out=out', 'sites.fleet.yaml')).toMatchObject({ code: 0, err: '' });

@@ -163,6 +163,14 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
       });
       const cfgDir = path.join(tmp, t.name);
       const cfg = { ...t.gatewayConfig, tls: { mode: t.gatewayConfig.tls.mode, caFile: pki[t.name].ca, certFile: pki[t.name].cert, keyFile: pki[t.name].key } };
+      // trust is on by default: its socket (an emptyDir in the pod) goes to a directory of this test; no
+      // trust container runs here (test/fleet-trust-netns.test.ts runs them), so that side stays idle
+      if (cfg.trust) {
+        const runDir = path.join(tmp, `${t.name}-run`);
+        fs.mkdirSync(runDir, { recursive: true, mode: 0o700 });
+        fs.chownSync(runDir, RUNTIME_UID, RUNTIME_UID);
+        cfg.trust = { ...cfg.trust, socket: path.join(runDir, 'trust.sock') };
+      }
       const cfgFile = path.join(cfgDir, 'config.json');
       fs.writeFileSync(cfgFile, JSON.stringify(cfg, null, 2));
       for (const f of fs.readdirSync(cfgDir)) fs.chownSync(path.join(cfgDir, f), RUNTIME_UID, RUNTIME_UID);
