@@ -93,7 +93,7 @@ export class Terminus {
         raw.end(encodeReply({ status: code, connectionId, reason: why }));
         // always close: do not wait for the peer to cooperate
         setTimeout(() => raw.destroy(), 1000).unref();
-      } else raw.destroy();
+      } else { raw.destroy(); }
     };
     const onData = (chunk: Buffer) => {
       const r = reader.push(chunk);
