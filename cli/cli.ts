@@ -11,9 +11,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { FleetProblem, FleetValidationError, MigrationMeshError, formatProblem } from '../src/errors';
 import { formatLedgerChange, reclaimReleased, serializeLedger } from '../src/ledger';
-import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/load';
-import { parseFleetDocument, resolveFleet } from '../src/resolve';
-import { synthesizeFleet, writeFiles } from './synthesize-fleet';
+import { ledgerPathFor, loadLedgerFile, readFleetFile } from '../src/load';
+import { SynthResult, synthesizeFleet, writeFiles } from './synthesize-fleet';
 import { planFleetDocument } from '../src/planner';
 import { planReport, renderPlanTable } from '../src/plan-report';
 import { renderFleetSvg } from '../src/fleet-svg';
@@ -83,7 +82,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       case 'plan': return plan(args, out);
       case 'diff': return diff(args, out, err);
       case 'reclaim': return reclaim(args, out);
-      case 'validate': return validate(args, out);
+      case 'validate': return validate(args, out, err);
       case 'help': case '--help': case '-h':
         out(USAGE); return 0;
       default:
@@ -101,41 +100,58 @@ function need(files: string[]): string[] {
   return files;
 }
 
-function validate(args: Args, out: (s: string) => void): number {
+/**
+ * `validate` is synth without writing: each file goes through the very synthesis synth runs (the
+ * ledger beside it or --ledger, --renamed-from, --frozen, the moves file, Forklift), in memory, so it
+ * refuses exactly what synth refuses, with the same problems.
+ */
+function validate(args: Args, out: Sink, err: Sink): number {
   const format = String(args.flags.get('output') ?? 'text');
   if (format === 'json') return validateJson(args, out);
   if (format !== 'text') throw new Error(`--output must be text or json, got '${format}'`);
-  for (const f of need(args.files)) {
-    const fleet = resolveFleet(parseFleetDocument(loadFleetFile(f), f), f);
-    const warnings = moveWarnings(args, f);
-    const modes = [...new Set(fleet.clusters.map((c) => c.datapath))];
-    out(`${f}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
-    for (const w of warnings) out(`  warning: ${formatProblem(w)}\n`);
+  const checked = checkFiles(args);
+  for (const c of checked) {
+    if (!c.result) { err(`${new FleetValidationError(c.problems, c.file).message}\n`); continue; }
+    const modes = datapathsOf(c.result);
+    out(`${c.file}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
+    for (const w of c.result.forklift.warnings) out(`  warning: ${formatProblem(w)}\n`);
   }
-  return 0;
+  return checked.every((c) => c.result) ? 0 : 1;
 }
 
-/** The move checks read the generated configuration, so they run through synthesis (in memory). */
-function moveWarnings(args: Args, f: string): FleetProblem[] {
-  const doc = loadFleetFile(f);
-  const moves = movesFor(f, doc);
-  return doc.spec.forklift || moves ? synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }).forklift.warnings : [];
+interface CheckedFile { readonly file: string; readonly result?: SynthResult; readonly problems: readonly FleetProblem[] }
+
+/** Every file synthesized in memory with synth's inputs; a file's problems instead of its result when synth would refuse it. */
+function checkFiles(args: Args): CheckedFile[] {
+  const checked = need(args.files).map((file): CheckedFile & { name?: string } => {
+    try {
+      const doc = readFleetFile(file);
+      const opts = { ledger: ledgerFor(args, file), frozen: args.flags.get('frozen') === true, renamedFrom: renamedFrom(args), moves: movesFor(file, doc) };
+      return { file, name: doc.metadata.name, result: synthesizeFleet(doc, opts), problems: [] };
+    } catch (e) {
+      if (!(e instanceof MigrationMeshError)) throw e;
+      return { file, problems: e.problems };
+    }
+  });
+  // synth refuses two fleets of one name (their output directories would collide)
+  return checked.map((c) => {
+    const first = checked.find((o) => o.result && o.name === c.name);
+    if (!c.result || first === c) return c;
+    const message = `another fleet file (${first!.file}) is also named '${c.name}'; output directories would collide`;
+    return { file: c.file, problems: [{ code: 'duplicate-fleet-name', path: 'metadata.name', message, fix: 'give every fleet a unique metadata.name' }] };
+  });
 }
+
+const datapathsOf = (r: SynthResult): string[] => [...new Set(r.plan.clusters.map((c) => c.datapath))];
 
 const problemJson = ({ code, path, message, fix }: FleetProblem) => ({ code, path, message, ...(fix ? { fix } : {}) });
 
 /** Every file checked, problems as data with their codes (filter with e.g. `jq '.[].problems[] | select(.code == "pool-too-small")'`). */
-function validateJson(args: Args, out: (s: string) => void): number {
-  const results = need(args.files).map((file) => {
-    try {
-      const fleet = resolveFleet(loadFleetFile(file), file);
-      const warnings = moveWarnings(args, file).map(problemJson);
-      const datapaths = [...new Set(fleet.clusters.map((c) => c.datapath))];
-      return { file, valid: true, datapaths, problems: [] as FleetProblem[], ...(warnings.length ? { warnings } : {}) };
-    } catch (e) {
-      if (!(e instanceof MigrationMeshError)) throw e;
-      return { file, valid: false, problems: e.problems.map(problemJson) };
-    }
+function validateJson(args: Args, out: Sink): number {
+  const results = checkFiles(args).map(({ file, result, problems }) => {
+    if (!result) return { file, valid: false, problems: problems.map(problemJson) };
+    const warnings = result.forklift.warnings.map(problemJson);
+    return { file, valid: true, datapaths: datapathsOf(result), problems: [] as FleetProblem[], ...(warnings.length ? { warnings } : {}) };
   });
   out(`${JSON.stringify(results, null, 2)}\n`);
   return results.every((r) => r.valid) ? 0 : 1;
@@ -145,7 +161,7 @@ function synth(args: Args, out: (s: string) => void): number {
   const outRoot = String(args.flags.get('out') ?? process.env.CDK8S_OUTDIR ?? 'dist');
   const frozen = args.flags.get('frozen') === true;
   const results = need(args.files).map((f) => {
-    const doc = loadFleetFile(f);
+    const doc = readFleetFile(f);
     const ledgerFile = typeof args.flags.get('ledger') === 'string' ? String(args.flags.get('ledger')) : ledgerPathFor(f);
     const ledger = loadLedgerFile(ledgerFile);
     const progress = createProgress(`synth ${doc.metadata.name}`);
@@ -195,7 +211,7 @@ function plan(args: Args, out: (s: string) => void): number {
   const files = need(args.files);
   if (files.length !== 1) throw new Error(`plan takes one fleet file, got ${files.length}`);
   const f = files[0];
-  const doc = loadFleetFile(f);
+  const doc = readFleetFile(f);
   const { plan: p } = planFleetDocument(doc, { ledger: ledgerFor(args, f), renamedFrom: renamedFrom(args) }, f);
   const report = planReport(p, { harvester: harvesterClusters(doc) });
   const svg = args.flags.get('svg');
@@ -237,12 +253,12 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     if (format !== 'text' && format !== 'json') throw new Error(`--output must be text or json, got '${format}'`);
     let d: FleetDiff;
     if (files.length === 2) {
-      const before = loadFleetFile(files[0]);
-      const after = loadFleetFile(files[1]);
+      const before = readFleetFile(files[0]);
+      const after = readFleetFile(files[1]);
       const moves = [movesFor(files[0], before), movesFor(files[1], after)] as const;
       d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), renamedFrom: renamedFrom(args), moves });
     } else if (files.length === 1) {
-      const doc = loadFleetFile(files[0]);
+      const doc = readFleetFile(files[0]);
       const ledger = ledgerFor(args, files[0]);
       const outRoot = String(args.flags.get('out') ?? process.env.CDK8S_OUTDIR ?? 'dist');
       const dir = path.join(outRoot, doc.metadata.name);
@@ -267,8 +283,6 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
   }
 }
 
-if (require.main === module) process.exitCode = main(process.argv.slice(2));
-
 const renamedFrom = (args: Args): string | undefined => {
   const v = args.flags.get('renamed-from');
   if (v === true) throw new Error('--renamed-from needs the fleet\'s previous name');
@@ -292,3 +306,6 @@ function reclaim(args: Args, out: (s: string) => void): number {
   out(`${ledgerFile}: ${reclaimed.length} address${reclaimed.length === 1 ? '' : 'es'} reclaimed\n${reclaimed.map((r) => `  ${r.cluster}.${r.field}: ${r.address}\n`).join('')}`);
   return 0;
 }
+
+// last: every const above (renamedFrom, ...) is initialized before a command runs
+if (require.main === module) process.exitCode = main(process.argv.slice(2));

@@ -18,7 +18,7 @@ import { FleetDocument } from '../src/fleet-schema';
 import { HarvesterMigrationNetworkValue, checkHarvesterValues } from '../src/harvester';
 import { Ledger, LedgerChange } from '../src/ledger';
 import { Manifest } from '../src/manifest';
-import { FleetInput, FleetPlan, PlanOptions, PlanResult, checkFleetInput, toFleetDocument } from '../src/planner';
+import { FleetInput, FleetPlan, PlanOptions, PlanResult, salvageFleetInput, toFleetDocument } from '../src/planner';
 import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from '../src/gitops';
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/rollout';
 import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
@@ -69,7 +69,10 @@ function checkSynthesis(fleet: FleetInput, opts: PlanOptions): Checked<{
   result: PlanResult & { document: FleetDocument }; harvester: Map<string, HarvesterMigrationNetworkValue>; gitops?: ResolvedGitops;
 }> {
   const p = new ProblemCollector();
-  const result = p.take(checkFleetInput(fleet, opts));
+  // the plan of the part of the fleet without problems, so its Harvester rules are checked too
+  const planned = salvageFleetInput(fleet, opts);
+  const result = planned.value;
+  p.addAll(planned.problems);
   const harvester = result && p.take(checkHarvesterValues(result.document, result.plan));
   const { gitops, problems } = resolveGitops(toFleetDocument(fleet));
   p.addAll(problems);

@@ -16,7 +16,9 @@ function attachmentKeys(a: Attachment): CniConfig {
     case 'macvlan':
       return { type: 'macvlan', master: a.master, mode: a.mode ?? 'bridge', ...(a.mtu ? { mtu: a.mtu } : {}) };
     case 'bridge':
-      return { type: 'bridge', bridge: a.bridge, ...(a.vlan ? { vlan: a.vlan } : {}), ...(a.mtu ? { mtu: a.mtu } : {}) };
+      // with a VLAN, the pod port leaves VLAN 1 too (plugins v1.3-v1.7 keep it by default; v1.8+ default
+      // to false; v1.1-v1.2 ignore the key): the pod sees only its own VLAN
+      return { type: 'bridge', bridge: a.bridge, ...(a.vlan ? { vlan: a.vlan, preserveDefaultVlan: false } : {}), ...(a.mtu ? { mtu: a.mtu } : {}) };
     case 'ipvlan':
       return { type: 'ipvlan', master: a.master, mode: a.mode ?? 'l2', ...(a.mtu ? { mtu: a.mtu } : {}) };
     case 'host-device':
@@ -82,7 +84,7 @@ export function attachmentRequirements(a: Attachment, ipv6: boolean): string[] {
     if (a.vlan) {
       out.push(`bridge ${a.bridge}: absent (the plugin creates it with vlan_filtering 1) or created with vlan_filtering 1; an existing bridge without it ignores VLAN ${a.vlan} (ADD succeeds, nothing is enforced)`);
       out.push(`bridge ${a.bridge}: its uplink carries VLAN ${a.vlan} tagged (bridge vlan add dev <uplink> vid ${a.vlan}); the kernel needs bridge VLAN filtering (CONFIG_BRIDGE_VLAN_FILTERING)`);
-      out.push(`bridge ${a.bridge}: pod ports also stay untagged members of VLAN 1 with plugins before v1.8.0 (v1.3-v1.7: preserveDefaultVlan defaults to true; v1.1-v1.2: no such option); keep VLAN 1 unused on this bridge, or run plugins >= v1.8.0`);
+      out.push(`bridge ${a.bridge}: the NAD sets preserveDefaultVlan: false, so pod ports leave VLAN 1; plugins v1.1-v1.2 have no such option and keep them untagged members of VLAN 1: keep VLAN 1 unused on this bridge, or run plugins >= v1.3.0`);
     } else {
       out.push(`bridge ${a.bridge}: absent (the plugin creates it) or present; to reach other nodes, an uplink NIC enslaved to it`);
     }

@@ -74,7 +74,22 @@ export type Checked<T> =
   | { readonly ok: true; readonly value: T; readonly problems: readonly [] }
   | { readonly ok: false; readonly problems: readonly FleetProblem[] };
 
-export const ok = <T>(value: T): Checked<T> => ({ ok: true, value, problems: [] });
+const ok = <T>(value: T): Checked<T> => ({ ok: true, value, problems: [] });
+
+/**
+ * What a check found, and the part of its value that later checks can still read although problems
+ * were found (src/salvage.ts says which part). Lets one run report the problems of every layer (schema,
+ * cross-field rules, planning, delivery) instead of stopping at the first layer that has some.
+ */
+export interface Salvaged<T> {
+  readonly problems: readonly FleetProblem[];
+  /** @default - nothing later checks could read */
+  readonly value?: T;
+}
+
+/** A salvaged value as a checked one: the value only when there is no problem. */
+export const checkedOf = <T>(s: Salvaged<T>): Checked<T> =>
+  (s.problems.length === 0 && s.value !== undefined ? ok(s.value) : { ok: false, problems: [...s.problems] });
 
 /** The boundary: the value, or one FleetValidationError with every problem. */
 export function orThrow<T>(r: Checked<T>, source?: string): T {

@@ -191,8 +191,9 @@ function attachmentVlan(a: Attachment): number | undefined {
 export function checkHarvesterValues(document: FleetDocument, plan: FleetPlan): Checked<Map<string, HarvesterMigrationNetworkValue>> {
   const results = new Map<string, HarvesterResult>();
   document.spec.clusters.forEach((spec, i) => {
-    if (!spec.harvester) return;
-    const c = plan.clusters.find((x) => x.name === spec.name)!;
+    const c = plan.clusters.find((x) => x.name === spec.name);
+    // a plan of part of the fleet (src/salvage.ts) leaves out the clusters that have other problems
+    if (!spec.harvester || !c) return;
     results.set(c.name, harvesterSettingFor(plan, c, spec.harvester, {
       path: `spec.clusters[${i}]`, datapathPath: spec.datapath ? `spec.clusters[${i}].datapath` : 'spec.datapath',
     }));

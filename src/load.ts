@@ -7,10 +7,15 @@ import * as YAML from 'yaml';
 import { FleetValidationError, MigrationMeshError } from './errors';
 import { FleetDocument } from './fleet-schema';
 import { Ledger, parseLedger } from './ledger';
-import { parseFleetDocument } from './resolve';
+import { parseFleetDocument, salvageFleetDocument } from './resolve';
 
 /** Parse fleet YAML/JSON text; syntax errors name line and column. */
 export function parseFleetText(text: string, source = 'fleet'): FleetDocument {
+  return parseFleetDocument(parseYaml(text, source), source);
+}
+
+/** YAML/JSON text to data, without the schema; syntax errors name line and column. */
+function parseYaml(text: string, source: string): unknown {
   const doc = YAML.parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new FleetValidationError(doc.errors.map((e) => {
@@ -23,18 +28,35 @@ export function parseFleetText(text: string, source = 'fleet'): FleetDocument {
       };
     }), source);
   }
-  return parseFleetDocument(doc.toJS(), source);
+  return doc.toJS();
 }
 
-export function loadFleetFile(file: string): FleetDocument {
-  let text: string;
+function readText(file: string): string {
   try {
-    text = fs.readFileSync(file, 'utf8');
+    return fs.readFileSync(file, 'utf8');
   } catch (e) {
     const message = `cannot read fleet file ${file}: ${(e as Error).message}`;
     throw new MigrationMeshError(message, [{ code: 'file-unreadable', path: file, message, fix: 'check the path and its permissions' }]);
   }
-  return parseFleetText(text, file);
+}
+
+/** A fleet file, checked against the fleet schema. Throws FleetValidationError with every problem. */
+export function loadFleetFile(file: string): FleetDocument {
+  return parseFleetText(readText(file), file);
+}
+
+/**
+ * A fleet file as written, for synthesis to check (the CLI's synth, validate, plan and diff): synthesis
+ * reports the schema's problems together with those of every later layer. Only a document too
+ * misshapen for any later check to read (a required field missing or of the wrong type) is refused
+ * here; otherwise the document's shape holds, though a value may be out of range or, in an optional
+ * field, of the wrong type (the schema check in synthesis reports it).
+ */
+export function readFleetFile(file: string): FleetDocument {
+  const data = parseYaml(readText(file), file);
+  const s = salvageFleetDocument(data);
+  if (!s.value) throw new FleetValidationError(s.problems, file);
+  return data as FleetDocument;
 }
 
 /** Ledger path beside a fleet file: `prod.fleet.yaml` -> `prod.ledger.yaml`. */

@@ -5,7 +5,7 @@
  * Pure, no cdk8s import.
  */
 import { Attachment, Datapath, FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND, SyncPlacement } from './fleet-schema';
-import { Checked, ProblemCollector, orThrow } from './errors';
+import { Checked, ProblemCollector, Salvaged, checkedOf, orThrow } from './errors';
 import {
   Cidr, Interval, Family, aggregateCidrs, bits, cidrOf, contains, countIntervals, formatAddr, formatCidr,
   formatInterval, hostCidr, intervalToCidrs, mergeIntervals, overlaps, parseAddr, parseCidr, parsePoolItem, addr,
@@ -13,8 +13,9 @@ import {
 } from './ip';
 import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange, nextQuarantine } from './ledger';
 import { Quarantine, ledgerForFleet, quarantineOf, quarantinedIn, routerProblems } from './ledger-guard';
+import { plannablePart } from './salvage';
 import {
-  checkFleet, checkFleetDocument, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt,
+  reindexProblems, salvageFleet, salvageFleetDocument, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt,
   crossClusterNeeded, inClusterBreakdown, inClusterNeeded,
 } from './resolve';
 
@@ -555,7 +556,17 @@ export function toFleetDocument(fleet: FleetInput): FleetDocument {
 }
 
 /** `planFleetDocument` as a value: the plan with its document, or every problem. */
-export function checkFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Checked<PlanResult & { document: FleetDocument }> {
+function checkFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Checked<PlanResult & { document: FleetDocument }> {
+  return checkedOf(salvageFleetInput(fleet, opts));
+}
+
+/**
+ * Every problem of the ledger, the schema, the cross-field rules and the plan at once: each layer runs
+ * on the part of the fleet the earlier ones found no problem in (src/salvage.ts draws the line). The
+ * value is the plan with its document, complete when there is no problem, else the plan of the part
+ * that could be planned (for the checks that read a plan, e.g. Harvester's), or nothing.
+ */
+export function salvageFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Salvaged<PlanResult & { document: FleetDocument }> {
   const p = new ProblemCollector();
   const raw = toFleetDocument(fleet);
   // a ledger of another fleet is refused unless the fleet was renamed from it; every problem at once
@@ -565,17 +576,30 @@ export function checkFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Chec
     p.add('ledger-renamed', '(ledger)', `frozen: carrying the ledger of '${opts.ledger.fleet}' over rewrites it`,
       'run synth with --renamed-from once without --frozen and commit the ledger');
   }
-  const document = p.take(checkFleetDocument(raw));
-  const resolved = document && p.take(checkFleet(document));
-  const result = resolved && p.take(checkPlan(resolved, carried.ledger));
-  if (!result || !document || !p.empty) return p.failed();
+  const usableLedger = p.empty;
+  const doc = salvageFleetDocument(raw);
+  p.addAll(doc.problems);
+  const resolved = doc.value && salvageFleet(doc.value);
+  // a second pass over a malformed document repeats what the schema found
+  if (resolved) p.addAll(reindexProblems(resolved.problems, doc.clusterIndex), { newPathsOnly: true });
+  // a document that left unreadable clusters out is checked, not planned (its cluster places differ)
+  const part = usableLedger && !doc.clusterIndex && resolved?.value ? plannablePart(resolved.value, p.problems) : undefined;
+  const result = part && salvagePlan(p, part, carried.ledger);
+  if (!result || !doc.value || !p.empty) return { problems: p.problems, value: result && doc.value ? { ...result, document: doc.value } : undefined };
   if (opts.frozen && !opts.ledger) {
     p.add('ledger-missing', '(ledger)', 'frozen, but there is no ledger', 'run synth without --frozen once and commit the ledger it writes');
   } else if (opts.frozen && result.changes.length > 0) {
     p.add('ledger-would-change', '(ledger)', `frozen: the plan would change the ledger:\n      ${result.changes.map(formatLedgerChange).join('\n      ')}`,
       'run synth without --frozen and commit the updated ledger');
   }
-  return p.result(() => ({ ...result, document }));
+  return { problems: p.problems, value: { ...result, document: doc.value } };
+}
+
+/** Plan what could be planned; its problems join `p`. The plan, when planning got that far. */
+function salvagePlan(p: ProblemCollector, fleet: ResolvedFleet, ledger: Ledger | undefined): PlanResult | undefined {
+  const r = checkPlan(fleet, ledger);
+  p.addAll(r.problems);
+  return r.ok ? r.value : undefined;
 }
 
 /** Validate (structure and cross-field rules), plan against the ledger, and enforce `frozen`. Throws FleetValidationError. */

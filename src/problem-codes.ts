@@ -40,6 +40,7 @@ export const PROBLEM_CODES = {
   'splice-without-mtls': { stage: 'validate', meaning: 'spec.gateway.payload: splice with a plaintext tunnel (splice authenticates the gateways with mutual TLS).' },
   // ---- clusters and versions ----
   'duplicate-cluster-name': { stage: 'validate', meaning: 'Two clusters with one name.' },
+  'duplicate-fleet-name': { stage: 'validate', meaning: 'Two fleet files given together with one metadata.name (their output directories would collide).' },
   'kubevirt-too-old': { stage: 'validate', meaning: 'A KubeVirt version without decentralized live migration (before 1.6).' },
   'native-needs-pr17922': { stage: 'validate', meaning: 'Native datapath on a KubeVirt version without the PR #17922 fields.' },
   'migration-field-unsupported': { stage: 'validate', meaning: 'A migration policy field the cluster\'s KubeVirt version does not have.' },

@@ -3,7 +3,7 @@
  * collected (not only the first). Pure, no cdk8s import.
  */
 import { z } from 'zod';
-import { Checked, FleetProblem, ProblemCollector, ok, orThrow, pathToString } from './errors';
+import { Checked, FleetProblem, ProblemCollector, Salvaged, checkedOf, orThrow, pathToString } from './errors';
 import { kubevirtAdmissionProblems } from './admission/kubevirt';
 import {
   Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, fleetDocumentSchema, FleetSpec, Placement, SyncPlacement,
@@ -183,19 +183,60 @@ const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'obj
  * Structural validation of a fleet document (from YAML/JSON or a TS object), as a value. When the
  * structure is wrong, the cross-field rules still run, so one run reports both kinds of problem, but
  * only over a document whose every value has the schema's shape: values of the wrong type are removed
- * first, and if what is left still has a shape problem (a required value was removed) the cross-field
- * rules do not run. Values that are only out of range (nodes: 0, a bad pattern) keep their place.
+ * first, a cluster whose required value was removed is left out (the others are checked, their paths
+ * numbered as in the input), and if a fleet-level required value was removed the cross-field rules do
+ * not run. Values that are only out of range (nodes: 0, a bad pattern) keep their place.
  */
-export function checkFleetDocument(input: unknown): Checked<FleetDocument> {
-  const r = fleetDocumentSchema.safeParse(input);
-  if (r.success) return ok(r.data);
+function checkFleetDocument(input: unknown): Checked<FleetDocument> {
+  const s = salvageFleetDocument(input);
+  if (s.problems.length === 0) return checkedOf(s);
   const p = new ProblemCollector();
-  p.addAll(zodProblems(r.error));
+  p.addAll(s.problems);
+  if (s.value) p.addAll(reindexProblems(checkFleet(s.value).problems, s.clusterIndex), { newPathsOnly: true });
+  return p.failed();
+}
+
+/** A salvaged fleet document; see `salvageFleetDocument`. */
+export interface SalvagedDocument extends Salvaged<FleetDocument> {
+  /**
+   * When clusters were left out: the place in the input of each cluster the document kept.
+   * @default - every cluster kept, in place
+   */
+  readonly clusterIndex?: readonly number[];
+}
+
+/**
+ * The schema check alone, with the document later checks can still read: the parsed document, or the
+ * input without its misshapen values (values only out of range or format keep their place). A
+ * cluster whose required value is unreadable is left out (`clusterIndex` says where the others were);
+ * nothing when a fleet-level required value is.
+ */
+export function salvageFleetDocument(input: unknown): SalvagedDocument {
+  const r = fleetDocumentSchema.safeParse(input);
+  if (r.success) return { problems: [], value: r.data };
+  const problems = zodProblems(r.error);
   const rest = withoutMisshapenValues(input, r.error.issues);
   const again = fleetDocumentSchema.safeParse(rest);
-  const shaped = again.success ? again.data : again.error.issues.some(isShapeIssue) ? undefined : (rest as FleetDocument);
-  if (shaped) p.addAll(checkFleet(shaped).problems, { newPathsOnly: true });
-  return p.failed();
+  if (again.success) return { problems, value: again.data };
+  const unreadable = new Set<number>();
+  for (const { path } of again.error.issues.filter(isShapeIssue)) {
+    if (path[0] !== 'spec' || path[1] !== 'clusters' || typeof path[2] !== 'number') return { problems };
+    unreadable.add(path[2]);
+  }
+  if (unreadable.size === 0) return { problems, value: rest as FleetDocument };
+  const spec = (rest as { spec: { clusters: unknown[] } }).spec;
+  const clusterIndex = spec.clusters.map((_, i) => i).filter((i) => !unreadable.has(i));
+  const fewer = { ...(rest as object), spec: { ...spec, clusters: clusterIndex.map((i) => spec.clusters[i]) } };
+  const third = fleetDocumentSchema.safeParse(fewer);
+  if (!third.success && third.error.issues.some(isShapeIssue)) return { problems };
+  return { problems, value: third.success ? third.data : (fewer as FleetDocument), clusterIndex };
+}
+
+/** Problems found in a document that left clusters out, with every `spec.clusters[i]` as the input numbers it. */
+export function reindexProblems(problems: readonly FleetProblem[], clusterIndex: readonly number[] | undefined): FleetProblem[] {
+  if (!clusterIndex) return [...problems];
+  const renumber = (s: string): string => s.replace(/spec\.clusters\[(\d+)\]/g, (_, j: string) => `spec.clusters[${clusterIndex[Number(j)] ?? j}]`);
+  return problems.map((p) => ({ ...p, path: renumber(p.path), message: renumber(p.message), ...(p.fix ? { fix: renumber(p.fix) } : {}) }));
 }
 
 /** Structural validation of a fleet document. Throws FleetValidationError with every problem. */
@@ -592,7 +633,16 @@ function summarizeNeeded(clusters: ResolvedCluster[], surge: number): string {
 // ---------------- the phases together ----------------
 
 /** Resolve defaults and check everything that relates several fields, as a value (every problem). */
-export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
+function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
+  return checkedOf(salvageFleet(doc));
+}
+
+/**
+ * `checkFleet` with the resolved fleet even when problems were found (every cluster, every default
+ * applied; a value that did not parse is left out), for the checks that can still run on the parts
+ * without problems (src/salvage.ts).
+ */
+export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
   const p = new ProblemCollector();
   const spec = doc.spec;
   const shared = resolveSharedNetwork(p, spec.crossClusterNetwork);
@@ -612,24 +662,27 @@ export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
   const gw = spec.gateway ?? {};
   const tls = resolveGatewayTls(doc);
   const payload = resolvePayload(p, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
-  return p.result(() => ({
-    name: doc.metadata.name, trust,
-    crossCluster: {
-      nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family: shared.family, prefixLength: shared.prefixLength,
-      usable: shared.usable, ...counts, reservedCount: shared.reservedInPool,
-      subnets: shared.subnets, gateway: shared.gateway, routes: shared.routes,
+  return {
+    problems: p.problems,
+    value: {
+      name: doc.metadata.name, trust,
+      crossCluster: {
+        nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family: shared.family, prefixLength: shared.prefixLength,
+        usable: shared.usable, ...counts, reservedCount: shared.reservedInPool,
+        subnets: shared.subnets, gateway: shared.gateway, routes: shared.routes,
+      },
+      migrationNadName: spec.migrationNetwork?.name ?? DEFAULTS.migrationNadName,
+      supernet: template.supernet, clusterPrefixLength: template.clusterPrefixLength,
+      gateway: {
+        image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
+        placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false,
+        failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
+      },
+      migrationPolicy: spec.migrationPolicy ?? {},
+      addressSurge: surge,
+      clusters: [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
     },
-    migrationNadName: spec.migrationNetwork?.name ?? DEFAULTS.migrationNadName,
-    supernet: template.supernet, clusterPrefixLength: template.clusterPrefixLength,
-    gateway: {
-      image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
-      placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false,
-      failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
-    },
-    migrationPolicy: spec.migrationPolicy ?? {},
-    addressSurge: surge,
-    clusters: [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-  }));
+  };
 }
 
 /** Resolve defaults and check everything that relates several fields. Throws FleetValidationError with every problem. */

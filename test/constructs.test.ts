@@ -24,7 +24,7 @@ describe('MigrationNetwork', () => {
     const nad = objs.find((o) => o.kind === 'NetworkAttachmentDefinition');
     expect(nad.metadata).toMatchObject({ name: 'lm-migration', namespace: 'kubevirt' });
     expect(JSON.parse(nad.spec.config)).toEqual({
-      cniVersion: '0.3.1', name: 'lm-migration', type: 'bridge', bridge: 'br-mig', vlan: 100, mtu: 9000,
+      cniVersion: '0.3.1', name: 'lm-migration', type: 'bridge', bridge: 'br-mig', vlan: 100, preserveDefaultVlan: false, mtu: 9000,
       ipam: { type: 'whereabouts', range: '10.200.0.0/24', exclude: ['10.200.0.1/32'], routes: [{ dst: '10.200.0.0/16', gw: '10.200.0.1' }] },
     });
     const k = kubevirtOf(objs);
