@@ -68,13 +68,13 @@ async function fuzzClient(args: string[]): Promise<void> {
   // one context for all connections: parsing the key and the CA per connection cost more than the handshake
   const creds = tls.createSecureContext({ ca: fs.readFileSync(ca), cert: fs.readFileSync(cert), key: fs.readFileSync(key), minVersion: 'TLSv1.3' });
   const tally: Record<string, number> = {};
-  let sent = 0;
+  let sent = 0, done = 0;
   const worker = async () => {
     while (sent < Number(total)) {
       sent++;
       const r = await fuzzOne(Number(port), creds, fuzzFrame(Number(sinkPort)));
       tally[r] = (tally[r] ?? 0) + 1;
-      if (sent % 10_000 === 0) out(`progress ${sent}`);
+      if (++done % 10_000 === 0) out(`progress ${done}`); // answered frames, each count printed once
     }
   };
   await Promise.all(Array.from({ length: 48 }, worker));
