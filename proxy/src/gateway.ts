@@ -43,7 +43,7 @@ export interface StartGatewayOptions {
   registry?: Registry;
   /**
    * Data path: 'auto' (addon built: splice relay for plaintext tunnels, native OpenSSL relay for mTLS
-   * tunnels) or 'js' (Node streams and Node's tls everywhere).
+   * tunnels) or 'js' (plaintext only: Node streams, as when the addon does not load; mTLS refuses to start).
    */
   dataPath?: 'auto' | 'js';
   /**
@@ -86,7 +86,7 @@ function readTls(cfg: ProxyConfig): TlsFiles | undefined {
 /**
  * Node's tls does not say whether a stream ended with close_notify (it treats a bare TCP EOF as a clean
  * end), so on that path a dead peer's cut stream would look complete (issue 14): mTLS runs on the native
- * relay only. The Node-tls branches of origin.ts and terminus.ts are unreachable since (to be removed).
+ * relay only, and there is no Node-tls data path.
  */
 const MTLS_NEEDS_NATIVE = 'tls.mode mtls needs the native addon (the Node tls data path cannot tell a cut stream from a clean end)';
 
@@ -203,7 +203,6 @@ export class Gateway implements GatewayContext {
       const files = readTls(n);
       const nextPolicy = new AddressPolicy(n, [], !!this.opts.unsafeAllowLoopbackDestinations);
       const nextContexts = files && this.nativeTls ? this.nativeTls.makeContexts(files) : undefined;
-      if (files) this.terminus.setSecureContext(files);
       if (nextContexts) this.nativeTls!.useContexts(nextContexts);
       this.cfg = n;
       this.tlsFiles = files;

@@ -6,8 +6,8 @@
  * `spiffe://<fleet>/cluster/<cluster>` (DNS labels, lower case, nothing before or after).
  *
  * Key strength: RSA keys under 2048 bits and elliptic curves other than P-256, P-384 and P-521 (or
- * Ed25519/Ed448) are refused. The TLS contexts also run at OpenSSL security level 2 (see
- * `TLS_SECURITY_CIPHERS`), which refuses weak keys anywhere in the chain; this check names the problem.
+ * Ed25519/Ed448) are refused. The native TLS contexts also run at OpenSSL security level 2 (tlsrelay.c),
+ * which refuses weak keys anywhere in the chain; this check names the problem.
  */
 import * as crypto from 'node:crypto';
 import type * as tls from 'node:tls';
@@ -17,8 +17,6 @@ export type Identity = { cluster: string } | { error: string };
 
 export const MIN_RSA_BITS = 2048;
 export const ALLOWED_CURVES: readonly string[] = ['prime256v1', 'secp384r1', 'secp521r1'];
-/** Node `ciphers` suffix that puts a TLS context at OpenSSL security level 2 (RSA/DH >= 2048, ECC >= 224). */
-export const TLS_SECURITY_CIPHERS = 'DEFAULT:@SECLEVEL=2';
 
 const LABEL = '[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?';
 const SPIFFE_RE = new RegExp(`^spiffe://(${LABEL})/cluster/(${LABEL})$`);

@@ -4,10 +4,9 @@
  */
 import * as crypto from 'node:crypto';
 import * as net from 'node:net';
-import * as tls from 'node:tls';
 import { peerIdentityUri, type PeerConfig } from './config';
 import { splices, type GatewayContext } from './context';
-import { TLS_SECURITY_CIPHERS, identifyPeer } from './identity';
+import { identifyPeer } from './identity';
 import { armLiveness } from './handshake-admission';
 import { type TlsHandle, socketFd, stopReading } from './native';
 import { normalizeAddress } from './policy';
@@ -21,8 +20,8 @@ import type { Tunnel } from './tunnel-table';
 
 export type Destination = { host: string; port: number };
 type Refusal = Error & { refusal?: number };
-/** A tunnel to a peer gateway after an accepting REPLY; `tls` when the native session carries it. */
-type Opened = { raw: net.Socket; stream: net.Socket; rest: Buffer; tls?: { h: TlsHandle; on: NativeOn; splice: boolean } };
+/** A tunnel to a peer gateway after an accepting REPLY; `tls` when the native session carries it (mTLS). */
+type Opened = { raw: net.Socket; rest: Buffer; tls?: { h: TlsHandle; on: NativeOn; splice: boolean } };
 
 const noop = () => { /* handled by the relay, or the socket is just closed */ };
 
@@ -105,19 +104,18 @@ export class Origin {
   private onOpened(t: Tunnel, client: net.Socket, o: Opened, dst: Destination, usePump: boolean): void {
     const { ctx } = this;
     if (t.finished || client.destroyed) {
-      if (o.tls) { ctx.nativeTls!.cancel(o.tls.h); } else { o.stream.destroy(); o.raw.destroy(); }
+      if (o.tls) { ctx.nativeTls!.cancel(o.tls.h); } else { o.raw.destroy(); }
       t.finish('destroy');
       return;
     }
     t.sockets.push(o.raw);
-    if (o.stream !== o.raw) t.sockets.push(o.stream);
     ctx.table.markEstablished(t);
     const data = o.tls ? (o.tls.splice ? 'native-splice' : 'native-tls') : usePump ? 'splice' : 'stream';
     ctx.log.info({ conn: t.id, peer: t.peer, dst: `${dst.host}:${dst.port}`, from: client.remoteAddress, data }, 'tunnel open');
     const rest = o.rest.length ? o.rest : null;
     if (o.tls) this.handOverNative(t, client, o.tls);
     else if (usePump) relayNative(ctx.native!, ctx.log, ctx.cfg.limits.idleTimeoutMs, t, client, o.raw, null, rest);
-    else relayStreams(ctx.log, t, { a: client, b: o.stream, rawA: client, rawB: o.raw }, null, rest);
+    else relayStreams(ctx.log, t, client, o.raw, null, rest);
   }
 
   /** Native mTLS: the session's thread relays between the client's fd and the TLS tunnel. */
@@ -148,7 +146,7 @@ export class Origin {
     }
   }
 
-  /** Connect to one of the peer's gateways (round robin, next on failure), run TLS (if configured), send OPEN, await REPLY. */
+  /** Connect to one of the peer's gateways (round robin, next on failure), run mTLS (native) or not (plaintext), send OPEN, await REPLY. */
   private async openTunnelOnce(peer: PeerConfig, header: OpenHeader, usePump: boolean): Promise<Opened> {
     const { ctx } = this;
     const started = process.hrtime.bigint();
@@ -163,7 +161,7 @@ export class Origin {
         armLiveness(ctx.native, raw, ctx.cfg.limits); // a vanished peer is found in seconds
       } catch (e) { lastErr = e as Error; continue; }
       try {
-        const r = ctx.nativeTls ? await this.handshakeNative(raw, peer, header) : await this.handshakeJs(raw, peer, header, usePump);
+        const r = ctx.nativeTls ? await this.handshakeNative(raw, peer, header) : await this.handshakePlain(raw, header, usePump);
         ctx.metrics.dialLatency.observe({ target: 'peer' }, secondsSince(started));
         return r;
       } catch (e) {
@@ -196,7 +194,7 @@ export class Origin {
           if (fr.kind !== 'frame') return fail(fr.kind === 'error' ? fr.error : new Error(r.error || 'peer closed before replying'));
           const err = replyError(fr.body, header);
           if (err) return fail(err);
-          resolve({ raw, stream: raw, rest: fr.rest, tls: { h, on, splice: header.payload === 'splice' } });
+          resolve({ raw, rest: fr.rest, tls: { h, on, splice: header.payload === 'splice' } });
         },
         p2: () => raw.destroy(),
       };
@@ -204,59 +202,31 @@ export class Origin {
     });
   }
 
-  /** Node streams (plaintext, or Node's tls over the raw socket): send OPEN, read REPLY, within the handshake deadline. */
-  private handshakeJs(raw: net.Socket, peer: PeerConfig, header: OpenHeader, usePump: boolean): Promise<Opened> {
+  /** Plaintext (mTLS runs in the addon only): send OPEN, read REPLY, within the handshake deadline. */
+  private handshakePlain(raw: net.Socket, header: OpenHeader, usePump: boolean): Promise<Opened> {
     const { cfg } = this.ctx;
     return new Promise<Opened>((resolve, reject) => {
-      let stream: net.Socket = raw;
       let settled = false;
-      const fail = (e: Error) => { if (settled) return; settled = true; clearTimeout(timer); stream.destroy(); raw.destroy(); reject(e); };
+      const fail = (e: Error) => { if (settled) return; settled = true; clearTimeout(timer); raw.destroy(); reject(e); };
       const timer = setTimeout(() => fail(new Error('peer handshake timed out')), cfg.limits.handshakeTimeoutMs);
       const reader = new FrameReader(cfg.limits.headerMaxBytes, FRAME_REPLY);
       const onData = (chunk: Buffer) => {
         const r = reader.push(chunk);
         if (r.kind === 'more') return;
-        if (usePump) stopReading(raw); else stream.pause();
-        stream.off('data', onData);
+        if (usePump) stopReading(raw); else raw.pause();
+        raw.off('data', onData);
         if (r.kind === 'error') return fail(r.error);
         const err = replyError(r.body, header);
         if (err) return fail(err);
         settled = true;
         clearTimeout(timer);
-        stream.removeListener('error', fail);
-        resolve({ raw, stream, rest: r.rest });
+        raw.removeListener('error', fail);
+        resolve({ raw, rest: r.rest });
       };
-      const sendOpen = () => {
-        stream.on('data', onData);
-        stream.write(encodeOpen(header));
-      };
-      if (cfg.tls.mode === 'mtls') {
-        stream = this.connectTls(raw, peer, sendOpen, fail);
-      } else {
-        raw.on('error', fail);
-        sendOpen();
-      }
+      raw.on('error', fail);
       raw.on('close', () => fail(new Error('peer closed the connection during the handshake')));
+      raw.on('data', onData);
+      raw.write(encodeOpen(header));
     });
-  }
-
-  /** Node's tls client over `raw`; the peer gateway's certificate must name `peer`. */
-  private connectTls(raw: net.Socket, peer: PeerConfig, onSecure: () => void, fail: (e: Error) => void): tls.TLSSocket {
-    const { ctx } = this;
-    const ts = tls.connect({
-      socket: raw, ...ctx.tlsFiles!, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', allowHalfOpen: true,
-      checkServerIdentity: (_host, cert) => {
-        const who = identifyPeer(cert, ctx.cfg, peer.cluster);
-        return 'error' in who ? new Error(who.error) : undefined;
-      },
-    } as tls.ConnectionOptions);
-    ts.once('secureConnect', onSecure);
-    let secured = false;
-    ts.once('secureConnect', () => { secured = true; });
-    ts.on('error', (e) => {
-      if (!secured) ctx.metrics.tlsHandshakeFailures.inc({ side: 'origin' });
-      fail(e);
-    });
-    return ts;
   }
 }

@@ -3,15 +3,12 @@
  * header: each holds a handshake slot (bounded, so slowloris cannot exhaust the gateway) and one deadline.
  */
 import type * as net from 'node:net';
-import { connectionKey } from './sockets';
 
 export class PendingConn {
-  /** The TLS handshake (Node's tls server) completed on this connection. */
-  secure = false;
   private deadline?: NodeJS.Timeout;
   private settled = false;
 
-  constructor(readonly raw: net.Socket, private readonly owner: PendingConns, readonly key: string | undefined, private readonly onSettle?: () => void) {}
+  constructor(readonly raw: net.Socket, private readonly owner: PendingConns, private readonly onSettle?: () => void) {}
 
   /** The one deadline for TLS handshake + header: slowloris gets cut here. */
   armDeadline(ms: number, onExpire: () => void): void {
@@ -35,32 +32,22 @@ export class PendingConns {
   private slots = 0;
   /** closed by closeAll() */
   private readonly closeable = new Set<PendingConn>();
-  /** by address 4-tuple, to find the connection under a TLS socket (Node's tls server) */
-  private readonly byKey = new Map<string, PendingConn>();
 
   /** Connections holding a handshake slot. */
   get count(): number { return this.slots; }
 
   /** Take a slot for `raw` (released by settle(), at the latest when the socket closes; then `onSettle`). */
-  admit(raw: net.Socket, indexed: boolean, onSettle?: () => void): PendingConn {
-    const p = new PendingConn(raw, this, indexed ? connectionKey(raw) : undefined, onSettle);
+  admit(raw: net.Socket, onSettle?: () => void): PendingConn {
+    const p = new PendingConn(raw, this, onSettle);
     this.slots++;
     this.closeable.add(p);
-    if (p.key !== undefined) this.byKey.set(p.key, p);
     raw.once('close', () => p.settle());
     return p;
-  }
-
-  /** The pending connection a TLS socket wraps (same address 4-tuple), if it is still pending. */
-  find(s: net.Socket): PendingConn | undefined {
-    const key = connectionKey(s);
-    return key === undefined ? undefined : this.byKey.get(key);
   }
 
   release(p: PendingConn): void {
     this.slots--;
     this.closeable.delete(p);
-    if (p.key !== undefined && this.byKey.get(p.key) === p) this.byKey.delete(p.key);
   }
 
   forget(p: PendingConn): void { this.closeable.delete(p); }

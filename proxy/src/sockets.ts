@@ -41,9 +41,3 @@ export function dial(host: string, port: number, timeoutMs: number, localAddress
 export function resetOrDestroy(s: net.Socket): void {
   try { s.resetAndDestroy(); } catch { s.destroy(); }
 }
-
-/** The connection's address 4-tuple: the same on a raw socket and on a TLS socket that wraps it. */
-export function connectionKey(s: net.Socket): string | undefined {
-  if (!s.remoteAddress || !s.localAddress) return undefined;
-  return `${s.localAddress}|${s.localPort}|${s.remoteAddress}|${s.remotePort}`;
-}

@@ -2,15 +2,14 @@
  * Terminus side: the tunnel listener. A peer gateway connects, proves who it is (mTLS), sends OPEN; we check
  * it (admission.ts), dial the destination from our in-cluster address, reply, and relay.
  *
- * Three paths share the checks: plaintext (Node streams, or splice once accepted), mTLS in Node's tls
- * server (stream relay), and mTLS in the native addon (handshake, header and relay in a pthread).
+ * Two paths share the checks: plaintext (Node streams, or splice once accepted), and mTLS in the native
+ * addon (handshake, header and relay in a pthread; mTLS has no JavaScript path).
  */
 import * as net from 'node:net';
-import * as tls from 'node:tls';
 import type { PeerConfig } from './config';
 import { checkOpen } from './admission';
 import { splices, type GatewayContext } from './context';
-import { TLS_SECURITY_CIPHERS, identifyPeer } from './identity';
+import { identifyPeer } from './identity';
 import { HandshakeAdmission, armLiveness } from './handshake-admission';
 import { type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd, stopReading } from './native';
 import { PendingConns, type PendingConn } from './pending-conn';
@@ -20,7 +19,7 @@ import {
 } from './protocol';
 import { relayNative, relayStreams } from './relay';
 import { DIAL_TIMEOUT_CODE, dial, secondsSince } from './sockets';
-import type { NativeOn, TlsFiles } from './tls-native-session';
+import type { NativeOn } from './tls-native-session';
 import type { Tunnel } from './tunnel-table';
 
 const noop = () => { /* errors are handled where the socket is used */ };
@@ -37,38 +36,15 @@ function decodeOpen(r: Exclude<ReadResult, { kind: 'more' }>): { header: OpenHea
 /** First frames a terminus reads: OPEN (a tunnel) or PUBLISH (the trust exchange, trust/hub.ts). */
 const FIRST_FRAMES = [FRAME_OPEN, FRAME_TRUST_PUBLISH];
 
-function serverTlsOptions(files: TlsFiles): tls.TlsOptions {
-  return { ...files, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', requestCert: true, rejectUnauthorized: true };
-}
-
 export class Terminus {
   readonly server: net.Server;
-  /** The listener is Node's tls server (mTLS without the native addon). */
-  private readonly jsTls: boolean;
   private readonly pending = new PendingConns();
   private readonly admission = new HandshakeAdmission(() => this.ctx.cfg);
 
   constructor(private readonly ctx: GatewayContext) {
-    const { cfg } = ctx;
-    this.jsTls = cfg.tls.mode === 'mtls' && !ctx.nativeTls;
-    if (this.jsTls) {
-      const srv = tls.createServer({
-        ...serverTlsOptions(ctx.tlsFiles!), allowHalfOpen: true, handshakeTimeout: cfg.limits.handshakeTimeoutMs, pauseOnConnect: false,
-      });
-      srv.on('connection', (raw: net.Socket) => this.onConnection(raw));
-      srv.on('secureConnection', (ts: tls.TLSSocket) => this.onSecureConnection(ts));
-      srv.on('tlsClientError', (e: Error, ts: tls.TLSSocket) => this.onTlsClientError(e, ts));
-      this.server = srv;
-    } else {
-      this.server = net.createServer({ allowHalfOpen: true, noDelay: true, pauseOnConnect: !!ctx.nativeTls });
-      this.server.on('connection', (raw: net.Socket) => this.onConnection(raw));
-    }
+    this.server = net.createServer({ allowHalfOpen: true, noDelay: true, pauseOnConnect: !!ctx.nativeTls });
+    this.server.on('connection', (raw: net.Socket) => this.onConnection(raw));
     this.server.on('error', (e) => ctx.log.error({ err: e.message }, 'tunnel listener error'));
-  }
-
-  /** New certificate files (reload): Node's tls server uses them for new handshakes. */
-  setSecureContext(files: TlsFiles): void {
-    if (this.jsTls) (this.server as tls.Server).setSecureContext({ ...files, ciphers: TLS_SECURITY_CIPHERS, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' });
   }
 
   /** Close the connections still in handshake / header exchange (native sessions are cancelled by their owner). */
@@ -82,57 +58,24 @@ export class Terminus {
     const release = this.admission.admit(raw.remoteAddress);
     if (!release) { ctx.refuse('terminus', 'too_many_handshakes'); raw.destroy(); return; }
     armLiveness(ctx.native, raw, ctx.cfg.limits);
-    const p = this.pending.admit(raw, this.jsTls, release);
+    const p = this.pending.admit(raw, release);
     // the native session enforces handshakeTimeoutMs itself; a JS deadline must not close an fd a thread uses
     if (ctx.nativeTls) { this.onNative(p); return; }
     p.armDeadline(ctx.cfg.limits.handshakeTimeoutMs, () => this.onDeadline(p));
-    if (!this.jsTls) this.onStream(p, raw, undefined);
+    this.onPlain(p);
   }
 
   private onDeadline(p: PendingConn): void {
     this.ctx.refuse('terminus', 'handshake_timeout');
-    if (this.jsTls && !p.secure) this.ctx.metrics.tlsHandshakeFailures.inc({ side: 'terminus' });
     this.ctx.log.info({ from: p.raw.remoteAddress }, 'refused: handshake/header timeout');
     p.settle();
     p.raw.destroy();
   }
 
-  // ------------------------------------------------------------------ Node's tls server
+  // ------------------------------------------------------------------ plaintext (Node streams, or splice once accepted)
 
-  private onSecureConnection(ts: tls.TLSSocket): void {
-    const { ctx } = this;
-    const p = this.pending.find(ts);
-    if (!p) { ts.destroy(); return; } // its TCP connection is already gone
-    p.secure = true;
-    const reject = (reason: string) => {
-      ctx.metrics.tlsHandshakeFailures.inc({ side: 'terminus' });
-      ctx.refuse('terminus', reason);
-      p.settle(); ts.destroy(); p.raw.destroy();
-    };
-    if (!ts.authorized) { reject('tls_unauthorized'); return; }
-    const who = identifyPeer(ts.getPeerCertificate(), ctx.cfg);
-    if ('error' in who) {
-      ctx.log.info({ from: p.raw.remoteAddress, why: who.error }, 'refused peer certificate');
-      reject('unknown_peer_certificate');
-      return;
-    }
-    this.onStream(p, ts, who.cluster);
-  }
-
-  private onTlsClientError(e: Error, ts: tls.TLSSocket): void {
-    const { ctx } = this;
-    ctx.metrics.tlsHandshakeFailures.inc({ side: 'terminus' });
-    ctx.refuse('terminus', 'tls_handshake');
-    const p = this.pending.find(ts);
-    ctx.log.info({ from: p?.raw.remoteAddress ?? ts.remoteAddress, err: e.message }, 'TLS handshake failed');
-    if (p) { p.settle(); p.raw.destroy(); }
-    ts.destroy();
-  }
-
-  // ------------------------------------------------------------------ stream paths (plaintext, Node's tls)
-
-  /** Read OPEN from `stream` (the raw socket, or the TLS socket over it), check it, accept or refuse. */
-  private onStream(p: PendingConn, stream: net.Socket, certCluster: string | undefined): void {
+  /** Read OPEN from the TCP connection (no certificate: plaintext mode), check it, accept or refuse. */
+  private onPlain(p: PendingConn): void {
     const { ctx } = this;
     const { raw } = p;
     const usePump = splices(ctx);
@@ -143,67 +86,66 @@ export class Terminus {
       if (decided) return;
       decided = true;
       p.settle();
-      this.refused(code, why, { conn: idString(connectionId), from: raw.remoteAddress, peer: certCluster, ...extra });
-      stream.removeAllListeners('data');
-      stream.pause();
-      if (!stream.destroyed && stream.writable) {
-        stream.end(encodeReply({ status: code, connectionId, reason: why }));
+      this.refused(code, why, { conn: idString(connectionId), from: raw.remoteAddress, ...extra });
+      raw.removeAllListeners('data');
+      raw.pause();
+      if (!raw.destroyed && raw.writable) {
+        raw.end(encodeReply({ status: code, connectionId, reason: why }));
         // always close: do not wait for the peer to cooperate
-        setTimeout(() => { stream.destroy(); raw.destroy(); }, 1000).unref();
-      } else { stream.destroy(); raw.destroy(); }
+        setTimeout(() => raw.destroy(), 1000).unref();
+      } else { raw.destroy(); }
     };
     const onData = (chunk: Buffer) => {
       const r = reader.push(chunk);
       if (r.kind === 'more') return;
-      if (usePump) stopReading(raw); else stream.pause();
-      stream.off('data', onData);
+      if (usePump) stopReading(raw); else raw.pause();
+      raw.off('data', onData);
       if (r.kind === 'frame' && r.type === FRAME_TRUST_PUBLISH) {
-        const v = ctx.trust.onPublish(r.body, certCluster);
+        const v = ctx.trust.onPublish(r.body, undefined);
         connectionId = v.connectionId;
         if (v.status !== RefusalCode.ACCEPTED) return refuseWith(v.status, v.reason);
         decided = true;
         p.settle();
-        stream.end(encodeReply({ status: RefusalCode.ACCEPTED, connectionId, reason: '' }));
-        setTimeout(() => { stream.destroy(); raw.destroy(); }, 1000).unref();
+        raw.end(encodeReply({ status: RefusalCode.ACCEPTED, connectionId, reason: '' }));
+        setTimeout(() => raw.destroy(), 1000).unref();
         return;
       }
       const open = decodeOpen(r);
       if ('code' in open) return refuseWith(open.code, open.why);
       connectionId = open.header.connectionId;
       if (open.header.payload === 'splice') return refuseWith(RefusalCode.PAYLOAD_MODE_REFUSED, `payload splice needs tls.mode mtls-splice (this terminus: ${ctx.cfg.tls.mode})`);
-      const v = checkOpen(ctx, open.header, certCluster);
+      const v = checkOpen(ctx, open.header, undefined);
       if ('code' in v) return refuseWith(v.code, v.why, { dst: `${open.header.dstHost}:${open.header.dstPort}` });
       decided = true;
       p.settle();
-      this.acceptStream(raw, stream, open.header, v.peer, r.kind === 'frame' && r.rest.length ? r.rest : null);
+      this.acceptPlain(raw, open.header, v.peer, r.kind === 'frame' && r.rest.length ? r.rest : null);
     };
-    stream.on('data', onData);
-    stream.on('error', () => { if (!decided) { decided = true; p.settle(); } stream.destroy(); raw.destroy(); });
-    stream.on('end', () => { if (!decided) refuseWith(RefusalCode.MALFORMED, 'connection closed before a complete header'); });
+    raw.on('data', onData);
+    raw.on('error', () => { if (!decided) { decided = true; p.settle(); } raw.destroy(); });
+    raw.on('end', () => { if (!decided) refuseWith(RefusalCode.MALFORMED, 'connection closed before a complete header'); });
   }
 
   /** Accepted so far: dial the destination from our in-cluster address, reply, relay. */
-  private acceptStream(raw: net.Socket, stream: net.Socket, h: OpenHeader, peer: PeerConfig, rest: Buffer | null): void {
+  private acceptPlain(raw: net.Socket, h: OpenHeader, peer: PeerConfig, rest: Buffer | null): void {
     const { ctx } = this;
     const usePump = splices(ctx);
     const id = idString(h.connectionId);
     const dstText = `${h.dstHost}:${h.dstPort}`;
     const t = ctx.table.track(id, peer.cluster, 'terminus', [raw], false);
-    if (stream !== raw) t.sockets.push(stream);
     this.dialDestination(h).then((dstSock) => {
       t.sockets.push(dstSock);
       dstSock.on('error', noop);
-      if (t.finished || stream.destroyed) { t.finish('destroy'); return; }
-      stream.write(encodeReply({ status: RefusalCode.ACCEPTED, connectionId: h.connectionId, reason: '' }), (err) => {
+      if (t.finished || raw.destroyed) { t.finish('destroy'); return; }
+      raw.write(encodeReply({ status: RefusalCode.ACCEPTED, connectionId: h.connectionId, reason: '' }), (err) => {
         if (err || t.finished) { t.finish('reset'); return; }
         ctx.table.markEstablished(t);
         ctx.log.info({ conn: id, peer: peer.cluster, dst: dstText, data: usePump ? 'splice' : 'stream' }, 'tunnel accepted');
         if (usePump) relayNative(ctx.native!, ctx.log, ctx.cfg.limits.idleTimeoutMs, t, raw, dstSock, rest, null);
-        else relayStreams(ctx.log, t, { a: stream, b: dstSock, rawA: raw, rawB: dstSock }, rest, null);
+        else relayStreams(ctx.log, t, raw, dstSock, rest, null);
       });
     }, (e: NodeJS.ErrnoException) => {
       const code = this.dialFailed(e, id, peer, dstText);
-      if (!stream.destroyed) stream.end(encodeReply({ status: code, connectionId: h.connectionId, reason: e.code ?? e.message }));
+      if (!raw.destroyed) raw.end(encodeReply({ status: code, connectionId: h.connectionId, reason: e.code ?? e.message }));
       setTimeout(() => t.finish('destroy'), 1000).unref();
     });
   }

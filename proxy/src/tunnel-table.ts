@@ -3,7 +3,6 @@
  * byte counters the metrics read, and how a tunnel finishes (once: metrics, sockets closed, drain woken).
  */
 import * as net from 'node:net';
-import * as tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { ProxyConfig } from './config';
 import type { GatewayMetrics } from './metrics';
@@ -85,7 +84,7 @@ export class TunnelTable {
       this.metrics.tunnelDuration.observe({ peer: t.peer, side: t.side }, (nowMs() - t.startedAt) / 1000);
     }
     for (const s of t.sockets) {
-      if (how === 'reset' && !s.destroyed && s instanceof net.Socket && !(s instanceof tls.TLSSocket)) {
+      if (how === 'reset' && !s.destroyed && s instanceof net.Socket) {
         try { s.resetAndDestroy(); continue; } catch { /* fall through */ }
       }
       s.destroy();
