@@ -57,14 +57,22 @@ if (mode === 'echo' || mode === 'source') {
   const [host, port, timeoutMs] = [args[0], Number(args[1]), Number(args[2])];
   let bytes = 0;
   let flowing = false;
-  const s = net.connect({ host, port });
+  // half-open, so that on 'end' the kernel can be asked how the stream ended: libuv reports an RST that
+  // arrives behind queued data as EOF (POLLHUP after a short read) without reading the pending error; an
+  // empty write then gets ECONNRESET for that reset, EPIPE for a FIN followed by a reset, success for a FIN
+  // (proxy/src/testkit/dying-peers.ts endOf, the same rule)
+  const s = net.connect({ host, port, allowHalfOpen: true });
   const timer = setTimeout(() => { out({ event: 'timeout', t: Date.now(), bytes }); process.exit(0); }, timeoutMs);
   s.on('data', (d) => {
     bytes += d.length;
     if (!flowing && bytes >= 1024 * 1024) { flowing = true; out({ event: 'flowing', t: Date.now() }); }
   });
   let err;
-  s.on('error', (e) => { err = e.code || e.message; });
+  s.on('error', (e) => { if (err === undefined) err = e.code || e.message; });
+  s.on('end', () => {
+    if (!s.writable) { s.destroy(); return; }
+    s.write(Buffer.alloc(0), (e) => { if (e && err === undefined) err = e.code || e.message; s.destroy(); });
+  });
   s.on('close', () => { clearTimeout(timer); out({ event: 'closed', t: Date.now(), error: err, bytes }); process.exit(0); });
 } else if (mode === 'probe') {
   const [url, timeoutMs] = [args[0], Number(args[1])];
