@@ -21,7 +21,6 @@ import { ledgerPathFor, loadLedgerFile, readFleetFile } from '../src/load';
 import { SynthResult, synthesizeFleet } from './synthesize-fleet';
 import { renderFleetDirectory, writeFleetDirectories } from './fleet-directory';
 import { writeOutputs } from './write-tree';
-import { planFleetDocument } from '../src/planner';
 import { planReport, renderPlanTable } from '../src/plan-report';
 import { renderFleetSvg } from '../src/fleet-svg';
 import { diffTrees, renderDiff, FleetDiff } from '../src/tree-diff';
@@ -177,23 +176,22 @@ function ledgerFor(args: Args, fleetFile: string): Ledger | undefined {
   return loadLedgerFile(typeof flag === 'string' ? flag : ledgerPathFor(fleetFile));
 }
 
+/** `plan`: synth's own checks and plan (in memory), so it refuses exactly what synth refuses. */
 function plan(args: Args, out: (s: string) => void): number {
   const files = need(args.files);
   if (files.length !== 1) throw new Error(`plan takes one fleet file, got ${files.length}`);
   const f = files[0];
   const doc = readFleetFile(f);
-  const { plan: p } = planFleetDocument(doc, { ledger: ledgerFor(args, f), renamedFrom: renamedFrom(args) }, f);
-  const report = planReport(p, { harvester: harvesterClusters(doc) });
-  const svg = args.flags.get('svg');
-  if (typeof svg === 'string') {
-    fs.mkdirSync(path.dirname(path.resolve(svg)), { recursive: true });
-    fs.writeFileSync(svg, renderFleetSvg(report));
-  }
-  const format = String(args.flags.get('output') ?? 'table');
   const moves = movesFor(f, doc);
-  const fk = doc.spec.forklift || moves ? synthesizeFleet(doc, { ledger: ledgerFor(args, f), moves }).forklift : undefined;
+  const r = synthesizeFleet(doc, { ledger: ledgerFor(args, f), renamedFrom: renamedFrom(args), moves });
+  const report = planReport(r.plan, { harvester: harvesterClusters(doc) });
+  const svg = args.flags.get('svg');
+  // through the writer: temp file and rename, and a path error ends at once (no recursive mkdir loop)
+  if (typeof svg === 'string') writeOutputs([], [{ file: svg, content: renderFleetSvg(report) }]);
+  const format = String(args.flags.get('output') ?? 'table');
+  const fk = doc.spec.forklift || moves ? r.forklift : undefined;
   const mr = fk?.plan ? movesReport(fk.plan, fk.warnings) : undefined;
-  const prerequisites = nodePrerequisites(p);
+  const prerequisites = nodePrerequisites(r.plan);
   const json = { ...report, nodePrerequisites: prerequisites, ...(mr ? { forklift: mr } : {}) };
   if (format === 'json') out(`${JSON.stringify(json, null, 2)}\n`);
   else if (format === 'table') out(renderPlanTable(report) + renderNodePrerequisites(prerequisites) + (mr ? renderMoves(mr) : ''));

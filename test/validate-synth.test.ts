@@ -187,3 +187,37 @@ describe('every layer in one run', () => {
     expect(validateCodes(old).codes).toEqual(['kubevirt-too-old', 'kubevirt-too-old', 'cidr-too-small']);
   });
 });
+
+describe('plan refuses what synth refuses', () => {
+  test.each([
+    ['Argo CD servers missing a cluster', mutate(baseFleet(), (d) => {
+      d.spec.gitops = { repoURL: 'https://git.example.com/infra.git', argocd: { clusterServers: { a: 'https://a.example.com:6443' } } };
+    }), 'gitops-server-missing'],
+    ['a Harvester rule (ClusterNetwork name too long)', mutate(harvesterFleet(), (d) => { d.spec.clusters[0].harvester.clusterNetwork = 'migration-network-long'; }),
+      'harvester-cluster-network-name'],
+  ])('%s: exit 1 with the code, no picture written', (_what, doc, code) => {
+    const f = write('f.fleet.yaml', doc);
+    expect(synthCodes(f).codes).toContain(code);
+    const svg = path.join(dir, 'plan.svg');
+    const r = run(['plan', f, '--svg', svg]);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(`[${code}]`);
+    expect(fs.existsSync(svg)).toBe(false);
+  });
+
+  test('the plan it prints is the plan synth writes (same addresses)', () => {
+    const f = write('p.fleet.yaml', baseFleet({}, 'p'));
+    const planned = JSON.parse(run(['plan', f, '--output', 'json']).out);
+    expect(run(['synth', f, '--out', path.join(dir, 'out')]).code).toBe(0);
+    expect(JSON.parse(run(['plan', f, '--output', 'json']).out)).toEqual(planned);
+  });
+
+  test('--svg into a path that cannot hold a file ends at once with the path and a fix', () => {
+    const f = write('s.fleet.yaml', baseFleet({}, 's'));
+    const t0 = Date.now();
+    const r = run(['plan', f, '--svg', '/proc/mm-no-such/plan.svg']);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('/proc/mm-no-such');
+  });
+});
