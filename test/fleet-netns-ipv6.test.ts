@@ -31,13 +31,12 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, hasCommand, makeFleetPki, topologyFromFiles } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, multusDelegateConfig, whereaboutsAsStatic } from './support/netns-cni';
+import { AgentServers, agentCommand, runtimeCommand } from './support/netns-agents';
 import { addNs6, attachableConfig, cidr6, fmt6, inCidr6, netns6Support, nodeBridgeOf, whereaboutsFirstFree6 } from './support/netns6';
 
 const ROOT = path.join(__dirname, '..');
 const FLEET = path.join(ROOT, 'examples', 'ipv6.fleet.yaml');
 const PROXY_CLI = path.join(ROOT, 'proxy', 'lib', 'cli.js');
-const AGENT = path.join(__dirname, 'support', 'netns-agent.js');
-const NODE = process.execPath;
 const RUNTIME_UID = 65532;
 /** A stand-in for the ephemeral ports the target virt-handler opens for migration data. */
 const HIGH_PORT = 30000 + (process.pid % 30000);
@@ -79,28 +78,11 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
   let clusters: ClusterLab[] = [];
   let cni: CniRunner;
   let podnetNs = '';
-  const serverLines = new Map<ChildProcess, any[]>();
-  const serverAt = new Map<string, ChildProcess>();
-  const agent = (...args: (string | number)[]) => [NODE, AGENT, ...args.map(String)];
+  let servers: AgentServers;
+  const agent = agentCommand;
   const t0 = Date.now();
 
-  /** Resolve the container command: `migration-mesh-proxy` is the runtime's CLI (`proxy/lib/cli.js`). */
-  const runtimeCmd = (cmd: string[], configFile: string) => {
-    const c = cmd.map((a) => (a.endsWith('/config.json') ? configFile : a));
-    if (c[0] !== 'migration-mesh-proxy') throw new Error(`unexpected container command ${c[0]}`);
-    return [NODE, PROXY_CLI, ...c.slice(1)];
-  };
 
-  /** An agent server listening on the IPv6 wildcard. */
-  const startServer = async (ns: string, mode: 'echo' | 'source', port: number): Promise<ChildProcess> => {
-    const p = lab.spawn(ns, agent(mode, port, '::'));
-    const lines: any[] = [];
-    serverLines.set(p, lines);
-    p.stdout!.on('data', (b) => { for (const l of b.toString().split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l)); });
-    await lab.waitForLine(p, /"listening"/, 5000, `${mode} server in ${ns}`);
-    serverAt.set(`${ns}:${port}`, p);
-    return p;
-  };
 
   const client = async (from: Host, to: string, port: number, bytes: number, timeoutMs = 15000) => {
     const [r] = await lab.execJson(from.ns, agent('client', to, port, bytes, timeoutMs), timeoutMs + 5000);
@@ -129,6 +111,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
   beforeAll(async () => {
     NetnsLab.reapStale();
     lab = new NetnsLab();
+    servers = new AgentServers(lab, '::');
     cni = new CniRunner();
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-fleet-netns-v6-'));
     fs.chmodSync(tmp, 0o755);
@@ -197,9 +180,9 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
     // 3. the init step (root, CAP_NET_ADMIN only), then the runtime (uid 65532, no capabilities)
     for (const c of clusters) {
       for (const g of c.gateways) {
-        const init = lab.exec(g.ns, runtimeCmd(c.topo.initArgs, g.cfgFile), { onlyCaps: ['net_admin'] });
+        const init = lab.exec(g.ns, runtimeCommand(c.topo.initArgs, g.cfgFile), { onlyCaps: ['net_admin'] });
         if (init.status !== 0) throw new Error(`setup-rules in ${g.ns} failed: ${init.stderr}`);
-        g.proc = lab.spawn(g.ns, runtimeCmd(c.topo.runArgs, g.cfgFile), { asUser: RUNTIME_UID, logFile: g.log });
+        g.proc = lab.spawn(g.ns, runtimeCommand(c.topo.runArgs, g.cfgFile), { asUser: RUNTIME_UID, logFile: g.log });
       }
     }
     const adminPort = clusters[0].topo.gatewayConfig.listen.admin.port;
@@ -230,7 +213,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
     console.log(`[fleet-netns-ipv6] VRRP (IPv6) elections done ${Date.now() - electionStart} ms after the sidecars started`);
 
     // 5. an echo server at a high port on every handler h2 (IPv6 wildcard)
-    for (const c of clusters) await startServer(c.handlers[1].ns, 'echo', HIGH_PORT);
+    for (const c of clusters) await servers.start(c.handlers[1].ns, 'echo', HIGH_PORT);
     console.log(`[fleet-netns-ipv6] ${lab.all().length} namespaces, ${clusters.reduce((n, c) => n + c.gateways.length, 0)} gateways ready in ${Date.now() - t0} ms`);
   }, 120_000);
 
@@ -296,7 +279,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
       expect(r.local).toBe(a.handlers[0].addr);
     });
     for (const b of clusters) {
-      const conns = serverLines.get(serverAt.get(`${b.handlers[1].ns}:${HIGH_PORT}`)!)!.filter((l) => l.event === 'conn');
+      const conns = servers.connsOf(servers.at(b.handlers[1].ns, HIGH_PORT));
       expect(conns).toHaveLength(2);
       for (const cn of conns) expect(b.gateways.map((g) => g.inAddr)).toContain(cn.remote);
     }
@@ -304,7 +287,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
 
   test('the far gateway sees the near gateway\'s IPv6 shared address as the tunnel\'s source', async () => {
     const [a, b] = clusters;
-    await startServer(b.handlers[0].ns, 'source', HIGH_PORT + 4);
+    await servers.start(b.handlers[0].ns, 'source', HIGH_PORT + 4);
     const sink = lab.spawn(a.handlers[0].ns, agent('sink', b.handlers[0].addr, HIGH_PORT + 4, 20000));
     try {
       await lab.waitForLine(sink, /"flowing"/, 15000, 'sink through the gateways');
@@ -335,11 +318,11 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
     expect(stray).not.toBe('');
     // a real listener at that address in B: reachable only if a gateway carried the connection
     lab.run(['ip', '-n', b.handlers[0].ns, 'addr', 'add', `${stray}/128`, 'dev', 'migration0']);
-    const server = await startServer(b.handlers[0].ns, 'echo', HIGH_PORT + 1);
+    const server = await servers.start(b.handlers[0].ns, 'echo', HIGH_PORT + 1);
     const r = await client(a.handlers[0], stray, HIGH_PORT + 1, 1024, 3000);
     expect(r.ok).toBe(false);
     expect(['timeout', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']).toContain(r.error);
-    expect(serverLines.get(server)!.filter((l) => l.event === 'conn')).toEqual([]);
+    expect(servers.connsOf(server)).toEqual([]);
     // outside the supernet (documentation prefix): no route at all from a handler
     expect(await client(a.handlers[0], '2001:db8::10', HIGH_PORT, 1024, 3000)).toMatchObject({ ok: false, error: 'ENETUNREACH' });
     // inside B's CIDR but a replica's own address (at its admin port), B's VIP, the CIDR's subnet-router

@@ -32,12 +32,11 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, cidr4, fmt4, hasCommand, inCidr4, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
+import { AgentServers, agentCommand, runtimeCommand } from './support/netns-agents';
 
 const ROOT = path.join(__dirname, '..');
 const FLEET = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
 const PROXY_CLI = path.join(ROOT, 'proxy', 'lib', 'cli.js');
-const AGENT = path.join(__dirname, 'support', 'netns-agent.js');
-const NODE = process.execPath;
 const RUNTIME_UID = 65532;
 /** A stand-in for the ephemeral ports the target virt-handler opens for migration data. */
 const HIGH_PORT = 30000 + (process.pid % 30000);
@@ -89,29 +88,11 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
   let clusters: ClusterLab[] = [];
   let cni: CniRunner;
   let vlanFiltering = false;
-  const servers: ChildProcess[] = [];
-  const serverLines = new Map<ChildProcess, any[]>();
-  const serverAt = new Map<string, ChildProcess>();
-  const agent = (...args: (string | number)[]) => [NODE, AGENT, ...args.map(String)];
+  let servers: AgentServers;
+  const agent = agentCommand;
   const t0 = Date.now();
 
-  /** Resolve the container command: `migration-mesh-proxy` is the runtime's CLI (`proxy/lib/cli.js`). */
-  const runtimeCmd = (cmd: string[], configFile: string) => {
-    const c = cmd.map((a) => (a.endsWith('/config.json') ? configFile : a));
-    if (c[0] !== 'migration-mesh-proxy') throw new Error(`unexpected container command ${c[0]}`);
-    return [NODE, PROXY_CLI, ...c.slice(1)];
-  };
 
-  const startServer = async (ns: string, mode: 'echo' | 'source', port: number): Promise<ChildProcess> => {
-    const p = lab.spawn(ns, agent(mode, port));
-    const lines: any[] = [];
-    serverLines.set(p, lines);
-    p.stdout!.on('data', (b) => { for (const l of b.toString().split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l)); });
-    await lab.waitForLine(p, /"listening"/, 5000, `${mode} server in ${ns}`);
-    servers.push(p);
-    serverAt.set(`${ns}:${port}`, p);
-    return p;
-  };
 
   /**
    * Namespaces of the replicas of `c` whose in-cluster interface is up and holds the VIP (a replica
@@ -130,6 +111,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
   beforeAll(async () => {
     NetnsLab.reapStale();
     lab = new NetnsLab();
+    servers = new AgentServers(lab);
     cni = new CniRunner();
     vlanFiltering = kernelHasBridgeVlanFiltering(lab);
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-fleet-netns-'));
@@ -201,9 +183,9 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     // 4. the init step (root, CAP_NET_ADMIN only), then the runtime (uid 65532, no capabilities)
     for (const c of clusters) {
       for (const g of c.gateways as any[]) {
-        const init = lab.exec(g.ns, runtimeCmd(c.topo.initArgs, g.cfgFile), { onlyCaps: ['net_admin'] });
+        const init = lab.exec(g.ns, runtimeCommand(c.topo.initArgs, g.cfgFile), { onlyCaps: ['net_admin'] });
         if (init.status !== 0) throw new Error(`setup-rules in ${g.ns} failed: ${init.stderr}`);
-        g.proc = lab.spawn(g.ns, runtimeCmd(c.topo.runArgs, g.cfgFile), { asUser: RUNTIME_UID, logFile: g.log });
+        g.proc = lab.spawn(g.ns, runtimeCommand(c.topo.runArgs, g.cfgFile), { asUser: RUNTIME_UID, logFile: g.log });
       }
     }
     await Promise.all(clusters.flatMap((c) => c.gateways.map(async (g) => {
@@ -236,8 +218,8 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
 
     // 5. servers: an echo server at a high port on every handler h2, and on every sync controller's sync port
     for (const c of clusters) {
-      await startServer(c.handlers[1].ns, 'echo', HIGH_PORT);
-      await startServer(c.sync.ns, 'echo', c.topo.syncPort);
+      await servers.start(c.handlers[1].ns, 'echo', HIGH_PORT);
+      await servers.start(c.sync.ns, 'echo', c.topo.syncPort);
     }
     console.log(`[fleet-netns] ${lab.all().length} namespaces, ${clusters.reduce((n, c) => n + c.gateways.length, 0)} gateways ready in ${Date.now() - t0} ms`);
   }, 60_000);
@@ -298,8 +280,8 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     });
     // what the target-side server saw: connections from its own cluster's gateway in-cluster addresses only
     for (const b of clusters) {
-      const server = serverAt.get(`${b.handlers[1].ns}:${HIGH_PORT}`)!;
-      const conns = serverLines.get(server)!.filter((l) => l.event === 'conn');
+      const server = servers.at(b.handlers[1].ns, HIGH_PORT);
+      const conns = servers.connsOf(server);
       expect(conns.length).toBeGreaterThanOrEqual(2);
       for (const cn of conns) expect(b.gateways.map((g) => g.inAddr)).toContain(cn.remote.replace('::ffff:', ''));
     }
@@ -344,11 +326,11 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     expect(stray).not.toBe('');
     // a real listener at that address in B: reachable only if a gateway carried the connection
     lab.run(['ip', '-n', b.sync.ns, 'addr', 'add', `${stray}/32`, 'dev', 'migration0']);
-    const server = await startServer(b.sync.ns, 'echo', HIGH_PORT + 1);
+    const server = await servers.start(b.sync.ns, 'echo', HIGH_PORT + 1);
     const r = await client(a.handlers[0], stray, HIGH_PORT + 1, 1024, 3000);
     expect(r.ok).toBe(false);
     expect(['timeout', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']).toContain(r.error);
-    expect(serverLines.get(server)!.filter((l) => l.event === 'conn')).toEqual([]);
+    expect(servers.connsOf(server)).toEqual([]);
     // and an address outside the supernet has no route at all from a handler
     const far = await client(a.handlers[0], '192.0.2.10', HIGH_PORT, 1024, 3000);
     expect(far).toMatchObject({ ok: false, error: 'ENETUNREACH' });
@@ -419,7 +401,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
 
   test('killing the far gateways mid-stream closes the near client side within a bounded time', async () => {
     const [a, b] = clusters;
-    await startServer(b.handlers[0].ns, 'source', HIGH_PORT + 4);
+    await servers.start(b.handlers[0].ns, 'source', HIGH_PORT + 4);
     const sink = lab.spawn(a.handlers[0].ns, agent('sink', b.handlers[0].addr, HIGH_PORT + 4, 20000));
     const events: any[] = [];
     sink.stdout!.on('data', (buf) => { for (const l of buf.toString().split('\n')) if (l.startsWith('{')) events.push(JSON.parse(l)); });
