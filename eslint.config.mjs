@@ -24,6 +24,13 @@ export default tseslint.config(
     },
   },
   {
+    // entry points run code at load (`if (require.main === module) main(...)`): a `const` that a command
+    // uses but that is defined below that line is still in its temporal dead zone when the command runs
+    // (the built migration-mesh binary once died that way on every command). Functions are hoisted.
+    files: ['cli/**/*.ts', 'main.ts', 'proxy/src/cli.ts'],
+    rules: { '@typescript-eslint/no-use-before-define': ['error', { functions: false, classes: true, variables: true, typedefs: false, ignoreTypeReferences: true }] },
+  },
+  {
     // tests: long `it(...)` bodies are scenarios read top to bottom
     files: ['test/**/*.ts', 'proxy/src/test/**/*.ts', 'proxy/src/testkit/**/*.ts', 'bench/**/*.ts', 'proxy/src/bench/**/*.ts'],
     // and they walk untyped YAML/JSON documents, where `any` is the honest type

@@ -112,7 +112,9 @@ function checkFiles(args: Args): CheckedFile[] {
   });
 }
 
-const datapathsOf = (r: SynthResult): string[] => [...new Set(r.plan.clusters.map((c) => c.datapath))];
+function datapathsOf(r: SynthResult): string[] {
+  return [...new Set(r.plan.clusters.map((c) => c.datapath))];
+}
 
 const problemJson = ({ code, path, message, fix }: FleetProblem) => ({ code, path, message, ...(fix ? { fix } : {}) });
 
@@ -169,7 +171,9 @@ function synth(args: Args, out: (s: string) => void): number {
 const harvesterClusters = (doc: FleetDocument): string[] => doc.spec.clusters.filter((c) => c.harvester).map((c) => c.name);
 
 /** The moves file beside a fleet file (`<fleet>.moves.yaml`), if any. */
-const movesFor = (fleetFile: string, doc: FleetDocument) => loadMovesFile(movesPathFor(fleetFile), doc.metadata.name);
+function movesFor(fleetFile: string, doc: FleetDocument): ReturnType<typeof loadMovesFile> {
+  return loadMovesFile(movesPathFor(fleetFile), doc.metadata.name);
+}
 
 function ledgerFor(args: Args, fleetFile: string): Ledger | undefined {
   const flag = args.flags.get('ledger');
@@ -251,11 +255,11 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
   }
 }
 
-const renamedFrom = (args: Args): string | undefined => {
+function renamedFrom(args: Args): string | undefined {
   const v = args.flags.get('renamed-from');
   if (v === true) throw new Error('--renamed-from needs the fleet\'s previous name');
   return v;
-};
+}
 
 /** `reclaim`: lift the quarantine of released addresses in the ledger beside the fleet file. */
 function reclaim(args: Args, out: (s: string) => void): number {
