@@ -308,7 +308,7 @@ export const fleetSpecSchema = z.object({
   /**
    * KubeVirt CA rotation and the gateways' CA exchange (docs/trust.md). `{enabled: false}` opts out.
    * @default - managed for the gateway clusters (rotation 168h/96h + exchange) when there are two or more
-   * and KubeVirt's migration TLS is on; nothing for native/direct clusters
+   * (also with migrationPolicy.disableTLS: the sync channel is mTLS regardless); nothing for native/direct clusters
    */
   trust: trustSchema.optional(),
 }).strict();

@@ -655,8 +655,7 @@ export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
   // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
   p.addAll(kubevirtAdmissionProblems(doc));
   const trustProblems: FleetProblem[] = [];
-  const trust = resolveTrust(spec.trust, clusters.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), trustProblems,
-    { migrationTls: spec.migrationPolicy?.disableTLS !== true });
+  const trust = resolveTrust(spec.trust, clusters.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), trustProblems);
   p.addAll(trustProblems);
   for (const x of existingKubevirtProblems(doc)) p.add('existing-kubevirt-invalid', x.path, x.message, x.fix);
   const cc = spec.crossClusterNetwork;

@@ -37,7 +37,7 @@ export const trustSchema = z.object({
   /**
    * Manage cross-cluster trust at all. `false` is the opt-out: no rotation settings are emitted and no
    * trust container runs (every other key of the section is then ignored). Without `spec.trust` the
-   * fleet still manages trust for its gateway clusters when KubeVirt's migration TLS is on (docs/trust.md).
+   * fleet still manages trust for its gateway clusters when there are two or more (docs/trust.md).
    * @default true
    */
   enabled: z.boolean().optional(),

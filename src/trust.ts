@@ -181,30 +181,24 @@ function repushOf(add: Add, trust: TrustSpec, plans: ClusterTrustPlan[]): number
   return v;
 }
 
-/** What the default (no `spec.trust`) depends on besides the clusters. */
-export interface TrustDefaultInput {
-  /** KubeVirt's migration TLS is on (`migrationPolicy.disableTLS` is not true). */
-  readonly migrationTls: boolean;
-}
-
 /**
  * Resolve `spec.trust` for the given clusters. Problems go to `problems` (every one at once).
  * - `spec.trust.enabled: false`: nothing is planned (no rotation emitted, no trust container).
- * - no `spec.trust`: the default. With KubeVirt's migration TLS on and two or more gateway clusters,
- *   those clusters get the default rotation and the exchange, as with `spec.trust: {}`; native and
+ * - no `spec.trust`: the default. With two or more gateway clusters, those clusters get the default
+ *   rotation and the exchange, as with `spec.trust: {}`, whatever `migrationPolicy.disableTLS` says:
+ *   KubeVirt's sync channel is mutual TLS against `kubevirt-ca` regardless (fact sheet
+ *   kubevirt-ca-trust.md s.2.4), so a decentralized migration needs the peer's CA either way. Native and
  *   direct clusters get nothing (no gateway reaches them). Otherwise nothing is planned.
  * - `spec.trust` given: every cluster gets the rotation, gateway clusters the exchange.
  */
-export function resolveTrust(
-  trust: TrustSpec | undefined, clusters: readonly TrustClusterInput[], problems: FleetProblem[], opts: TrustDefaultInput = { migrationTls: true },
-): TrustPlan {
+export function resolveTrust(trust: TrustSpec | undefined, clusters: readonly TrustClusterInput[], problems: FleetProblem[]): TrustPlan {
   const none: TrustPlan = { clusters: {}, repushIntervalSeconds: TRUST_DEFAULTS.repushIntervalSeconds };
   if (trust?.enabled === false) return none;
   if (trust === undefined) {
     // the default: the gateway clusters exchange, with our rotation; native/direct clusters get nothing
     // (no exchange can reach them, and new rotation settings would rotate their CA for no gain)
     const gateways = clusters.filter((c) => c.datapath === 'gateway');
-    if (!opts.migrationTls || gateways.length < 2) return none;
+    if (gateways.length < 2) return none;
     return resolveTrust({}, gateways, problems);
   }
   const seen = new Set<string>();

@@ -209,7 +209,8 @@ describe('refusals: one per check, with a stable code, a path and a fix', () => 
     expect(planForklift(mutate(fleet(), (d) => { d.spec.trust = { enabled: false }; }), facts).problems.map((x) => x.code)).toEqual(['forklift/trust-disabled']);
     expect(planForklift(fleet(), facts)).toMatchObject({ problems: [], warnings: [] });
     const noTls = mutate(fleet(), (d) => { d.spec.migrationPolicy = { disableTLS: true }; });
-    expect(planForklift(noTls, facts).warnings.map((x) => x.code)).toEqual(['forklift/trust-unmanaged']);
+    // the sync channel is mutual TLS even with disableTLS: trust stays managed by default
+    expect(planForklift(noTls, facts)).toMatchObject({ problems: [], warnings: [] });
     const direct = facts.map((f) => ({ ...f, datapath: 'direct' as const }));
     expect(planForklift(fleet(), direct).warnings.map((x) => x.code)).toEqual(['forklift/trust-unmanaged']);
     expect(planForklift(on, direct).warnings[0].message).toContain('b -> a');

@@ -31,12 +31,17 @@ describe('rotation emitted per cluster', () => {
     expect(kv.spec.certificateRotateStrategy.selfSigned.ca).toEqual({ duration: '168h0m0s', renewBefore: '96h0m0s' });
   });
 
-  test('the opt-out (spec.trust.enabled: false), migration TLS off, or fewer than two gateway clusters: nothing is emitted', () => {
+  test('migration TLS off (disableTLS) keeps the default: KubeVirt\'s sync channel is mutual TLS regardless (fact sheet s.2.4), so peers must still trust each other\'s CA', () => {
+    const objs = synthesizeFleet(baseFleet({ migrationPolicy: { disableTLS: true }, gateway: { payload: 'tls' } })).objects.get('a')!;
+    expect(objs.find((o) => o.kind === 'KubeVirt').spec.certificateRotateStrategy.selfSigned.ca).toEqual({ duration: '168h0m0s', renewBefore: '96h0m0s' });
+    expect(objs.filter((o) => o.kind === 'Deployment').flatMap((d) => d.spec.template.spec.containers.map((c: any) => c.name))).toContain('trust');
+  });
+
+  test('the opt-out (spec.trust.enabled: false) or fewer than two gateway clusters: nothing is emitted', () => {
     const kvOf = (doc: Parameters<typeof synthesizeFleet>[0]) => synthesizeFleet(doc).objects.get('a')!;
     for (const objs of [
       kvOf(baseFleet({ trust: { enabled: false } })),
       kvOf(baseFleet({ trust: { enabled: false, rotation: { ca: { duration: '240h' } } } })),
-      kvOf(baseFleet({ migrationPolicy: { disableTLS: true }, gateway: { payload: 'tls' } })),
       kvOf(baseFleet({ clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3, datapath: 'direct' }] })),
     ]) {
       expect(objs.find((o) => o.kind === 'KubeVirt').spec.certificateRotateStrategy).toBeUndefined();

@@ -20,8 +20,8 @@ export function trustBetween(spec: unknown, a: string, b: string, datapaths: rea
   const s = (spec ?? {}) as Record<string, unknown>;
   const gateways = datapaths.every((d) => d === 'gateway');
   if (s.trust === undefined) {
-    const policy = (s.migrationPolicy ?? {}) as Record<string, unknown>;
-    return gateways && policy.disableTLS !== true ? 'managed' : 'unmanaged';
+    // the default manages gateway pairs whatever disableTLS says (the sync channel is mTLS regardless)
+    return gateways ? 'managed' : 'unmanaged';
   }
   if (off(s.trust)) return 'disabled';
   const clusters = Array.isArray(s.clusters) ? (s.clusters as Record<string, unknown>[]) : [];
