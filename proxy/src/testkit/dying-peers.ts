@@ -121,3 +121,35 @@ export function dyingOrigin(pki: Pki | undefined, port: number, dstPort: number,
     });
   });
 }
+
+/**
+ * A TCP link between two real gateways (bytes pass through untouched: the mTLS handshake, OPEN, REPLY and the
+ * BIND exchange are the gateways' own) that plays a gateway's death once the payload flows: when at least
+ * `afterBytes` crossed each way (far more than a handshake and the BIND frames, so the raw phase has begun), and
+ * 0-30 ms later, the dead side's connection ends with `how()` (as its kernel would) and the survivor's with an RST.
+ * `dies`: 'west' = the terminus dies (east's tunnel ends first), 'east' = the origin dies.
+ */
+export async function dyingLink(toPort: number, dies: 'east' | 'west', how: () => Death, afterBytes = 64 * 1024): Promise<{ port: number; close(): void }> {
+  const socks = new Set<net.Socket>();
+  const srv = net.createServer((fromEast) => {
+    const toWest = net.connect(toPort, '127.0.0.1');
+    const pair = [fromEast, toWest];
+    const moved = [0, 0];
+    let dying = false;
+    for (const [i, s] of pair.entries()) {
+      socks.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => { socks.delete(s); pair[1 - i].destroy(); });
+      s.on('data', (d: Buffer) => {
+        moved[i] += d.length;
+        if (!pair[1 - i].write(d)) { s.pause(); pair[1 - i].once('drain', () => s.resume()); }
+        if (dying || moved[0] < afterBytes || moved[1] < afterBytes) return;
+        dying = true;
+        const [dead, survivor] = dies === 'west' ? [fromEast, toWest] : [toWest, fromEast];
+        setTimeout(() => { die(dead, how()); survivor.resetAndDestroy(); }, crypto.randomInt(0, 30));
+      });
+    }
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  return { port: (srv.address() as net.AddressInfo).port, close: () => { for (const s of socks) s.destroy(); srv.close(); } };
+}
