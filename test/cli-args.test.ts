@@ -10,18 +10,13 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { main } from '../cli/cli';
+import { runCli } from './support/fleets';
 
 const root = path.join(__dirname, '..');
 const CLI = path.join(root, 'lib', 'cli', 'cli.js');
 const FLEET = path.join(root, 'examples', 'three-sites-vlan.fleet.yaml');
 
-function run(argv: string[]): { code: number; out: string; err: string } {
-  let out = '';
-  let err = '';
-  const code = main(argv, (s) => { out += s; }, (s) => { err += s; });
-  return { code, out, err };
-}
+const run = runCli;
 
 /** Every file and directory under dir, with the content of files. */
 function snapshot(dir: string): Record<string, string> {

@@ -7,20 +7,15 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { main } from '../cli/cli';
 import { diffFleets } from '../cli/diff-fleets';
 import { FleetDocument } from '../src/fleet-schema';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
 import { serializeLedger } from '../src/ledger';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { runCli } from './support/fleets';
 
 const EX = path.join(__dirname, '..', 'examples');
-const run = (...argv: string[]): { code: number; out: string; err: string } => {
-  let out = '';
-  let err = '';
-  const code = main(argv, (s) => { out += s; }, (s) => { err += s; });
-  return { code, out, err };
-};
+const run = (...argv: string[]): ReturnType<typeof runCli> => runCli(argv);
 const tmp = (): string => fs.mkdtempSync(path.join(os.tmpdir(), 'mm-cli-'));
 const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x));
 

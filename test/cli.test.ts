@@ -2,16 +2,11 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { main } from '../cli/cli';
+import { runCli } from './support/fleets';
 
 const root = path.join(__dirname, '..');
 
-function run(argv: string[]): { code: number; out: string; err: string } {
-  let out = '';
-  let err = '';
-  const code = main(argv, (s) => { out += s; }, (s) => { err += s; });
-  return { code, out, err };
-}
+const run = runCli;
 
 function tmp(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'mm-cli-'));

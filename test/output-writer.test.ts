@@ -9,19 +9,14 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { main } from '../cli/cli';
 import { renderFleetDirectory, writeFleetDirectories } from '../cli/fleet-directory';
 import { MANIFEST_FILE, OutputWriteError, WriterFs } from '../cli/write-tree';
+import { runCli } from './support/fleets';
 
 const root = path.join(__dirname, '..');
 const example = path.join(root, 'examples', 'three-sites-vlan.fleet.yaml');
 
-function run(argv: string[]): { code: number; out: string; err: string } {
-  let out = '';
-  let err = '';
-  const code = main(argv, (s) => { out += s; }, (s) => { err += s; });
-  return { code, out, err };
-}
+const run = runCli;
 
 /** A scratch directory with the 3-site example fleet and its ledger. */
 function scratch(): { dir: string; fleet: string; ledger: string; out: string } {

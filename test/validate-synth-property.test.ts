@@ -11,10 +11,10 @@ import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import * as fc from 'fast-check';
-import { main } from '../cli/cli';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { MigrationMeshError } from '../src/errors';
 import { FleetDocument } from '../src/fleet-schema';
+import { runCli } from './support/fleets';
 
 const SEED = 1212;
 const RUNS = 120;
@@ -100,12 +100,7 @@ function fleetOf(f: FleetParams): unknown {
   return { apiVersion: 'migrationmesh.dev/v1alpha1', kind: 'Fleet', metadata: { name: 'prop' }, spec };
 }
 
-function run(argv: string[]): { code: number; out: string; err: string } {
-  let out = '';
-  let err = '';
-  const code = main(argv, (s) => { out += s; }, (s) => { err += s; });
-  return { code, out, err };
-}
+const run = runCli;
 
 test('validate succeeds exactly when synth does, with the same problem codes', () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-w12c-prop-'));

@@ -7,18 +7,11 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { main } from '../cli/cli';
 import { FleetDocument } from '../src/fleet-schema';
-import { baseFleet, mutate } from './support/fleets';
+import { baseFleet, mutate, runCli } from './support/fleets';
 
-interface Run { code: number; out: string; err: string }
 
-function run(argv: string[]): Run {
-  let out = '';
-  let err = '';
-  const code = main(argv, (s) => { out += s; }, (s) => { err += s; });
-  return { code, out, err };
-}
+const run = runCli;
 
 let dir: string;
 beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-w12c-validate-')); });

@@ -2,8 +2,17 @@ import { FleetProblem, FleetValidationError } from '../../src/errors';
 import { FleetDocument } from '../../src/fleet-schema';
 import { planFleet } from '../../src/planner';
 import { parseFleetDocument, resolveFleet } from '../../src/resolve';
+import { main } from '../../cli/cli';
 
 /** A small valid gateway-mode fleet; tests override parts of it. */
+/** The CLI in process: exit code and everything it wrote to stdout and stderr. */
+export function runCli(argv: string[]): { code: number; out: string; err: string } {
+  let out = '';
+  let err = '';
+  const code = main(argv, (x) => { out += x; }, (x) => { err += x; });
+  return { code, out, err };
+}
+
 export function baseFleet(overrides: Partial<FleetDocument['spec']> = {}, name = 'test'): FleetDocument {
   return {
     apiVersion: 'migrationmesh.dev/v1alpha1',
