@@ -28,6 +28,7 @@
 #include <node_api.h>
 #include "relaybio.h"
 #include "splice.h"
+#include "tls13relay.h"
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -82,6 +83,15 @@ struct tlsr {
   int reason, side, err;
   int handshook;
   char *expect_uri; /* client: the exact identity the server must present */
+  /* our own record layer after the header frames (tls13relay.c): the application traffic secrets as OpenSSL's
+   * keylog callback gives them ([0] client, [1] server), and the records OpenSSL has read [0] and written [1]
+   * since the handshake (its message callback), which are the sequence numbers the relay continues from */
+  int own_records, key_update_request;
+  uint64_t key_update_records;
+  unsigned char secret[2][TLS13_SECRET_MAX];
+  size_t secret_len[2];
+  int counting;
+  uint64_t recs[2];
   /* authenticated splice (see splice_phase2) */
   int splice_ok;    /* tlsStart flag: no read-ahead, keep the tunnel header for the binding */
   int splice;       /* tlsContinue: switch to the kernel splice after the binding exchange */
@@ -120,6 +130,7 @@ static int64_t mono_ms(void) {
 static void tlsr_unref(tlsr_t *t) {
   if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) {
     if (t->ssl) SSL_free(t->ssl);
+    OPENSSL_cleanse(t->secret, sizeof t->secret);
     free_phase1(t);
     free(t->first);
     free(t->reply);
@@ -140,6 +151,28 @@ static void ssl_errstr(tlsr_t *t, const char *what) {
   else snprintf(buf, sizeof buf, "connection closed");
   snprintf(t->error, sizeof t->error, "%s: %s", what, buf);
   ERR_clear_error();
+}
+
+/* OpenSSL's keylog callback: keep the two application traffic secrets (generation 0) of this session */
+static void keylog_cb(const SSL *ssl, const char *line) {
+  tlsr_t *t = SSL_get_ex_data(ssl, 0);
+  int i = strncmp(line, "CLIENT_TRAFFIC_SECRET_0 ", 24) == 0 ? 0 : strncmp(line, "SERVER_TRAFFIC_SECRET_0 ", 24) == 0 ? 1 : -1;
+  const char *hex = strrchr(line, ' ');
+  if (!t || i < 0 || !hex) return;
+  size_t n = strlen(++hex) / 2;
+  if (n > TLS13_SECRET_MAX) return;
+  for (size_t k = 0; k < n; k++) {
+    unsigned int v;
+    if (sscanf(hex + 2 * k, "%2x", &v) != 1) return;
+    t->secret[i][k] = (unsigned char)v;
+  }
+  t->secret_len[i] = n;
+}
+
+/* OpenSSL's message callback: count the records read and written since the handshake (one header each) */
+static void msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg) {
+  tlsr_t *t = SSL_get_ex_data(ssl, 0);
+  if (t && t->counting && content_type == SSL3_RT_HEADER) t->recs[write_p ? 1 : 0]++;
 }
 
 /* wait for fd events or the cancel eventfd, bounded by the deadline; returns 1 ready, 0 timeout, -1 cancel */
@@ -205,6 +238,7 @@ static void phase1(tlsr_t *t) {
   int rc = 0;
   SSL_RETRY(t, SSL_do_handshake(t->ssl), "TLS handshake");
   if (!rc) return;
+  t->counting = 1; /* every record from here on is under the application traffic keys */
   if (SSL_get_verify_result(t->ssl) != X509_V_OK) { snprintf(t->error, sizeof t->error, "peer certificate not verified"); return; }
   /* handshook is set once the identity is acceptable; JS still re-checks the URIs */
   collect_uris(t);
@@ -313,6 +347,7 @@ static int rs_encrypt(tlsr_t *t, rs_t *s) {
     }
     int e = SSL_get_error(t->ssl, 0);
     if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) { s->enc_wait = 1; break; }
+    if (ERR_peek_error()) ssl_errstr(t, "TLS records");
     rs_send_alert(t, s);
     fail2(t, 0, ECONNRESET);
     return -1;
@@ -380,7 +415,12 @@ static int rs_decrypt(tlsr_t *t, rs_t *s) {
     if (e == SSL_ERROR_WANT_READ) s->dec_wait_in = 1;
     else if (e == SSL_ERROR_WANT_WRITE) s->dec_wait_out = 1; /* a post-handshake reply waits for io.out room */
     else if (e == SSL_ERROR_ZERO_RETURN) { s->t_eof = 1; progress = 1; }
-    else { rs_send_alert(t, s); fail2(t, 0, rs_tls_err(s)); return -1; } /* EOF without close_notify: the peer died */
+    else { /* EOF without close_notify: the peer died; or records that do not verify */
+      if (ERR_peek_error()) ssl_errstr(t, "TLS records");
+      rs_send_alert(t, s);
+      fail2(t, 0, rs_tls_err(s));
+      return -1;
+    }
     break;
   }
   return progress;
@@ -458,7 +498,52 @@ static void relay_loop(tlsr_t *t, rs_t *s) {
   }
 }
 
+/* process totals (tlsRecordStats): sessions relayed on our own records, on OpenSSL's; KeyUpdates received and sent
+ * by origins (TLS clients), then by termini (TLS servers) */
+#define RECORD_STATS 6
+static uint64_t record_stats[RECORD_STATS];
+
+/* Relay on our own TLS 1.3 records (tls13relay.c) from the record OpenSSL would have read or written next. 0 when
+ * this session cannot (MMPROXY_TLS_RECORDS=openssl, a suite we do not run, no secrets): OpenSSL relays then. */
+static int relay_own(tlsr_t *t) {
+  uint16_t suite = (uint16_t)(SSL_CIPHER_get_id(SSL_get_current_cipher(t->ssl)) & 0xffff);
+  if (!t->own_records || !tls13_suite_supported(suite) || !t->secret_len[0] || t->secret_len[0] != t->secret_len[1]) return 0;
+  tls13_relay_t r;
+  memset(&r, 0, sizeof r);
+  size_t avail = (size_t)SSL_pending(t->ssl), got = 0;
+  unsigned char *pend = avail ? malloc(avail) : NULL; /* the rest of a record OpenSSL has opened, not yet read */
+  int w = t->is_server ? 1 : 0; /* a client writes with the client secret and reads the server's */
+  int ok = (!avail || (pend && SSL_read_ex(t->ssl, pend, avail, &got) == 1 && got == avail)) && !SSL_has_pending(t->ssl) &&
+           tls13_dir_init(&r.wr, suite, t->secret[w], t->secret_len[w], t->recs[1], 1) &&
+           tls13_dir_init(&r.rd, suite, t->secret[!w], t->secret_len[!w], t->recs[0], 0);
+  OPENSSL_cleanse(t->secret, sizeof t->secret);
+  if (!ok) {
+    tls13_dir_clear(&r.wr);
+    tls13_dir_clear(&r.rd);
+    free(pend);
+    snprintf(t->error, sizeof t->error, "TLS records: cannot take over from OpenSSL");
+    t->reason = T_ERROR; t->side = -1;
+    return 1;
+  }
+  r.fd = t->fd; r.pfd = t->pfd; r.efd = t->efd; r.idle_ms = t->idle_ms;
+  r.pending = pend; r.pending_len = got;
+  r.peer_closed = (SSL_get_shutdown(t->ssl) & SSL_RECEIVED_SHUTDOWN) != 0;
+  r.key_update_records = t->key_update_records;
+  r.key_update_request = t->key_update_request;
+  r.bytes = t->bytes;
+  tls13_relay_run(&r);
+  if (pend) { OPENSSL_cleanse(pend, got); free(pend); }
+  t->reason = r.reason; t->side = r.side; t->err = r.err;
+  if (r.error) snprintf(t->error, sizeof t->error, "%s", r.error);
+  __atomic_add_fetch(&record_stats[0], 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&record_stats[t->is_server ? 4 : 2], r.key_updates[0], __ATOMIC_RELAXED);
+  __atomic_add_fetch(&record_stats[t->is_server ? 5 : 3], r.key_updates[1], __ATOMIC_RELAXED);
+  return 1;
+}
+
 static void relay(tlsr_t *t) {
+  if (relay_own(t)) return;
+  __atomic_add_fetch(&record_stats[1], 1, __ATOMIC_RELAXED);
   rs_t s;
   memset(&s, 0, sizeof s);
   s.p_rd = s.p_wr = s.t_rd = s.t_wr = 1;
@@ -722,7 +807,19 @@ static void tlsr_finalize(napi_env env, void *data, void *hint) {
   napi_adjust_external_memory(env, -(int64_t)sizeof(tlsr_t), &ext);
   tlsr_unref((tlsr_t *)data);
 }
-static void ctx_finalize(napi_env env, void *data, void *hint) { SSL_CTX_free((SSL_CTX *)data); }
+/* what tlsContext returns: the OpenSSL context and how its sessions relay (read once, from the environment) */
+typedef struct {
+  SSL_CTX *ctx;
+  int own_records;             /* 1: our own record layer after the header frames; MMPROXY_TLS_RECORDS=openssl: 0 */
+  uint64_t key_update_records; /* MMPROXY_TLS_KEY_UPDATE_RECORDS, 0 = the default (tls13relay.h) */
+  int key_update_request;      /* MMPROXY_TLS_KEY_UPDATE_REQUEST=1: our KeyUpdates ask for the peer's (tests) */
+} mm_ctx_t;
+
+static void ctx_finalize(napi_env env, void *data, void *hint) {
+  mm_ctx_t *c = data;
+  SSL_CTX_free(c->ctx);
+  free(c);
+}
 
 static int get_buf(napi_env env, napi_value v, unsigned char **d, size_t *n) {
   bool is = false;
@@ -794,8 +891,16 @@ static napi_value TlsContext(napi_env env, napi_callback_info info) {
     return throw_msg(env, "tlsContext: bad private key");
   }
   EVP_PKEY_free(pk);
+  SSL_CTX_set_keylog_callback(ctx, keylog_cb);
+  mm_ctx_t *c = calloc(1, sizeof *c);
+  if (!c) { SSL_CTX_free(ctx); return throw_msg(env, "out of memory"); }
+  c->ctx = ctx;
+  const char *rec = getenv("MMPROXY_TLS_RECORDS"), *ku = getenv("MMPROXY_TLS_KEY_UPDATE_RECORDS");
+  c->own_records = !(rec && strcmp(rec, "openssl") == 0);
+  c->key_update_records = ku ? strtoull(ku, NULL, 10) : 0;
+  c->key_update_request = getenv("MMPROXY_TLS_KEY_UPDATE_REQUEST") && strcmp(getenv("MMPROXY_TLS_KEY_UPDATE_REQUEST"), "1") == 0;
   napi_value ext;
-  napi_create_external(env, ctx, ctx_finalize, NULL, &ext);
+  if (napi_create_external(env, c, ctx_finalize, NULL, &ext) != napi_ok) { SSL_CTX_free(ctx); free(c); return throw_msg(env, "tlsContext: external"); }
   return ext;
 }
 
@@ -803,7 +908,7 @@ static napi_value TlsStart(napi_env env, napi_callback_info info) {
   size_t argc = 9;
   napi_value argv[9];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  SSL_CTX *ctx = NULL;
+  mm_ctx_t *ctx = NULL;
   uint32_t flags = 0;
   if (argc >= 9) napi_get_value_uint32(env, argv[8], &flags);
   int32_t fd = -1;
@@ -843,8 +948,11 @@ static napi_value TlsStart(napi_env env, napi_callback_info info) {
     if (t->expect_uri) napi_get_value_string_utf8(env, argv[6], t->expect_uri, n + 1, &n);
   }
   t->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  t->ssl = SSL_new(ctx);
-  if (t->efd < 0 || !t->ssl || SSL_set_fd(t->ssl, fd) != 1) {
+  t->ssl = SSL_new(ctx->ctx);
+  t->own_records = ctx->own_records;
+  t->key_update_records = ctx->key_update_records;
+  t->key_update_request = ctx->key_update_request;
+  if (t->efd < 0 || !t->ssl || SSL_set_fd(t->ssl, fd) != 1 || SSL_set_ex_data(t->ssl, 0, t) != 1) {
     if (t->efd >= 0) close(t->efd);
     t->refs = 1; tlsr_unref(t);
     return throw_msg(env, "tlsStart: setup failed");
@@ -854,6 +962,7 @@ static napi_value TlsStart(napi_env env, napi_callback_info info) {
    * mTLS chain (16% in ssl3_get_record alone), against 8% for all copies without it (one read(2) for the record
    * header, one for the record). And a splice-capable session must stop reading at an exact record boundary. */
   SSL_set_read_ahead(t->ssl, 0);
+  SSL_set_msg_callback(t->ssl, msg_cb);
   if (is_server) SSL_set_accept_state(t->ssl); else SSL_set_connect_state(t->ssl);
   napi_value name;
   napi_create_string_utf8(env, "mmproxy.tls", NAPI_AUTO_LENGTH, &name);
@@ -962,6 +1071,18 @@ static napi_value TlsLive(napi_env env, napi_callback_info info) {
   return v;
 }
 
+/* tlsRecordStats() -> [sessions on our records, on OpenSSL's, KeyUpdates received by origins, sent by origins,
+ * received by termini, sent by termini] */
+static napi_value TlsRecordStats(napi_env env, napi_callback_info info) {
+  napi_value arr, v;
+  napi_create_array_with_length(env, RECORD_STATS, &arr);
+  for (uint32_t i = 0; i < RECORD_STATS; i++) {
+    napi_create_double(env, (double)__atomic_load_n(&record_stats[i], __ATOMIC_RELAXED), &v);
+    napi_set_element(env, arr, i, v);
+  }
+  return arr;
+}
+
 void tlsrelay_register(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"tlsContext", NULL, TlsContext, NULL, NULL, NULL, napi_default, NULL},
@@ -970,6 +1091,7 @@ void tlsrelay_register(napi_env env, napi_value exports) {
       {"tlsCancel", NULL, TlsCancel, NULL, NULL, NULL, napi_default, NULL},
       {"tlsStats", NULL, TlsStats, NULL, NULL, NULL, napi_default, NULL},
       {"tlsLive", NULL, TlsLive, NULL, NULL, NULL, napi_default, NULL},
+      {"tlsRecordStats", NULL, TlsRecordStats, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
 }

@@ -39,6 +39,11 @@ export interface NativeAddon {
   tlsStats(h: TlsHandle): [number, number];
   /** Native TLS sessions whose OpenSSL state is still allocated (freed when a session's thread ends, not by GC). */
   tlsLive(): number;
+  /**
+   * Process totals: [sessions relayed on our own TLS records, on OpenSSL's, KeyUpdates received by origins (TLS
+   * clients), sent by origins, received by termini (TLS servers), sent by termini].
+   */
+  tlsRecordStats(): [number, number, number, number, number, number];
   getOriginalDst(fd: number): OriginalDst | null;
   startPump(fdA: number, fdB: number, prefixAtoB: Buffer | null, prefixBtoA: Buffer | null, idleMs: number, cb: (r: PumpResult) => void): PumpHandle;
   pumpStats(h: PumpHandle): [number, number];
