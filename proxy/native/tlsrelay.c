@@ -9,7 +9,9 @@
  *       (8-byte frame header, then its body if it fits in headerMax), all before `deadlineMs`. Then
  *       cb({phase: 1, ok, error, uris, frame}) on the JS thread, and the thread waits for a command.
  *   tlsContinue(handle, replyOrNull, relayFd, idleMs)
- *       Phase 2: write `reply` (the terminus' REPLY) and relay TLS <-> relayFd (relayFd < 0: close).
+ *       Phase 2: write `reply` (the terminus' REPLY) and relay TLS <-> relayFd (relayFd < 0: close). The relay
+ *       runs on our own TLS 1.3 records (tls13relay.c) from the record OpenSSL would have handled next, or on
+ *       OpenSSL's (relay_loop below) with MMPROXY_TLS_RECORDS=openssl or a suite tls13rec.c does not run.
  *       cb({phase: 2, tlsToPlain, plainToTls, reason, side, errno}) when done. Half-close: plaintext EOF
  *       -> close_notify + FIN; close_notify received -> FIN on the plaintext socket. A TLS stream that ends
  *       without close_notify (peer killed) is a reset: the plaintext socket gets an RST.
