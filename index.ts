@@ -10,32 +10,32 @@
  */
 
 // ---- planning (src/) ----------------------------------------------------------------------------
-export { FleetValidationError, formatProblem } from './src/errors';
-export type { FleetProblem } from './src/errors';
-export { FLEET_API_VERSION, FLEET_KIND, fleetDocumentSchema, fleetSpecSchema } from './src/fleet-schema';
+export { FleetValidationError, formatProblem } from './src/base/errors';
+export type { FleetProblem } from './src/base/errors';
+export { FLEET_API_VERSION, FLEET_KIND, fleetDocumentSchema, fleetSpecSchema } from './src/fleet/schema';
 export type {
   Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, FleetSpec, GitopsSpec, HarvesterSpec, Placement, SyncPlacement,
-} from './src/fleet-schema';
-export { parseFleetDocument, resolveFleet } from './src/resolve';
-export * from './src/fleet-gateway-pod';
-export type { ResolvedCluster, ResolvedCrossCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt } from './src/resolve';
-export type { KubevirtVersion } from './src/kubevirt-versions';
-export { planFleet, planFleetDocument } from './src/planner';
+} from './src/fleet/schema';
+export { parseFleetDocument, resolveFleet } from './src/fleet/resolve';
+export * from './src/gateway/fleet-pod';
+export type { ResolvedCluster, ResolvedCrossCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt } from './src/fleet/resolve';
+export type { KubevirtVersion } from './src/kubevirt/versions';
+export { planFleet, planFleetDocument } from './src/addressing/planner';
 export type {
   CapacityReport, ClusterPlan, FleetInput, FleetPlan, GatewayReplicaPlan, PeerPlan, PlanOptions, PlanResult, RoutePlan, WhereaboutsPlan,
-} from './src/planner';
-export { diffLedgers, emptyLedger, formatLedgerChange, parseLedger, serializeLedger } from './src/ledger';
-export type { Ledger, LedgerChange, LedgerCluster } from './src/ledger';
-export { ledgerPathFor, loadFleetFile, loadLedgerFile, parseFleetText } from './src/load';
-export { planReport, renderPlanTable } from './src/plan-report';
-export type { PlanReport, PlanReportOptions, PlanRow, PlanTotals } from './src/plan-report';
-export { renderFleetSvg } from './src/fleet-svg';
-export { diffTrees, renderDiff } from './src/tree-diff';
-export type { ClusterDiff, FleetDiff, TreeSnapshot } from './src/tree-diff';
-export { checkHarvesterValue, harvesterSettingFor, harvesterValueJson } from './src/harvester';
-export type { HarvesterContext, HarvesterMigrationNetworkValue, HarvesterResult } from './src/harvester';
-export { kubevirtSpecFor } from './src/kubevirt-config';
-export type { JsonObject } from './src/kubevirt-config';
+} from './src/addressing/planner';
+export { diffLedgers, emptyLedger, formatLedgerChange, parseLedger, serializeLedger } from './src/addressing/ledger';
+export type { Ledger, LedgerChange, LedgerCluster } from './src/addressing/ledger';
+export { ledgerPathFor, loadFleetFile, loadLedgerFile, parseFleetText } from './src/fleet/load';
+export { planReport, renderPlanTable } from './src/report/plan-report';
+export type { PlanReport, PlanReportOptions, PlanRow, PlanTotals } from './src/report/plan-report';
+export { renderFleetSvg } from './src/report/fleet-svg';
+export { diffTrees, renderDiff } from './src/report/tree-diff';
+export type { ClusterDiff, FleetDiff, TreeSnapshot } from './src/report/tree-diff';
+export { checkHarvesterValue, harvesterSettingFor, harvesterValueJson } from './src/delivery/harvester';
+export type { HarvesterContext, HarvesterMigrationNetworkValue, HarvesterResult } from './src/delivery/harvester';
+export { kubevirtSpecFor } from './src/kubevirt/config';
+export type { JsonObject } from './src/kubevirt/config';
 export * from './src/forklift/schema';
 export * from './src/forklift/model';
 export { planForklift } from './src/forklift/plan';

@@ -1,11 +1,11 @@
 /**
  * `diffFleets`: synthesize two fleets in memory (the ledger carried from before into after, as a real
  * synth run would) and compare the trees. Imports synthesize-fleet.ts (and so cdk8s); the comparison itself is
- * the pure src/tree-diff.ts.
+ * the pure src/report/tree-diff.ts.
  */
-import { FleetDocument } from '../src/fleet-schema';
-import { Ledger } from '../src/ledger';
-import { FleetDiff, TreeSnapshot, diffTrees } from '../src/tree-diff';
+import { FleetDocument } from '../src/fleet/schema';
+import { Ledger } from '../src/addressing/ledger';
+import { FleetDiff, TreeSnapshot, diffTrees } from '../src/report/tree-diff';
 import { SynthResult, synthesizeFleet } from './synthesize-fleet';
 import { MovesInput } from '../src/forklift/checks';
 

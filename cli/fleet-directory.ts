@@ -5,13 +5,13 @@
  * manifest of generated files, and the ledger written back.
  */
 import * as path from 'path';
-import { InvalidPropsError } from '../src/errors';
-import { FleetInput } from '../src/planner';
-import { Ledger, serializeLedger } from '../src/ledger';
-import { ledgerPathFor, loadLedgerFile, readFleetFile } from '../src/load';
+import { InvalidPropsError } from '../src/base/errors';
+import { FleetInput } from '../src/addressing/planner';
+import { Ledger, serializeLedger } from '../src/addressing/ledger';
+import { ledgerPathFor, loadLedgerFile, readFleetFile } from '../src/fleet/load';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
-import { planReport } from '../src/plan-report';
-import { renderFleetSvg } from '../src/fleet-svg';
+import { planReport } from '../src/report/plan-report';
+import { renderFleetSvg } from '../src/report/fleet-svg';
 import { SynthOptions, SynthResult, synthesizeFleet } from './synthesize-fleet';
 import { OutputFile, OutputTree, TreeWriteReport, WriterFs, writeOutputs } from './write-tree';
 

@@ -23,9 +23,9 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { FleetProblem, MigrationMeshError } from '../src/errors';
-import { ProblemCode } from '../src/problem-codes';
-import { FLEET_LABEL } from '../src/names';
+import { FleetProblem, MigrationMeshError } from '../src/base/errors';
+import { ProblemCode } from '../src/base/problem-codes';
+import { FLEET_LABEL } from '../src/base/names';
 
 /** The manifest of generated files inside each fleet directory. */
 export const MANIFEST_FILE = '.migration-mesh.manifest';

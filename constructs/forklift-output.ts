@@ -1,7 +1,7 @@
-import { FleetProblem } from '../src/errors';
-import { FleetDocument } from '../src/fleet-schema';
-import { ResolvedGitops } from '../src/gitops';
-import { ClusterPlan } from '../src/planner';
+import { FleetProblem } from '../src/base/errors';
+import { FleetDocument } from '../src/fleet/schema';
+import { ResolvedGitops } from '../src/delivery/gitops';
+import { ClusterPlan } from '../src/addressing/planner';
 import { EmittedObject, featureGatesOf, nadsOf } from '../src/forklift/gates';
 import { ClusterFacts, ForkliftHubPlan } from '../src/forklift/model';
 import {

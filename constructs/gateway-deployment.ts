@@ -1,14 +1,14 @@
 import { ApiObject, Duration, JsonPatch, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { Placement } from '../src/fleet-schema';
-import { GATEWAY_CONFIG_FILE, GATEWAY_CONFIG_MOUNT } from '../src/gateway-config';
-import { GATEWAY_KEEPALIVED_FILE, KEEPALIVED_RUN_DIR, keepalivedArgs } from '../src/gateway-failover';
+import { Placement } from '../src/fleet/schema';
+import { GATEWAY_CONFIG_FILE, GATEWAY_CONFIG_MOUNT } from '../src/gateway/config';
+import { GATEWAY_KEEPALIVED_FILE, KEEPALIVED_RUN_DIR, keepalivedArgs } from '../src/gateway/failover';
 import {
   DEFAULT_GATEWAY_INTERFACES, GATEWAY_REPLICA_LABEL, GATEWAY_RESTART_HASH_ANNOTATION, GATEWAY_SET_LABEL, MULTUS_NETWORKS_ANNOTATION,
   gatewayDeploymentName, gatewayNetworkSelection,
-} from '../src/gateway-pod';
-import { GatewayReplicaPlan } from '../src/planner';
+} from '../src/gateway/pod';
+import { GatewayReplicaPlan } from '../src/addressing/planner';
 import { GATEWAY_METRICS_PORT_NAME } from './gateway-metrics';
 import { GatewayPodOptions, taintQueryOf } from './gateway-pod-options';
 import { projectedVolume } from './projected-volume';
@@ -109,7 +109,7 @@ export interface GatewayDeploymentProps extends GatewayPodOptions {
   readonly labels?: Record<string, string>;
   /**
    * Run the failover sidecar: keepalived (VRRP only) with `keepalived.conf` from the ConfigMap,
-   * holding the cluster's gateway VIP while this replica is the elected one (src/gateway-failover.ts).
+   * holding the cluster's gateway VIP while this replica is the elected one (src/gateway/failover.ts).
    * It is the only long-running container with capabilities: NET_ADMIN (add/remove the VIP), NET_RAW
    * (VRRP and gratuitous ARP), SETUID/SETGID (its readiness check of the runtime runs as `nobody`).
    *

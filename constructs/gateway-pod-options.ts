@@ -1,6 +1,6 @@
 import { Duration, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
-import { GatewayPodSpec, GatewayResourceQuantities, GatewayTolerationSpec, memoryMebibytes } from '../src/fleet-gateway-pod';
+import { GatewayPodSpec, GatewayResourceQuantities, GatewayTolerationSpec, memoryMebibytes } from '../src/gateway/fleet-pod';
 
 /**
  * What a user may change on every gateway pod, in cdk8s-plus-28 types. Each field is sugar for the

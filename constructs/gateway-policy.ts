@@ -1,7 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
-import { InvalidPropsError } from '../src/errors';
-import { MULTI_POLICY_FOR_ANNOTATION } from '../src/gateway-pod';
+import { InvalidPropsError } from '../src/base/errors';
+import { MULTI_POLICY_FOR_ANNOTATION } from '../src/gateway/pod';
 
 /**
  * Properties for `GatewayCrossClusterPolicy`.

@@ -1,7 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
-import { InvalidPropsError } from '../src/errors';
-import { gatewayIdentityUri } from '../src/gateway-pod';
+import { InvalidPropsError } from '../src/base/errors';
+import { gatewayIdentityUri } from '../src/gateway/pod';
 
 /** Name of the Secret cert-manager writes for the gateway certificate. */
 export const DEFAULT_GATEWAY_TLS_SECRET = 'migration-mesh-gateway-tls';

@@ -1,7 +1,7 @@
 import { ApiObject, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
-import { GATEWAY_CONFIG_FILE, GATEWAY_CONFIG_MOUNT } from '../src/gateway-config';
+import { GATEWAY_CONFIG_FILE, GATEWAY_CONFIG_MOUNT } from '../src/gateway/config';
 import type { GatewayDeployment } from './gateway-deployment';
 import { projectedVolume } from './projected-volume';
 

@@ -1,8 +1,8 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
-import { HarvesterMigrationNetworkValue } from '../src/harvester';
-import { FLEET_LABEL, managedByLabels } from '../src/names';
-import { ClusterPlan, FleetPlan } from '../src/planner';
+import { HarvesterMigrationNetworkValue } from '../src/delivery/harvester';
+import { FLEET_LABEL, managedByLabels } from '../src/base/names';
+import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
 import { HarvesterMigrationNetwork } from './harvester-migration-network';
 
 /**

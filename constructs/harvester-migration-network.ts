@@ -1,6 +1,6 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
-import { HARVESTER_SETTING_NAME, HarvesterMigrationNetworkValue, harvesterValueJson } from '../src/harvester';
+import { HARVESTER_SETTING_NAME, HarvesterMigrationNetworkValue, harvesterValueJson } from '../src/delivery/harvester';
 
 /**
  * Properties for `HarvesterMigrationNetwork`.
@@ -8,7 +8,7 @@ import { HARVESTER_SETTING_NAME, HarvesterMigrationNetworkValue, harvesterValueJ
 export interface HarvesterMigrationNetworkProps {
   /**
    * The setting value (`{clusterNetwork, vlan, range, exclude}`), already checked against Harvester's
-   * webhook rules (`harvesterSettingFor` in src/harvester.ts).
+   * webhook rules (`harvesterSettingFor` in src/delivery/harvester.ts).
    */
   readonly value: HarvesterMigrationNetworkValue;
   /**

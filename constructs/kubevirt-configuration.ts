@@ -1,7 +1,7 @@
 import { ApiObject, ApiObjectProps, Lazy } from 'cdk8s';
 import { Construct } from 'constructs';
-import { ConfigDelivery } from '../src/fleet-schema';
-import { HCO_JSONPATCH_ANNOTATION, JsonObject, dedupePatches, hcoFormWithExisting, mergeSpec } from '../src/kubevirt-config';
+import { ConfigDelivery } from '../src/fleet/schema';
+import { HCO_JSONPATCH_ANNOTATION, JsonObject, dedupePatches, hcoFormWithExisting, mergeSpec } from '../src/kubevirt/config';
 
 /**
  * Properties for `KubevirtConfiguration`.

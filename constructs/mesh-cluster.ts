@@ -1,10 +1,10 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
-import { whereaboutsIpam } from '../src/cni';
-import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt-config';
-import { FLEET_LABEL, NETWORK_LABEL } from '../src/names';
-import { ClusterPlan, FleetPlan } from '../src/planner';
-import { rotationFragment } from '../src/trust';
+import { whereaboutsIpam } from '../src/addressing/cni';
+import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt/config';
+import { FLEET_LABEL, NETWORK_LABEL } from '../src/base/names';
+import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
+import { rotationFragment } from '../src/trust/plan';
 import { GatewayPodOptions } from './gateway-pod-options';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { MigrationNetwork } from './migration-network';

@@ -1,9 +1,9 @@
 import { Construct } from 'constructs';
-import { FleetProblem, FleetValidationError } from '../src/errors';
-import { FleetDocument } from '../src/fleet-schema';
-import { Ledger, LedgerChange } from '../src/ledger';
-import { ClusterPlan, FleetInput, FleetPlan, planFleetDocument } from '../src/planner';
-import { HarvesterMigrationNetworkValue, harvesterValues } from '../src/harvester';
+import { FleetProblem, FleetValidationError } from '../src/base/errors';
+import { FleetDocument } from '../src/fleet/schema';
+import { Ledger, LedgerChange } from '../src/addressing/ledger';
+import { ClusterPlan, FleetInput, FleetPlan, planFleetDocument } from '../src/addressing/planner';
+import { HarvesterMigrationNetworkValue, harvesterValues } from '../src/delivery/harvester';
 import { GatewayPodOptions, gatewayPodOptionsOf, mergeGatewayPodOptions } from './gateway-pod-options';
 import { HarvesterClusterChart } from './harvester-cluster';
 import { MeshClusterChart, MeshClusterOptions } from './mesh-cluster';

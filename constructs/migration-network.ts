@@ -1,10 +1,10 @@
 import { Construct } from 'constructs';
-import { InvalidPropsError } from '../src/errors';
-import { Attachment } from '../src/fleet-schema';
-import { whereaboutsIpam } from '../src/cni';
-import { WhereaboutsPlan } from '../src/planner';
-import { FEATURE_GATE_DLM } from '../src/kubevirt-config';
-import { NETWORK_LABEL } from '../src/names';
+import { InvalidPropsError } from '../src/base/errors';
+import { Attachment } from '../src/fleet/schema';
+import { whereaboutsIpam } from '../src/addressing/cni';
+import { WhereaboutsPlan } from '../src/addressing/planner';
+import { FEATURE_GATE_DLM } from '../src/kubevirt/config';
+import { NETWORK_LABEL } from '../src/base/names';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { NetworkAttachment } from './network-attachment';
 

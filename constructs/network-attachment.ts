@@ -1,8 +1,8 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
-import { Attachment } from '../src/fleet-schema';
-import { cniConfigJson, CniConfig } from '../src/cni';
-import { managedByLabels } from '../src/names';
+import { Attachment } from '../src/fleet/schema';
+import { cniConfigJson, CniConfig } from '../src/addressing/cni';
+import { managedByLabels } from '../src/base/names';
 
 /**
  * Properties for `NetworkAttachment`.

@@ -1,6 +1,6 @@
 import { Construct } from 'constructs';
-import { Datapath, SyncPlacement } from '../src/fleet-schema';
-import { syncPlacementFragment } from '../src/kubevirt-config';
+import { Datapath, SyncPlacement } from '../src/fleet/schema';
+import { syncPlacementFragment } from '../src/kubevirt/config';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 
 /**

@@ -11,14 +11,14 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { FleetValidationError } from '../src/errors';
-import { FleetDocument } from '../src/fleet-schema';
-import { kubevirtSpecFor } from '../src/kubevirt-config';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { planFleetDocument } from '../src/planner';
-import { parseKubevirtVersion } from '../src/kubevirt-versions';
-import { kubevirtUpdateVerdict, maxDowntimeGateFor, UINT32_MAX } from '../src/admission/kubevirt';
-import { affinityProblems, nodeSelectorMapProblems, tolerationProblems } from '../src/admission/kubernetes-placement';
+import { FleetValidationError } from '../src/base/errors';
+import { FleetDocument } from '../src/fleet/schema';
+import { kubevirtSpecFor } from '../src/kubevirt/config';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { planFleetDocument } from '../src/addressing/planner';
+import { parseKubevirtVersion } from '../src/kubevirt/versions';
+import { kubevirtUpdateVerdict, maxDowntimeGateFor, UINT32_MAX } from '../src/kubevirt/admission';
+import { affinityProblems, nodeSelectorMapProblems, tolerationProblems } from '../src/kubevirt/placement-admission';
 
 const EXAMPLES = path.join(__dirname, '..', 'examples');
 const exampleFiles = fs.readdirSync(EXAMPLES).filter((f) => f.endsWith('.fleet.yaml')).map((f) => path.join(EXAMPLES, f));
@@ -224,7 +224,7 @@ describe('every example: the KubeVirt spec of every cluster passes the admitter 
 const FIELD_RULES: Record<string, string> = {
   'configuration.migrations.network': 'A: not validated (KubeVirt uses it verbatim, kubevirt-api-facts.md s.2); S: string; ours: NAD name is a DNS-1123 label (fleet-schema)',
   'configuration.migrations.bandwidthPerMigration': 'A: ValidateSchema only; T: *resource.Quantity; ours: quantity regex (fleet-schema)',
-  'configuration.migrations.parallelMigrationsPerCluster': 'A: ValidateSchema only; T: *uint32; ours: 1..4294967295 (src/admission/kubevirt.ts)',
+  'configuration.migrations.parallelMigrationsPerCluster': 'A: ValidateSchema only; T: *uint32; ours: 1..4294967295 (src/kubevirt/admission.ts)',
   'configuration.migrations.parallelOutboundMigrationsPerNode': 'A: ValidateSchema only; T: *uint32; ours: 1..4294967295',
   'configuration.migrations.completionTimeoutPerGiB': 'A: ValidateSchema only; T: *int64; ours: 1..2^53-1',
   'configuration.migrations.progressTimeout': 'A: ValidateSchema only; T: *int64; ours: 1..2^53-1',
@@ -236,7 +236,7 @@ const FIELD_RULES: Record<string, string> = {
   'configuration.migrations.decentralizedLiveMigrationDatapath': 'PR #17922 only; ours: emitted only for +pr17922 builds (resolve.ts)',
   'configuration.migrations.crossClusterNetwork': 'PR #17922 only; ours: emitted only for +pr17922 builds',
   'configuration.developerConfiguration.featureGates[]': 'A: validateFeatureGates (no gate also in disabledFeatureGates; we emit none disabled), warnDeprecatedFeatureGates (ours are not deprecated)',
-  'infra.nodePlacement': 'A: validateInfraPlacement (dry-run Deployment create = Kubernetes pod validation); ours: placement rules (src/admission/kubernetes-placement.ts)',
+  'infra.nodePlacement': 'A: validateInfraPlacement (dry-run Deployment create = Kubernetes pod validation); ours: placement rules (src/kubevirt/placement-admission.ts)',
   'customizeComponents.patches[].resourceType': 'A: not validated; ours: constant Deployment',
   'customizeComponents.patches[].resourceName': 'A: not validated; ours: constant virt-synchronization-controller',
   'customizeComponents.patches[].type': 'A: not validated; S: enum; ours: constant strategic',

@@ -8,9 +8,9 @@ import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import { diffFleets } from '../cli/diff-fleets';
-import { FleetDocument } from '../src/fleet-schema';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { serializeLedger } from '../src/ledger';
+import { FleetDocument } from '../src/fleet/schema';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { serializeLedger } from '../src/addressing/ledger';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { runCli } from './support/fleets';
 

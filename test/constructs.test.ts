@@ -5,7 +5,7 @@ import { SyncControllerPlacement } from '../constructs/sync-controller-placement
 import { MigrationProxy } from '../constructs/migration-proxy';
 import { CrossClusterMigrationMesh } from '../constructs/mesh';
 import { parseProxyConfig } from '@migration-mesh/proxy/config';
-import { FleetValidationError } from '../src/errors';
+import { FleetValidationError } from '../src/base/errors';
 import { baseFleet, mutate } from './support/fleets';
 import { validateObject } from './support/schemas';
 

@@ -27,7 +27,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { ChildProcess } from 'child_process';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, hasCommand, makeFleetPki, topologyFromFiles } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, multusDelegateConfig, whereaboutsAsStatic } from './support/netns-cni';

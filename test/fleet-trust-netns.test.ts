@@ -31,7 +31,7 @@ import * as path from 'path';
 import { ChildProcess } from 'child_process';
 import * as YAML from 'yaml';
 import { parseProxyConfig } from '@migration-mesh/proxy/config';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { FakeKubeApi } from '../proxy/lib/testkit/fake-kube';
 import { VirtOperatorModel } from '../proxy/lib/testkit/virt-operator-model';
@@ -46,7 +46,7 @@ const PUBLISH = path.join(__dirname, 'support', 'netns-publish.js');
 const NODE = process.execPath;
 const RUNTIME_UID = 65532;
 const H = 3600_000;
-/** Our emitted default rotation (src/trust.ts) and KubeVirt's upstream default. */
+/** Our emitted default rotation (src/trust/plan.ts) and KubeVirt's upstream default. */
 const OURS = { durationMs: 168 * H, renewBeforeMs: 96 * H };
 const UPSTREAM = { durationMs: 168 * H, renewBeforeMs: 33.6 * H };
 /** Initial CA ages, so the clusters rotate at different moments. */

@@ -1,9 +1,9 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { FleetValidationError } from '../src/errors';
-import { FleetDocument } from '../src/fleet-schema';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor, parseFleetText } from '../src/load';
+import { FleetValidationError } from '../src/base/errors';
+import { FleetDocument } from '../src/fleet/schema';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor, parseFleetText } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { loadMovesFile, movesPathFor, parseMovesText } from '../src/forklift/moves';
 import { planForklift } from '../src/forklift/plan';

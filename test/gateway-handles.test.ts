@@ -9,7 +9,7 @@ import * as kplus from 'cdk8s-plus-28';
 import { CrossClusterMigrationMesh } from '../constructs/mesh';
 import { MeshClusterChart } from '../constructs/mesh-cluster';
 import { HarvesterClusterChart } from '../constructs/harvester-cluster';
-import { FleetValidationError } from '../src/errors';
+import { FleetValidationError } from '../src/base/errors';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { baseFleet, mutate } from './support/fleets';
 import { validateObject } from './support/schemas';

@@ -10,9 +10,9 @@
  * IPv4 fleets keep '0.0.0.0' (their output is unchanged), and '::' is asked for only where the pod holds an
  * IPv6 address on that network.
  */
-import { gatewayConfigFor } from '../src/gateway-config';
-import { planFleetDocument } from '../src/planner';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
+import { gatewayConfigFor } from '../src/gateway/config';
+import { planFleetDocument } from '../src/addressing/planner';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import * as path from 'path';
 import { baseFleet } from './support/fleets';
 

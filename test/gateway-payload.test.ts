@@ -2,9 +2,9 @@
  * spec.gateway.payload: the tunnel splices KubeVirt's own TLS (mtls-splice) only while that TLS is on; the
  * default follows migrationPolicy.disableTLS; the contradicting combinations are refused with stable codes.
  */
-import { FleetValidationError } from '../src/errors';
-import { gatewayConfigFor } from '../src/gateway-config';
-import { planFleetDocument } from '../src/planner';
+import { FleetValidationError } from '../src/base/errors';
+import { gatewayConfigFor } from '../src/gateway/config';
+import { planFleetDocument } from '../src/addressing/planner';
 import { baseFleet } from './support/fleets';
 
 const modeOf = (spec: Parameters<typeof baseFleet>[0]) => {

@@ -10,9 +10,9 @@ import { CrossClusterMigrationMesh } from '../constructs/mesh';
 import { MigrationProxy } from '../constructs/migration-proxy';
 import { GatewayCrossClusterPolicy } from '../constructs/gateway-policy';
 import { GatewayTls } from '../constructs/gateway-tls';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { gatewayNetworkSelection, gatewayRestartHash, GATEWAY_RESTART_HASH_ANNOTATION } from '../src/gateway-pod';
+import { gatewayNetworkSelection, gatewayRestartHash, GATEWAY_RESTART_HASH_ANNOTATION } from '../src/gateway/pod';
 import { baseFleet } from './support/fleets';
 
 const example = path.join(__dirname, '..', 'examples', 'three-sites-vlan.fleet.yaml');

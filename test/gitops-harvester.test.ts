@@ -3,10 +3,10 @@
  * and ours enforced before anything is written, and no NAD / KubeVirt patch for Harvester clusters.
  */
 import * as path from 'path';
-import { FleetValidationError } from '../src/errors';
-import { FleetDocument } from '../src/fleet-schema';
-import { checkHarvesterValue, harvesterValueJson } from '../src/harvester';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
+import { FleetValidationError } from '../src/base/errors';
+import { FleetDocument } from '../src/fleet/schema';
+import { checkHarvesterValue, harvesterValueJson } from '../src/delivery/harvester';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import * as YAML from 'yaml';
 

@@ -6,13 +6,13 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { planFleet } from '../src/planner';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { planFleet } from '../src/addressing/planner';
 import { createProgress, progressEnabled } from '../cli/progress';
-import { planReport, renderPlanTable } from '../src/plan-report';
-import { resolveFleet } from '../src/resolve';
-import { DETAILED_MAX, GRID_MAX, renderFleetSvg } from '../src/fleet-svg';
-import { FleetDocument } from '../src/fleet-schema';
+import { planReport, renderPlanTable } from '../src/report/plan-report';
+import { resolveFleet } from '../src/fleet/resolve';
+import { DETAILED_MAX, GRID_MAX, renderFleetSvg } from '../src/report/fleet-svg';
+import { FleetDocument } from '../src/fleet/schema';
 
 const EX = path.join(__dirname, '..', 'examples');
 const planOf = (f: string) => {

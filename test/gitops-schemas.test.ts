@@ -8,7 +8,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 
 const SUPPORT = path.join(__dirname, 'support', 'schemas.ts');

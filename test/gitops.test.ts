@@ -7,11 +7,11 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { FleetValidationError } from '../src/errors';
-import { FleetDocument } from '../src/fleet-schema';
-import { ARGOCD_WAVE_ANNOTATION, FLUX_PRUNE_ANNOTATION, GITOPS_DIR } from '../src/gitops';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { STAGES, kindWave, kubevirtNadKeys, rolloutWave } from '../src/rollout';
+import { FleetValidationError } from '../src/base/errors';
+import { FleetDocument } from '../src/fleet/schema';
+import { ARGOCD_WAVE_ANNOTATION, FLUX_PRUNE_ANNOTATION, GITOPS_DIR } from '../src/delivery/gitops';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { STAGES, kindWave, kubevirtNadKeys, rolloutWave } from '../src/delivery/rollout';
 import { rolloutRank, synthesizeFleet } from '../cli/synthesize-fleet';
 import { writeOutputs } from '../cli/write-tree';
 

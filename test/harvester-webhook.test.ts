@@ -1,6 +1,6 @@
 /**
  * Harvester's own test cases for the vm-migration-network setting and the shared network helpers, run
- * through our checks (src/harvester.ts). Our verdict must agree with Harvester's, or be stricter where
+ * through our checks (src/delivery/harvester.ts). Our verdict must agree with Harvester's, or be stricter where
  * the table says so. Upstream:
  * - harvester/harvester @3d63c2af15db747e4a803b18b7832049b88cb00e pkg/webhook/util/ip_test.go
  *   (Test_ipAddressRange) and pkg/webhook/util/ip.go (GetUsableIPAddressesCount);
@@ -12,10 +12,10 @@
  *   pkg/webhook/clusternetwork/validator.go (name length = 15 - len("-br")).
  */
 import * as path from 'path';
-import { FleetValidationError } from '../src/errors';
-import { FleetDocument } from '../src/fleet-schema';
-import { HARVESTER_MAX_CLUSTER_NETWORK_NAME, HarvesterMigrationNetworkValue, checkHarvesterValue, harvesterUsableCount } from '../src/harvester';
-import { loadFleetFile } from '../src/load';
+import { FleetValidationError } from '../src/base/errors';
+import { FleetDocument } from '../src/fleet/schema';
+import { HARVESTER_MAX_CLUSTER_NETWORK_NAME, HarvesterMigrationNetworkValue, checkHarvesterValue, harvesterUsableCount } from '../src/delivery/harvester';
+import { loadFleetFile } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 
 const ctx = { path: 'spec.clusters[0]', datapathPath: 'spec.datapath' };

@@ -17,7 +17,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { hasCommand, netnsSupport } from './support/netns';
 

@@ -29,7 +29,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
  * The gateway runtime's config schema (pure zod, shared so the ConfigMap and the runtime never disagree):
  * compiled into the library as planning code, entered through one door only.
  */
-const RUNTIME_CONFIG = { door: 'src/runtime-config', modules: ['proxy/src/config', 'proxy/src/trust/config'] };
+const RUNTIME_CONFIG = { door: 'src/gateway/runtime-config', modules: ['proxy/src/config', 'proxy/src/trust/config'] };
 const relNoExt = (file: string): string => path.relative(root, file).split(path.sep).join('/').replace(/\.(ts|js)$/, '');
 
 function layerOf(file: string): Layer | undefined {
@@ -83,7 +83,42 @@ function sourceFiles(dir: string): string[] {
 const allFiles = [...['src', 'constructs', 'cli'].flatMap((d) => sourceFiles(path.join(root, d))), path.join(root, 'index.ts'),
   ...RUNTIME_CONFIG.modules.map((m) => path.join(root, `${m}.ts`))];
 
+/** The files a file imports (relative imports only, resolved to existing .ts files; types included). */
+function edgesOf(file: string): string[] {
+  return importsOf(fs.readFileSync(file, 'utf8')).filter((s) => s.startsWith('.'))
+    .map((s) => path.resolve(path.dirname(file), s))
+    .flatMap((p) => [`${p}.ts`, path.join(p, 'index.ts')].filter((c) => fs.existsSync(c)).slice(0, 1));
+}
+
+/** Every import cycle between files, each as the list of files around it (depth-first, Tarjan-free: small graph). */
+function cyclesOf(graph: Map<string, string[]>): string[][] {
+  const cycles: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (n: string): void => {
+    state.set(n, 'open'); stack.push(n);
+    for (const m of graph.get(n) ?? []) {
+      if (state.get(m) === 'open') cycles.push([...stack.slice(stack.indexOf(m)), m].map((x) => path.relative(root, x)));
+      else if (!state.has(m)) visit(m);
+    }
+    stack.pop(); state.set(n, 'done');
+  };
+  for (const n of [...graph.keys()].sort()) if (!state.has(n)) visit(n);
+  return cycles;
+}
+
 describe('layers', () => {
+  test('the cycle finder finds a circle of type-only imports (it can fail)', () => {
+    const g = new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]].map(([k, v]) => [path.join(root, k as string), (v as string[]).map((x) => path.join(root, x))]));
+    expect(cyclesOf(g)).toEqual([['a', 'b', 'c', 'a']]);
+    expect(cyclesOf(new Map([[path.join(root, 'x'), [path.join(root, 'y')]]]))).toEqual([]);
+  });
+
+  test('no two files import each other, directly or in a circle (types included)', () => {
+    const graph = new Map(allFiles.map((f) => [f, edgesOf(f)]));
+    expect(cyclesOf(graph)).toEqual([]);
+  });
+
   test('the checker sees each kind of import and each forbidden direction (it can fail)', () => {
     const f = (layer: string) => path.join(root, layer, 'x.ts');
     expect(violations(f('src'), "import { App } from 'cdk8s';")).toHaveLength(1);
@@ -98,11 +133,11 @@ describe('layers', () => {
     expect(violations(f('src'), "import { parseProxyConfig } from '../proxy/src/config';")).toHaveLength(1); // not the door
     expect(violations(f('src'), "import { startGateway } from '../proxy/src/gateway';")).toHaveLength(1);
     expect(violations(path.join(root, 'proxy', 'src', 'config.ts'), "import { App } from 'cdk8s';")).toHaveLength(1);
-    expect(violations(path.join(root, 'src', 'runtime-config.ts'), "export { parseProxyConfig } from '../proxy/src/config';")).toEqual([]);
+    expect(violations(path.join(root, 'src', 'gateway', 'runtime-config.ts'), "export { parseProxyConfig } from '../proxy/src/config';")).toEqual([]);
     // the allowed directions
     expect(violations(f('src'), "import { z } from 'zod';\nimport { parseAddr } from './ip';")).toEqual([]);
-    expect(violations(f('constructs'), "import { Chart } from 'cdk8s';\nimport { ClusterPlan } from '../src/planner';")).toEqual([]);
-    expect(violations(f('cli'), "import { clusterChart } from '../constructs/mesh';\nimport { Ledger } from '../src/ledger';")).toEqual([]);
+    expect(violations(f('constructs'), "import { Chart } from 'cdk8s';\nimport { ClusterPlan } from '../src/addressing/planner';")).toEqual([]);
+    expect(violations(f('cli'), "import { clusterChart } from '../constructs/mesh';\nimport { Ledger } from '../src/addressing/ledger';")).toEqual([]);
   });
 
   test('every file in src/, constructs/ and cli/ keeps to its layer', () => {

@@ -14,7 +14,7 @@ import { main } from '../cli/cli';
 import { synthesizeFleetToDirectory } from '../cli/fleet-directory';
 import { MANIFEST_FILE } from '../cli/write-tree';
 import { movesPathFor } from '../src/forklift/moves';
-import { ledgerPathFor } from '../src/load';
+import { ledgerPathFor } from '../src/fleet/load';
 
 const root = path.join(__dirname, '..');
 

@@ -3,10 +3,10 @@
  * the same rules shown with the real plugins, and docs/node-prerequisites.md).
  */
 import * as path from 'path';
-import { attachmentRequirements, nodePrerequisites } from '../src/cni';
+import { attachmentRequirements, nodePrerequisites } from '../src/addressing/cni';
 import { main } from '../cli/cli';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/load';
-import { planFleetDocument } from '../src/planner';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { planFleetDocument } from '../src/addressing/planner';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 
 const EX = path.join(__dirname, '..', 'examples');

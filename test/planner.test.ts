@@ -1,9 +1,9 @@
 import * as fc from 'fast-check';
-import { FleetDocument } from '../src/fleet-schema';
-import { Ledger, diffLedgers, parseLedger, reclaimReleased, serializeLedger } from '../src/ledger';
-import { planFleet, PlanResult } from '../src/planner';
-import { parseFleetDocument, resolveFleet } from '../src/resolve';
-import { parseAddr, parseCidr, containsAddr, parsePoolItem } from '../src/ip';
+import { FleetDocument } from '../src/fleet/schema';
+import { Ledger, diffLedgers, parseLedger, reclaimReleased, serializeLedger } from '../src/addressing/ledger';
+import { planFleet, PlanResult } from '../src/addressing/planner';
+import { parseFleetDocument, resolveFleet } from '../src/fleet/resolve';
+import { parseAddr, parseCidr, containsAddr, parsePoolItem } from '../src/base/ip';
 import { baseFleet, mutate } from './support/fleets';
 
 const plan = (doc: FleetDocument | any, ledger?: Ledger): PlanResult => planFleet(resolveFleet(parseFleetDocument(doc)), ledger);

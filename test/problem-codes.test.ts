@@ -1,6 +1,6 @@
 /**
  * Every problem has a stable code; the codes are documented in docs/errors.md (generated from
- * src/problem-codes.ts, so it cannot go stale), every listed code is raised somewhere, and users can
+ * src/base/problem-codes.ts, so it cannot go stale), every listed code is raised somewhere, and users can
  * filter problems by code (`validate --output json`, `error.problems[i].code`).
  */
 import * as fs from 'fs';
@@ -8,11 +8,11 @@ import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import { main } from '../cli/cli';
-import { FleetValidationError, InvalidPropsError, MigrationMeshError } from '../src/errors';
-import { parseLedger } from '../src/ledger';
-import { PROBLEM_CODES, problemCodesMarkdown } from '../src/problem-codes';
-import { parseFleetDocument, resolveFleet } from '../src/resolve';
-import { gatewayNetworkSelection } from '../src/gateway-pod';
+import { FleetValidationError, InvalidPropsError, MigrationMeshError } from '../src/base/errors';
+import { parseLedger } from '../src/addressing/ledger';
+import { PROBLEM_CODES, problemCodesMarkdown } from '../src/base/problem-codes';
+import { parseFleetDocument, resolveFleet } from '../src/fleet/resolve';
+import { gatewayNetworkSelection } from '../src/gateway/pod';
 import { baseFleet, mutate, problemsOf } from './support/fleets';
 
 const root = path.join(__dirname, '..');

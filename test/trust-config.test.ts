@@ -2,10 +2,10 @@
  * `spec.trust`: the KubeVirt CA rotation emitted per cluster in every delivery form, and the rules it is
  * checked against (KubeVirt's webhook, HCO's webhook, ours), each with a stable code.
  */
-import { parseFleetDocument, resolveFleet } from '../src/resolve';
-import { planFleet } from '../src/planner';
+import { parseFleetDocument, resolveFleet } from '../src/fleet/resolve';
+import { planFleet } from '../src/addressing/planner';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { formatGoDuration, parseGoDuration } from '../src/trust';
+import { formatGoDuration, parseGoDuration } from '../src/trust/plan';
 import { validateObject } from './support/schemas';
 import { baseFleet, mutate, problemsOf } from './support/fleets';
 

@@ -12,8 +12,8 @@ import * as path from 'path';
 import * as YAML from 'yaml';
 import * as fc from 'fast-check';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { MigrationMeshError } from '../src/errors';
-import { FleetDocument } from '../src/fleet-schema';
+import { MigrationMeshError } from '../src/base/errors';
+import { FleetDocument } from '../src/fleet/schema';
 import { runCli } from './support/fleets';
 
 const SEED = 1212;

@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { FleetDocument } from '../src/fleet-schema';
+import { FleetDocument } from '../src/fleet/schema';
 import { baseFleet, mutate, runCli } from './support/fleets';
 
 

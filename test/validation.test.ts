@@ -1,6 +1,6 @@
-import { FleetValidationError, FleetProblem } from '../src/errors';
-import { parseFleetText } from '../src/load';
-import { parseFleetDocument, resolveFleet } from '../src/resolve';
+import { FleetValidationError, FleetProblem } from '../src/base/errors';
+import { parseFleetText } from '../src/fleet/load';
+import { parseFleetDocument, resolveFleet } from '../src/fleet/resolve';
 import { baseFleet, mutate, problemsOf } from './support/fleets';
 
 

@@ -4,11 +4,11 @@
  * exchanged, every cluster has a provider, every mapped network exists, no VM moves twice in a batch.
  * Every problem has a path, a message, a fix and a stable code. Pure, no cdk8s import.
  */
-import { FleetProblem } from '../errors';
-import { ForkliftCode } from '../problem-codes';
+import { FleetProblem } from '../base/errors';
+import { ForkliftCode } from '../base/problem-codes';
 import { ForkliftSpec, Move } from './schema';
 import { ClusterFacts } from './model';
-import { FEATURE_GATE_DLM } from '../kubevirt-config';
+import { FEATURE_GATE_DLM } from '../kubevirt/config';
 import { trustBetween } from './trust';
 
 export interface MovesInput {

@@ -4,7 +4,7 @@
  * order becomes the kustomization order, Argo CD sync waves, or Flux stages chained with dependsOn.
  * Also the drift helpers for the moved VMs. Objects and file contents only; pure, no cdk8s import.
  */
-import { ResolvedGitops, ARGOCD_SYNC_OPTIONS_ANNOTATION, ARGOCD_WAVE_ANNOTATION, FLUX_PRUNE_ANNOTATION } from '../gitops';
+import { ResolvedGitops, ARGOCD_SYNC_OPTIONS_ANNOTATION, ARGOCD_WAVE_ANNOTATION, FLUX_PRUNE_ANNOTATION } from '../delivery/gitops';
 import { ForkliftHubPlan } from './model';
 
 export const FORKLIFT_DIR = '_forklift';

@@ -2,8 +2,8 @@
  * The Forklift plan of a fleet: what the constructs turn into Providers, NetworkMaps, StorageMaps,
  * Plans and Migrations on the hub. Pure data, no cdk8s import.
  */
-import { Datapath } from '../fleet-schema';
-import { FleetProblem } from '../errors';
+import { Datapath } from '../fleet/schema';
+import { FleetProblem } from '../base/errors';
 
 /** Forklift's own provider for the cluster it runs in (created by the operator, never by us). */
 export const HOST_PROVIDER = 'host';

@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { FleetProblem, FleetValidationError, pathToString } from '../errors';
+import { FleetProblem, FleetValidationError, pathToString } from '../base/errors';
 import { movesDocumentSchema } from './schema';
 import { MovesInput } from './checks';
 

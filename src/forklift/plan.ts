@@ -4,7 +4,7 @@
  * live Plan per batch, pair and target namespace, a Migration where the moves ask for one. Every check
  * runs; nothing is planned when one fails. Pure, no cdk8s import.
  */
-import { FleetDocument } from '../fleet-schema';
+import { FleetDocument } from '../fleet/schema';
 import { Move } from './schema';
 import {
   ClusterFacts, DEFAULT_CONTROLLER_NAME, ForkliftHubPlan, ForkliftPlanResult, HOST_PROVIDER, LivePlan, ObjectRef, PairPlan, ProviderPlan,

@@ -2,8 +2,8 @@
  * The moves as the operator reads them in `plan`: one row per VM (batch, from, to, target namespace,
  * Plan, whether a Migration starts it), the maps per pair, and the warnings. Pure, no cdk8s import.
  */
-import { FleetProblem, formatProblem } from '../errors';
-import { renderTable } from '../plan-report';
+import { FleetProblem, formatProblem } from '../base/errors';
+import { renderTable } from '../report/plan-report';
 import { ForkliftHubPlan } from './model';
 
 interface MoveRow {

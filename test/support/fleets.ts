@@ -1,7 +1,7 @@
-import { FleetProblem, FleetValidationError } from '../../src/errors';
-import { FleetDocument } from '../../src/fleet-schema';
-import { planFleet } from '../../src/planner';
-import { parseFleetDocument, resolveFleet } from '../../src/resolve';
+import { FleetProblem, FleetValidationError } from '../../src/base/errors';
+import { FleetDocument } from '../../src/fleet/schema';
+import { planFleet } from '../../src/addressing/planner';
+import { parseFleetDocument, resolveFleet } from '../../src/fleet/resolve';
 import { main } from '../../cli/cli';
 
 /** A small valid gateway-mode fleet; tests override parts of it. */

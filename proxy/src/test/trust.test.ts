@@ -14,7 +14,7 @@ import { VirtOperatorModel } from '../testkit/virt-operator-model';
 
 const H = 3600_000;
 const NAMES = ['east', 'north', 'west'];
-/** Our emitted defaults (src/trust.ts) and KubeVirt's upstream defaults. */
+/** Our emitted defaults (src/trust/plan.ts) and KubeVirt's upstream defaults. */
 const OURS = { durationMs: 168 * H, renewBeforeMs: 96 * H };
 const UPSTREAM = { durationMs: 168 * H, renewBeforeMs: 33.6 * H };
 /** Initial CA ages, so the clusters rotate at different moments. */

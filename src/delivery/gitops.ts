@@ -3,10 +3,10 @@
  * directory, plus the per-object annotations (sync waves, prune protection). Objects only; cli/synthesize-fleet.ts
  * writes them under `<out>/<fleet>/_gitops/`. Pure, no cdk8s import.
  */
-import { FleetProblem } from './errors';
-import { FleetDocument } from './fleet-schema';
+import { FleetProblem } from '../base/errors';
+import { FleetDocument } from '../fleet/schema';
 import { Manifest } from './manifest';
-import { CLUSTER_LABEL, FLEET_LABEL, STAGE_LABEL, managedByLabels } from './names';
+import { CLUSTER_LABEL, FLEET_LABEL, STAGE_LABEL, managedByLabels } from '../base/names';
 import { STAGES, StageName } from './rollout';
 
 export const GITOPS_DIR = '_gitops';

@@ -20,7 +20,7 @@
  * - Forklift's checks read the generated objects, which exist only for a complete plan: they run once
  *   every other layer passes (a moved-from cluster left out of planning would read as unknown).
  */
-import { FleetProblem } from './errors';
+import { FleetProblem } from '../base/errors';
 import { ResolvedFleet } from './resolve';
 
 /** Fleet-level fields planning never reads: problems there leave the plan checkable. */

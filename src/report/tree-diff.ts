@@ -5,11 +5,11 @@
  * summary out. Pure, no cdk8s import (cli/diff-fleets.ts synthesizes the trees).
  */
 import * as YAML from 'yaml';
-import { Ledger, LedgerChange, diffLedgers, emptyLedger, formatLedgerChange } from './ledger';
-import { GITOPS_DIR } from './gitops';
-import { FORKLIFT_DIR } from './forklift/delivery';
-import { Interval, countIntervals, parsePoolItem, subtractIntervals } from './ip';
-import { MovesDiff, diffMoves, renderMovesDiff } from './forklift/diff';
+import { Ledger, LedgerChange, diffLedgers, emptyLedger, formatLedgerChange } from '../addressing/ledger';
+import { GITOPS_DIR } from '../delivery/gitops';
+import { FORKLIFT_DIR } from '../forklift/delivery';
+import { Interval, countIntervals, parsePoolItem, subtractIntervals } from '../base/ip';
+import { MovesDiff, diffMoves, renderMovesDiff } from '../forklift/diff';
 
 export interface TreeSnapshot {
   /** Relative path (`<cluster>/<file>`) -> content. Files at the top level (fleet.svg) are ignored. */

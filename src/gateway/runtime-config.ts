@@ -7,5 +7,5 @@
  */
 export {
   DEFAULT_ADMIN_LISTEN, DEFAULT_INTERCEPT_PORT, parseProxyConfig, peerIdentityUri, peerSchema,
-} from '../proxy/src/config';
-export type { PeerConfig, ProxyConfig, ProxyConfigInput } from '../proxy/src/config';
+} from '../../proxy/src/config';
+export type { PeerConfig, ProxyConfig, ProxyConfigInput } from '../../proxy/src/config';

@@ -4,9 +4,9 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { FleetValidationError, MigrationMeshError } from './errors';
-import { FleetDocument } from './fleet-schema';
-import { Ledger, parseLedger } from './ledger';
+import { FleetValidationError, MigrationMeshError } from '../base/errors';
+import { FleetDocument } from './schema';
+import { Ledger, parseLedger } from '../addressing/ledger';
 import { parseFleetDocument, salvageFleetDocument } from './resolve';
 
 /** Parse fleet YAML/JSON text; syntax errors name line and column. */

@@ -141,7 +141,7 @@ export function problemCodesMarkdown(): string {
   const lines = [
     '# Problem codes',
     '',
-    '<!-- generated from src/problem-codes.ts by `npm run docs:errors`; test/problem-codes.test.ts fails when it is stale -->',
+    '<!-- generated from src/base/problem-codes.ts by `npm run docs:errors`; test/problem-codes.test.ts fails when it is stale -->',
     '',
     'Every problem Migration Mesh reports carries a stable code next to its field path, message and fix:',
     '`[pool-too-small] spec.crossClusterNetwork.addresses.pool: ...` in text, `"code": "pool-too-small"` in',

@@ -5,9 +5,9 @@
  */
 import { z } from 'zod';
 import * as YAML from 'yaml';
-import { MigrationMeshError } from './errors';
-import { FLEET_API_VERSION } from './fleet-schema';
-import { Interval, formatInterval, parsePoolItem, subtractIntervals } from './ip';
+import { MigrationMeshError } from '../base/errors';
+import { FLEET_API_VERSION } from '../fleet/schema';
+import { Interval, formatInterval, parsePoolItem, subtractIntervals } from '../base/ip';
 
 const LEDGER_KIND = 'AddressLedger';
 

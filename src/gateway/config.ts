@@ -3,9 +3,9 @@
  * (`proxy/src/config.ts`, through ./runtime-config) so the ConfigMap and the runtime can never disagree. Pure.
  */
 import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_LISTEN, DEFAULT_INTERCEPT_PORT } from './runtime-config';
-import { ClusterPlan, FleetPlan } from './planner';
-import { InvalidPropsError } from './errors';
-import { Family, parseCidr } from './ip';
+import { ClusterPlan, FleetPlan } from '../addressing/planner';
+import { InvalidPropsError } from '../base/errors';
+import { Family, parseCidr } from '../base/ip';
 
 export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
 export const GATEWAY_CONFIG_FILE = 'config.json';

@@ -20,8 +20,8 @@
  * One file serves every replica: lines starting `@replica-N` apply to replica N only, `@^replica-N`
  * to every replica but N (keepalived's `--config-id`).
  */
-import { ClusterPlan, FleetPlan } from './planner';
-import { InvalidPropsError } from './errors';
+import { ClusterPlan, FleetPlan } from '../addressing/planner';
+import { InvalidPropsError } from '../base/errors';
 
 /** Key of the keepalived configuration in the gateway ConfigMap. */
 export const GATEWAY_KEEPALIVED_FILE = 'keepalived.conf';

@@ -4,20 +4,20 @@
  * and the next ledger. Surviving members keep their addresses; new members take the lowest free one.
  * Pure, no cdk8s import.
  */
-import { Attachment, Datapath, FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND, SyncPlacement } from './fleet-schema';
-import { Checked, ProblemCollector, Salvaged, checkedOf, orThrow } from './errors';
+import { Attachment, Datapath, FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND, SyncPlacement } from '../fleet/schema';
+import { Checked, ProblemCollector, Salvaged, checkedOf, orThrow } from '../base/errors';
 import {
   Cidr, Interval, Family, aggregateCidrs, bits, cidrOf, contains, countIntervals, formatAddr, formatCidr,
   formatInterval, hostCidr, intervalToCidrs, mergeIntervals, overlaps, parseAddr, parseCidr, parsePoolItem, addr,
   subtractIntervals, usableHosts,
-} from './ip';
+} from '../base/ip';
 import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange, nextQuarantine } from './ledger';
 import { Quarantine, ledgerForFleet, quarantineOf, quarantinedIn, routerProblems } from './ledger-guard';
-import { plannablePart } from './salvage';
+import { plannablePart } from '../fleet/salvage';
 import {
   reindexProblems, salvageFleet, salvageFleetDocument, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt,
   crossClusterNeeded, inClusterBreakdown, inClusterNeeded,
-} from './resolve';
+} from '../fleet/resolve';
 
 export interface RoutePlan { readonly dst: string; readonly gw: string }
 
@@ -110,7 +110,7 @@ export interface FleetPlan {
   /** Sorted by cluster name. */
   readonly clusters: ClusterPlan[];
   readonly capacity: CapacityReport;
-  /** KubeVirt CA rotation and CA exchange per cluster (src/trust.ts). */
+  /** KubeVirt CA rotation and CA exchange per cluster (src/trust/plan.ts). */
   readonly trust: ResolvedFleet['trust'];
 }
 
@@ -562,7 +562,7 @@ function checkFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Checked<Pla
 
 /**
  * Every problem of the ledger, the schema, the cross-field rules and the plan at once: each layer runs
- * on the part of the fleet the earlier ones found no problem in (src/salvage.ts draws the line). The
+ * on the part of the fleet the earlier ones found no problem in (src/fleet/salvage.ts draws the line). The
  * value is the plan with its document, complete when there is no problem, else the plan of the part
  * that could be planned (for the checks that read a plan, e.g. Harvester's), or nothing.
  */

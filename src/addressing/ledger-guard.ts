@@ -3,8 +3,8 @@
  * in planner.ts: plan a renamed fleet from scratch, hand out a quarantined address, or move an address
  * onto the router of the shared network. Pure, no cdk8s import.
  */
-import { FleetProblem } from './errors';
-import { Family, Interval, parseAddr } from './ip';
+import { FleetProblem } from '../base/errors';
+import { Family, Interval, parseAddr } from '../base/ip';
 import { Ledger, addressesOf, intervalOf } from './ledger';
 
 /**

@@ -5,13 +5,13 @@
  * `HyperConverged` fields (what HCO lacks goes through its `kubevirt.kubevirt.io/jsonpatch`
  * annotation, because HCO overwrites direct KubeVirt edits). Pure, no cdk8s import.
  */
-import { ClusterPlan, FleetPlan } from './planner';
-import { Placement } from './fleet-schema';
-import { InvalidPropsError } from './errors';
-import { policyGateFragment } from './admission/kubevirt';
+import { ClusterPlan, FleetPlan } from '../addressing/planner';
+import { Placement } from '../fleet/schema';
+import { InvalidPropsError } from '../base/errors';
+import { policyGateFragment } from './admission';
+import { Json, JsonObject } from '../base/json';
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
-export type JsonObject = { [k: string]: Json };
+export type { JsonObject } from '../base/json';
 
 export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
 const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';

@@ -3,7 +3,7 @@
  * the IPAM from the plan. Only keys the plugins really read (../shared/reference/kubevirt-api-facts.md
  * s.7). Pure, no cdk8s import.
  */
-import { Attachment } from './fleet-schema';
+import { Attachment } from '../fleet/schema';
 import { FleetPlan, RoutePlan, WhereaboutsPlan } from './planner';
 
 const CNI_VERSION = '0.3.1';

@@ -3,8 +3,8 @@
  * needed / usable / free, what `direct` mode would need instead) and fleet totals; as data (JSON) and
  * as an aligned plain-text table. Pure, no cdk8s import.
  */
-import { Datapath } from './fleet-schema';
-import { FleetPlan } from './planner';
+import { Datapath } from '../fleet/schema';
+import { FleetPlan } from '../addressing/planner';
 
 export interface PlanRow {
   readonly cluster: string;

@@ -4,10 +4,10 @@
  * relate several fields (overlaps, capacity, versions) live in resolve.ts. No cdk8s import.
  */
 import { z } from 'zod';
-import { gatewayPodSpecSchema, objectLabelsSpecSchema } from './fleet-gateway-pod';
-import { forkliftSchema } from './forklift/schema';
-import { trustSchema } from './trust-schema';
-import { existingKubevirtSchema } from './kubevirt-existing';
+import { gatewayPodSpecSchema, objectLabelsSpecSchema } from '../gateway/fleet-pod';
+import { forkliftSchema } from '../forklift/schema';
+import { trustSchema } from '../trust/schema';
+import { existingKubevirtSchema } from '../kubevirt/existing';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';

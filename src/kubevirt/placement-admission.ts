@@ -10,7 +10,7 @@
  * IsValidLabelValue). Stricter on one point, said here: unknown keys are refused (the API server would
  * prune them from a typed field, and a strategic patch would carry them silently). Pure, no cdk8s import.
  */
-import { FleetProblem } from '../errors';
+import { FleetProblem } from '../base/errors';
 
 const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

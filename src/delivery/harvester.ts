@@ -10,12 +10,12 @@
  * to the other clusters via the local gateway) and Harvester does not write the native-mode KubeVirt
  * fields. See docs/gitops.md.
  */
-import { Checked, FleetProblem, ProblemCollector, orThrow } from './errors';
-import { Attachment, FleetDocument, HarvesterSpec } from './fleet-schema';
+import { Checked, FleetProblem, ProblemCollector, orThrow } from '../base/errors';
+import { Attachment, FleetDocument, HarvesterSpec } from '../fleet/schema';
 import {
   Interval, bits, countIntervals, formatCidr, intervalToCidrs, mask, mergeIntervals, parseAddr, parseCidr, subtractIntervals,
-} from './ip';
-import { ClusterPlan, FleetPlan } from './planner';
+} from '../base/ip';
+import { ClusterPlan, FleetPlan } from '../addressing/planner';
 
 export const HARVESTER_SETTING_NAME = 'vm-migration-network';
 /** Harvester's `minSNPrefixLength`: ranges and excludes must be /16 or smaller. */
@@ -192,7 +192,7 @@ export function checkHarvesterValues(document: FleetDocument, plan: FleetPlan): 
   const results = new Map<string, HarvesterResult>();
   document.spec.clusters.forEach((spec, i) => {
     const c = plan.clusters.find((x) => x.name === spec.name);
-    // a plan of part of the fleet (src/salvage.ts) leaves out the clusters that have other problems
+    // a plan of part of the fleet (src/fleet/salvage.ts) leaves out the clusters that have other problems
     if (!spec.harvester || !c) return;
     results.set(c.name, harvesterSettingFor(plan, c, spec.harvester, {
       path: `spec.clusters[${i}]`, datapathPath: spec.datapath ? `spec.clusters[${i}].datapath` : 'spec.datapath',

@@ -3,22 +3,22 @@
  * collected (not only the first). Pure, no cdk8s import.
  */
 import { z } from 'zod';
-import { Checked, FleetProblem, ProblemCollector, Salvaged, checkedOf, orThrow, pathToString } from './errors';
-import { kubevirtAdmissionProblems } from './admission/kubevirt';
+import { Checked, FleetProblem, ProblemCollector, Salvaged, checkedOf, orThrow, pathToString } from '../base/errors';
+import { kubevirtAdmissionProblems } from '../kubevirt/admission';
 import {
   Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, fleetDocumentSchema, FleetSpec, Placement, SyncPlacement,
-} from './fleet-schema';
+} from './schema';
 import {
   Cidr, Family, Interval, bits, cidrOf, contains, countIntervals, formatAddr, formatCidr, formatInterval, mergeIntervals,
   overlaps, parseAddr, parseCidr, parsePoolItem, subtractIntervals, usableHosts,
-} from './ip';
-import { DEFAULT_TUNNEL_PORT } from './names';
+} from '../base/ip';
+import { DEFAULT_TUNNEL_PORT } from '../base/names';
 import {
   DEFAULT_KUBEVIRT_VERSION, KubevirtVersion, fieldSupported, hasCrossClusterProxyApi, parseKubevirtVersion,
   supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
-} from './kubevirt-versions';
-import { TrustPlan, resolveTrust } from './trust';
-import { ExistingKubevirt, existingKubevirtProblems, resolveExistingKubevirt } from './kubevirt-existing';
+} from '../kubevirt/versions';
+import { TrustPlan, resolveTrust } from '../trust/plan';
+import { ExistingKubevirt, existingKubevirtProblems, resolveExistingKubevirt } from '../kubevirt/existing';
 
 const DEFAULTS = {
   datapath: 'gateway' as Datapath,
@@ -46,7 +46,7 @@ export interface ResolvedKubevirt {
   readonly version: KubevirtVersion;
   readonly configDelivery: ConfigDelivery;
   readonly hasProxyApi: boolean;
-  /** What the cluster already has in the lists our KubeVirt object owns (src/kubevirt-existing.ts). */
+  /** What the cluster already has in the lists our KubeVirt object owns (src/kubevirt/existing.ts). */
   readonly existing: ExistingKubevirt;
 }
 
@@ -113,7 +113,7 @@ export interface ResolvedFleet {
   readonly addressSurge: number;
   /** Sorted by name (deterministic planning order). */
   readonly clusters: ResolvedCluster[];
-  /** KubeVirt CA rotation and CA exchange per cluster (src/trust.ts). */
+  /** KubeVirt CA rotation and CA exchange per cluster (src/trust/plan.ts). */
   readonly trust: TrustPlan;
 }
 
@@ -640,7 +640,7 @@ function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
 /**
  * `checkFleet` with the resolved fleet even when problems were found (every cluster, every default
  * applied; a value that did not parse is left out), for the checks that can still run on the parts
- * without problems (src/salvage.ts).
+ * without problems (src/fleet/salvage.ts).
  */
 export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
   const p = new ProblemCollector();

@@ -78,7 +78,7 @@ const ok = <T>(value: T): Checked<T> => ({ ok: true, value, problems: [] });
 
 /**
  * What a check found, and the part of its value that later checks can still read although problems
- * were found (src/salvage.ts says which part). Lets one run report the problems of every layer (schema,
+ * were found (src/fleet/salvage.ts says which part). Lets one run report the problems of every layer (schema,
  * cross-field rules, planning, delivery) instead of stopping at the first layer that has some.
  */
 export interface Salvaged<T> {

@@ -9,10 +9,10 @@
  * - staging/src/kubevirt.io/api/core/v1/types.go MigrationConfiguration (Go types of each field)
  * Pure, no cdk8s import.
  */
-import { FleetProblem } from '../errors';
-import { FleetDocument, Placement } from '../fleet-schema';
-import { KubevirtVersion } from '../kubevirt-versions';
-import { placementProblems } from './kubernetes-placement';
+import { FleetProblem } from '../base/errors';
+import { FleetDocument, Placement } from '../fleet/schema';
+import { KubevirtVersion } from './versions';
+import { placementProblems } from './placement-admission';
 
 export const UINT32_MAX = 4_294_967_295;
 

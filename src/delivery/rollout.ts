@@ -15,7 +15,7 @@
  *   wave 4  NADs that KubeVirt names (`migrations.network`, native crossClusterNetwork)  stage 20-network
  *   wave 5  KubeVirt, HyperConverged, Harvester Setting                  stage 30-kubevirt
  */
-import { ClusterPlan } from './planner';
+import { ClusterPlan } from '../addressing/planner';
 
 export type StageName = 'gateway' | 'network' | 'kubevirt';
 

@@ -10,10 +10,10 @@
  * before it is replaced (its rotation period). So a pushed peer CA survives when every cluster's
  * rotation period is at most every exchanging cluster's overlap.
  */
-import { FleetProblem, ProblemCode } from './errors';
-import { ConfigDelivery, Datapath } from './fleet-schema';
-import { JsonObject } from './kubevirt-config';
-import { RotationSpec, TrustSpec } from './trust-schema';
+import { FleetProblem, ProblemCode } from '../base/errors';
+import { ConfigDelivery, Datapath } from '../fleet/schema';
+import { JsonObject } from '../base/json';
+import { RotationSpec, TrustSpec } from './schema';
 
 /** One certificate's settings, in seconds. */
 export interface CertTiming { readonly duration: number; readonly renewBefore: number }

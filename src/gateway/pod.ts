@@ -5,9 +5,9 @@
  */
 import * as crypto from 'crypto';
 import { ProxyConfig, peerIdentityUri } from './runtime-config';
-import { ClusterPlan, GatewayReplicaPlan } from './planner';
-import { InvalidPropsError } from './errors';
-import { APP_NAME_LABEL, GATEWAY_NAME } from './names';
+import { ClusterPlan, GatewayReplicaPlan } from '../addressing/planner';
+import { InvalidPropsError } from '../base/errors';
+import { APP_NAME_LABEL, GATEWAY_NAME } from '../base/names';
 
 /** Multus selection annotation key (k8snetworkplumbingwg/multus-cni `k8s.v1.cni.cncf.io/networks`). */
 export const MULTUS_NETWORKS_ANNOTATION = 'k8s.v1.cni.cncf.io/networks';
