@@ -72,7 +72,8 @@ async function main(argv: string[]): Promise<void> {
     if (!ns) die('trust: --namespace NS (the KubeVirt namespace) is required');
     const tlog = pino({ level: arg(argv, '--log-level') ?? process.env.LOG_LEVEL ?? 'info', base: { cluster: cfg.cluster, container: 'trust' } });
     await runTrustAgent(cfg, ns, tlog, arg(argv, '--kubeconfig')).catch((e: Error) => die(e.message, 1));
-    return;
+    process.exit(0); // stopped on a signal: exit now, whatever the API left open
+
   }
   if (cmd !== 'run') die(`unknown command '${cmd}'\n\n${USAGE}`);
 

@@ -8,6 +8,19 @@
  *   - then append the valid, not yet present certs of `kubevirt-external-ca`, and empty that ConfigMap;
  *   - a write to `kubevirt-external-ca` triggers a reconcile (the operator's informer), and so does the
  *     operator's own clearing write (a second reconcile, with nothing external).
+ * Strict (the default), as virt-operator's informer is: the operator sees a ConfigMap only while its labels
+ * match `!kubevirt.io/install-strategy, app.kubernetes.io/managed-by=virt-operator` (kubevirt/kubevirt
+ * pkg/controller/virtinformers.go OperatorConfigMap()). Read in pkg/virt-operator/resource/apply/core.go
+ * (createExternalKubeVirtCAConfigMap, getRemotePublicCas, cleanupExternalCACerts) what it then does with
+ * `kubevirt-external-ca`, and modelled here:
+ *   - absent from its cache: it Creates the ConfigMap from its install strategy (its labels, `ca-bundle: ""`);
+ *     if one exists without the labels, the Create fails with AlreadyExists, which it ignores: the
+ *     unlabelled object stays as it is, is never read (no peer CA is merged) and never cleared;
+ *   - in its cache: it reads `ca-bundle`, then Updates the object to its template (unconditionally, no
+ *     resourceVersion): its own labels and annotations, data `{ca-bundle: ""}`, no binaryData. Foreign
+ *     labels, annotations, data keys and binaryData are gone after every reconcile.
+ *   - a write that changes nothing is a no-op (no event), as at the API server.
+ * `strict: false` is the old, lenient model (every object visible) for comparison.
  */
 import * as crypto from 'node:crypto';
 import { FakeKubeApi } from './fake-kube';
@@ -15,7 +28,14 @@ import { makeCert, TestCert } from './ca-certs';
 
 export interface SimCa { id: string; nb: number; na: number; pem: string; sha256: string }
 
-const MANAGED = { 'app.kubernetes.io/managed-by': 'virt-operator' };
+/** The operator labels on the ConfigMaps virt-operator creates (a subset: what the informer selects on, and the component). */
+export const MANAGED = { 'app.kubernetes.io/managed-by': 'virt-operator', 'app.kubernetes.io/component': 'kubevirt' };
+const EXTERNAL = 'kubevirt-external-ca';
+
+/** Does virt-operator's ConfigMap informer see an object with these labels? */
+export function informerSees(labels: Record<string, string> | undefined): boolean {
+  return labels?.['app.kubernetes.io/managed-by'] === 'virt-operator' && !(labels && 'kubevirt.io/install-strategy' in labels);
+}
 const PEM_RE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g;
 
 function toSim(c: TestCert, id: string): SimCa {
@@ -48,7 +68,19 @@ export class VirtOperatorModel {
   rotations = 0;
   private k = 0;
 
-  constructor(readonly api: FakeKubeApi, readonly cluster: string, readonly durationMs: number, readonly renewBeforeMs: number, readonly clock: () => number) {}
+  /** Reconciles run, and how many of them could not see kubevirt-external-ca (unlabelled). */
+  readonly stats = { reconciles: 0, externalInvisible: 0 };
+
+  constructor(readonly api: FakeKubeApi, readonly cluster: string, readonly durationMs: number, readonly renewBeforeMs: number, readonly clock: () => number,
+    readonly o: { strict?: boolean } = {}) {}
+
+  private get strict(): boolean { return this.o.strict ?? true; }
+
+  /** kubevirt-external-ca as the operator's informer cache holds it (undefined when absent or filtered out). */
+  private cachedExternal() {
+    const o = this.api.get(EXTERNAL);
+    return o && (!this.strict || informerSees(o.metadata.labels)) ? o : undefined;
+  }
 
   /** Install with a CA already `ageMs` old; creates both ConfigMaps, then hooks the informer. */
   install(ageMs: number): void {
@@ -56,8 +88,24 @@ export class VirtOperatorModel {
     this.ca = this.newCa(nb);
     this.bundle = [this.ca];
     this.api.put('kubevirt-ca', { 'ca-bundle': this.ca.pem }, MANAGED);
-    this.api.put('kubevirt-external-ca', { 'ca-bundle': '' }, MANAGED);
-    this.api.onUpdate = (name) => { if (name === 'kubevirt-external-ca') this.reconcileTwice(); };
+    this.api.put(EXTERNAL, { 'ca-bundle': '' }, MANAGED);
+    this.hook();
+  }
+
+  /** The informer: an HTTP write of kubevirt-external-ca it can see (before or after) triggers a reconcile. */
+  hook(): void {
+    this.api.onUpdate = (name, prev, next) => {
+      if (name !== EXTERNAL) return;
+      if (this.strict && !informerSees(prev.metadata.labels) && !informerSees(next.metadata.labels)) return;
+      this.reconcileTwice();
+    };
+  }
+
+  /** Someone deletes kubevirt-external-ca: the informer's DELETED event triggers a reconcile, which recreates it. */
+  deleteExternal(): void {
+    const o = this.api.get(EXTERNAL);
+    this.api.delete(EXTERNAL);
+    if (o && (!this.strict || informerSees(o.metadata.labels))) this.reconcile();
   }
 
   private newCa(nb: number): SimCa {
@@ -73,11 +121,17 @@ export class VirtOperatorModel {
 
   reconcile(): void {
     const now = this.clock();
+    this.stats.reconciles++;
+    // createExternalKubeVirtCAConfigMap: Create when the cache lacks it (AlreadyExists ignored)
+    if (!this.cachedExternal()) {
+      if (!this.api.create(EXTERNAL, { 'ca-bundle': '' }, MANAGED)) this.stats.externalInvisible++;
+    }
+    const cached = this.cachedExternal();
     if (now >= this.ca.nb + (this.durationMs - this.renewBeforeMs)) {
       this.ca = this.newCa(now);
       this.rotations++;
     }
-    const extText = this.api.get('kubevirt-external-ca')?.data['ca-bundle'] ?? '';
+    const extText = cached?.data['ca-bundle'] ?? '';
     const ext = (extText.match(PEM_RE) ?? []).map(fromPem).filter((c): c is SimCa => !!c && c.nb < now && now < c.na);
     const next = mergeBundle(this.ca, this.bundle, this.renewBeforeMs, now);
     for (const e of ext) if (!next.some((c) => c.sha256 === e.sha256)) next.push(e);
@@ -85,7 +139,11 @@ export class VirtOperatorModel {
       this.api.put('kubevirt-ca', { 'ca-bundle': next.map((c) => c.pem).join('') });
     }
     this.bundle = next;
-    if (extText !== '') this.api.put('kubevirt-external-ca', { 'ca-bundle': '' });
+    // cleanupExternalCACerts: Update to the template when cached (a no-op when it already is the template)
+    if (cached) {
+      if (this.strict) this.api.replaceObject(EXTERNAL, { metadata: { name: EXTERNAL, namespace: this.api.namespace, resourceVersion: '', uid: '', labels: { ...MANAGED } }, data: { 'ca-bundle': '' } });
+      else if (extText !== '') this.api.put(EXTERNAL, { 'ca-bundle': '' });
+    }
   }
 
   /** Is `sha256` in this cluster's kubevirt-ca now? */

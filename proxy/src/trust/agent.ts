@@ -5,20 +5,38 @@
  * `kubevirt-external-ca` whenever one of them is missing from `kubevirt-ca` (virt-operator merges
  * that ConfigMap into `kubevirt-ca`, then empties it).
  *
- * Writes are idempotent and never fight: GET, add the missing certificates to what the ConfigMap
- * already holds (expired ones dropped), PUT with the resourceVersion read, re-read on 409. Two replicas
- * therefore only ever add. A certificate written but dropped again (rotation settings that do not keep
- * peer CAs) is retried with a doubling wait and a warning, not in a loop against virt-operator.
+ * Writes change only the `ca-bundle` key: GET the whole object, add the missing certificates to what
+ * `ca-bundle` already holds (expired ones dropped), PUT the same object back (every label, annotation,
+ * ownerReference, other data key and binaryData as read) with the resourceVersion read; re-GET at once
+ * on 409. Two replicas therefore only ever add. virt-operator sees the ConfigMap only while it carries
+ * `app.kubernetes.io/managed-by: virt-operator` and not `kubevirt.io/install-strategy` (its informer's
+ * selector): keeping the labels is what makes a write reach `kubevirt-ca`.
+ *
+ * Every failure is retried on a timer, not on the next event: a failed write with a doubling backoff
+ * (BACKOFF_MS up to MAX_BACKOFF_MS, or the server's Retry-After), a 409 at once (5 times, then backoff),
+ * a missing ConfigMap (virt-operator creates it) with the same backoff, a failed LIST/WATCH likewise. A
+ * WATCH line that is not JSON relists at once. Every API call has a deadline and the watch a liveness
+ * bound (kube.ts). A certificate written but dropped again by virt-operator (rotation settings that do
+ * not keep peer CAs) is rewritten with a doubling wait and a warning, not in a loop; one lost because
+ * the ConfigMap was deleted and recreated (a new uid) is rewritten without that penalty.
  */
 import * as net from 'node:net';
 import type { Logger } from 'pino';
 import { ToRuntime, ToTrust, onLines, sendLine } from './channel';
-import { ConfigMapApi, WatchEvent } from './kube';
+import { ApiError, ConfigMapApi, ConfigMapObject, WatchEnd, WatchEvent } from './kube';
 import { caInfo, CaInfo, derToPem, pemToDer } from './x509';
 
 export const KUBEVIRT_CA = 'kubevirt-ca';
 export const KUBEVIRT_EXTERNAL_CA = 'kubevirt-external-ca';
 export const CA_BUNDLE_KEY = 'ca-bundle';
+/** virt-operator's ConfigMap informer (kubevirt/kubevirt pkg/controller/virtinformers.go OperatorConfigMap()). */
+export const OPERATOR_CONFIGMAP_SELECTOR = '!kubevirt.io/install-strategy, app.kubernetes.io/managed-by=virt-operator';
+
+/** First wait after a failed call, doubled per failure up to MAX_BACKOFF_MS (then 80-100% of it, jittered). */
+export const BACKOFF_MS = 200;
+export const MAX_BACKOFF_MS = 4000;
+/** Longest Retry-After honoured (a larger one is cut to this). */
+export const MAX_RETRY_AFTER_MS = 60_000;
 
 export interface TrustAgentOptions {
   readonly api: ConfigMapApi;
@@ -28,23 +46,46 @@ export interface TrustAgentOptions {
   readonly resyncMs: number;
   /** Least wait between two writes of one missing certificate (doubles while it keeps being dropped). */
   readonly minRewriteMs?: number;
+  /** How long stop() waits for a write in flight before cutting it. [2000] */
+  readonly stopTimeoutMs?: number;
   readonly now?: () => number;
 }
 
+/** What the trust container knows about `kubevirt-external-ca` (logged, sent to the runtime's /trust and metrics). */
+export type ExternalCaState = 'ok' | 'missing' | 'invisible-to-virt-operator' | 'api-error';
+
 const parseBundle = (pem: string | undefined): CaInfo[] => pemToDer(pem ?? '').flatMap((d) => { try { return [caInfo(d)]; } catch { return []; } });
+
+/** Does virt-operator's informer see an object with these labels? */
+export function operatorSees(labels: Record<string, string> | undefined): boolean {
+  return labels?.['app.kubernetes.io/managed-by'] === 'virt-operator' && !(labels && 'kubevirt.io/install-strategy' in labels);
+}
+
+export function backoffMs(failures: number, err?: unknown): number {
+  const ra = err instanceof ApiError ? err.retryAfterMs : undefined;
+  if (ra !== undefined) return Math.min(Math.max(ra, BACKOFF_MS), MAX_RETRY_AFTER_MS);
+  const b = Math.min(BACKOFF_MS * 2 ** Math.max(0, failures - 1), MAX_BACKOFF_MS);
+  return Math.round(b * (0.8 + 0.2 * Math.random()));
+}
 
 export class TrustAgent {
   private sock?: net.Socket;
   private local: CaInfo[] = [];
   private own?: string;
   private readonly peers = new Map<string, CaInfo[]>();
-  private readonly rewrite = new Map<string, { waitMs: number; after: number; writes: number }>();
+  private readonly rewrite = new Map<string, { waitMs: number; after: number; writes: number; uid?: string }>();
   private stopWatch?: () => void;
   private resync?: NodeJS.Timeout;
   private stopped = false;
   private writing: Promise<void> = Promise.resolve();
+  private writeTimer?: NodeJS.Timeout;
+  private writeFailures = 0;
+  private watching?: Promise<void>;
+  private wake?: () => void;
+  private relistNow = false;
+  private externalState?: ExternalCaState;
   /** Counters for tests and the status line. */
-  readonly stats = { writes: 0, conflicts: 0, relists: 0, gone: 0 };
+  readonly stats = { writes: 0, conflicts: 0, relists: 0, gone: 0, writeErrors: 0, listErrors: 0, decodeErrors: 0, stalls: 0, missing: 0 };
 
   constructor(private readonly o: TrustAgentOptions) {}
 
@@ -52,10 +93,14 @@ export class TrustAgent {
 
   async start(): Promise<void> {
     this.connect();
-    await this.relist();
-    this.resync = setInterval(() => { void this.relist(); }, this.o.resyncMs);
+    const first = new Promise<void>((r) => { this.firstList = r; });
+    this.watching = this.watchLoop();
+    await first;
+    this.resync = setInterval(() => { this.relistNow = true; this.stopWatch?.(); this.wake?.(); }, this.o.resyncMs);
     this.resync.unref();
   }
+
+  private firstList?: () => void;
 
   private connect(): void {
     if (this.stopped) return;
@@ -63,6 +108,7 @@ export class TrustAgent {
     s.on('connect', () => {
       this.sock = s;
       this.announce(true);
+      if (this.externalState) this.send({ type: 'external-ca', state: this.externalState, at: this.now() });
     });
     onLines<ToTrust>(s, (m) => this.onPeer(m));
     s.on('error', () => s.destroy());
@@ -97,44 +143,85 @@ export class TrustAgent {
     this.schedule();
   }
 
-  /** LIST, then WATCH from the list's resourceVersion; a 410 or a closed stream relists. */
-  async relist(): Promise<void> {
-    if (this.stopped) return;
-    this.stats.relists++;
-    this.stopWatch?.();
-    this.stopWatch = undefined;
-    let rv: string;
-    try {
-      const l = await this.o.api.list(KUBEVIRT_CA);
-      this.onLocal(l.item?.data);
-      rv = l.resourceVersion;
-    } catch (e) {
-      this.o.log.warn({ err: String(e) }, 'listing kubevirt-ca failed; retrying');
-      setTimeout(() => { void this.relist(); }, 1000).unref();
-      return;
-    }
-    try {
-      this.stopWatch = await this.o.api.watch(KUBEVIRT_CA, rv, (e) => this.onWatch(e), () => {
-        if (!this.stopped) setTimeout(() => { void this.relist(); }, 200).unref();
+  /** Sleep `ms`, cut short by stop() or a resync. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((r) => {
+      if (this.stopped) { r(); return; }
+      const t = setTimeout(() => { this.wake = undefined; r(); }, ms);
+      t.unref();
+      this.wake = () => { clearTimeout(t); this.wake = undefined; r(); };
+    });
+  }
+
+  /** Ask for a LIST and a new WATCH now (also what the periodic resync does). */
+  relist(): void { this.relistNow = true; this.stopWatch?.(); this.wake?.(); }
+
+  /**
+   * LIST, then WATCH from the list's resourceVersion; re-WATCH from the last resourceVersion seen when
+   * the server ends a watch (its timeoutSeconds); relist after a 410, a line that is not JSON, a stalled
+   * or failed watch, or a resync. Failures wait backoffMs() (or Retry-After). Ends when stopped.
+   */
+  private async watchLoop(): Promise<void> {
+    let rv: string | undefined;
+    let failures = 0;
+    while (!this.stopped) {
+      if (rv === undefined || this.relistNow) {
+        this.relistNow = false;
+        this.stats.relists++;
+        try {
+          const l = await this.o.api.list(KUBEVIRT_CA);
+          if (this.stopped) return;
+          failures = 0;
+          this.onLocal(l.item?.data);
+          rv = l.resourceVersion;
+        } catch (e) {
+          rv = undefined;
+          this.stats.listErrors++;
+          const wait = backoffMs(++failures, e);
+          this.o.log.warn({ err: String(e), retryInMs: wait }, 'listing kubevirt-ca failed; retrying');
+          await this.pause(wait);
+          continue;
+        } finally { this.firstList?.(); this.firstList = undefined; }
+      }
+      const started = Date.now();
+      let last = rv;
+      const end = await new Promise<WatchEnd & { relist?: boolean }>((resolve) => {
+        let relist = false;
+        this.stopWatch = this.o.api.watch(KUBEVIRT_CA, rv!, (e) => {
+          if (relist) return;
+          if (e.type === 'ERROR') {
+            if (e.object.code === 410) this.stats.gone++;
+            this.o.log.info({ code: e.object.code, message: e.object.message }, 'watch of kubevirt-ca ended by the server; relisting');
+            relist = true;
+            this.stopWatch?.();
+            return;
+          }
+          if (e.object.metadata?.resourceVersion) last = e.object.metadata.resourceVersion;
+          if (e.type === 'BOOKMARK') return;
+          this.onLocal(e.type === 'DELETED' ? undefined : e.object.data);
+        }, (end) => resolve({ ...end, relist }));
       });
-    } catch (e) {
-      this.o.log.warn({ err: String(e) }, 'watching kubevirt-ca failed; relisting');
-      setTimeout(() => { void this.relist(); }, 1000).unref();
+      this.stopWatch = undefined;
+      if (this.stopped) return;
+      rv = last;
+      if (end.relist || end.reason === 'aborted') { rv = undefined; continue; }
+      if (end.reason === 'decode') {
+        this.stats.decodeErrors++;
+        this.o.log.warn({ err: String(end.err) }, 'a watch event of kubevirt-ca could not be decoded (its change is lost); relisting at once');
+        rv = undefined;
+        continue;
+      }
+      if (end.reason === 'closed' && Date.now() - started >= 1000) { failures = 0; continue; }
+      // stalled, failed, or closed at once: relist after a backoff
+      if (end.reason === 'stalled') this.stats.stalls++;
+      rv = undefined;
+      const wait = backoffMs(++failures, end.err);
+      this.o.log.warn({ reason: end.reason, err: end.err && String(end.err), retryInMs: wait }, 'watch of kubevirt-ca failed; relisting');
+      await this.pause(wait);
     }
   }
 
-  private onWatch(e: WatchEvent): void {
-    if (e.type === 'ERROR') {
-      if (e.object.code === 410) this.stats.gone++;
-      this.o.log.info({ code: e.object.code, message: e.object.message }, 'watch of kubevirt-ca ended; relisting');
-      void this.relist();
-      return;
-    }
-    if (e.type === 'BOOKMARK') return;
-    this.onLocal(e.type === 'DELETED' ? undefined : e.object.data);
-  }
-
-  /** Peer CAs (valid now) that the local kubevirt-ca lacks and whose rewrite wait has passed. */
+  /** Peer CAs (valid now) that the local kubevirt-ca lacks. */
   private missing(): CaInfo[] {
     const have = new Set(this.local.map((c) => c.sha256));
     const now = this.now();
@@ -142,8 +229,6 @@ export class TrustAgent {
     for (const b of this.peers.values()) {
       for (const c of b) {
         if (have.has(c.sha256) || c.notBefore > now || c.notAfter <= now) continue;
-        const r = this.rewrite.get(c.sha256);
-        if (r && now < r.after) continue;
         out.set(c.sha256, c);
       }
     }
@@ -151,48 +236,109 @@ export class TrustAgent {
   }
 
   private schedule(): void {
-    this.writing = this.writing.then(() => this.writeMissing()).catch((e) => {
-      this.o.log.warn({ err: String(e) }, 'writing kubevirt-external-ca failed; will retry');
+    if (this.stopped) return;
+    clearTimeout(this.writeTimer);
+    this.writeTimer = undefined;
+    this.writing = this.writing.then(() => this.writeMissing()).then((retryAt) => {
+      this.writeFailures = 0;
+      if (retryAt !== undefined) this.retryIn(Math.max(0, retryAt - this.now()));
+    }, (e: unknown) => {
+      if (this.stopped) return;
+      this.stats.writeErrors++;
+      const wait = backoffMs(++this.writeFailures, e);
+      this.setExternal('api-error', { err: String(e) });
+      this.o.log.warn({ err: String(e), retryInMs: wait }, 'writing kubevirt-external-ca failed; retrying');
+      this.retryIn(wait);
     });
   }
 
-  private async writeMissing(): Promise<void> {
-    const miss = this.missing();
-    if (miss.length === 0 || this.stopped) return;
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const cur = await this.o.api.get(KUBEVIRT_EXTERNAL_CA);
-      if (!cur) { this.o.log.warn('kubevirt-external-ca does not exist (virt-operator creates it); waiting'); return; }
-      const now = this.now();
-      const keep = parseBundle(cur.data[CA_BUNDLE_KEY]).filter((c) => c.notAfter > now);
-      const next = [...keep, ...miss.filter((m) => !keep.some((k) => k.sha256 === m.sha256))];
-      if (next.length === keep.length && keep.length === parseBundle(cur.data[CA_BUNDLE_KEY]).length) return;
-      const r = await this.o.api.replace(KUBEVIRT_EXTERNAL_CA, { ...cur.data, [CA_BUNDLE_KEY]: next.map((c) => derToPem(c.der)).join('') }, cur.resourceVersion);
-      if (r === 'conflict') { this.stats.conflicts++; continue; }
-      this.stats.writes++;
-      this.noteWritten(miss, next);
-      return;
-    }
-    this.o.log.warn('kubevirt-external-ca kept changing under us (5 conflicts); will retry');
+  private retryIn(ms: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.writeTimer);
+    this.writeTimer = setTimeout(() => this.schedule(), ms);
+    this.writeTimer.unref();
   }
 
-  private noteWritten(miss: CaInfo[], next: CaInfo[]): void {
+  private setExternal(state: ExternalCaState, detail: Record<string, unknown> = {}): void {
+    if (state === this.externalState) return;
+    this.externalState = state;
+    if (state === 'missing') {
+      this.o.log.warn(detail, 'kubevirt-external-ca does not exist: virt-operator creates it at its next reconcile (labels app.kubernetes.io/managed-by=virt-operator and its other operator labels, data ca-bundle: ""); not creating it bare (without those labels virt-operator would never read it); retrying');
+    } else if (state === 'invisible-to-virt-operator') {
+      this.o.log.warn(detail, `kubevirt-external-ca lacks the labels virt-operator's informer selects (${OPERATOR_CONFIGMAP_SELECTOR}): virt-operator cannot read it, so nothing written there reaches kubevirt-ca. Restore its labels (deleting it lets virt-operator recreate it)`);
+    } else if (state === 'ok') {
+      this.o.log.info('kubevirt-external-ca is readable and visible to virt-operator');
+    }
+    this.send({ type: 'external-ca', state, at: this.now() });
+  }
+
+  /**
+   * One pass: returns when to look again (a deferred rewrite or a missing ConfigMap), or undefined;
+   * throws on an API failure (the caller retries with backoff).
+   */
+  private async writeMissing(): Promise<number | undefined> {
+    const all = this.missing();
+    if (all.length === 0 || this.stopped) return undefined;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const cur = await this.o.api.get(KUBEVIRT_EXTERNAL_CA);
+      if (this.stopped) return undefined;
+      const now = this.now();
+      if (!cur) {
+        this.stats.missing++;
+        this.setExternal('missing');
+        return now + backoffMs(Math.min(this.stats.missing, 6));
+      }
+      this.setExternal(operatorSees(cur.metadata.labels) ? 'ok' : 'invisible-to-virt-operator', { labels: cur.metadata.labels ?? {} });
+      // a certificate written before into this same object and dropped again waits; a new object (uid) does not
+      const uid = cur.metadata.uid;
+      const wait = all.filter((c) => { const r = this.rewrite.get(c.sha256); return r && now < r.after && r.uid === uid; });
+      const miss = all.filter((c) => !wait.includes(c));
+      const nextCheck = wait.length ? Math.min(...wait.map((c) => this.rewrite.get(c.sha256)!.after)) : undefined;
+      if (miss.length === 0) return nextCheck;
+      const had = parseBundle(cur.data?.[CA_BUNDLE_KEY]);
+      const keep = had.filter((c) => c.notAfter > now);
+      const next = [...keep, ...miss.filter((m) => !keep.some((k) => k.sha256 === m.sha256))];
+      if (next.length === keep.length && keep.length === had.length) return nextCheck;
+      const body: ConfigMapObject = { ...cur, data: { ...(cur.data ?? {}), [CA_BUNDLE_KEY]: next.map((c) => derToPem(c.der)).join('') } };
+      const r = await this.o.api.replace(body);
+      if (r === 'conflict') { this.stats.conflicts++; continue; }
+      if (r === 'gone') { this.stats.missing++; continue; }
+      this.stats.writes++;
+      this.noteWritten(miss, next, uid);
+      return Math.min(nextCheck ?? Infinity, ...miss.map((c) => this.rewrite.get(c.sha256)!.after));
+    }
+    throw new Error('kubevirt-external-ca kept changing under us (5 conflicts in a row)');
+  }
+
+  private noteWritten(miss: CaInfo[], next: CaInfo[], uid: string | undefined): void {
     const now = this.now();
     const min = this.o.minRewriteMs ?? 5000;
     for (const c of miss) {
       const r = this.rewrite.get(c.sha256);
-      const writes = (r?.writes ?? 0) + 1;
-      const waitMs = r ? Math.min(r.waitMs * 2, this.o.resyncMs) : min;
-      this.rewrite.set(c.sha256, { waitMs, after: now + waitMs, writes });
+      const again = r && r.uid === uid;
+      const writes = again ? r.writes + 1 : 1;
+      const waitMs = again ? Math.min(r.waitMs * 2, this.o.resyncMs) : min;
+      this.rewrite.set(c.sha256, { waitMs, after: now + waitMs, writes, uid });
       if (writes > 2) this.o.log.warn({ sha256: c.sha256, subject: c.subject, writes }, 'peer CA written again: virt-operator keeps dropping it (is ca.renewBefore at least half of ca.duration on this cluster?)');
     }
     this.send({ type: 'written', at: now, fingerprints: next.map((c) => c.sha256) });
   }
 
+  /** Stop: cut the watch and any call in flight after at most `stopTimeoutMs`; never hangs on the API. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.resync);
+    clearTimeout(this.writeTimer);
     this.stopWatch?.();
+    this.wake?.();
     this.sock?.destroy();
-    await this.writing;
+    let t: NodeJS.Timeout | undefined;
+    const bound = new Promise<'late'>((r) => { t = setTimeout(() => r('late'), this.o.stopTimeoutMs ?? 2000); t.unref(); });
+    const late = await Promise.race([Promise.all([this.writing, this.watching]).then(() => 'done' as const), bound]);
+    if (late === 'late') {
+      this.o.api.abortAll();
+      await Promise.race([Promise.all([this.writing, this.watching]), new Promise((r) => setTimeout(r, 500).unref())]);
+    }
+    clearTimeout(t);
   }
 }

@@ -15,7 +15,9 @@ export type ToRuntime =
   /** `kubevirt-external-ca` was written (SHA-256 of the certificates it now holds). */
   | { type: 'written'; at: number; fingerprints: string[] }
   /** What the local `kubevirt-ca` holds now (SHA-256 of every certificate). */
-  | { type: 'local'; fingerprints: string[]; at: number };
+  | { type: 'local'; fingerprints: string[]; at: number }
+  /** What the trust container found `kubevirt-external-ca` to be (agent.ts ExternalCaState). */
+  | { type: 'external-ca'; state: 'ok' | 'missing' | 'invisible-to-virt-operator' | 'api-error'; at: number };
 
 /** runtime -> trust container: the current bundle of one peer, as accepted from that peer itself. */
 export type ToTrust = { type: 'peer'; cluster: string; certs: string[]; sequence: number; receivedAt: number };

@@ -7,7 +7,11 @@ import { TrustAgent } from './agent';
 import { kubeConfigMaps } from './kube';
 import { TrustTableView } from './table';
 
-/** Run the trust container until SIGTERM. In the pod the token comes from the projected volume (in-cluster config). */
+/**
+ * Run the trust container until SIGTERM/SIGINT. In the pod the token comes from the projected volume
+ * (in-cluster config). Shutdown is bounded: a write in flight gets `stopTimeoutMs` (2 s), then every
+ * call is cut; the process then exits 0, well inside the pod's termination grace period (30 s).
+ */
 export async function runTrustAgent(cfg: ProxyConfig, namespace: string, log: Logger, kubeconfig?: string): Promise<void> {
   if (!cfg.trust) throw new Error('the gateway config has no trust section: nothing to do');
   const kc = new k8s.KubeConfig();
@@ -16,9 +20,12 @@ export async function runTrustAgent(cfg: ProxyConfig, namespace: string, log: Lo
   await agent.start();
   log.info({ namespace, socket: cfg.trust.socket }, 'trust container running');
   await new Promise<void>((resolve) => {
-    const stop = () => { void agent.stop().then(resolve); };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    const stop = (sig: string) => {
+      log.info({ sig }, 'stopping');
+      void agent.stop().then(resolve, resolve);
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
   });
 }
 
@@ -41,7 +48,7 @@ export function formatTrustTable(t: TrustTableView): string {
   const short = (s: string) => s.slice(0, 16);
   const lines = [
     `cluster ${t.cluster}: own CA ${t.own.certs.map((c) => `${short(c.sha256)} (notAfter ${c.notAfter})`).join(', ') || '(not known yet)'}`,
-    `last write of kubevirt-external-ca: ${t.lastWrite ? `${t.lastWrite.at} (${t.lastWrite.fingerprints.length} certificates)` : 'never'}`,
+    `last write of kubevirt-external-ca: ${t.lastWrite ? `${t.lastWrite.at} (${t.lastWrite.fingerprints.length} certificates)` : 'never'}${t.externalCa && t.externalCa.state !== 'ok' ? ` (kubevirt-external-ca: ${t.externalCa.state} since ${t.externalCa.at})` : ''}`,
     ['PEER', 'LAST RECEIVED', 'CA SHA-256', 'NOT AFTER', 'IN kubevirt-ca', 'WARNING'].join('\t'),
   ];
   for (const p of t.peers) {

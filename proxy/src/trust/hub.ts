@@ -40,6 +40,10 @@ function hubMetrics(registry: Registry) {
     expiring: new Gauge({
       name: 'mm_trust_peer_ca_expiring', help: '1 when a peer CA expires before the next publication expected from that peer.', labelNames: ['peer'], registers: [registry],
     }),
+    externalCa: new Gauge({
+      name: 'mm_trust_external_ca_state', help: 'What the trust container last found kubevirt-external-ca to be: 1 for the current state (ok, missing, invisible-to-virt-operator, api-error), 0 for the others.',
+      labelNames: ['state'], registers: [registry],
+    }),
     lastWrite: new Gauge({
       name: 'mm_trust_last_write_timestamp_seconds', help: 'When the trust container last wrote kubevirt-external-ca (unix seconds).', registers: [registry],
     }),
@@ -97,6 +101,9 @@ export class TrustHub {
     } else if (m.type === 'written') {
       this.table.lastWrite = { at: m.at, fingerprints: m.fingerprints };
       this.metrics.lastWrite.set(m.at / 1000);
+    } else if (m.type === 'external-ca') {
+      this.table.externalCa = { state: m.state, at: m.at };
+      for (const st of ['ok', 'missing', 'invisible-to-virt-operator', 'api-error']) this.metrics.externalCa.set({ state: st }, st === m.state ? 1 : 0);
     } else if (m.type === 'local') {
       this.table.local = m.fingerprints;
     }

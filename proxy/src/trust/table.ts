@@ -25,6 +25,8 @@ export interface TrustTableView {
   cluster: string;
   own: { certs: CertView[]; sequence?: string; lastPublished: Record<string, { at: string; status: string }> };
   lastWrite?: { at: string; fingerprints: string[] };
+  /** What the trust container last found kubevirt-external-ca to be (missing: virt-operator has not created it yet). */
+  externalCa?: { state: string; at: string };
   localFingerprints: string[];
   peers: PeerTrustRow[];
 }
@@ -41,6 +43,7 @@ export class TrustTable {
   own: { certs: CaInfo[]; sequence?: bigint } = { certs: [] };
   readonly published = new Map<string, { at: number; status: string }>();
   lastWrite?: { at: number; fingerprints: string[] };
+  externalCa?: { state: string; at: number };
   local: string[] = [];
 
   constructor(readonly cluster: string, private readonly repushIntervalMs: () => number) {}
@@ -103,6 +106,7 @@ export class TrustTable {
         lastPublished: Object.fromEntries([...this.published.entries()].sort().map(([k, v]) => [k, { at: iso(v.at), status: v.status }])),
       },
       lastWrite: this.lastWrite && { at: iso(this.lastWrite.at), fingerprints: this.lastWrite.fingerprints },
+      externalCa: this.externalCa && { state: this.externalCa.state, at: iso(this.externalCa.at) },
       localFingerprints: this.local,
       peers: this.bundles().map((b) => {
         const e = expiring.filter((x) => x.cluster === b.cluster);
