@@ -126,6 +126,9 @@ export class FakeKubeApi {
     if (on) for (const w of this.watchers) w.dead = true;
   }
 
+  /** Watches open and answering now. */
+  get liveWatches(): number { return [...this.watchers].filter((w) => !w.dead).length; }
+
   /** The next event sent on every live watch is cut in half (a malformed JSON line); later events are whole. */
   corruptNextEvent(): void { this.corrupt = true; }
 
