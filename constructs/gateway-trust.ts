@@ -50,7 +50,8 @@ export interface GatewayTrustProps {
  * token. The Role in the KubeVirt namespace is limited by `resourceNames` to reading `kubevirt-ca`
  * (get, list, watch: list and watch work with resourceNames only through
  * `fieldSelector=metadata.name=kubevirt-ca`, which the trust container uses) and to reading and
- * updating `kubevirt-external-ca`. The pod keeps `automountServiceAccountToken: false`: the token is a
+ * updating `kubevirt-external-ca` (a PUT of the whole object read, labels and foreign entries kept: no
+ * patch, create or delete). The pod keeps `automountServiceAccountToken: false`: the token is a
  * projected volume mounted into the trust container alone, so the network-facing runtime holds no
  * Kubernetes credentials. The two containers talk over a unix socket in a shared in-memory emptyDir.
  * Role and RoleBinding are plain `ApiObject`s: cdk8s-plus-28's Role takes resources, not resource names

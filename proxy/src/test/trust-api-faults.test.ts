@@ -21,7 +21,10 @@ import { FakeKubeApi } from '../testkit/fake-kube';
 import { silent, sleep, tmpDir } from '../testkit/helpers';
 import { kubeConfigFor } from '../testkit/trust-fleet';
 import { MANAGED, VirtOperatorModel } from '../testkit/virt-operator-model';
+import { Registry } from 'prom-client';
+import { parseConfigText } from '../config-file';
 import { TrustAgent } from '../trust/agent';
+import { TrustHub } from '../trust/hub';
 import { ConfigMapApi, kubeConfigMaps } from '../trust/kube';
 
 const H = 3600_000;
@@ -97,6 +100,15 @@ function raw(port: number, p: string, method = 'GET', body?: string): Promise<{ 
     req.end(body);
   });
 }
+
+/** A gateway config with a trust section (the trust container reads only `trust` and the cluster name). */
+const testConfig = (socket: string) => ({
+  version: 1, fleet: 'fleet', cluster: 'east',
+  listen: { intercept: { host: '127.0.0.1', port: 15001 }, tunnel: { host: '127.0.0.1', port: 15002 }, admin: { host: '127.0.0.1', port: 15090 } },
+  localCidrs: ['10.99.0.0/24'], peers: [{ cluster: 'west', cidrs: ['10.100.0.0/24'], gateways: [{ host: '127.0.0.1', port: 15003 }] }],
+  tls: { mode: 'mtls', caFile: '/nonexistent/ca.pem', certFile: '/nonexistent/c.pem', keyFile: '/nonexistent/k.pem' },
+  trust: { socket, repushIntervalMs: 300_000, retryMs: 200 },
+});
 
 const SELECTOR = encodeURIComponent('!kubevirt.io/install-strategy, app.kubernetes.io/managed-by=virt-operator');
 const CMS = '/api/v1/namespaces/kubevirt/configmaps';
@@ -209,6 +221,29 @@ describe('writes virt-operator sees (strict operator model)', { timeout: 60_000 
       assert.ok(ms >= 0 && Date.now() - t0 <= GOAL_MS, `${ms}`);
       assert.equal(r.agent['externalState'], 'ok');
     } finally { await r.close(); }
+  });
+});
+
+describe('the runtime reports the state of kubevirt-external-ca', { timeout: 30_000 }, () => {
+  it('an external-ca message sets /trust externalCa and mm_trust_external_ca_state', async () => {
+    const dir = tmpDir('mm-trust-hub-');
+    const socket = path.join(dir, 'trust.sock');
+    const cfg = parseConfigText(JSON.stringify(testConfig(socket)));
+    const registry = new Registry();
+    const hub = new TrustHub({ config: () => cfg, tlsFiles: () => undefined, log: silent, registry });
+    await hub.start();
+    const c = net.connect(socket);
+    try {
+      await new Promise<void>((r) => c.on('connect', () => r()));
+      c.write(`${JSON.stringify({ type: 'external-ca', state: 'missing', at: Date.now() })}\n`);
+      assert.ok(await until(() => hub.table.toJSON().externalCa?.state === 'missing', 3000) >= 0);
+      const m = await registry.getSingleMetric('mm_trust_external_ca_state')!.get();
+      assert.deepEqual(Object.fromEntries(m.values.map((v) => [v.labels.state, v.value])), { ok: 0, missing: 1, 'invisible-to-virt-operator': 0, 'api-error': 0 });
+    } finally {
+      c.destroy();
+      await hub.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -339,13 +374,7 @@ describe('API faults: trust back within 10 s of the API behaving again', { timeo
     const socket = path.join(dir, 'trust.sock');
     const runtime = await standInRuntime(socket);
     runtime.peer(peerCa('west-sigterm'));
-    const cfg = {
-      version: 1, fleet: 'fleet', cluster: 'east',
-      listen: { intercept: { host: '127.0.0.1', port: 15001 }, tunnel: { host: '127.0.0.1', port: 15002 }, admin: { host: '127.0.0.1', port: 15090 } },
-      localCidrs: ['10.99.0.0/24'], peers: [{ cluster: 'west', cidrs: ['10.100.0.0/24'], gateways: [{ host: '127.0.0.1', port: 15003 }] }],
-      tls: { mode: 'mtls', caFile: '/nonexistent/ca.pem', certFile: '/nonexistent/c.pem', keyFile: '/nonexistent/k.pem' },
-      trust: { socket, repushIntervalMs: 300_000, retryMs: 200 },
-    };
+    const cfg = testConfig(socket);
     fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(cfg));
     fs.writeFileSync(path.join(dir, 'kubeconfig'), `apiVersion: v1\nkind: Config\nclusters: [{name: f, cluster: {server: "http://127.0.0.1:${api.port}", insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: f, context: {cluster: f, user: u}}]\ncurrent-context: f\n`);
     const child = spawn(process.execPath, [path.join(__dirname, '..', 'cli.js'), 'trust', '--config', path.join(dir, 'config.json'), '--namespace', 'kubevirt', '--kubeconfig', path.join(dir, 'kubeconfig')], { stdio: ['ignore', 'pipe', 'pipe'] });
