@@ -58,9 +58,13 @@ async function standInRuntime(socket: string) {
   };
 }
 
-interface Rig { api: FakeKubeApi; model: VirtOperatorModel; agent: TrustAgent; runtime: Awaited<ReturnType<typeof standInRuntime>>; clock: { offset: number }; close(): Promise<void> }
+interface Rig {
+  api: FakeKubeApi; model: VirtOperatorModel; agent: TrustAgent; runtime: Awaited<ReturnType<typeof standInRuntime>>; clock: { offset: number };
+  close(): Promise<void>;
+}
+interface RigOptions { strict?: boolean; wrap?: (a: ConfigMapApi) => ConfigMapApi; peer?: TestCert; external?: (api: FakeKubeApi) => void }
 
-async function rig(o: { strict?: boolean; wrap?: (a: ConfigMapApi) => ConfigMapApi; peer?: TestCert; external?: (api: FakeKubeApi) => void } = {}): Promise<Rig> {
+async function rig(o: RigOptions = {}): Promise<Rig> {
   const dir = tmpDir('mm-trust-faults-');
   const clock = { offset: 0 };
   const now = () => Date.now() + clock.offset;
@@ -85,7 +89,9 @@ const peerCa = (n: string) => makeCert(`kubevirt.io@${n}`, Date.now() - H, Date.
 /** The trust container's write before issue 30: a PUT whose metadata carries only name, namespace and resourceVersion. */
 const legacyPut = (a: ConfigMapApi): ConfigMapApi => ({
   ...a,
-  replace: (obj) => a.replace({ metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace, resourceVersion: obj.metadata.resourceVersion }, data: obj.data }),
+  replace: (obj) => a.replace({
+    metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace, resourceVersion: obj.metadata.resourceVersion }, data: obj.data,
+  }),
 });
 
 function raw(port: number, p: string, method = 'GET', body?: string): Promise<{ code: number; body: string }> {

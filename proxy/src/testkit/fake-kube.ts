@@ -237,7 +237,8 @@ export class FakeKubeApi {
     for (const k of ['labels', 'annotations', 'ownerReferences'] as const) if (obj.metadata[k] === undefined) delete obj.metadata[k];
     if (obj.binaryData === undefined) delete obj.binaryData;
     if (prev && strip(prev) === strip({ ...obj, metadata: { ...obj.metadata, uid: prev.metadata.uid } })) return JSON.parse(JSON.stringify(prev));
-    const next: ConfigMapObj = JSON.parse(JSON.stringify({ ...obj, metadata: { ...obj.metadata, resourceVersion: String(++this.rv), uid: prev?.metadata.uid ?? obj.metadata.uid } }));
+    const uid = prev?.metadata.uid ?? obj.metadata.uid;
+    const next: ConfigMapObj = JSON.parse(JSON.stringify({ ...obj, metadata: { ...obj.metadata, resourceVersion: String(++this.rv), uid } }));
     this.objects.set(name, next);
     this.emit({ rv: this.rv, type: prev ? 'MODIFIED' : 'ADDED', object: next, prev });
     return JSON.parse(JSON.stringify(next));

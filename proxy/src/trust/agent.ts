@@ -23,7 +23,7 @@
 import * as net from 'node:net';
 import type { Logger } from 'pino';
 import { ToRuntime, ToTrust, onLines, sendLine } from './channel';
-import { ApiError, ConfigMapApi, ConfigMapObject, WatchEnd, WatchEvent } from './kube';
+import { ApiError, ConfigMapApi, ConfigMapObject, WatchEnd } from './kube';
 import { caInfo, CaInfo, derToPem, pemToDer } from './x509';
 
 export const KUBEVIRT_CA = 'kubevirt-ca';

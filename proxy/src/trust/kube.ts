@@ -76,11 +76,18 @@ export function retryAfterMs(v: string | string[] | undefined, now = Date.now())
   return Number.isNaN(t) ? undefined : Math.max(0, t - now);
 }
 
-export function kubeConfigMaps(kc: k8s.KubeConfig, namespace: string, o: KubeClientOptions = {}): ConfigMapApi {
-  const requestTimeoutMs = o.requestTimeoutMs ?? 5000;
-  const watchTimeoutMs = o.watchTimeoutMs ?? 8000;
-  const watchGraceMs = o.watchGraceMs ?? 2000;
-  const base = `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`;
+interface Transport {
+  open(method: string, path: string, body?: string): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }>;
+  call(method: string, path: string, body?: string): Promise<Answer>;
+  abortAll(): void;
+}
+interface Answer { code: number; json: unknown; retryAfter?: number }
+
+const fail = (method: string, path: string, r: Answer): ApiError =>
+  new ApiError(r.code, `${method} ${path}: HTTP ${r.code} ${(r.json as { message?: string } | undefined)?.message ?? ''}`.trim(), r.retryAfter);
+
+/** HTTP(S) with the kubeconfig's credentials; every call() bounded by requestTimeoutMs. */
+function transport(kc: k8s.KubeConfig, requestTimeoutMs: number): Transport {
   const inFlight = new Set<http.ClientRequest>();
   let shut = false;
 
@@ -107,7 +114,7 @@ export function kubeConfigMaps(kc: k8s.KubeConfig, namespace: string, o: KubeCli
   }
 
   /** A bounded call: the whole answer within requestTimeoutMs, parsed as JSON. */
-  async function call(method: string, path: string, body?: string): Promise<{ code: number; json: unknown; retryAfter?: number }> {
+  async function call(method: string, path: string, body?: string): Promise<Answer> {
     let timer: NodeJS.Timeout | undefined;
     let req: http.ClientRequest | undefined;
     const deadline = new Promise<never>((_, reject) => {
@@ -137,10 +144,81 @@ export function kubeConfigMaps(kc: k8s.KubeConfig, namespace: string, o: KubeCli
       work.catch(() => undefined);
     }
   }
+  return {
+    open, call,
+    abortAll() {
+      shut = true;
+      for (const r of inFlight) r.destroy(new ApiError(0, 'aborted (shutting down)'));
+      inFlight.clear();
+    },
+  };
+}
 
-  const fail = (method: string, path: string, r: { code: number; json: unknown; retryAfter?: number }): ApiError =>
-    new ApiError(r.code, `${method} ${path}: HTTP ${r.code} ${(r.json as { message?: string } | undefined)?.message ?? ''}`.trim(), r.retryAfter);
+/** One WATCH stream on `p` (timeoutSeconds already in it); see the header for how it ends. */
+function watchStream(t: Transport, p: string, o: { requestTimeoutMs: number; watchTimeoutMs: number; watchGraceMs: number },
+  onEvent: (e: WatchEvent) => void, done: (end: WatchEnd) => void): () => void {
+  const { requestTimeoutMs, watchTimeoutMs, watchGraceMs } = o;
+  const open = t.open;
+  let ended = false;
+  let req: http.ClientRequest | undefined;
+  let aborted = false;
+  const end = (e: WatchEnd) => {
+    if (ended) return;
+    ended = true;
+    clearTimeout(liveness);
+    clearTimeout(headers);
+    req?.destroy();
+    done(e);
+  };
+  // no headers within requestTimeoutMs, or no end within timeoutSeconds + grace: the server is not answering
+  const headers = setTimeout(() => end({ reason: 'stalled', err: new ApiError(0, `WATCH ${p}: no answer within ${requestTimeoutMs} ms`) }), requestTimeoutMs);
+  const liveness = setTimeout(() => end({ reason: 'stalled', err: new ApiError(0, `WATCH ${p}: still open ${watchGraceMs} ms after its timeoutSeconds`) }), watchTimeoutMs + watchGraceMs);
+  headers.unref();
+  liveness.unref();
+  open('GET', p).then(({ req: rq, res }) => {
+    req = rq;
+    if (ended) { rq.destroy(); return; }
+    clearTimeout(headers);
+    if (res.statusCode !== 200) {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        let json: unknown;
+        try { json = JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch { json = undefined; }
+        end({ reason: 'error', err: fail('WATCH', p, { code: res.statusCode ?? 0, json, retryAfter: retryAfterMs(res.headers['retry-after']) }) });
+      });
+      res.on('error', (err) => end({ reason: 'error', err }));
+      return;
+    }
+    res.setEncoding('utf8');
+    let buf = '';
+    res.on('data', (chunk: string) => {
+      buf += chunk;
+      let i: number;
+      while (!ended && (i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i).trim();
+        buf = buf.slice(i + 1);
+        if (!line) continue;
+        let ev: WatchEvent;
+        try { ev = JSON.parse(line) as WatchEvent; } catch {
+          end({ reason: 'decode', err: new Error(`WATCH ${p}: a line is not JSON (${line.length} bytes: ${line.slice(0, 60)}...)`) });
+          return;
+        }
+        onEvent(ev);
+      }
+    });
+    res.on('end', () => end(buf.trim() ? { reason: 'decode', err: new Error(`WATCH ${p}: stream ended inside an event`) } : { reason: 'closed' }));
+    res.on('aborted', () => end({ reason: aborted ? 'aborted' : 'error', err: new ApiError(0, `WATCH ${p}: stream cut`) }));
+    res.on('error', (err) => end({ reason: aborted ? 'aborted' : 'error', err }));
+  }, (err) => end({ reason: aborted ? 'aborted' : 'error', err }));
+  return () => { aborted = true; end({ reason: 'aborted' }); };
+}
 
+export function kubeConfigMaps(kc: k8s.KubeConfig, namespace: string, o: KubeClientOptions = {}): ConfigMapApi {
+  const timeouts = { requestTimeoutMs: o.requestTimeoutMs ?? 5000, watchTimeoutMs: o.watchTimeoutMs ?? 8000, watchGraceMs: o.watchGraceMs ?? 2000 };
+  const base = `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`;
+  const t = transport(kc, timeouts.requestTimeoutMs);
+  const call = t.call;
   return {
     async get(name) {
       const p = `${base}/${encodeURIComponent(name)}`;
@@ -167,67 +245,10 @@ export function kubeConfigMaps(kc: k8s.KubeConfig, namespace: string, o: KubeCli
     watch(name, resourceVersion, onEvent, done) {
       const q = new URLSearchParams({
         watch: 'true', fieldSelector: `metadata.name=${name}`, resourceVersion, allowWatchBookmarks: 'true',
-        timeoutSeconds: String(Math.max(1, Math.round(watchTimeoutMs / 1000))),
+        timeoutSeconds: String(Math.max(1, Math.round(timeouts.watchTimeoutMs / 1000))),
       });
-      const p = `${base}?${q}`;
-      let ended = false;
-      let req: http.ClientRequest | undefined;
-      let aborted = false;
-      const end = (e: WatchEnd) => {
-        if (ended) return;
-        ended = true;
-        clearTimeout(liveness);
-        clearTimeout(headers);
-        req?.destroy();
-        done(e);
-      };
-      // no headers within requestTimeoutMs, or no end within timeoutSeconds + grace: the server is not answering
-      const headers = setTimeout(() => end({ reason: 'stalled', err: new ApiError(0, `WATCH ${p}: no answer within ${requestTimeoutMs} ms`) }), requestTimeoutMs);
-      const liveness = setTimeout(() => end({ reason: 'stalled', err: new ApiError(0, `WATCH ${p}: still open ${watchGraceMs} ms after its timeoutSeconds`) }), watchTimeoutMs + watchGraceMs);
-      headers.unref();
-      liveness.unref();
-      open('GET', p).then(({ req: rq, res }) => {
-        req = rq;
-        if (ended) { rq.destroy(); return; }
-        clearTimeout(headers);
-        if (res.statusCode !== 200) {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            let json: unknown;
-            try { json = JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch { json = undefined; }
-            end({ reason: 'error', err: fail('WATCH', p, { code: res.statusCode ?? 0, json, retryAfter: retryAfterMs(res.headers['retry-after']) }) });
-          });
-          res.on('error', (err) => end({ reason: 'error', err }));
-          return;
-        }
-        res.setEncoding('utf8');
-        let buf = '';
-        res.on('data', (chunk: string) => {
-          buf += chunk;
-          let i: number;
-          while (!ended && (i = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, i).trim();
-            buf = buf.slice(i + 1);
-            if (!line) continue;
-            let ev: WatchEvent;
-            try { ev = JSON.parse(line) as WatchEvent; } catch (err) {
-              end({ reason: 'decode', err: new Error(`WATCH ${p}: a line is not JSON (${line.length} bytes: ${line.slice(0, 60)}...)`) });
-              return;
-            }
-            onEvent(ev);
-          }
-        });
-        res.on('end', () => end(buf.trim() ? { reason: 'decode', err: new Error(`WATCH ${p}: stream ended inside an event`) } : { reason: 'closed' }));
-        res.on('aborted', () => end({ reason: aborted ? 'aborted' : 'error', err: new ApiError(0, `WATCH ${p}: stream cut`) }));
-        res.on('error', (err) => end({ reason: aborted ? 'aborted' : 'error', err }));
-      }, (err) => end({ reason: aborted ? 'aborted' : 'error', err }));
-      return () => { aborted = true; end({ reason: 'aborted' }); };
+      return watchStream(t, `${base}?${q}`, timeouts, onEvent, done);
     },
-    abortAll() {
-      shut = true;
-      for (const r of inFlight) r.destroy(new ApiError(0, 'aborted (shutting down)'));
-      inFlight.clear();
-    },
+    abortAll: () => t.abortAll(),
   };
 }
