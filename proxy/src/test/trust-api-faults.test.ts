@@ -9,7 +9,7 @@
  * model's kubevirt-ca (and, where the local CA rotated, the agent knows the new one). Goal: 10 s.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -25,6 +25,7 @@ import { Registry } from 'prom-client';
 import { parseConfigText } from '../config-file';
 import { TrustAgent } from '../trust/agent';
 import { TrustHub } from '../trust/hub';
+import * as k8s from '@kubernetes/client-node';
 import { ConfigMapApi, kubeConfigMaps } from '../trust/kube';
 
 const H = 3600_000;
@@ -212,6 +213,24 @@ describe('writes virt-operator sees (strict operator model)', { timeout: 60_000 
     } finally { await r.close(); }
   });
 
+  it('an unlabelled kubevirt-external-ca (created bare by someone) is reported as invisible to virt-operator; its labels are not invented', async () => {
+    const peer = peerCa('west-bare');
+    const r = await rig({ external: (api) => { api.delete('kubevirt-external-ca'); api.create('kubevirt-external-ca', { 'ca-bundle': '' }); }, peer });
+    try {
+      assert.ok(await until(() => r.agent['externalState'] === 'invisible-to-virt-operator', 5000) >= 0, String(r.agent['externalState']));
+      assert.ok(await until(() => (r.api.get('kubevirt-external-ca')!.data['ca-bundle'] ?? '').includes(peer.pem.split('\n')[1]), 5000) >= 0, 'still written');
+      r.model.reconcileTwice();
+      assert.equal(r.api.get('kubevirt-external-ca')!.metadata.labels, undefined);
+      assert.equal(r.model.trusts(sha(peer)), false, 'virt-operator cannot read it');
+      // deleting it lets virt-operator recreate it with its labels; then the CA arrives
+      r.model.deleteExternal();
+      r.model.reconcile();
+      const ms = await until(() => r.model.trusts(sha(peer)), GOAL_MS);
+      figures.push(`unlabelled kubevirt-external-ca deleted, recreated by virt-operator: peer CA trusted ${ms} ms later`);
+      assert.ok(ms >= 0);
+    } finally { await r.close(); }
+  });
+
   it('a missing kubevirt-external-ca is reported and waited for (virt-operator creates it), never created bare', async () => {
     const peer = peerCa('west-missing');
     const r = await rig({ external: (api) => { api.delete('kubevirt-external-ca'); } });
@@ -227,6 +246,52 @@ describe('writes virt-operator sees (strict operator model)', { timeout: 60_000 
       assert.ok(ms >= 0 && Date.now() - t0 <= GOAL_MS, `${ms}`);
       assert.equal(r.agent['externalState'], 'ok');
     } finally { await r.close(); }
+  });
+});
+
+describe('in-cluster credentials over HTTPS', { timeout: 30_000 }, () => {
+  it('the projected token and CA file are used (Bearer token; a server certificate from another CA is refused)', async (t) => {
+    const dir = tmpDir('mm-trust-https-');
+    const ossl = (a: string[]) => spawnSync('openssl', a, { cwd: dir, encoding: 'utf8' }).status === 0;
+    const ok = ossl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=kubernetes-ca'])
+      && ossl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'other.key', '-out', 'other.crt', '-days', '1', '-subj', '/CN=other'])
+      && ossl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'api.key', '-out', 'api.csr', '-subj', '/CN=kube-apiserver'])
+      && (fs.writeFileSync(path.join(dir, 'ext'), 'subjectAltName=IP:127.0.0.1\n'), true)
+      && ossl(['x509', '-req', '-in', 'api.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'api.crt', '-days', '1', '-extfile', 'ext']);
+    if (!ok) { t.skip('openssl not usable'); return; }
+    const api = new FakeKubeApi('kubevirt');
+    api.tls = { key: fs.readFileSync(path.join(dir, 'api.key')), cert: fs.readFileSync(path.join(dir, 'api.crt')) };
+    await api.listen();
+    new VirtOperatorModel(api, 'east', 168 * H, 96 * H, Date.now).install(H);
+    api.onUpdate = undefined; // no operator reconcile: look at the write itself
+    const sa = path.join(dir, 'var/run/secrets/kubernetes.io/serviceaccount');
+    fs.mkdirSync(sa, { recursive: true });
+    fs.writeFileSync(path.join(sa, 'token'), 'projected-token');
+    const env = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT };
+    process.env.KUBERNETES_SERVICE_HOST = '127.0.0.1';
+    process.env.KUBERNETES_SERVICE_PORT = String(api.port);
+    try {
+      const client = (caFile: string) => {
+        fs.copyFileSync(path.join(dir, caFile), path.join(sa, 'ca.crt'));
+        const kc = new k8s.KubeConfig();
+        kc.loadFromCluster(dir);
+        return kubeConfigMaps(kc, 'kubevirt');
+      };
+      const good = client('ca.crt');
+      const cur = (await good.get('kubevirt-external-ca'))!;
+      assert.equal(await good.replace({ ...cur, data: { 'ca-bundle': '', mine: 'x' } }), 'ok');
+      assert.equal(api.get('kubevirt-external-ca')!.data.mine, 'x');
+      assert.ok((await good.list('kubevirt-ca')).item);
+      assert.deepEqual([...api.authorizations], ['Bearer projected-token']);
+      await assert.rejects(client('other.crt').get('kubevirt-ca'), (e: { code?: number }) => e.code === 0);
+    } finally {
+      process.env.KUBERNETES_SERVICE_HOST = env.host;
+      process.env.KUBERNETES_SERVICE_PORT = env.port;
+      if (env.host === undefined) delete process.env.KUBERNETES_SERVICE_HOST;
+      if (env.port === undefined) delete process.env.KUBERNETES_SERVICE_PORT;
+      await api.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
