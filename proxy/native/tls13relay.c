@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "tls13relay.h"
 #include "splice.h"
+#include "ioready.h"
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -45,20 +46,9 @@ typedef struct {
   int in_eof, in_err, t_eof, p_shut, t_rd, p_wr;
 } rl_t;
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void arm_reset(int fd) {
-  struct linger l = {1, 0};
-  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-}
-
 static int fail(rl_t *s, int side, int err, const char *why) {
   tls13_relay_t *r = s->r;
-  r->reason = (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT || err == ECONNABORTED || err == ENOTCONN) ? R_RESET : R_ERROR;
+  r->reason = mm_is_reset_errno(err) ? R_RESET : R_ERROR;
   r->side = side;
   r->err = err;
   r->error = why;
@@ -256,7 +246,7 @@ static int cut(rl_t *s) {
 }
 
 /* nothing moved: wait for a socket, the cancel eventfd or the idle limit; -1 when the relay must end */
-static int wait_io(rl_t *s, int64_t last, int64_t now) {
+static int wait_io(rl_t *s, int64_t last) {
   tls13_relay_t *r = s->r;
   short pev = 0, tev = 0;
   if (!s->p_eof && !s->cn_queued && s->olen == 0 && !s->p_rd) pev |= POLLIN;
@@ -264,23 +254,13 @@ static int wait_io(rl_t *s, int64_t last, int64_t now) {
   if (!s->in_eof && !s->t_eof && !s->t_rd && in_room(s)) tev |= POLLIN;
   if (s->ooff < s->olen && !s->t_wr) tev |= POLLOUT;
   /* a socket with nothing to wait for is still polled (events 0) until it is done, to see an RST at once */
-  struct pollfd p[3] = {{pev || !s->p_shut ? r->pfd : -1, pev, 0}, {tev || !(s->t_eof && s->t_shut) ? r->fd : -1, tev, 0}, {r->efd, POLLIN, 0}};
-  int timeout = -1;
-  if (r->idle_ms > 0) {
-    int64_t left = last + r->idle_ms - now;
-    if (left <= 0) { r->reason = R_IDLE; return -1; }
-    timeout = (int)(left > 1000000 ? 1000000 : left);
-  }
-  int n = poll(p, 3, timeout);
-  if (n < 0 && errno == EINTR) return 0;
-  if (n < 0) return fail(s, -1, errno, NULL);
-  if (p[2].revents) { r->reason = R_CANCEL; return -1; }
-  for (int i = 0; i < 2; i++) {
-    if (!(p[i].revents & POLLERR)) continue;
-    int se = 0;
-    socklen_t sl = sizeof se;
-    getsockopt(p[i].fd, SOL_SOCKET, SO_ERROR, &se, &sl);
-    return fail(s, i == 0 ? 1 : 0, se ? se : ECONNRESET, NULL);
+  struct pollfd p[2] = {{pev || !s->p_shut ? r->pfd : -1, pev, 0}, {tev || !(s->t_eof && s->t_shut) ? r->fd : -1, tev, 0}};
+  int idx = 0, err = 0;
+  switch (mm_wait(p, r->efd, r->idle_ms > 0 ? last + r->idle_ms : -1, &idx, &err)) {
+  case MM_TIMEOUT: r->reason = R_IDLE; return -1;
+  case MM_CANCEL: r->reason = R_CANCEL; return -1;
+  case MM_POLLFAIL: return fail(s, -1, err, NULL);
+  case MM_SOCKERR: return fail(s, idx == 0 ? 1 : 0, err, NULL);
   }
   if (p[0].revents & (POLLIN | POLLHUP)) s->p_rd = 1;
   if (p[0].revents & (POLLOUT | POLLHUP)) s->p_wr = 1;
@@ -293,7 +273,7 @@ static int wait_io(rl_t *s, int64_t last, int64_t now) {
   progress |= rc;
 
 static void loop(rl_t *s) {
-  int64_t last = mono_ms();
+  int64_t last = mm_now_ms();
   for (;;) {
     int rc, progress = 0;
     STEP(fill(s));
@@ -304,9 +284,9 @@ static void loop(rl_t *s) {
     STEP(deliver(s));
     if (cut(s) < 0) return;
     if (s->p_shut && s->t_shut) { s->r->reason = R_EOF; return; }
-    int64_t now = mono_ms();
+    int64_t now = mm_now_ms();
     if (progress) { last = now; continue; }
-    if (wait_io(s, last, now) < 0) return;
+    if (wait_io(s, last) < 0) return;
   }
 }
 
@@ -329,7 +309,7 @@ void tls13_relay_run(tls13_relay_t *r) {
     }
     loop(&s);
   }
-  if (r->reason != R_EOF) { arm_reset(r->fd); arm_reset(r->pfd); }
+  if (r->reason != R_EOF) { mm_arm_reset(r->fd); mm_arm_reset(r->pfd); }
   free(s.ob);
   free(s.ib);
   tls13_dir_clear(&r->rd);
