@@ -44,7 +44,19 @@ typedef struct {
   struct iovec iov[MAXIOV];
   int niov, iovi;
   int in_eof, in_err, t_eof, p_shut, t_rd, p_wr;
+  /* the peer's handshake message being reassembled (a KeyUpdate may span records) */
+  unsigned char hs[5];
+  size_t hslen;
+  /* what a peer may send without data (see spend): records in a row with no payload, KeyUpdates it may still
+   * send unasked, payload records toward the next one, whether we asked for one it has not sent yet */
+  unsigned empty_run, ku_free, ku_earn;
+  int ku_asked;
 } rl_t;
+
+#define MAX_EMPTY_RUN 32   /* records without payload in a row (empty records, KeyUpdates, warnings): as OpenSSL */
+#define KU_FREE_START 8    /* unasked KeyUpdates a peer may send before any data ... */
+#define KU_EARN_RECORDS 16 /* ... and one more per this many payload records (at most KU_FREE_MAX banked) */
+#define KU_FREE_MAX 64
 
 static int fail(rl_t *s, int side, int err, const char *why) {
   tls13_relay_t *r = s->r;
@@ -83,6 +95,7 @@ static int key_update(rl_t *s) {
    * keys are its own business: it counts its records as we count ours. */
   unsigned char ku[5] = {24, 0, 0, 1, !s->ku_wanted && s->r->key_update_request ? 1 : 0};
   if (queue_ctrl(s, TLS13_CT_HANDSHAKE, ku, sizeof ku) < 0) return -1;
+  if (ku[4]) s->ku_asked = 1;
   if (!tls13_dir_update(&s->r->wr)) return fail(s, -1, EIO, "TLS KeyUpdate: key derivation failed");
   s->ku_wanted = 0;
   s->r->key_updates[1]++;
@@ -174,13 +187,39 @@ static int peer_alert(rl_t *s, const unsigned char *b, size_t n) {
   return fail(s, 0, ECONNRESET, "the peer sent a TLS alert");
 }
 
-/* a handshake message after the handshake: only a whole KeyUpdate is expected (no tickets, no auth requests) */
+/* A handshake message after the handshake: only KeyUpdate is expected (no tickets, no auth requests). It may be
+ * split over records (RFC 8446 section 5.1), and must end at a record boundary: the key changes after it. Alerts as
+ * section 4.6.3 and 6 ask: another message type is unexpected_message, a body that is not one byte decode_error,
+ * a request byte other than 0 or 1 illegal_parameter. */
 static int peer_handshake(rl_t *s, const unsigned char *b, size_t n) {
-  if (n != 5 || b[0] != 24 || b[1] != 0 || b[2] != 0 || b[3] != 1 || b[4] > 1)
-    return bad_record(s, TLS13_A_UNEXPECTED, "unexpected TLS handshake message after the handshake");
-  if (!tls13_dir_update(&s->r->rd)) return fail(s, -1, EIO, "TLS KeyUpdate: key derivation failed");
-  s->r->key_updates[0]++;
-  if (b[4] == 1 && !s->cn_queued) s->ku_wanted = 1;
+  if (n == 0) return bad_record(s, TLS13_A_UNEXPECTED, "empty TLS handshake record");
+  while (n > 0) {
+    s->hs[s->hslen++] = *b++;
+    n--;
+    if (s->hslen == 1 && s->hs[0] != 24) return bad_record(s, TLS13_A_UNEXPECTED, "unexpected TLS handshake message after the handshake");
+    if (s->hslen == 4 && (s->hs[1] != 0 || s->hs[2] != 0 || s->hs[3] != 1)) return bad_record(s, TLS13_A_DECODE, "TLS KeyUpdate of the wrong length");
+    if (s->hslen < 5) continue;
+    if (s->hs[4] > 1) return bad_record(s, TLS13_A_ILLEGAL, "TLS KeyUpdate with a bad request");
+    if (n > 0) return bad_record(s, TLS13_A_UNEXPECTED, "TLS record continues after a KeyUpdate");
+    s->hslen = 0;
+    if (s->ku_asked) s->ku_asked = 0;
+    else if (s->ku_free > 0) s->ku_free--;
+    else return bad_record(s, TLS13_A_UNEXPECTED, "too many TLS KeyUpdates for the data sent");
+    if (!tls13_dir_update(&s->r->rd)) return fail(s, -1, EIO, "TLS KeyUpdate: key derivation failed");
+    s->r->key_updates[0]++;
+    if (s->hs[4] == 1 && !s->cn_queued) s->ku_wanted = 1;
+  }
+  return 1;
+}
+
+/* what an opened record costs the peer: a payload record earns KeyUpdates; one without payload extends the run */
+static int spend(rl_t *s, unsigned char type, size_t n) {
+  if (type == TLS13_CT_APP && n > 0) {
+    s->empty_run = 0;
+    if (++s->ku_earn >= KU_EARN_RECORDS) { s->ku_earn = 0; if (s->ku_free < KU_FREE_MAX) s->ku_free++; }
+    return 1;
+  }
+  if (++s->empty_run > MAX_EMPTY_RUN) return bad_record(s, TLS13_A_UNEXPECTED, "too many TLS records without data");
   return 1;
 }
 
@@ -196,6 +235,8 @@ static int open_in(rl_t *s) {
     if ((alert = tls13_open(&s->r->rd, rec, &n, &type)) != 0) return bad_record(s, alert, "a TLS record did not verify");
     s->ioff += len;
     progress = 1;
+    if (s->hslen > 0 && type != TLS13_CT_HANDSHAKE) return bad_record(s, TLS13_A_UNEXPECTED, "TLS record inside a split handshake message");
+    if (spend(s, type, n) < 0) return -1;
     if (type == TLS13_CT_APP && n > 0) {
       s->iov[s->niov].iov_base = rec + TLS13_HDR;
       s->iov[s->niov].iov_len = n;
@@ -296,6 +337,8 @@ void tls13_relay_run(tls13_relay_t *r) {
   s.r = r;
   s.p_rd = s.p_wr = s.t_rd = s.t_wr = 1;
   s.t_eof = r->peer_closed;
+  s.ku_wanted = r->key_update_owed;
+  s.ku_free = KU_FREE_START;
   r->reason = -1;
   r->side = -1;
   s.ob = malloc(OUT_CAP);

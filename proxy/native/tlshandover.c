@@ -50,19 +50,30 @@ void tlsr_fail(tlsr_t *t, int side, int err) {
   mm_arm_reset(side == 0 ? t->pfd : t->fd);
 }
 
+/* one direction's keys where OpenSSL left them: generation `gen` of the keylog secret, record `seq` */
+static int dir_at(tls13_dir_t *d, uint16_t suite, const unsigned char *secret, size_t len, unsigned gen, uint64_t seq, int enc) {
+  if (!tls13_dir_init(d, suite, secret, len, 0, enc)) return 0;
+  for (unsigned k = 0; k < gen; k++)
+    if (!tls13_dir_update(d)) return 0; /* tls13_dir_update clears nothing on failure: the caller clears d */
+  d->seq = seq;
+  return 1;
+}
+
 /* Relay on our own TLS 1.3 records (tls13relay.c) from the record OpenSSL would have read or written next. 0 when
  * this session cannot (MMPROXY_TLS_RECORDS=openssl, a suite we do not run, no secrets): OpenSSL relays then. */
 static int relay_own(tlsr_t *t) {
   uint16_t suite = (uint16_t)(SSL_CIPHER_get_id(SSL_get_current_cipher(t->ssl)) & 0xffff);
-  if (!t->own_records || !tls13_suite_supported(suite) || !t->secret_len[0] || t->secret_len[0] != t->secret_len[1]) return 0;
+  if (!t->own_records || !tls13_suite_supported(suite) || !t->secret_len[0] || t->secret_len[0] != t->secret_len[1] ||
+      !t->counting[0] || !t->counting[1])
+    return 0;
   tls13_relay_t r;
   memset(&r, 0, sizeof r);
   size_t avail = (size_t)SSL_pending(t->ssl), got = 0;
   unsigned char *pend = avail ? malloc(avail) : NULL; /* the rest of a record OpenSSL has opened, not yet read */
   int w = t->is_server ? 1 : 0; /* a client writes with the client secret and reads the server's */
   int ok = (!avail || (pend && SSL_read_ex(t->ssl, pend, avail, &got) == 1 && got == avail)) && !SSL_has_pending(t->ssl) &&
-           tls13_dir_init(&r.wr, suite, t->secret[w], t->secret_len[w], t->recs[1], 1) &&
-           tls13_dir_init(&r.rd, suite, t->secret[!w], t->secret_len[!w], t->recs[0], 0);
+           dir_at(&r.wr, suite, t->secret[w], t->secret_len[w], t->gen[1], t->recs[1], 1) &&
+           dir_at(&r.rd, suite, t->secret[!w], t->secret_len[!w], t->gen[0], t->recs[0], 0);
   OPENSSL_cleanse(t->secret, sizeof t->secret);
   if (!ok) {
     tls13_dir_clear(&r.wr);
@@ -77,6 +88,7 @@ static int relay_own(tlsr_t *t) {
   r.peer_closed = (SSL_get_shutdown(t->ssl) & SSL_RECEIVED_SHUTDOWN) != 0;
   r.key_update_records = t->key_update_records;
   r.key_update_request = t->key_update_request;
+  r.key_update_owed = SSL_get_key_update_type(t->ssl) != SSL_KEY_UPDATE_NONE; /* asked for, not yet sent by OpenSSL */
   r.bytes = t->bytes;
   tls13_relay_run(&r);
   if (pend) { OPENSSL_cleanse(pend, got); free(pend); }

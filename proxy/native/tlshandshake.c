@@ -37,10 +37,22 @@ static void keylog_cb(const SSL *ssl, const char *line) {
   t->secret_len[i] = n;
 }
 
-/* OpenSSL's message callback: count the records read and written since the handshake (one header each) */
+/* OpenSSL's message callback: the sequence numbers our record layer continues from, per direction. A direction's
+ * application keys start with the record after its own Finished message (RFC 8446 section 7.2), whatever OpenSSL
+ * does around it: an OpenSSL server writes its NewSessionTickets inside SSL_do_handshake, and a peer may send a
+ * KeyUpdate right after its Finished. OpenSSL reports a record's header before the handshake message inside it
+ * (read: the header when the record is read, the message once parsed; write: the header when the record is
+ * sealed, the message once it is all written), so a Finished or KeyUpdate resets the count to 0 for the records
+ * that follow it, and a KeyUpdate moves that direction to the next key generation. */
 static void msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg) {
   tlsr_t *t = SSL_get_ex_data(ssl, 0);
-  if (t && t->counting && content_type == SSL3_RT_HEADER) t->recs[write_p ? 1 : 0]++;
+  int d = write_p ? 1 : 0;
+  if (!t) return;
+  if (content_type == SSL3_RT_HEADER) { if (t->counting[d]) t->recs[d]++; return; }
+  if (content_type != SSL3_RT_HANDSHAKE || len < 1) return;
+  unsigned char m = ((const unsigned char *)buf)[0];
+  if (m == 20 && !t->counting[d]) { t->counting[d] = 1; t->recs[d] = 0; } /* Finished */
+  else if (m == 24 && t->counting[d]) { t->gen[d]++; t->recs[d] = 0; }  /* KeyUpdate */
 }
 
 /* wait for fd events or the cancel eventfd, bounded by the deadline; returns 1 ready, 0 timeout, -1 cancel */
@@ -88,7 +100,6 @@ void tlsr_phase1(tlsr_t *t) {
   int rc = 0;
   SSL_RETRY(t, SSL_do_handshake(t->ssl), "TLS handshake");
   if (!rc) return;
-  t->counting = 1; /* every record from here on is under the application traffic keys */
   if (SSL_get_verify_result(t->ssl) != X509_V_OK) { snprintf(t->error, sizeof t->error, "peer certificate not verified"); return; }
   /* handshook is set once the identity is acceptable; JS still re-checks the URIs */
   collect_uris(t);
@@ -98,6 +109,8 @@ void tlsr_phase1(tlsr_t *t) {
     return;
   }
   t->handshook = 1;
+  /* tests: a KeyUpdate asking for the peer's, in the first record after our Finished (goes out with `first`) */
+  if (t->early_key_update && SSL_key_update(t->ssl, SSL_KEY_UPDATE_REQUESTED) != 1) { tlsr_errstr(t, "KeyUpdate"); return; }
   size_t off = 0;
   while (off < t->first_len) {
     SSL_RETRY(t, SSL_write(t->ssl, t->first + off, (int)(t->first_len - off)), "write header");
@@ -174,6 +187,13 @@ SSL_CTX *tlsr_ssl_ctx_new(const unsigned char *ca, size_t nca, const unsigned ch
   }
   EVP_PKEY_free(pk);
   SSL_CTX_set_keylog_callback(ctx, keylog_cb);
+  /* MMPROXY_TLS_TEST_TICKETS=n (tests only): a server sends n session tickets after the handshake, to prove the
+   * record counts do not depend on tickets being off (they stay off otherwise: nothing would resume) */
+  const char *tk = getenv("MMPROXY_TLS_TEST_TICKETS");
+  if (tk && atoi(tk) > 0) {
+    SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(ctx, (size_t)atoi(tk));
+  }
   return ctx;
 }
 

@@ -54,12 +54,13 @@ struct tlsr {
   /* our own record layer after the header frames (tls13relay.c): the application traffic secrets as OpenSSL's
    * keylog callback gives them ([0] client, [1] server), and the records OpenSSL has read [0] and written [1]
    * since the handshake (its message callback), which are the sequence numbers the relay continues from */
-  int own_records, key_update_request;
+  int own_records, key_update_request, early_key_update;
   uint64_t key_update_records;
   unsigned char secret[2][TLS13_SECRET_MAX];
   size_t secret_len[2];
-  int counting;
-  uint64_t recs[2];
+  int counting[2];   /* [0] the peer's Finished was read, [1] ours was written: application keys from here on */
+  uint64_t recs[2];  /* records read [0] / written [1] under the current application key */
+  unsigned gen[2];   /* KeyUpdates OpenSSL processed per direction after the Finished (key generation) */
   /* authenticated splice (see splice_phase2) */
   int splice_ok;    /* tlsStart flag: no read-ahead, keep the tunnel header for the binding */
   int splice;       /* tlsContinue: switch to the kernel splice after the binding exchange */

@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include "tlsr.h"
+#include "tls13relay.h"
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <errno.h>
@@ -106,6 +107,7 @@ typedef struct {
   int own_records;             /* 1: our own record layer after the header frames; MMPROXY_TLS_RECORDS=openssl: 0 */
   uint64_t key_update_records; /* MMPROXY_TLS_KEY_UPDATE_RECORDS, 0 = the default (tls13relay.h) */
   int key_update_request;      /* MMPROXY_TLS_KEY_UPDATE_REQUEST=1: our KeyUpdates ask for the peer's (tests) */
+  int early_key_update;        /* MMPROXY_TLS_TEST_EARLY_KEY_UPDATE=1: a KeyUpdate (update_requested) right after our Finished (tests) */
 } mm_ctx_t;
 
 static void ctx_finalize(napi_env env, void *data, void *hint) {
@@ -145,16 +147,27 @@ static napi_value TlsContext(napi_env env, napi_callback_info info) {
   }
   napi_get_value_bool(env, argv[3], &is_server);
   ERR_clear_error();
+  /* records per key: the AES-GCM limit of RFC 8446 section 5.5 (2^24.5 full records) bounds it, for every suite */
+  const char *ku = getenv("MMPROXY_TLS_KEY_UPDATE_RECORDS");
+  char *end = NULL;
+  unsigned long long ku_records = ku ? strtoull(ku, &end, 10) : 0;
+  if (ku && (!*ku || *end || ku[0] == '-' || ku_records < 1 || ku_records > TLS13_KEY_UPDATE_MAX)) {
+    char m[160];
+    snprintf(m, sizeof m, "MMPROXY_TLS_KEY_UPDATE_RECORDS must be a whole number from 1 to %llu (RFC 8446 section 5.5)", (unsigned long long)TLS13_KEY_UPDATE_MAX);
+    napi_throw_range_error(env, NULL, m);
+    return NULL;
+  }
   const char *why = NULL;
   SSL_CTX *ctx = tlsr_ssl_ctx_new(ca, nca, cert, ncert, key, nkey, &why);
   if (!ctx) return throw_msg(env, why);
   mm_ctx_t *c = calloc(1, sizeof *c);
   if (!c) { SSL_CTX_free(ctx); return throw_msg(env, "out of memory"); }
   c->ctx = ctx;
-  const char *rec = getenv("MMPROXY_TLS_RECORDS"), *ku = getenv("MMPROXY_TLS_KEY_UPDATE_RECORDS");
+  const char *rec = getenv("MMPROXY_TLS_RECORDS");
   c->own_records = !(rec && strcmp(rec, "openssl") == 0);
-  c->key_update_records = ku ? strtoull(ku, NULL, 10) : 0;
+  c->key_update_records = ku_records;
   c->key_update_request = getenv("MMPROXY_TLS_KEY_UPDATE_REQUEST") && strcmp(getenv("MMPROXY_TLS_KEY_UPDATE_REQUEST"), "1") == 0;
+  c->early_key_update = getenv("MMPROXY_TLS_TEST_EARLY_KEY_UPDATE") && strcmp(getenv("MMPROXY_TLS_TEST_EARLY_KEY_UPDATE"), "1") == 0;
   napi_value ext;
   if (napi_create_external(env, c, ctx_finalize, NULL, &ext) != napi_ok) { SSL_CTX_free(ctx); free(c); return throw_msg(env, "tlsContext: external"); }
   return ext;
@@ -208,6 +221,7 @@ static napi_value TlsStart(napi_env env, napi_callback_info info) {
   t->own_records = ctx->own_records;
   t->key_update_records = ctx->key_update_records;
   t->key_update_request = ctx->key_update_request;
+  t->early_key_update = ctx->early_key_update;
   if (t->efd < 0 || !t->ssl || SSL_set_fd(t->ssl, fd) != 1 || SSL_set_ex_data(t->ssl, 0, t) != 1) {
     if (t->efd >= 0) close(t->efd);
     t->refs = 1; tlsr_unref(t);
