@@ -16,6 +16,7 @@
 #include "tls13relay.h"
 #include "splice.h"
 #include "ioready.h"
+#include <openssl/crypto.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -353,8 +354,8 @@ void tls13_relay_run(tls13_relay_t *r) {
     loop(&s);
   }
   if (r->reason != R_EOF) { mm_arm_reset(r->fd); mm_arm_reset(r->pfd); }
-  free(s.ob);
-  free(s.ib);
+  if (s.ob) OPENSSL_clear_free(s.ob, OUT_CAP); /* plaintext read, and plaintext opened in place: wiped */
+  if (s.ib) OPENSSL_clear_free(s.ib, IN_CAP);
   tls13_dir_clear(&r->rd);
   tls13_dir_clear(&r->wr);
 }

@@ -18,8 +18,9 @@
 int tlsr_live_sessions;
 uint64_t tlsr_record_stats[RECORD_STATS];
 
+/* buffers that held plaintext (header frames, decrypted data) are wiped before they are freed */
 void tlsr_free_phase1(tlsr_t *t) {
-  free(t->frame);
+  if (t->frame) OPENSSL_clear_free(t->frame, t->header_max);
   t->frame = NULL;
   for (int i = 0; i < t->nuris; i++) free(t->uris[i]);
   t->nuris = 0;
@@ -29,13 +30,13 @@ void tlsr_free_phase1(tlsr_t *t) {
 void tlsr_unref(tlsr_t *t) {
   if (__atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) == 0) {
     if (t->ssl) SSL_free(t->ssl);
-    OPENSSL_cleanse(t->secret, sizeof t->secret);
+    tlsr_wipe_secrets(t);
     tlsr_free_phase1(t);
-    free(t->first);
-    free(t->reply);
+    if (t->first) OPENSSL_clear_free(t->first, t->first_len);
+    if (t->reply) OPENSSL_clear_free(t->reply, t->reply_len);
     free(t->expect_uri);
-    free(t->hdr_open);
-    free(t->hdr_reply);
+    if (t->hdr_open) OPENSSL_clear_free(t->hdr_open, t->hdr_open_len);
+    if (t->hdr_reply) OPENSSL_clear_free(t->hdr_reply, t->hdr_reply_len);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
     free(t);
@@ -74,11 +75,11 @@ static int relay_own(tlsr_t *t) {
   int ok = (!avail || (pend && SSL_read_ex(t->ssl, pend, avail, &got) == 1 && got == avail)) && !SSL_has_pending(t->ssl) &&
            dir_at(&r.wr, suite, t->secret[w], t->secret_len[w], t->gen[1], t->recs[1], 1) &&
            dir_at(&r.rd, suite, t->secret[!w], t->secret_len[!w], t->gen[0], t->recs[0], 0);
-  OPENSSL_cleanse(t->secret, sizeof t->secret);
+  tlsr_wipe_secrets(t);
   if (!ok) {
     tls13_dir_clear(&r.wr);
     tls13_dir_clear(&r.rd);
-    free(pend);
+    if (pend) OPENSSL_clear_free(pend, avail);
     snprintf(t->error, sizeof t->error, "TLS records: cannot take over from OpenSSL");
     t->reason = T_ERROR; t->side = -1;
     return 1;
@@ -102,6 +103,7 @@ static int relay_own(tlsr_t *t) {
 
 static void relay(tlsr_t *t) {
   if (relay_own(t)) return;
+  tlsr_wipe_secrets(t); /* OpenSSL relays: it has its own copy of the keys */
   tlsr_relay_openssl(t);
 }
 
@@ -235,6 +237,7 @@ void *tlsr_thread(void *arg) {
   t->reason = T_CANCEL;
   if (!cancelled && t->splice && t->pfd >= 0) {
     t->deadline = mm_now_ms() + t->hs_ms;
+    tlsr_wipe_secrets(t); /* the binding uses OpenSSL's exporter; the splice needs no keys */
     splice_phase2(t);
   } else if (!cancelled) {
     t->deadline = mm_now_ms() + 10000;
@@ -260,9 +263,10 @@ void *tlsr_thread(void *arg) {
   /* free OpenSSL state now, not when V8 collects the handle: a flood must not pile up session memory */
   SSL_free(t->ssl);
   t->ssl = NULL;
-  free(t->first);
+  tlsr_wipe_secrets(t); /* every path: refusals, failures, splice, OpenSSL's relay; never left for V8's collector */
+  if (t->first) OPENSSL_clear_free(t->first, t->first_len);
   t->first = NULL;
-  free(t->reply);
+  if (t->reply) OPENSSL_clear_free(t->reply, t->reply_len);
   t->reply = NULL;
   __atomic_sub_fetch(&tlsr_live_sessions, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_lock(&t->mu);

@@ -35,6 +35,7 @@ static void keylog_cb(const SSL *ssl, const char *line) {
     t->secret[i][k] = (unsigned char)v;
   }
   t->secret_len[i] = n;
+  if (!t->secrets_held) { t->secrets_held = 1; __atomic_add_fetch(&tlsr_secrets_held, 1, __ATOMIC_ACQ_REL); }
 }
 
 /* OpenSSL's message callback: the sequence numbers our record layer continues from, per direction. A direction's
@@ -56,6 +57,14 @@ static void msg_cb(int write_p, int version, int content_type, const void *buf, 
 }
 
 /* wait for fd events or the cancel eventfd, bounded by the deadline; returns 1 ready, 0 timeout, -1 cancel */
+int tlsr_secrets_held;
+
+void tlsr_wipe_secrets(tlsr_t *t) {
+  OPENSSL_cleanse(t->secret, sizeof t->secret);
+  t->secret_len[0] = t->secret_len[1] = 0;
+  if (t->secrets_held) { t->secrets_held = 0; __atomic_sub_fetch(&tlsr_secrets_held, 1, __ATOMIC_ACQ_REL); }
+}
+
 int tlsr_wait_fd(tlsr_t *t, int fd, short ev, int64_t deadline) {
   struct pollfd p[2] = {{fd, ev, 0}, {-1, 0, 0}};
   int idx = 0, err = 0;
@@ -118,7 +127,7 @@ void tlsr_phase1(tlsr_t *t) {
     off += (size_t)rc;
   }
   if (t->splice_ok) { t->hdr_open = t->first; t->hdr_open_len = t->first_len; } /* the origin's OPEN */
-  else free(t->first);
+  else OPENSSL_clear_free(t->first, t->first_len);
   t->first = NULL;
   t->first_len = 0;
   /* one frame: 8 bytes, then the body if the frame fits in header_max */
@@ -151,7 +160,8 @@ SSL_CTX *tlsr_ssl_ctx_new(const unsigned char *ca, size_t nca, const unsigned ch
   SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
   SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
   SSL_CTX_set_num_tickets(ctx, 0);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
+  /* SSL_OP_CLEANSE_PLAINTEXT: OpenSSL wipes the plaintext of records it has opened once the application has it */
+  SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION | SSL_OP_CLEANSE_PLAINTEXT);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "tlsr.h"
 #include "relaybio.h"
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -235,8 +236,8 @@ void tlsr_relay_openssl(tlsr_t *t) {
     relay_loop(t, &s);
     relay_bio_detach(bio); /* SSL_free comes later: by then the BIO must not point at this frame */
   }
-  free(s.up);
-  free(s.down);
+  if (s.up) OPENSSL_clear_free(s.up, BUF_SZ);   /* plaintext: wiped, as OpenSSL wipes its own (CLEANSE_PLAINTEXT) */
+  if (s.down) OPENSSL_clear_free(s.down, BUF_SZ);
   free(s.io.in.b);
   free(s.io.out.b);
 }

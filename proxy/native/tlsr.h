@@ -60,7 +60,8 @@ struct tlsr {
   size_t secret_len[2];
   int counting[2];   /* [0] the peer's Finished was read, [1] ours was written: application keys from here on */
   uint64_t recs[2];  /* records read [0] / written [1] under the current application key */
-  unsigned gen[2];   /* KeyUpdates OpenSSL processed per direction after the Finished (key generation) */
+  unsigned gen[2];
+  int secrets_held;  /* secret[] holds keylog secrets, counted in tlsr_secrets_held until tlsr_wipe_secrets */   /* KeyUpdates OpenSSL processed per direction after the Finished (key generation) */
   /* authenticated splice (see splice_phase2) */
   int splice_ok;    /* tlsStart flag: no read-ahead, keep the tunnel header for the binding */
   int splice;       /* tlsContinue: switch to the kernel splice after the binding exchange */
@@ -101,6 +102,10 @@ void tlsr_phase1(tlsr_t *t);
     if (_w <= 0) { snprintf((t)->error, sizeof (t)->error, "%s: %s", (what), _w == 0 ? "timed out" : "cancelled"); rc = 0; break; } \
   }
 
+
+/* sessions holding traffic secrets right now (tlsSecretsHeld): every path wipes them when it no longer needs them */
+extern int tlsr_secrets_held;
+void tlsr_wipe_secrets(tlsr_t *t);
 
 /* tlshandover.c */
 void *tlsr_thread(void *arg);

@@ -328,6 +328,13 @@ static napi_value TlsStats(napi_env env, napi_callback_info info) {
   return arr;
 }
 
+/* tlsSecretsHeld() -> number of sessions still holding traffic secrets (0 once every session has moved past them) */
+static napi_value TlsSecretsHeld(napi_env env, napi_callback_info info) {
+  napi_value v;
+  napi_create_int32(env, __atomic_load_n(&tlsr_secrets_held, __ATOMIC_ACQUIRE), &v);
+  return v;
+}
+
 /* tlsLive() -> number of sessions whose OpenSSL state is still allocated (0 once every thread has ended) */
 static napi_value TlsLive(napi_env env, napi_callback_info info) {
   napi_value v;
@@ -355,6 +362,7 @@ void tlsrelay_register(napi_env env, napi_value exports) {
       {"tlsCancel", NULL, TlsCancel, NULL, NULL, NULL, napi_default, NULL},
       {"tlsStats", NULL, TlsStats, NULL, NULL, NULL, napi_default, NULL},
       {"tlsLive", NULL, TlsLive, NULL, NULL, NULL, napi_default, NULL},
+      {"tlsSecretsHeld", NULL, TlsSecretsHeld, NULL, NULL, NULL, napi_default, NULL},
       {"tlsRecordStats", NULL, TlsRecordStats, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

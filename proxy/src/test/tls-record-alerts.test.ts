@@ -241,3 +241,76 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
     } finally { if (old === undefined) delete process.env.MMPROXY_TLS_KEY_UPDATE_RECORDS; else process.env.MMPROXY_TLS_KEY_UPDATE_RECORDS = old; }
   });
 });
+
+describe('traffic secrets are wiped when each session is past them, on every path, without garbage collection', { timeout: 60_000 }, () => {
+  const held: unknown[] = []; // every handle stays referenced: nothing here may rely on V8 collecting it
+  let pki: Pki;
+  before(() => { pki = makePki('fleet', ['east', 'west']); });
+  const ctx = (who: 'east' | 'west', server: boolean, records?: string) => {
+    const old = process.env.MMPROXY_TLS_RECORDS;
+    if (records) process.env.MMPROXY_TLS_RECORDS = records; else delete process.env.MMPROXY_TLS_RECORDS;
+    try { return native.tlsContext(pem(pki.ca), pem(pki.certs[who].cert), pem(pki.certs[who].key), server); } finally { if (old === undefined) delete process.env.MMPROXY_TLS_RECORDS; else process.env.MMPROXY_TLS_RECORDS = old; }
+  };
+  /** a plaintext socket whose far end sends 'x' and closes */
+  const plain = async () => {
+    const srv = net.createServer((s) => { s.on('error', () => undefined); s.end('x'); });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    const c = net.connect({ port: (srv.address() as net.AddressInfo).port, host: '127.0.0.1', allowHalfOpen: true });
+    c.on('error', () => undefined);
+    await new Promise<void>((r) => c.once('connect', () => r()));
+    stopReading(c);
+    held.push(c, srv);
+    return c;
+  };
+  /** origin and terminus sessions; `mode` says how the terminus continues; resolves with both phase 2 reports */
+  async function run(records: string | undefined, mode: 'relay' | 'refuse', expect: string | null = null) {
+    const cS = ctx('west', true, records), cC = ctx('east', false, records);
+    let heldAtPhase1 = Infinity; // the fewest sessions holding secrets seen from a phase 1 callback
+    const ends: Promise<TlsPhase2>[] = [];
+    let p1s = 0;
+    void p1s;
+    const bothP1 = () => { p1s++; heldAtPhase1 = Math.min(heldAtPhase1, native.tlsSecretsHeld()); };
+    const srv = net.createServer({ pauseOnConnect: true }, (raw) => {
+      raw.on('error', () => undefined);
+      held.push(raw);
+      ends.push(new Promise((done) => {
+        const h = native.tlsStart(cS, socketFd(raw), true, 3000, null, 4096, null, (x) => {
+          if (x.phase === 2) { done(x); return; }
+          bothP1();
+          if (mode === 'refuse' || !x.ok) native.tlsContinue(h, null, -1, 0, false);
+          else void plain().then((p) => native.tlsContinue(h, Buffer.from('REPLYREP'), socketFd(p), 0, false));
+        });
+        held.push(h);
+      }));
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    const raw = net.connect({ port: (srv.address() as net.AddressInfo).port, host: '127.0.0.1' });
+    raw.on('error', () => undefined);
+    await new Promise<void>((r) => raw.once('connect', () => r()));
+    stopReading(raw);
+    held.push(raw, srv, cS, cC);
+    ends.push(new Promise((done) => {
+      const h = native.tlsStart(cC, socketFd(raw), false, 3000, Buffer.from('OPENOPEN'), 4096, expect, (x) => {
+        if (x.phase === 2) { done(x); return; }
+        bothP1();
+        if (!x.ok) native.tlsContinue(h, null, -1, 0, false);
+        else void plain().then((p) => native.tlsContinue(h, null, socketFd(p), 0, false));
+      });
+      held.push(h);
+    }));
+    while (ends.length < 2) await sleep(5);
+    const r = await withTimeout(Promise.all(ends), 10_000, 'both sessions end');
+    return { r, heldAtPhase1 };
+  }
+
+  for (const [name, records, mode, expect] of [
+    ['our own records', undefined, 'relay', null], ['OpenSSL\'s records', 'openssl', 'relay', null],
+    ['a refusal', undefined, 'refuse', null], ['an origin that refuses the terminus\' identity', undefined, 'refuse', 'spiffe://fleet/cluster/nobody'],
+  ] as const) {
+    it(`${name}: secrets held while the handshake is done, none once both sessions have ended`, async () => {
+      const { r, heldAtPhase1 } = await run(records, mode, expect);
+      assert.ok(heldAtPhase1 >= 1 && heldAtPhase1 < Infinity, `a session holds its secrets when its phase 1 reports (${heldAtPhase1})`);
+      assert.equal(native.tlsSecretsHeld(), 0, `no secrets left (ends: ${r.map((x) => x.reason).join(', ')})`);
+    });
+  }
+});
