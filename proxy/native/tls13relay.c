@@ -1,7 +1,7 @@
 /* The mTLS relay on our own TLS 1.3 records (see tls13relay.h).
  *
  * plaintext socket -> readv(2) straight into the record slots of `ob` (a 5-byte gap for each header, room for the
- * type byte and the tag after each 16 KiB) -> sealed in place -> one send(2) of up to 16 records.
+ * type byte and the tag after each 16 KiB) -> sealed in place -> one send(2) of up to 32 records (512 KiB of payload).
  * TLS socket -> recv(2) into `ib` (many records) -> each whole record opened in place -> one writev(2) of the
  * plaintext of up to 64 records, straight from `ib`.
  * So a payload byte is copied by the kernel into user space and back out on each side, and nowhere else: OpenSSL's
