@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "mmproxy",
-      "sources": ["native/mmproxy.c", "native/splice.c", "native/tlsrelay.c", "native/relaybio.c", "native/tls13rec.c", "native/tls13relay.c"],
+      "sources": ["native/mmproxy.c", "native/ioready.c", "native/splice.c", "native/tlsrelay.c", "native/tlshandshake.c", "native/tlshandover.c", "native/tlsopenssl.c", "native/relaybio.c", "native/tls13rec.c", "native/tls13relay.c"],
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "libraries": ["-lpthread"]
     }

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "splice.h"
+#include "ioready.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,28 +17,12 @@
 
 #define PIPE_SZ (1 << 20)
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int is_reset_errno(int e) {
-  return e == ECONNRESET || e == EPIPE || e == ETIMEDOUT || e == ECONNABORTED || e == EHOSTUNREACH ||
-         e == ENETUNREACH || e == ENOTCONN;
-}
-
-static void linger_zero(int fd) {
-  struct linger l = {1, 0};
-  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-}
-
 /* side: index of the socket that failed */
 static void splice_fail(splice_io_t *p, int side, int err) {
-  p->reason = is_reset_errno(err) ? R_RESET : R_ERROR;
+  p->reason = mm_is_reset_errno(err) ? R_RESET : R_ERROR;
   p->side = side;
   p->err = err;
-  linger_zero(p->fd[1 - side]);
+  mm_arm_reset(p->fd[1 - side]);
 }
 
 int splice_io_pipes(splice_io_t *p) {
@@ -66,7 +51,7 @@ void splice_run(splice_io_t *p) {
   /* readiness as last reported by poll (or assumed at start), per socket: only try a syscall that can
    * succeed, so a one-way bulk transfer costs two splices per chunk and no EAGAIN probes */
   int rd_ready[2] = {1, 1}, wr_ready[2] = {1, 1};
-  int64_t last = now_ms();
+  int64_t last = mm_now_ms();
   p->reason = -1;
   for (;;) {
     int progress = 0;
@@ -130,10 +115,10 @@ void splice_run(splice_io_t *p) {
     }
     if (p->reason >= 0) break;
     if (wr_done[0] && wr_done[1]) { p->reason = R_EOF; break; }
-    int64_t t = now_ms();
+    int64_t t = mm_now_ms();
     if (progress) { last = t; continue; }
 
-    struct pollfd pfd[3];
+    struct pollfd pfd[2];
     for (int i = 0; i < 2; i++) {
       short ev = 0;
       /* as the source of direction i */
@@ -145,31 +130,13 @@ void splice_run(splice_io_t *p) {
       pfd[i].events = ev;
       pfd[i].revents = 0;
     }
-    pfd[2].fd = p->efd;
-    pfd[2].events = POLLIN;
-    pfd[2].revents = 0;
-    int timeout = -1;
-    if (p->idle_ms > 0) {
-      int64_t left = (last + p->idle_ms) - t;
-      if (left <= 0) { p->reason = R_IDLE; break; }
-      timeout = left > 1000000 ? 1000000 : (int)left;
-    }
-    int n = poll(pfd, 3, timeout);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      p->reason = R_ERROR; p->err = errno; p->side = -1;
-      break;
-    }
-    if (pfd[2].revents) { p->reason = R_CANCEL; break; }
+    int idx = 0, err = 0, w = mm_wait(pfd, p->efd, p->idle_ms > 0 ? last + p->idle_ms : -1, &idx, &err);
+    if (w == MM_TIMEOUT) { p->reason = R_IDLE; break; }
+    if (w == MM_CANCEL) { p->reason = R_CANCEL; break; }
+    if (w == MM_POLLFAIL) { p->reason = R_ERROR; p->err = err; p->side = -1; break; }
+    if (w == MM_SOCKERR) { splice_fail(p, idx, err); break; }
     for (int i = 0; i < 2; i++) {
       short re = pfd[i].revents;
-      if (re & POLLERR) {
-        int soerr = 0;
-        socklen_t sl = sizeof soerr;
-        getsockopt(p->fd[i], SOL_SOCKET, SO_ERROR, &soerr, &sl);
-        splice_fail(p, i, soerr ? soerr : ECONNRESET);
-        break;
-      }
       /* POLLHUP/RDHUP: a read returns 0 (or an error) now, and a write fails: let the syscalls say which */
       if (re & (POLLIN | POLLHUP)) rd_ready[i] = 1;
       if (re & (POLLOUT | POLLHUP)) wr_ready[i] = 1;
@@ -180,5 +147,5 @@ void splice_run(splice_io_t *p) {
   }
   splice_io_close_pipes(p);
   /* a forced end (idle, cancel, error) is a reset on both sides: a cut stream must never look complete */
-  if (p->reason != R_EOF) { linger_zero(p->fd[0]); linger_zero(p->fd[1]); }
+  if (p->reason != R_EOF) { mm_arm_reset(p->fd[0]); mm_arm_reset(p->fd[1]); }
 }

@@ -108,19 +108,24 @@ size_t tls13_record_len(const unsigned char *rec, int *alert) {
 }
 
 int tls13_open(tls13_dir_t *d, unsigned char *rec, size_t *n, unsigned char *type) {
-  size_t m = (((size_t)rec[3] << 8) | rec[4]) - TLS13_TAG;
+  int alert = 0;
+  size_t len = tls13_record_len(rec, &alert);
+  if (!len) return alert;
+  size_t m = len - TLS13_HDR - TLS13_TAG; /* TLSInnerPlaintext: content, type byte, zero padding */
+  if (m > TLS13_MAX_PLAIN + 1) return TLS13_A_OVERFLOW; /* section 5.4: at most 2^14 + 1 bytes, padding included */
   unsigned char nc[12];
   unsigned char *p = rec + TLS13_HDR;
   int l = 0;
   nonce(d, nc);
   if (EVP_CipherInit_ex(d->ctx, NULL, NULL, NULL, nc, 0) != 1 || EVP_CipherUpdate(d->ctx, NULL, &l, rec, TLS13_HDR) != 1 ||
       EVP_CipherUpdate(d->ctx, p, &l, p, (int)m) != 1 || EVP_CIPHER_CTX_ctrl(d->ctx, EVP_CTRL_AEAD_SET_TAG, TLS13_TAG, p + m) != 1 ||
-      EVP_CipherFinal_ex(d->ctx, p + m, &l) != 1)
+      EVP_CipherFinal_ex(d->ctx, p + m, &l) != 1) {
+    OPENSSL_cleanse(p, m); /* whatever the failed open left there is not authenticated plaintext: never keep it */
     return TLS13_A_BAD_MAC;
+  }
   d->seq++;
   while (m > 0 && p[m - 1] == 0) m--; /* padding: zeros after the type byte (section 5.4) */
   if (m == 0) return TLS13_A_UNEXPECTED;
-  if (m - 1 > TLS13_MAX_PLAIN) return TLS13_A_OVERFLOW;
   *type = p[m - 1];
   *n = m - 1;
   return 0;

@@ -23,7 +23,7 @@
 
 enum { TLS13_CT_ALERT = 21, TLS13_CT_HANDSHAKE = 22, TLS13_CT_APP = 23 };
 /* alert descriptions we send (RFC 8446 section 6) */
-enum { TLS13_A_CLOSE_NOTIFY = 0, TLS13_A_UNEXPECTED = 10, TLS13_A_BAD_MAC = 20, TLS13_A_OVERFLOW = 22, TLS13_A_DECODE = 50 };
+enum { TLS13_A_CLOSE_NOTIFY = 0, TLS13_A_UNEXPECTED = 10, TLS13_A_BAD_MAC = 20, TLS13_A_OVERFLOW = 22, TLS13_A_ILLEGAL = 47, TLS13_A_DECODE = 50 };
 
 /* One direction of a connection: the current traffic secret, key, IV and sequence number. */
 typedef struct {
@@ -51,8 +51,9 @@ size_t tls13_seal(tls13_dir_t *d, unsigned char *rec, size_t n, unsigned char ty
 /* Length of the record that starts at rec (its 5-byte header must be there): 0 when the header is not a
  * protected TLS 1.3 record (*alert says why). */
 size_t tls13_record_len(const unsigned char *rec, int *alert);
-/* Open in place a whole record (tls13_record_len bytes at rec): the content is then at rec + 5, *n bytes, of
- * inner type *type. 0 = ok, otherwise the alert to send (bad_record_mac, unexpected_message, record_overflow). */
+/* Open in place a whole record (tls13_record_len bytes at rec: the caller has them all; the header is checked
+ * again here): the content is then at rec + 5, *n bytes, of inner type *type. 0 = ok, otherwise the alert to send
+ * (bad_record_mac, unexpected_message, record_overflow: a padded inner plaintext over 2^14 + 1 bytes, s.5.4). */
 int tls13_open(tls13_dir_t *d, unsigned char *rec, size_t *n, unsigned char *type);
 
 #endif

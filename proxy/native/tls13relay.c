@@ -1,7 +1,7 @@
 /* The mTLS relay on our own TLS 1.3 records (see tls13relay.h).
  *
  * plaintext socket -> readv(2) straight into the record slots of `ob` (a 5-byte gap for each header, room for the
- * type byte and the tag after each 16 KiB) -> sealed in place -> one send(2) of up to 16 records.
+ * type byte and the tag after each 16 KiB) -> sealed in place -> one send(2) of up to 32 records (512 KiB of payload).
  * TLS socket -> recv(2) into `ib` (many records) -> each whole record opened in place -> one writev(2) of the
  * plaintext of up to 64 records, straight from `ib`.
  * So a payload byte is copied by the kernel into user space and back out on each side, and nowhere else: OpenSSL's
@@ -15,6 +15,8 @@
 #define _GNU_SOURCE
 #include "tls13relay.h"
 #include "splice.h"
+#include "ioready.h"
+#include <openssl/crypto.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -43,22 +45,23 @@ typedef struct {
   struct iovec iov[MAXIOV];
   int niov, iovi;
   int in_eof, in_err, t_eof, p_shut, t_rd, p_wr;
+  /* the peer's handshake message being reassembled (a KeyUpdate may span records) */
+  unsigned char hs[5];
+  size_t hslen;
+  /* what a peer may send without data (see spend): records in a row with no payload, KeyUpdates it may still
+   * send unasked, payload records toward the next one, whether we asked for one it has not sent yet */
+  unsigned empty_run, ku_free, ku_earn;
+  int ku_asked;
 } rl_t;
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void arm_reset(int fd) {
-  struct linger l = {1, 0};
-  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-}
+#define MAX_EMPTY_RUN 32   /* records without payload in a row (empty records, KeyUpdates, warnings): as OpenSSL */
+#define KU_FREE_START 8    /* unasked KeyUpdates a peer may send before any data ... */
+#define KU_EARN_RECORDS 16 /* ... and one more per this many payload records (at most KU_FREE_MAX banked) */
+#define KU_FREE_MAX 64
 
 static int fail(rl_t *s, int side, int err, const char *why) {
   tls13_relay_t *r = s->r;
-  r->reason = (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT || err == ECONNABORTED || err == ENOTCONN) ? R_RESET : R_ERROR;
+  r->reason = mm_is_reset_errno(err) ? R_RESET : R_ERROR;
   r->side = side;
   r->err = err;
   r->error = why;
@@ -93,6 +96,7 @@ static int key_update(rl_t *s) {
    * keys are its own business: it counts its records as we count ours. */
   unsigned char ku[5] = {24, 0, 0, 1, !s->ku_wanted && s->r->key_update_request ? 1 : 0};
   if (queue_ctrl(s, TLS13_CT_HANDSHAKE, ku, sizeof ku) < 0) return -1;
+  if (ku[4]) s->ku_asked = 1;
   if (!tls13_dir_update(&s->r->wr)) return fail(s, -1, EIO, "TLS KeyUpdate: key derivation failed");
   s->ku_wanted = 0;
   s->r->key_updates[1]++;
@@ -184,13 +188,39 @@ static int peer_alert(rl_t *s, const unsigned char *b, size_t n) {
   return fail(s, 0, ECONNRESET, "the peer sent a TLS alert");
 }
 
-/* a handshake message after the handshake: only a whole KeyUpdate is expected (no tickets, no auth requests) */
+/* A handshake message after the handshake: only KeyUpdate is expected (no tickets, no auth requests). It may be
+ * split over records (RFC 8446 section 5.1), and must end at a record boundary: the key changes after it. Alerts as
+ * section 4.6.3 and 6 ask: another message type is unexpected_message, a body that is not one byte decode_error,
+ * a request byte other than 0 or 1 illegal_parameter. */
 static int peer_handshake(rl_t *s, const unsigned char *b, size_t n) {
-  if (n != 5 || b[0] != 24 || b[1] != 0 || b[2] != 0 || b[3] != 1 || b[4] > 1)
-    return bad_record(s, TLS13_A_UNEXPECTED, "unexpected TLS handshake message after the handshake");
-  if (!tls13_dir_update(&s->r->rd)) return fail(s, -1, EIO, "TLS KeyUpdate: key derivation failed");
-  s->r->key_updates[0]++;
-  if (b[4] == 1 && !s->cn_queued) s->ku_wanted = 1;
+  if (n == 0) return bad_record(s, TLS13_A_UNEXPECTED, "empty TLS handshake record");
+  while (n > 0) {
+    s->hs[s->hslen++] = *b++;
+    n--;
+    if (s->hslen == 1 && s->hs[0] != 24) return bad_record(s, TLS13_A_UNEXPECTED, "unexpected TLS handshake message after the handshake");
+    if (s->hslen == 4 && (s->hs[1] != 0 || s->hs[2] != 0 || s->hs[3] != 1)) return bad_record(s, TLS13_A_DECODE, "TLS KeyUpdate of the wrong length");
+    if (s->hslen < 5) continue;
+    if (s->hs[4] > 1) return bad_record(s, TLS13_A_ILLEGAL, "TLS KeyUpdate with a bad request");
+    if (n > 0) return bad_record(s, TLS13_A_UNEXPECTED, "TLS record continues after a KeyUpdate");
+    s->hslen = 0;
+    if (s->ku_asked) s->ku_asked = 0;
+    else if (s->ku_free > 0) s->ku_free--;
+    else return bad_record(s, TLS13_A_UNEXPECTED, "too many TLS KeyUpdates for the data sent");
+    if (!tls13_dir_update(&s->r->rd)) return fail(s, -1, EIO, "TLS KeyUpdate: key derivation failed");
+    s->r->key_updates[0]++;
+    if (s->hs[4] == 1 && !s->cn_queued) s->ku_wanted = 1;
+  }
+  return 1;
+}
+
+/* what an opened record costs the peer: a payload record earns KeyUpdates; one without payload extends the run */
+static int spend(rl_t *s, unsigned char type, size_t n) {
+  if (type == TLS13_CT_APP && n > 0) {
+    s->empty_run = 0;
+    if (++s->ku_earn >= KU_EARN_RECORDS) { s->ku_earn = 0; if (s->ku_free < KU_FREE_MAX) s->ku_free++; }
+    return 1;
+  }
+  if (++s->empty_run > MAX_EMPTY_RUN) return bad_record(s, TLS13_A_UNEXPECTED, "too many TLS records without data");
   return 1;
 }
 
@@ -206,6 +236,8 @@ static int open_in(rl_t *s) {
     if ((alert = tls13_open(&s->r->rd, rec, &n, &type)) != 0) return bad_record(s, alert, "a TLS record did not verify");
     s->ioff += len;
     progress = 1;
+    if (s->hslen > 0 && type != TLS13_CT_HANDSHAKE) return bad_record(s, TLS13_A_UNEXPECTED, "TLS record inside a split handshake message");
+    if (spend(s, type, n) < 0) return -1;
     if (type == TLS13_CT_APP && n > 0) {
       s->iov[s->niov].iov_base = rec + TLS13_HDR;
       s->iov[s->niov].iov_len = n;
@@ -256,7 +288,7 @@ static int cut(rl_t *s) {
 }
 
 /* nothing moved: wait for a socket, the cancel eventfd or the idle limit; -1 when the relay must end */
-static int wait_io(rl_t *s, int64_t last, int64_t now) {
+static int wait_io(rl_t *s, int64_t last) {
   tls13_relay_t *r = s->r;
   short pev = 0, tev = 0;
   if (!s->p_eof && !s->cn_queued && s->olen == 0 && !s->p_rd) pev |= POLLIN;
@@ -264,23 +296,13 @@ static int wait_io(rl_t *s, int64_t last, int64_t now) {
   if (!s->in_eof && !s->t_eof && !s->t_rd && in_room(s)) tev |= POLLIN;
   if (s->ooff < s->olen && !s->t_wr) tev |= POLLOUT;
   /* a socket with nothing to wait for is still polled (events 0) until it is done, to see an RST at once */
-  struct pollfd p[3] = {{pev || !s->p_shut ? r->pfd : -1, pev, 0}, {tev || !(s->t_eof && s->t_shut) ? r->fd : -1, tev, 0}, {r->efd, POLLIN, 0}};
-  int timeout = -1;
-  if (r->idle_ms > 0) {
-    int64_t left = last + r->idle_ms - now;
-    if (left <= 0) { r->reason = R_IDLE; return -1; }
-    timeout = (int)(left > 1000000 ? 1000000 : left);
-  }
-  int n = poll(p, 3, timeout);
-  if (n < 0 && errno == EINTR) return 0;
-  if (n < 0) return fail(s, -1, errno, NULL);
-  if (p[2].revents) { r->reason = R_CANCEL; return -1; }
-  for (int i = 0; i < 2; i++) {
-    if (!(p[i].revents & POLLERR)) continue;
-    int se = 0;
-    socklen_t sl = sizeof se;
-    getsockopt(p[i].fd, SOL_SOCKET, SO_ERROR, &se, &sl);
-    return fail(s, i == 0 ? 1 : 0, se ? se : ECONNRESET, NULL);
+  struct pollfd p[2] = {{pev || !s->p_shut ? r->pfd : -1, pev, 0}, {tev || !(s->t_eof && s->t_shut) ? r->fd : -1, tev, 0}};
+  int idx = 0, err = 0;
+  switch (mm_wait(p, r->efd, r->idle_ms > 0 ? last + r->idle_ms : -1, &idx, &err)) {
+  case MM_TIMEOUT: r->reason = R_IDLE; return -1;
+  case MM_CANCEL: r->reason = R_CANCEL; return -1;
+  case MM_POLLFAIL: return fail(s, -1, err, NULL);
+  case MM_SOCKERR: return fail(s, idx == 0 ? 1 : 0, err, NULL);
   }
   if (p[0].revents & (POLLIN | POLLHUP)) s->p_rd = 1;
   if (p[0].revents & (POLLOUT | POLLHUP)) s->p_wr = 1;
@@ -293,7 +315,7 @@ static int wait_io(rl_t *s, int64_t last, int64_t now) {
   progress |= rc;
 
 static void loop(rl_t *s) {
-  int64_t last = mono_ms();
+  int64_t last = mm_now_ms();
   for (;;) {
     int rc, progress = 0;
     STEP(fill(s));
@@ -304,9 +326,9 @@ static void loop(rl_t *s) {
     STEP(deliver(s));
     if (cut(s) < 0) return;
     if (s->p_shut && s->t_shut) { s->r->reason = R_EOF; return; }
-    int64_t now = mono_ms();
+    int64_t now = mm_now_ms();
     if (progress) { last = now; continue; }
-    if (wait_io(s, last, now) < 0) return;
+    if (wait_io(s, last) < 0) return;
   }
 }
 
@@ -316,6 +338,8 @@ void tls13_relay_run(tls13_relay_t *r) {
   s.r = r;
   s.p_rd = s.p_wr = s.t_rd = s.t_wr = 1;
   s.t_eof = r->peer_closed;
+  s.ku_wanted = r->key_update_owed;
+  s.ku_free = KU_FREE_START;
   r->reason = -1;
   r->side = -1;
   s.ob = malloc(OUT_CAP);
@@ -329,9 +353,9 @@ void tls13_relay_run(tls13_relay_t *r) {
     }
     loop(&s);
   }
-  if (r->reason != R_EOF) { arm_reset(r->fd); arm_reset(r->pfd); }
-  free(s.ob);
-  free(s.ib);
+  if (r->reason != R_EOF) { mm_arm_reset(r->fd); mm_arm_reset(r->pfd); }
+  if (s.ob) OPENSSL_clear_free(s.ob, OUT_CAP); /* plaintext read, and plaintext opened in place: wiped */
+  if (s.ib) OPENSSL_clear_free(s.ib, IN_CAP);
   tls13_dir_clear(&r->rd);
   tls13_dir_clear(&r->wr);
 }

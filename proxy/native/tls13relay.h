@@ -7,6 +7,7 @@
 
 /* the AES-GCM limit of RFC 8446 section 5.5 is 2^24.5 full records per key; we update well before it */
 #define TLS13_KEY_UPDATE_DEFAULT (1ull << 24)
+#define TLS13_KEY_UPDATE_MAX 23726566ull /* floor(2^24.5): MMPROXY_TLS_KEY_UPDATE_RECORDS may not exceed it */
 
 typedef struct {
   int fd;               /* TLS socket (non-blocking) */
@@ -19,6 +20,7 @@ typedef struct {
   int peer_closed;      /* OpenSSL already read the peer's close_notify */
   uint64_t key_update_records; /* records per key before we send a KeyUpdate (0 = TLS13_KEY_UPDATE_DEFAULT) */
   int key_update_request; /* our KeyUpdates ask for the peer's (update_requested): off unless told (see key_update) */
+  int key_update_owed;  /* the peer asked OpenSSL for a KeyUpdate it has not sent yet: ours goes first */
   uint64_t *bytes;      /* [0] TLS -> plaintext, [1] plaintext -> TLS; __atomic updates */
   /* results: the R_* of splice.h, the failed socket (0 = TLS, 1 = plaintext, -1 none), errno, and why */
   int reason, side, err;

@@ -39,6 +39,8 @@ export interface NativeAddon {
   tlsStats(h: TlsHandle): [number, number];
   /** Native TLS sessions whose OpenSSL state is still allocated (freed when a session's thread ends, not by GC). */
   tlsLive(): number;
+  /** sessions still holding TLS traffic secrets (0 once every session has wiped them, with no garbage collection) */
+  tlsSecretsHeld(): number;
   /**
    * Process totals: [sessions relayed on our own TLS records, on OpenSSL's, KeyUpdates received by origins (TLS
    * clients), sent by origins, received by termini (TLS servers), sent by termini].

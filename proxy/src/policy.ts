@@ -98,27 +98,41 @@ export class AddressPolicy {
   private readonly local: Range[];
   private readonly forbidden = FORBIDDEN_CIDRS.map(parseCidr);
   private readonly loopback = ['127.0.0.0/8', '::1/128'].map(parseCidr);
-  /** own addresses (config + every interface address of the pod, learned when the policy is built) */
+  /** own addresses given in config (listen hosts, ownAddresses, dialFrom) */
   private readonly own = new Set<string>();
-  /** network/broadcast addresses of the local CIDRs and of the pod's interface subnets */
+  /** network/broadcast addresses of the local CIDRs and of the pod's interface subnets (at build time) */
   private readonly edges = new Set<string>();
+  private readonly interfaces: () => Interfaces;
 
   /**
-   * @param interfaces the pod's interfaces; default: `os.networkInterfaces()` now (the gateway builds its
-   *   policy at start and on every reload, so addresses added later are learned on the next reload)
+   * @param interfaces the pod's interfaces, asked at every check (default: `os.networkInterfaces()`, the kernel's
+   *   answer now): an address added to any interface after start, `lo` included, is refused from that moment
    */
-  constructor(cfg: ProxyConfig, extraOwn: string[] = [], private readonly allowLoopback = false, interfaces: Interfaces = os.networkInterfaces()) {
+  constructor(cfg: ProxyConfig, extraOwn: string[] = [], private readonly allowLoopback = false,
+    interfaces: Interfaces | (() => Interfaces) = () => os.networkInterfaces()) {
+    this.interfaces = typeof interfaces === 'function' ? interfaces : () => interfaces;
     this.peers = cfg.peers.map((peer) => ({ peer, ranges: peer.cidrs.map(parseCidr) }));
     this.local = cfg.localCidrs.map(parseCidr);
-    // learned addresses: the pod's interfaces and the listen hosts. Loopback ones are skipped: loopback is
-    // refused anyway (and the loopback test hook must still reach a local server)
-    const ifaceInfos = Object.values(interfaces).flatMap((l) => l ?? []).filter((i) => !i.internal);
-    const learned = [...ifaceInfos.map((i) => i.address), ...Object.values(cfg.listen).flatMap((e) => ('host' in e ? [e.host] : []))]
+    // listen hosts in the loopback range are left to the loopback rule, as interface addresses are (see isOwn)
+    const listen = Object.values(cfg.listen).flatMap((e) => ('host' in e ? [e.host] : []))
       .map((t) => parseAddress(t.replace(/%.*$/, ''))).filter((a): a is Addr => !!a && !inAny(a, this.loopback));
     const given = [...cfg.ownAddresses, ...(cfg.dialFrom ? [cfg.dialFrom] : []), ...extraOwn].map(parseAddress);
-    for (const a of [...given, ...learned]) if (a && a.range() !== 'unspecified') this.own.add(keyOf(a));
+    for (const a of [...given, ...listen]) if (a && a.range() !== 'unspecified') this.own.add(keyOf(a));
+    const ifaceInfos = Object.values(this.interfaces()).flatMap((l) => l ?? []).filter((i) => !i.internal);
     const subnets = [...this.local, ...ifaceInfos.filter((i) => i.cidr).map((i) => parseCidr(i.cidr!.replace(/%[^/]*/, '')))];
     for (const r of subnets) for (const e of subnetEdges(r)) this.edges.add(keyOf(parseAddress(e)!));
+  }
+
+  /** Every address local to the gateway's network namespace now: config, and each interface's, whatever the
+   * interface (a non-loopback address on `lo`, as anycast and some CNI setups put there, is as local as any).
+   * Loopback-range ones are left to the loopback rule (so the unsafe loopback test hook still reaches a server). */
+  private isOwn(a: Addr): boolean {
+    if (this.own.has(keyOf(a))) return true;
+    for (const i of Object.values(this.interfaces()).flatMap((l) => l ?? [])) {
+      const b = parseAddress(i.address.replace(/%.*$/, ''));
+      if (b && b.range() !== 'unspecified' && !inAny(b, this.loopback) && keyOf(b) === keyOf(a)) return true;
+    }
+    return false;
   }
 
   /** Origin side: the peer whose CIDRs contain this destination (first match in config order). */
@@ -134,7 +148,7 @@ export class AddressPolicy {
     if (!Number.isInteger(port) || port < 1 || port > 65535) return { ok: false, code: 'forbidden', why: `port ${port}` };
     const isLoop = inAny(a, this.loopback);
     if (isLoop && !this.allowLoopback) return { ok: false, code: 'forbidden', why: 'loopback destination' };
-    if (this.own.has(keyOf(a))) return { ok: false, code: 'forbidden', why: 'the gateway\'s own address' };
+    if (this.isOwn(a)) return { ok: false, code: 'forbidden', why: 'the gateway\'s own address' };
     if (isLoop) return { ok: true }; // unsafe test hook only
     if (inAny(a, this.forbidden)) return { ok: false, code: 'forbidden', why: 'special-purpose destination (metadata, link-local, multicast, translation prefix, reserved)' };
     if (this.edges.has(keyOf(a))) return { ok: false, code: 'forbidden', why: 'network or broadcast address of a subnet' };

@@ -58,6 +58,20 @@ describe('address policy', () => {
     for (const a of ['10.50.0.7', '::ffff:10.50.0.7', '192.168.50.21']) assert.equal(p.checkDestination(a, 15090).ok, false, a);
   });
 
+  it('refuses a non-loopback address on lo (an internal interface), and one added to any interface after start', () => {
+    let now: NodeJS.Dict<os.NetworkInterfaceInfo[]> = {
+      ...ifaces([['10.50.0.7', '255.255.0.0', 16]]),
+      lo: [{ address: '127.0.0.1', netmask: '255.0.0.0', family: 'IPv4', mac: '00:00:00:00:00:00', internal: true, cidr: '127.0.0.1/8' },
+        { address: '10.50.9.9', netmask: '255.255.255.255', family: 'IPv4', mac: '00:00:00:00:00:00', internal: true, cidr: '10.50.9.9/32' }],
+    };
+    const q = new AddressPolicy(base(), [], false, () => now);
+    for (const a of ['10.50.9.9', '::ffff:10.50.9.9']) assert.equal(q.checkDestination(a, 15090).ok, false, `on lo: ${a}`);
+    assert.deepEqual(q.checkDestination('10.50.8.8', 15090), { ok: true }, 'not yet ours');
+    now = { ...now, net2: ifaces([['10.50.8.8', '255.255.0.0', 16]]).net1 };
+    const v = q.checkDestination('10.50.8.8', 15090);
+    assert.equal(!v.ok && v.code, 'forbidden', 'added after start: refused at the next dial');
+  });
+
   it('refuses the network and broadcast addresses of the local subnets', () => {
     for (const a of ['10.50.0.0', '10.50.255.255', '::ffff:10.50.255.255', 'fd50::']) {
       const v = p.checkDestination(a, 80);

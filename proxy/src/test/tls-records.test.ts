@@ -50,8 +50,8 @@ const NO_KU = { oIn: 0, oOut: 0, tIn: 0, tOut: 0 };
 /** the sessions' threads have ended (their counts are in) */
 const settled = () => withTimeout((async () => { while (native.tlsLive() > 0) await sleep(10); })(), 10_000, 'TLS sessions ended');
 
-const OPENSSL: Env = { MMPROXY_TLS_RECORDS: 'openssl', MMPROXY_TLS_KEY_UPDATE_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_REQUEST: undefined };
-const OWN: Env = { MMPROXY_TLS_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_REQUEST: undefined };
+const OPENSSL: Env = { MMPROXY_TLS_RECORDS: 'openssl', MMPROXY_TLS_KEY_UPDATE_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_REQUEST: undefined, MMPROXY_TLS_TEST_TICKETS: undefined, MMPROXY_TLS_TEST_EARLY_KEY_UPDATE: undefined };
+const OWN: Env = { MMPROXY_TLS_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_REQUEST: undefined, MMPROXY_TLS_TEST_TICKETS: undefined, MMPROXY_TLS_TEST_EARLY_KEY_UPDATE: undefined };
 const OWN_KU64: Env = { ...OWN, MMPROXY_TLS_KEY_UPDATE_RECORDS: '64' };
 
 describe('own TLS 1.3 records: relaying, interoperation, KeyUpdate', { timeout: 120_000 }, () => {
@@ -74,6 +74,19 @@ describe('own TLS 1.3 records: relaying, interoperation, KeyUpdate', { timeout: 
   it('both gateways relay on their own records by default (64 MiB echoed, sha256-equal)', async () => {
     const d = await roundTrip(OWN, OWN, 64 << 20);
     assert.deepEqual(d, { own: 2, openssl: 0, ...NO_KU });
+  });
+
+  it('a terminus that sends session tickets: both ends still count records from their own Finished (no nonce reuse)', async () => {
+    const TICKETS: Env = { ...OWN, MMPROXY_TLS_TEST_TICKETS: '2' };
+    assert.deepEqual(await roundTrip(OWN, TICKETS, 4 << 20), { own: 2, openssl: 0, ...NO_KU }, 'both on our records');
+    assert.deepEqual(await roundTrip(OPENSSL, TICKETS, 4 << 20), { own: 1, openssl: 1, ...NO_KU }, 'origin on OpenSSL records');
+  });
+
+  it('an origin that sends a KeyUpdate (update_requested) right after its Finished: OpenSSL takes it in the header phase, ours continues at the next key', async () => {
+    const EARLY: Env = { ...OWN, MMPROXY_TLS_TEST_EARLY_KEY_UPDATE: '1' };
+    assert.deepEqual(await roundTrip(EARLY, OWN, 4 << 20), { own: 2, openssl: 0, ...NO_KU }, 'both on our records');
+    assert.deepEqual(await roundTrip(EARLY, OPENSSL, 4 << 20), { own: 1, openssl: 1, ...NO_KU }, 'terminus on OpenSSL records');
+    assert.deepEqual(await roundTrip(EARLY, { ...OWN, MMPROXY_TLS_TEST_TICKETS: '2' }, 4 << 20), { own: 2, openssl: 0, ...NO_KU }, 'and tickets');
   });
 
   it('interoperates with OpenSSL\'s record layer, each side in turn', async () => {

@@ -1,0 +1,51 @@
+/* Shared I/O helpers of the addon's relay loops (see ioready.h). */
+#define _GNU_SOURCE
+#include "ioready.h"
+#include <errno.h>
+#include <sys/socket.h>
+#include <time.h>
+
+int64_t mm_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void mm_arm_reset(int fd) {
+  if (fd < 0) return;
+  struct linger l = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+}
+
+int mm_is_reset_errno(int e) {
+  return e == ECONNRESET || e == EPIPE || e == ETIMEDOUT || e == ECONNABORTED || e == EHOSTUNREACH ||
+         e == ENETUNREACH || e == ENOTCONN;
+}
+
+int mm_wait(struct pollfd p[2], int efd, int64_t until, int *idx, int *err) {
+  for (;;) {
+    int timeout = -1;
+    if (until >= 0) {
+      int64_t left = until - mm_now_ms();
+      if (left <= 0) return MM_TIMEOUT;
+      timeout = (int)(left > 1000000 ? 1000000 : left);
+    }
+    struct pollfd q[3] = {p[0], p[1], {efd, POLLIN, 0}};
+    int n = poll(q, 3, timeout);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) { *err = errno; return MM_POLLFAIL; }
+    if (q[2].revents) return MM_CANCEL;
+    p[0].revents = q[0].revents;
+    p[1].revents = q[1].revents;
+    for (int i = 0; i < 2; i++) {
+      if (!(q[i].revents & POLLERR)) continue;
+      int se = 0;
+      socklen_t sl = sizeof se;
+      getsockopt(q[i].fd, SOL_SOCKET, SO_ERROR, &se, &sl);
+      *idx = i;
+      *err = se ? se : ECONNRESET;
+      return MM_SOCKERR;
+    }
+    if (n > 0) return MM_READY;
+  }
+}
