@@ -23,6 +23,7 @@ export function fleetOfSize(n: number): any {
   };
 }
 
+interface Round { ours: Row; base: Row; validate: Row }
 interface Row {
   clusters: number; tool: string; ms: number; peakMiB: number; files: number; outMiB: number;
   /** ours only: in-memory synthesis (validation, plan, constructs, YAML) and the writer's transaction */
@@ -83,7 +84,11 @@ function runChild(mode: Mode, n: number): void {
   console.log(JSON.stringify(row));
 }
 
-const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 /** "median (min-max of the rounds)" */
 const spread = (xs: number[], digits = 2): string => (xs.length > 1
   ? `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)})`
@@ -98,12 +103,12 @@ const spread = (xs: number[], digits = 2): string => (xs.length > 1
 function main(): void {
   const sizes = (process.env.BENCH_SIZES ?? '10,100,1000').split(',').map(Number);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-  const out: { clusters: number; rounds: { ours: Row; base: Row; validate: Row }[] }[] = [];
+  const out: { clusters: number; rounds: Round[] }[] = [];
   for (const n of sizes) {
     const objectsFile = path.join(os.tmpdir(), `mm-bench-objects-${process.pid}.json`);
     const { synthesizeFleet } = require('../cli/synthesize-fleet');
     fs.writeFileSync(objectsFile, JSON.stringify([...synthesizeFleet(fleetOfSize(n)).objects.entries()]));
-    const rs: { ours: Row; base: Row; validate: Row }[] = [];
+    const rs: Round[] = [];
     for (let r = 0; r < rounds; r++) {
       const order: Mode[] = (['ours', 'baseline', 'validate'] as Mode[]).map((_, i, a) => a[(i + r) % a.length]);
       const got: Partial<Record<Mode, Row>> = {};
@@ -114,7 +119,7 @@ function main(): void {
     fs.rmSync(objectsFile, { force: true });
     out.push({ clusters: n, rounds: rs });
   }
-  const med = (rs: { ours: Row; base: Row; validate: Row }[], f: (x: { ours: Row; base: Row; validate: Row }) => number, d = 0): string => median(rs.map(f)).toFixed(d);
+  const med = (rs: Round[], f: (x: Round) => number, d = 0): string => median(rs.map(f)).toFixed(d);
   console.log(`Synthesis benchmark (node ${process.version}, ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end; ` +
     `gateway mode, 10 nodes/cluster; ${rounds} interleaved rounds, times are medians, ratios the median of per-round ratios (range))`);
   console.log([
