@@ -4,7 +4,8 @@
  * is that run's own. Baseline in the same run: plain cdk8s synthesizing the same objects (precomputed,
  * no validation or planning): what a user writing the YAML with cdk8s by hand would pay.
  *
- *   npm run bench            (prints a table; writes bench/results/synth.json)
+ *   npm run bench            (prints tables; writes bench/results/synth.json)
+ *   BENCH_SIZES=100 BENCH_ROUNDS=5 npm run bench
  */
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
@@ -22,23 +23,41 @@ export function fleetOfSize(n: number): any {
   };
 }
 
-interface Row { clusters: number; tool: string; ms: number; peakMiB: number; files: number; outMiB: number }
+interface Round { ours: Row; base: Row; validate: Row }
+interface Row {
+  clusters: number; tool: string; ms: number; peakMiB: number; files: number; outMiB: number;
+  /** ours only: in-memory synthesis (validation, plan, constructs, YAML) and the writer's transaction */
+  renderMs?: number; writeMs?: number;
+}
+type Mode = 'ours' | 'baseline' | 'validate';
 
-function child(mode: 'ours' | 'baseline', n: number, objectsFile = ''): Row {
-  const out = execFileSync(process.execPath, ['--max-old-space-size=8192', __filename, '--child', mode, String(n), objectsFile], { encoding: 'utf8', maxBuffer: 1 << 24, timeout: 600_000 });
+function child(mode: Mode, n: number, objectsFile = ''): Row {
+  const out = execFileSync(process.execPath, ['--max-old-space-size=8192', __filename, '--child', mode, String(n), objectsFile], { encoding: 'utf8', maxBuffer: 1 << 24, timeout: 900_000 });
   return JSON.parse(out.trim().split('\n').pop()!);
 }
 
-function runChild(mode: string, n: number): void {
-  const { synthesizeFleetToDirectory } = require('../cli/fleet-directory');
+function runChild(mode: Mode, n: number): void {
+  const { renderFleetDirectory, writeFleetDirectories } = require('../cli/fleet-directory');
+  const { synthesizeFleet } = require('../cli/synthesize-fleet');
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-bench-'));
   const doc = fleetOfSize(n);
   let files: Map<string, string>;
   let ms: number;
+  let renderMs: number | undefined;
+  let writeMs: number | undefined;
   if (mode === 'ours') {
     const t0 = process.hrtime.bigint();
-    // the writer the CLI uses: render, then the transaction (manifest, temp files, one flush, renames)
-    files = synthesizeFleetToDirectory({ fleet: doc, outdir: path.join(tmp, 'out'), svg: false }).files;
+    // what synthesizeFleetToDirectory (and the CLI's synth) does, in its two halves: render in memory, then the
+    // writer's transaction (manifest, temp files, one flush, renames)
+    const pending = renderFleetDirectory({ fleet: doc, outdir: path.join(tmp, 'out'), svg: false });
+    const t1 = process.hrtime.bigint();
+    files = writeFleetDirectories([pending])[0].files;
+    const t2 = process.hrtime.bigint();
+    ms = Number(t2 - t0) / 1e6; renderMs = Number(t1 - t0) / 1e6; writeMs = Number(t2 - t1) / 1e6;
+  } else if (mode === 'validate') {
+    // what `migration-mesh validate` does for one fleet: synth's synthesis in memory without rendering YAML
+    const t0 = process.hrtime.bigint();
+    files = synthesizeFleet(doc, { render: false }).files;
     ms = Number(process.hrtime.bigint() - t0) / 1e6;
   } else {
     // the same objects, precomputed by the parent and read outside the timed section; then time plain cdk8s
@@ -58,38 +77,70 @@ function runChild(mode: string, n: number): void {
   }
   let bytes = 0;
   for (const v of files.values()) bytes += Buffer.byteLength(v);
+  const peakMiB = process.resourceUsage().maxRSS / 1024;
   fs.rmSync(tmp, { recursive: true, force: true });
-  const row: Row = { clusters: n, tool: mode === 'ours' ? 'migration-mesh synth' : 'plain cdk8s (same objects)', ms, peakMiB: process.resourceUsage().maxRSS / 1024, files: files.size, outMiB: bytes / 1048576 };
+  const tool = { ours: 'migration-mesh synth', validate: 'migration-mesh validate', baseline: 'plain cdk8s (same objects)' }[mode];
+  const row: Row = { clusters: n, tool, ms, peakMiB, files: files.size, outMiB: bytes / 1048576, renderMs, writeMs };
   console.log(JSON.stringify(row));
 }
 
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+/** "median (min-max of the rounds)" */
+const spread = (xs: number[], digits = 2): string => (xs.length > 1
+  ? `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)})`
+  : median(xs).toFixed(digits));
+
+/**
+ * Every size in rounds; each round runs the three paths one after another (ours, plain cdk8s, validate), the
+ * order rotating from round to round so no path always runs first, warm or cold. A ratio is the median of the
+ * per-round ratios (the two paths of one round ran seconds apart, under the same load), with the rounds'
+ * range beside it: the spread says how much to trust it. BENCH_SIZES (10,100,1000), BENCH_ROUNDS (3).
+ */
 function main(): void {
   const sizes = (process.env.BENCH_SIZES ?? '10,100,1000').split(',').map(Number);
-  const rows: { ours: Row; base: Row }[] = [];
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  const out: { clusters: number; rounds: Round[] }[] = [];
   for (const n of sizes) {
-    const ours = child('ours', n);
     const objectsFile = path.join(os.tmpdir(), `mm-bench-objects-${process.pid}.json`);
     const { synthesizeFleet } = require('../cli/synthesize-fleet');
     fs.writeFileSync(objectsFile, JSON.stringify([...synthesizeFleet(fleetOfSize(n)).objects.entries()]));
-    const base = child('baseline', n, objectsFile);
+    const rs: Round[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const order: Mode[] = (['ours', 'baseline', 'validate'] as Mode[]).map((_, i, a) => a[(i + r) % a.length]);
+      const got: Partial<Record<Mode, Row>> = {};
+      for (const m of order) got[m] = child(m, n, m === 'baseline' ? objectsFile : '');
+      rs.push({ ours: got.ours!, base: got.baseline!, validate: got.validate! });
+      process.stderr.write(`  ${n} clusters, round ${r + 1}/${rounds}: ours ${got.ours!.ms.toFixed(0)} ms, cdk8s ${got.baseline!.ms.toFixed(0)} ms, validate ${got.validate!.ms.toFixed(0)} ms\n`);
+    }
     fs.rmSync(objectsFile, { force: true });
-    rows.push({ ours, base });
-    process.stderr.write(`  ${n} clusters done\n`);
+    out.push({ clusters: n, rounds: rs });
   }
-  const pad = (s: string, w: number): string => s.padStart(w);
-  const lines = [
-    `| clusters | files | output MiB | migration-mesh ms | peak MiB | plain cdk8s ms | peak MiB | time ratio (ours/cdk8s) |`,
-    `|---:|---:|---:|---:|---:|---:|---:|---:|`,
-    ...rows.map(({ ours, base }) => `| ${pad(String(ours.clusters), 5)} | ${ours.files} | ${ours.outMiB.toFixed(1)} | ${ours.ms.toFixed(0)} | ${ours.peakMiB.toFixed(0)} | ${base.ms.toFixed(0)} | ${base.peakMiB.toFixed(0)} | ${(ours.ms / base.ms).toFixed(2)} |`),
-  ];
-  console.log(`Synthesis benchmark (node ${process.version}, ${os.cpus().length} cores; gateway mode, 10 nodes/cluster)`);
-  console.log(lines.join('\n'));
+  const med = (rs: Round[], f: (x: Round) => number, d = 0): string => median(rs.map(f)).toFixed(d);
+  console.log(`Synthesis benchmark (node ${process.version}, ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end; ` +
+    `gateway mode, 10 nodes/cluster; ${rounds} interleaved rounds, times are medians, ratios the median of per-round ratios (range))`);
+  console.log([
+    '| clusters | files | output MiB | migration-mesh ms | peak MiB | plain cdk8s ms | peak MiB | synth / cdk8s | validate ms | validate / synth |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...out.map(({ clusters, rounds: rs }) => `| ${clusters} | ${rs[0].ours.files} | ${rs[0].ours.outMiB.toFixed(1)} | ${med(rs, (x) => x.ours.ms)} | ${med(rs, (x) => x.ours.peakMiB)} | ` +
+      `${med(rs, (x) => x.base.ms)} | ${med(rs, (x) => x.base.peakMiB)} | ${spread(rs.map((x) => x.ours.ms / x.base.ms))} | ${med(rs, (x) => x.validate.ms)} | ${spread(rs.map((x) => x.validate.ms / x.ours.ms))} |`),
+  ].join('\n'));
+  console.log('\nWhere synth\'s time goes (medians over the rounds): validation, plan and constructs = validate\'s time; YAML = synth\'s ' +
+    'in-memory part minus validate\'s in the same round (a difference of two runs: noisy on a loaded machine); writer = the transaction');
+  console.log([
+    '| clusters | validation + plan + constructs ms | YAML rendering ms | writer ms |',
+    '|---:|---:|---:|---:|',
+    ...out.map(({ clusters, rounds: rs }) => `| ${clusters} | ${med(rs, (x) => x.validate.ms)} | ${med(rs, (x) => Math.max(0, x.ours.renderMs! - x.validate.ms))} | ${med(rs, (x) => x.ours.writeMs!)} |`),
+  ].join('\n'));
   const resDir = path.join(__dirname, '..', '..', 'bench', 'results');
   fs.mkdirSync(resDir, { recursive: true });
-  fs.writeFileSync(path.join(resDir, 'synth.json'), `${JSON.stringify(rows, null, 2)}\n`);
+  fs.writeFileSync(path.join(resDir, 'synth.json'), `${JSON.stringify(out, null, 2)}\n`);
 }
 
 if (require.main === module) {
-  if (process.argv[2] === '--child') runChild(process.argv[3], Number(process.argv[4]));
+  if (process.argv[2] === '--child') runChild(process.argv[3] as Mode, Number(process.argv[4]));
   else main();
 }

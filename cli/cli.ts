@@ -97,7 +97,7 @@ function checkFiles(args: Args): CheckedFile[] {
     try {
       const doc = readFleetFile(file);
       const opts = { ledger: ledgerFor(args, file), frozen: args.flags.get('frozen') === true, renamedFrom: renamedFrom(args), moves: movesFor(file, doc) };
-      return { file, name: doc.metadata.name, result: synthesizeFleet(doc, opts), problems: [] };
+      return { file, name: doc.metadata.name, result: synthesizeFleet(doc, { ...opts, render: false }), problems: [] };
     } catch (e) {
       if (!(e instanceof MigrationMeshError)) throw e;
       return { file, problems: e.problems };

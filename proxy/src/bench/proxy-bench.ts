@@ -4,6 +4,13 @@
  * mtls-splice: mutual TLS for the handshake and the header, then the already-encrypted payload spliced).
  * Gbit/s = median of BENCH_RUNS iperf3 runs of BENCH_SECONDS each (single stream); CPU s/GiB = user+system
  * CPU of the two proxy processes (all threads) per GiB carried.
+ *
+ * Interleaved: every path's processes are started first (idle ones cost nothing), then each round measures
+ * every path once, the order rotating from round to round (A B C, B C A, ...), so a path's runs are spread
+ * over the whole benchmark rather than bunched in one stretch of this machine's drifting speed. A ratio is
+ * the median of the per-round ratios (the two paths of a round ran seconds apart), printed with the rounds'
+ * range. Not pinned to CPUs: the iperf3 client and server and the two proxies of a chain are four busy
+ * processes on this 2-core machine, so any affinity would serialize them rather than steady them.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -67,21 +74,29 @@ async function iperf(port: number): Promise<{ gbps: number; bytes: number }> {
 interface Row { name: string; gbps: number[]; cpuPerGiB: number[]; note?: string }
 
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
-async function measure(name: string, entryPort: number, procs: ChildProcess[]): Promise<Row> {
-  const row: Row = { name, gbps: [], cpuPerGiB: [] };
-  if (ONLY && !ONLY.test(name) && !name.startsWith('direct')) return row;
-  for (let i = 0; i < RUNS; i++) {
-    const c0 = procs.reduce((s, p) => s + cpu(p.pid!), 0);
-    const r = await iperf(entryPort);
-    const c1 = procs.reduce((s, p) => s + cpu(p.pid!), 0);
-    row.gbps.push(r.gbps);
-    if (procs.length) row.cpuPerGiB.push((c1 - c0) / (r.bytes / 2 ** 30));
-    process.stderr.write(`  ${name}: run ${i + 1}/${RUNS}: ${r.gbps.toFixed(2)} Gbit/s\n`);
-  }
-  return row;
+/** A path under test: its entry port and proxy processes (running for the whole benchmark), and its runs. */
+interface Path { row: Row; port: number; procs: ChildProcess[] }
+const wanted = (name: string) => !ONLY || ONLY.test(name) || name.startsWith('direct');
+async function measureOnce(p: Path, round: number): Promise<void> {
+  const c0 = p.procs.reduce((s, x) => s + cpu(x.pid!), 0);
+  const r = await iperf(p.port);
+  const c1 = p.procs.reduce((s, x) => s + cpu(x.pid!), 0);
+  p.row.gbps.push(r.gbps);
+  if (p.procs.length) p.row.cpuPerGiB.push((c1 - c0) / (r.bytes / 2 ** 30));
+  process.stderr.write(`  round ${round + 1}/${RUNS}: ${p.row.name}: ${r.gbps.toFixed(2)} Gbit/s\n`);
 }
 
 const median = (xs: number[]) => { if (!xs.length) return NaN; const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+/** Per-round ratios a[i] / b[i] (both paths measured in the same round). */
+const ratios = (a: number[], b: number[]) => a.map((x, i) => x / b[i]).filter(Number.isFinite);
+/** Median of the per-round ratios. */
+const mr = (a: number[], b: number[]) => median(ratios(a, b));
+/** "median (min-max)" of the per-round ratios. */
+const spread = (a: number[], b: number[]) => {
+  const r = ratios(a, b);
+  if (!r.length) return '-';
+  return r.length > 1 ? `${median(r).toFixed(2)} (${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)})` : median(r).toFixed(2);
+};
 
 function makeCerts() {
   const ext = (n: string, san: string) => fs.writeFileSync(path.join(tmp, `${n}.ext`), `subjectAltName=${san}\nextendedKeyUsage=serverAuth,clientAuth\n`);
@@ -106,17 +121,22 @@ function haproxyCfg(file: string, listen: number, to: number, opts: { splice?: b
   fs.writeFileSync(file, lines.join('\n') + '\n');
 }
 
-async function haproxyChain(name: string, dst: number, opts: { splice?: boolean; tls?: boolean }): Promise<Row> {
+async function haproxyChain(name: string, dst: number, opts: { splice?: boolean; tls?: boolean }): Promise<Path> {
+  const row: Row = { name, gbps: [], cpuPerGiB: [] };
+  if (!wanted(name)) return { row, port: 0, procs: [] };
   const [p1, p2] = [await freePort(), await freePort()];
-  haproxyCfg(path.join(tmp, 'h2.cfg'), p2, dst, { splice: opts.splice, bindTls: opts.tls });
-  haproxyCfg(path.join(tmp, 'h1.cfg'), p1, p2, { splice: opts.splice, serverTls: opts.tls });
-  const h2 = await start('haproxy', ['-db', '-f', path.join(tmp, 'h2.cfg')]);
-  const h1 = await start('haproxy', ['-db', '-f', path.join(tmp, 'h1.cfg')]);
-  try { await sleep(300); return await measure(name, p1, [h1, h2]); } finally { await stop(h1); await stop(h2); }
+  haproxyCfg(path.join(tmp, `${p2}.cfg`), p2, dst, { splice: opts.splice, bindTls: opts.tls });
+  haproxyCfg(path.join(tmp, `${p1}.cfg`), p1, p2, { splice: opts.splice, serverTls: opts.tls });
+  const h2 = await start('haproxy', ['-db', '-f', path.join(tmp, `${p2}.cfg`)]);
+  const h1 = await start('haproxy', ['-db', '-f', path.join(tmp, `${p1}.cfg`)]);
+  await sleep(300);
+  return { row, port: p1, procs: [h1, h2] };
 }
 
 /** `env`: for both gateways (MMPROXY_TLS_RECORDS=openssl relays mTLS on OpenSSL's record layer, as before). */
-async function oursChain(name: string, dst: number, tlsMode: 'plaintext' | 'mtls' | 'mtls-splice', env?: NodeJS.ProcessEnv): Promise<Row> {
+async function oursChain(name: string, dst: number, tlsMode: 'plaintext' | 'mtls' | 'mtls-splice', env?: NodeJS.ProcessEnv): Promise<Path> {
+  const row: Row = { name, gbps: [], cpuPerGiB: [] };
+  if (!wanted(name)) return { row, port: 0, procs: [] };
   const ports = await Promise.all(Array.from({ length: 6 }, freePort));
   const tls = (c: string) => tlsMode !== 'plaintext' ? { mode: tlsMode, caFile: `${tmp}/ca.pem`, certFile: `${tmp}/${c}.pem`, keyFile: `${tmp}/${c}.key` } : { mode: 'plaintext' };
   const cfg = (me: string, peer: string, i: number, peerTunnel: number) => ({
@@ -125,12 +145,13 @@ async function oursChain(name: string, dst: number, tlsMode: 'plaintext' | 'mtls
     localCidrs: ['127.0.0.0/8'], peers: [{ cluster: peer, cidrs: ['127.0.0.0/8'], gateways: [{ host: '127.0.0.1', port: peerTunnel }] }],
     tls: tls(me),
   });
-  fs.writeFileSync(path.join(tmp, 'west.json'), JSON.stringify(cfg('west', 'east', 3, 1)));
-  fs.writeFileSync(path.join(tmp, 'east.json'), JSON.stringify(cfg('east', 'west', 0, ports[4])));
+  const [west, east] = [path.join(tmp, `west-${ports[0]}.json`), path.join(tmp, `east-${ports[0]}.json`)];
+  fs.writeFileSync(west, JSON.stringify(cfg('west', 'east', 3, 1)));
+  fs.writeFileSync(east, JSON.stringify(cfg('east', 'west', 0, ports[4])));
   const runner = path.join(__dirname, 'gw-runner.js');
-  const b = await start(process.execPath, [runner, path.join(tmp, 'west.json'), String(dst)], 'ready', env);
-  const a = await start(process.execPath, [runner, path.join(tmp, 'east.json'), String(dst)], 'ready', env);
-  try { return await measure(name, ports[0], [a, b]); } finally { await stop(a); await stop(b); }
+  const b = await start(process.execPath, [runner, west, String(dst)], 'ready', env);
+  const a = await start(process.execPath, [runner, east, String(dst)], 'ready', env);
+  return { row, port: ports[0], procs: [a, b] };
 }
 
 async function main() {
@@ -139,25 +160,31 @@ async function main() {
   const dst = await freePort();
   const server = await start('iperf3', ['-s', '-B', '127.0.0.1', '-p', String(dst)]);
   await sleep(300);
-  const rows: Row[] = [];
-  rows.push(await measure('direct (no proxy)', dst, []));
-  rows.push(await haproxyChain('HAProxy chain, tcp mode (default)', dst, {}));
-  rows.push(await haproxyChain('HAProxy chain, splice-request/response', dst, { splice: true }));
-  rows.push(await haproxyChain('HAProxy chain, TLS 1.3 middle hop', dst, { tls: true }));
-  rows.push(await oursChain('migration-mesh chain, plaintext tunnel', dst, 'plaintext'));
-  rows.push(await oursChain('migration-mesh chain, mTLS 1.3 tunnel', dst, 'mtls'));
-  rows.push(await oursChain('migration-mesh chain, mtls-splice (authenticated, payload spliced)', dst, 'mtls-splice'));
-  rows.push(await oursChain('migration-mesh chain, mTLS 1.3 tunnel on OpenSSL\'s record layer (before)', dst, 'mtls', { MMPROXY_TLS_RECORDS: 'openssl' }));
+  const paths: Path[] = [
+    { row: { name: 'direct (no proxy)', gbps: [], cpuPerGiB: [] }, port: dst, procs: [] },
+    await haproxyChain('HAProxy chain, tcp mode (default)', dst, {}),
+    await haproxyChain('HAProxy chain, splice-request/response', dst, { splice: true }),
+    await haproxyChain('HAProxy chain, TLS 1.3 middle hop', dst, { tls: true }),
+    await oursChain('migration-mesh chain, plaintext tunnel', dst, 'plaintext'),
+    await oursChain('migration-mesh chain, mTLS 1.3 tunnel', dst, 'mtls'),
+    await oursChain('migration-mesh chain, mtls-splice (authenticated, payload spliced)', dst, 'mtls-splice'),
+    await oursChain('migration-mesh chain, mTLS 1.3 tunnel on OpenSSL\'s record layer (before)', dst, 'mtls', { MMPROXY_TLS_RECORDS: 'openssl' }),
+  ];
+  const active = paths.filter((p) => p.port !== 0);
+  for (let round = 0; round < RUNS; round++) {
+    for (let k = 0; k < active.length; k++) await measureOnce(active[(k + round) % active.length], round);
+  }
+  for (const p of paths) for (const c of p.procs) await stop(c);
   await stop(server);
+  const rows = paths.map((p) => p.row);
 
-  const direct = median(rows[0].gbps);
   const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
   const cmp = (ours: Row, ref: Row, label: string) =>
-    `${label}: ${f(median(ours.gbps) / median(ref.gbps))} tput, ${f(median(ours.cpuPerGiB) / median(ref.cpuPerGiB))} CPU/GiB`;
+    `${label}: ${spread(ours.gbps, ref.gbps)} tput, ${spread(ours.cpuPerGiB, ref.cpuPerGiB)} CPU/GiB`;
   const lines = [
-    `Loopback, ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? ''}, load average ${os.loadavg()[0].toFixed(1)} at the end; iperf3 ${SECONDS} s x ${RUNS} runs, ${STREAMS} stream(s); Node ${process.version}; ${spawnSync('haproxy', ['-v'], { encoding: 'utf8' }).stdout.split('\n')[0].replace(/ - https.*/, '')}`,
+    `Loopback, ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? ''}, load average ${os.loadavg()[0].toFixed(1)} at the end; iperf3 ${SECONDS} s x ${RUNS} interleaved rounds, ${STREAMS} stream(s); ratios: median of the per-round ratios (range); Node ${process.version}; ${spawnSync('haproxy', ['-v'], { encoding: 'utf8' }).stdout.split('\n')[0].replace(/ - https.*/, '')}`,
     '',
-    '| path | Gbit/s (median) | runs | x direct | ours / HAProxy (throughput, CPU per GiB; >1 tput and <1 CPU is better) | proxy CPU s per GiB |',
+    '| path | Gbit/s (median) | rounds | x direct | ours / HAProxy (throughput, CPU per GiB; >1 tput and <1 CPU is better) | proxy CPU s per GiB |',
     '|---|---|---|---|---|---|',
   ];
   for (const [i, r] of rows.entries()) {
@@ -165,10 +192,10 @@ async function main() {
     let vs = '';
     if (i === 4) vs = `${cmp(r, rows[2], 'vs splice')}; ${cmp(r, rows[1], 'vs default')}`;
     if (i === 5 || i === 6 || i === 7) vs = cmp(r, rows[3], 'vs TLS');
-    lines.push(`| ${r.name} | ${f(g)} | ${r.gbps.map((x) => f(x, 1)).join(' / ')} | ${f(g / direct)} | ${vs} | ${i === 0 ? '-' : f(median(r.cpuPerGiB), 3)} |`);
+    lines.push(`| ${r.name} | ${f(g)} | ${r.gbps.map((x) => f(x, 1)).join(' / ')} | ${spread(r.gbps, rows[0].gbps)} | ${vs} | ${i === 0 ? '-' : f(median(r.cpuPerGiB), 3)} |`);
   }
-  lines.push('', `Own TLS records vs OpenSSL's (mTLS tunnel): throughput x${f(median(rows[5].gbps) / median(rows[7].gbps))}, CPU per GiB x${f(median(rows[5].cpuPerGiB) / median(rows[7].cpuPerGiB))}`);
-  lines.push(`TLS-in-TLS cost (ours, mTLS vs plaintext tunnel): throughput x${f(median(rows[5].gbps) / median(rows[4].gbps))}, CPU per GiB x${f(median(rows[5].cpuPerGiB) / median(rows[4].cpuPerGiB))}`);
+  lines.push('', `Own TLS records vs OpenSSL's (mTLS tunnel): throughput x${spread(rows[5].gbps, rows[7].gbps)}, CPU per GiB x${spread(rows[5].cpuPerGiB, rows[7].cpuPerGiB)}`);
+  lines.push(`TLS-in-TLS cost (ours, mTLS vs plaintext tunnel): throughput x${spread(rows[5].gbps, rows[4].gbps)}, CPU per GiB x${spread(rows[5].cpuPerGiB, rows[4].cpuPerGiB)}`);
   lines.push(...goals(rows), '', ...cipherCost(median(rows[5].cpuPerGiB)));
   process.stdout.write(lines.join('\n') + '\n');
 }
@@ -194,17 +221,16 @@ function cipherCost(mtlsCpu: number): string[] {
 /** The issue-17 goals, as ratios measured in this run (each line says whether it is met). */
 function goals(rows: Row[]): string[] {
   const [, , , hTls, plain, mtls, spl] = rows;
-  const g = (r: Row) => median(r.gbps);
   const c = (r: Row) => median(r.cpuPerGiB);
   const chk = (ok: boolean) => (Number.isFinite(Number(ok)) && ok ? 'met' : 'NOT met');
   const f = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
   return [
     '',
     'Goals (ratios from this run):',
-    `- mtls-splice vs plaintext chain: throughput x${f(g(spl) / g(plain))} (goal >= 0.95: ${chk(g(spl) / g(plain) >= 0.95)}), ` +
-      `CPU per GiB x${f(c(spl) / c(plain))} (goal <= 1.10: ${chk(c(spl) / c(plain) <= 1.1)})`,
-    `- mtls-splice vs HAProxy TLS chain: throughput x${f(g(spl) / g(hTls))} (goal >= 3: ${chk(g(spl) / g(hTls) >= 3)})`,
-    `- mTLS vs HAProxy TLS chain: throughput x${f(g(mtls) / g(hTls))} (goal >= 2: ${chk(g(mtls) / g(hTls) >= 2)}), ` +
+    `- mtls-splice vs plaintext chain: throughput x${f(mr(spl.gbps, plain.gbps))} (goal >= 0.95: ${chk(mr(spl.gbps, plain.gbps) >= 0.95)}), ` +
+      `CPU per GiB x${f(mr(spl.cpuPerGiB, plain.cpuPerGiB))} (goal <= 1.10: ${chk(mr(spl.cpuPerGiB, plain.cpuPerGiB) <= 1.1)})`,
+    `- mtls-splice vs HAProxy TLS chain: throughput x${f(mr(spl.gbps, hTls.gbps))} (goal >= 3: ${chk(mr(spl.gbps, hTls.gbps) >= 3)})`,
+    `- mTLS vs HAProxy TLS chain: throughput x${f(mr(mtls.gbps, hTls.gbps))} (goal >= 2: ${chk(mr(mtls.gbps, hTls.gbps) >= 2)}), ` +
       `proxy CPU ${f(c(mtls))} s/GiB (goal <= 1.8: ${chk(c(mtls) <= 1.8)})`,
   ];
 }

@@ -23,7 +23,7 @@ export class NetnsLab {
   private readonly made: string[] = [];
   private readonly children = new Set<ChildProcess>();
 
-  name(short: string): string { return `mm${this.id}-${short}`; }
+  name(short: string): string { return `mmp${this.id}-${short}`; }
 
   run(args: string[], ns?: string): string {
     const full = ns ? ['netns', 'exec', ns, ...args] : args;
