@@ -126,10 +126,20 @@ export function diffLedgers(before: Ledger, after: Ledger): LedgerChange[] {
   return out;
 }
 
-export function formatLedgerChange(c: LedgerChange): string {
-  if (c.from === undefined) return `${c.cluster}.${c.field}: + ${c.to}`;
-  if (c.to === undefined) return `${c.cluster}.${c.field}: - ${c.from} (freed)`;
-  return `${c.cluster}.${c.field}: ${c.from} -> ${c.to}`;
+/**
+ * One change, with why it happens: a new entry (a member the ledger did not hold), a released one
+ * (quarantined: given to no one until `migration-mesh reclaim`, never "freed"), or a move (the fleet no
+ * longer allows the old address for it: pool, exclusions, router, CIDR or supernet changed), the reason
+ * shown with `why`.
+ */
+export function formatLedgerChange(c: LedgerChange, why = false): string {
+  const head = `${c.cluster}.${c.field}`;
+  if (c.from === undefined) return `${head}: + ${c.to}${why ? ' (new: a member the ledger did not hold yet)' : ''}`;
+  if (c.to === undefined) return `${head}: - ${c.from} (quarantined: given to no one until \`migration-mesh reclaim\`)`;
+  const reason = c.field === 'crossClusterAddresses'
+    ? ' (the slice changed: its member count, or the pool, exclusions or router changed)'
+    : ' (moved: the fleet no longer allows the old address for it: its pool, exclusions, router, CIDR or supernet changed)';
+  return `${head}: ${c.from} -> ${c.to}${why ? reason : ''}`;
 }
 
 // ---- quarantine of released addresses (issue #12) ------------------------------------------------

@@ -59,6 +59,9 @@ export const PROBLEM_CODES = {
   'ledger-other-fleet': { stage: 'plan', meaning: 'The ledger belongs to another fleet (a rename needs --renamed-from).' },
   'ledger-renamed': { stage: 'plan', meaning: '--renamed-from given, but the ledger already belongs to this fleet; or --frozen while carrying a renamed ledger over.' },
   'router-takes-planned-address': { stage: 'plan', meaning: 'The shared network router is an address the ledger gives a cluster.' },
+  'ledger-not-an-address': { stage: 'plan', meaning: 'A ledger entry that is not an address (or not a CIDR where a CIDR belongs), e.g. after a hand edit.' },
+  'ledger-wrong-family': { stage: 'plan', meaning: 'A ledger entry of the other address family than its network.' },
+  'ledger-conflict': { stage: 'plan', meaning: 'One address or CIDR held by two owners in the ledger (two clusters on one or overlapping CIDRs after a Git merge, a shared address twice, a VIP equal to a gateway address, a quarantined address still held, a ledger CIDR on another cluster\'s explicit one); both owners are named.' },
   'ledger-would-change': { stage: 'plan', meaning: '--frozen, and the plan would change the ledger (addresses would move or be added).' },
   // ---- delivery: GitOps and Harvester ----
   'gitops-path': { stage: 'deliver', meaning: 'spec.gitops.path is not a relative path inside the repository.' },
