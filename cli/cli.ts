@@ -59,10 +59,31 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       default: throw new Error(`no command function for '${args.cmd}'`);
     }
   } catch (e) {
-    if (e instanceof FleetValidationError) { err(`${e.message}\n`); return 1; }
+    if (e instanceof FleetValidationError || e instanceof FilesFailed) { err(`${e.message}\n`); return 1; }
+    if (e instanceof MigrationMeshError && e.problems.length) { err(`error: ${e.message} [${e.codes.join(', ')}]\n`); return 1; }
     err(`error: ${(e as Error).message}\n`);
     return 1;
   }
+}
+
+/** The error's message, naming the file its problems belong to (once). */
+function inFile(e: MigrationMeshError, file: string): string {
+  if (e.message.startsWith(`${file}:`) || e.message.startsWith(`${file} `)) return e.message;
+  if (e instanceof FleetValidationError) return new FleetValidationError(e.problems, file).message;
+  return `${e.message.includes(file) ? '' : `${file}: `}${e.message}${e.problems.length ? ` [${e.codes.join(', ')}]` : ''}`;
+}
+
+/** `fn()`, its FleetValidationError naming `file` (synth, plan and diff say which file, as validate does). */
+function named<T>(file: string, fn: () => T): T {
+  try { return fn(); } catch (e) {
+    if (e instanceof FleetValidationError && !e.message.startsWith(`${file}:`)) throw new FleetValidationError(e.problems, file);
+    throw e;
+  }
+}
+
+/** Several files refused, each message naming its file. */
+class FilesFailed extends Error {
+  constructor(messages: string[]) { super(messages.join('\n')); }
 }
 
 function need(files: string[]): string[] {
@@ -132,7 +153,17 @@ function validateJson(args: Args, out: Sink): number {
 function synth(args: Args, out: (s: string) => void): number {
   const outRoot = String(args.flags.get('out') ?? process.env.CDK8S_OUTDIR ?? 'dist');
   const frozen = args.flags.get('frozen') === true;
-  const pending = need(args.files).map((f) => {
+  // every file checked, each problem under its own file: one bad file does not hide the others'
+  const failed: string[] = [];
+  const pending = need(args.files).flatMap((f) => {
+    try { return [synthOne(f)]; } catch (e) {
+      if (!(e instanceof MigrationMeshError)) throw e;
+      failed.push(inFile(e, f));
+      return [];
+    }
+  });
+  if (failed.length) throw new FilesFailed(failed);
+  function synthOne(f: string) {
     const doc = readFleetFile(f);
     const ledgerFile = typeof args.flags.get('ledger') === 'string' ? String(args.flags.get('ledger')) : ledgerPathFor(f);
     const progress = createProgress(`synth ${doc.metadata.name}`);
@@ -144,7 +175,7 @@ function synth(args: Args, out: (s: string) => void): number {
     } finally {
       progress.done();
     }
-  });
+  }
   // every fleet validated and synthesized in memory before anything is written
   const names = new Set<string>();
   for (const { r, f } of pending) {
@@ -187,7 +218,7 @@ function plan(args: Args, out: (s: string) => void): number {
   const f = files[0];
   const doc = readFleetFile(f);
   const moves = movesFor(f, doc);
-  const r = synthesizeFleet(doc, { ledger: ledgerFor(args, f), renamedFrom: renamedFrom(args), moves });
+  const r = named(f, () => synthesizeFleet(doc, { ledger: ledgerFor(args, f), renamedFrom: renamedFrom(args), moves }));
   const report = planReport(r.plan, { harvester: harvesterClusters(doc) });
   const svg = args.flags.get('svg');
   // through the writer: temp file and rename, and a path error ends at once (no recursive mkdir loop)
@@ -237,7 +268,7 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
       const progress = createProgress(`synth ${doc.metadata.name}`);
       let r;
       const opts = { ledger, renamedFrom: renamedFrom(args), moves: movesFor(files[0], doc), onCluster: (x: number, t: number) => progress.update(x, t) };
-      try { r = synthesizeFleet(doc, opts); } finally { progress.done(); }
+      try { r = named(files[0], () => synthesizeFleet(doc, opts)); } finally { progress.done(); }
       d = diffTrees({ files: readTree(dir), ledger }, { files: r.files, ledger: r.ledger });
     } else {
       throw new Error(`diff takes OLD NEW or one fleet file, got ${files.length} files`);

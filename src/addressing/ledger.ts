@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import * as YAML from 'yaml';
 import { MigrationMeshError } from '../base/errors';
+import { parseYamlInput } from '../base/yaml-input';
 import { FLEET_API_VERSION } from '../fleet/schema';
 import { Interval, formatInterval, parsePoolItem, subtractIntervals } from '../base/ip';
 
@@ -61,14 +62,7 @@ export function emptyLedger(fleet: string): Ledger {
 }
 
 export function parseLedger(text: string, source = 'ledger'): Ledger {
-  const doc = YAML.parseDocument(text, { prettyErrors: true });
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0];
-    const pos = e.linePos?.[0];
-    const message = `${source}${pos ? `:${pos.line}:${pos.col}` : ''}: ledger is not valid YAML: ${e.message.split('\n')[0]}`;
-    throw new MigrationMeshError(message, [{ code: 'ledger-syntax', path: source, message }]);
-  }
-  const r = ledgerSchema.safeParse(doc.toJS());
+  const r = ledgerSchema.safeParse(parseYamlInput(text, source, 'ledger-syntax', 'ledger', source));
   if (!r.success) {
     const fix = 'restore it from git, or delete it to plan from scratch (addresses may then move)';
     const message = `${source}: ledger is malformed:\n${z.prettifyError(r.error)}`;

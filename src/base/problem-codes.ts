@@ -19,6 +19,12 @@ export const PROBLEM_CODES = {
   'unknown-field': { stage: 'parse', meaning: 'A field the fleet format does not have (often a typo); the API server would prune it.' },
   'unknown-attachment-type': { stage: 'parse', meaning: 'An attachment type other than macvlan, bridge, ipvlan or host-device.' },
   'file-unreadable': { stage: 'parse', meaning: 'The fleet file cannot be read.' },
+  'file-too-large': { stage: 'parse', meaning: 'A fleet, ledger or moves file larger than 4 MiB (refused before it is parsed).' },
+  'file-encoding': { stage: 'parse', meaning: 'An input that is not UTF-8 text (UTF-16 from some editors, binary).' },
+  'file-empty': { stage: 'parse', meaning: 'An input with no YAML document (empty, or only comments).' },
+  'yaml-multi-document': { stage: 'parse', meaning: 'An input with several YAML documents (---); one file holds one fleet, ledger or moves document.' },
+  'yaml-aliases': { stage: 'parse', meaning: 'An input expanding YAML aliases more than 100 times (an alias bomb); refused whole.' },
+  'yaml-too-deep': { stage: 'parse', meaning: 'An input nesting maps and lists more than 64 deep.' },
   'ledger-syntax': { stage: 'parse', meaning: 'The address ledger is not valid YAML.' },
   'ledger-malformed': { stage: 'parse', meaning: 'The address ledger does not have the ledger format.' },
   // ---- addresses and CIDRs ----

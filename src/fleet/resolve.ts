@@ -141,7 +141,7 @@ export function inClusterBreakdown(c: ResolvedCluster, surge: number): string {
 
 // ---------------- structure: the fleet document against its schema ----------------
 
-function zodProblems(err: z.ZodError): FleetProblem[] {
+function zodProblems(err: z.ZodError, input?: unknown): FleetProblem[] {
   return err.issues.map((issue): FleetProblem => {
     const path = pathToString(issue.path) || '(document)';
     if (issue.code === 'unrecognized_keys') {
@@ -153,6 +153,15 @@ function zodProblems(err: z.ZodError): FleetProblem[] {
     }
     if (issue.code === 'invalid_union' && 'note' in issue && issue.note === 'No matching discriminator') {
       return { code: 'unknown-attachment-type', path, message: 'unknown attachment type', fix: 'use one of macvlan, bridge, ipvlan, host-device' };
+    }
+    // YAML reads an unquoted 1.10 as the number 1.1, an unquoted 1 as 1: say so
+    const given = issue.path.reduce<unknown>((o, k) => (isRecord(o) || Array.isArray(o) ? (o as Record<string, unknown>)[k as string] : undefined), input);
+    if (issue.code === 'invalid_type' && issue.expected === 'string' && (typeof given === 'number' || typeof given === 'boolean')) {
+      return {
+        code: 'schema-invalid', path,
+        message: `${issue.message}: YAML read the unquoted ${String(given)} as a ${typeof given} (an unquoted 1.10 even becomes 1.1)`,
+        fix: `quote it: ${issue.path[issue.path.length - 1] as string}: "${String(given)}"`,
+      };
     }
     return { code: 'schema-invalid', path, message: issue.message };
   });
@@ -214,7 +223,7 @@ export interface SalvagedDocument extends Salvaged<FleetDocument> {
 export function salvageFleetDocument(input: unknown): SalvagedDocument {
   const r = fleetDocumentSchema.safeParse(input);
   if (r.success) return { problems: [], value: r.data };
-  const problems = zodProblems(r.error);
+  const problems = zodProblems(r.error, input);
   const rest = withoutMisshapenValues(input, r.error.issues);
   const again = fleetDocumentSchema.safeParse(rest);
   if (again.success) return { problems, value: again.data };
@@ -504,20 +513,22 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
   const kv = { ...spec.kubevirt, ...c.kubevirt };
   const configDelivery = kv.configDelivery ?? DEFAULTS.configDelivery;
   const versionText = kv.version ?? DEFAULT_KUBEVIRT_VERSION;
-  const version = parseKubevirtVersion(versionText)!;
+  // a version the schema refused (`latest`, `""`) was reported there; the checks below read the default
+  const parsed = parseKubevirtVersion(versionText);
+  const version = parsed ?? parseKubevirtVersion(DEFAULT_KUBEVIRT_VERSION)!;
   const versionPath = c.kubevirt?.version !== undefined ? `${cp}.kubevirt.version` : 'spec.kubevirt.version';
-  if (!supportsDecentralizedMigration(version)) {
+  if (parsed && !supportsDecentralizedMigration(version)) {
     p.add('kubevirt-too-old', versionPath, `KubeVirt ${versionText} has no decentralized live migration (it arrived in v1.6.0)`,
       'upgrade the cluster to KubeVirt 1.6 or later, or leave it out of the fleet');
   }
   const hasProxyApi = hasCrossClusterProxyApi(version);
-  if (datapath === 'native' && !hasProxyApi) {
+  if (parsed && datapath === 'native' && !hasProxyApi) {
     p.add('native-needs-pr17922', c.datapath ? `${cp}.datapath` : 'spec.datapath',
       `native datapath needs migrations.decentralizedLiveMigrationDatapath, migrations.crossClusterNetwork and spec.synchronizationPlacement, which KubeVirt ${versionText} (cluster ${c.name}) does not have: they exist only in the open kubevirt/kubevirt PR #17922, and the API server prunes unknown fields`,
       `use datapath: gateway (works with every released KubeVirt), or declare a build that carries the PR as kubevirt.version: "${version.major}.${version.minor}.${version.patch}+pr17922"`);
   }
   for (const field of Object.keys(MIGRATION_FIELD_SINCE)) {
-    if ((spec.migrationPolicy as Record<string, unknown> | undefined)?.[field] !== undefined && !fieldSupported(version, field)) {
+    if (parsed && (spec.migrationPolicy as Record<string, unknown> | undefined)?.[field] !== undefined && !fieldSupported(version, field)) {
       const [ma, mi] = MIGRATION_FIELD_SINCE[field];
       p.add('migration-field-unsupported', `spec.migrationPolicy.${field}`,
         `KubeVirt ${versionText} (cluster ${c.name}) has no migrations.${field} (added in v${ma}.${mi}); the API server would prune it`, `remove it, or upgrade the cluster to ${ma}.${mi}`);
