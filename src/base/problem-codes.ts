@@ -40,6 +40,8 @@ export const PROBLEM_CODES = {
   'prefix-too-short': { stage: 'validate', meaning: 'A per-cluster prefix length shorter than the supernet it is carved from.' },
   'router-outside-subnet': { stage: 'validate', meaning: 'The shared network router is outside every subnet of the pool.' },
   'pool-spans-subnets': { stage: 'validate', meaning: 'The pool spans several subnets and no routes connect them.' },
+  'network-not-dialable': { stage: 'validate', meaning: 'A pool, supernet or migration CIDR in a range the gateway refuses to dial (its own list in proxy/src/config.ts: link-local, loopback, multicast, "this network", ...).' },
+  'gateway-port-conflict': { stage: 'validate', meaning: 'spec.gateway.tunnelPort equal to a port the gateway pod already listens on (intercept 15001, admin 15090).' },
   'mtu-too-small': { stage: 'validate', meaning: 'An MTU below the IPv6 minimum of 1280 on an IPv6 network.' },
   // ---- gateway tunnel ----
   'splice-without-kubevirt-tls': { stage: 'validate', meaning: "spec.gateway.payload: splice while migrationPolicy.disableTLS is true: VM memory would cross the shared network in clear." },
@@ -74,6 +76,7 @@ export const PROBLEM_CODES = {
   'gitops-repo-missing': { stage: 'deliver', meaning: 'Argo CD delivery without spec.gitops.repoURL.' },
   'gitops-unknown-cluster': { stage: 'deliver', meaning: 'A GitOps entry names a cluster the fleet does not have.' },
   'gitops-server-missing': { stage: 'deliver', meaning: 'Argo CD clusterServers lists no API server for some clusters.' },
+  'gitops-name-too-long': { stage: 'deliver', meaning: 'An Argo CD Application or Flux Kustomization name over 63 characters (it becomes a label value on every applied object).' },
   'gitops-conflict': { stage: 'deliver', meaning: 'Two GitOps settings that exclude each other (Flux inCluster with kubeconfig Secrets).' },
   'harvester-needs-direct': { stage: 'deliver', meaning: 'A Harvester cluster in a datapath other than direct.' },
   'harvester-vlan': { stage: 'deliver', meaning: 'A VLAN Harvester\'s webhook refuses (outside 0-4094, or 0/1 on mgmt).' },

@@ -13,6 +13,7 @@ import {
   overlaps, parseAddr, parseCidr, parsePoolItem, subtractIntervals, usableHosts,
 } from '../base/ip';
 import { DEFAULT_TUNNEL_PORT } from '../base/names';
+import { DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT, FORBIDDEN_CIDRS } from '../gateway/runtime-config';
 import {
   DEFAULT_KUBEVIRT_VERSION, KubevirtVersion, fieldSupported, hasCrossClusterProxyApi, parseKubevirtVersion,
   supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
@@ -264,6 +265,21 @@ function parseCidrField(p: ProblemCollector, path: string, text: string): Cidr |
   return undefined;
 }
 
+/** The ranges the gateway runtime refuses to dial, whatever its config says (proxy/src/config.ts). */
+const FORBIDDEN = FORBIDDEN_CIDRS.map((text) => ({ text, r: parseCidr(text) })).flatMap(({ text, r }) => (r.ok ? [{ text, cidr: r.cidr }] : []));
+
+/**
+ * A network the gateways would carry traffic to, in a range the gateway refuses to dial (link-local,
+ * loopback, multicast, "this network", NAT64, cloud metadata, ...): valid here, refused at runtime.
+ */
+function checkDialable(p: ProblemCollector, path: string, iv: Interval, what: string): void {
+  const hit = FORBIDDEN.find((f) => overlaps(f.cidr, iv));
+  if (!hit) return;
+  p.add('network-not-dialable', path,
+    `${formatInterval(iv)} overlaps ${hit.text}, a range the gateway refuses to dial (link-local, loopback, multicast, "this network", translated or metadata ranges), so ${what} would validate and then fail at runtime`,
+    'use ordinary unicast space: RFC 1918 (10/8, 172.16/12, 192.168/16) for IPv4, a ULA (fd00::/8) or global prefix for IPv6');
+}
+
 /** A pool item, exclusion or other a-b range; `fix` is the advice when there is no suggested spelling. */
 function parseRangeField(p: ProblemCollector, path: string, text: string, fix: string): Interval | undefined {
   const r = parsePoolItem(text);
@@ -333,6 +349,7 @@ function parsePool(p: ProblemCollector, items: readonly string[]): Interval[] {
   items.forEach((item, i) => {
     const path = `${SHARED}.pool[${i}]`;
     const interval = parseRangeField(p, path, item, 'write a CIDR (10.0.0.0/28), a range (10.0.0.10-10.0.0.29) or an address');
+    if (interval) checkDialable(p, path, interval, 'gateways and handlers on the shared network');
     if (interval) parsed.push({ interval, path });
   });
   if (new Set(parsed.map((x) => x.interval.family)).size > 1) p.add('family-mismatch', `${SHARED}.pool`, 'mixes IPv4 and IPv6 entries', 'give one address family per cross-cluster network');
@@ -415,6 +432,7 @@ interface MigrationTemplate {
 
 function resolveMigrationTemplate(p: ProblemCollector, mn: FleetSpec['migrationNetwork'], shared: SharedNetwork): MigrationTemplate {
   const supernet = mn?.supernet !== undefined ? parseCidrField(p, 'spec.migrationNetwork.supernet', mn.supernet) : undefined;
+  if (supernet) checkDialable(p, 'spec.migrationNetwork.supernet', supernet, 'the in-cluster migration networks carved from it');
   const family: Family = supernet?.family ?? shared.family;
   const clusterPrefixLength = mn?.clusterPrefixLength ?? DEFAULTS.clusterPrefixLength[family];
   if (supernet && clusterPrefixLength < supernet.prefix) {
@@ -484,6 +502,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
   let migrationCidr: Cidr | undefined;
   if (c.migrationNetwork?.cidr !== undefined) {
     migrationCidr = parseCidrField(p, `${cp}.migrationNetwork.cidr`, c.migrationNetwork.cidr);
+    if (migrationCidr) checkDialable(p, `${cp}.migrationNetwork.cidr`, migrationCidr, `cluster ${c.name}'s in-cluster migration network`);
   } else if (spec.migrationNetwork?.supernet === undefined && datapath !== 'direct') {
     p.add('migration-network-missing', `${cp}.migrationNetwork.cidr`, `cluster ${c.name} has no in-cluster migration CIDR and the fleet has no supernet to carve one from`,
       `give ${cp}.migrationNetwork.cidr or spec.migrationNetwork.supernet`);
@@ -672,6 +691,12 @@ export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
   const cc = spec.crossClusterNetwork;
   const gw = spec.gateway ?? {};
   const tls = resolveGatewayTls(doc);
+  // the runtime listens on fixed ports besides the tunnel: one port twice is a pod that cannot start
+  const fixedPorts: Record<number, string> = { [DEFAULT_INTERCEPT_PORT]: 'the intercept listener', [DEFAULT_ADMIN_PORT]: 'the admin listener (/healthz, /readyz, /metrics)' };
+  if (gw.tunnelPort !== undefined && fixedPorts[gw.tunnelPort]) {
+    p.add('gateway-port-conflict', 'spec.gateway.tunnelPort', `${gw.tunnelPort} is the port of ${fixedPorts[gw.tunnelPort]} in the gateway pod; two listeners cannot share it`,
+      `choose another port (the default is ${DEFAULT_TUNNEL_PORT}; ${DEFAULT_INTERCEPT_PORT} and ${DEFAULT_ADMIN_PORT} are taken)`);
+  }
   const payload = resolvePayload(p, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
   return {
     problems: p.problems,
