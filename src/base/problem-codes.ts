@@ -70,6 +70,8 @@ export const PROBLEM_CODES = {
   'ledger-not-an-address': { stage: 'plan', meaning: 'A ledger entry that is not an address (or not a CIDR where a CIDR belongs), e.g. after a hand edit.' },
   'ledger-wrong-family': { stage: 'plan', meaning: 'A ledger entry of the other address family than its network.' },
   'ledger-conflict': { stage: 'plan', meaning: 'One address or CIDR held by two owners in the ledger (two clusters on one or overlapping CIDRs after a Git merge, a shared address twice, a VIP equal to a gateway address, a quarantined address still held, a ledger CIDR on another cluster\'s explicit one); both owners are named.' },
+  'reclaim/no-ledger': { stage: 'plan', meaning: '`reclaim` without a ledger beside the fleet file (or at --ledger).' },
+  'reclaim/no-match': { stage: 'plan', meaning: '`reclaim --cluster/--address` names nothing the ledger quarantines (`--all` with nothing quarantined succeeds).' },
   'ledger-would-change': { stage: 'plan', meaning: '--frozen, and the plan would change the ledger (addresses would move or be added).' },
   // ---- delivery: GitOps and Harvester ----
   'gitops-path': { stage: 'deliver', meaning: 'spec.gitops.path is not a relative path inside the repository.' },
@@ -105,6 +107,8 @@ export const PROBLEM_CODES = {
   'forklift/same-cluster': { stage: 'moves', meaning: 'A move from a cluster to itself.' },
   'forklift/moved-twice': { stage: 'moves', meaning: 'One VM moved twice in one batch.' },
   'forklift/target-collision': { stage: 'moves', meaning: 'Two VMs would land under one name on one cluster in one batch.' },
+  'forklift/swap': { stage: 'moves', meaning: 'Two moves of one batch swap same-named VMs between two clusters (each lands where the other still runs).' },
+  'forklift/started-twice': { stage: 'moves', meaning: 'One VM moved by two started batches (two migrations of one VM at once, or a move from where another batch is only bringing it).' },
   'forklift/start-mismatch': { stage: 'moves', meaning: 'Moves of one Plan disagree on when to start.' },
   'forklift/hub-provider': { stage: 'moves', meaning: 'A provider entry for the hub cluster (Forklift reaches it through its host provider).' },
   'forklift/no-provider': { stage: 'moves', meaning: 'A cluster that moves use has no provider.' },
