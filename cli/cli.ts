@@ -60,7 +60,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
     }
   } catch (e) {
     if (e instanceof FleetValidationError || e instanceof FilesFailed) { err(`${e.message}\n`); return 1; }
-    if (e instanceof MigrationMeshError && e.problems.length) { err(`error: ${e.message} [${e.codes.join(', ')}]\n`); return 1; }
+    if (e instanceof MigrationMeshError) { err(`error: ${withCodes(e)}\n`); return 1; }
     err(`error: ${(e as Error).message}\n`);
     return 1;
   }
@@ -70,7 +70,13 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
 function inFile(e: MigrationMeshError, file: string): string {
   if (e.message.startsWith(`${file}:`) || e.message.startsWith(`${file} `)) return e.message;
   if (e instanceof FleetValidationError) return new FleetValidationError(e.problems, file).message;
-  return `${e.message.includes(file) ? '' : `${file}: `}${e.message}${e.problems.length ? ` [${e.codes.join(', ')}]` : ''}`;
+  return `${e.message.includes(file) ? '' : `${file}: `}${withCodes(e)}`;
+}
+
+/** The message, with the codes of its problems unless it shows them already. */
+function withCodes(e: MigrationMeshError): string {
+  const missing = [...new Set(e.codes)].filter((c) => !e.message.includes(`[${c}]`));
+  return `${e.message}${missing.length ? ` [${missing.join(', ')}]` : ''}`;
 }
 
 /** `fn()`, its FleetValidationError naming `file` (synth, plan and diff say which file, as validate does). */
