@@ -250,6 +250,32 @@ describe('refusals: one per check, with a stable code, a path and a fix', () => 
     expect(refusal(laterBatch)).toEqual([]);
   });
 
+  test('moves Forklift/KubeVirt would fail (issue #23): a swap of same-named VMs in one batch; one VM in two started batches', () => {
+    const swap = fleet({}, [
+      { vm: 'db1', namespace: 'vms', from: 'b', to: 'a', batch: 'w1' },
+      { vm: 'db1', namespace: 'vms', from: 'a', to: 'b', batch: 'w1' },
+    ]);
+    expect(refusal(swap).map((x) => [x.code, x.path])).toEqual([['forklift/swap', 'spec.forklift.moves[1]']]);
+    const bothStarted = fleet({}, [
+      { vm: 'db1', namespace: 'vms', from: 'b', to: 'a', batch: 'w1', start: true },
+      { vm: 'db1', namespace: 'vms', from: 'b', to: 'c', batch: 'w2', start: true },
+    ]);
+    const [p] = refusal(bothStarted);
+    expect([p.code, p.path]).toEqual(['forklift/started-twice', 'spec.forklift.moves[1]']);
+    expect(p.message).toMatch(/two migrations of one VM would run at once/);
+    const chained = fleet({}, [
+      { vm: 'db1', namespace: 'vms', from: 'b', to: 'a', batch: 'w1', start: true },
+      { vm: 'db1', namespace: 'vms', from: 'a', to: 'c', batch: 'w2', start: true },
+    ]);
+    expect(codes(chained)).toEqual(['forklift/started-twice']);
+    // started one after the other (the second not started yet) is the way to do it
+    const staged = fleet({}, [
+      { vm: 'db1', namespace: 'vms', from: 'b', to: 'a', batch: 'w1', start: true },
+      { vm: 'db1', namespace: 'vms', from: 'a', to: 'c', batch: 'w2' },
+    ]);
+    expect(refusal(staged)).toEqual([]);
+  });
+
   test('names within limits: VM, namespaces and batches are DNS-1123 labels; generated names stay at 63', () => {
     const long = fleet({}, [{ vm: 'x'.repeat(64), namespace: 'vms', from: 'b', to: 'a', batch: 'w1' }]);
     expect(refusal(long).map((x) => x.path)).toEqual(['spec.forklift.moves[0].vm']);

@@ -11,6 +11,38 @@ import { trustConfigSchema } from './trust/config';
 export const PROXY_CONFIG_VERSION = 1 as const;
 
 /** Default tunnel port on the cross-cluster network. */
+/**
+ * Refused whatever `localCidrs` says. Starting point: the IANA IPv4 and IPv6 Special-Purpose Address
+ * Registries (RFC 6890 and updates), keeping the ranges that are not ordinary unicast hosts or that
+ * translate to, or tunnel towards, some other place; plus cloud metadata endpoints.
+ */
+export const FORBIDDEN_CIDRS: readonly string[] = [
+  '0.0.0.0/8', // "this network", unspecified (RFC 791)
+  '127.0.0.0/8', // loopback (RFC 1122)
+  '169.254.0.0/16', // link-local (RFC 3927): 169.254.169.254 cloud metadata, 169.254.170.2 ECS
+  '192.0.0.0/24', // IETF protocol assignments (RFC 6890): DS-Lite 192.0.0.0/29, NAT64 discovery 192.0.0.170/171
+  '192.52.193.0/24', // AMT relays (RFC 7450): tunnels elsewhere
+  '192.88.99.0/24', // 6to4 relay anycast (RFC 3068, deprecated): translates elsewhere
+  '224.0.0.0/4', // multicast
+  '240.0.0.0/4', // reserved (RFC 1112), includes 255.255.255.255 limited broadcast
+  '100.100.100.200/32', // Alibaba Cloud metadata
+  '168.63.129.16/32', // Azure host services (wireserver)
+  '::/96', // IPv4-compatible IPv6 (RFC 4291, deprecated) incl. :: and ::1
+  '::ffff:0:0:0/96', // IPv4-translated (RFC 2765 SIIT)
+  '64:ff9b::/96', // NAT64 well-known prefix (RFC 6052): translates to IPv4
+  '64:ff9b:1::/48', // local-use NAT64 (RFC 8215)
+  '100::/64', // discard-only (RFC 6666)
+  '2001::/32', // Teredo (RFC 4380): tunnels to IPv4
+  '2001:20::/28', // ORCHIDv2 (RFC 7343): identifiers, not locators
+  '2002::/16', // 6to4 (RFC 3056): tunnels to IPv4
+  '5f00::/16', // SRv6 SIDs (RFC 9602): segments, forwarded elsewhere
+  'fe80::/10', // link-local
+  'fec0::/10', // site-local (RFC 3879, deprecated)
+  'ff00::/8', // multicast
+  'fd00:ec2::/32', // AWS services: metadata fd00:ec2::254, DNS ::253, time ::123
+  'fd20:ce::254/128', // Google Cloud metadata (IPv6)
+];
+
 export const DEFAULT_TUNNEL_PORT = 15443;
 /** Default port the intercept listener binds inside the pod (iptables REDIRECT target). */
 export const DEFAULT_INTERCEPT_PORT = 15001;

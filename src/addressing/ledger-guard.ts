@@ -4,7 +4,7 @@
  * onto the router of the shared network. Pure, no cdk8s import.
  */
 import { FleetProblem } from '../base/errors';
-import { Family, Interval, parseAddr } from '../base/ip';
+import { Family, Interval, formatInterval, parseAddr, parseCidr, parsePoolItem } from '../base/ip';
 import { Ledger, addressesOf, intervalOf } from './ledger';
 
 /**
@@ -94,4 +94,127 @@ export function quarantinedIn(q: Quarantine, cidr: Interval): bigint[] {
     .map(([, v]) => BigInt(v))
     .filter((v) => cidr.start <= v && v <= cidr.end)
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+// ---- the ledger itself: what a Git merge or a hand edit can break (issue #23) --------------------
+
+/** One address the ledger holds, parsed, with its owner. */
+interface Held {
+  readonly owner: string;
+  readonly text: string;
+  readonly iv: Interval;
+  readonly kind: 'cidr' | 'in' | 'cross';
+  readonly cluster: string;
+}
+
+const ownerOf = (cluster: string, field: string): string => `clusters.${cluster}.${field}`;
+
+const LEDGER_FIX_SHARED = 'a Git merge of two branches that each planned addresses, or a hand edit, gave one address to two owners: '
+  + 'delete the entry of the one that should move from the ledger (or take the ledger from one side of the merge, `git checkout --ours`/`--theirs`), '
+  + 'then run synth without --frozen: it plans that member anew on a free address, and commit the ledger with the output';
+
+/** What the fleet says about the families the ledger must hold. */
+export interface LedgerFamilies {
+  /** The shared network's family. */
+  readonly crossCluster?: Family;
+  /** Each cluster's in-cluster family (explicit CIDR, else the supernet's). */
+  readonly inCluster?: ReadonlyMap<string, Family>;
+  /** Explicit in-cluster CIDRs of the fleet, by cluster (a ledger CIDR of another cluster on them conflicts). */
+  readonly explicitCidrs?: ReadonlyMap<string, Interval>;
+}
+
+/**
+ * Every inconsistency of the ledger itself, each with both owners and the fix: an entry that is not an
+ * address (or not a CIDR), of the wrong family, or held twice (two clusters on one or overlapping CIDRs,
+ * one shared-network address given to two members, a VIP equal to a gateway address, a quarantined address
+ * still held). The planner refuses such a ledger instead of moving addresses until it is consistent.
+ */
+export function ledgerProblems(ledger: Ledger, fam: LedgerFamilies = {}): FleetProblem[] {
+  const out: FleetProblem[] = [];
+  /** `form`: what the field must be (a CIDR, one address, or an address, range or CIDR). */
+  const add = (cluster: string, field: string, text: unknown, kind: Held['kind'], form: 'cidr' | 'single' | 'item', released = false): Held | undefined => {
+    const owner = released ? `released[${field}]` : ownerOf(cluster, field);
+    const path = `(ledger) ${owner}`;
+    const s = typeof text === 'string' ? text : String(text);
+    const r = form === 'cidr' ? parseCidr(s) : undefined;
+    const p = form === 'cidr' ? undefined : parsePoolItem(s);
+    const iv = r?.ok ? r.cidr : p?.ok && (form !== 'single' || p.form === 'single') ? p.interval : undefined;
+    if (!iv) {
+      const want = form === 'cidr' ? 'a CIDR (network address/prefix, no host bits)' : form === 'single' ? 'one IP address' : 'an address, an a-b range or a CIDR';
+      out.push({
+        code: 'ledger-not-an-address', path,
+        message: `the ledger gives ${owner} '${s}', which is not ${want}${r && !r.ok && r.suggestion ? ` (host bits set: ${r.suggestion})` : ''}`,
+        fix: `restore the ledger from Git (\`git checkout -- <ledger>\`), or delete ${owner} so synth plans it anew (that member's address then changes)`,
+      });
+      return undefined;
+    }
+    const want = kind === 'cross' ? fam.crossCluster : fam.inCluster?.get(cluster);
+    if (!released && want !== undefined && iv.family !== want) {
+      out.push({
+        code: 'ledger-wrong-family', path,
+        message: `the ledger gives ${owner} the IPv${iv.family} '${s}', but ${kind === 'cross' ? 'the shared network' : `cluster ${cluster}'s migration network`} is IPv${want}`,
+        fix: `delete ${owner} from the ledger so synth plans it anew in IPv${want} (that member's address then changes), or restore the ledger from Git`,
+      });
+      return undefined;
+    }
+    return { owner, text: s, iv, kind, cluster };
+  };
+  const cur: Held[] = [];
+  const keep = (h: Held | undefined) => { if (h) cur.push(h); };
+  for (const [name, c] of Object.entries(ledger.clusters)) {
+    if (c.migrationCidr !== undefined) keep(add(name, 'migrationCidr', c.migrationCidr, 'cidr', 'cidr'));
+    (c.gateways ?? []).forEach((g, i) => {
+      keep(add(name, `gateways[${i}].inCluster`, g.inCluster, 'in', 'single'));
+      keep(add(name, `gateways[${i}].crossCluster`, g.crossCluster, 'cross', 'single'));
+    });
+    if (c.gatewayVip !== undefined) keep(add(name, 'gatewayVip', c.gatewayVip, 'in', 'single'));
+    (c.crossClusterAddresses ?? []).forEach((a, i) => keep(add(name, `crossClusterAddresses[${i}]`, a, 'cross', 'item')));
+  }
+  const rel: Held[] = [];
+  (ledger.released ?? []).forEach((r, i) => {
+    const kind: Held['kind'] = r.field === 'migrationCidr' ? 'cidr' : /crossCluster/.test(r.field) ? 'cross' : 'in';
+    const h = add(r.cluster, String(i), r.address, kind, 'item', true);
+    if (h) rel.push(h);
+  });
+  const overlap = (a: Interval, b: Interval) => a.family === b.family && a.start <= b.end && b.start <= a.end;
+  const clash = (a: Held, b: Held, what: string, fix = LEDGER_FIX_SHARED): void => {
+    out.push({
+      code: 'ledger-conflict', path: `(ledger) ${b.owner}`,
+      message: `${b.owner} (${b.text}) and ${a.owner} (${a.text}) ${what}`,
+      fix,
+    });
+  };
+  for (let i = 0; i < cur.length; i++) {
+    for (let j = i + 1; j < cur.length; j++) {
+      const a = cur[i];
+      const b = cur[j];
+      if (a.kind !== b.kind || !overlap(a.iv, b.iv)) continue;
+      if (a.kind === 'cidr') clash(a, b, 'overlap: two clusters would route one migration network');
+      else if (a.kind === 'cross') clash(a, b, 'hold the same shared-network address');
+      else if (a.cluster === b.cluster) clash(a, b, 'are the same in-cluster address');
+    }
+  }
+  for (const [name, iv] of fam.explicitCidrs ?? []) {
+    for (const h of cur) {
+      if (h.kind === 'cidr' && h.cluster !== name && overlap(h.iv, iv)) {
+        out.push({
+          code: 'ledger-conflict', path: `(ledger) ${h.owner}`,
+          message: `${h.owner} (${h.text}) overlaps cluster ${name}'s migrationNetwork.cidr ${formatInterval(iv)} in the fleet`,
+          fix: `delete ${h.owner} from the ledger so synth carves cluster ${h.cluster} a free CIDR (its handlers then move), or give cluster ${name} another CIDR`,
+        });
+      }
+    }
+  }
+  for (const r of rel) {
+    for (const h of cur) {
+      if (h.kind !== r.kind || !overlap(h.iv, r.iv)) continue;
+      const src = ledger.released![Number(r.owner.slice('released['.length, -1))];
+      out.push({
+        code: 'ledger-conflict', path: `(ledger) ${h.owner}`,
+        message: `${h.owner} (${h.text}) is quarantined too: ${r.owner} (${r.text}) was released by cluster ${src.cluster} (${src.field}), which may still hold it`,
+        fix: `if cluster ${src.cluster}'s old gateways are gone, \`migration-mesh reclaim FLEET --address ${r.text}\`; otherwise delete ${h.owner} from the ledger so synth plans it anew`,
+      });
+    }
+  }
+  return out;
 }

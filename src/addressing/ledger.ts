@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import * as YAML from 'yaml';
 import { MigrationMeshError } from '../base/errors';
+import { parseYamlInput } from '../base/yaml-input';
 import { FLEET_API_VERSION } from '../fleet/schema';
 import { Interval, formatInterval, parsePoolItem, subtractIntervals } from '../base/ip';
 
@@ -61,14 +62,7 @@ export function emptyLedger(fleet: string): Ledger {
 }
 
 export function parseLedger(text: string, source = 'ledger'): Ledger {
-  const doc = YAML.parseDocument(text, { prettyErrors: true });
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0];
-    const pos = e.linePos?.[0];
-    const message = `${source}${pos ? `:${pos.line}:${pos.col}` : ''}: ledger is not valid YAML: ${e.message.split('\n')[0]}`;
-    throw new MigrationMeshError(message, [{ code: 'ledger-syntax', path: source, message }]);
-  }
-  const r = ledgerSchema.safeParse(doc.toJS());
+  const r = ledgerSchema.safeParse(parseYamlInput(text, source, 'ledger-syntax', 'ledger', source));
   if (!r.success) {
     const fix = 'restore it from git, or delete it to plan from scratch (addresses may then move)';
     const message = `${source}: ledger is malformed:\n${z.prettifyError(r.error)}`;
@@ -126,10 +120,20 @@ export function diffLedgers(before: Ledger, after: Ledger): LedgerChange[] {
   return out;
 }
 
-export function formatLedgerChange(c: LedgerChange): string {
-  if (c.from === undefined) return `${c.cluster}.${c.field}: + ${c.to}`;
-  if (c.to === undefined) return `${c.cluster}.${c.field}: - ${c.from} (freed)`;
-  return `${c.cluster}.${c.field}: ${c.from} -> ${c.to}`;
+/**
+ * One change, with why it happens: a new entry (a member the ledger did not hold), a released one
+ * (quarantined: given to no one until `migration-mesh reclaim`, never "freed"), or a move (the fleet no
+ * longer allows the old address for it: pool, exclusions, router, CIDR or supernet changed), the reason
+ * shown with `why`.
+ */
+export function formatLedgerChange(c: LedgerChange, why = false): string {
+  const head = `${c.cluster}.${c.field}`;
+  if (c.from === undefined) return `${head}: + ${c.to}${why ? ' (new: a member the ledger did not hold yet)' : ''}`;
+  if (c.to === undefined) return `${head}: - ${c.from} (quarantined: given to no one until \`migration-mesh reclaim\`)`;
+  const reason = c.field === 'crossClusterAddresses'
+    ? ' (the slice changed: its member count, or the pool, exclusions or router changed)'
+    : ' (moved: the fleet no longer allows the old address for it: its pool, exclusions, router, CIDR or supernet changed)';
+  return `${head}: ${c.from} -> ${c.to}${why ? reason : ''}`;
 }
 
 // ---- quarantine of released addresses (issue #12) ------------------------------------------------

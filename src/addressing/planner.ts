@@ -12,7 +12,7 @@ import {
   subtractIntervals, usableHosts,
 } from '../base/ip';
 import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange, nextQuarantine } from './ledger';
-import { Quarantine, ledgerForFleet, quarantineOf, quarantinedIn, routerProblems } from './ledger-guard';
+import { Quarantine, ledgerForFleet, LedgerFamilies, ledgerProblems, quarantineOf, quarantinedIn, routerProblems } from './ledger-guard';
 import { plannablePart } from '../fleet/salvage';
 import {
   reindexProblems, salvageFleet, salvageFleetDocument, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt,
@@ -462,10 +462,24 @@ function capacityReport(fleet: ResolvedFleet): CapacityReport {
 
 // ---------------- the phases together ----------------
 
+/** The families (and explicit CIDRs) the fleet expects of its ledger. */
+function ledgerFamilies(fleet: ResolvedFleet): LedgerFamilies {
+  const inCluster = new Map<string, Family>();
+  const explicitCidrs = new Map<string, Interval>();
+  for (const c of fleet.clusters) {
+    if (c.migrationCidr) { inCluster.set(c.name, c.migrationCidr.family); explicitCidrs.set(c.name, c.migrationCidr); }
+    else if (fleet.supernet) inCluster.set(c.name, fleet.supernet.family);
+  }
+  return { crossCluster: fleet.crossCluster.family, inCluster, explicitCidrs };
+}
+
 /** Plan a fleet, as a value: the plan, the next ledger and the changes, or every problem. */
 function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult> {
   const p = new ProblemCollector();
   const prev = previous && previous.fleet === fleet.name ? previous : emptyLedger(fleet.name);
+  // a ledger that holds one address twice, a non-address or the wrong family is refused, never repaired
+  const inconsistent = ledgerProblems(prev, ledgerFamilies(fleet));
+  if (inconsistent.length) return { ok: false, problems: inconsistent };
   // released addresses stay quarantined until reclaimed; a router never takes a planned address
   const quarantine = quarantineOf(prev);
   p.addAll(routerProblems(fleet.crossCluster.gateway, fleet.crossCluster.family, prev));
@@ -589,7 +603,7 @@ export function salvageFleetInput(fleet: FleetInput, opts: PlanOptions = {}): Sa
   if (opts.frozen && !opts.ledger) {
     p.add('ledger-missing', '(ledger)', 'frozen, but there is no ledger', 'run synth without --frozen once and commit the ledger it writes');
   } else if (opts.frozen && result.changes.length > 0) {
-    p.add('ledger-would-change', '(ledger)', `frozen: the plan would change the ledger:\n      ${result.changes.map(formatLedgerChange).join('\n      ')}`,
+    p.add('ledger-would-change', '(ledger)', `frozen: the plan would change the ledger:\n      ${result.changes.map((c) => formatLedgerChange(c, true)).join('\n      ')}`,
       'run synth without --frozen and commit the updated ledger');
   }
   return { problems: p.problems, value: { ...result, document: doc.value } };

@@ -41,7 +41,14 @@ export class MigrationMeshError extends Error {
 /** The fleet (or its ledger) cannot be planned: every problem, nothing synthesized or written. */
 export class FleetValidationError extends MigrationMeshError {
   constructor(problems: readonly FleetProblem[], source?: string) {
-    const head = `${source ? `${source}: ` : ''}fleet is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}); nothing was written`;
+    const n = `${problems.length} problem${problems.length === 1 ? '' : 's'}`;
+    // a frozen ledger that would change is not an invalid fleet: say what it is
+    const what = problems.length > 0 && problems.every((p) => p.code === 'ledger-would-change' || p.code === 'ledger-missing')
+      ? `--frozen: the ledger would change (${n})`
+      : problems.length > 0 && problems.every((p) => p.code.startsWith('ledger-'))
+        ? `the address ledger cannot be used (${n})`
+        : `fleet is invalid (${n})`;
+    const head = `${source ? `${source}: ` : ''}${what}; nothing was written`;
     super(`${head}\n${problems.map((p) => `  - ${formatProblem(p)}`).join('\n')}`, problems);
     this.name = 'FleetValidationError';
   }

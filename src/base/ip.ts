@@ -30,6 +30,8 @@ export const bits = (f: Family): number => (f === 4 ? 32 : 128);
 /** Parse an address; undefined when it is not an IPv4 or IPv6 literal. */
 export function parseAddr(text: string): Addr | undefined {
   const s = text.trim();
+  // a zone id (fe80::1%eth0) means nothing off its host: refused, never dropped silently
+  if (s.includes('%')) return undefined;
   if (ipaddr.IPv4.isValidFourPartDecimal(s)) {
     const b = ipaddr.IPv4.parse(s).toByteArray();
     return { family: 4, value: bytesToBig(b) };

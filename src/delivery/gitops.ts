@@ -111,6 +111,23 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
       inCluster: f.inCluster ?? false,
     };
   }
+  // Argo CD's label tracking puts the Application name in a label value, Flux labels every applied
+  // object with its Kustomization name: either over 63 characters is refused by the API server
+  const tooLong = (kind: string, name: string, cluster: string, why: string): void => {
+    if (name.length <= 63) return;
+    problems.push({
+      code: 'gitops-name-too-long', path: `spec.clusters[${names.indexOf(cluster)}].name`,
+      message: `the ${kind} '${name}' has ${name.length} characters; ${why}, and a label value is at most 63`,
+      fix: `shorten metadata.name '${doc.metadata.name}' or cluster name '${cluster}' by ${name.length - 63} characters`,
+    });
+  };
+  for (const c of names) {
+    if (argocd) tooLong('Argo CD Application', `${doc.metadata.name}-${c}`, c, 'Argo CD label tracking writes it into app.kubernetes.io/instance');
+    if (flux) {
+      const longest = STAGES.reduce((a, st) => (st.name.length > a.length ? st.name : a), '');
+      tooLong('Flux Kustomization', fluxKustomizationName(doc.metadata.name, c, longest as StageName), c, 'Flux labels every object it applies with kustomize.toolkit.fluxcd.io/name');
+    }
+  }
   return { gitops: { fleet: doc.metadata.name, targetRevision: g.targetRevision ?? GITOPS_DEFAULTS.targetRevision, path, argocd, flux }, problems };
 }
 

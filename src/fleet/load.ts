@@ -3,8 +3,8 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import * as YAML from 'yaml';
 import { FleetValidationError, MigrationMeshError } from '../base/errors';
+import { MAX_INPUT_BYTES, decodeInput, parseYamlInput } from '../base/yaml-input';
 import { FleetDocument } from './schema';
 import { Ledger, parseLedger } from '../addressing/ledger';
 import { parseFleetDocument, salvageFleetDocument } from './resolve';
@@ -14,30 +14,27 @@ export function parseFleetText(text: string, source = 'fleet'): FleetDocument {
   return parseFleetDocument(parseYaml(text, source), source);
 }
 
-/** YAML/JSON text to data, without the schema; syntax errors name line and column. */
+/** YAML/JSON text to data, without the schema; every refusal has a code (src/base/yaml-input.ts). */
 function parseYaml(text: string, source: string): unknown {
-  const doc = YAML.parseDocument(text, { prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    throw new FleetValidationError(doc.errors.map((e) => {
-      const pos = e.linePos?.[0];
-      return {
-        code: 'yaml-syntax' as const,
-        path: pos ? `line ${pos.line}, column ${pos.col}` : '(document)',
-        message: `not valid YAML: ${e.message.split('\n')[0]}`,
-        fix: 'correct the syntax at that position (indentation, a missing ":" or quote)',
-      };
-    }), source);
+  return parseYamlInput(text, source, 'yaml-syntax', 'fleet file');
+}
+
+/** A file's text: refused with a code when unreadable, too large (checked before reading) or not UTF-8. */
+export function readInputText(file: string, what = 'fleet file'): string {
+  try {
+    const size = fs.statSync(file).size;
+    const at = what === 'fleet file' ? undefined : file;
+    if (size > MAX_INPUT_BYTES) return decodeInput(new Uint8Array(size), file, at);
+    return decodeInput(fs.readFileSync(file), file, at);
+  } catch (e) {
+    if (e instanceof MigrationMeshError) throw e;
+    const message = `cannot read ${what} ${file}: ${(e as Error).message}`;
+    throw new MigrationMeshError(message, [{ code: 'file-unreadable', path: file, message, fix: 'check the path and its permissions' }]);
   }
-  return doc.toJS();
 }
 
 function readText(file: string): string {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    const message = `cannot read fleet file ${file}: ${(e as Error).message}`;
-    throw new MigrationMeshError(message, [{ code: 'file-unreadable', path: file, message, fix: 'check the path and its permissions' }]);
-  }
+  return readInputText(file);
 }
 
 /** A fleet file, checked against the fleet schema. Throws FleetValidationError with every problem. */
@@ -68,5 +65,5 @@ export function ledgerPathFor(fleetFile: string): string {
 
 export function loadLedgerFile(file: string): Ledger | undefined {
   if (!fs.existsSync(file)) return undefined;
-  return parseLedger(fs.readFileSync(file, 'utf8'), file);
+  return parseLedger(readInputText(file, 'ledger'), file);
 }

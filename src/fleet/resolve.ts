@@ -13,6 +13,7 @@ import {
   overlaps, parseAddr, parseCidr, parsePoolItem, subtractIntervals, usableHosts,
 } from '../base/ip';
 import { DEFAULT_TUNNEL_PORT } from '../base/names';
+import { DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT, FORBIDDEN_CIDRS } from '../gateway/runtime-config';
 import {
   DEFAULT_KUBEVIRT_VERSION, KubevirtVersion, fieldSupported, hasCrossClusterProxyApi, parseKubevirtVersion,
   supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
@@ -141,7 +142,7 @@ export function inClusterBreakdown(c: ResolvedCluster, surge: number): string {
 
 // ---------------- structure: the fleet document against its schema ----------------
 
-function zodProblems(err: z.ZodError): FleetProblem[] {
+function zodProblems(err: z.ZodError, input?: unknown): FleetProblem[] {
   return err.issues.map((issue): FleetProblem => {
     const path = pathToString(issue.path) || '(document)';
     if (issue.code === 'unrecognized_keys') {
@@ -153,6 +154,15 @@ function zodProblems(err: z.ZodError): FleetProblem[] {
     }
     if (issue.code === 'invalid_union' && 'note' in issue && issue.note === 'No matching discriminator') {
       return { code: 'unknown-attachment-type', path, message: 'unknown attachment type', fix: 'use one of macvlan, bridge, ipvlan, host-device' };
+    }
+    // YAML reads an unquoted 1.10 as the number 1.1, an unquoted 1 as 1: say so
+    const given = issue.path.reduce<unknown>((o, k) => (isRecord(o) || Array.isArray(o) ? (o as Record<string, unknown>)[k as string] : undefined), input);
+    if (issue.code === 'invalid_type' && issue.expected === 'string' && (typeof given === 'number' || typeof given === 'boolean')) {
+      return {
+        code: 'schema-invalid', path,
+        message: `${issue.message}: YAML read the unquoted ${String(given)} as a ${typeof given} (an unquoted 1.10 even becomes 1.1)`,
+        fix: `quote it: ${issue.path[issue.path.length - 1] as string}: "${String(given)}"`,
+      };
     }
     return { code: 'schema-invalid', path, message: issue.message };
   });
@@ -214,7 +224,7 @@ export interface SalvagedDocument extends Salvaged<FleetDocument> {
 export function salvageFleetDocument(input: unknown): SalvagedDocument {
   const r = fleetDocumentSchema.safeParse(input);
   if (r.success) return { problems: [], value: r.data };
-  const problems = zodProblems(r.error);
+  const problems = zodProblems(r.error, input);
   const rest = withoutMisshapenValues(input, r.error.issues);
   const again = fleetDocumentSchema.safeParse(rest);
   if (again.success) return { problems, value: again.data };
@@ -253,6 +263,21 @@ function parseCidrField(p: ProblemCollector, path: string, text: string): Cidr |
   else if (r.reason === 'prefix') p.add('cidr-syntax', path, `'${text}' has a prefix length longer than the address allows`, 'use /0-/32 for IPv4, /0-/128 for IPv6');
   else p.add('cidr-syntax', path, `'${text}' is not a CIDR`, 'write it as address/prefix, e.g. 10.200.0.0/16 or fd00:200::/48');
   return undefined;
+}
+
+/** The ranges the gateway runtime refuses to dial, whatever its config says (proxy/src/config.ts). */
+const FORBIDDEN = FORBIDDEN_CIDRS.map((text) => ({ text, r: parseCidr(text) })).flatMap(({ text, r }) => (r.ok ? [{ text, cidr: r.cidr }] : []));
+
+/**
+ * A network the gateways would carry traffic to, in a range the gateway refuses to dial (link-local,
+ * loopback, multicast, "this network", NAT64, cloud metadata, ...): valid here, refused at runtime.
+ */
+function checkDialable(p: ProblemCollector, path: string, iv: Interval, what: string): void {
+  const hit = FORBIDDEN.find((f) => overlaps(f.cidr, iv));
+  if (!hit) return;
+  p.add('network-not-dialable', path,
+    `${formatInterval(iv)} overlaps ${hit.text}, a range the gateway refuses to dial (link-local, loopback, multicast, "this network", translated or metadata ranges), so ${what} would validate and then fail at runtime`,
+    'use ordinary unicast space: RFC 1918 (10/8, 172.16/12, 192.168/16) for IPv4, a ULA (fd00::/8) or global prefix for IPv6');
 }
 
 /** A pool item, exclusion or other a-b range; `fix` is the advice when there is no suggested spelling. */
@@ -324,6 +349,7 @@ function parsePool(p: ProblemCollector, items: readonly string[]): Interval[] {
   items.forEach((item, i) => {
     const path = `${SHARED}.pool[${i}]`;
     const interval = parseRangeField(p, path, item, 'write a CIDR (10.0.0.0/28), a range (10.0.0.10-10.0.0.29) or an address');
+    if (interval) checkDialable(p, path, interval, 'gateways and handlers on the shared network');
     if (interval) parsed.push({ interval, path });
   });
   if (new Set(parsed.map((x) => x.interval.family)).size > 1) p.add('family-mismatch', `${SHARED}.pool`, 'mixes IPv4 and IPv6 entries', 'give one address family per cross-cluster network');
@@ -406,6 +432,7 @@ interface MigrationTemplate {
 
 function resolveMigrationTemplate(p: ProblemCollector, mn: FleetSpec['migrationNetwork'], shared: SharedNetwork): MigrationTemplate {
   const supernet = mn?.supernet !== undefined ? parseCidrField(p, 'spec.migrationNetwork.supernet', mn.supernet) : undefined;
+  if (supernet) checkDialable(p, 'spec.migrationNetwork.supernet', supernet, 'the in-cluster migration networks carved from it');
   const family: Family = supernet?.family ?? shared.family;
   const clusterPrefixLength = mn?.clusterPrefixLength ?? DEFAULTS.clusterPrefixLength[family];
   if (supernet && clusterPrefixLength < supernet.prefix) {
@@ -475,6 +502,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
   let migrationCidr: Cidr | undefined;
   if (c.migrationNetwork?.cidr !== undefined) {
     migrationCidr = parseCidrField(p, `${cp}.migrationNetwork.cidr`, c.migrationNetwork.cidr);
+    if (migrationCidr) checkDialable(p, `${cp}.migrationNetwork.cidr`, migrationCidr, `cluster ${c.name}'s in-cluster migration network`);
   } else if (spec.migrationNetwork?.supernet === undefined && datapath !== 'direct') {
     p.add('migration-network-missing', `${cp}.migrationNetwork.cidr`, `cluster ${c.name} has no in-cluster migration CIDR and the fleet has no supernet to carve one from`,
       `give ${cp}.migrationNetwork.cidr or spec.migrationNetwork.supernet`);
@@ -504,20 +532,22 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
   const kv = { ...spec.kubevirt, ...c.kubevirt };
   const configDelivery = kv.configDelivery ?? DEFAULTS.configDelivery;
   const versionText = kv.version ?? DEFAULT_KUBEVIRT_VERSION;
-  const version = parseKubevirtVersion(versionText)!;
+  // a version the schema refused (`latest`, `""`) was reported there; the checks below read the default
+  const parsed = parseKubevirtVersion(versionText);
+  const version = parsed ?? parseKubevirtVersion(DEFAULT_KUBEVIRT_VERSION)!;
   const versionPath = c.kubevirt?.version !== undefined ? `${cp}.kubevirt.version` : 'spec.kubevirt.version';
-  if (!supportsDecentralizedMigration(version)) {
+  if (parsed && !supportsDecentralizedMigration(version)) {
     p.add('kubevirt-too-old', versionPath, `KubeVirt ${versionText} has no decentralized live migration (it arrived in v1.6.0)`,
       'upgrade the cluster to KubeVirt 1.6 or later, or leave it out of the fleet');
   }
   const hasProxyApi = hasCrossClusterProxyApi(version);
-  if (datapath === 'native' && !hasProxyApi) {
+  if (parsed && datapath === 'native' && !hasProxyApi) {
     p.add('native-needs-pr17922', c.datapath ? `${cp}.datapath` : 'spec.datapath',
       `native datapath needs migrations.decentralizedLiveMigrationDatapath, migrations.crossClusterNetwork and spec.synchronizationPlacement, which KubeVirt ${versionText} (cluster ${c.name}) does not have: they exist only in the open kubevirt/kubevirt PR #17922, and the API server prunes unknown fields`,
       `use datapath: gateway (works with every released KubeVirt), or declare a build that carries the PR as kubevirt.version: "${version.major}.${version.minor}.${version.patch}+pr17922"`);
   }
   for (const field of Object.keys(MIGRATION_FIELD_SINCE)) {
-    if ((spec.migrationPolicy as Record<string, unknown> | undefined)?.[field] !== undefined && !fieldSupported(version, field)) {
+    if (parsed && (spec.migrationPolicy as Record<string, unknown> | undefined)?.[field] !== undefined && !fieldSupported(version, field)) {
       const [ma, mi] = MIGRATION_FIELD_SINCE[field];
       p.add('migration-field-unsupported', `spec.migrationPolicy.${field}`,
         `KubeVirt ${versionText} (cluster ${c.name}) has no migrations.${field} (added in v${ma}.${mi}); the API server would prune it`, `remove it, or upgrade the cluster to ${ma}.${mi}`);
@@ -661,6 +691,12 @@ export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
   const cc = spec.crossClusterNetwork;
   const gw = spec.gateway ?? {};
   const tls = resolveGatewayTls(doc);
+  // the runtime listens on fixed ports besides the tunnel: one port twice is a pod that cannot start
+  const fixedPorts: Record<number, string> = { [DEFAULT_INTERCEPT_PORT]: 'the intercept listener', [DEFAULT_ADMIN_PORT]: 'the admin listener (/healthz, /readyz, /metrics)' };
+  if (gw.tunnelPort !== undefined && fixedPorts[gw.tunnelPort]) {
+    p.add('gateway-port-conflict', 'spec.gateway.tunnelPort', `${gw.tunnelPort} is the port of ${fixedPorts[gw.tunnelPort]} in the gateway pod; two listeners cannot share it`,
+      `choose another port (the default is ${DEFAULT_TUNNEL_PORT}; ${DEFAULT_INTERCEPT_PORT} and ${DEFAULT_ADMIN_PORT} are taken)`);
+  }
   const payload = resolvePayload(p, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
   return {
     problems: p.problems,

@@ -54,6 +54,38 @@ export function checkMoves(p: ForkliftProblems, input: MovesInput, clusters: Rea
       p.error('target-collision', at, `lands a second VM as ${m.targetNamespace ?? m.namespace}/${m.vm} on ${m.to} in batch ${m.batch} (also ${input.path}[${other}])`, 'give one of them another targetNamespace, or move it in another batch');
     } else if (other === undefined) {seenTarget.set(dst, i);}
   });
+  checkAcrossMoves(p, input);
+}
+
+/**
+ * What Forklift and KubeVirt would fail at run time, across moves: a swap of same-named VMs in one batch
+ * (each lands where the other one still runs: KubeVirt refuses a VM whose name exists), and one VM
+ * moved by two started batches (two migrations of one VMI at once, or a move from a cluster the VM has
+ * not reached yet).
+ */
+function checkAcrossMoves(p: ForkliftProblems, input: MovesInput): void {
+  const source = (m: Move) => `${m.from}|${m.namespace}/${m.vm}`;
+  const target = (m: Move) => `${m.to}|${m.targetNamespace ?? m.namespace}/${m.vm}`;
+  const ms = input.moves;
+  ms.forEach((m, i) => {
+    const at = `${input.path}[${i}]`;
+    for (let j = 0; j < ms.length; j++) {
+      const o = ms[j];
+      if (j === i) continue;
+      if (o.batch === m.batch && j < i && target(m) === source(o) && target(o) === source(m)) {
+        p.error('swap', at, `swaps ${m.namespace}/${m.vm} between ${m.from} and ${m.to} with ${input.path}[${j}] in batch ${m.batch}: each VM lands under a name the other one still holds, and KubeVirt refuses the second VM of one name`,
+          'move one of them in an earlier batch (and the other once it is gone), or give one a targetNamespace');
+      }
+      if (o.batch === m.batch || !m.start || !o.start) continue;
+      if (j < i && source(m) === source(o)) {
+        p.error('started-twice', at, `moves ${m.namespace}/${m.vm} from ${m.from} in batch ${m.batch}, and ${input.path}[${j}] moves it too in batch ${o.batch}; both are started, so two migrations of one VM would run at once`,
+          `keep one move, or set start: false on batch ${m.batch} and start it after batch ${o.batch} completes`);
+      } else if (source(m) === target(o)) {
+        p.error('started-twice', at, `moves ${m.namespace}/${m.vm} from ${m.from} in batch ${m.batch}, where ${input.path}[${j}] (batch ${o.batch}) is only bringing it; both are started at once, so this move starts before the VM is there`,
+          `set start: false on batch ${m.batch} and start it after batch ${o.batch} completes`);
+      }
+    }
+  });
 }
 
 /** Providers name fleet clusters; every cluster a move uses (other than a member hub) has one. */

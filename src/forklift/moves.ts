@@ -5,7 +5,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import * as YAML from 'yaml';
+import { decodeInput, parseYamlInput } from '../base/yaml-input';
 import { FleetProblem, FleetValidationError, pathToString } from '../base/errors';
 import { movesDocumentSchema } from './schema';
 import { MovesInput } from './checks';
@@ -18,13 +18,7 @@ export function movesPathFor(fleetFile: string): string {
 
 /** Parse a moves document; `fleet` must match its metadata.name. */
 export function parseMovesText(text: string, source: string, fleet: string): MovesInput {
-  const doc = YAML.parseDocument(text, { prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length) {
-    const e = doc.errors[0];
-    const pos = e.linePos?.[0];
-    throw new FleetValidationError([{ code: 'forklift/moves-syntax', path: pos ? `line ${pos.line}, column ${pos.col}` : '(document)', message: `not valid YAML: ${e.message.split('\n')[0]}`, fix: 'correct the syntax at that position' }], source);
-  }
-  const r = movesDocumentSchema.safeParse(doc.toJS());
+  const r = movesDocumentSchema.safeParse(parseYamlInput(text, source, 'forklift/moves-syntax', 'moves file', source));
   if (!r.success) {
     const problems: FleetProblem[] = r.error.issues.map((i) => ({ code: 'forklift/moves-invalid', path: pathToString(i.path) || '(document)', message: i.message }));
     throw new FleetValidationError(problems, source);
@@ -38,5 +32,5 @@ export function parseMovesText(text: string, source: string, fleet: string): Mov
 /** The moves file beside a fleet file, if there is one. */
 export function loadMovesFile(file: string, fleet: string): MovesInput | undefined {
   if (!fs.existsSync(file)) return undefined;
-  return parseMovesText(fs.readFileSync(file, 'utf8'), file, fleet);
+  return parseMovesText(decodeInput(fs.readFileSync(file), file, file), file, fleet);
 }

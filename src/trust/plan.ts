@@ -53,7 +53,10 @@ export interface TrustClusterInput {
 
 const UNIT_SECONDS: Record<string, number> = { ns: 1e-9, us: 1e-6, 'µs': 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
 
-/** Parse a Go duration into seconds; undefined when malformed. */
+/** The longest Go `time.Duration` (int64 nanoseconds, about 292 years): virt-operator cannot decode a longer one. */
+export const GO_DURATION_MAX_SECONDS = 9223372036.854775807;
+
+/** Parse a Go duration into seconds; undefined when malformed or past Go's `time.Duration` range. */
 export function parseGoDuration(text: string): number | undefined {
   const re = /([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g;
   let total = 0;
@@ -63,7 +66,7 @@ export function parseGoDuration(text: string): number | undefined {
     total += Number(m[1]) * UNIT_SECONDS[m[2]];
     consumed += m[0].length;
   }
-  return consumed === text.length && consumed > 0 ? total : undefined;
+  return consumed === text.length && consumed > 0 && total <= GO_DURATION_MAX_SECONDS ? total : undefined;
 }
 
 /** Seconds as Go's `time.Duration.String()` writes them for whole seconds (`168h0m0s`, `4h48m0s`, `90s` -> `1m30s`). */
@@ -96,7 +99,7 @@ function timing(add: Add, path: string, spec: { duration?: string; renewBefore?:
     if (text === undefined) return dflt[key];
     const v = parseGoDuration(text);
     if (v === undefined || v <= 0) {
-      add('trust/bad-duration', `${path}.${key}`, `'${text}' is not a positive Go duration`, 'write it like 168h, 96h or 1h30m');
+      add('trust/bad-duration', `${path}.${key}`, `'${text}' is not a positive Go duration (at most 2562047h, Go's time.Duration range)`, 'write it like 168h, 96h or 1h30m');
       return dflt[key];
     }
     return v;
@@ -166,7 +169,7 @@ function repushOf(add: Add, trust: TrustSpec, plans: ClusterTrustPlan[]): number
   const v = text === undefined ? TRUST_DEFAULTS.repushIntervalSeconds : parseGoDuration(text);
   const path = 'spec.trust.exchange.repushInterval';
   if (v === undefined) {
-    add('trust/bad-duration', path, `'${text}' is not a Go duration`, 'write it like 5m or 90s');
+    add('trust/bad-duration', path, `'${text}' is not a Go duration (at most 2562047h, Go's time.Duration range)`, 'write it like 5m or 90s');
     return TRUST_DEFAULTS.repushIntervalSeconds;
   }
   if (v < 10) add('trust/repush-too-fast', path, `${human(v)} is below 10s; every gateway would publish to every peer that often`, 'use 10s or more (the watch already publishes within seconds of a change)');

@@ -1,0 +1,83 @@
+/**
+ * No crash without a code (issue #23, class 5): every hostile or odd input is refused with the file,
+ * a path and a stable code, in text and with --output json, and one bad file does not hide the others'
+ * results in a multi-file run. Each case failed on the old code (a crash, a wrong code, or the run
+ * stopped at the bad file).
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as YAML from 'yaml';
+import { PROBLEM_CODES } from '../src/base/problem-codes';
+import { baseFleet, mutate, runCli } from './support/fleets';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-input-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+const good = YAML.stringify(baseFleet());
+const write = (name: string, content: string | Buffer): string => {
+  const f = path.join(dir, name);
+  fs.writeFileSync(f, content);
+  return f;
+};
+const bomb = ['a: &a [1,1,1,1,1,1,1,1,1,1]', ...'bcdefg'.split('').map((x, i) => `${x}: &${x} [${Array(10).fill(`*${'abcdefg'[i]}`).join(',')}]`)].join('\n');
+
+const cases: [string, string | Buffer, string, RegExp][] = [
+  ['empty', '', 'file-empty', /empty/],
+  ['comments', '# nothing here\n', 'file-empty', /empty/],
+  ['bomb', bomb, 'yaml-aliases', /aliases/],
+  ['deep', `a: ${'['.repeat(3000)}${']'.repeat(3000)}\n`, 'yaml-too-deep', /64 deep/],
+  ['multi', `${good}---\n${good}`, 'yaml-multi-document', /2 YAML documents/],
+  ['utf16', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(good, 'utf16le')]), 'file-encoding', /UTF-16/],
+  ['big', `a: "${'x'.repeat(5 * 1024 * 1024)}"\n`, 'file-too-large', /4 MiB/],
+  ['number', YAML.stringify(mutate(baseFleet(), (d) => { d.spec.kubevirt = { version: 1.1 }; })), 'schema-invalid', /quote it: version: "1.1"/],
+  ['latest', YAML.stringify(mutate(baseFleet(), (d) => { d.spec.kubevirt = { version: 'latest' }; })), 'schema-invalid', /must look like 1\.8/],
+  ['blank', YAML.stringify(mutate(baseFleet(), (d) => { d.spec.kubevirt = { version: '' }; })), 'schema-invalid', /must look like 1\.8/],
+  ['one', YAML.stringify(mutate(baseFleet(), (d) => { d.spec.clusters[1].kubevirt = { version: '1' }; })), 'schema-invalid', /must look like 1\.8/],
+];
+
+test.each(cases)('%s: refused with its code, beside a good file whose result still shows (validate json)', (name, content, code, text) => {
+  expect(PROBLEM_CODES).toHaveProperty([code]);
+  const bad = write(`${name}.fleet.yaml`, content);
+  const ok = write(`ok-${name}.fleet.yaml`, YAML.stringify(baseFleet({}, `ok-${name}`)));
+  const t0 = Date.now();
+  const v = runCli(['validate', bad, ok, '--output', 'json']);
+  expect(Date.now() - t0).toBeLessThan(20000);
+  expect(v.code).toBe(1);
+  const [b, g] = JSON.parse(v.out);
+  expect(b.file).toBe(bad);
+  expect(b.problems.map((p: any) => p.code)).toContain(code);
+  expect(b.problems.map((p: any) => `${p.message} ${p.fix ?? ''}`).join('\n')).toMatch(text);
+  expect(g).toMatchObject({ file: ok, valid: true });
+});
+
+test('synth names each bad file with its problems and codes, all of them, and writes nothing', () => {
+  const a = write('s-bomb.fleet.yaml', bomb);
+  const b = write('s-latest.fleet.yaml', YAML.stringify(mutate(baseFleet({}, 's'), (d) => { d.spec.kubevirt = { version: 'latest' }; })));
+  const out = path.join(dir, 'out');
+  const s = runCli(['synth', a, b, '--out', out, '--no-svg']);
+  expect(s.code).toBe(1);
+  expect(s.err).toMatch(new RegExp(`${a}: fleet is invalid[\\s\\S]*\\[yaml-aliases\\]`));
+  expect(s.err).toMatch(new RegExp(`${b}: fleet is invalid[\\s\\S]*\\[schema-invalid\\] spec\\.kubevirt\\.version`));
+  expect(s.err).not.toMatch(/Cannot read properties/);
+  expect(fs.existsSync(out)).toBe(false);
+});
+
+test('plan and diff name the file a problem belongs to', () => {
+  const f = write('p.fleet.yaml', YAML.stringify(mutate(baseFleet({}, 'p'), (d) => { d.spec.crossClusterNetwork.addresses.pool = ['192.168.50.0/30']; })));
+  const p = runCli(['plan', f]);
+  expect(p.code).toBe(1);
+  expect(p.err).toMatch(new RegExp(`^${f}: fleet is invalid`));
+  const d = runCli(['diff', f, '--out', path.join(dir, 'none')]);
+  expect(d.code).toBe(2);
+  expect(d.err).toMatch(new RegExp(`^${f}: fleet is invalid`));
+});
+
+test('a ledger that is several documents or an alias bomb is refused with a code naming the ledger file', () => {
+  const f = write('l.fleet.yaml', YAML.stringify(baseFleet({}, 'l')));
+  const ledger = write('l.ledger.yaml', bomb);
+  const v = runCli(['validate', f, '--output', 'json']);
+  const [entry] = JSON.parse(v.out);
+  expect(entry.problems).toEqual([expect.objectContaining({ code: 'yaml-aliases', path: ledger })]);
+  fs.writeFileSync(ledger, 'a: 1\n---\nb: 2\n');
+  expect(JSON.parse(runCli(['validate', f, '--output', 'json']).out)[0].problems[0]).toMatchObject({ code: 'yaml-multi-document', path: ledger });
+});
