@@ -519,6 +519,7 @@ function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult>
   if (!p.empty) return p.failed();
   const gatewayIn = planGatewayInCluster(fleet, prev, cidrs, quarantine);
   const peers = peerEntries(fleet, cidrs, shared, trustAgents);
+  // a trust-only copy gets its own gateways array: the runtime-config peer cache (src/gateway/config.ts) is keyed by it
   const trustPeers = peers.filter((e) => fleet.trust.clusters[e.cluster]?.exchange).map((e) => (e.cidrs.length ? { ...e, cidrs: [], gateways: [...e.gateways] } : e));
   const allocation: Allocation = { fleet, cidrs, shared, trustAgents, gatewayIn, quarantine, peers, trustPeers };
   const next: Record<string, LedgerCluster> = {};
