@@ -52,6 +52,8 @@ export * from './constructs/kubevirt-configuration';
 export * from './constructs/migration-network';
 export * from './constructs/sync-controller-placement';
 export * from './constructs/migration-proxy';
+export * from './constructs/trust-agent';
+export * from './constructs/trust-agent-deployment';
 export * from './constructs/gateway-deployment';
 export * from './constructs/gateway-tls';
 export * from './constructs/gateway-policy';

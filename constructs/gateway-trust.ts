@@ -2,8 +2,17 @@ import { ApiObject, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { GATEWAY_CONFIG_FILE, GATEWAY_CONFIG_MOUNT } from '../src/gateway/config';
-import type { GatewayDeployment } from './gateway-deployment';
 import { projectedVolume } from './projected-volume';
+
+/** What the trust container joins: one pod (a gateway replica, or a trust agent replica) with the runtime and its config volume. */
+export interface TrustPod {
+  /** The network-facing runtime container (it gets the shared socket directory). */
+  readonly container: kplus.Container;
+  /** The projected config volume (runtime config and TLS), mounted read-only into the trust container. */
+  readonly configVolume: kplus.Volume;
+  /** Add a container to the pod. */
+  addSidecar(container: kplus.ContainerProps): kplus.Container;
+}
 
 /** Where the runtime and the trust container meet (an emptyDir both mount). */
 const TRUST_RUN_DIR = '/run/migration-mesh';
@@ -35,6 +44,12 @@ export interface GatewayTrustProps {
    * @default - none
    */
   readonly labels?: Record<string, string>;
+  /**
+   * Name of the Role and RoleBinding.
+   *
+   * @default migration-mesh-gateway-trust
+   */
+  readonly name?: string;
   /** Image of the trust container (the gateway image: `migration-mesh-proxy trust`). */
   readonly image: string;
   /**
@@ -65,7 +80,7 @@ export class GatewayTrust extends Construct {
 
   constructor(scope: Construct, id: string, private readonly props: GatewayTrustProps) {
     super(scope, id);
-    const name = 'migration-mesh-gateway-trust';
+    const name = props.name ?? 'migration-mesh-gateway-trust';
     const metadata = { name, namespace: props.kubevirtNamespace, ...(props.labels ? { labels: props.labels } : {}) };
     this.role = new ApiObject(this, 'Role', {
       apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata,
@@ -82,7 +97,7 @@ export class GatewayTrust extends Construct {
   }
 
   /** Add the trust container, its token and the shared socket directory to one replica's pods. */
-  public attach(replica: GatewayDeployment, index: number): kplus.Container {
+  public attach(replica: TrustPod, index: number): kplus.Container {
     const run = kplus.Volume.fromEmptyDir(this, `Run${index}`, 'trust-run', { medium: kplus.EmptyDirMedium.MEMORY, sizeLimit: Size.mebibytes(1) });
     const token = projectedVolume(this, `Token${index}`, 'trust-token', {
       defaultMode: 0o440,

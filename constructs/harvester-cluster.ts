@@ -4,6 +4,10 @@ import { HarvesterMigrationNetworkValue } from '../src/delivery/harvester';
 import { FLEET_LABEL, managedByLabels } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
 import { HarvesterMigrationNetwork } from './harvester-migration-network';
+import { TrustAgent } from './trust-agent';
+
+/** Where Harvester installs KubeVirt (its KubeVirt CR, `kubevirt-ca` and `kubevirt-external-ca`). */
+export const HARVESTER_KUBEVIRT_NAMESPACE = 'harvester-system';
 
 /**
  * Properties for `HarvesterClusterChart`.
@@ -26,10 +30,11 @@ export interface HarvesterClusterChartProps {
 const HARVESTER_CLUSTER_CHART_SYMBOL = Symbol.for('migration-mesh.HarvesterClusterChart');
 
 /**
- * Everything a Harvester cluster applies: only the `vm-migration-network` Setting. Harvester writes
- * the NAD and the KubeVirt `migrations.network` from it; the fleet's migration policy and
- * sync-controller placement are not delivered to Harvester clusters (Harvester's `kubevirt-migration`
- * setting owns `migrations`; see docs/gitops.md).
+ * Everything a Harvester cluster applies: the `vm-migration-network` Setting, and when the fleet
+ * exchanges CAs the TrustAgent (its Role in `harvester-system`). Harvester writes the NAD and the
+ * KubeVirt `migrations.network` from the setting; the fleet's migration policy, sync-controller placement
+ * and CA rotation are not delivered to Harvester clusters (Harvester renders its KubeVirt CR itself;
+ * see docs/gitops.md and docs/trust.md).
  */
 export class HarvesterClusterChart extends Chart {
   /** True for a `HarvesterClusterChart`, also across duplicate copies of this package. */
@@ -39,6 +44,8 @@ export class HarvesterClusterChart extends Chart {
 
   public readonly cluster: ClusterPlan;
   public readonly setting: HarvesterMigrationNetwork;
+  /** The trust agent, when the fleet exchanges CAs. */
+  public readonly trustAgent?: TrustAgent;
 
   constructor(scope: Construct, id: string, props: HarvesterClusterChartProps) {
     super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, [FLEET_LABEL]: props.plan.fleet } });
@@ -48,5 +55,8 @@ export class HarvesterClusterChart extends Chart {
       value: props.value,
       labels: managedByLabels(),
     });
+    if (props.cluster.trustAgents.length > 0) {
+      this.trustAgent = new TrustAgent(this, 'TrustAgent', { plan: props.plan, cluster: props.cluster, kubevirtNamespace: HARVESTER_KUBEVIRT_NAMESPACE });
+    }
   }
 }

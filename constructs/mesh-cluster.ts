@@ -11,6 +11,7 @@ import { MigrationNetwork } from './migration-network';
 import { MigrationProxy } from './migration-proxy';
 import { NetworkAttachment } from './network-attachment';
 import { SyncControllerPlacement } from './sync-controller-placement';
+import { TrustAgent } from './trust-agent';
 
 const MESH_CLUSTER_CHART_SYMBOL = Symbol.for('migration-mesh.MeshClusterChart');
 
@@ -45,7 +46,8 @@ export interface MeshClusterChartProps extends MeshClusterOptions {
 /**
  * Everything one cluster applies, as one top-level Chart: the migration network, the KubeVirt
  * configuration in the cluster's delivery form, sync-controller placement, and in gateway mode the
- * MigrationProxy; in native mode the sync controllers' NAD on the shared network.
+ * MigrationProxy; in native mode the sync controllers' NAD on the shared network; in direct and native
+ * mode, when the fleet exchanges CAs, the TrustAgent.
  */
 export class MeshClusterChart extends Chart {
   /**
@@ -64,6 +66,8 @@ export class MeshClusterChart extends Chart {
   public readonly migrationNetwork: MigrationNetwork;
   /** The gateway (gateway datapath only): typed handles on every gateway object. */
   public readonly proxy?: MigrationProxy;
+  /** The trust agent (a direct or native cluster of a fleet that exchanges CAs): typed handles on its objects. */
+  public readonly trustAgent?: TrustAgent;
 
   constructor(scope: Construct, id: string, props: MeshClusterChartProps) {
     super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, [FLEET_LABEL]: props.plan.fleet } });
@@ -103,6 +107,9 @@ export class MeshClusterChart extends Chart {
     }
     if (cluster.datapath === 'gateway') {
       this.proxy = new MigrationProxy(this, 'Gateway', { plan, cluster, ...props.gatewayPod });
+    }
+    if (cluster.trustAgents.length > 0) {
+      this.trustAgent = new TrustAgent(this, 'TrustAgent', { plan, cluster, imagePullPolicy: props.gatewayPod?.imagePullPolicy });
     }
   }
 }

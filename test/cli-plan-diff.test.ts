@@ -59,7 +59,7 @@ describe('migration-mesh plan', () => {
     ['vep-10-clusters.fleet.yaml', 10, 35, 20, 15],
     ['three-sites-vlan.fleet.yaml', 3, 8, 6, 2],
     ['hco.fleet.yaml', 2, 14, 4, 10],
-    ['harvester.fleet.yaml', 3, 245, 24, 221],
+    ['harvester.fleet.yaml', 3, 245, 30, 215], // 24 for the handlers + 3 trust agents x 2 (issue #30)
     ['gitops.fleet.yaml', 3, 16, 5, 11],
   ])('--output json for %s: %i clusters, usable %i, needed %i, free %i', (f, clusters, usable, needed, free) => {
     const r = run('plan', path.join(EX, f), '--output', 'json');
@@ -101,8 +101,9 @@ describe('migration-mesh plan', () => {
       { mode: 'gateway', clusters: ['c01', 'c02', 'c03', 'c04', 'c05', 'c06', 'c07', 'c08', 'c09'] },
       { mode: 'direct', clusters: ['c10'] },
     ]);
-    // the gateway clusters' peer tables leave c10 out: 8 peers each, not 9
-    expect(j.clusters.filter((c: any) => c.mode === 'gateway').map((c: any) => c.peers)).toEqual(Array(9).fill(8));
+    // the gateway clusters' peer tables list c10 too, through its trust agent (issue #30): 9 peers each
+    expect(j.clusters.filter((c: any) => c.mode === 'gateway').map((c: any) => c.peers)).toEqual(Array(9).fill(9));
+    expect(j.clusters.find((c: any) => c.cluster === 'c10').trust.keptBy).toBe('trust-agent');
     const v = run('validate', f);
     expect(v.code).toBe(0);
     expect(v.out).toContain('valid (note: 2 datapath modes, gateway / direct: clusters in different modes cannot live-migrate');
@@ -160,8 +161,10 @@ describe('migration-mesh diff', () => {
       ['hv-a', ['Setting.vm-migration-network.yaml']],
       ['kv-c', ['NetworkAttachmentDefinition.kubevirt.lm-crosscluster.yaml']],
     ]);
-    expect(ta.ledger.clusters['hv-a'].crossClusterAddresses).toEqual(['172.20.40.10-172.20.40.18', '172.20.40.34/31']);
-    expect(ta.ledger.clusters['kv-c'].crossClusterAddresses).toEqual(['172.20.40.26-172.20.40.33', '172.20.40.36/31']);
+    // the trust agents keep 172.20.40.34-39: the slices grow past them
+    expect(ta.ledger.clusters['hv-a'].crossClusterAddresses).toEqual(['172.20.40.10-172.20.40.18', '172.20.40.40/31']);
+    expect(ta.ledger.clusters['kv-c'].crossClusterAddresses).toEqual(['172.20.40.26-172.20.40.33', '172.20.40.42/31']);
+    expect(ta.ledger.clusters['hv-a'].trustAgents).toEqual([{ crossCluster: '172.20.40.34' }, { crossCluster: '172.20.40.35' }]);
   });
 
   test('resizing a gateway-mode cluster changes nothing that is applied: exit 0', () => {

@@ -93,7 +93,9 @@ describe('CrossClusterMigrationMesh', () => {
     const kv = kubevirtOf(objs);
     expect(kv.spec.configuration.migrations).toMatchObject({ decentralizedLiveMigrationDatapath: 'Proxy', crossClusterNetwork: 'lm-crosscluster', network: 'lm-migration' });
     expect(kv.spec.configuration.developerConfiguration.featureGates).toEqual(['DecentralizedLiveMigration', 'CrossClusterMigrationProxy']);
-    expect(objs.some((o) => o.kind === 'Deployment' || o.metadata.namespace === 'migration-mesh')).toBe(false);
+    // no gateway: the only Deployments are the trust agent's (issue #30)
+    expect(objs.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.name)).toEqual(['migration-mesh-trust-0', 'migration-mesh-trust-1']);
+    expect(objs.some((o) => o.metadata.name.startsWith('migration-mesh-gateway') && o.kind !== 'Certificate')).toBe(false);
     // a gateway-mode cluster on the same build gets none of them
     const gw = new CrossClusterMigrationMesh(Testing.app(), 'g', { fleet: mutate(doc, (d) => { d.spec.datapath = 'gateway'; }) });
     const kv2 = kubevirtOf(Testing.synth(gw.charts[0]));

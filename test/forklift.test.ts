@@ -212,8 +212,9 @@ describe('refusals: one per check, with a stable code, a path and a fix', () => 
     // the sync channel is mutual TLS even with disableTLS: trust stays managed by default
     expect(planForklift(noTls, facts)).toMatchObject({ problems: [], warnings: [] });
     const direct = facts.map((f) => ({ ...f, datapath: 'direct' as const }));
-    expect(planForklift(fleet(), direct).warnings.map((x) => x.code)).toEqual(['forklift/trust-unmanaged']);
-    expect(planForklift(on, direct).warnings[0].message).toContain('b -> a');
+    // issue #30: direct (and native, Harvester) clusters exchange through their trust agents: managed too
+    expect(planForklift(fleet(), direct)).toMatchObject({ problems: [], warnings: [] });
+    expect(planForklift(off, direct).problems.map((x) => x.code)).toEqual(['forklift/trust-disabled']);
   });
 
   test('every mapped network must be declared or exist in the fleet; the migration networks are not VM networks', () => {

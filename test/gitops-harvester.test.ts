@@ -22,13 +22,20 @@ const problemsOf = (d: FleetDocument): { path: string; message: string; fix?: st
 describe('Harvester setting value', () => {
   const r = synthesizeFleet(doc, { ledger });
 
-  test('a Harvester cluster gets only the vm-migration-network Setting: no NAD, no KubeVirt patch', () => {
+  test('a Harvester cluster gets the vm-migration-network Setting and its trust agent: no KubeVirt NAD, no KubeVirt patch', () => {
+    const agent = ['Namespace/migration-mesh', 'NetworkAttachmentDefinition/lm-crosscluster', 'ConfigMap/migration-mesh-trust', 'ServiceAccount/migration-mesh-trust',
+      'Certificate/migration-mesh-gateway', 'Role/migration-mesh-trust', 'RoleBinding/migration-mesh-trust', 'Deployment/migration-mesh-trust-0',
+      'Deployment/migration-mesh-trust-1', 'PodDisruptionBudget/migration-mesh-trust'];
     for (const name of ['hv-a', 'hv-b']) {
-      expect(r.objects.get(name)!.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(['Setting/vm-migration-network']);
-      expect([...r.files.keys()].filter((p) => p.startsWith(`${name}/`)).sort()).toEqual([`${name}/Setting.vm-migration-network.yaml`, `${name}/kustomization.yaml`]);
+      const objs = r.objects.get(name)!;
+      expect(objs.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([...agent, 'Setting/vm-migration-network']);
+      // the trust agent's objects live in migration-mesh, its Role where Harvester runs KubeVirt; nothing in KubeVirt's own config
+      expect(objs.filter((o) => o.kind === 'NetworkAttachmentDefinition').map((o) => o.metadata.namespace)).toEqual(['migration-mesh']);
+      expect(objs.find((o) => o.kind === 'Role')!.metadata.namespace).toBe('harvester-system');
+      expect(objs.some((o) => o.kind === 'KubeVirt')).toBe(false);
     }
-    // the plain KubeVirt cluster of the same fleet keeps NAD + KubeVirt
-    expect(r.objects.get('kv-c')!.map((o) => o.kind)).toEqual(['NetworkAttachmentDefinition', 'KubeVirt']);
+    // the plain KubeVirt cluster of the same fleet keeps NAD + KubeVirt (and its trust agent)
+    expect(r.objects.get('kv-c')!.map((o) => o.kind).filter((k) => k === 'NetworkAttachmentDefinition' || k === 'KubeVirt')).toEqual(['NetworkAttachmentDefinition', 'NetworkAttachmentDefinition', 'KubeVirt']);
   });
 
   test('value = the cluster slice as range + excludes, Harvester struct key order, compact JSON', () => {

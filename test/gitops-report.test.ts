@@ -44,6 +44,7 @@ describe('planReport', () => {
       gateways: [{ inCluster: '10.200.0.1/24', crossCluster: '192.168.50.10/24' }, { inCluster: '10.200.0.2/24', crossCluster: '192.168.50.11/24' }],
       gatewayVip: '10.200.0.3/24',
       sharedAddresses: 2, directWouldNeed: 14, peers: 9,
+      trust: { keptBy: 'gateway', endpoints: ['192.168.50.10', '192.168.50.11'], rotation: 'emitted' },
     });
   });
 
@@ -56,11 +57,12 @@ describe('planReport', () => {
   test('direct clusters show their slice and Harvester delivery', () => {
     const r = planReport(planOf('harvester.fleet.yaml'), { harvester: ['hv-a', 'hv-b'] });
     expect(r.clusters.map((c) => [c.cluster, c.delivery, c.sharedAddresses, c.sharedRange])).toEqual([
-      ['hv-a', 'harvester', 9, '172.20.40.10-172.20.40.18'],
-      ['hv-b', 'harvester', 7, '172.20.40.19-172.20.40.25'],
-      ['kv-c', 'kubevirt-cr', 8, '172.20.40.26-172.20.40.33'],
+      // the slice plus 2 trust agent addresses each (issue #30)
+      ['hv-a', 'harvester', 11, '172.20.40.10-172.20.40.18'],
+      ['hv-b', 'harvester', 9, '172.20.40.19-172.20.40.25'],
+      ['kv-c', 'kubevirt-cr', 10, '172.20.40.26-172.20.40.33'],
     ]);
-    expect(r.totals.sharedNetwork).toMatchObject({ needed: 24, usable: 245, free: 221 });
+    expect(r.totals.sharedNetwork).toMatchObject({ needed: 30, usable: 245, free: 215 });
   });
 
   test('the table is aligned: every column starts at the same offset on every row', () => {

@@ -191,22 +191,26 @@ describe('Flux', () => {
     expect(k.spec.kubeConfig).toBeUndefined();
   });
 
-  test('direct and Harvester clusters have no gateway stage: the chain starts at the first non-empty stage', () => {
+  test('direct and Harvester clusters roll out their trust agent in the gateway stage (issue #30); the chain skips empty stages', () => {
     const doc = loadFleetFile(path.join(EX, 'harvester.fleet.yaml'));
     const d = clone(doc);
     d.spec.gitops = { flux: { sourceRef: { name: 'infra' } } };
     const r = synthesizeFleet(d);
     const names = [...r.files.keys()].filter((p) => p.startsWith('_gitops/flux/Kustomization.')).sort();
     expect(names).toEqual([
+      '_gitops/flux/Kustomization.flux-system.hv-hv-a-gateway.yaml',
       '_gitops/flux/Kustomization.flux-system.hv-hv-a-kubevirt.yaml',
+      '_gitops/flux/Kustomization.flux-system.hv-hv-b-gateway.yaml',
       '_gitops/flux/Kustomization.flux-system.hv-hv-b-kubevirt.yaml',
+      '_gitops/flux/Kustomization.flux-system.hv-kv-c-gateway.yaml',
       '_gitops/flux/Kustomization.flux-system.hv-kv-c-kubevirt.yaml',
       '_gitops/flux/Kustomization.flux-system.hv-kv-c-network.yaml',
     ]);
     const kvc = YAML.parse(r.files.get('_gitops/flux/Kustomization.flux-system.hv-kv-c-kubevirt.yaml')!);
     expect(kvc.spec.dependsOn).toEqual([{ name: 'hv-kv-c-network' }]);
     const hva = YAML.parse(r.files.get('_gitops/flux/Kustomization.flux-system.hv-hv-a-kubevirt.yaml')!);
-    expect(hva.spec.dependsOn).toBeUndefined();
+    // Harvester's stage has no network stage between: the Setting waits for the trust agent's stage
+    expect(hva.spec.dependsOn).toEqual([{ name: 'hv-hv-a-gateway' }]);
   });
 });
 

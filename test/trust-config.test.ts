@@ -37,12 +37,12 @@ describe('rotation emitted per cluster', () => {
     expect(objs.filter((o) => o.kind === 'Deployment').flatMap((d) => d.spec.template.spec.containers.map((c: any) => c.name))).toContain('trust');
   });
 
-  test('the opt-out (spec.trust.enabled: false) or fewer than two gateway clusters: nothing is emitted', () => {
+  test('the opt-out (spec.trust.enabled: false) or a single cluster: nothing is emitted', () => {
     const kvOf = (doc: Parameters<typeof synthesizeFleet>[0]) => synthesizeFleet(doc).objects.get('a')!;
     for (const objs of [
       kvOf(baseFleet({ trust: { enabled: false } })),
       kvOf(baseFleet({ trust: { enabled: false, rotation: { ca: { duration: '240h' } } } })),
-      kvOf(baseFleet({ clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3, datapath: 'direct' }] })),
+      kvOf(baseFleet({ clusters: [{ name: 'a', nodes: 3 }] })),
     ]) {
       expect(objs.find((o) => o.kind === 'KubeVirt').spec.certificateRotateStrategy).toBeUndefined();
       expect(objs.some((o) => o.kind === 'Role')).toBe(false);
@@ -50,9 +50,13 @@ describe('rotation emitted per cluster', () => {
     }
   });
 
-  test('by default a direct (or native) cluster beside the gateway clusters gets nothing: no exchange reaches it, and new rotation settings would only rotate its CA', () => {
-    const plan = planFleet(resolveFleet(parseFleetDocument(baseFleet({ clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }, { name: 'c', nodes: 2, datapath: 'direct' }] })))).plan;
-    expect(Object.fromEntries(Object.entries(plan.trust.clusters).map(([k, v]) => [k, v.exchange]))).toEqual({ a: true, b: true });
+  test('by default (issue #30) a direct cluster beside the gateway clusters exchanges too, through a trust agent, and gets the rotation', () => {
+    const doc = baseFleet({ clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3, datapath: 'direct' }] });
+    const plan = planFleet(resolveFleet(parseFleetDocument(doc))).plan;
+    expect(plan.trust.clusters).toMatchObject({ a: { exchange: true, agent: false }, b: { exchange: true, agent: true } });
+    const b = synthesizeFleet(doc).objects.get('b')!;
+    expect(b.find((o) => o.kind === 'KubeVirt').spec.certificateRotateStrategy).toBeDefined();
+    expect(b.filter((o) => o.kind === 'Deployment').map((d) => d.metadata.name)).toEqual(['migration-mesh-trust-0', 'migration-mesh-trust-1']);
   });
 
   test('defaults: CA 168h/96h (renewBefore >= duration/2), server 24h/12h, JSON key certificateRotateStrategy', () => {
@@ -89,9 +93,9 @@ describe('rotation emitted per cluster', () => {
     expect(validateObject(hco)).toEqual([]);
   });
 
-  test('exchange runs only where a gateway runs: a native/direct cluster gets the rotation but no exchange', () => {
+  test('exchange runs in every datapath: gateway clusters in their gateway, a native/direct cluster in a trust agent', () => {
     const plan = planFleet(resolveFleet(parseFleetDocument(baseFleet({ trust: {}, clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }, { name: 'c', nodes: 2, datapath: 'direct' }] })))).plan;
-    expect(Object.fromEntries(Object.entries(plan.trust.clusters).map(([k, v]) => [k, v.exchange]))).toEqual({ a: true, b: true, c: false });
+    expect(Object.fromEntries(Object.entries(plan.trust.clusters).map(([k, v]) => [k, [v.exchange, v.agent]]))).toEqual({ a: [true, false], b: [true, false], c: [true, true] });
   });
 });
 

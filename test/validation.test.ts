@@ -78,6 +78,7 @@ describe('fleet validation', () => {
       d.spec.datapath = 'direct';
       d.spec.crossClusterNetwork.addresses = { pool: ['192.168.50.0/27'], prefixLength: 24 };
       d.spec.clusters = [{ name: 'a', nodes: 10 }, { name: 'b', nodes: 10 }];
+      d.spec.trust = { enabled: false }; // the handlers' formula alone (trust agents: test/trust-agent.test.ts)
     });
     expect(problemsOf(doc)).toEqual([]);
     // 32 addresses, .0 is the /24 network address -> 31 usable, 2 x (10 + 2 + 2) = 28 fits: so make it smaller

@@ -79,9 +79,13 @@ export const DEFAULT_ADMIN_LISTEN = { interface: 'eth0', port: DEFAULT_ADMIN_POR
 export const peerSchema = z.object({
   /** Peer cluster name; must match the URI SAN of its gateway certificates. */
   cluster: clusterName,
-  /** That cluster's in-cluster migration CIDR(s): connections to these go to this peer. */
-  cidrs: z.array(cidr).min(1),
-  /** The peer's gateway replicas on the cross-cluster network (tried in order, then round-robin). */
+  /**
+   * That cluster's in-cluster migration CIDR(s): connections to these go to this peer. Empty: the peer
+   * is reached for the trust exchange only (a cluster without a gateway, whose endpoints are its trust
+   * agent; or any peer of a trust agent): no connection is ever tunnelled to it.
+   */
+  cidrs: z.array(cidr),
+  /** The peer's gateway (or trust agent) replicas on the cross-cluster network (tried in order, then round-robin). */
   gateways: z.array(endpointSchema).min(1),
 }).strict();
 
@@ -158,8 +162,12 @@ export const proxyConfigSchema = z.object({
     tunnel: { host: '0.0.0.0', port: DEFAULT_TUNNEL_PORT },
     admin: { ...DEFAULT_ADMIN_LISTEN },
   })),
-  /** This cluster's migration CIDR(s): the only destinations this gateway will dial for a peer. */
-  localCidrs: z.array(cidr).min(1),
+  /**
+   * This cluster's migration CIDR(s): the only destinations this gateway will dial for a peer. Empty: a
+   * trust agent (a cluster without a gateway): it dials nothing, every tunnel is refused (`outside_cidr`)
+   * and only PUBLISH is answered.
+   */
+  localCidrs: z.array(cidr),
   /** This gateway's own addresses (refused as destinations). */
   ownAddresses: z.array(ipLiteral).default([]),
   /** Address to dial in-cluster destinations from (the gateway's in-cluster migration address). */

@@ -71,7 +71,8 @@ export function routerProblems(router: string | undefined, family: Family, ledge
   if (!r || r.family !== family) return [];
   const out: FleetProblem[] = [];
   for (const [name, c] of Object.entries(ledger.clusters)) {
-    const held = [...(c.gateways ?? []).map((g, i) => [`gateways[${i}].crossCluster`, g.crossCluster]), ...(c.crossClusterAddresses ?? []).map((a) => ['crossClusterAddresses', a])];
+    const held = [...(c.gateways ?? []).map((g, i) => [`gateways[${i}].crossCluster`, g.crossCluster]), ...(c.crossClusterAddresses ?? []).map((a) => ['crossClusterAddresses', a]),
+      ...(c.trustAgents ?? []).map((t, i) => [`trustAgents[${i}].crossCluster`, t.crossCluster])];
     for (const [field, text] of held) {
       if (intervalOf(text).some((iv) => iv.family === r.family && iv.start <= r.value && r.value <= iv.end)) {
         out.push({

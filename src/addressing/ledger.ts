@@ -28,6 +28,8 @@ const clusterEntry = z.object({
   gatewayVip: z.string().optional(),
   /** Shared-network addresses held by the cluster's whereabouts range (direct and native modes). */
   crossClusterAddresses: z.array(z.string()).optional(),
+  /** Trust agents of a cluster without a gateway (direct, native, Harvester), by replica: their shared-network address. */
+  trustAgents: z.array(z.object({ crossCluster: z.string() }).strict()).optional(),
 }).strict();
 
 /**
@@ -81,6 +83,7 @@ export function serializeLedger(l: Ledger): string {
     if (c.gateways && c.gateways.length) out.gateways = c.gateways.map((g) => ({ inCluster: g.inCluster, crossCluster: g.crossCluster }));
     if (c.gatewayVip) out.gatewayVip = c.gatewayVip;
     if (c.crossClusterAddresses && c.crossClusterAddresses.length) out.crossClusterAddresses = [...c.crossClusterAddresses];
+    if (c.trustAgents && c.trustAgents.length) out.trustAgents = c.trustAgents.map((t) => ({ crossCluster: t.crossCluster }));
     clusters[name] = out;
   }
   const header = '# Migration Mesh address ledger: commit it beside the fleet file. Planned addresses are kept\n'
@@ -116,6 +119,11 @@ export function diffLedgers(before: Ledger, after: Ledger): LedgerChange[] {
     const ca = (a.crossClusterAddresses ?? []).join(',');
     const cb = (b.crossClusterAddresses ?? []).join(',');
     if (ca !== cb) out.push({ cluster: n, field: 'crossClusterAddresses', from: ca || undefined, to: cb || undefined });
+    const ta = a.trustAgents ?? [];
+    const tb = b.trustAgents ?? [];
+    for (let i = 0; i < Math.max(ta.length, tb.length); i++) {
+      if (ta[i]?.crossCluster !== tb[i]?.crossCluster) out.push({ cluster: n, field: `trustAgents[${i}].crossCluster`, from: ta[i]?.crossCluster, to: tb[i]?.crossCluster });
+    }
   }
   return out;
 }
@@ -156,6 +164,7 @@ export function addressesOf(name: string, c: LedgerCluster): ReleasedAddress[] {
   });
   if (c.gatewayVip) out.push({ cluster: name, field: 'gatewayVip', address: c.gatewayVip });
   for (const a of c.crossClusterAddresses ?? []) out.push({ cluster: name, field: 'crossClusterAddresses', address: a });
+  (c.trustAgents ?? []).forEach((t, i) => out.push({ cluster: name, field: `trustAgents[${i}].crossCluster`, address: t.crossCluster }));
   return out;
 }
 

@@ -38,9 +38,18 @@ export interface GatewayReplicaPlan {
   readonly crossCluster: string;
 }
 
+/** One replica of a trust agent (a cluster without a gateway that exchanges CAs, issue #30). */
+export interface TrustAgentReplicaPlan {
+  readonly replica: number;
+  /** Static address on the shared cross-cluster network, with prefix. */
+  readonly crossCluster: string;
+}
+
 export interface PeerPlan {
   readonly cluster: string;
+  /** The peer's in-cluster CIDRs the tunnels carry; empty for a peer reached for trust only (a trust agent, or any peer of a trust agent). */
   readonly cidrs: string[];
+  /** Where the peer exchanges: its gateway replicas, or its trust agent's replicas. */
   readonly gateways: { host: string; port: number }[];
 }
 
@@ -71,8 +80,14 @@ export interface ClusterPlan {
    * replica at a time holds (VRRP) and the handlers' routes point at.
    */
   readonly gatewayVip?: string;
-  /** gateway mode: the peer table (other gateway-mode clusters). */
+  /**
+   * The runtime's peer table: in gateway mode the other gateway clusters (with their CIDRs) and the
+   * trust agents of the clusters without a gateway (trust only); for a trust agent every other
+   * exchanging cluster, trust only. Empty when the cluster runs neither.
+   */
   readonly peers: PeerPlan[];
+  /** direct/native/Harvester clusters that exchange CAs: the trust agent's replicas (empty otherwise). */
+  readonly trustAgents: TrustAgentReplicaPlan[];
   readonly capacity: {
     /** In-cluster addresses needed vs usable in the CIDR (gateway/native). */
     readonly inCluster?: { needed: number; usable: string };
@@ -309,24 +324,40 @@ class BlockCursor {
 
 // ---------------- phase 2: addresses on the shared network ----------------
 
-/** Per cluster: gateway replicas' shared addresses (by replica), or the direct/native slice (ascending). */
-function planSharedAddresses(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledger, quarantine: Quarantine): Map<string, bigint[]> {
+interface SharedAddresses {
+  /** Per cluster: gateway replicas' shared addresses (by replica), or the direct/native slice (ascending). */
+  readonly members: Map<string, bigint[]>;
+  /** Per cluster with a trust agent: its replicas' addresses (by replica). */
+  readonly trustAgents: Map<string, bigint[]>;
+}
+
+/**
+ * Every shared-network address. The trust agents ask after every gateway and slice, so a fleet that
+ * gains them (issue #30) keeps every address it had; each agent replica keeps its own ledger entry.
+ */
+function planSharedAddresses(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledger, quarantine: Quarantine): SharedAddresses {
   const cc = fleet.crossCluster;
   const requests = fleet.clusters.map((c): AddressRequest => {
     const old = prev.clusters[c.name];
     return c.datapath === 'gateway'
       ? { want: c.gatewayReplicas, bySlot: true, ledger: (old?.gateways ?? []).map((g) => ledgerAddr(g.crossCluster, cc.family)) }
-      : { want: crossClusterNeeded(c, fleet.addressSurge), bySlot: false, ledger: ledgerValues(old?.crossClusterAddresses, cc.family) };
+      : { want: crossClusterNeeded(c, fleet.addressSurge) - c.trustAgentReplicas, bySlot: false, ledger: ledgerValues(old?.crossClusterAddresses, cc.family) };
   });
+  const withAgents = fleet.clusters.filter((c) => c.trustAgentReplicas > 0);
+  for (const c of withAgents) {
+    requests.push({ want: c.trustAgentReplicas, bySlot: true, ledger: (prev.clusters[c.name]?.trustAgents ?? []).map((t) => ledgerAddr(t.crossCluster, cc.family)) });
+  }
   const got = keepThenTake(new AddressPool(cc.usable), requests, keysOf(quarantine.crossKeys, cc.family));
   if (got.some((slots) => slots.includes(undefined))) {
     // resolveFleet checks totals first; this guards against anything it could not see
     p.add('pool-exhausted', 'spec.crossClusterNetwork.addresses.pool', `the pool ran out of free addresses (usable ${cc.usableCount})`, 'add addresses to the pool');
   }
-  return new Map(fleet.clusters.map((c, i) => {
+  const members = new Map(fleet.clusters.map((c, i) => {
     const values = got[i].filter((v): v is bigint => v !== undefined);
     return [c.name, c.datapath === 'gateway' ? values : values.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))];
   }));
+  const agents = got.slice(fleet.clusters.length);
+  return { members, trustAgents: new Map(withAgents.map((c, i) => [c.name, agents[i].filter((v): v is bigint => v !== undefined)])) };
 }
 
 // ---------------- phase 3: gateway addresses on the in-cluster network ----------------
@@ -359,21 +390,28 @@ interface Allocation {
   readonly fleet: ResolvedFleet;
   readonly cidrs: Map<string, Cidr>;
   readonly shared: Map<string, bigint[]>;
+  readonly trustAgents: Map<string, bigint[]>;
   readonly gatewayIn: Map<string, GatewayInCluster>;
   readonly quarantine: Quarantine;
-  /** Every gateway cluster's peer-table entry, formatted once (each cluster's table is all of them but itself). */
+  /**
+   * Every exchanging cluster's peer-table entry, formatted once (each cluster's table is all of them but
+   * itself), in cluster order: a gateway cluster with its CIDR, a trust agent with none (trust only).
+   */
   readonly peers: PeerPlan[];
+  /** The same entries for a trust agent's table: every one trust only. */
+  readonly trustPeers: PeerPlan[];
 }
 
-function peerEntries(fleet: ResolvedFleet, cidrs: Map<string, Cidr>, shared: Map<string, bigint[]>): PeerPlan[] {
-  return fleet.clusters.filter((c) => c.datapath === 'gateway').map((o) => ({
-    cluster: o.name,
-    cidrs: [formatCidr(cidrs.get(o.name)!)],
-    gateways: shared.get(o.name)!.map((x) => ({ host: formatAddr(addr(fleet.crossCluster.family, x)), port: fleet.gateway.tunnelPort })),
-  }));
+function peerEntries(fleet: ResolvedFleet, cidrs: Map<string, Cidr>, shared: Map<string, bigint[]>, trustAgents: Map<string, bigint[]>): PeerPlan[] {
+  const endpoints = (values: bigint[]) => values.map((x) => ({ host: formatAddr(addr(fleet.crossCluster.family, x)), port: fleet.gateway.tunnelPort }));
+  return fleet.clusters.flatMap((o): PeerPlan[] => {
+    if (o.datapath === 'gateway') return [{ cluster: o.name, cidrs: [formatCidr(cidrs.get(o.name)!)], gateways: endpoints(shared.get(o.name)!) }];
+    const agents = trustAgents.get(o.name);
+    return agents?.length ? [{ cluster: o.name, cidrs: [], gateways: endpoints(agents) }] : [];
+  });
 }
 
-type ModeParts = Pick<ClusterPlan, 'gateways' | 'gatewayVip' | 'peers' | 'crossClusterSync'> & { readonly ipam: WhereaboutsPlan };
+type ModeParts = Pick<ClusterPlan, 'gateways' | 'gatewayVip' | 'peers' | 'crossClusterSync'> & { readonly ipam: WhereaboutsPlan; readonly trustAgents?: TrustAgentReplicaPlan[] };
 
 function gatewayParts(a: Allocation, c: ResolvedCluster, entry: LedgerCluster): ModeParts {
   const cc = a.fleet.crossCluster;
@@ -388,6 +426,8 @@ function gatewayParts(a: Allocation, c: ResolvedCluster, entry: LedgerCluster): 
   const via = formatAddr(addr(fam, vip ?? ins[0]));
   // the replicas' own addresses, the VIP and the quarantined ones are never whereabouts' to give
   const own = [...new Set([...ins, ...(vip !== undefined ? [vip] : []), ...quarantinedIn(a.quarantine, cidr)])].map((v) => hostCidr(addr(fam, v)));
+  // a gateway exchanges trust only with the exchanging clusters (trust agents are listed only then)
+  const exchanges = a.fleet.trust.clusters[c.name]?.exchange === true;
   return {
     gateways: cross.map((x, i) => ({
       replica: i,
@@ -395,7 +435,7 @@ function gatewayParts(a: Allocation, c: ResolvedCluster, entry: LedgerCluster): 
       crossCluster: `${formatAddr(addr(cc.family, x))}/${cc.prefixLength}`,
     })),
     gatewayVip: vip !== undefined ? `${formatAddr(addr(fam, vip))}/${cidr.prefix}` : undefined,
-    peers: a.peers.filter((e) => e.cluster !== c.name),
+    peers: a.peers.filter((e) => e.cluster !== c.name && (exchanges || e.cidrs.length > 0)),
     ipam: {
       range: formatCidr(cidr),
       exclude: [...own, ...c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr)],
@@ -409,10 +449,14 @@ function sliceParts(p: ProblemCollector, a: Allocation, c: ResolvedCluster, entr
   const slice = a.shared.get(c.name)!;
   entry.crossClusterAddresses = compact(slice, cc.family);
   const sliceRange = sliceIpam(p, slice, cc.family, cc.subnets, c);
-  if (c.datapath === 'direct') return { gateways: [], peers: [], ipam: sliceRange };
+  const agents = a.trustAgents.get(c.name) ?? [];
+  if (agents.length) entry.trustAgents = agents.map((x) => ({ crossCluster: formatAddr(addr(cc.family, x)) }));
+  const trustAgents = agents.map((x, i) => ({ replica: i, crossCluster: `${formatAddr(addr(cc.family, x))}/${cc.prefixLength}` }));
+  const peers = agents.length ? a.trustPeers.filter((e) => e.cluster !== c.name) : [];
+  if (c.datapath === 'direct') return { gateways: [], peers, trustAgents, ipam: sliceRange };
   const cidr = a.cidrs.get(c.name)!;
   return {
-    gateways: [], peers: [],
+    gateways: [], peers, trustAgents,
     ipam: { range: formatCidr(cidr), exclude: c.migrationExclude.flatMap(intervalToCidrs).map(formatCidr), routes: [] },
     crossClusterSync: { nadName: cc.nadName, ipam: sliceRange },
   };
@@ -435,6 +479,7 @@ function clusterPlan(p: ProblemCollector, a: Allocation, c: ResolvedCluster, ent
       ipam,
     },
     crossClusterSync: parts.crossClusterSync, gateways: parts.gateways, gatewayVip: parts.gatewayVip, peers: parts.peers,
+    trustAgents: parts.trustAgents ?? [],
     capacity: {
       inCluster: usableIn !== undefined ? { needed: inClusterNeeded(c, surge), usable: usableIn.toString() } : undefined,
       crossCluster: crossClusterNeeded(c, surge),
@@ -484,10 +529,13 @@ function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult>
   const quarantine = quarantineOf(prev);
   p.addAll(routerProblems(fleet.crossCluster.gateway, fleet.crossCluster.family, prev));
   const cidrs = planClusterCidrs(p, fleet, prev, quarantine);
-  const shared = planSharedAddresses(p, fleet, prev, quarantine);
+  const { members: shared, trustAgents } = planSharedAddresses(p, fleet, prev, quarantine);
   if (!p.empty) return p.failed();
   const gatewayIn = planGatewayInCluster(fleet, prev, cidrs, quarantine);
-  const allocation: Allocation = { fleet, cidrs, shared, gatewayIn, quarantine, peers: peerEntries(fleet, cidrs, shared) };
+  const peers = peerEntries(fleet, cidrs, shared, trustAgents);
+  // a trust-only copy gets its own gateways array: the runtime-config peer cache (src/gateway/config.ts) is keyed by it
+  const trustPeers = peers.filter((e) => fleet.trust.clusters[e.cluster]?.exchange).map((e) => (e.cidrs.length ? { ...e, cidrs: [], gateways: [...e.gateways] } : e));
+  const allocation: Allocation = { fleet, cidrs, shared, trustAgents, gatewayIn, quarantine, peers, trustPeers };
   const next: Record<string, LedgerCluster> = {};
   const clusters = fleet.clusters.map((c) => clusterPlan(p, allocation, c, (next[c.name] = {})));
   const released = nextQuarantine(prev, next);

@@ -115,7 +115,6 @@ export const PROBLEM_CODES = {
   'forklift/not-reachable': { stage: 'moves', meaning: 'Two clusters of a move cannot live-migrate to each other (datapath modes).' },
   'forklift/feature-gate': { stage: 'moves', meaning: 'A cluster of a move lacks the DecentralizedLiveMigration feature gate.' },
   'forklift/trust-disabled': { stage: 'moves', meaning: 'The trust exchange is off for a cluster pair that moves use.' },
-  'forklift/trust-unmanaged': { stage: 'moves', meaning: 'Warning: trust between the clusters is not managed by the fleet.' },
   'forklift/live-disabled': { stage: 'moves', meaning: 'Live migration is turned off in the Forklift controller while moves are listed.' },
   'forklift/mesh-network': { stage: 'moves', meaning: 'A VM network that is one of the fleet\'s migration networks.' },
   'forklift/network-unknown': { stage: 'moves', meaning: 'A network reference neither declared nor created by the fleet.' },

@@ -174,7 +174,8 @@ export function harvesterSettingFor(plan: FleetPlan, cluster: ClusterPlan, spec:
   const value: HarvesterMigrationNetworkValue = {
     clusterNetwork: spec.clusterNetwork, ...(vlan ? { vlan } : {}), range: formatCidr(range), ...(exclude.length ? { exclude } : {}),
   };
-  const needed = cluster.capacity.crossCluster;
+  // the trust agent's addresses are the cluster's too, but outside the setting's range (issue #30)
+  const needed = cluster.capacity.crossCluster - cluster.trustAgents.length;
   const check = checkHarvesterValue(value, cluster.nodes, needed, ctx);
   problems.push(...check.problems);
   return { value, json: harvesterValueJson(value), usable: check.usable, problems };

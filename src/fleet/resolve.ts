@@ -67,6 +67,12 @@ export interface ResolvedCluster {
   readonly gatewayReplicas: number;
   /** gateway mode with 2+ replicas and failover `vip`: the cluster holds one more in-cluster address, the replicas' shared next hop. */
   readonly gatewayVip: boolean;
+  /**
+   * Trust-agent replicas (`gatewayReplicas`) the cluster runs when it exchanges CAs without a gateway
+   * (direct, native, Harvester); each holds one shared-network address. 0 for a gateway cluster (its
+   * gateway exchanges) and when the fleet exchanges nothing.
+   */
+  readonly trustAgentReplicas: number;
   readonly podCidrs: Cidr[];
   readonly serviceCidrs: Cidr[];
   readonly multiNetworkPolicy: boolean;
@@ -125,8 +131,10 @@ export const inClusterNeeded = (c: ResolvedCluster, surge: number): number =>
 /** Addresses one cluster holds on the shared cross-cluster network, by datapath mode. */
 export function crossClusterNeeded(c: ResolvedCluster, surge: number, mode: Datapath = c.datapath): number {
   if (mode === 'gateway') return c.gatewayReplicas;
-  if (mode === 'native') return c.syncReplicas + surge;
-  return c.nodes + c.syncReplicas + surge;
+  // the trust agents of the cluster's own mode (what-if modes count the handlers alone, as before)
+  const agents = mode === c.datapath ? c.trustAgentReplicas : 0;
+  if (mode === 'native') return c.syncReplicas + surge + agents;
+  return c.nodes + c.syncReplicas + surge + agents;
 }
 
 
@@ -522,6 +530,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
     migrationCidr, migrationExclude,
     gatewayReplicas,
     gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
+    trustAgentReplicas: 0, // set once trust is resolved (salvageFleet)
     podCidrs, serviceCidrs,
     multiNetworkPolicy: c.multiNetworkPolicy ?? false,
     openshift: c.openshift ?? kubevirt.configDelivery === 'hco',
@@ -655,8 +664,9 @@ function summarizeNeeded(clusters: ResolvedCluster[], surge: number): string {
   const nat = clusters.filter((c) => c.datapath === 'native');
   const sum = (list: ResolvedCluster[]): number => list.reduce((n, c) => n + crossClusterNeeded(c, surge), 0);
   if (gw.length) parts.push(`gateway: ${gw.length} clusters x replicas = ${sum(gw)}`);
-  if (dir.length) parts.push(`direct: (nodes + sync controllers + ${surge} surge) per cluster over ${dir.length} clusters = ${sum(dir)}`);
-  if (nat.length) parts.push(`native: (sync controllers + ${surge} surge) over ${nat.length} clusters = ${sum(nat)}`);
+  const agents = (list: ResolvedCluster[]): string => (list.some((c) => c.trustAgentReplicas > 0) ? ' + trust agents' : '');
+  if (dir.length) parts.push(`direct: (nodes + sync controllers + ${surge} surge${agents(dir)}) per cluster over ${dir.length} clusters = ${sum(dir)}`);
+  if (nat.length) parts.push(`native: (sync controllers + ${surge} surge${agents(nat)}) over ${nat.length} clusters = ${sum(nat)}`);
   return parts.join('; ');
 }
 
@@ -678,14 +688,16 @@ export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
   const shared = resolveSharedNetwork(p, spec.crossClusterNetwork);
   const template = resolveMigrationTemplate(p, spec.migrationNetwork, shared);
   const surge = spec.addressSurge ?? DEFAULTS.addressSurge;
-  const clusters = resolveClusters(p, spec, template);
+  const resolved = resolveClusters(p, spec, template);
+  const trustProblems: FleetProblem[] = [];
+  const trust = resolveTrust(spec.trust, resolved.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), trustProblems);
+  // issue #30: a cluster without a gateway exchanges through a trust agent, one shared address per replica
+  const clusters = resolved.map((c) => (trust.clusters[c.name]?.agent ? { ...c, trustAgentReplicas: c.gatewayReplicas } : c));
   checkCidrOverlaps(p, clusters, shared.pool, template);
   checkInClusterCapacity(p, clusters, surge);
   const counts = checkSharedCapacity(p, shared, clusters, surge);
   // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
   p.addAll(kubevirtAdmissionProblems(doc));
-  const trustProblems: FleetProblem[] = [];
-  const trust = resolveTrust(spec.trust, clusters.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), trustProblems);
   p.addAll(trustProblems);
   for (const x of existingKubevirtProblems(doc)) p.add('existing-kubevirt-invalid', x.path, x.message, x.fix);
   const cc = spec.crossClusterNetwork;

@@ -112,7 +112,6 @@ export function checkPairs(
   const groups = new Map<string, string[]>();
   for (const c of clusters.values()) groups.set(c.datapath, [...(groups.get(c.datapath) ?? []), c.name]);
   const gateChecked = new Set<string>();
-  const unmanaged: string[] = [];
   for (const [from, to] of pairs) {
     const a = clusters.get(from)!;
     const b = clusters.get(to)!;
@@ -129,14 +128,9 @@ export function checkPairs(
         `the KubeVirt configuration generated for ${c.name} does not list ${FEATURE_GATE_DLM} (its delivery writes no KubeVirt featureGates, e.g. Harvester); Forklift runs a live Plan only when both clusters list the gate explicitly, and reads nothing else`,
         `list ${FEATURE_GATE_DLM} in ${c.name}'s KubeVirt featureGates yourself, then set spec.forklift.providers.${c.name}.externalFeatureGates: true`);
     }
-    const trust = trustBetween(fleetSpec, from, to, [a.datapath, b.datapath]);
-    if (trust === 'disabled') {
+    if (trustBetween(fleetSpec, from, to) === 'disabled') {
       p.error('trust-disabled', 'spec.trust', `trust exchange is turned off for ${from} or ${to}: the migration's TLS handshake fails once a KubeVirt CA rotates`, `enable the trust exchange for both clusters, or drop the moves between ${from} and ${to}`);
-    } else if (trust === 'unmanaged') {unmanaged.push(`${from} -> ${to}`);}
-  }
-  if (unmanaged.length) {
-    p.warn('trust-unmanaged', 'spec', `trust between the clusters is not managed by this fleet (no gateway exchange between them: a native or direct cluster, or migration TLS off without spec.trust): Forklift copies each KubeVirt CA once per run, which the next CA rotation undoes (pairs: ${unmanaged.join(', ')})`,
-      'keep each cluster\'s kubevirt-ca in its peers\' kubevirt-external-ca yourself until the fleet manages trust (docs/migrations.md)');
+    }
   }
 }
 

@@ -27,11 +27,43 @@ function migrationFamily(cluster: ClusterPlan): Family {
   return r.cidr.family;
 }
 
+const tlsFor = (plan: FleetPlan): ProxyConfigInput['tls'] => (plan.gateway.tls.kind === 'plaintext'
+  ? { mode: 'plaintext' as const }
+  : { mode: plan.gateway.payload === 'splice' ? 'mtls-splice' as const : 'mtls' as const, caFile: `${GATEWAY_TLS_MOUNT}/ca.crt`, certFile: `${GATEWAY_TLS_MOUNT}/tls.crt`, keyFile: `${GATEWAY_TLS_MOUNT}/tls.key` });
+
+const trustSection = (plan: FleetPlan) => ({ socket: '/run/migration-mesh/trust.sock', repushIntervalMs: plan.trust.repushIntervalSeconds * 1000 });
+
+/**
+ * The runtime's config in the trust-only role (issue #30): a cluster without a gateway (direct, native,
+ * Harvester) runs the same runtime as a trust agent. Its tunnel listener on the shared network answers
+ * PUBLISH with the same fleet mTLS identity, refusals and caps as a gateway; it dials nothing
+ * (`localCidrs` empty: every tunnel is refused), tunnels nothing (every peer is trust only) and its
+ * intercept listener binds loopback (no rule redirects to it).
+ */
+export function trustAgentConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyConfig {
+  if (cluster.trustAgents.length === 0) throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster.trustAgents', message: `cluster ${cluster.name} has no trust agent planned` });
+  const family = plan.capacity.family;
+  const cfg = parseProxyConfig({
+    version: 1,
+    fleet: plan.fleet,
+    cluster: cluster.name,
+    listen: {
+      intercept: { host: family === 6 ? '::1' : '127.0.0.1', port: DEFAULT_INTERCEPT_PORT },
+      tunnel: { host: wildcard(family), port: plan.gateway.tunnelPort },
+      admin: { ...DEFAULT_ADMIN_LISTEN },
+    },
+    localCidrs: [],
+    ownAddresses: cluster.trustAgents.map((t) => bare(t.crossCluster)),
+    peers: [],
+    tls: tlsFor(plan),
+    trust: trustSection(plan),
+  });
+  return withPeers(cfg, cluster);
+}
+
 export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyConfig {
   if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway` });
-  const tls = plan.gateway.tls.kind === 'plaintext'
-    ? { mode: 'plaintext' as const }
-    : { mode: plan.gateway.payload === 'splice' ? 'mtls-splice' as const : 'mtls' as const, caFile: `${GATEWAY_TLS_MOUNT}/ca.crt`, certFile: `${GATEWAY_TLS_MOUNT}/tls.crt`, keyFile: `${GATEWAY_TLS_MOUNT}/tls.key` };
+  const tls = tlsFor(plan);
   const input: ProxyConfigInput = {
     version: 1,
     fleet: plan.fleet,
@@ -52,11 +84,16 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
     peers: [],
     tls,
     // issue #10: the trust container beside the runtime (constructs/gateway-trust.ts)
-    ...(plan.trust.clusters[cluster.name]?.exchange ? { trust: { socket: '/run/migration-mesh/trust.sock', repushIntervalMs: plan.trust.repushIntervalSeconds * 1000 } } : {}),
+    ...(plan.trust.clusters[cluster.name]?.exchange ? { trust: trustSection(plan) } : {}),
   };
-  // the peer entries are validated by the runtime's peer schema once per fleet (they are shared by every
-  // cluster's table), the rest of the config per cluster; parseProxyConfig then checks the whole table
-  const cfg = parseProxyConfig(input);
+  return withPeers(parseProxyConfig(input), cluster);
+}
+
+/**
+ * The peer entries are validated by the runtime's peer schema once per fleet (they are shared by every
+ * cluster's table), the rest of the config per cluster; then the whole table is checked.
+ */
+function withPeers(cfg: ProxyConfig, cluster: ClusterPlan): ProxyConfig {
   const peers = validatedPeers(cluster);
   const names = new Set(peers.map((p) => p.cluster));
   if (names.size !== peers.length || names.has(cfg.cluster)) {

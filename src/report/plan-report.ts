@@ -29,6 +29,15 @@ export interface PlanRow {
   readonly directWouldNeed: number;
   /** Peer clusters in its gateway's table. */
   readonly peers: number;
+  /**
+   * How the cluster keeps its peers' KubeVirt CAs trusted (issue #30): by its gateway, by a trust agent
+   * (a cluster without a gateway) at `endpoints`, or not at all; and whether the CA rotation is emitted.
+   */
+  readonly trust: {
+    readonly keptBy: 'gateway' | 'trust-agent' | 'none';
+    readonly endpoints: string[];
+    readonly rotation: 'emitted' | 'not-emitted-harvester' | 'none';
+  };
 }
 
 export interface PlanTotals {
@@ -96,6 +105,7 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
       sharedRange: ipam?.rangeStart ? `${ipam.rangeStart}-${ipam.rangeEnd}` : undefined,
       directWouldNeed: c.nodes + c.syncReplicas + surge,
       peers: c.peers.length,
+      trust: trustRow(plan, c, hv.has(c.name)),
     };
   });
   const cap = plan.capacity;
@@ -123,6 +133,27 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
         .filter((g) => g.clusters.length > 0),
     },
   };
+}
+
+function trustRow(plan: FleetPlan, c: FleetPlan['clusters'][number], harvester: boolean): PlanRow['trust'] {
+  const t = plan.trust.clusters[c.name];
+  const keptBy = !t?.exchange ? 'none' : t.agent ? 'trust-agent' : 'gateway';
+  const endpoints = keptBy === 'gateway' ? c.gateways.map((g) => g.crossCluster) : c.trustAgents.map((a) => a.crossCluster);
+  return { keptBy, endpoints: endpoints.map((e) => e.replace(/\/\d+$/, '')), rotation: !t ? 'none' : harvester ? 'not-emitted-harvester' : 'emitted' };
+}
+
+/** Per cluster: how its trust is kept (the `plan` command prints it after the table). */
+function renderTrust(r: PlanReport): string {
+  const w = Math.max(...r.clusters.map((c) => c.cluster.length));
+  const line = (c: PlanRow): string => {
+    const t = c.trust;
+    const how = t.keptBy === 'gateway' ? `exchanged by its gateway (${t.endpoints.join(', ')})`
+      : t.keptBy === 'trust-agent' ? `exchanged by its trust agent (${t.endpoints.join(', ')})`
+        : 'not exchanged';
+    const rot = t.rotation === 'emitted' ? 'CA rotation set' : t.rotation === 'not-emitted-harvester' ? 'CA rotation not set (Harvester renders its KubeVirt CR: docs/trust.md)' : 'CA rotation left as it is';
+    return `  ${c.cluster.padEnd(w)}  ${how}; ${rot}\n`;
+  };
+  return `\ntrust (each cluster's KubeVirt CA in its peers' kubevirt-ca, docs/trust.md):\n${r.clusters.map(line).join('')}`;
 }
 
 /** Aligned columns; numbers right-aligned. */
@@ -156,6 +187,7 @@ export function renderPlanTable(r: PlanReport): string {
     + `  needed ${s.needed}, free ${s.free}\n`
     + `  all-direct would need ${t.wouldNeed.directWithSurge} (${t.wouldNeed.direct} without surge), all-native ${t.wouldNeed.native}, all-gateway ${t.wouldNeed.gateway}; `
     + `this plan saves ${t.savedVersusDirect} against direct\n`
+    + renderTrust(r)
     + renderMigrationGroups(t.migrationGroups);
 }
 

@@ -21,8 +21,13 @@ export interface Rotation { readonly ca: CertTiming; readonly server: CertTiming
 
 export interface ClusterTrustPlan {
   readonly rotation: Rotation;
-  /** The cluster's gateway runs the trust container and exchanges bundles (gateway datapath, exchange on). */
+  /**
+   * The cluster exchanges CA bundles: its gateway runs the trust container (gateway datapath), or, with
+   * no gateway (direct, native, Harvester), a trust agent does (`agent`).
+   */
   readonly exchange: boolean;
+  /** The exchange runs in a trust agent of its own (the cluster has no gateway), with one shared-network address per replica. */
+  readonly agent: boolean;
 }
 
 export interface TrustPlan {
@@ -187,22 +192,20 @@ function repushOf(add: Add, trust: TrustSpec, plans: ClusterTrustPlan[]): number
 /**
  * Resolve `spec.trust` for the given clusters. Problems go to `problems` (every one at once).
  * - `spec.trust.enabled: false`: nothing is planned (no rotation emitted, no trust container).
- * - no `spec.trust`: the default. With two or more gateway clusters, those clusters get the default
- *   rotation and the exchange, as with `spec.trust: {}`, whatever `migrationPolicy.disableTLS` says:
- *   KubeVirt's sync channel is mutual TLS against `kubevirt-ca` regardless (fact sheet
- *   kubevirt-ca-trust.md s.2.4), so a decentralized migration needs the peer's CA either way. Native and
- *   direct clusters get nothing (no gateway reaches them). Otherwise nothing is planned.
- * - `spec.trust` given: every cluster gets the rotation, gateway clusters the exchange.
+ * - no `spec.trust`: the default. With two or more clusters, whatever their datapath, as with
+ *   `spec.trust: {}`, whatever `migrationPolicy.disableTLS` says: KubeVirt's sync channel is mutual TLS
+ *   against `kubevirt-ca` regardless (fact sheet kubevirt-ca-trust.md s.2.4), so a decentralized
+ *   migration needs the peer's CA either way. A single cluster gets nothing.
+ * - `spec.trust` given: every cluster gets the rotation and (unless `exchange.enabled: false`) the
+ *   exchange: gateway clusters in their gateway pods, the others in a trust agent (`agent`).
  */
 export function resolveTrust(trust: TrustSpec | undefined, clusters: readonly TrustClusterInput[], problems: FleetProblem[]): TrustPlan {
   const none: TrustPlan = { clusters: {}, repushIntervalSeconds: TRUST_DEFAULTS.repushIntervalSeconds };
   if (trust?.enabled === false) return none;
   if (trust === undefined) {
-    // the default: the gateway clusters exchange, with our rotation; native/direct clusters get nothing
-    // (no exchange can reach them, and new rotation settings would rotate their CA for no gain)
-    const gateways = clusters.filter((c) => c.datapath === 'gateway');
-    if (gateways.length < 2) return none;
-    return resolveTrust({}, gateways, problems);
+    // the default: every cluster of a multi-cluster fleet exchanges, with our rotation, whatever its datapath
+    if (clusters.length < 2) return none;
+    return resolveTrust({}, clusters, problems);
   }
   const seen = new Set<string>();
   const add: Add = (code, path, message, fix) => {
@@ -221,7 +224,7 @@ export function resolveTrust(trust: TrustSpec | undefined, clusters: readonly Tr
     const path = own !== undefined ? `spec.trust.clusters.${c.name}` : 'spec.trust.rotation';
     const rotation = rotationOf(add, path, trust.rotation, own);
     checkRotation(add, path, rotation, c);
-    return { c, path, plan: { rotation, exchange: exchangeOn && c.datapath === 'gateway' } };
+    return { c, path, plan: { rotation, exchange: exchangeOn, agent: exchangeOn && c.datapath !== 'gateway' } };
   });
   checkPairs(add, entries);
   const repushIntervalSeconds = repushOf(add, trust, entries.map((e) => e.plan));
