@@ -26,7 +26,7 @@ const MiB = (r: MigrationResult) => ((r.info.transferredKiB ?? 0) / 1024).toFixe
 const line = (r: MigrationResult) => `${r.mode.padEnd(12)} ${r.from} -> ${r.to} (${r.target}): ${r.info.status}${r.info.reason ? ` (${r.info.reason})` : ''}, total ${r.info.totalMs} ms, downtime ${r.info.downtimeMs} ms, ${MiB(r)} MiB, RAM equal ${r.ramEqual}, resumed ${r.resumed}${r.trouble ? ` [guest: ${r.trouble}]` : ''}`;
 
 d('a VM moves between clusters in network namespaces (real QEMU, every datapath mode)', () => {
-  const lab = new VmMigrationLab({ memMiB: 128, fillMiB: 48, dirtyMiB: 2, cpu: 'qemu64' });
+  const lab = new VmMigrationLab({ memMiB: 256, fillMiB: 64, dirtyMiB: 2, cpu: 'qemu64' });
   const results: MigrationResult[] = [];
 
   beforeAll(async () => {
@@ -64,7 +64,7 @@ d('a VM moves between clusters in network namespaces (real QEMU, every datapath 
       expect(r.info.status).toBe('completed');
       expect(r.ramSha![1]).toBe(r.ramSha![0]);
       expect(lab.vm!.at).toBe(1 - from);
-      expect(r.info.transferredKiB! / 1024).toBeGreaterThan(40); // the guest's 48 MiB of random data crossed
+      expect(r.info.transferredKiB! / 1024).toBeGreaterThan(60); // the guest's 64 MiB of random data crossed
       // resumption: see the README ("a VM moves") for what TCG does to a resumed guest now and then
       if (!r.resumed) console.warn(`[vm-migration-netns] ${mode}: guest did not tick after resuming on the target (${r.trouble ?? 'no oops seen'})`);
     }, 240_000);

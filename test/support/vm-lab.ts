@@ -362,6 +362,7 @@ export class VmMigrationLab {
   }
 
   async cleanup(): Promise<void> {
+    this.vm?.hmp.close();
     for (const p of this.qemus) await this.killWait(p);
     for (const c of this.clusters) { await this.killWait(c.gw.trust); await this.killWait(c.gw.proc); }
     this.cni.delAll();
