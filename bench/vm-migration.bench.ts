@@ -18,7 +18,10 @@ const support = vmLabSupport();
 const d = support.ok ? describe : describe.skip;
 if (!support.ok) console.warn(`[bench:vm] SKIPPED: ${support.reason}`);
 
-const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 
 d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
   const shape = { memMiB: 256, fillMiB: 64, dirtyMiB: 2, cpu: 'qemu64' };

@@ -163,7 +163,6 @@ export class Hmp {
     if (!this.sock) throw new Error('monitor not connected');
     this.sock.write(`${line}\n`);
     const raw = await this.untilPrompt(timeoutMs);
-    // eslint-disable-next-line no-control-regex
     const text = raw.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\r/g, '');
     const lines = text.split('\n');
     return lines.filter((l, i) => !(i === 0 && l.trim().endsWith(line.trim()))).join('\n').trim();

@@ -34,7 +34,8 @@ import { ClusterTopology, NetnsLab, makeFleetPki, netnsSupport, topologyFromFile
 import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './netns-cni';
 import { agentCommand, runtimeCommand } from './netns-agents';
 import {
-  Guest, Hmp, MigrateInfo, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport, ramSha256, waitMigration,
+  Guest, Hmp, MigrateInfo, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport,
+  ramSha256, waitMigration,
 } from './qemu-guest';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -84,6 +85,8 @@ export interface MigrationResult {
   wallMs: number;
 }
 
+export interface MigrateOptions { withoutExchange?: boolean; maxBandwidth?: number; whileRunning?: (src: Hmp) => Promise<void>; timeoutMs?: number }
+
 export class VmMigrationLab {
   lab!: NetnsLab;
   tmp = '';
@@ -127,7 +130,8 @@ export class VmMigrationLab {
       topos[m] = topologyFromFiles(synthesizeFleet(f, { ledger }).files).filter((t) => t.name === 'ams-1' || t.name === 'fra-1');
       if (topos[m].map((t) => t.gatewayConfig.tls.mode).join() !== `${m},${m}`) throw new Error(`variant ${m}: tls.mode ${topos[m].map((t) => t.gatewayConfig.tls.mode)}`);
     }
-    const addrs = (m: GatewayMode) => JSON.stringify(topos[m].map((t) => [t.migrationNad.config, t.gateways.map((g) => [g.inCluster.selection, g.crossCluster.selection]), t.gatewayConfig.listen, t.initArgs, t.runArgs]));
+    const addrs = (m: GatewayMode) => JSON.stringify(topos[m].map((t) => [
+      t.migrationNad.config, t.gateways.map((g) => [g.inCluster.selection, g.crossCluster.selection]), t.gatewayConfig.listen, t.initArgs, t.runArgs]));
     if (addrs('mtls') !== addrs('mtls-splice') || addrs('plaintext') !== addrs('mtls-splice')) throw new Error('the mode variants differ in addresses, attachments or commands: one network setup cannot serve them');
     const first = topos['mtls-splice'];
     const fleet = first[0].gatewayConfig.fleet;
@@ -303,7 +307,7 @@ export class VmMigrationLab {
    * Completed: RAM of both paused sides compared, the target resumed, the source killed; the VM lives on.
    * Failed: the source must still run; the target is killed (SIGKILL: it ignores SIGTERM while incoming).
    */
-  async migrate(mode: PathMode, o: { withoutExchange?: boolean; maxBandwidth?: number; whileRunning?: (src: Hmp) => Promise<void>; timeoutMs?: number } = {}): Promise<MigrationResult> {
+  async migrate(mode: PathMode, o: MigrateOptions = {}): Promise<MigrationResult> {
     if (!this.vm) throw new Error('no VM');
     if (mode !== 'direct' && mode !== this.mode) await this.setMode(mode);
     const t0 = Date.now();
