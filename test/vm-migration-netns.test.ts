@@ -23,7 +23,7 @@ if (!support.ok) console.warn(`[vm-migration-netns] SKIPPED: ${support.reason}`)
 const d = support.ok ? describe : describe.skip;
 
 const MiB = (r: MigrationResult) => ((r.info.transferredKiB ?? 0) / 1024).toFixed(1);
-const line = (r: MigrationResult) => `${r.mode.padEnd(12)} ${r.from} -> ${r.to} (${r.target}): ${r.info.status}${r.info.reason ? ` (${r.info.reason})` : ''}, total ${r.info.totalMs} ms, downtime ${r.info.downtimeMs} ms, ${MiB(r)} MiB, RAM equal ${r.ramEqual}, resumed ${r.resumed}${r.trouble ? ` [guest: ${r.trouble}]` : ''}`;
+const line = (r: MigrationResult) => `${r.mode.padEnd(12)} ${r.from} -> ${r.to} (${r.target}): ${r.info.status}${r.info.reason ? ` (${r.info.reason})` : ''}, total ${r.info.totalMs} ms, downtime ${r.info.downtimeMs} ms, ${MiB(r)} MiB, RAM equal ${r.ramEqual}, resumed ${r.resumed}, wall ${r.wallMs} ms${r.trouble ? ` [guest: ${r.trouble}]` : ''}`;
 
 d('a VM moves between clusters in network namespaces (real QEMU, every datapath mode)', () => {
   const lab = new VmMigrationLab({ memMiB: 256, fillMiB: 64, dirtyMiB: 2, cpu: 'qemu64' });
