@@ -1,0 +1,63 @@
+/**
+ * `npm run bench:vm` (issue 30 part 3): real QEMU live migrations (TCG guest, mutual TLS, 4 multifd channels)
+ * between two clusters' handler namespaces, through each gateway mode and over a direct veth pair, from one
+ * run: several interleaved rounds (direct, mtls-splice, mtls, plaintext, then again), the median of each
+ * mode's total time, downtime and MiB moved, and each as a ratio to direct. The lab is the test's
+ * (test/support/vm-lab.ts); run as root, under `flock /tmp/mm-net.lock` beside other network tests.
+ * MM_VM_ROUNDS (default 3) sets the rounds. Writes the table to bench/results/vm-migration.json only with
+ * MM_RECORD_BENCH=1.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { MigrationResult, PathMode, VmMigrationLab, vmLabSupport } from '../test/support/vm-lab';
+
+const ROUNDS = Number(process.env.MM_VM_ROUNDS ?? 3);
+const MODES: PathMode[] = ['direct', 'mtls-splice', 'mtls', 'plaintext'];
+const support = vmLabSupport();
+const d = support.ok ? describe : describe.skip;
+if (!support.ok) console.warn(`[bench:vm] SKIPPED: ${support.reason}`);
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
+  const shape = { memMiB: 256, fillMiB: 64, dirtyMiB: 2, cpu: 'qemu64' };
+  const lab = new VmMigrationLab(shape);
+  afterAll(async () => { await lab.cleanup(); }, 60_000);
+
+  test('interleaved rounds, medians and ratios', async () => {
+    await lab.setup();
+    await lab.boot(0);
+    const runs: Record<string, MigrationResult[]> = Object.fromEntries(MODES.map((m) => [m, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const m of MODES) {
+        const r = await lab.migrate(m);
+        if (r.info.status !== 'completed') throw new Error(`${m} round ${round}: ${r.info.status} ${r.info.reason ?? ''}`);
+        runs[m].push(r);
+        console.log(`[bench:vm] round ${round + 1} ${m}: total ${r.info.totalMs} ms, downtime ${r.info.downtimeMs} ms, ${((r.info.transferredKiB ?? 0) / 1024).toFixed(1)} MiB, RAM equal ${r.ramEqual}`);
+      }
+    }
+    const rows = MODES.map((m) => ({
+      mode: m,
+      totalMs: median(runs[m].map((r) => r.info.totalMs ?? NaN)),
+      downtimeMs: median(runs[m].map((r) => r.info.downtimeMs ?? NaN)),
+      mib: +median(runs[m].map((r) => (r.info.transferredKiB ?? NaN) / 1024)).toFixed(1),
+      ramEqual: `${runs[m].filter((r) => r.ramEqual).length}/${runs[m].length}`,
+      resumed: `${runs[m].filter((r) => r.resumed).length}/${runs[m].length}`,
+    }));
+    const direct = rows[0];
+    const ratio = (a: number, b: number) => (b ? (a / b).toFixed(2) : 'n/a');
+    console.log([
+      `[bench:vm] ${ROUNDS} interleaved rounds, medians; guest ${shape.memMiB} MiB (${shape.fillMiB} MiB random, ${shape.dirtyMiB} MiB rewritten per second), TCG ${shape.cpu}, TLS + ${lab.channels} multifd channels, ${os.cpus().length} CPUs (shared)`,
+      `  ${'mode'.padEnd(12)} ${'total ms'.padStart(9)} ${'x direct'.padStart(8)} ${'downtime ms'.padStart(12)} ${'x direct'.padStart(8)} ${'MiB'.padStart(7)} ${'x direct'.padStart(8)}  RAM equal  resumed`,
+      ...rows.map((r) => `  ${r.mode.padEnd(12)} ${String(r.totalMs).padStart(9)} ${ratio(r.totalMs, direct.totalMs).padStart(8)} ${String(r.downtimeMs).padStart(12)} ${ratio(r.downtimeMs, direct.downtimeMs).padStart(8)} ${String(r.mib).padStart(7)} ${ratio(r.mib, direct.mib).padStart(8)}  ${r.ramEqual.padStart(9)}  ${r.resumed.padStart(7)}`),
+    ].join('\n'));
+    const outDir = process.env.MM_RECORD_BENCH === '1' ? path.join(__dirname, 'results') : os.tmpdir();
+    fs.writeFileSync(path.join(outDir, 'vm-migration.json'), `${JSON.stringify({
+      bench: 'bench/vm-migration.bench.ts', rounds: ROUNDS, shape, channels: lab.channels, cpus: os.cpus().length, kernel: os.release(), guestKernel: lab.guest.kernelVersion, date: new Date().toISOString(), rows,
+    }, null, 2)}\n`);
+  }, 1_800_000);
+});

@@ -1,0 +1,248 @@
+/**
+ * A real hypervisor for the VM migration test and bench: QEMU (Debian qemu-system-x86, TCG) running a small
+ * Linux guest, driven over its HMP monitor, migrated as KubeVirt's virt-handlers migrate (mutual TLS with
+ * `tls-creds-x509 ... verify-peer=on`, multifd channels). Facts: ../shared/reference/qemu-live-migration-testing.md.
+ *
+ * The guest: Debian's stock kernel (`apt-get download` of the package linux-image-amd64 depends on) and a
+ * busybox-static initramfs whose /init fills a tmpfs file with `mm_fill` MiB from /dev/urandom (real data to
+ * move: zero pages migrate almost for free), then prints `tick N` on the serial console once a second while it
+ * rewrites `mm_dirty` MiB (dirty pages during the migration). Built once, cached under
+ * node_modules/.cache/mm-vm-guest/<key>, the key a hash of the kernel package's version, busybox and the init
+ * script, so the suite stays fast.
+ */
+import { spawnSync } from 'child_process';
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+
+const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+export const QEMU = 'qemu-system-x86_64';
+const BUSYBOX = '/bin/busybox';
+
+const INIT = `#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t devtmpfs dev /dev
+fill=64; dirty=4
+for a in $(cat /proc/cmdline); do case "$a" in mm_fill=*) fill=\${a#mm_fill=};; mm_dirty=*) dirty=\${a#mm_dirty=};; esac; done
+mount -t tmpfs -o size=$((fill + dirty + 8))m tmp /tmp
+echo "mm-guest filling $fill MiB"
+dd if=/dev/urandom of=/tmp/fill bs=1M count=$fill 2>/dev/null
+echo "mm-guest ready"
+i=0
+while true; do
+  i=$((i + 1))
+  dd if=/dev/urandom of=/tmp/dirty bs=1M count=$dirty conv=notrunc 2>/dev/null
+  echo "tick $i"
+  sleep 1
+done
+`;
+
+/** Whether this machine can run the guest; `reason` says why not. */
+export function qemuSupport(): { ok: true } | { ok: false; reason: string } {
+  for (const [cmd, pkg] of [[QEMU, 'qemu-system-x86'], ['cpio', 'cpio'], ['dpkg-deb', 'dpkg'], ['apt-get', 'apt']]) {
+    if (!has(cmd)) return { ok: false, reason: `'${cmd}' is not installed (${pkg}; node scripts/ensure-system-deps.js installs it as root)` };
+  }
+  if (!fs.existsSync(BUSYBOX)) return { ok: false, reason: `${BUSYBOX} missing (busybox-static)` };
+  const ldd = spawnSync('ldd', [BUSYBOX], { encoding: 'utf8' });
+  if (/=>/.test(ldd.stdout ?? '')) return { ok: false, reason: `${BUSYBOX} is dynamically linked: install busybox-static` };
+  return { ok: true };
+}
+
+export interface Guest { kernel: string; initrd: string; kernelVersion: string }
+
+const run = (cmd: string, args: string[], opts: { cwd?: string; input?: Buffer } = {}): string => {
+  const r = spawnSync(cmd, args, { cwd: opts.cwd, input: opts.input, encoding: 'utf8', timeout: 300_000, maxBuffer: 64 << 20 });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.signal}): ${(r.stderr || r.error?.message || '').trim()}`);
+  return r.stdout;
+};
+
+/** The guest kernel + initramfs, built on first use and cached by content key. */
+export function buildGuest(cacheRoot = path.join(__dirname, '..', '..', 'node_modules', '.cache', 'mm-vm-guest')): Guest {
+  // the versioned kernel package linux-image-amd64 points at (apt's own metadata, no download)
+  const dep = /Depends:\s*(linux-image-[^\s]+)/.exec(run('apt-cache', ['depends', 'linux-image-amd64']))?.[1];
+  if (!dep) throw new Error('apt-cache depends linux-image-amd64 names no linux-image-* package (apt-get update?)');
+  const version = run('apt-cache', ['policy', dep]).match(/Candidate:\s*(\S+)/)?.[1] ?? 'unknown';
+  const bb = crypto.createHash('sha256').update(fs.readFileSync(BUSYBOX)).digest('hex');
+  const key = crypto.createHash('sha256').update(`${dep} ${version}\n${bb}\n${INIT}`).digest('hex').slice(0, 16);
+  const dir = path.join(cacheRoot, key);
+  const guest = { kernel: path.join(dir, 'vmlinuz'), initrd: path.join(dir, 'initrd.cpio'), kernelVersion: `${dep} ${version}` };
+  if (fs.existsSync(guest.kernel) && fs.existsSync(guest.initrd)) return guest;
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-guest-build-'));
+  try {
+    run('apt-get', ['download', dep], { cwd: work });
+    const deb = fs.readdirSync(work).find((f) => f.endsWith('.deb'));
+    if (!deb) throw new Error(`apt-get download ${dep} left no .deb`);
+    run('dpkg-deb', ['-x', deb, 'x'], { cwd: work });
+    const vmlinuz = fs.readdirSync(path.join(work, 'x', 'boot')).find((f) => f.startsWith('vmlinuz-'));
+    if (!vmlinuz) throw new Error(`${deb} has no boot/vmlinuz-*`);
+    const root = path.join(work, 'root');
+    fs.mkdirSync(path.join(root, 'bin'), { recursive: true });
+    fs.copyFileSync(BUSYBOX, path.join(root, 'bin', 'busybox'));
+    fs.chmodSync(path.join(root, 'bin', 'busybox'), 0o755);
+    fs.writeFileSync(path.join(root, 'init'), INIT, { mode: 0o755 });
+    const list = 'init\nbin\nbin/busybox\n';
+    const cpio = spawnSync('cpio', ['-o', '-H', 'newc', '--quiet'], { cwd: root, input: list, maxBuffer: 64 << 20 });
+    if (cpio.status !== 0) throw new Error(`cpio: ${cpio.stderr}`);
+    fs.mkdirSync(`${dir}.tmp`, { recursive: true });
+    fs.copyFileSync(path.join(work, 'x', 'boot', vmlinuz), path.join(`${dir}.tmp`, 'vmlinuz'));
+    fs.writeFileSync(path.join(`${dir}.tmp`, 'initrd.cpio'), cpio.stdout);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.renameSync(`${dir}.tmp`, dir);
+    return guest;
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** The guest's machine: the same on source and target (a migration needs identical devices). */
+export interface VmShape { memMiB: number; fillMiB: number; dirtyMiB: number; cpu: string; append?: string }
+
+/**
+ * QEMU's command line for the guest; `incoming` starts it paused (-S), waiting for `migrate_incoming`. The TLS
+ * credentials are added over the monitor right before each migration (`object_add tls-creds-x509,...`), so each
+ * migration reads the CA bundle its cluster holds at that moment.
+ */
+export function qemuCommand(g: Guest, shape: VmShape, o: { monitor: string; serial: string; incoming?: boolean }): string[] {
+  return [QEMU, '-machine', 'q35', '-cpu', shape.cpu, '-m', String(shape.memMiB), '-smp', '1', '-kernel', g.kernel, '-initrd', g.initrd,
+    '-append', `console=ttyS0 quiet panic=-1 mm_fill=${shape.fillMiB} mm_dirty=${shape.dirtyMiB}${shape.append ? ` ${shape.append}` : ''}`,
+    '-display', 'none', '-vga', 'none', '-nic', 'none', '-no-user-config', '-nodefaults', '-serial', `file:${o.serial}`,
+    '-monitor', `unix:${o.monitor},server,nowait`,
+    ...(o.incoming ? ['-incoming', 'defer', '-S'] : [])];
+}
+
+/** One HMP monitor connection (the monitor takes one client at a time): commands in order, each answered at the next prompt. */
+export class Hmp {
+  private sock?: net.Socket;
+  private buf = '';
+  private waiter?: () => void;
+  constructor(readonly path: string) {}
+
+  async connect(timeoutMs = 10_000): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        this.sock = await new Promise<net.Socket>((resolve, reject) => {
+          const s = net.connect(this.path);
+          s.once('connect', () => resolve(s));
+          s.once('error', reject);
+        });
+        break;
+      } catch (e) {
+        if (Date.now() > end) throw new Error(`monitor ${this.path}: ${(e as Error).message}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    this.sock.on('data', (d) => { this.buf += d.toString('latin1'); this.waiter?.(); });
+    this.sock.on('error', () => { /* the process died: the next command times out with what was read */ });
+    await this.untilPrompt(timeoutMs);
+  }
+
+  private untilPrompt(timeoutMs: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => { this.waiter = undefined; reject(new Error(`monitor ${this.path}: no prompt after ${timeoutMs} ms; got ${JSON.stringify(this.buf.slice(-300))}`)); }, timeoutMs);
+      const check = () => {
+        const i = this.buf.indexOf('(qemu) ');
+        if (i < 0) return;
+        const out = this.buf.slice(0, i);
+        this.buf = this.buf.slice(i + 7);
+        clearTimeout(timer);
+        this.waiter = undefined;
+        resolve(out);
+      };
+      this.waiter = check;
+      check();
+    });
+  }
+
+  /** Run one command; its output without the echo and terminal escapes. */
+  async cmd(line: string, timeoutMs = 30_000): Promise<string> {
+    if (!this.sock) throw new Error('monitor not connected');
+    this.sock.write(`${line}\n`);
+    const raw = await this.untilPrompt(timeoutMs);
+    const text = raw.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\r/g, '');
+    const lines = text.split('\n');
+    return lines.filter((l, i) => !(i === 0 && l.trim().endsWith(line.trim()))).join('\n').trim();
+  }
+
+  close(): void { this.sock?.destroy(); this.sock = undefined; }
+}
+
+export interface MigrateInfo { status: string; reason?: string; totalMs?: number; downtimeMs?: number; transferredKiB?: number; raw: string }
+
+export function parseInfoMigrate(text: string): MigrateInfo {
+  const status = /Migration status:\s*([a-z-]+)(?:\s*\((.*)\))?/.exec(text);
+  const num = (re: RegExp) => { const m = re.exec(text); return m ? Number(m[1]) : undefined; };
+  return {
+    status: status?.[1] ?? 'none', reason: status?.[2],
+    totalMs: num(/total time:\s*(\d+)/), downtimeMs: num(/downtime:\s*(\d+)/), transferredKiB: num(/transferred ram:\s*(\d+)/), raw: text,
+  };
+}
+
+/** Poll `info migrate` on the source until it leaves the running states (bounded). */
+export async function waitMigration(src: Hmp, timeoutMs: number, onTick?: (i: MigrateInfo) => void): Promise<MigrateInfo> {
+  const end = Date.now() + timeoutMs;
+  let last = parseInfoMigrate('');
+  while (Date.now() < end) {
+    last = parseInfoMigrate(await src.cmd('info migrate'));
+    onTick?.(last);
+    if (['completed', 'failed', 'cancelled'].includes(last.status)) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { ...last, status: `timeout (last ${last.status})` };
+}
+
+/** sha256 of guest physical memory [0, bytes) of a paused QEMU (pmemsave into `file`, then hashed and removed). */
+export async function ramSha256(m: Hmp, bytes: number, file: string): Promise<string> {
+  const out = await m.cmd(`pmemsave 0 ${bytes} "${file}"`, 60_000);
+  if (out) throw new Error(`pmemsave: ${out}`);
+  const st = fs.statSync(file);
+  if (st.size !== bytes) throw new Error(`pmemsave wrote ${st.size} bytes, expected ${bytes}`);
+  const h = crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+  fs.rmSync(file, { force: true });
+  return h;
+}
+
+/** The highest `tick N` the guest printed on its serial console (0 before the first). */
+export function lastTick(serialLog: string): number {
+  if (!fs.existsSync(serialLog)) return 0;
+  const m = [...fs.readFileSync(serialLog, 'latin1').matchAll(/tick (\d+)/g)];
+  return m.length ? Number(m[m.length - 1][1]) : 0;
+}
+
+/** Kernel trouble on the serial console (an oops, a BUG, a panic). */
+export function guestTrouble(serialLog: string): string | undefined {
+  if (!fs.existsSync(serialLog)) return undefined;
+  const t = fs.readFileSync(serialLog, 'latin1');
+  const m = /(BUG:|Oops|general protection fault|Kernel panic|list_(add|del) corruption)[^\n]*/.exec(t);
+  return m?.[0];
+}
+
+/**
+ * A handler's migration certificate issued by its cluster's CA (openssl): serverAuth + clientAuth, an IP SAN
+ * of its address on the migration network (the source checks the target's certificate against the host of
+ * the migration URI). Files as tls-creds-x509 reads them: server-* and client-* (the same leaf), ca-cert.pem
+ * written by the caller from the cluster's kubevirt-ca.
+ */
+export function issueHandlerCert(caKey: string, caCert: string, dir: string, name: string, ip: string): void {
+  fs.mkdirSync(dir, { recursive: true });
+  const ossl = (args: string[]) => run('openssl', args, { cwd: dir });
+  ossl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'key.pem', '-out', 'req.csr', '-subj', `/CN=${name}`]);
+  fs.writeFileSync(path.join(dir, 'ext'), `subjectAltName=IP:${ip}\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n`);
+  ossl(['x509', '-req', '-in', 'req.csr', '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-out', 'cert.pem', '-days', '2', '-extfile', 'ext']);
+  for (const side of ['server', 'client']) {
+    fs.copyFileSync(path.join(dir, 'cert.pem'), path.join(dir, `${side}-cert.pem`));
+    fs.copyFileSync(path.join(dir, 'key.pem'), path.join(dir, `${side}-key.pem`));
+  }
+}
+
+/** A cluster's own KubeVirt CA (its own key), made with openssl: what virt-operator keeps in kubevirt-ca. */
+export function makeClusterCa(dir: string, cluster: string): { key: string; cert: string; pem: string } {
+  fs.mkdirSync(dir, { recursive: true });
+  run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '7',
+    '-subj', `/CN=kubevirt.io@${cluster}`, '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], { cwd: dir });
+  return { key: path.join(dir, 'ca.key'), cert: path.join(dir, 'ca.crt'), pem: fs.readFileSync(path.join(dir, 'ca.crt'), 'utf8') };
+}

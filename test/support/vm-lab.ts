@@ -1,0 +1,400 @@
+/**
+ * The VM migration lab (issue 30 parts 2 and 3), shared by test/vm-migration-netns.test.ts and
+ * bench/vm-migration.bench.ts: two clusters of the synthesized three-sites-vlan example (ams-1 and fra-1;
+ * `gateway.replicas: 1, failover: none` so no keepalived is needed) realized in network namespaces as
+ * test/fleet-netns.test.ts realizes them (every pod attachment made by the real CNI plugins from the NAD
+ * configs, the Deployment's setup-rules and run commands, the ConfigMap's config.json with only the TLS file
+ * paths and the trust socket rewritten), plus the trust exchange as test/fleet-trust-netns.test.ts runs it
+ * (a fake API server per cluster with virt-operator's merge modelled on it, reached over a pod network, and
+ * the real trust container beside each runtime).
+ *
+ * One network setup serves every mode: the example is synthesized three times (`payload: splice`,
+ * `payload: tls`, `tls: {plaintext: true}`), the addresses must come out identical, and switching modes
+ * restarts the runtimes with that synthesis' config.json. `direct` is a veth pair between the two handler
+ * namespaces (the shared migration network of a direct datapath).
+ *
+ * A "virt-handler" namespace per cluster holds the VM's QEMU; the target is addressed as KubeVirt addresses it:
+ * its own address on the migration network (through the gateways: the source's route sends it to its gateway,
+ * whose REDIRECT rule intercepts it) or its direct0 address. Each cluster has its own KubeVirt CA (openssl, its
+ * own key; adopted by the virt-operator model as its current CA) and issues its handler's certificate; the
+ * CA file each QEMU reads is the `ca-bundle` of that cluster's `kubevirt-ca` on its API server at the moment of
+ * the migration, never a bundle assembled here.
+ */
+import { ChildProcess } from 'child_process';
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as YAML from 'yaml';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../../src/fleet/load';
+import { synthesizeFleet } from '../../cli/synthesize-fleet';
+import { FakeKubeApi } from '../../proxy/lib/testkit/fake-kube';
+import { VirtOperatorModel } from '../../proxy/lib/testkit/virt-operator-model';
+import { ClusterTopology, NetnsLab, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './netns';
+import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './netns-cni';
+import { agentCommand, runtimeCommand } from './netns-agents';
+import {
+  Guest, Hmp, MigrateInfo, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport,
+  ramSha256, waitMigration,
+} from './qemu-guest';
+
+const ROOT = path.join(__dirname, '..', '..');
+const FLEET = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
+const PROXY_CLI = path.join(ROOT, 'proxy', 'lib', 'cli.js');
+const RUNTIME_UID = 65532;
+const API_ADDR = '10.244.0.1';
+const API_PORT = 6443;
+const H = 3600_000;
+const DIRECT = ['192.0.2.1', '192.0.2.2'];
+
+export type GatewayMode = 'mtls-splice' | 'mtls' | 'plaintext';
+export type PathMode = GatewayMode | 'direct';
+const VARIANTS: Record<GatewayMode, Record<string, unknown>> = { 'mtls-splice': { payload: 'splice' }, mtls: { payload: 'tls' }, plaintext: { tls: { plaintext: true } } };
+
+export function vmLabSupport(): { ok: true } | { ok: false; reason: string } {
+  const n = netnsSupport();
+  if (!n.ok) return n;
+  if (!fs.existsSync(PROXY_CLI)) return { ok: false, reason: `gateway runtime not built (${PROXY_CLI} missing: run npm run build)` };
+  const c = cniSupport();
+  if (!c.ok) return c;
+  return qemuSupport();
+}
+
+interface LabCluster {
+  name: string;
+  topo: Record<GatewayMode, ClusterTopology>;
+  node: string;
+  handler: { ns: string; addr: string; direct: string; certDir: string };
+  gw: { ns: string; cfgFile: string; log: string; trustLog: string; proc?: ChildProcess; trust?: ChildProcess; runDir: string };
+  api: FakeKubeApi;
+  model: VirtOperatorModel;
+  kubeconfig: string;
+  /** kubevirt-ca's bundle before any trust container ran: what the cluster holds with the exchange off. */
+  bundleWithoutExchange: string;
+}
+
+interface Vm { at: number; proc: ChildProcess; hmp: Hmp; serial: string; qlog: string }
+
+export interface MigrationResult {
+  mode: PathMode; from: string; to: string; target: string; info: MigrateInfo;
+  ramEqual?: boolean; ramSha?: [string, string];
+  /** Target guest printed a tick after the source's last one within the bound. */
+  resumed?: boolean; sourceLastTick?: number; targetTick?: number; trouble?: string;
+  /** On failure: the source's VM status afterwards, and whether its guest kept ticking. */
+  sourceStatus?: string; sourceKeptTicking?: boolean;
+  wallMs: number;
+}
+
+export interface MigrateOptions { withoutExchange?: boolean; maxBandwidth?: number; whileRunning?: (src: Hmp) => Promise<void>; timeoutMs?: number }
+
+export class VmMigrationLab {
+  lab!: NetnsLab;
+  tmp = '';
+  clusters: LabCluster[] = [];
+  guest!: Guest;
+  vm?: Vm;
+  mode?: GatewayMode;
+  private cni = new CniRunner();
+  private seq = 0;
+  private port = 49152 + (process.pid % 1000);
+  private readonly qemus = new Set<ChildProcess>();
+  exchangeMs = 0;
+
+  constructor(readonly shape: VmShape, readonly channels = 4, readonly log: (s: string) => void = console.log) {}
+
+  private async killWait(p: ChildProcess | undefined, ms = 10_000): Promise<void> {
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const gone = new Promise<void>((r) => p.once('exit', () => r()));
+    this.lab.kill(p, 'SIGKILL');
+    let t: NodeJS.Timeout | undefined;
+    await Promise.race([gone, new Promise((r) => { t = setTimeout(r, ms); })]);
+    clearTimeout(t);
+  }
+
+  async setup(): Promise<void> {
+    NetnsLab.reapStale();
+    this.lab = new NetnsLab(`mm${process.pid}-vm`);
+    this.tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-vm-netns-'));
+    fs.chmodSync(this.tmp, 0o755);
+    this.guest = buildGuest();
+    const vlanFiltering = kernelHasBridgeVlanFiltering(this.lab);
+    const kernelCfg = (cfg: Record<string, unknown>) => (vlanFiltering ? cfg : withoutVlan(cfg));
+
+    // the example, synthesized once per gateway mode; only ams-1 and fra-1 are realized
+    const base = loadFleetFile(FLEET) as any;
+    const ledger = loadLedgerFile(ledgerPathFor(FLEET));
+    const topos = {} as Record<GatewayMode, ClusterTopology[]>;
+    for (const m of Object.keys(VARIANTS) as GatewayMode[]) {
+      const f = JSON.parse(JSON.stringify(base));
+      f.spec.gateway = { ...f.spec.gateway, replicas: 1, failover: { mode: 'none' }, ...VARIANTS[m] };
+      topos[m] = topologyFromFiles(synthesizeFleet(f, { ledger }).files).filter((t) => t.name === 'ams-1' || t.name === 'fra-1');
+      if (topos[m].map((t) => t.gatewayConfig.tls.mode).join() !== `${m},${m}`) throw new Error(`variant ${m}: tls.mode ${topos[m].map((t) => t.gatewayConfig.tls.mode)}`);
+    }
+    const addrs = (m: GatewayMode) => JSON.stringify(topos[m].map((t) => [
+      t.migrationNad.config, t.gateways.map((g) => [g.inCluster.selection, g.crossCluster.selection]), t.gatewayConfig.listen, t.initArgs, t.runArgs]));
+    if (addrs('mtls') !== addrs('mtls-splice') || addrs('plaintext') !== addrs('mtls-splice')) throw new Error('the mode variants differ in addresses, attachments or commands: one network setup cannot serve them');
+    const first = topos['mtls-splice'];
+    const fleet = first[0].gatewayConfig.fleet;
+    const pki = makeFleetPki(this.tmp, fleet, first.map((t) => t.name));
+
+    const fab = this.lab.addNs('fab');
+    const xcMtu = first[0].gateways[0].crossCluster.mtu;
+    this.lab.addBridge(fab, 'br-xc', xcMtu);
+    const H0 = Date.now();
+    for (const [i, t] of first.entries()) {
+      const lab = this.lab;
+      const node = lab.addNs(`c${i}-node`);
+      const g = t.gateways[0];
+      lab.addBridge(node, g.crossCluster.config.bridge, xcMtu);
+      lab.addVeth({ hostNs: node, ifname: `xc-up${i}`, addrs: [], fabricNs: fab, portName: `c${i}xc`, bridge: 'br-xc', mtu: xcMtu });
+      lab.run(['ip', '-n', node, 'link', 'set', `xc-up${i}`, 'master', g.crossCluster.config.bridge]);
+      const attach = (podNs: string, pod: string, ifname: string, config: Record<string, unknown>) => this.cni.add({
+        nodeNs: node, podNs, ifname, containerId: `mm-${process.pid}-vm-${++this.seq}`, config: kernelCfg(config), pod: { namespace: 'kubevirt', name: pod },
+      });
+      // the virt-handler: migration0 from the migration NAD, the first address whereabouts hands out
+      const [hAddr] = whereaboutsFirstFree(t.migrationNad.ipam, 1);
+      const hns = lab.addNs(`c${i}-h`);
+      attach(hns, `virt-handler-${t.name}`, 'migration0', whereaboutsAsStatic(t.migrationNad.config, hAddr));
+      // the gateway: both attachments as its Multus selection asks, and eth0 on the pod network to the API server
+      const gns = lab.addNs(`c${i}-g0`);
+      for (const att of [g.inCluster, g.crossCluster]) attach(gns, g.deployment, att.selection.interface, multusDelegateConfig(att.config, att.selection));
+      lab.addBridge(node, 'br-pod');
+      lab.run(['ip', '-n', node, 'addr', 'add', `${API_ADDR}/24`, 'dev', 'br-pod']);
+      lab.addVeth({ hostNs: gns, ifname: 'eth0', addrs: ['10.244.0.10/24'], fabricNs: node, portName: 'pod0', bridge: 'br-pod' });
+
+      // the cluster's API server and virt-operator model, with the cluster's own openssl CA as its current CA
+      const namespace = g.trustArgs![g.trustArgs!.indexOf('--namespace') + 1];
+      const api = new FakeKubeApi(namespace);
+      await api.listenPath(path.join(this.tmp, `${t.name}-api.sock`));
+      const model = new VirtOperatorModel(api, t.name, 168 * H, 96 * H, Date.now);
+      model.install(0);
+      const ca = makeClusterCa(path.join(this.tmp, `${t.name}-kubevirt-ca`), t.name);
+      const x = new crypto.X509Certificate(ca.pem);
+      model.ca = { id: `${t.name}-ca`, nb: Date.parse(x.validFrom), na: Date.parse(x.validTo), pem: ca.pem, sha256: crypto.createHash('sha256').update(x.raw).digest('hex') };
+      model.bundle = [model.ca];
+      api.put('kubevirt-ca', { 'ca-bundle': ca.pem }, { 'app.kubernetes.io/managed-by': 'virt-operator' });
+      const relay = lab.spawn(node, agentCommand('forward', API_ADDR, API_PORT, api.path!));
+      await lab.waitForLine(relay, /"listening"/, 10_000, `API relay of ${t.name}`);
+      const kubeconfig = path.join(this.tmp, `${t.name}-kubeconfig.yaml`);
+      fs.writeFileSync(kubeconfig, YAML.stringify({
+        apiVersion: 'v1', kind: 'Config', 'current-context': 'trust',
+        clusters: [{ name: t.name, cluster: { server: `http://${API_ADDR}:${API_PORT}`, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'trust', user: { token: `token-of-${t.name}` } }],
+        contexts: [{ name: 'trust', context: { cluster: t.name, user: 'trust', namespace } }],
+      }), { mode: 0o600 });
+      fs.chownSync(kubeconfig, RUNTIME_UID, RUNTIME_UID);
+      const runDir = path.join(this.tmp, `${t.name}-run`);
+      fs.mkdirSync(runDir, { mode: 0o700 });
+      fs.chownSync(runDir, RUNTIME_UID, RUNTIME_UID);
+      for (const f of [pki[t.name].key, pki[t.name].cert]) fs.chownSync(f, RUNTIME_UID, RUNTIME_UID);
+      fs.chmodSync(pki[t.name].key, 0o600);
+      const certDir = path.join(this.tmp, `${t.name}-handler-cert`);
+      issueHandlerCert(ca.key, ca.cert, certDir, `virt-handler.${t.name}`, `${hAddr.split('/')[0]},IP:${DIRECT[i]}`);
+      this.clusters.push({
+        name: t.name, topo: { 'mtls-splice': topos['mtls-splice'][i], mtls: topos.mtls[i], plaintext: topos.plaintext[i] }, node,
+        handler: { ns: hns, addr: hAddr.split('/')[0], direct: DIRECT[i], certDir },
+        gw: { ns: gns, cfgFile: path.join(this.tmp, `${t.name}-config.json`), log: path.join(this.tmp, `${t.name}-gw.log`), trustLog: path.join(this.tmp, `${t.name}-trust.log`), runDir },
+        api, model, kubeconfig, bundleWithoutExchange: api.get('kubevirt-ca')!.data['ca-bundle'],
+      });
+      (this.clusters[i] as any).pki = pki[t.name];
+    }
+    // direct: a veth pair between the two handlers, the migration network's MTU
+    const [a, b] = this.clusters;
+    this.lab.addVeth({ hostNs: b.handler.ns, ifname: 'direct0', addrs: [`${DIRECT[1]}/30`], fabricNs: a.handler.ns, portName: 'direct0', mtu: first[0].migrationNad.mtu, peerAddrs: [`${DIRECT[0]}/30`] });
+
+    // the rule-setup step once (its rules are the same in every variant), then the runtimes in mtls-splice
+    for (const c of this.clusters) {
+      this.writeConfig(c, 'mtls-splice');
+      const init = this.lab.exec(c.gw.ns, runtimeCommand(c.topo['mtls-splice'].initArgs, c.gw.cfgFile), { onlyCaps: ['net_admin'] });
+      if (init.status !== 0) throw new Error(`setup-rules in ${c.gw.ns} failed: ${init.stderr}`);
+    }
+    await this.setMode('mtls-splice');
+    // the exchange: the trust containers (uid 65532, the API only over the pod network), until each kubevirt-ca holds the peer's CA
+    const t0 = Date.now();
+    for (const c of this.clusters) {
+      c.gw.trust = this.lab.spawn(c.gw.ns, [...runtimeCommand(c.topo['mtls-splice'].gateways[0].trustArgs!, c.gw.cfgFile), '--kubeconfig', c.kubeconfig], { asUser: RUNTIME_UID, logFile: c.gw.trustLog });
+    }
+    const end = Date.now() + 30_000;
+    while (!(a.model.trusts(b.model.ca.sha256) && b.model.trusts(a.model.ca.sha256))) {
+      if (Date.now() > end) throw new Error(`the trust exchange did not converge in 30 s\n${this.tails()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    this.exchangeMs = Date.now() - t0;
+    this.log(`[vm-lab] ${this.lab.all().length} namespaces, ${this.cni.all().length} CNI attachments; trust exchange converged in ${this.exchangeMs} ms (setup ${Date.now() - H0} ms)`);
+  }
+
+  tails(): string {
+    const tail = (f: string) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8').split('\n').slice(-6).join('\n') : '(no log)');
+    return this.clusters.map((c) => `--- ${c.name} gateway\n${tail(c.gw.log)}\n--- trust\n${tail(c.gw.trustLog)}`).join('\n');
+  }
+
+  private writeConfig(c: LabCluster, m: GatewayMode): void {
+    const t = c.topo[m];
+    const pki = (c as any).pki;
+    const cfg = {
+      ...t.gatewayConfig,
+      tls: m === 'plaintext' ? t.gatewayConfig.tls : { mode: t.gatewayConfig.tls.mode, caFile: pki.ca, certFile: pki.cert, keyFile: pki.key },
+      ...(t.gatewayConfig.trust ? { trust: { ...t.gatewayConfig.trust, socket: path.join(c.gw.runDir, 'trust.sock') } } : {}),
+    };
+    fs.writeFileSync(c.gw.cfgFile, JSON.stringify(cfg, null, 2));
+    fs.chownSync(c.gw.cfgFile, RUNTIME_UID, RUNTIME_UID);
+  }
+
+  /** (Re)start both runtimes with `m`'s config.json; ready when /readyz answers. */
+  async setMode(m: GatewayMode): Promise<void> {
+    await Promise.all(this.clusters.map((c) => this.startGateway(c, m)));
+    this.mode = m;
+  }
+
+  async startGateway(c: LabCluster, m: GatewayMode): Promise<void> {
+    await this.killWait(c.gw.proc);
+    this.writeConfig(c, m);
+    c.gw.proc = this.lab.spawn(c.gw.ns, runtimeCommand(c.topo[m].runArgs, c.gw.cfgFile), { asUser: RUNTIME_UID, logFile: c.gw.log });
+    const port = c.topo[m].gatewayConfig.listen.admin.port;
+    const [r] = await this.lab.execJson(c.gw.ns, agentCommand('probe', `http://127.0.0.1:${port}/readyz`, 20_000), 25_000);
+    if (!r?.ok) throw new Error(`gateway ${c.gw.ns} (${m}) not ready: ${JSON.stringify(r)}\n${this.tails()}`);
+  }
+
+  async killGateway(c: LabCluster): Promise<void> { await this.killWait(c.gw.proc); }
+
+  /**
+   * Rotate cluster `ci`'s KubeVirt CA as virt-operator does: a new CA (its own key) becomes current and the
+   * model's merge keeps the old one in kubevirt-ca for the overlap; the handler's certificate is reissued by
+   * the new CA. Resolves with the new CA's sha256 and how long the exchange took to put it into the peer's
+   * kubevirt-ca (no step here touches the peer).
+   */
+  async rotateCa(ci: number, timeoutMs = 30_000): Promise<{ sha256: string; trustedByPeerMs: number }> {
+    const c = this.clusters[ci];
+    const peer = this.clusters[1 - ci];
+    const n = ++this.seq;
+    const ca = makeClusterCa(path.join(this.tmp, `${c.name}-kubevirt-ca-${n}`), `${c.name}-r${n}`);
+    const x = new crypto.X509Certificate(ca.pem);
+    const t0 = Date.now();
+    c.model.ca = { id: `${c.name}-ca-r${n}`, nb: Date.parse(x.validFrom), na: Date.parse(x.validTo), pem: ca.pem, sha256: crypto.createHash('sha256').update(x.raw).digest('hex') };
+    c.model.reconcile();
+    issueHandlerCert(ca.key, ca.cert, c.handler.certDir, `virt-handler.${c.name}`, `${c.handler.addr},IP:${c.handler.direct}`);
+    while (!peer.model.trusts(c.model.ca.sha256)) {
+      if (Date.now() - t0 > timeoutMs) throw new Error(`${peer.name} does not trust ${c.name}'s rotated CA after ${timeoutMs} ms\n${this.tails()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return { sha256: c.model.ca.sha256, trustedByPeerMs: Date.now() - t0 };
+  }
+
+  /** Spawn a QEMU in a handler namespace, connected to its monitor. */
+  private async qemu(ci: number, incoming: boolean): Promise<Vm> {
+    const id = `${this.clusters[ci].name}-${++this.seq}`;
+    const monitor = path.join(this.tmp, `${id}.mon`);
+    const serial = path.join(this.tmp, `${id}.serial`);
+    const qlog = path.join(this.tmp, `${id}.qemu.log`);
+    const proc = this.lab.spawn(this.clusters[ci].handler.ns, qemuCommand(this.guest, this.shape, { monitor, serial, incoming }), { logFile: qlog });
+    this.qemus.add(proc);
+    proc.once('exit', () => this.qemus.delete(proc));
+    const hmp = new Hmp(monitor);
+    await hmp.connect(20_000);
+    return { at: ci, proc, hmp, serial, qlog };
+  }
+
+  /** Boot the VM in cluster `ci`'s handler namespace; resolves once the guest ticks. */
+  async boot(ci = 0, timeoutMs = 240_000): Promise<number> {
+    const t0 = Date.now();
+    this.vm = await this.qemu(ci, false);
+    while (lastTick(this.vm.serial) < 1) {
+      if (Date.now() - t0 > timeoutMs || this.vm.proc.exitCode !== null) throw new Error(`guest did not tick in ${timeoutMs} ms: ${fs.existsSync(this.vm.serial) ? fs.readFileSync(this.vm.serial, 'latin1').slice(-800) : ''}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return Date.now() - t0;
+  }
+
+  /**
+   * TLS credentials for one migration, as the handler reads them now: its certificate, and as ca-cert.pem the
+   * `ca-bundle` of its cluster's kubevirt-ca (or, `withoutExchange`, the bundle the cluster held before any
+   * trust container ran). A fresh object id per migration: object_add reads the files at that moment.
+   */
+  private async tlsCreds(vm: Vm, endpoint: 'client' | 'server', withoutExchange: boolean): Promise<string> {
+    const c = this.clusters[vm.at];
+    const id = `tls${++this.seq}`;
+    const dir = path.join(this.tmp, id);
+    fs.mkdirSync(dir);
+    for (const f of [`${endpoint}-cert.pem`, `${endpoint}-key.pem`]) fs.copyFileSync(path.join(c.handler.certDir, f), path.join(dir, f));
+    fs.writeFileSync(path.join(dir, 'ca-cert.pem'), withoutExchange ? c.bundleWithoutExchange : c.api.get('kubevirt-ca')!.data['ca-bundle']);
+    for (const cmd of [`object_add tls-creds-x509,id=${id},dir=${dir},endpoint=${endpoint},verify-peer=on`, 'migrate_set_capability multifd on',
+      `migrate_set_parameter multifd-channels ${this.channels}`, `migrate_set_parameter tls-creds ${id}`]) {
+      const out = await vm.hmp.cmd(cmd);
+      if (out) throw new Error(`${cmd}: ${out}`);
+    }
+    return id;
+  }
+
+  /**
+   * Migrate the VM to the other cluster's handler over `mode` (a gateway mode must be the running one).
+   * Completed: RAM of both paused sides compared, the target resumed, the source killed; the VM lives on.
+   * Failed: the source must still run; the target is killed (SIGKILL: it ignores SIGTERM while incoming).
+   */
+  async migrate(mode: PathMode, o: MigrateOptions = {}): Promise<MigrationResult> {
+    if (!this.vm) throw new Error('no VM');
+    if (mode !== 'direct' && mode !== this.mode) await this.setMode(mode);
+    const t0 = Date.now();
+    const src = this.vm;
+    const ti = 1 - src.at;
+    const to = this.clusters[ti];
+    const host = mode === 'direct' ? to.handler.direct : to.handler.addr;
+    const port = ++this.port;
+    const dst = await this.qemu(ti, true);
+    const res: MigrationResult = { mode, from: this.clusters[src.at].name, to: to.name, target: `${host}:${port}`, info: parseInfoMigrate(''), wallMs: 0 };
+    try {
+      await this.tlsCreds(dst, 'server', !!o.withoutExchange);
+      await this.tlsCreds(src, 'client', !!o.withoutExchange);
+      const inc = await dst.hmp.cmd(`migrate_incoming tcp:${host}:${port}`);
+      if (inc) throw new Error(`migrate_incoming: ${inc}`);
+      // KubeVirt's bandwidthPerMigration of the fleet (2Gi) unless the caller limits it
+      const bw = await src.hmp.cmd(`migrate_set_parameter max-bandwidth ${o.maxBandwidth ?? 2 * 1024 ** 3}`);
+      if (bw) throw new Error(`max-bandwidth: ${bw}`);
+      const mig = await src.hmp.cmd(`migrate -d tcp:${host}:${port}`);
+      if (mig) throw new Error(`migrate: ${mig}`);
+      if (o.whileRunning) await o.whileRunning(src.hmp);
+      res.info = await waitMigration(src.hmp, o.timeoutMs ?? 180_000);
+      if (res.info.status === 'completed') {
+        const bytes = this.shape.memMiB * 1024 * 1024;
+        const sa = await ramSha256(src.hmp, bytes, path.join(this.tmp, 'src.ram'));
+        const sb = await ramSha256(dst.hmp, bytes, path.join(this.tmp, 'dst.ram'));
+        res.ramSha = [sa, sb];
+        res.ramEqual = sa === sb;
+        res.sourceLastTick = lastTick(src.serial);
+        const c = await dst.hmp.cmd('cont');
+        if (c) throw new Error(`cont: ${c}`);
+        const end = Date.now() + 30_000;
+        while (Date.now() < end && lastTick(dst.serial) <= res.sourceLastTick && !guestTrouble(dst.serial)) await new Promise((r) => setTimeout(r, 200));
+        res.targetTick = lastTick(dst.serial);
+        res.resumed = res.targetTick > res.sourceLastTick;
+        res.trouble = guestTrouble(dst.serial);
+        src.hmp.close();
+        await this.killWait(src.proc);
+        this.vm = dst;
+      } else {
+        const before = lastTick(src.serial);
+        res.sourceStatus = /VM status:\s*(\S+)/.exec(await src.hmp.cmd('info status'))?.[1];
+        const end = Date.now() + 20_000;
+        while (Date.now() < end && lastTick(src.serial) <= before) await new Promise((r) => setTimeout(r, 200));
+        res.sourceKeptTicking = lastTick(src.serial) > before;
+        dst.hmp.close();
+        await this.killWait(dst.proc);
+      }
+    } catch (e) {
+      dst.hmp.close();
+      await this.killWait(dst.proc);
+      throw e;
+    }
+    res.wallMs = Date.now() - t0;
+    return res;
+  }
+
+  async cleanup(): Promise<void> {
+    this.vm?.hmp.close();
+    for (const p of this.qemus) await this.killWait(p);
+    for (const c of this.clusters) { await this.killWait(c.gw.trust); await this.killWait(c.gw.proc); }
+    this.cni.delAll();
+    this.lab?.cleanup();
+    for (const c of this.clusters) await c.api.close();
+    if (this.tmp && !process.env.MM_NETNS_KEEP) fs.rmSync(this.tmp, { recursive: true, force: true });
+  }
+}
