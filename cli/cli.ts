@@ -152,7 +152,7 @@ function synth(args: Args, out: (s: string) => void): number {
     names.add(r.plan.fleet);
   }
   // every tree and ledger in one transaction: all written, or none
-  const written = writeFleetDirectories(pending.map((p) => p.r));
+  const written = writeFleetDirectories(pending.map((p) => p.r), undefined, { onNotice: (n) => out(`cleaned up: ${n}\n`) });
   pending.forEach(({ f }, i) => {
     const r = written[i];
     const ledgerFile = r.ledgerFile!;

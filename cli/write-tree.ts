@@ -14,6 +14,11 @@
  *   3. commits by renames (atomic per file), the manifest and the ledger last; a failure rolls every
  *      done step back from the kept links.
  *
+ * Around the three (./write-guard.ts): a lock beside every fleet directory and ledger (a second writer
+ * is refused with `write/locked`), a journal written before the first rename (a run killed during the
+ * renames is finished by the next writer), leftovers of killed runs removed, and SIGINT / SIGTERM held
+ * until the write has ended. An interrupt at any instant leaves the old tree and ledger or the new ones.
+ *
  * Every failure is a `OutputWriteError` (a `MigrationMeshError`): stable code, the path, the fix.
  * Directories are created one level at a time (never `mkdir -p`, which Node loops on forever where a
  * parent exists but cannot hold directories, as under /proc).
@@ -26,6 +31,7 @@ import * as YAML from 'yaml';
 import { FleetProblem, MigrationMeshError } from '../src/base/errors';
 import { ProblemCode } from '../src/base/problem-codes';
 import { FLEET_LABEL } from '../src/base/names';
+import { closeSession, dropJournal, guardSignals, openSession, sideName, writeJournal } from './write-guard';
 
 /** The manifest of generated files inside each fleet directory. */
 export const MANIFEST_FILE = '.migration-mesh.manifest';
@@ -160,11 +166,40 @@ interface Checked {
  * Write every tree and file as one transaction (see the file comment). Throws `OutputWriteError`
  * with every problem found before anything is written.
  */
-export function writeOutputs(trees: readonly OutputTree[], files: readonly OutputFile[] = [], io: WriterFs = fs): TreeWriteReport[] {
-  const checked = checkOutputs(trees, files, io);
-  const created = prepare(checked, io);
-  commit(checked, created, io);
-  return checked.reports;
+export function writeOutputs(trees: readonly OutputTree[], files: readonly OutputFile[] = [], io: WriterFs = fs, hooks: WriteHooks = {}): TreeWriteReport[] {
+  const ended = guardSignals();
+  let result: 'committed' | 'rolled back' | 'nothing written' = 'nothing written';
+  const session = openSession(trees.map((t) => t.dir), files.map((f) => f.file));
+  if (Array.isArray(session)) { ended(result); throw new OutputWriteError(session); }
+  try {
+    for (const n of session.notices) hooks.onNotice?.(n);
+    const checked = checkOutputs(trees, files, io);
+    const created = prepare(checked, io);
+    try {
+      writeJournal(session, checked.ops.map((o) => ({ target: o.target, ...(o.kind === 'write' ? { temp: o.temp } : {}), ...(o.backup ? { backup: o.backup } : {}) })));
+    } catch (e) {
+      cleanup(checked, created, io);
+      throw new OutputWriteError([ioProblem(e, session.targets[0]?.journal ?? '')]);
+    }
+    try {
+      commit(checked, created, io);
+    } catch (e) {
+      result = 'rolled back';
+      throw e;
+    }
+    result = 'committed';
+    return checked.reports;
+  } finally {
+    dropJournal(session);
+    closeSession(session);
+    ended(result);
+  }
+}
+
+/** Callbacks of a write. */
+export interface WriteHooks {
+  /** Told what was cleaned up after an interrupted earlier run (a finished commit, leftover files removed). */
+  readonly onNotice?: (line: string) => void;
 }
 
 function checkOutputs(trees: readonly OutputTree[], files: readonly OutputFile[], io: WriterFs): Checked {
@@ -352,8 +387,6 @@ function checkFile(f: OutputFile, io: WriterFs, acc: Checked, dirs: Set<string>,
   }
 }
 
-const sideName = (target: string, what: string): string =>
-  path.join(path.dirname(target), `.${path.basename(target)}.mm-${what}-${process.pid}-${crypto.randomBytes(4).toString('hex')}`);
 
 /** Phase 2: new names only (directories, temp files, links to the old contents), then one flush. */
 function prepare(c: Checked, io: WriterFs): string[] {
