@@ -64,6 +64,10 @@ function mkdirs(dir: string, created: string[]): void {
   for (const d of missing) { fs.mkdirSync(d); created.push(d); }
 }
 
+const ageMs = (p: string): number => {
+  try { return Date.now() - fs.statSync(p).mtimeMs; } catch { return 0; }
+};
+
 /** Take one lock: true, a problem (held by a live writer), or false (the place cannot hold a lock: the write will say why). */
 function takeLock(lock: string, created: string[]): true | false | FleetProblem {
   const me = `${process.pid} ${os.hostname()}\n`;
@@ -82,13 +86,15 @@ function takeLock(lock: string, created: string[]): true | false | FleetProblem 
     let held = '';
     try { held = fs.readFileSync(lock, 'utf8'); } catch { continue; }
     const [pid, host] = held.trim().split(' ');
-    if (host === os.hostname() && /^\d+$/.test(pid) && !alive(Number(pid))) {
+    // dead on this host, or never written whole (a writer killed between creating and filling it) and old
+    const dead = host === os.hostname() && /^\d+$/.test(pid) && !alive(Number(pid));
+    if (dead || (!host && ageMs(lock) > 10_000)) {
       try { fs.unlinkSync(lock); } catch { /* another writer took it over first */ }
       continue;
     }
     return {
       code: 'write/locked', path: lock,
-      message: `another migration-mesh writer (pid ${pid ?? '?'} on ${host ?? '?'}) is writing this output or ledger`,
+      message: `another migration-mesh writer (${host ? `pid ${pid} on ${host}` : 'that has not yet written its pid'}) is writing this output or ledger`,
       fix: `wait for it to finish and run again; if no such process runs (another machine, a lost container), delete ${lock}`,
     };
   }
@@ -149,7 +155,13 @@ function recover(t: Target, notices: string[]): void {
     let n = 0;
     for (const op of journal.ops) {
       try {
-        if (op.temp) { if (fs.existsSync(op.temp)) { fs.renameSync(op.temp, op.target); n++; } } else if (op.backup && fs.existsSync(op.backup) && fs.existsSync(op.target)) { fs.unlinkSync(op.target); n++; }
+        if (op.temp && fs.existsSync(op.temp)) {
+          fs.renameSync(op.temp, op.target); // a prepared file not yet in place
+          n++;
+        } else if (!op.temp && op.backup && fs.existsSync(op.backup) && fs.existsSync(op.target)) {
+          fs.unlinkSync(op.target); // a removal not yet done
+          n++;
+        }
       } catch { /* the stray scan below removes what is left */ }
     }
     for (const op of journal.ops) if (op.backup) try { fs.unlinkSync(op.backup); } catch { /* gone */ }
@@ -174,7 +186,11 @@ function leftoversIn(dir: string, deep: boolean): string[] {
     let entries: fs.Dirent[];
     try { entries = fs.readdirSync(d, { withFileTypes: true }); } catch { return; }
     for (const e of entries) {
-      if (e.isDirectory()) { if (deep) walk(path.join(d, e.name)); } else if (LEFTOVER.test(e.name)) out.push(path.join(d, e.name));
+      if (e.isDirectory()) {
+        if (deep) walk(path.join(d, e.name));
+      } else if (LEFTOVER.test(e.name)) {
+        out.push(path.join(d, e.name));
+      }
     }
   };
   walk(dir);

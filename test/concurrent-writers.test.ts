@@ -43,7 +43,7 @@ describe('two writers at once', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-two-writers-'));
     const text = fs.readFileSync(EXAMPLE, 'utf8');
     fs.writeFileSync(path.join(dir, 'a.fleet.yaml'), withCluster(text, 'osl-1'));
-    fs.writeFileSync(path.join(dir, 'b.fleet.yaml'), withCluster(text, 'ams-1'));
+    fs.writeFileSync(path.join(dir, 'b.fleet.yaml'), withCluster(text, 'zrh-9'));
     fs.copyFileSync(EXAMPLE.replace('.fleet.yaml', '.ledger.yaml'), path.join(dir, 'sites.ledger.yaml'));
     fs.copyFileSync(EXAMPLE, path.join(dir, 'sites.fleet.yaml'));
     expect(cli(['synth', 'sites.fleet.yaml', '--out', 'out'], dir).status).toBe(0);
@@ -53,18 +53,21 @@ describe('two writers at once', () => {
   test('the second is refused with write/locked while the first writes; the first ends with its own tree and ledger', async () => {
     const before = treeAndLedger(dir);
     const marker = path.join(dir, '..', `${path.basename(dir)}.paused`);
-    // A: held just after taking its locks (calls 1 and 2), before writing anything
+    // A: held just after taking its two locks (each a writeFileSync: its open and write counted too), before writing anything
     const a = spawn(process.execPath, ['-r', HOOK, BIN, 'synth', 'a.fleet.yaml', '--ledger', 'sites.ledger.yaml', '--out', 'out'],
-      { cwd: dir, env: { ...process.env, MM_PAUSE_AT: '3', MM_PAUSE_FILE: marker }, stdio: ['ignore', 'ignore', 'pipe'] });
+      { cwd: dir, env: { ...process.env, MM_PAUSE_AT: '7', MM_PAUSE_FILE: marker }, stdio: ['ignore', 'ignore', 'pipe'] });
     const aDone = exited(a);
-    for (let i = 0; i < 1200 && !fs.existsSync(marker); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(fs.existsSync(marker)).toBe(true);
-    const b = cli(['synth', 'b.fleet.yaml', '--ledger', 'sites.ledger.yaml', '--out', 'out'], dir);
-    expect(b.status).toBe(1);
-    expect(b.stderr).toMatch(new RegExp(`\\[write/locked\\] .*\\.mm-lock: another migration-mesh writer \\(pid ${a.pid} .*fix: wait for it to finish`));
-    expect(b.stderr).toMatch(/nothing was written/);
-    expect(treeAndLedger(dir)).toBe(before);
-    fs.unlinkSync(marker);
+    try {
+      for (let i = 0; i < 1200 && !fs.existsSync(marker); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(fs.existsSync(marker)).toBe(true);
+      const b = cli(['synth', 'b.fleet.yaml', '--ledger', 'sites.ledger.yaml', '--out', 'out'], dir);
+      expect(b.status).toBe(1);
+      expect(b.stderr).toMatch(new RegExp(`\\[write/locked\\] .*\\.mm-lock: another migration-mesh writer \\(pid ${a.pid} .*fix: wait for it to finish`));
+      expect(b.stderr).toMatch(/nothing was written/);
+      expect(treeAndLedger(dir)).toBe(before);
+    } finally {
+      fs.rmSync(marker, { force: true });
+    }
     expect(await aDone).toEqual({ code: 0, stderr: '' });
     // the tree and the ledger are A's: synthesizing A again changes nothing
     expect(cli(['diff', 'a.fleet.yaml', '--ledger', 'sites.ledger.yaml', '--out', 'out'], dir).status).toBe(0);
