@@ -107,19 +107,49 @@ function renderManifest(fleet: string, files: ReadonlyMap<string, string>): stri
   return `# migration-mesh: the files it generated for fleet '${fleet}' (check: sha256sum -c ${MANIFEST_FILE}); files not listed are not ours and are left alone\n${lines.join('\n')}\n`;
 }
 
-function parseManifest(text: string, where: string): Map<string, string> | FleetProblem {
-  const out = new Map<string, string>();
+/** Git's conflict markers, in the default and the diff3 style. */
+const CONFLICT = /^(<{7}|={7}|>{7}|\|{7})( |$)/;
+
+/**
+ * The manifest: each path with the hashes it may have. A manifest git could not merge (two branches
+ * each synthesized) lists both sides: a file is ours if it is either side's.
+ */
+function parseManifest(text: string, where: string): Map<string, Set<string>> | FleetProblem {
+  const out = new Map<string, Set<string>>();
   for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
+    if (line === '' || line.startsWith('#') || CONFLICT.test(line)) continue;
     const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
     if (!m || m[2].split('/').some((s) => s === '..' || s === '.' || s === '') || m[2].startsWith('/')) {
       return problem('write/manifest-invalid', where, `line '${line.slice(0, 80)}' is not '<sha256>  <relative path>'`,
         `restore it from version control, or delete it to let synth adopt the files that match what it generates`);
     }
-    out.set(m[2], m[1]);
+    out.set(m[2], new Set([...out.get(m[2]) ?? [], m[1]]));
   }
   return out;
 }
+
+/**
+ * A file git left with conflict markers: its two sides (ours, theirs), each whole; none when it has no
+ * markers. A side that is a file synth generated makes the conflicted file ours to overwrite.
+ */
+function conflictSides(content: string): string[] {
+  if (!/^<{7}( |$)/m.test(content)) return [];
+  const sides = ['', ''];
+  let at: 'both' | 'ours' | 'base' | 'theirs' = 'both';
+  for (const line of content.split(/(?<=\n)/)) {
+    if (/^<{7}( |\n|$)/.test(line) && at === 'both') { at = 'ours'; continue; }
+    if (/^\|{7}( |\n|$)/.test(line) && at === 'ours') { at = 'base'; continue; }
+    if (/^={7}(\n|$)/.test(line) && (at === 'ours' || at === 'base')) { at = 'theirs'; continue; }
+    if (/^>{7}( |\n|$)/.test(line) && at === 'theirs') { at = 'both'; continue; }
+    if (at === 'both' || at === 'ours') sides[0] += line;
+    if (at === 'both' || at === 'theirs') sides[1] += line;
+  }
+  return at === 'both' ? sides : [];
+}
+
+/** The content is one the manifest lists for it (or, conflicted, either side is). */
+const listedAs = (hashes: ReadonlySet<string>, content: string): boolean =>
+  hashes.has(sha256(content)) || conflictSides(content).some((side) => hashes.has(sha256(side)));
 
 function problem(code: ProblemCode, where: string, message: string, fix: string): FleetProblem {
   return { code, path: where, message, fix };
@@ -268,7 +298,7 @@ function checkFleetDir(dir: string, io: WriterFs): FleetProblem | undefined {
   return undefined;
 }
 
-function readManifest(dir: string, io: WriterFs): Map<string, string> | undefined | FleetProblem {
+function readManifest(dir: string, io: WriterFs): Map<string, Set<string>> | undefined | FleetProblem {
   const file = path.join(dir, MANIFEST_FILE);
   let st: StatLike;
   try { st = io.lstatSync(file); } catch (e) { return (e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR' ? undefined : ioProblem(e, file); }
@@ -329,19 +359,19 @@ function checkTree(tree: OutputTree, io: WriterFs, acc: Checked, dirs: Set<strin
     if (found.content === content) continue;
     if (found.content !== undefined) {
       const listed = manifest?.get(rel);
-      if (listed !== undefined && listed !== sha256(found.content)) { notOurs(rel, 'was edited since synth wrote it (its hash differs from the manifest)'); continue; }
+      if (listed !== undefined && !listedAs(listed, found.content)) { notOurs(rel, 'was edited since synth wrote it (its hash differs from the manifest)'); continue; }
       if (listed === undefined && (manifest || !legacyOurs(found.content, tree.fleet))) { notOurs(rel, 'exists and is not a file synth generated (not in its manifest)'); continue; }
     }
     ops.push({ kind: 'write', target: full, content, exists: found.content !== undefined });
     report.written.push(rel);
   }
-  for (const [rel, hash] of manifest ?? []) {
+  for (const [rel, hashes] of manifest ?? []) {
     if (tree.files.has(rel)) continue;
     const full = path.join(dir, rel);
     const found = readTarget(full, root, io);
     if ('code' in found) { problems.push(found); continue; }
     if (found.content === undefined) continue;
-    if (sha256(found.content) !== hash) { notOurs(rel, 'synth generated it and no longer does, but it was edited since: not removed'); continue; }
+    if (!listedAs(hashes, found.content)) { notOurs(rel, 'synth generated it and no longer does, but it was edited since: not removed'); continue; }
     ops.push({ kind: 'remove', target: full });
     report.removed.push(rel);
     acc.pruneRoots.push({ dir: path.dirname(full), root: dir });

@@ -18,12 +18,13 @@ const EXAMPLE = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
 const withCluster = (text: string, name: string): string => text.replace(/(\n  clusters:\n)/, `$1    - {name: ${name}, nodes: 2}\n`);
 const cli = (args: string[], cwd: string) => spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', timeout: 120_000 });
 
+/** Every file under `dir` but the locks (the first writer holds its own meanwhile), with its content. */
 function treeAndLedger(dir: string): string {
   const out: string[] = [];
   const walk = (d: string): void => {
     for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       if (e.isDirectory()) walk(path.join(d, e.name));
-      else out.push(`${path.relative(dir, path.join(d, e.name))}\n${fs.readFileSync(path.join(d, e.name), 'utf8')}`);
+      else if (!e.name.endsWith('.mm-lock')) out.push(`${path.relative(dir, path.join(d, e.name))}\n${fs.readFileSync(path.join(d, e.name), 'utf8')}`);
     }
   };
   walk(dir);
