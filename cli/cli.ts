@@ -52,7 +52,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
   try {
     switch (args.cmd) {
       case 'synth': return synth(args, out);
-      case 'plan': return plan(args, out);
+      case 'plan': return plan(args, out, err);
       case 'diff': return diff(args, out, err);
       case 'reclaim': return reclaim(args, out);
       case 'validate': return validate(args, out, err);
@@ -186,7 +186,7 @@ function ledgerFor(args: Args, fleetFile: string): Ledger | undefined {
 }
 
 /** `plan`: synth's own checks and plan (in memory), so it refuses exactly what synth refuses. */
-function plan(args: Args, out: (s: string) => void): number {
+function plan(args: Args, out: Sink, err: Sink): number {
   const files = need(args.files);
   if (files.length !== 1) throw new Error(`plan takes one fleet file, got ${files.length}`);
   const f = files[0];
@@ -199,7 +199,7 @@ function plan(args: Args, out: (s: string) => void): number {
   if (typeof svg === 'string') {
     const refused = svgTargetProblem(svg, [[f, 'the fleet file'], [ledgerPath(args, f), 'the fleet\'s ledger'], [movesPathFor(f), 'the fleet\'s moves file']]);
     if (refused) throw new OutputWriteError([refused]);
-    writeOutputs([], [{ file: svg, content: renderFleetSvg(report) }]);
+    writeOutputs([], [{ file: svg, content: renderFleetSvg(report) }], undefined, { onNotice: (n) => err(`cleaned up: ${n}\n`) });
   }
   const format = String(args.flags.get('output') ?? 'table');
   const fk = doc.spec.forklift || moves ? r.forklift : undefined;
@@ -335,7 +335,7 @@ function reclaim(args: Args, out: (s: string) => void): number {
   if (!sel.all && !sel.clusters.length && !sel.addresses.length) throw new Error(`reclaim needs --cluster NAME, --address ADDR or --all\n${USAGE}`);
   const { ledger: next, reclaimed } = reclaimReleased(ledger, sel);
   if (!reclaimed.length) throw new Error(`${ledgerFile}: nothing quarantined matches (${(ledger.released ?? []).length} quarantined)`);
-  writeOutputs([], [{ file: ledgerFile, content: serializeLedger(next) }]); // atomic: temp file, flush, rename
+  writeOutputs([], [{ file: ledgerFile, content: serializeLedger(next) }], undefined, { onNotice: (n) => out(`cleaned up: ${n}\n`) }); // atomic, locked
   out(`${ledgerFile}: ${reclaimed.length} address${reclaimed.length === 1 ? '' : 'es'} reclaimed\n${reclaimed.map((r) => `  ${r.cluster}.${r.field}: ${r.address}\n`).join('')}`);
   return 0;
 }
