@@ -70,9 +70,10 @@ export * from './constructs/forklift-hub';
 
 // ---- CLI and writer (cli/) ----------------------------------------------------------------------
 export { synthesizeFleet } from './cli/synthesize-fleet';
-export type { SynthOptions, SynthResult } from './cli/synthesize-fleet';
+export type { NotAPromise, SynthOptions, SynthResult } from './cli/synthesize-fleet';
 export { FLEET_SVG, renderFleetDirectory, synthesizeFleetToDirectory, writeFleetDirectories } from './cli/fleet-directory';
 export type { FleetDirectoryOptions, FleetDirectoryResult, PendingFleetDirectory } from './cli/fleet-directory';
+export type { WriteHooks } from './cli/write-tree';
 export { MANIFEST_FILE, OutputWriteError } from './cli/write-tree';
 export type { TreeWriteReport } from './cli/write-tree';
 export { diffFleets } from './cli/diff-fleets';

@@ -20,7 +20,7 @@ import { formatLedgerChange, reclaimReleased, serializeLedger } from '../src/add
 import { ledgerPathFor, loadLedgerFile, readFleetFile } from '../src/fleet/load';
 import { SynthResult, synthesizeFleet } from './synthesize-fleet';
 import { renderFleetDirectory, writeFleetDirectories } from './fleet-directory';
-import { writeOutputs } from './write-tree';
+import { MANIFEST_FILE, OutputWriteError, writeOutputs } from './write-tree';
 import { planReport, renderPlanTable } from '../src/report/plan-report';
 import { renderFleetSvg } from '../src/report/fleet-svg';
 import { diffTrees, renderDiff, FleetDiff } from '../src/report/tree-diff';
@@ -52,7 +52,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
   try {
     switch (args.cmd) {
       case 'synth': return synth(args, out);
-      case 'plan': return plan(args, out);
+      case 'plan': return plan(args, out, err);
       case 'diff': return diff(args, out, err);
       case 'reclaim': return reclaim(args, out);
       case 'validate': return validate(args, out, err);
@@ -189,7 +189,7 @@ function synth(args: Args, out: (s: string) => void): number {
     names.add(r.plan.fleet);
   }
   // every tree and ledger in one transaction: all written, or none
-  const written = writeFleetDirectories(pending.map((p) => p.r));
+  const written = writeFleetDirectories(pending.map((p) => p.r), undefined, { onNotice: (n) => out(`cleaned up: ${n}\n`) });
   pending.forEach(({ f }, i) => {
     const r = written[i];
     const ledgerFile = r.ledgerFile!;
@@ -216,13 +216,18 @@ function movesFor(fleetFile: string, doc: FleetDocument): ReturnType<typeof load
   return loadMovesFile(movesPathFor(fleetFile), doc.metadata.name);
 }
 
-function ledgerFor(args: Args, fleetFile: string): Ledger | undefined {
+/** The ledger file of a fleet file: --ledger, else the one beside it. */
+function ledgerPath(args: Args, fleetFile: string): string {
   const flag = args.flags.get('ledger');
-  return loadLedgerFile(typeof flag === 'string' ? flag : ledgerPathFor(fleetFile));
+  return typeof flag === 'string' ? flag : ledgerPathFor(fleetFile);
+}
+
+function ledgerFor(args: Args, fleetFile: string): Ledger | undefined {
+  return loadLedgerFile(ledgerPath(args, fleetFile));
 }
 
 /** `plan`: synth's own checks and plan (in memory), so it refuses exactly what synth refuses. */
-function plan(args: Args, out: (s: string) => void): number {
+function plan(args: Args, out: Sink, err: Sink): number {
   const files = need(args.files);
   if (files.length !== 1) throw new Error(`plan takes one fleet file, got ${files.length}`);
   const f = files[0];
@@ -232,7 +237,11 @@ function plan(args: Args, out: (s: string) => void): number {
   const report = planReport(r.plan, { harvester: harvesterClusters(doc) });
   const svg = args.flags.get('svg');
   // through the writer: temp file and rename, and a path error ends at once (no recursive mkdir loop)
-  if (typeof svg === 'string') writeOutputs([], [{ file: svg, content: renderFleetSvg(report) }]);
+  if (typeof svg === 'string') {
+    const refused = svgTargetProblem(svg, [[f, 'the fleet file'], [ledgerPath(args, f), 'the fleet\'s ledger'], [movesPathFor(f), 'the fleet\'s moves file']]);
+    if (refused) throw new OutputWriteError([refused]);
+    writeOutputs([], [{ file: svg, content: renderFleetSvg(report) }], undefined, { onNotice: (n) => err(`cleaned up: ${n}\n`) });
+  }
   const format = String(args.flags.get('output') ?? 'table');
   const fk = doc.spec.forklift || moves ? r.forklift : undefined;
   const mr = fk?.plan ? movesReport(fk.plan, fk.warnings) : undefined;
@@ -242,6 +251,35 @@ function plan(args: Args, out: (s: string) => void): number {
   else if (format === 'table') out(renderPlanTable(report) + renderNodePrerequisites(prerequisites) + (mr ? renderMoves(mr) : ''));
   else throw new Error(`--output must be table or json, got '${format}'`);
   return 0;
+}
+
+const sameFile = (a: string, b: string): boolean => {
+  if (path.resolve(a) === path.resolve(b)) return true;
+  try { return fs.realpathSync(a) === fs.realpathSync(b); } catch { return false; }
+};
+
+/** The picture this package draws (`renderFleetSvg`): its first two lines. */
+const OUR_SVG = /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^\n]*>\n<title>Migration Mesh fleet [^<\n]*<\/title>\n/;
+
+/**
+ * `plan --svg FILE` never overwrites an input of the run (fleet, ledger, moves file), a file of synth's
+ * tree (a directory with synth's manifest: synth writes fleet.svg there), or a file that is not a
+ * picture `plan` or `synth` drew.
+ */
+function svgTargetProblem(svg: string, inputs: [string, string][]): FleetProblem | undefined {
+  const input = inputs.find(([file]) => sameFile(svg, file));
+  if (input) {
+    return { code: 'write/input', path: svg, message: `--svg ${svg} is ${input[1]}, an input of this run: it would be overwritten by the picture`, fix: 'give --svg a file of its own, e.g. --svg fleet.svg' };
+  }
+  if (fs.existsSync(path.join(path.dirname(path.resolve(svg)), MANIFEST_FILE))) {
+    return { code: 'write/not-ours', path: svg, message: `--svg ${svg} is inside a tree synth writes (${MANIFEST_FILE} beside it): a picture written there would be an edit synth refuses to overwrite`, fix: 'give --svg a file outside synth\'s output, or let synth write fleet.svg there itself' };
+  }
+  let existing: string | undefined;
+  try { existing = fs.statSync(svg).isFile() ? fs.readFileSync(svg, 'utf8') : undefined; } catch { existing = undefined; }
+  if (existing !== undefined && !OUR_SVG.test(existing)) {
+    return { code: 'write/not-ours', path: svg, message: `--svg ${svg} exists and is not a fleet picture drawn by migration-mesh: it would be overwritten`, fix: 'give --svg a new file (or one plan drew before), or move that file away' };
+  }
+  return undefined;
 }
 
 /** Every file under dir, relative, '/'-separated. */
@@ -265,10 +303,12 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     const format = String(args.flags.get('output') ?? 'text');
     if (format !== 'text' && format !== 'json') throw new Error(`--output must be text or json, got '${format}'`);
     let d: FleetDiff;
+    const notes: FleetProblem[] = [];
     if (files.length === 2) {
       const before = readFleetFile(files[0]);
       const after = readFleetFile(files[1]);
       const moves = [movesFor(files[0], before), movesFor(files[1], after)] as const;
+      notes.push(...oldInputsMissing(args, files[0], files[1]));
       d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), renamedFrom: renamedFrom(args), moves });
     } else if (files.length === 1) {
       const doc = readFleetFile(files[0]);
@@ -285,8 +325,9 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     }
     if (format === 'json') {
       const { clusters, summary, changed, counts, moves } = d;
-      out(`${JSON.stringify({ changed, summary, counts, clusters, moves }, null, 2)}\n`);
+      out(`${JSON.stringify({ changed, summary, counts, clusters, moves, ...(notes.length ? { notes: notes.map(problemJson) } : {}) }, null, 2)}\n`);
     } else {
+      for (const n of notes) err(`warning: ${formatProblem(n)}\n`);
       out(renderDiff(d));
     }
     return d.changed ? 1 : 0;
@@ -294,6 +335,26 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     err(`${e instanceof FleetValidationError ? e.message : `error: ${(e as Error).message}`}\n`);
     return 2;
   }
+}
+
+/**
+ * Two-file diff reads OLD's ledger and moves file the way synth does (beside OLD, or --ledger); where
+ * they are missing but NEW has its own, OLD is planned without them: say so, the diff then shows
+ * addresses OLD already holds as moving and moves already made as new.
+ */
+function oldInputsMissing(args: Args, oldFile: string, newFile: string): FleetProblem[] {
+  const notes: FleetProblem[] = [];
+  const oldLedger = ledgerPath(args, oldFile);
+  if (!fs.existsSync(oldLedger) && fs.existsSync(ledgerPathFor(newFile))) {
+    notes.push({ code: 'diff/old-ledger-missing', path: oldLedger, message: `OLD has no ledger (${oldLedger} does not exist; NEW's is ${ledgerPathFor(newFile)}): OLD is planned from scratch, so addresses it already holds may show as moving`,
+      fix: `put OLD's committed ledger there (e.g. git show REV:${ledgerPathFor(newFile)} > ${oldLedger}), or give --ledger FILE` });
+  }
+  const oldMoves = movesPathFor(oldFile);
+  if (!fs.existsSync(oldMoves) && fs.existsSync(movesPathFor(newFile))) {
+    notes.push({ code: 'diff/old-moves-missing', path: oldMoves, message: `OLD has no moves file (${oldMoves} does not exist; NEW's is ${movesPathFor(newFile)}): every move of NEW shows as new`,
+      fix: `put OLD's moves file there (e.g. git show REV:${movesPathFor(newFile)} > ${oldMoves})` });
+  }
+  return notes;
 }
 
 function renamedFrom(args: Args): string | undefined {
@@ -324,7 +385,7 @@ function reclaim(args: Args, out: (s: string) => void): number {
     return refuse('reclaim/no-match', `nothing quarantined matches ${[...sel.clusters.map((c) => `--cluster ${c}`), ...sel.addresses.map((a) => `--address ${a}`)].join(' ')} (${quarantined.length} quarantined${quarantined.length ? `: ${[...new Set(quarantined.map((r) => `${r.cluster} ${r.address}`))].slice(0, 6).join(', ')}` : ''})`,
       'name a cluster or an address as the ledger\'s released list writes it (`migration-mesh plan` shows them), or use --all');
   }
-  writeOutputs([], [{ file: ledgerFile, content: serializeLedger(next) }]); // atomic: temp file, flush, rename
+  writeOutputs([], [{ file: ledgerFile, content: serializeLedger(next) }], undefined, { onNotice: (n) => out(`cleaned up: ${n}\n`) }); // atomic, locked
   out(`${ledgerFile}: ${reclaimed.length} address${reclaimed.length === 1 ? '' : 'es'} reclaimed\n${reclaimed.map((r) => `  ${r.cluster}.${r.field}: ${r.address}\n`).join('')}`);
   return 0;
 }

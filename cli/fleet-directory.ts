@@ -13,7 +13,7 @@ import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { planReport } from '../src/report/plan-report';
 import { renderFleetSvg } from '../src/report/fleet-svg';
 import { SynthOptions, SynthResult, synthesizeFleet } from './synthesize-fleet';
-import { OutputFile, OutputTree, TreeWriteReport, WriterFs, writeOutputs } from './write-tree';
+import { OutputFile, OutputTree, TreeWriteReport, WriteHooks, WriterFs, writeOutputs } from './write-tree';
 
 /** The fleet picture's name inside `<outdir>/<fleet>/`. */
 export const FLEET_SVG = 'fleet.svg';
@@ -104,10 +104,10 @@ export function renderFleetDirectory(opts: FleetDirectoryOptions): PendingFleetD
  * Write rendered fleets: every tree and ledger in one transaction (nothing written when one cannot
  * be). Throws `OutputWriteError` (codes `write/...`, docs/errors.md) with the path and the fix.
  */
-export function writeFleetDirectories(pending: readonly PendingFleetDirectory[], io?: WriterFs): FleetDirectoryResult[] {
+export function writeFleetDirectories(pending: readonly PendingFleetDirectory[], io?: WriterFs, hooks?: WriteHooks): FleetDirectoryResult[] {
   const trees: OutputTree[] = pending.map((p) => ({ dir: p.dir, fleet: p.plan.fleet, files: p.tree }));
   const ledgers: OutputFile[] = pending.flatMap((p) => (p.ledgerFile ? [{ file: p.ledgerFile, content: serializeLedger(p.ledger) }] : []));
-  const reports = writeOutputs(trees, ledgers, io);
+  const reports = writeOutputs(trees, ledgers, io, hooks);
   return pending.map((p, i) => ({ ...p, report: reports[i] }));
 }
 

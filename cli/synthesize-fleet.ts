@@ -11,7 +11,7 @@ import * as os from 'os';
 import * as YAML from 'yaml';
 import { App } from 'cdk8s';
 import { CrossClusterMigrationMesh, CrossClusterMigrationMeshProps } from '../constructs/mesh';
-import { FleetProblem, FleetValidationError, MigrationMeshError, ProblemCollector } from '../src/base/errors';
+import { FleetProblem, FleetValidationError, InvalidPropsError, MigrationMeshError, ProblemCollector } from '../src/base/errors';
 import { Ledger, LedgerChange } from '../src/addressing/ledger';
 import { Manifest } from '../src/delivery/manifest';
 import { FleetInput, FleetPlan, PlanOptions, salvageFleetInput, toFleetDocument } from '../src/addressing/planner';
@@ -34,7 +34,7 @@ export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMes
    *
    * @default - no customization
    */
-  readonly customize?: (mesh: CrossClusterMigrationMesh) => void;
+  readonly customize?: (mesh: CrossClusterMigrationMesh) => NotAPromise;
   /**
    * false: judge only (what `validate` needs): plan, ledger, objects, file names and every problem, but no
    * YAML is rendered and `files` stays empty (rendering was about half of the in-memory synthesis).
@@ -43,6 +43,13 @@ export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMes
    */
   readonly render?: boolean;
 }
+
+/**
+ * What a `customize` hook may return: anything but a promise (synthesis is synchronous; an `async`
+ * hook would finish after the tree is written). An `async` hook is a type error, and refused at run
+ * time with `customize-async`.
+ */
+export type NotAPromise = void | null | string | number | boolean | bigint | symbol | readonly unknown[] | { then?: never; [k: string]: unknown };
 
 export interface SynthResult {
   /** Relative path -> file content. */
@@ -122,7 +129,12 @@ function buildMesh(fleet: FleetInput, opts: SynthOptions): { mesh: CrossClusterM
  */
 export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): SynthResult {
   const { mesh, gitops } = buildMesh(fleet, opts);
-  opts.customize?.(mesh);
+  const hooked: unknown = opts.customize?.(mesh);
+  if (typeof (hooked as PromiseLike<unknown> | undefined)?.then === 'function') {
+    Promise.resolve(hooked).catch(() => undefined); // refused below: its own failure must not end the process later
+    throw new InvalidPropsError({ code: 'customize-async', path: 'customize', message: 'the customize hook returned a promise (an async function?): synthesis is synchronous, so it would finish after the tree is rendered and written',
+      fix: 'make the hook synchronous (no async / await): the construct methods it calls (addSidecar, addPodLabel, ...) are all synchronous' });
+  }
   return renderMesh(mesh, gitops, opts.onCluster, opts.render !== false);
 }
 

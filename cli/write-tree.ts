@@ -14,6 +14,11 @@
  *   3. commits by renames (atomic per file), the manifest and the ledger last; a failure rolls every
  *      done step back from the kept links.
  *
+ * Around the three (./write-guard.ts): a lock beside every fleet directory and ledger (a second writer
+ * is refused with `write/locked`), a journal written before the first rename (a run killed during the
+ * renames is finished by the next writer), leftovers of killed runs removed, and SIGINT / SIGTERM held
+ * until the write has ended. An interrupt at any instant leaves the old tree and ledger or the new ones.
+ *
  * Every failure is a `OutputWriteError` (a `MigrationMeshError`): stable code, the path, the fix.
  * Directories are created one level at a time (never `mkdir -p`, which Node loops on forever where a
  * parent exists but cannot hold directories, as under /proc).
@@ -26,6 +31,7 @@ import * as YAML from 'yaml';
 import { FleetProblem, MigrationMeshError } from '../src/base/errors';
 import { ProblemCode } from '../src/base/problem-codes';
 import { FLEET_LABEL } from '../src/base/names';
+import { closeSession, dropJournal, guardSignals, openSession, sideName, writeJournal } from './write-guard';
 
 /** The manifest of generated files inside each fleet directory. */
 export const MANIFEST_FILE = '.migration-mesh.manifest';
@@ -101,19 +107,49 @@ function renderManifest(fleet: string, files: ReadonlyMap<string, string>): stri
   return `# migration-mesh: the files it generated for fleet '${fleet}' (check: sha256sum -c ${MANIFEST_FILE}); files not listed are not ours and are left alone\n${lines.join('\n')}\n`;
 }
 
-function parseManifest(text: string, where: string): Map<string, string> | FleetProblem {
-  const out = new Map<string, string>();
+/** Git's conflict markers, in the default and the diff3 style. */
+const CONFLICT = /^(<{7}|={7}|>{7}|\|{7})( |$)/;
+
+/**
+ * The manifest: each path with the hashes it may have. A manifest git could not merge (two branches
+ * each synthesized) lists both sides: a file is ours if it is either side's.
+ */
+function parseManifest(text: string, where: string): Map<string, Set<string>> | FleetProblem {
+  const out = new Map<string, Set<string>>();
   for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
+    if (line === '' || line.startsWith('#') || CONFLICT.test(line)) continue;
     const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
     if (!m || m[2].split('/').some((s) => s === '..' || s === '.' || s === '') || m[2].startsWith('/')) {
       return problem('write/manifest-invalid', where, `line '${line.slice(0, 80)}' is not '<sha256>  <relative path>'`,
         `restore it from version control, or delete it to let synth adopt the files that match what it generates`);
     }
-    out.set(m[2], m[1]);
+    out.set(m[2], new Set([...out.get(m[2]) ?? [], m[1]]));
   }
   return out;
 }
+
+/**
+ * A file git left with conflict markers: its two sides (ours, theirs), each whole; none when it has no
+ * markers. A side that is a file synth generated makes the conflicted file ours to overwrite.
+ */
+function conflictSides(content: string): string[] {
+  if (!/^<{7}( |$)/m.test(content)) return [];
+  const sides = ['', ''];
+  let at: 'both' | 'ours' | 'base' | 'theirs' = 'both';
+  for (const line of content.split(/(?<=\n)/)) {
+    if (/^<{7}( |\n|$)/.test(line) && at === 'both') { at = 'ours'; continue; }
+    if (/^\|{7}( |\n|$)/.test(line) && at === 'ours') { at = 'base'; continue; }
+    if (/^={7}(\n|$)/.test(line) && (at === 'ours' || at === 'base')) { at = 'theirs'; continue; }
+    if (/^>{7}( |\n|$)/.test(line) && at === 'theirs') { at = 'both'; continue; }
+    if (at === 'both' || at === 'ours') sides[0] += line;
+    if (at === 'both' || at === 'theirs') sides[1] += line;
+  }
+  return at === 'both' ? sides : [];
+}
+
+/** The content is one the manifest lists for it (or, conflicted, either side is). */
+const listedAs = (hashes: ReadonlySet<string>, content: string): boolean =>
+  hashes.has(sha256(content)) || conflictSides(content).some((side) => hashes.has(sha256(side)));
 
 function problem(code: ProblemCode, where: string, message: string, fix: string): FleetProblem {
   return { code, path: where, message, fix };
@@ -160,11 +196,40 @@ interface Checked {
  * Write every tree and file as one transaction (see the file comment). Throws `OutputWriteError`
  * with every problem found before anything is written.
  */
-export function writeOutputs(trees: readonly OutputTree[], files: readonly OutputFile[] = [], io: WriterFs = fs): TreeWriteReport[] {
-  const checked = checkOutputs(trees, files, io);
-  const created = prepare(checked, io);
-  commit(checked, created, io);
-  return checked.reports;
+export function writeOutputs(trees: readonly OutputTree[], files: readonly OutputFile[] = [], io: WriterFs = fs, hooks: WriteHooks = {}): TreeWriteReport[] {
+  const ended = guardSignals();
+  let result: 'committed' | 'rolled back' | 'nothing written' = 'nothing written';
+  const session = openSession(trees.map((t) => t.dir), files.map((f) => f.file));
+  if (Array.isArray(session)) { ended(result); throw new OutputWriteError(session); }
+  try {
+    for (const n of session.notices) hooks.onNotice?.(n);
+    const checked = checkOutputs(trees, files, io);
+    const created = prepare(checked, io);
+    try {
+      writeJournal(session, checked.ops.map((o) => ({ target: o.target, ...(o.kind === 'write' ? { temp: o.temp } : {}), ...(o.backup ? { backup: o.backup } : {}) })));
+    } catch (e) {
+      cleanup(checked, created, io);
+      throw new OutputWriteError([ioProblem(e, session.targets[0]?.journal ?? '')]);
+    }
+    try {
+      commit(checked, created, io);
+    } catch (e) {
+      result = 'rolled back';
+      throw e;
+    }
+    result = 'committed';
+    return checked.reports;
+  } finally {
+    dropJournal(session);
+    closeSession(session);
+    ended(result);
+  }
+}
+
+/** Callbacks of a write. */
+export interface WriteHooks {
+  /** Told what was cleaned up after an interrupted earlier run (a finished commit, leftover files removed). */
+  readonly onNotice?: (line: string) => void;
 }
 
 function checkOutputs(trees: readonly OutputTree[], files: readonly OutputFile[], io: WriterFs): Checked {
@@ -233,7 +298,7 @@ function checkFleetDir(dir: string, io: WriterFs): FleetProblem | undefined {
   return undefined;
 }
 
-function readManifest(dir: string, io: WriterFs): Map<string, string> | undefined | FleetProblem {
+function readManifest(dir: string, io: WriterFs): Map<string, Set<string>> | undefined | FleetProblem {
   const file = path.join(dir, MANIFEST_FILE);
   let st: StatLike;
   try { st = io.lstatSync(file); } catch (e) { return (e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR' ? undefined : ioProblem(e, file); }
@@ -294,19 +359,19 @@ function checkTree(tree: OutputTree, io: WriterFs, acc: Checked, dirs: Set<strin
     if (found.content === content) continue;
     if (found.content !== undefined) {
       const listed = manifest?.get(rel);
-      if (listed !== undefined && listed !== sha256(found.content)) { notOurs(rel, 'was edited since synth wrote it (its hash differs from the manifest)'); continue; }
+      if (listed !== undefined && !listedAs(listed, found.content)) { notOurs(rel, 'was edited since synth wrote it (its hash differs from the manifest)'); continue; }
       if (listed === undefined && (manifest || !legacyOurs(found.content, tree.fleet))) { notOurs(rel, 'exists and is not a file synth generated (not in its manifest)'); continue; }
     }
     ops.push({ kind: 'write', target: full, content, exists: found.content !== undefined });
     report.written.push(rel);
   }
-  for (const [rel, hash] of manifest ?? []) {
+  for (const [rel, hashes] of manifest ?? []) {
     if (tree.files.has(rel)) continue;
     const full = path.join(dir, rel);
     const found = readTarget(full, root, io);
     if ('code' in found) { problems.push(found); continue; }
     if (found.content === undefined) continue;
-    if (sha256(found.content) !== hash) { notOurs(rel, 'synth generated it and no longer does, but it was edited since: not removed'); continue; }
+    if (!listedAs(hashes, found.content)) { notOurs(rel, 'synth generated it and no longer does, but it was edited since: not removed'); continue; }
     ops.push({ kind: 'remove', target: full });
     report.removed.push(rel);
     acc.pruneRoots.push({ dir: path.dirname(full), root: dir });
@@ -352,8 +417,6 @@ function checkFile(f: OutputFile, io: WriterFs, acc: Checked, dirs: Set<string>,
   }
 }
 
-const sideName = (target: string, what: string): string =>
-  path.join(path.dirname(target), `.${path.basename(target)}.mm-${what}-${process.pid}-${crypto.randomBytes(4).toString('hex')}`);
 
 /** Phase 2: new names only (directories, temp files, links to the old contents), then one flush. */
 function prepare(c: Checked, io: WriterFs): string[] {

@@ -83,6 +83,42 @@ describe('migration-mesh plan', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  test('--svg never overwrites an input (fleet, ledger, moves file), synth\'s tree or a file it did not draw; each refusal names --svg and the fix', () => {
+    const dir = tmp();
+    const fleet = path.join(dir, 'm.fleet.yaml');
+    const ledger = path.join(dir, 'm.ledger.yaml');
+    const moves = path.join(dir, 'm.moves.yaml');
+    for (const [from, to] of [['fleet', fleet], ['ledger', ledger], ['moves', moves]]) fs.copyFileSync(path.join(EX, `metro-moves.${from}.yaml`), to);
+    fs.symlinkSync(ledger, path.join(dir, 'link.yaml'));
+    fs.writeFileSync(path.join(dir, 'notes.svg'), '<svg><!-- my own drawing --></svg>\n');
+    expect(run('synth', fleet, '--out', path.join(dir, 'out')).code).toBe(0);
+    const inputs = () => [fleet, ledger, moves, path.join(dir, 'notes.svg'), path.join(dir, 'out', 'metro', 'fleet.svg')].map((f) => fs.readFileSync(f, 'utf8'));
+    const before = inputs();
+    const byFlag = path.join(dir, 'by-flag.ledger.yaml');
+    fs.copyFileSync(ledger, byFlag);
+    for (const [target, code, what, extra] of [
+      [fleet, 'write/input', 'is the fleet file', []],
+      [ledger, 'write/input', 'is the fleet\'s ledger', []],
+      [path.join(dir, 'link.yaml'), 'write/input', 'is the fleet\'s ledger', []],
+      [byFlag, 'write/input', 'is the fleet\'s ledger', ['--ledger', byFlag]],
+      [moves, 'write/input', 'is the fleet\'s moves file', []],
+      [path.join(dir, 'notes.svg'), 'write/not-ours', 'exists and is not a fleet picture drawn by migration-mesh', []],
+      [path.join(dir, 'out', 'metro', 'fleet.svg'), 'write/not-ours', 'is inside a tree synth writes', []],
+    ] as const) {
+      const r = run('plan', fleet, '--svg', target, ...extra);
+      expect({ target, code: r.code }).toEqual({ target, code: 1 });
+      expect(r.err).toContain(`[${code}] ${target}: --svg ${target} ${what}`);
+      expect(r.err).toMatch(/fix: .*--svg/);
+    }
+    expect(inputs()).toEqual(before);
+    // a new file, and a picture plan drew before, are written
+    const pic = path.join(dir, 'pic.svg');
+    expect(run('plan', fleet, '--svg', pic).code).toBe(0);
+    expect(run('plan', fleet, '--svg', pic).code).toBe(0);
+    expect(fs.readFileSync(pic, 'utf8')).toContain('<title>Migration Mesh fleet metro</title>');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   test('a fleet split across datapath modes: plan and validate say which clusters can migrate to which', () => {
     const dir = tmp();
     const doc = clone(loadFleetFile(path.join(EX, 'vep-10-clusters.fleet.yaml')));
@@ -198,6 +234,28 @@ describe('migration-mesh diff', () => {
     const invalid = path.join(dir, 'c.fleet.yaml');
     fs.writeFileSync(invalid, YAML.stringify({ ...after, spec: { ...after.spec, clusters: [{ name: 'X', nodes: 0 }] } }));
     expect(run('diff', a, invalid).code).toBe(2);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('two-file form reads OLD\'s ledger and moves file beside it; where they are missing it says so (text and json), with codes', () => {
+    const dir = tmp();
+    const now = path.join(dir, 'm.fleet.yaml');
+    for (const ext of ['fleet', 'ledger', 'moves']) fs.copyFileSync(path.join(EX, `metro-moves.${ext}.yaml`), path.join(dir, `m.${ext}.yaml`));
+    // OLD taken out of version control on its own (git show REV:m.fleet.yaml > /tmp/old.fleet.yaml)
+    const away = path.join(dir, 'away');
+    fs.mkdirSync(away);
+    const old = path.join(away, 'old.fleet.yaml');
+    fs.copyFileSync(now, old);
+    const r = run('diff', old, now);
+    expect(r.err).toContain(`warning: [diff/old-ledger-missing] ${path.join(away, 'old.ledger.yaml')}: OLD has no ledger`);
+    expect(r.err).toContain(`warning: [diff/old-moves-missing] ${path.join(away, 'old.moves.yaml')}: OLD has no moves file`);
+    expect(r.err).toMatch(/fix: put OLD's committed ledger there/);
+    const j = JSON.parse(run('diff', old, now, '--output', 'json').out);
+    expect(j.notes.map((n: { code: string }) => n.code)).toEqual(['diff/old-ledger-missing', 'diff/old-moves-missing']);
+    // with OLD's ledger and moves beside it, as synth reads them: same fleet, no change, no warning
+    fs.copyFileSync(path.join(dir, 'm.ledger.yaml'), path.join(away, 'old.ledger.yaml'));
+    fs.copyFileSync(path.join(dir, 'm.moves.yaml'), path.join(away, 'old.moves.yaml'));
+    expect(run('diff', old, now)).toEqual({ code: 0, out: 'no change\n', err: '' });
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -157,3 +157,41 @@ describe('a customize hook goes through the same writer as the CLI', () => {
     }
   }, 60_000);
 });
+
+describe('an async customize hook is refused, never half applied', () => {
+  test('a type error at compile time, and at run time customize-async before anything is written, without an unhandled rejection', async () => {
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-async-customize-'));
+    const rejections: unknown[] = [];
+    const onRejection = (e: unknown): void => { rejections.push(e); };
+    process.on('unhandledRejection', onRejection);
+    try {
+      const dir = project(work, 'lib', 'three-sites-vlan.fleet.yaml');
+      let added = 0;
+      let err: unknown;
+      try {
+        synthesizeFleetToDirectory({
+          fleetFile: path.join(dir, 'prod.fleet.yaml'),
+          outdir: path.join(dir, 'dist'),
+          // @ts-expect-error an async hook does not type-check: synthesis would not wait for it
+          customize: async (mesh) => {
+            mesh.gateways[0].addPodLabel('first', 'yes');
+            added++;
+            await new Promise((r) => setTimeout(r, 10));
+            mesh.gateways[1].addPodLabel('second', 'yes');
+            throw new Error('the hook fails after its await');
+          },
+        });
+      } catch (e) { err = e; }
+      expect((err as { problems: { code: string; path: string }[] }).problems).toEqual([expect.objectContaining({ code: 'customize-async', path: 'customize' })]);
+      expect((err as Error).message).toMatch(/make the hook synchronous/);
+      expect(added).toBe(1);
+      expect(fs.existsSync(path.join(dir, 'dist'))).toBe(false);
+      expect(fs.existsSync(ledgerPathFor(path.join(dir, 'prod.fleet.yaml')))).toBe(false);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(rejections).toEqual([]);
+    } finally {
+      process.removeListener('unhandledRejection', onRejection);
+      fs.rmSync(work, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

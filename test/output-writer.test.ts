@@ -5,7 +5,7 @@
  * anything here: unwritable places are a path under a regular file, a read-only or tiny tmpfs this
  * test mounts (and unmounts), /proc, or an injected file system that fails one call.
  */
-import { spawnSync } from 'child_process';
+import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -367,5 +367,49 @@ describe('every path error ends fast, in one line, with the path and a fix', () 
     const r = run(['synth', s.fleet, '--out', path.join(s.dir, 'file', 'out')]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/^error: \[write\/not-a-directory\] .*\/file: is a file, but .* needs it to be a directory; fix: .*nothing was written\)\n$/);
+  });
+});
+
+describe('dist/ after a git merge', () => {
+  test('two branches each add a cluster and synth: the merge conflicts in dist/; synth on the merged fleet resolves every conflict, no hand deletions', () => {
+    const s = track(scratch());
+    const git = (...a: string[]): string => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.org', ...a], { cwd: s.dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const addCluster = (name: string): void => {
+      fs.writeFileSync(s.fleet, fs.readFileSync(s.fleet, 'utf8').replace(/(\n  clusters:\n)/, `$1    - {name: ${name}, nodes: 2}\n`));
+    };
+    const wider = (text: string): string => text.replace('"172.30.8.96/30"]', '"172.30.8.96/30", "172.30.8.120-172.30.8.127"]');
+    fs.writeFileSync(s.fleet, wider(fs.readFileSync(s.fleet, 'utf8'))); // room for both branches' clusters
+    git('init', '-q', '-b', 'main');
+    expect(run(['synth', s.fleet, '--out', s.out]).code).toBe(0);
+    git('add', '-A');
+    git('commit', '-qm', 'base');
+    git('checkout', '-qb', 'osl');
+    addCluster('osl-1');
+    expect(run(['synth', s.fleet, '--out', s.out]).code).toBe(0);
+    git('add', '-A');
+    git('commit', '-qm', 'osl-1');
+    git('checkout', '-q', 'main');
+    addCluster('zrh-9');
+    expect(run(['synth', s.fleet, '--out', s.out]).code).toBe(0);
+    git('add', '-A');
+    git('commit', '-qm', 'zrh-9');
+    const merge = spawnSync('git', ['merge', '-q', 'osl'], { cwd: s.dir, encoding: 'utf8' });
+    expect(merge.status).not.toBe(0);
+    const conflicted = git('diff', '--name-only', '--diff-filter=U').trim().split('\n');
+    expect(conflicted).toEqual(expect.arrayContaining([`out/sites/${MANIFEST_FILE}`, 'out/sites/fleet.svg']));
+    // the person merging decides the fleet and the ledger: both clusters, the ledger of either side
+    fs.writeFileSync(s.fleet, wider(fs.readFileSync(example, 'utf8')));
+    addCluster('osl-1');
+    addCluster('zrh-9');
+    git('checkout', 'HEAD', '--', 'sites.ledger.yaml');
+    const r = run(['synth', s.fleet, '--out', s.out]);
+    expect({ code: r.code, err: r.err }).toEqual({ code: 0, err: '' });
+    const tree = snapshot(s.out);
+    expect([...tree.values()].filter((c) => /^(<{7}|>{7}) /m.test(c))).toEqual([]);
+    expect(run(['diff', s.fleet, '--out', s.out]).code).toBe(0);
+    // the tree is what synth writes for the merged fleet from scratch into a fresh directory, given that ledger
+    const fresh = path.join(s.dir, 'fresh');
+    expect(run(['synth', s.fleet, '--out', fresh]).code).toBe(0);
+    expect(snapshot(path.join(s.out, 'sites'))).toEqual(snapshot(path.join(fresh, 'sites')));
   });
 });

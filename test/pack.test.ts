@@ -54,3 +54,24 @@ console.log(JSON.stringify({ charts: mesh.charts.map((c) => c.node.id), gw: mesh
     fs.rmSync(work, { recursive: true, force: true });
   }
 }, 300_000);
+
+test('npm pack of a fresh clone (no lib/ yet) builds in prepack: the tarball carries lib/ and the CLI', () => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-pack-fresh-'));
+  try {
+    // the tracked files only, as `git clone` gives them; node_modules as `npm ci` would leave it
+    const clone = path.join(work, 'clone');
+    const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter((f) => f && fs.existsSync(path.join(root, f)));
+    for (const f of tracked) {
+      fs.mkdirSync(path.dirname(path.join(clone, f)), { recursive: true });
+      fs.copyFileSync(path.join(root, f), path.join(clone, f));
+    }
+    fs.symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'));
+    expect(fs.existsSync(path.join(clone, 'lib'))).toBe(false);
+    const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', work], clone).replace(/^[^[]*/, ''))[0] as { files: { path: string }[] };
+    const files = packed.files.map((f) => f.path);
+    expect(files).toEqual(expect.arrayContaining(['lib/index.js', 'lib/index.d.ts', 'lib/cli/cli.js', 'lib/cli/write-tree.js', 'lib/proxy/src/config.js', 'README.md', 'package.json']));
+    expect(files.filter((f) => !f.startsWith('lib/') && !['README.md', 'package.json'].includes(f))).toEqual([]);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}, 300_000);

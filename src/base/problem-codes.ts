@@ -123,6 +123,7 @@ export const PROBLEM_CODES = {
   'forklift/storage-missing': { stage: 'moves', meaning: 'No storage class mapping for a cluster pair that moves use.' },
   'forklift/storage-duplicate': { stage: 'moves', meaning: 'A storage class mapped twice for one cluster pair.' },
   // ---- props of constructs and helpers ----
+  'customize-async': { stage: 'props', meaning: 'The `customize` hook returned a promise: synthesis is synchronous, so an async hook would run after the tree is written; make it synchronous.' },
   'prop-invalid': { stage: 'props', meaning: 'A construct or helper prop out of range or empty (port, interface name, TLS source, IPAM range).' },
   'wrong-datapath': { stage: 'props', meaning: 'A construct or helper used for a cluster in a datapath it does not serve.' },
   // ---- writing the output tree and the ledger (nothing is written when one of these is found) ----
@@ -134,6 +135,10 @@ export const PROBLEM_CODES = {
   'write/read-only': { stage: 'write', meaning: 'The output or the ledger is on a read-only file system (EROFS).' },
   'write/no-space': { stage: 'write', meaning: 'No space left (ENOSPC, EDQUOT) while writing the output or the ledger.' },
   'write/failed': { stage: 'write', meaning: 'Another file system error while writing the output or the ledger (the message names it).' },
+  'diff/old-ledger-missing': { stage: 'parse', meaning: 'Warning of two-file `diff`: OLD has no ledger beside it (nor --ledger) while NEW has one; OLD is planned from scratch.' },
+  'diff/old-moves-missing': { stage: 'parse', meaning: 'Warning of two-file `diff`: OLD has no moves file beside it while NEW has one; every move shows as new.' },
+  'write/locked': { stage: 'write', meaning: 'Another migration-mesh writer holds the lock beside the output or the ledger (a live process; a dead one\'s lock is taken over).' },
+  'write/input': { stage: 'write', meaning: 'A file to write is one of the run\'s inputs (the fleet, its ledger or moves file): `plan --svg` never overwrites an input.' },
   'plan-inconsistent': { stage: 'props', meaning: 'A plan that the planner cannot have made (hand-built or edited); report it if the planner made it.' },
 } as const satisfies Record<string, CodeInfo>;
 

@@ -1,0 +1,33 @@
+/**
+ * Preloaded (`node -r`) into the built CLI by test/interrupt.test.ts: counts the file system calls that
+ * change something (in the writer, its lock and journal) and, at call number MM_KILL_AT, sends this
+ * process MM_KILL_SIGNAL just before making it: an interrupt at an exact, reproducible instant of the
+ * write. With MM_KILL_COUNT=FILE it only counts, and writes the total to FILE at exit. With
+ * MM_PAUSE_AT=N and MM_PAUSE_FILE=FILE it creates FILE before call N and waits (at most 60 s) until the
+ * test removes it: a writer held at an exact point, for test/concurrent-writers.test.ts.
+ */
+const fs = require('fs');
+
+const at = Number(process.env.MM_KILL_AT ?? -1);
+const signal = process.env.MM_KILL_SIGNAL ?? 'SIGTERM';
+const countFile = process.env.MM_KILL_COUNT;
+const pauseAt = Number(process.env.MM_PAUSE_AT ?? -1);
+const pauseFile = process.env.MM_PAUSE_FILE;
+let n = 0;
+const realWrite = fs.writeFileSync;
+const realExists = fs.existsSync;
+function pause() {
+  realWrite(pauseFile, String(process.pid));
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  for (let i = 0; i < 600 && realExists(pauseFile); i++) Atomics.wait(cell, 0, 0, 100);
+}
+for (const name of ['writeFileSync', 'renameSync', 'linkSync', 'unlinkSync', 'mkdirSync', 'rmdirSync', 'openSync', 'writeSync', 'fsyncSync']) {
+  const real = fs[name];
+  fs[name] = function (...args) {
+    n++;
+    if (n === at) process.kill(process.pid, signal);
+    if (n === pauseAt && pauseFile) pause();
+    return real.apply(this, args);
+  };
+}
+if (countFile) process.on('exit', () => fs.writeFileSync(countFile, String(n)));
