@@ -153,6 +153,7 @@ export class TrustAgent {
   private schedule(): void {
     this.writing = this.writing.then(() => this.writeMissing()).catch((e) => {
       this.o.log.warn({ err: String(e) }, 'writing kubevirt-external-ca failed; will retry');
+      this.writeFailed(String(e));
     });
   }
 
@@ -161,7 +162,7 @@ export class TrustAgent {
     if (miss.length === 0 || this.stopped) return;
     for (let attempt = 0; attempt < 5; attempt++) {
       const cur = await this.o.api.get(KUBEVIRT_EXTERNAL_CA);
-      if (!cur) { this.o.log.warn('kubevirt-external-ca does not exist (virt-operator creates it); waiting'); return; }
+      if (!cur) { this.o.log.warn('kubevirt-external-ca does not exist (virt-operator creates it); waiting'); this.writeFailed('kubevirt-external-ca does not exist'); return; }
       const now = this.now();
       const keep = parseBundle(cur.data[CA_BUNDLE_KEY]).filter((c) => c.notAfter > now);
       const next = [...keep, ...miss.filter((m) => !keep.some((k) => k.sha256 === m.sha256))];
@@ -173,6 +174,12 @@ export class TrustAgent {
       return;
     }
     this.o.log.warn('kubevirt-external-ca kept changing under us (5 conflicts); will retry');
+    this.writeFailed('5 conflicts in a row');
+  }
+
+  /** Tell the runtime (`mm_trust_write_failures_total`): the trust container has no metrics of its own. */
+  private writeFailed(reason: string): void {
+    this.send({ type: 'write-failed', at: this.now(), reason });
   }
 
   private noteWritten(miss: CaInfo[], next: CaInfo[]): void {

@@ -15,7 +15,9 @@ export type ToRuntime =
   /** `kubevirt-external-ca` was written (SHA-256 of the certificates it now holds). */
   | { type: 'written'; at: number; fingerprints: string[] }
   /** What the local `kubevirt-ca` holds now (SHA-256 of every certificate). */
-  | { type: 'local'; fingerprints: string[]; at: number };
+  | { type: 'local'; fingerprints: string[]; at: number }
+  /** Writing `kubevirt-external-ca` failed (API error, the ConfigMap missing, conflicts without end); retried. */
+  | { type: 'write-failed'; at: number; reason: string };
 
 /** runtime -> trust container: the current bundle of one peer, as accepted from that peer itself. */
 export type ToTrust = { type: 'peer'; cluster: string; certs: string[]; sequence: number; receivedAt: number };
