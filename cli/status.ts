@@ -49,9 +49,11 @@ function why(e: unknown): string {
 
 async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, objects: Obj[]): Promise<ClusterFacts> {
   const api = k8s.KubernetesObjectApi.makeApiClient(kc);
-  const read = async (o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<Record<string, unknown> | undefined> => {
+  type Ref = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
+  const read = async (o: Ref): Promise<Record<string, unknown> | undefined> => {
     try {
-      return JSON.parse(JSON.stringify(await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace } })));
+      const got = await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace } });
+      return JSON.parse(JSON.stringify(got));
     } catch (e) {
       if (codeOf(e) === 404 || /Unrecognized API version and kind/.test((e as Error).message)) return undefined;
       throw e;
@@ -79,11 +81,14 @@ async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, 
   }
   const deployments = objects.filter((o) => o.kind === 'Deployment' && GATEWAY_DEPLOYMENT.test(o.metadata.name));
   const gateway = deployments.length
-    ? { replicas: deployments.length, ready: deployments.filter((d) => Number((live.get(d)?.status as { readyReplicas?: number } | undefined)?.readyReplicas ?? 0) > 0).length }
+    ? { replicas: deployments.length, ready: deployments
+      .filter((d) => Number((live.get(d)?.status as { readyReplicas?: number } | undefined)?.readyReplicas ?? 0) > 0)
+      .length }
     : undefined;
   let kubevirt: Extract<ClusterFacts, { reachable: true }>['kubevirt'];
   if (kvObj?.kind === 'KubeVirt') {
-    const cfg = (o: unknown) => (o as { spec?: { configuration?: { migrations?: { network?: string }; developerConfiguration?: { featureGates?: string[] } } } } | undefined)?.spec?.configuration;
+    type KvConfig = { migrations?: { network?: string }; developerConfiguration?: { featureGates?: string[] } };
+    const cfg = (o: unknown) => (o as { spec?: { configuration?: KvConfig } } | undefined)?.spec?.configuration;
     const got = live.get(kvObj);
     kubevirt = {
       found: got !== undefined,

@@ -26,7 +26,9 @@ function interfaceAddresses(): Set<string> {
  * `ownAddresses`: the planned addresses of this cluster's gateways (replica addresses and the VIP);
  * `mm_proxy_address_held{address}` says at each scrape which of them this pod holds (the VIP holder).
  */
-export function createMetrics(registry = new Registry(), onCollect?: () => void, defaults = true, ownAddresses: () => readonly string[] = () => []): GatewayMetrics {
+export function createMetrics(
+  registry = new Registry(), onCollect?: () => void, defaults = true, ownAddresses: () => readonly string[] = () => [],
+): GatewayMetrics {
   if (defaults) collectDefaultMetrics({ register: registry, prefix: 'mm_proxy_' });
   const m: GatewayMetrics = {
     registry,
@@ -41,7 +43,10 @@ export function createMetrics(registry = new Registry(), onCollect?: () => void,
       buckets: [0.01, 0.1, 1, 10, 60, 300, 900, 3600, 14400],
     }),
     tunnelsTotal: new Counter({ name: 'mm_proxy_tunnels_total', help: 'Tunnels established.', labelNames: ['peer', 'side'], registers: [registry] }),
-    tunnelResets: new Counter({ name: 'mm_proxy_tunnel_resets_total', help: 'Established tunnels that ended in a reset (an error, idle timeout or dead peer on either side), not a clean close.', labelNames: ['peer', 'side'], registers: [registry] }),
+    tunnelResets: new Counter({
+      name: 'mm_proxy_tunnel_resets_total', help: 'Established tunnels that ended in a reset (an error, idle timeout or dead peer on either side), not a clean close.',
+      labelNames: ['peer', 'side'], registers: [registry],
+    }),
     refusals: new Counter({ name: 'mm_proxy_refusals_total', help: 'Connections refused, by reason.', labelNames: ['reason', 'side'], registers: [registry] }),
     tlsHandshakeFailures: new Counter({ name: 'mm_proxy_tls_handshake_failures_total', help: 'Failed TLS handshakes (bad/unknown certificate, wrong identity, timeout).', labelNames: ['side'], registers: [registry] }),
     dialLatency: new Histogram({

@@ -33,7 +33,9 @@ export type ClusterFacts = {
   readonly checked: number;
   readonly drift: DriftEntry[];
   /** The KubeVirt CR (KubeVirt delivery only; undefined when the fleet writes HCO or a patch). */
-  readonly kubevirt?: { readonly found: boolean; readonly migrationNetwork?: string; readonly featureGates: string[]; readonly wantNetwork?: string; readonly wantGates: string[] };
+  readonly kubevirt?: {
+    readonly found: boolean; readonly migrationNetwork?: string; readonly featureGates: string[]; readonly wantNetwork?: string; readonly wantGates: string[];
+  };
   /** Gateway clusters: ready replicas of the generated gateway Deployments. */
   readonly gateway?: { readonly replicas: number; readonly ready: number };
   /** `kubevirt-ca` of this cluster: the first certificate is the current CA. */

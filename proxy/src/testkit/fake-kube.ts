@@ -156,7 +156,8 @@ export class FakeKubeApi {
       return;
     }
     const info = this.kindInfo(obj.apiVersion, obj.kind, namespaced);
-    this.extra.set(this.pathOf(obj.apiVersion, info.plural, obj.metadata.name, obj.metadata.namespace), JSON.parse(JSON.stringify({ ...obj, metadata: { resourceVersion: String(++this.rv), ...obj.metadata } })));
+    const stored = JSON.parse(JSON.stringify({ ...obj, metadata: { resourceVersion: String(++this.rv), ...obj.metadata } }));
+    this.extra.set(this.pathOf(obj.apiVersion, info.plural, obj.metadata.name, obj.metadata.namespace), stored);
   }
 
   /** Forget a seeded object (a deletion; no watch event: seeded objects are read-only). */

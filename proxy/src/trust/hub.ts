@@ -63,16 +63,15 @@ export class TrustHub {
   constructor(private readonly o: TrustHubOptions) {
     this.table = new TrustTable(o.config().cluster, () => o.config().trust?.repushIntervalMs ?? 300_000);
     this.metrics = hubMetrics(o.registry);
-    const hub = this;
-    new Gauge({
+    const untrusted = new Gauge({
       name: 'mm_trust_peer_ca_untrusted_seconds',
       help: "Seconds since the runtime first saw the peer's current CA bundle not wholly in the local kubevirt-ca (0: trusted).",
       labelNames: ['peer'], registers: [o.registry],
-      collect() {
-        hub.noteUntrusted();
-        this.reset();
-        const now = hub.now();
-        for (const b of hub.table.bundles()) this.set({ peer: b.cluster }, Math.max(0, (now - (hub.untrustedSince.get(b.cluster) ?? now)) / 1000));
+      collect: () => {
+        this.noteUntrusted();
+        untrusted.reset();
+        const now = this.now();
+        for (const b of this.table.bundles()) untrusted.set({ peer: b.cluster }, Math.max(0, (now - (this.untrustedSince.get(b.cluster) ?? now)) / 1000));
       },
     });
   }
