@@ -5,10 +5,19 @@ import * as yaml from 'yaml';
 
 export type GeneratedObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
 
-/** The generated objects of one cluster (top-level files of its directory; kustomize components are skipped). */
+/** Object files under `dir`, stage directories (Flux `10-gateway/`...) included; kustomize `components/` patches are not objects. */
+function objectFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1)).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'components' ? [] : objectFiles(p);
+    return e.name.endsWith('.yaml') && e.name !== 'kustomization.yaml' ? [p] : [];
+  });
+}
+
+/** The generated objects of one cluster. */
 export function generatedObjects(dir: string): GeneratedObject[] {
   if (!fs.existsSync(dir)) throw new Error(`${dir}: no generated objects (run migration-mesh synth first, or give --out)`);
-  return fs.readdirSync(dir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort()
-    .flatMap((f) => yaml.parseAllDocuments(fs.readFileSync(path.join(dir, f), 'utf8')).map((d) => d.toJSON() as GeneratedObject))
+  return objectFiles(dir)
+    .flatMap((f) => yaml.parseAllDocuments(fs.readFileSync(f, 'utf8')).map((d) => d.toJSON() as GeneratedObject))
     .filter((o) => o && typeof o.kind === 'string' && typeof o.apiVersion === 'string' && o.metadata?.name);
 }
