@@ -98,6 +98,7 @@ if (skip) console.warn(`[gateway-alerts] SKIPPED promtool checks: ${skip}`);
       labels: [{ severity: 'warning', ...L, ...ns, reason: 'destination_not_allowed' }, { severity: 'warning', ...L, ...ns, reason: 'tls_handshake' }],
       series: [['mm_proxy_refusals_total' + sel('pod="gw-0",reason="destination_not_allowed",side="terminus"'), '0x10 0+2x20'],
         ['mm_proxy_refusals_total' + sel('pod="gw-0",reason="peer_limit",side="terminus"'), '0+0.1x30'],
+        ['mm_proxy_refusals_total' + sel('pod="gw-1",reason="draining",side="terminus"'), '0+5x30'], // a rollout: not an alert
         ['mm_proxy_tls_handshake_failures_total' + sel('pod="gw-1",side="terminus"'), '0x10 0+3x20']],
     },
     {

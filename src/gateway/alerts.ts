@@ -75,7 +75,7 @@ export function gatewayAlertGroups(i: GatewayAlertsInput): RuleGroup[] {
   }
   gateway.push(
     rule('MigrationMeshTunnelRefusalsRising',
-      `sum by (namespace, reason) (increase(mm_proxy_refusals_total${sel()}[10m])) > 5`
+      `sum by (namespace, reason) (increase(mm_proxy_refusals_total${sel(',reason!="draining"')}[10m])) > 5`
         + ` or label_replace(sum by (namespace) (increase(mm_proxy_tls_handshake_failures_total${sel()}[10m])) > 5, "reason", "tls_handshake", "", "")`,
       '5m', 'warning',
       `Gateway of ${i.cluster} refuses connections ({{ $labels.reason }})`,
