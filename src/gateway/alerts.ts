@@ -39,10 +39,10 @@ export const GATEWAY_ALERTS = [
 ] as const;
 
 /** A peer's CA may stay missing from kubevirt-ca this many publication periods (at least 15 minutes). */
-export const UNTRUSTED_PERIODS = 3;
+const UNTRUSTED_PERIODS = 3;
 
 /** Where `runbook_url` points unless told: the runbook shipped with the package. */
-export const DEFAULT_RUNBOOK = 'docs/alerts.md';
+const DEFAULT_RUNBOOK = 'docs/alerts.md';
 
 /** Prometheus duration for whole seconds (`90` -> `1m30s`). */
 export function promDuration(seconds: number): string {
