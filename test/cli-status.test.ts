@@ -173,6 +173,22 @@ describe('migration-mesh status', () => {
     expect(r2.out).toContain("y (context y): unreachable: no context 'y' in the kubeconfig");
   }, 60_000);
 
+  test('a cluster that accepts connections and never answers is given --timeout, then one line', async () => {
+    const file = path.join(dir, 'pair.fleet.yaml'); // synthesized by the test before
+    const hang = net.createServer(() => { /* never answers */ });
+    await new Promise<void>((r) => hang.listen(0, '127.0.0.1', () => r()));
+    const kc = path.join(dir, 'kubeconfig-hang');
+    fs.writeFileSync(kc, fs.readFileSync(path.join(dir, 'kubeconfig-pair'), 'utf8').replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${(hang.address() as net.AddressInfo).port}`));
+    const t0 = Date.now();
+    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--timeout', '1']);
+    const took = Date.now() - t0;
+    hang.close();
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('x (context x): unreachable: no answer within 1 s');
+    expect(r.out).toContain('  y -> x: x unreachable');
+    expect(took).toBeLessThan(15_000); // 1 s for the cluster, the rest is node starting on a busy machine
+  }, 60_000);
+
   test('usage: one fleet file, --timeout a positive number', async () => {
     expect((await runStatus([])).code).toBe(2);
     expect((await runStatus(['f.yaml', '--timeout', 'soon'])).code).toBe(2);
