@@ -41,7 +41,7 @@ export const GATEWAY_ALERTS = [
 /** A peer's CA may stay missing from kubevirt-ca this many publication periods (at least 15 minutes). */
 const UNTRUSTED_PERIODS = 3;
 
-/** Where `runbook_url` points unless told: the runbook shipped with the package. */
+/** Where `runbook_url` points unless told: the runbook in this repository (not in the npm package; set runbookBaseUrl to your copy). */
 const DEFAULT_RUNBOOK = 'docs/alerts.md';
 
 /** Prometheus duration for whole seconds (`90` -> `1m30s`). */
