@@ -7,6 +7,7 @@
  *   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE] [--ledger FILE] [--renamed-from OLD]
  *   migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml | diff FLEET.yaml [--out DIR]   (exit 0 same, 1 changes, 2 error)
  *   migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
+ *   migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--output text|json]
  *   migration-mesh --version | help [COMMAND] | COMMAND --help
  *
  * The command line is read strictly by ./args.ts (each command's own options; unknown or misspelt
@@ -32,6 +33,7 @@ import { nodePrerequisites, renderNodePrerequisites } from '../src/addressing/cn
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { movesReport, renderMoves } from '../src/forklift/report';
 import { Args, UsageError, parseCommandLine, usageOf } from './args';
+import { renderStatus } from '../src/report/status';
 
 /** The whole usage, for the errors the command functions raise themselves. */
 const USAGE = usageOf();
@@ -56,6 +58,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       case 'diff': return diff(args, out, err);
       case 'reclaim': return reclaim(args, out);
       case 'validate': return validate(args, out, err);
+      case 'status': throw new Error('status asks the clusters (asynchronous): run it through mainAsync, as the migration-mesh binary does');
       default: throw new Error(`no command function for '${args.cmd}'`);
     }
   } catch (e) {
@@ -90,6 +93,31 @@ function named<T>(file: string, fn: () => T): T {
 /** Several files refused, each message naming its file. */
 class FilesFailed extends Error {
   constructor(messages: string[]) { super(messages.join('\n')); }
+}
+
+/** `main`, and `status`, which asks the clusters and so cannot answer synchronously. The binary runs this. */
+export async function mainAsync(argv: string[], out: Sink = (s) => process.stdout.write(s), err: Sink = (s) => process.stderr.write(s)): Promise<number> {
+  let line;
+  try { line = parseCommandLine(argv); } catch { return main(argv, out, err); }
+  if (line.kind !== 'run' || line.args.cmd !== 'status') return main(argv, out, err);
+  const args = line.args;
+  try {
+    // loaded only here: @kubernetes/client-node is an ES module, which the other commands never need
+    const { fleetStatus, loadContextMap } = await import('./status');
+    const s = await fleetStatus({
+      fleetFile: args.files[0],
+      outDir: String(args.flags.get('out') ?? process.env.CDK8S_OUTDIR ?? 'dist'),
+      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map'))) : undefined,
+      kubeconfig: args.flags.has('kubeconfig') ? String(args.flags.get('kubeconfig')) : undefined,
+      timeoutMs: args.flags.has('timeout') ? Number(args.flags.get('timeout')) * 1000 : undefined,
+    });
+    out(args.flags.get('output') === 'json' ? `${JSON.stringify(s, null, 2)}\n` : renderStatus(s));
+    return s.ready ? 0 : 1;
+  } catch (e) {
+    if (e instanceof FleetValidationError) { err(`${e.message}\n`); return 1; }
+    err(`error: ${(e as Error).message}\n`);
+    return 1;
+  }
 }
 
 function need(files: string[]): string[] {
@@ -391,4 +419,11 @@ function reclaim(args: Args, out: (s: string) => void): number {
 }
 
 // last: every const above (renamedFrom, ...) is initialized before a command runs
-if (require.main === module) process.exitCode = main(process.argv.slice(2));
+if (require.main === module) {
+  void mainAsync(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+    // status: a cluster that never answered still holds a socket open; the report is written (stdout and
+    // stderr are synchronous on pipes and files), so do not wait for it
+    if (process.argv[2] === 'status') process.exit(code);
+  });
+}

@@ -32,6 +32,9 @@ export interface GatewayMetricsProps {
   readonly labels?: Record<string, string>;
 }
 
+/** Name of the metrics Service (also the scrape job's name under a ServiceMonitor). */
+export const GATEWAY_METRICS_SERVICE_NAME = 'migration-mesh-gateway-metrics';
+
 /** Service port name of the admin endpoint. */
 export const GATEWAY_METRICS_PORT_NAME = 'metrics';
 
@@ -47,7 +50,7 @@ export class GatewayMetrics extends Construct {
 
   constructor(scope: Construct, id: string, props: GatewayMetricsProps) {
     super(scope, id);
-    const name = 'migration-mesh-gateway-metrics';
+    const name = GATEWAY_METRICS_SERVICE_NAME;
     const labels = { ...props.labels, 'app.kubernetes.io/component': 'metrics' };
     // targetPort is the admin port's number: cdk8s-plus-28 takes numeric target ports only
     this.service = new kplus.Service(this, 'Service', {

@@ -10,7 +10,8 @@ import { APP_NAME_LABEL, GATEWAY_NAME, NETWORK_LABEL, managedByLabels } from '..
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
 import { GATEWAY_RUN_AS, GatewayDeployment } from './gateway-deployment';
 import { GatewaySecurityContextConstraints } from './gateway-security-context-constraints';
-import { GatewayMetrics } from './gateway-metrics';
+import { GatewayAlerts } from './gateway-alerts';
+import { GATEWAY_METRICS_SERVICE_NAME, GatewayMetrics } from './gateway-metrics';
 import { GatewayPodOptions } from './gateway-pod-options';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
 import { GatewayTls } from './gateway-tls';
@@ -111,6 +112,8 @@ export class MigrationProxy extends Construct {
   public readonly tls: GatewayTls;
   /** The metrics Service (`metrics.service`, cdk8s-plus-28) and optional ServiceMonitor. */
   public readonly metrics: GatewayMetrics;
+  /** The PrometheusRule with the gateway's alerts (`spec.gateway.alerts`, by default with the ServiceMonitor). */
+  public readonly alerts?: GatewayAlerts;
   /** The MultiNetworkPolicy; undefined unless the cluster runs the multi-networkpolicy controller. */
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
   /** The trust container's Role, RoleBinding and containers, when the fleet exchanges CAs (`spec.trust`). */
@@ -171,6 +174,16 @@ export class MigrationProxy extends Construct {
       serviceMonitor: plan.gateway.serviceMonitor,
       labels,
     });
+    if (plan.gateway.alerts) {
+      this.alerts = new GatewayAlerts(this, 'Alerts', {
+        cluster: cluster.name,
+        namespace: this.namespace,
+        job: GATEWAY_METRICS_SERVICE_NAME,
+        vip: cluster.gatewayVip?.replace(/\/\d+$/, ''),
+        trustRepushIntervalSeconds: plan.trust.clusters[cluster.name]?.exchange ? plan.trust.repushIntervalSeconds : undefined,
+        labels,
+      });
+    }
     if (props.openshift ?? cluster.openshift) {
       this.securityContextConstraints = new GatewaySecurityContextConstraints(this, 'OpenShift', {
         namespace: this.namespace, serviceAccountName: 'migration-mesh-gateway', runAsId: GATEWAY_RUN_AS, labels,

@@ -10,13 +10,15 @@
  *   - ServiceMonitor (monitoring.coreos.com/v1): @kubernetes-models/prometheus-operator typings (generated from the
  *     upstream CRD; the CRD file itself, prometheus-operator example/prometheus-operator-crd/
  *     monitoring.coreos.com_servicemonitors.yaml, 71,103 chars, is not vendored yet)
+ *   - PrometheusRule (monitoring.coreos.com/v1): verbatim upstream CRD, prometheus-operator/prometheus-operator
+ *     example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml @2de7fa35
  *   - Deployment, Service, ServiceAccount, PodDisruptionBudget, ConfigMap, Namespace: kubernetes-models typings
  */
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { describeSchema, validateObject } from './support/schemas';
 import { baseFleet } from './support/fleets';
 
-const gatewayKinds = new Set(['Namespace', 'NetworkAttachmentDefinition', 'ConfigMap', 'ServiceAccount', 'Deployment', 'PodDisruptionBudget', 'Service', 'ServiceMonitor', 'Certificate', 'MultiNetworkPolicy']);
+const gatewayKinds = new Set(['Namespace', 'NetworkAttachmentDefinition', 'ConfigMap', 'ServiceAccount', 'Deployment', 'PodDisruptionBudget', 'Service', 'ServiceMonitor', 'PrometheusRule', 'Certificate', 'MultiNetworkPolicy']);
 
 const variants: [string, Parameters<typeof baseFleet>[0]][] = [
   ['issuer (default), ServiceMonitor, placement, multi-network policy', {

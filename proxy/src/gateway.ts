@@ -126,7 +126,7 @@ export class Gateway implements GatewayContext {
     this.cfg = cfg;
     this.log = opts.logger ?? pino({ level: process.env.LOG_LEVEL ?? 'info' });
     this.native = loadAddon(opts, this.log, cfg);
-    this.metrics = createMetrics(opts.registry, () => this.table.flushAll());
+    this.metrics = createMetrics(opts.registry, () => this.table.flushAll(), true, () => this.cfg.ownAddresses);
     this.table = new TunnelTable(this.metrics, this.log, this.native);
     this.policy = new AddressPolicy(cfg, [], !!opts.unsafeAllowLoopbackDestinations);
     this.tlsFiles = readTls(cfg);

@@ -1,4 +1,5 @@
 /** Prometheus metrics of one gateway (prom-client, its own Registry). */
+import * as os from 'node:os';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface GatewayMetrics {
@@ -7,14 +8,27 @@ export interface GatewayMetrics {
   activeTunnels: Gauge<'peer' | 'side'>;
   tunnelDuration: Histogram<'peer' | 'side'>;
   tunnelsTotal: Counter<'peer' | 'side'>;
+  tunnelResets: Counter<'peer' | 'side'>;
   refusals: Counter<'reason' | 'side'>;
   tlsHandshakeFailures: Counter<'side'>;
   dialLatency: Histogram<'target'>;
   configReloads: Counter<'result'>;
   draining: Gauge;
+  addressHeld: Gauge<'address'>;
 }
 
-export function createMetrics(registry = new Registry(), onCollect?: () => void, defaults = true): GatewayMetrics {
+/** The addresses on this pod's interfaces now (the runtime shares its network namespace with keepalived). */
+function interfaceAddresses(): Set<string> {
+  return new Set(Object.values(os.networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address.split('%')[0].toLowerCase())));
+}
+
+/**
+ * `ownAddresses`: the planned addresses of this cluster's gateways (replica addresses and the VIP);
+ * `mm_proxy_address_held{address}` says at each scrape which of them this pod holds (the VIP holder).
+ */
+export function createMetrics(
+  registry = new Registry(), onCollect?: () => void, defaults = true, ownAddresses: () => readonly string[] = () => [],
+): GatewayMetrics {
   if (defaults) collectDefaultMetrics({ register: registry, prefix: 'mm_proxy_' });
   const m: GatewayMetrics = {
     registry,
@@ -29,6 +43,10 @@ export function createMetrics(registry = new Registry(), onCollect?: () => void,
       buckets: [0.01, 0.1, 1, 10, 60, 300, 900, 3600, 14400],
     }),
     tunnelsTotal: new Counter({ name: 'mm_proxy_tunnels_total', help: 'Tunnels established.', labelNames: ['peer', 'side'], registers: [registry] }),
+    tunnelResets: new Counter({
+      name: 'mm_proxy_tunnel_resets_total', help: 'Established tunnels that ended in a reset (an error, idle timeout or dead peer on either side), not a clean close.',
+      labelNames: ['peer', 'side'], registers: [registry],
+    }),
     refusals: new Counter({ name: 'mm_proxy_refusals_total', help: 'Connections refused, by reason.', labelNames: ['reason', 'side'], registers: [registry] }),
     tlsHandshakeFailures: new Counter({ name: 'mm_proxy_tls_handshake_failures_total', help: 'Failed TLS handshakes (bad/unknown certificate, wrong identity, timeout).', labelNames: ['side'], registers: [registry] }),
     dialLatency: new Histogram({
@@ -37,6 +55,17 @@ export function createMetrics(registry = new Registry(), onCollect?: () => void,
     }),
     configReloads: new Counter({ name: 'mm_proxy_config_reloads_total', help: 'Config reloads, result=success|failure.', labelNames: ['result'], registers: [registry] }),
     draining: new Gauge({ name: 'mm_proxy_draining', help: '1 while draining after SIGTERM.', registers: [registry] }),
+    addressHeld: new Gauge({
+      name: 'mm_proxy_address_held', help: "1 when this pod holds the planned gateway address (a replica's own, or the cluster's VIP while keepalived gives it this replica), else 0.",
+      labelNames: ['address'], registers: [registry],
+      collect() {
+        const own = ownAddresses();
+        if (own.length === 0) return;
+        const here = interfaceAddresses();
+        this.reset();
+        for (const a of own) this.set({ address: a }, here.has(a.toLowerCase()) ? 1 : 0);
+      },
+    }),
   };
   return m;
 }

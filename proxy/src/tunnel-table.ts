@@ -82,6 +82,7 @@ export class TunnelTable {
     if (t.established) {
       this.metrics.activeTunnels.dec({ peer: t.peer, side: t.side });
       this.metrics.tunnelDuration.observe({ peer: t.peer, side: t.side }, (nowMs() - t.startedAt) / 1000);
+      if (how === 'reset') this.metrics.tunnelResets.inc({ peer: t.peer, side: t.side });
     }
     for (const s of t.sockets) {
       if (how === 'reset' && !s.destroyed && s instanceof net.Socket) {

@@ -106,6 +106,8 @@ export interface ResolvedGateway {
   /** How an mTLS tunnel carries the payload (`spec.gateway.payload`): spliced (KubeVirt's TLS alone) or inside TLS. */
   readonly payload: 'splice' | 'tls';
   readonly serviceMonitor: boolean;
+  /** A PrometheusRule beside the ServiceMonitor (`spec.gateway.alerts`, default: `serviceMonitor`). */
+  readonly alerts: boolean;
   readonly failover: { readonly mode: 'vip' | 'none'; readonly virtualRouterId: number };
 }
 
@@ -723,7 +725,7 @@ export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
       supernet: template.supernet, clusterPrefixLength: template.clusterPrefixLength,
       gateway: {
         image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
-        placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false,
+        placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false, alerts: gw.alerts ?? gw.serviceMonitor ?? false,
         failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
       },
       migrationPolicy: spec.migrationPolicy ?? {},

@@ -29,7 +29,7 @@ const NOT_PLANNED = [
   'spec.crossClusterNetwork.attachment', 'spec.crossClusterNetwork.name',
   'spec.migrationNetwork.attachment', 'spec.migrationNetwork.name',
   'spec.kubevirt', 'spec.migrationPolicy', 'spec.trust',
-  'spec.gateway.image', 'spec.gateway.tls', 'spec.gateway.payload', 'spec.gateway.placement', 'spec.gateway.serviceMonitor',
+  'spec.gateway.image', 'spec.gateway.tls', 'spec.gateway.payload', 'spec.gateway.placement', 'spec.gateway.serviceMonitor', 'spec.gateway.alerts',
   'spec.gateway.tunnelPort', 'spec.gateway.failover.virtualRouterId',
   'spec.syncControllers.placement', 'spec.gitops', 'spec.forklift',
 ];

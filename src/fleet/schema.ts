@@ -170,6 +170,13 @@ const gatewaySchema = z.object({
   /** Emit a Prometheus Operator ServiceMonitor. @default false */
   serviceMonitor: z.boolean().optional(),
   /**
+   * Emit a Prometheus Operator PrometheusRule with the gateway's alerts beside the ServiceMonitor (runbook:
+   * docs/alerts.md). `true` without a ServiceMonitor is allowed when you scrape the gateways yourself
+   * (the rules expect job `migration-mesh-gateway-metrics`).
+   * @default the value of serviceMonitor
+   */
+  alerts: z.boolean().optional(),
+  /**
    * Failover between a cluster's gateway replicas. `vip` (used only where a cluster has 2 or more
    * replicas): one more in-cluster address, held by one replica at a time through VRRP (a keepalived
    * sidecar), is the next hop of the handlers' routes, so losing a replica moves the next hop to

@@ -23,6 +23,15 @@
  * Faults (`fault`, `blackhole`, `corruptNextEvent()`): an HTTP status (with Retry-After) for chosen calls;
  * an API server that accepts TCP and never answers (requests held forever, live watches silent forever,
  * also after the blackhole ends); a watch event cut in half.
+ *
+ * For `migration-mesh status` (issue 28) it also serves, read-only, objects of any kind seeded with
+ * `seed()` (any namespace, or cluster-scoped), and discovery for their group/versions and those named
+ * by `serveKinds()` (a kind served with no object answers 404 NotFound, as for a CRD that is installed):
+ *   GET /api/v1, /apis/GROUP/VERSION                                  APIResourceList (name, kind, namespaced, verbs)
+ *   GET /api/v1/namespaces/NS/PLURAL/NAME, /apis/G/V/namespaces/NS/PLURAL/NAME, /api(s)/.../PLURAL/NAME
+ * Not for these: lists, watches, writes, field/label selectors, subresources (status, scale, the pod
+ * proxy), /apis group discovery, aggregated discovery, OpenAPI. Plurals are the lower-case kind + "s"
+ * (a client must take them from discovery, as client-node's KubernetesObjectApi does).
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -270,8 +279,75 @@ export class FakeKubeApi {
     }
   }
 
+  private readonly extra = new Map<string, unknown>();
+  private readonly kinds = new Map<string, Map<string, { plural: string; namespaced: boolean }>>();
+
+  /** Serve discovery for these kinds (apiVersion, kind, namespaced) even with no object of theirs. */
+  serveKinds(kinds: { apiVersion: string; kind: string; namespaced?: boolean }[]): void {
+    for (const k of kinds) this.kindInfo(k.apiVersion, k.kind, k.namespaced ?? true);
+  }
+
+  private kindInfo(apiVersion: string, kind: string, namespaced: boolean): { plural: string; namespaced: boolean } {
+    const gv = this.kinds.get(apiVersion) ?? new Map<string, { plural: string; namespaced: boolean }>();
+    this.kinds.set(apiVersion, gv);
+    const info = gv.get(kind) ?? { plural: `${kind.toLowerCase()}s`, namespaced };
+    gv.set(kind, info);
+    return info;
+  }
+
+  /** Add or replace a read-only object of any kind (a ConfigMap of this namespace goes to the writable store). */
+  seed(obj: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }, namespaced = obj.metadata.namespace !== undefined): void {
+    if (obj.apiVersion === 'v1' && obj.kind === 'ConfigMap' && obj.metadata.namespace === this.namespace) {
+      this.put(obj.metadata.name, (obj as unknown as ConfigMapObj).data ?? {}, (obj as unknown as ConfigMapObj).metadata.labels);
+      return;
+    }
+    const info = this.kindInfo(obj.apiVersion, obj.kind, namespaced);
+    const stored = JSON.parse(JSON.stringify({ ...obj, metadata: { resourceVersion: String(++this.rv), ...obj.metadata } }));
+    this.extra.set(this.pathOf(obj.apiVersion, info.plural, obj.metadata.name, obj.metadata.namespace), stored);
+  }
+
+  /** Forget a seeded object (a deletion; no watch event: seeded objects are read-only). */
+  unseed(apiVersion: string, kind: string, name: string, namespace?: string): void {
+    const info = this.kinds.get(apiVersion)?.get(kind);
+    if (info) this.extra.delete(this.pathOf(apiVersion, info.plural, name, namespace));
+  }
+
+  private pathOf(apiVersion: string, plural: string, name: string, namespace?: string): string {
+    return `/${apiVersion.includes('/') ? 'apis' : 'api'}/${apiVersion}${namespace ? `/namespaces/${namespace}` : ''}/${plural}/${name}`.toLowerCase();
+  }
+
+  /** Discovery and seeded objects; undefined: not one of these paths. */
+  private serveExtra(pathname: string): { code: number; body: unknown } | undefined {
+    const gv = /^\/api\/v1$/.test(pathname) ? 'v1' : /^\/apis\/([^/]+\/[^/]+)$/.exec(pathname)?.[1];
+    if (gv !== undefined) {
+      const kinds = new Map(this.kinds.get(gv) ?? []);
+      if (gv === 'v1') kinds.set('ConfigMap', { plural: 'configmaps', namespaced: true });
+      if (kinds.size === 0) return { code: 404, body: status(404, 'NotFound', 'the server could not find the requested resource') };
+      return {
+        code: 200,
+        body: { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gv, resources: [...kinds].map(([kind, i]) => ({ name: i.plural, singularName: kind.toLowerCase(), namespaced: i.namespaced, kind, verbs: ['get'] })) },
+      };
+    }
+    const key = pathname.toLowerCase();
+    if (this.extra.has(key)) { this.counts.get++; return { code: 200, body: this.extra.get(key) }; }
+    for (const [apiVersion, kinds] of this.kinds) {
+      for (const [kind, i] of kinds) {
+        const prefix = `/${apiVersion.includes('/') ? 'apis' : 'api'}/${apiVersion}/`.toLowerCase();
+        if (key.startsWith(prefix) && key.split('/').slice(-2, -1)[0] === i.plural && !(kind === 'ConfigMap' && key.includes(`/namespaces/${this.namespace}/`))) {
+          this.counts.get++;
+          return { code: 404, body: status(404, 'NotFound', `${i.plural} "${key.split('/').pop()}" not found`) };
+        }
+      }
+    }
+    return undefined;
+  }
+
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://x');
+    if (req.method === 'GET') {
+      const extra = this.serveExtra(url.pathname);
+      if (extra) { res.writeHead(extra.code, { 'content-type': 'application/json' }).end(JSON.stringify(extra.body)); return; }
+    }
     const base = `/api/v1/namespaces/${this.namespace}/configmaps`;
     const send = (code: number, body: unknown, headers: Record<string, string> = {}): void => {
       this.requests.push({ op, at: Date.now(), code });

@@ -248,6 +248,7 @@ export class TrustAgent {
       const wait = backoffMs(++this.writeFailures, e);
       this.setExternal('api-error', { err: String(e) });
       this.o.log.warn({ err: String(e), retryInMs: wait }, 'writing kubevirt-external-ca failed; retrying');
+      this.writeFailed(String(e));
       this.retryIn(wait);
     });
   }
@@ -257,6 +258,11 @@ export class TrustAgent {
     clearTimeout(this.writeTimer);
     this.writeTimer = setTimeout(() => this.schedule(), ms);
     this.writeTimer.unref();
+  }
+
+  /** Tell the runtime (`mm_trust_write_failures_total`): the trust container has no metrics of its own. */
+  private writeFailed(reason: string): void {
+    this.send({ type: 'write-failed', at: this.now(), reason });
   }
 
   private setExternal(state: ExternalCaState, detail: Record<string, unknown> = {}): void {
@@ -286,6 +292,7 @@ export class TrustAgent {
       if (!cur) {
         this.stats.missing++;
         this.setExternal('missing');
+        this.writeFailed('kubevirt-external-ca does not exist');
         return now + backoffMs(Math.min(this.stats.missing, 6));
       }
       this.setExternal(operatorSees(cur.metadata.labels) ? 'ok' : 'invisible-to-virt-operator', { labels: cur.metadata.labels ?? {} });

@@ -17,7 +17,9 @@ export type ToRuntime =
   /** What the local `kubevirt-ca` holds now (SHA-256 of every certificate). */
   | { type: 'local'; fingerprints: string[]; at: number }
   /** What the trust container found `kubevirt-external-ca` to be (agent.ts ExternalCaState). */
-  | { type: 'external-ca'; state: 'ok' | 'missing' | 'invisible-to-virt-operator' | 'api-error'; at: number };
+  | { type: 'external-ca'; state: 'ok' | 'missing' | 'invisible-to-virt-operator' | 'api-error'; at: number }
+  /** Writing `kubevirt-external-ca` failed (API error, the ConfigMap missing, conflicts without end); retried. */
+  | { type: 'write-failed'; at: number; reason: string };
 
 /** runtime -> trust container: the current bundle of one peer, as accepted from that peer itself. */
 export type ToTrust = { type: 'peer'; cluster: string; certs: string[]; sequence: number; receivedAt: number };

@@ -47,6 +47,10 @@ function hubMetrics(registry: Registry) {
     lastWrite: new Gauge({
       name: 'mm_trust_last_write_timestamp_seconds', help: 'When the trust container last wrote kubevirt-external-ca (unix seconds).', registers: [registry],
     }),
+    writeFailures: new Counter({
+      name: 'mm_trust_write_failures_total', help: 'Failed attempts of the trust container to write kubevirt-external-ca (API errors, the ConfigMap missing, endless conflicts).',
+      registers: [registry],
+    }),
   };
 }
 
@@ -63,6 +67,32 @@ export class TrustHub {
   constructor(private readonly o: TrustHubOptions) {
     this.table = new TrustTable(o.config().cluster, () => o.config().trust?.repushIntervalMs ?? 300_000);
     this.metrics = hubMetrics(o.registry);
+    const untrusted = new Gauge({
+      name: 'mm_trust_peer_ca_untrusted_seconds',
+      help: "Seconds since the runtime first saw the peer's current CA bundle not wholly in the local kubevirt-ca (0: trusted).",
+      labelNames: ['peer'], registers: [o.registry],
+      collect: () => {
+        this.noteUntrusted();
+        untrusted.reset();
+        const now = this.now();
+        for (const b of this.table.bundles()) untrusted.set({ peer: b.cluster }, Math.max(0, (now - (this.untrustedSince.get(b.cluster) ?? now)) / 1000));
+      },
+    });
+  }
+
+  /** Per peer, when its current bundle was first seen missing from the local kubevirt-ca. */
+  private readonly untrustedSince = new Map<string, number>();
+
+  private noteUntrusted(): void {
+    const local = new Set(this.table.local);
+    const now = this.now();
+    const peers = new Set<string>();
+    for (const b of this.table.bundles()) {
+      peers.add(b.cluster);
+      if (b.certs.every((c) => local.has(c.sha256))) this.untrustedSince.delete(b.cluster);
+      else if (!this.untrustedSince.has(b.cluster)) this.untrustedSince.set(b.cluster, now);
+    }
+    for (const p of [...this.untrustedSince.keys()]) if (!peers.has(p)) this.untrustedSince.delete(p);
   }
 
   private now(): number { return (this.o.now ?? Date.now)(); }
@@ -106,7 +136,10 @@ export class TrustHub {
       for (const st of ['ok', 'missing', 'invisible-to-virt-operator', 'api-error']) this.metrics.externalCa.set({ state: st }, st === m.state ? 1 : 0);
     } else if (m.type === 'local') {
       this.table.local = m.fingerprints;
+    } else if (m.type === 'write-failed') {
+      this.metrics.writeFailures.inc();
     }
+    this.noteUntrusted();
   }
 
   private peerMessage(cluster: string): ToTrust {
@@ -134,6 +167,7 @@ export class TrustHub {
     this.metrics.notAfter.set({ peer: who }, Math.min(...v.certs.map((c) => c.notAfter)) / 1000);
     if (v.changed) this.o.log.info({ peer: who, certs: v.certs.map((c) => ({ sha256: c.sha256, notAfter: new Date(c.notAfter).toISOString() })) }, 'trust bundle accepted');
     for (const s of this.clients) sendLine(s, this.peerMessage(who));
+    this.noteUntrusted();
     this.checkExpiry();
     return { status: RefusalCode.ACCEPTED, reason: '', connectionId: p.connectionId };
   }

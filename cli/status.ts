@@ -1,0 +1,144 @@
+/**
+ * `migration-mesh status FLEET.yaml`: asks every cluster of the fleet (one kubeconfig context each)
+ * through `@kubernetes/client-node`, read-only, and judges with src/report/status.ts. Each cluster is
+ * asked in parallel and given at most `timeoutMs`; an unreachable cluster becomes one line.
+ */
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as k8s from '@kubernetes/client-node';
+import * as yaml from 'yaml';
+import { loadFleetFile } from '../src/fleet/load';
+import { resolveFleet } from '../src/fleet/resolve';
+import { CaCert, ClusterFacts, DriftEntry, FleetStatus, judgeFleet, ownedDifference } from '../src/report/status';
+import { GeneratedObject as Obj, generatedObjects } from './generated-objects';
+import { createProgress } from './progress';
+
+export interface StatusOptions {
+  readonly fleetFile: string;
+  /** Root of the synthesized tree: objects are read from `<outDir>/<fleet>/<cluster>/`. */
+  readonly outDir: string;
+  /** Cluster name -> kubeconfig context (default: the context named as the cluster). */
+  readonly contexts?: Record<string, string>;
+  /** A kubeconfig file (default: $KUBECONFIG or ~/.kube/config). */
+  readonly kubeconfig?: string;
+  /** Longest wait for one cluster. @default 10000 */
+  readonly timeoutMs?: number;
+}
+
+
+const GATEWAY_DEPLOYMENT = /^migration-mesh-gateway-\d+$/;
+
+function caCerts(bundle: string | undefined): CaCert[] {
+  const pems = (bundle ?? '').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  return pems.flatMap((p) => {
+    try {
+      const x = new crypto.X509Certificate(p);
+      return [{ sha256: crypto.createHash('sha256').update(x.raw).digest('hex'), subject: x.subject.replace(/\n/g, ', '), notAfter: new Date(x.validTo).toISOString() }];
+    } catch { return []; }
+  });
+}
+
+const codeOf = (e: unknown): number | undefined => (e as { code?: unknown })?.code as number | undefined;
+/** One short line for a failed request (no stack, no response body dump). */
+function why(e: unknown): string {
+  const m = (e as Error)?.message ?? String(e);
+  const reason = /reason: (.*)$/m.exec(m)?.[1] ?? /(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|ECONNRESET)[^\n]*/.exec(m)?.[0];
+  return (reason ?? m.split('\n')[0]).slice(0, 200);
+}
+
+async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, objects: Obj[]): Promise<ClusterFacts> {
+  const api = k8s.KubernetesObjectApi.makeApiClient(kc);
+  type Ref = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
+  const read = async (o: Ref): Promise<Record<string, unknown> | undefined> => {
+    try {
+      const got = await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace } });
+      return JSON.parse(JSON.stringify(got));
+    } catch (e) {
+      if (codeOf(e) === 404 || /Unrecognized API version and kind/.test((e as Error).message)) return undefined;
+      throw e;
+    }
+  };
+  const kvObj = objects.find((o) => o.kind === 'KubeVirt' || o.kind === 'HyperConverged');
+  const kubevirtNs = kvObj?.metadata.namespace ?? 'kubevirt';
+  // the first call says whether the cluster answers at all
+  let ca: CaCert[];
+  try {
+    const cm = await read({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kubevirt-ca', namespace: kubevirtNs } });
+    ca = caCerts((cm?.data as Record<string, string> | undefined)?.['ca-bundle']);
+  } catch (e) {
+    return { cluster, context, reachable: false, error: why(e) };
+  }
+  const drift: DriftEntry[] = [];
+  const live = new Map<Obj, Record<string, unknown> | undefined>();
+  for (const o of objects) {
+    const got = await read(o);
+    live.set(o, got);
+    const id = `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    if (!got) { drift.push({ object: id, state: 'missing' }); continue; }
+    const d = ownedDifference(o, got);
+    if (d) drift.push({ object: id, state: 'different', ...d });
+  }
+  const deployments = objects.filter((o) => o.kind === 'Deployment' && GATEWAY_DEPLOYMENT.test(o.metadata.name));
+  const gateway = deployments.length
+    ? { replicas: deployments.length, ready: deployments
+      .filter((d) => Number((live.get(d)?.status as { readyReplicas?: number } | undefined)?.readyReplicas ?? 0) > 0)
+      .length }
+    : undefined;
+  let kubevirt: Extract<ClusterFacts, { reachable: true }>['kubevirt'];
+  if (kvObj?.kind === 'KubeVirt') {
+    type KvConfig = { migrations?: { network?: string }; developerConfiguration?: { featureGates?: string[] } };
+    const cfg = (o: unknown) => (o as { spec?: { configuration?: KvConfig } } | undefined)?.spec?.configuration;
+    const got = live.get(kvObj);
+    kubevirt = {
+      found: got !== undefined,
+      migrationNetwork: cfg(got)?.migrations?.network, featureGates: cfg(got)?.developerConfiguration?.featureGates ?? [],
+      wantNetwork: cfg(kvObj)?.migrations?.network, wantGates: cfg(kvObj)?.developerConfiguration?.featureGates ?? [],
+    };
+  }
+  return { cluster, context, reachable: true, checked: objects.length, drift, kubevirt, gateway, ca };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<T>((r) => { timer = setTimeout(() => r(onTimeout()), ms); })]).finally(() => clearTimeout(timer));
+}
+
+/** Ask every cluster and judge the fleet. */
+export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
+  const doc = loadFleetFile(o.fleetFile);
+  const fleet = resolveFleet(doc, o.fleetFile);
+  const base = new k8s.KubeConfig();
+  if (o.kubeconfig) base.loadFromFile(o.kubeconfig); else base.loadFromDefault();
+  const timeoutMs = o.timeoutMs ?? 10_000;
+  const progress = createProgress('status: clusters answered', { minTotal: 2 });
+  let done = 0;
+  const clusters = await Promise.all(fleet.clusters.map(async (c): Promise<ClusterFacts> => {
+    const context = o.contexts?.[c.name] ?? c.name;
+    const objects = generatedObjects(path.join(o.outDir, fleet.name, c.name));
+    let facts: ClusterFacts;
+    if (!base.getContextObject(context)) {
+      facts = { cluster: c.name, context, reachable: false, error: `no context '${context}' in the kubeconfig` };
+    } else {
+      const kc = new k8s.KubeConfig();
+      kc.loadFromString(base.exportConfig());
+      kc.setCurrentContext(context);
+      facts = await withTimeout(askCluster(kc, c.name, context, objects).catch((e) => ({ cluster: c.name, context, reachable: false as const, error: why(e) })),
+        timeoutMs, () => ({ cluster: c.name, context, reachable: false, error: `no answer within ${timeoutMs / 1000} s` }));
+    }
+    progress.update(++done, fleet.clusters.length);
+    return facts;
+  }));
+  progress.done();
+  const groups = ['gateway', 'native', 'direct'].map((m) => fleet.clusters.filter((c) => c.datapath === m).map((c) => c.name)).filter((g) => g.length);
+  return judgeFleet(fleet.name, clusters, groups);
+}
+
+/** `--context-map FILE`: a YAML/JSON mapping of cluster name to kubeconfig context. */
+export function loadContextMap(file: string): Record<string, string> {
+  const m = yaml.parse(fs.readFileSync(file, 'utf8')) as unknown;
+  if (typeof m !== 'object' || m === null || Array.isArray(m) || Object.values(m).some((v) => typeof v !== 'string')) {
+    throw new Error(`${file}: a context map is a mapping of cluster name to kubeconfig context name (east-1: prod-east)`);
+  }
+  return m as Record<string, string>;
+}

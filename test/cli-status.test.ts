@@ -1,0 +1,207 @@
+/**
+ * `migration-mesh status` against the contract fake API server (proxy/src/testkit/fake-kube.ts, one per
+ * cluster, real client-node requests): a fleet of five gateway clusters where a and b are healthy, c has
+ * one drifted object, d lacks b's current CA in its kubevirt-ca, and e does not answer. The report says
+ * exactly that, per cluster and per ordered pair, and the exit code is 1; a fleet of one healthy pair
+ * exits 0.
+ */
+import * as crypto from 'crypto';
+import * as fs from 'fs';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import * as yaml from 'yaml';
+import { spawn, execFileSync } from 'child_process';
+import { generatedObjects } from '../cli/generated-objects';
+import { makeCert } from '../proxy/src/testkit/ca-certs';
+import { FakeKubeApi } from '../proxy/src/testkit/fake-kube';
+import { ownedDifference } from '../src/report/status';
+import { baseFleet, runCli } from './support/fleets';
+
+const H = 3600_000;
+const sha = (c: { der: Buffer }) => crypto.createHash('sha256').update(c.der).digest('hex');
+
+const ROOT = path.join(__dirname, '..');
+const BIN = path.join(ROOT, 'lib', 'cli', 'cli.js');
+
+/**
+ * The built binary in a child process (client-node is an ES module: Node 20.19+ requires it, jest's
+ * module loader cannot), asynchronously so the fake API servers in this process keep answering.
+ */
+function runStatus(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BIN, 'status', ...argv], { env: { ...process.env, CI: '1' } });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (c) => { out += c; });
+    p.stderr.on('data', (c) => { err += c; });
+    p.on('close', (code) => resolve({ code: code ?? -1, out, err }));
+  });
+}
+
+interface Fake { api: FakeKubeApi; ca: ReturnType<typeof makeCert> }
+
+/** One fake cluster holding its generated objects (gateways ready) and a kubevirt-ca of its own CA + `trusts`. */
+async function startCluster(objects: any[], ca: ReturnType<typeof makeCert>, trusts: ReturnType<typeof makeCert>[], edit?: (o: any) => void): Promise<Fake> {
+  const api = new FakeKubeApi('kubevirt');
+  await api.listen();
+  api.serveKinds(objects.map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, namespaced: o.metadata.namespace !== undefined })));
+  for (const o of objects) {
+    const live = JSON.parse(JSON.stringify(o));
+    if (live.kind === 'Deployment') live.status = { replicas: 1, readyReplicas: 1 };
+    edit?.(live);
+    api.seed(live);
+  }
+  api.put('kubevirt-ca', { 'ca-bundle': [ca, ...trusts].map((c) => c.pem).join('') });
+  return { api, ca };
+}
+
+function kubeconfig(file: string, servers: Record<string, string>): void {
+  fs.writeFileSync(file, yaml.stringify({
+    apiVersion: 'v1', kind: 'Config',
+    clusters: Object.entries(servers).map(([n, server]) => ({ name: n, cluster: { server, 'insecure-skip-tls-verify': true } })), // plain HTTP: client-node wants the flag
+    users: [{ name: 'viewer', user: { token: 'read-only' } }],
+    contexts: Object.keys(servers).map((n) => ({ name: `ctx-${n}`, context: { cluster: n, user: 'viewer' } })),
+    'current-context': `ctx-${Object.keys(servers)[0]}`,
+  }));
+}
+
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+describe('migration-mesh status', () => {
+  let dir: string;
+  const fakes: FakeKubeApi[] = [];
+  beforeAll(() => {
+    if (!fs.existsSync(path.join(ROOT, 'lib', 'cli', 'status.js'))) execFileSync('npx', ['tsc', '-p', '.'], { cwd: ROOT, stdio: 'inherit' });
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-status-'));
+  });
+  afterAll(async () => {
+    for (const f of fakes) await f.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const synth = (name: string, clusters: string[]) => {
+    const file = path.join(dir, `${name}.fleet.yaml`);
+    fs.writeFileSync(file, yaml.stringify(baseFleet({ clusters: clusters.map((c) => ({ name: c, nodes: 3 })) }, name)));
+    const r = runCli(['synth', file, '--out', path.join(dir, 'dist'), '--no-svg']);
+    expect(r.code).toBe(0);
+    return file;
+  };
+
+  test('healthy pair, drifted object, missing peer CA, unreachable cluster: said exactly, exit 1', async () => {
+    const names = ['a', 'b', 'c', 'd', 'e'];
+    const file = synth('five', names);
+    const cas = Object.fromEntries(names.map((n) => [n, makeCert(`kubevirt.io@${n}`, Date.now() - H, Date.now() + 100 * H)]));
+    const objs = (n: string) => generatedObjects(path.join(dir, 'dist', 'five', n));
+    const servers: Record<string, string> = {};
+    for (const n of ['a', 'b', 'c', 'd']) {
+      const peers = names.filter((p) => p !== n && !(n === 'd' && p === 'b')).map((p) => cas[p]);
+      const f = await startCluster(objs(n), cas[n], peers, n === 'c' ? (o) => {
+        if (o.kind === 'Deployment' && o.metadata.name === 'migration-mesh-gateway-1') o.spec.template.spec.containers[0].image = 'example.org/other:1';
+      } : undefined);
+      fakes.push(f.api);
+      servers[n] = `http://127.0.0.1:${f.api.port}`;
+    }
+    servers.e = `http://127.0.0.1:${await closedPort()}`;
+    const kc = path.join(dir, 'kubeconfig');
+    kubeconfig(kc, servers);
+    const map = path.join(dir, 'contexts.yaml');
+    fs.writeFileSync(map, yaml.stringify(Object.fromEntries(names.map((n) => [n, `ctx-${n}`]))));
+
+    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--context-map', map, '--timeout', '5']);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(1);
+    const lines = r.out.split('\n');
+    const n = objs('a').length;
+    expect(lines).toContain(`a (context ctx-a): ${n}/${n} objects in sync; gateway 2/2 ready; KubeVirt migration network lm-migration, gates DecentralizedLiveMigration; CA ${sha(cas.a).slice(0, 12)} until ${new Date(cas.a.notAfter).toISOString()}`);
+    expect(lines.find((l) => l.startsWith('c (context'))).toMatch(new RegExp(`^c \\(context ctx-c\\): ${n - 1}/${n} objects in sync`));
+    expect(lines).toContain('  drift: Deployment/migration-mesh/migration-mesh-gateway-1 .spec.template.spec.containers[0].image: want "ghcr.io/migration-mesh/proxy:0.1.0", live "example.org/other:1"');
+    expect(lines.filter((l) => l.includes('drift:'))).toHaveLength(1);
+    expect(lines.find((l) => l.startsWith('e (context'))).toMatch(/^e \(context ctx-e\): unreachable: .*ECONNREFUSED/);
+    // the trust matrix: only d -> b is missing
+    const row = (x: string) => lines.find((l) => l.startsWith(`  ${x}  `))!.trim().split(/\s+/);
+    expect(row('d')).toEqual(['d', 'yes', 'NO', 'yes', '-']);
+    expect(row('a')).toEqual(['a', '-', 'yes', 'yes', 'yes']);
+    const pairs = Object.fromEntries(lines.filter((l) => / -> /.test(l)).map((l) => l.trim().split(': ')).map(([p, ...v]) => [p, v.join(': ')]));
+    expect(pairs).toMatchObject({
+      'a -> b': 'ready', 'b -> a': 'ready', 'a -> d': 'ready', 'd -> a': 'ready',
+      'b -> d': "d does not trust b's current CA", 'd -> b': "d does not trust b's current CA",
+      'a -> c': 'c: Deployment/migration-mesh/migration-mesh-gateway-1 differs at .spec.template.spec.containers[0].image',
+      'c -> d': 'c: Deployment/migration-mesh/migration-mesh-gateway-1 differs at .spec.template.spec.containers[0].image',
+      'a -> e': 'e unreachable', 'e -> b': 'e unreachable', 'd -> e': 'e unreachable',
+    });
+    expect(Object.keys(pairs)).toHaveLength(20);
+    expect(lines).toContain('4/20 pairs ready to migrate');
+
+    const j = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--context-map', map, '--output', 'json']);
+    const s = JSON.parse(j.out);
+    expect(j.code).toBe(1);
+    expect(s.ready).toBe(false);
+    expect(s.trust.d.b).toMatchObject({ trusted: false, peerCa: { sha256: sha(cas.b) } });
+    expect(s.trust.b.d).toMatchObject({ trusted: true });
+    expect(s.clusters.find((c: any) => c.cluster === 'e')).toMatchObject({ reachable: false });
+    expect(s.pairs.filter((p: any) => p.ready).map((p: any) => `${p.from}>${p.to}`).sort()).toEqual(['a>b', 'a>d', 'b>a', 'd>a']);
+  }, 120_000);
+
+  test('one healthy pair: every pair ready, exit 0; a cluster with no context is one line', async () => {
+    const file = synth('pair', ['x', 'y']);
+    const ca = { x: makeCert('kubevirt.io@x', Date.now() - H, Date.now() + 100 * H), y: makeCert('kubevirt.io@y', Date.now() - H, Date.now() + 100 * H) };
+    const fx = await startCluster(generatedObjects(path.join(dir, 'dist', 'pair', 'x')), ca.x, [ca.y]);
+    const fy = await startCluster(generatedObjects(path.join(dir, 'dist', 'pair', 'y')), ca.y, [ca.x]);
+    fakes.push(fx.api, fy.api);
+    const kc = path.join(dir, 'kubeconfig-pair');
+    // contexts named as the clusters (no map)
+    fs.writeFileSync(kc, yaml.stringify({
+      apiVersion: 'v1', kind: 'Config', users: [{ name: 'u', user: { token: 't' } }], 'current-context': 'x',
+      clusters: [{ name: 'x', cluster: { server: `http://127.0.0.1:${fx.api.port}`, 'insecure-skip-tls-verify': true } }, { name: 'y', cluster: { server: `http://127.0.0.1:${fy.api.port}`, 'insecure-skip-tls-verify': true } }],
+      contexts: [{ name: 'x', context: { cluster: 'x', user: 'u' } }, { name: 'y', context: { cluster: 'y', user: 'u' } }],
+    }));
+    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc]);
+    expect(r.out).toContain('  x -> y: ready\n  y -> x: ready\n');
+    expect(r.out).toContain('2/2 pairs ready to migrate');
+    expect(r.code).toBe(0);
+    const noCtx = path.join(dir, 'kubeconfig-one');
+    fs.writeFileSync(noCtx, fs.readFileSync(kc, 'utf8').replace(/- name: y\n {4}context:[^\n]*\n(?: {6}[^\n]*\n)*/, ''));
+    const r2 = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', noCtx]);
+    expect(r2.code).toBe(1);
+    expect(r2.out).toContain("y (context y): unreachable: no context 'y' in the kubeconfig");
+  }, 60_000);
+
+  test('a cluster that accepts connections and never answers is given --timeout, then one line', async () => {
+    const file = path.join(dir, 'pair.fleet.yaml'); // synthesized by the test before
+    const hang = net.createServer(() => { /* never answers */ });
+    await new Promise<void>((r) => hang.listen(0, '127.0.0.1', () => r()));
+    const kc = path.join(dir, 'kubeconfig-hang');
+    fs.writeFileSync(kc, fs.readFileSync(path.join(dir, 'kubeconfig-pair'), 'utf8').replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${(hang.address() as net.AddressInfo).port}`));
+    const t0 = Date.now();
+    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--timeout', '1']);
+    const took = Date.now() - t0;
+    hang.close();
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('x (context x): unreachable: no answer within 1 s');
+    expect(r.out).toContain('  y -> x: x unreachable');
+    expect(took).toBeLessThan(15_000); // 1 s for the cluster, the rest is node starting on a busy machine
+  }, 60_000);
+
+  test('usage: one fleet file, --timeout a positive number', async () => {
+    expect((await runStatus([])).code).toBe(2);
+    expect((await runStatus(['f.yaml', '--timeout', 'soon'])).code).toBe(2);
+  });
+});
+
+describe('ownedDifference: the fields we write, not the server\'s', () => {
+  test('defaults and other writers beside ours are not drift; a changed or shortened list is', () => {
+    const want = { apiVersion: 'v1', kind: 'X', metadata: { name: 'n', labels: { a: '1' } }, spec: { list: [{ name: 'c', image: 'i' }], n: 1 } };
+    const live = { ...want, metadata: { name: 'n', labels: { a: '1', other: 'x' }, uid: 'u', resourceVersion: '9' }, spec: { list: [{ name: 'c', image: 'i', imagePullPolicy: 'IfNotPresent' }], n: 1, extra: true }, status: {} };
+    expect(ownedDifference(want, live)).toBeUndefined();
+    expect(ownedDifference(want, { ...live, spec: { ...live.spec, n: 2 } })).toEqual({ field: '.spec.n', want: 1, got: 2 });
+    expect(ownedDifference(want, { ...live, spec: { ...live.spec, list: [] } })?.field).toBe('.spec.list');
+    expect(ownedDifference(want, { ...live, metadata: { name: 'n', labels: {} } })).toEqual({ field: '.metadata.labels.a', want: '1', got: undefined });
+  });
+});
