@@ -73,3 +73,13 @@ test('reserved label keys in spec.labels are refused (they would lose to ours or
   }
   expect(problemsOf(baseFleet({ labels: { 'app.kubernetes.io/part-of': 'mesh', 'example.org/team': 'net' } }))).toEqual([]);
 });
+
+test('HCO jsonpatch operations past the API server\'s 256 KiB annotation limit are refused', () => {
+  const big = [{ op: 'add', path: '/spec/configuration/x', value: 'v'.repeat(240 * 1024) }];
+  const doc = baseFleet({ kubevirt: { configDelivery: 'hco', existing: { kubevirtJsonPatch: big } } } as any);
+  const ps = synthProblems(doc).filter((p) => p.code === 'existing-kubevirt-invalid');
+  expect(ps.map((p) => p.path)).toEqual(['spec.clusters[0].kubevirt.existing.kubevirtJsonPatch', 'spec.clusters[1].kubevirt.existing.kubevirtJsonPatch']);
+  expect(ps[0].message).toMatch(/256 KiB annotation limit/);
+  const small = baseFleet({ kubevirt: { configDelivery: 'hco', existing: { kubevirtJsonPatch: [{ op: 'add', path: '/spec/x', value: 1 }] } } } as any);
+  expect(synthProblems(small).filter((p) => p.code === 'existing-kubevirt-invalid')).toEqual([]);
+});
