@@ -64,3 +64,22 @@ test('Argo CD Application and Flux Kustomization names over 63 characters are re
   const flux = mutate(doc, (d) => { d.spec.gitops = { flux: { sourceRef: { name: 'infra' } } }; });
   expect(synthProblems(flux).map((p) => p.message).join('\n')).toMatch(/Flux Kustomization .* kustomize\.toolkit\.fluxcd\.io\/name/);
 });
+
+test('reserved label keys in spec.labels are refused (they would lose to ours or break a selector); app.kubernetes.io/part-of is fine', () => {
+  for (const key of ['migrationmesh.dev/fleet', 'app.kubernetes.io/name', 'kubernetes.io/hostname', 'node.kubernetes.io/x', 'k8s.io/y']) {
+    const ps = problemsOf(baseFleet({ labels: { [key]: 'v' } }));
+    expect(ps.map((p) => p.code)).toEqual(['schema-invalid']);
+    expect(ps[0].message).toMatch(/reserved label key/);
+  }
+  expect(problemsOf(baseFleet({ labels: { 'app.kubernetes.io/part-of': 'mesh', 'example.org/team': 'net' } }))).toEqual([]);
+});
+
+test('HCO jsonpatch operations past the API server\'s 256 KiB annotation limit are refused', () => {
+  const big = [{ op: 'add', path: '/spec/configuration/x', value: 'v'.repeat(240 * 1024) }];
+  const doc = baseFleet({ kubevirt: { configDelivery: 'hco', existing: { kubevirtJsonPatch: big } } } as any);
+  const ps = synthProblems(doc).filter((p) => p.code === 'existing-kubevirt-invalid');
+  expect(ps.map((p) => p.path)).toEqual(['spec.clusters[0].kubevirt.existing.kubevirtJsonPatch', 'spec.clusters[1].kubevirt.existing.kubevirtJsonPatch']);
+  expect(ps[0].message).toMatch(/256 KiB annotation limit/);
+  const small = baseFleet({ kubevirt: { configDelivery: 'hco', existing: { kubevirtJsonPatch: [{ op: 'add', path: '/spec/x', value: 1 }] } } } as any);
+  expect(synthProblems(small).filter((p) => p.code === 'existing-kubevirt-invalid')).toEqual([]);
+});

@@ -165,6 +165,10 @@ function zodProblems(err: z.ZodError, input?: unknown): FleetProblem[] {
     if (issue.code === 'invalid_union' && 'note' in issue && issue.note === 'No matching discriminator') {
       return { code: 'unknown-attachment-type', path, message: 'unknown attachment type', fix: 'use one of macvlan, bridge, ipvlan, host-device' };
     }
+    // a record key the schema refuses: say which key and why (zod's own text is "Invalid key in record")
+    if (issue.code === 'invalid_key' && issue.issues.length) {
+      return { code: 'schema-invalid', path, message: `the key ${issue.issues.map((i) => i.message).join('; ')}` };
+    }
     // YAML reads an unquoted 1.10 as the number 1.1, an unquoted 1 as 1: say so
     const given = issue.path.reduce<unknown>((o, k) => (isRecord(o) || Array.isArray(o) ? (o as Record<string, unknown>)[k as string] : undefined), input);
     if (issue.code === 'invalid_type' && issue.expected === 'string' && (typeof given === 'number' || typeof given === 'boolean')) {

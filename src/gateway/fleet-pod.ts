@@ -158,7 +158,15 @@ const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 
 const qualifiedKey = z.string().max(316).regex(QUALIFIED_NAME, { message: 'must be a qualified name such as team or example.com/team (Kubernetes label/annotation key)' });
 /** `metadata.labels`: qualified keys, values of at most 63 characters. */
-const objectLabelsSchema = z.record(qualifiedKey, z.string().max(63).regex(LABEL_VALUE, { message: 'must be a label value: at most 63 of [A-Za-z0-9_.-], starting and ending alphanumeric' }));
+/**
+ * Label keys the output sets itself (selectors, GitOps tracking, the restart hash) or that Kubernetes
+ * reserves for its core components: a user label there would silently lose to ours, or break a selector.
+ */
+const RESERVED_LABEL = /^(migrationmesh\.dev\/|([a-z0-9.-]+\.)?(kubernetes\.io|k8s\.io)\/|app\.kubernetes\.io\/(name|component|managed-by)$)/;
+const labelKey = qualifiedKey.refine((k) => !RESERVED_LABEL.test(k) || /^app\.kubernetes\.io\/(?!(name|component|managed-by)$)/.test(k), {
+  message: 'is a reserved label key: migrationmesh.dev/ and app.kubernetes.io/name, component and managed-by are set by Migration Mesh, kubernetes.io/ and k8s.io/ are reserved for Kubernetes; use a prefix of your own, e.g. example.org/team',
+});
+const objectLabelsSchema = z.record(labelKey, z.string().max(63).regex(LABEL_VALUE, { message: 'must be a label value: at most 63 of [A-Za-z0-9_.-], starting and ending alphanumeric' }));
 const annotationsSchema = z.record(qualifiedKey, z.string());
 const dnsSubdomain = z.string().max(253).regex(DNS1123_SUBDOMAIN, { message: 'must be a DNS-1123 subdomain (lowercase letters, digits, "-" and ".")' });
 

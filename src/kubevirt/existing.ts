@@ -81,6 +81,9 @@ interface DocLike {
 }
 
 /** Problems with `kubevirt.existing`: patches that are not JSON, jsonpatch ops for a cluster not delivered through HCO. */
+/** The API server's limit on an object's annotations (256 KiB), less what our own operations take. */
+const ANNOTATION_ROOM = 256 * 1024 - 32 * 1024;
+
 export function existingKubevirtProblems(doc: DocLike): { path: string; message: string; fix: string }[] {
   const out: { path: string; message: string; fix: string }[] = [];
   const checkPatches = (base: string, e?: ExistingKubevirtSpec) => (e?.customizeComponentsPatches ?? []).forEach((p, j) => {
@@ -99,7 +102,19 @@ export function existingKubevirtProblems(doc: DocLike): { path: string; message:
   doc.spec.clusters.forEach((c, i) => {
     checkPatches(`spec.clusters[${i}].kubevirt`, c.kubevirt?.existing);
     const delivery = c.kubevirt?.configDelivery ?? doc.spec.kubevirt?.configDelivery ?? 'kubevirt-cr';
-    if (delivery === 'hco') return;
+    if (delivery === 'hco') {
+      // the API server refuses an object whose annotations total more than 256 KiB; ours need a few KiB
+      const declared = [...(doc.spec.kubevirt?.existing?.kubevirtJsonPatch ?? []), ...(c.kubevirt?.existing?.kubevirtJsonPatch ?? [])];
+      const bytes = Buffer.byteLength(JSON.stringify(declared), 'utf8');
+      if (bytes > ANNOTATION_ROOM) {
+        out.push({
+          path: `spec.clusters[${i}].kubevirt.existing.kubevirtJsonPatch`,
+          message: `cluster ${c.name}'s declared jsonpatch operations take ${bytes} bytes of the HCO jsonpatch annotation; with ours it would pass the API server's 256 KiB annotation limit (room for declared ones: ${ANNOTATION_ROOM})`,
+          fix: 'keep only the operations the cluster really has (copy them from its kubevirt.kubevirt.io/jsonpatch annotation)',
+        });
+      }
+      return;
+    }
     for (const [src, base] of [[c.kubevirt, `spec.clusters[${i}].kubevirt`], [doc.spec.kubevirt, 'spec.kubevirt']] as const) {
       if (src?.existing?.kubevirtJsonPatch?.length) {
         out.push({
