@@ -102,6 +102,7 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
     const plainSrv = net.createServer((s) => { s.on('data', (b) => { plainGot = Buffer.concat([plainGot, b]); }); s.on('error', () => undefined); });
     await new Promise<void>((r) => plainSrv.listen(0, '127.0.0.1', () => r()));
     const keep: net.Socket[] = [];
+    cleanups.push(() => { plainSrv.close(); plainSrv.unref(); });
     const term = net.createServer({ pauseOnConnect: true }, (raw) => {
       raw.on('error', () => undefined);
       keep.push(raw);
@@ -150,7 +151,7 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
     c2s = new Dir(secrets.CLIENT_TRAFFIC_SECRET_0);
     c2s.seq = 2n;
     const dir = c2s;
-    cleanups.push(() => { t.destroy(); for (const s of keep) s.destroy(); term.close(); hop.close(); plainSrv.close(); });
+    cleanups.push(() => { t.destroy(); for (const s of keep) s.destroy(); for (const x of [term, hop]) { x.close(); x.unref(); } });
     return {
       inject: (make) => { for (const r of make(dir)) up.write(r); },
       fromTerminus,
@@ -246,6 +247,12 @@ describe('traffic secrets are wiped when each session is past them, on every pat
   const held: unknown[] = []; // every handle stays referenced: nothing here may rely on V8 collecting it
   let pki: Pki;
   before(() => { pki = makePki('fleet', ['east', 'west']); });
+  after(() => {
+    for (const x of held) {
+      if (x instanceof net.Socket) x.destroy();
+      else if (x instanceof net.Server) { x.close(); x.unref(); }
+    }
+  });
   const ctx = (who: 'east' | 'west', server: boolean, records?: string) => {
     const old = process.env.MMPROXY_TLS_RECORDS;
     if (records) process.env.MMPROXY_TLS_RECORDS = records; else delete process.env.MMPROXY_TLS_RECORDS;
