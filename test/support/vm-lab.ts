@@ -242,7 +242,7 @@ export class VmMigrationLab {
 
   /** (Re)start both runtimes with `m`'s config.json; ready when /readyz answers. */
   async setMode(m: GatewayMode): Promise<void> {
-    await Promise.all(this.clusters.map((c) => this.startGateway(c, m)));
+    for (const c of this.clusters) await this.startGateway(c, m);
     this.mode = m;
   }
 
