@@ -242,7 +242,7 @@ export class VmMigrationLab {
 
   /** (Re)start both runtimes with `m`'s config.json; ready when /readyz answers. */
   async setMode(m: GatewayMode): Promise<void> {
-    await Promise.all(this.clusters.map((c) => this.startGateway(c, m)));
+    for (const c of this.clusters) await this.startGateway(c, m);
     this.mode = m;
   }
 
@@ -256,29 +256,6 @@ export class VmMigrationLab {
   }
 
   async killGateway(c: LabCluster): Promise<void> { await this.killWait(c.gw.proc); }
-
-  /**
-   * Rotate cluster `ci`'s KubeVirt CA as virt-operator does: a new CA (its own key) becomes current and the
-   * model's merge keeps the old one in kubevirt-ca for the overlap; the handler's certificate is reissued by
-   * the new CA. Resolves with the new CA's sha256 and how long the exchange took to put it into the peer's
-   * kubevirt-ca (no step here touches the peer).
-   */
-  async rotateCa(ci: number, timeoutMs = 30_000): Promise<{ sha256: string; trustedByPeerMs: number }> {
-    const c = this.clusters[ci];
-    const peer = this.clusters[1 - ci];
-    const n = ++this.seq;
-    const ca = makeClusterCa(path.join(this.tmp, `${c.name}-kubevirt-ca-${n}`), `${c.name}-r${n}`);
-    const x = new crypto.X509Certificate(ca.pem);
-    const t0 = Date.now();
-    c.model.ca = { id: `${c.name}-ca-r${n}`, nb: Date.parse(x.validFrom), na: Date.parse(x.validTo), pem: ca.pem, sha256: crypto.createHash('sha256').update(x.raw).digest('hex') };
-    c.model.reconcile();
-    issueHandlerCert(ca.key, ca.cert, c.handler.certDir, `virt-handler.${c.name}`, `${c.handler.addr},IP:${c.handler.direct}`);
-    while (!peer.model.trusts(c.model.ca.sha256)) {
-      if (Date.now() - t0 > timeoutMs) throw new Error(`${peer.name} does not trust ${c.name}'s rotated CA after ${timeoutMs} ms\n${this.tails()}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return { sha256: c.model.ca.sha256, trustedByPeerMs: Date.now() - t0 };
-  }
 
   /** Spawn a QEMU in a handler namespace, connected to its monitor. */
   private async qemu(ci: number, incoming: boolean): Promise<Vm> {
