@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm test`: runs every suite whatever the result of the others, so one failing suite never hides another's
-// results, in three lanes at once:
+// results, in three lanes:
 //   - library (jest): every jest suite but the image test, one after another (jest's one worker on 2 cores;
 //     the network-namespace suites among them never overlap each other),
 //   - image (jest): test/image.test.ts alone. Its cold start (stand-in bases, podman build) waits mostly on
@@ -9,7 +9,10 @@
 // The lanes share no network namespace or port: namespaces are named per process (mm<pid>-, mmimg<pid>,
 // mmp<random>- for the proxy's testkit, which the library's stale-namespace reaper never matches), fixed ports
 // are bound only inside those namespaces, and only the image lane runs podman. Each lane's output goes to a
-// file and is printed whole when the lane ends (no interleaved lines). MM_TEST_SERIAL=1 runs the lanes one
+// file and is printed whole when the lane ends (no interleaved lines).
+// By default the image lane runs beside the other two, which run one after the other: both hold network-namespace
+// suites whose setup hooks have fixed time budgets, and on a loaded 2-core machine (load average 17+) running them
+// side by side made those hooks time out. MM_TEST_LANES=all runs all three at once; MM_TEST_SERIAL=1 runs the lanes one
 // after another instead. Arguments are passed to jest; with arguments there is one jest lane (no image lane).
 // Ends with one summary line per lane, the slowest ten tests and suites, and the combined closing line
 // "N passed, N failed" (N counts tests, not suites). Exit code: non-zero when any test failed or a runner
@@ -24,6 +27,7 @@ const root = path.resolve(__dirname, '..');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-tests-'));
 const extra = process.argv.slice(2);
 const serial = process.env.MM_TEST_SERIAL === '1';
+const allAtOnce = process.env.MM_TEST_LANES === 'all';
 const IMAGE_TEST = 'test/image\\.test\\.ts$';
 
 /** Runs one lane's command with its output in a file; resolves with exit status, output and seconds. */
@@ -116,8 +120,10 @@ async function main() {
     : [() => jestLane('image (jest)', [IMAGE_TEST]),
       () => jestLane('library (jest)', [`--testPathIgnorePatterns=${IMAGE_TEST}`]), proxyLane];
   let results = [];
-  if (serial) for (const lane of lanes) results.push(await lane());
-  else results = await Promise.all(lanes.map((lane) => lane()));
+  const inTurn = async (ls) => { const rs = []; for (const lane of ls) rs.push(await lane()); return rs; };
+  if (serial || lanes.length < 3) results = await inTurn(lanes);
+  else if (allAtOnce) results = await Promise.all(lanes.map((lane) => lane()));
+  else results = (await Promise.all([inTurn([lanes[0]]), inTurn(lanes.slice(1))])).flat();
 
   const fmt = (ms) => `${(ms / 1000).toFixed(1).padStart(6)} s`;
   const top = (xs) => xs.slice().sort((a, b) => b.ms - a.ms).slice(0, 10);
@@ -125,7 +131,7 @@ async function main() {
   for (const t of top(results.flatMap((x) => x.tests))) console.log(`  ${fmt(t.ms)}  ${t.name}`);
   console.log('[run-tests] slowest ten jest suites (whole file, hooks included)');
   for (const s of top(results.flatMap((x) => x.suites))) console.log(`  ${fmt(s.ms)}  ${s.name}`);
-  console.log(`\n[run-tests] summary (${serial ? 'lanes one after another' : 'lanes at once'}, ${((Date.now() - t0) / 1000).toFixed(0)} s in all)`);
+  console.log(`\n[run-tests] summary (${serial || lanes.length < 3 ? 'lanes one after another' : allAtOnce ? 'lanes at once' : 'image lane beside the other two in turn'}, ${((Date.now() - t0) / 1000).toFixed(0)} s in all)`);
   for (const x of results) {
     console.log(`  ${x.ok ? 'ok  ' : 'FAIL'} ${x.name}: ${x.passed} passed, ${x.failed} failed (exit ${x.status}, ${x.seconds.toFixed(0)} s)`);
   }
