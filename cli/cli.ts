@@ -35,6 +35,11 @@ import { movesReport, renderMoves } from '../src/forklift/report';
 import { Args, UsageError, parseCommandLine, usageOf } from './args';
 import { renderStatus } from '../src/report/status';
 
+/** Several files refused, each message naming its file. */
+class FilesFailed extends Error {
+  constructor(messages: string[]) { super(messages.join('\n')); }
+}
+
 /** The whole usage, for the errors the command functions raise themselves. */
 const USAGE = usageOf();
 
@@ -88,11 +93,6 @@ function named<T>(file: string, fn: () => T): T {
     if (e instanceof FleetValidationError && !e.message.startsWith(`${file}:`)) throw new FleetValidationError(e.problems, file);
     throw e;
   }
-}
-
-/** Several files refused, each message naming its file. */
-class FilesFailed extends Error {
-  constructor(messages: string[]) { super(messages.join('\n')); }
 }
 
 /** `main`, and `status`, which asks the clusters and so cannot answer synchronously. The binary runs this. */

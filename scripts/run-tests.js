@@ -53,7 +53,7 @@ function run(name, cmd, args, cwd) {
 /** A jest lane, with a JSON result file so counts and times come from jest itself, not from its text. */
 async function jestLane(name, args) {
   const out = path.join(tmp, `${name.replace(/\W+/g, '-')}.json`);
-  const r = await run(name, 'npx', ['jest', '--json', `--outputFile=${out}`, ...args], root);
+  const r = await run(name, 'npx', ['jest', '--json', '--forceExit', `--outputFile=${out}`, ...args], root);
   let passed = 0; let failed = 0; let ok = false; const tests = []; const suites = [];
   try {
     const j = JSON.parse(fs.readFileSync(out, 'utf8'));

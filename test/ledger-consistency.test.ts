@@ -185,7 +185,8 @@ describe('property: random edits of a ledger are refused with a code or kept, ne
           : false);
         // a shared address inside the pool, held by no one else, is never moved
         if (allowed) {
-          const others = Object.entries(r.ledger.clusters).flatMap(([n, c]) => addressesOf(n, c)).filter((a) => !(a.cluster === ch.cluster && a.field === ch.field));
+          const others = Object.entries(r.ledger.clusters).flatMap(([n, c]) => addressesOf(n, c))
+            .filter((a) => !(a.cluster === ch.cluster && a.field === ch.field));
           expect(others.some((a) => a.address === was)).toBe(false);
           throw new Error(`${ch.cluster}.${ch.field} ${was} moved to ${ch.to} although the fleet allows it`);
         }

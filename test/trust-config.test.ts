@@ -95,7 +95,8 @@ describe('rotation emitted per cluster', () => {
 
   test('exchange runs in every datapath: gateway clusters in their gateway, a native/direct cluster in a trust agent', () => {
     const plan = planFleet(resolveFleet(parseFleetDocument(baseFleet({ trust: {}, clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }, { name: 'c', nodes: 2, datapath: 'direct' }] })))).plan;
-    expect(Object.fromEntries(Object.entries(plan.trust.clusters).map(([k, v]) => [k, [v.exchange, v.agent]]))).toEqual({ a: [true, false], b: [true, false], c: [true, true] });
+    expect(Object.fromEntries(Object.entries(plan.trust.clusters).map(([k, v]) => [k, [v.exchange, v.agent]])))
+      .toEqual({ a: [true, false], b: [true, false], c: [true, true] });
   });
 });
 

@@ -345,7 +345,8 @@ function planSharedAddresses(p: ProblemCollector, fleet: ResolvedFleet, prev: Le
   });
   const withAgents = fleet.clusters.filter((c) => c.trustAgentReplicas > 0);
   for (const c of withAgents) {
-    requests.push({ want: c.trustAgentReplicas, bySlot: true, ledger: (prev.clusters[c.name]?.trustAgents ?? []).map((t) => ledgerAddr(t.crossCluster, cc.family)) });
+    const ledger = (prev.clusters[c.name]?.trustAgents ?? []).map((t) => ledgerAddr(t.crossCluster, cc.family));
+    requests.push({ want: c.trustAgentReplicas, bySlot: true, ledger });
   }
   const got = keepThenTake(new AddressPool(cc.usable), requests, keysOf(quarantine.crossKeys, cc.family));
   if (got.some((slots) => slots.includes(undefined))) {
@@ -513,7 +514,7 @@ function ledgerFamilies(fleet: ResolvedFleet): LedgerFamilies {
   const explicitCidrs = new Map<string, Interval>();
   for (const c of fleet.clusters) {
     if (c.migrationCidr) { inCluster.set(c.name, c.migrationCidr.family); explicitCidrs.set(c.name, c.migrationCidr); }
-    else if (fleet.supernet) inCluster.set(c.name, fleet.supernet.family);
+    else if (fleet.supernet) {inCluster.set(c.name, fleet.supernet.family);}
   }
   return { crossCluster: fleet.crossCluster.family, inCluster, explicitCidrs };
 }
@@ -534,7 +535,8 @@ function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult>
   const gatewayIn = planGatewayInCluster(fleet, prev, cidrs, quarantine);
   const peers = peerEntries(fleet, cidrs, shared, trustAgents);
   // a trust-only copy gets its own gateways array: the runtime-config peer cache (src/gateway/config.ts) is keyed by it
-  const trustPeers = peers.filter((e) => fleet.trust.clusters[e.cluster]?.exchange).map((e) => (e.cidrs.length ? { ...e, cidrs: [], gateways: [...e.gateways] } : e));
+  const trustPeers = peers.filter((e) => fleet.trust.clusters[e.cluster]?.exchange)
+    .map((e) => (e.cidrs.length ? { ...e, cidrs: [], gateways: [...e.gateways] } : e));
   const allocation: Allocation = { fleet, cidrs, shared, trustAgents, gatewayIn, quarantine, peers, trustPeers };
   const next: Record<string, LedgerCluster> = {};
   const clusters = fleet.clusters.map((c) => clusterPlan(p, allocation, c, (next[c.name] = {})));

@@ -14,7 +14,7 @@ import { ProblemCode } from './problem-codes';
  */
 export const MAX_INPUT_BYTES = 4 * 1024 * 1024;
 /** Deepest nesting of maps and lists read (a fleet nests about 8 deep). */
-export const MAX_INPUT_DEPTH = 64;
+const MAX_INPUT_DEPTH = 64;
 /** Most alias expansions in one document (the yaml library's own resource-exhaustion guard). */
 const MAX_ALIASES = 100;
 

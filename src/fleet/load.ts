@@ -20,7 +20,7 @@ function parseYaml(text: string, source: string): unknown {
 }
 
 /** A file's text: refused with a code when unreadable, too large (checked before reading) or not UTF-8. */
-export function readInputText(file: string, what = 'fleet file'): string {
+function readInputText(file: string, what = 'fleet file'): string {
   try {
     const size = fs.statSync(file).size;
     const at = what === 'fleet file' ? undefined : file;

@@ -59,7 +59,7 @@ export interface TrustClusterInput {
 const UNIT_SECONDS: Record<string, number> = { ns: 1e-9, us: 1e-6, 'µs': 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
 
 /** The longest Go `time.Duration` (int64 nanoseconds, about 292 years): virt-operator cannot decode a longer one. */
-export const GO_DURATION_MAX_SECONDS = 9223372036.854775807;
+const GO_DURATION_MAX_SECONDS = 9223372036.854775807;
 
 /** Parse a Go duration into seconds; undefined when malformed or past Go's `time.Duration` range. */
 export function parseGoDuration(text: string): number | undefined {

@@ -32,7 +32,11 @@ class Dir {
   constructor(private secret: Buffer) { this.load(); }
   private load() { this.key = expandLabel(this.secret, 'key', 16); this.iv = expandLabel(this.secret, 'iv', 12); this.seq = 0n; }
   update() { this.secret = expandLabel(this.secret, 'traffic upd', 32); this.load(); }
-  private nonce() { const n = Buffer.from(this.iv); const s = Buffer.alloc(8); s.writeBigUInt64BE(this.seq); for (let i = 0; i < 8; i++) n[4 + i] ^= s[i]; return n; }
+  private nonce() {
+    const n = Buffer.from(this.iv); const s = Buffer.alloc(8); s.writeBigUInt64BE(this.seq);
+    for (let i = 0; i < 8; i++) n[4 + i] ^= s[i];
+    return n;
+  }
   seal(type: number, content: Buffer, padding = 0): Buffer {
     const inner = Buffer.concat([content, Buffer.from([type]), Buffer.alloc(padding)]);
     const hdr = Buffer.from([23, 3, 3, (inner.length + 16) >> 8, (inner.length + 16) & 0xff]);
@@ -111,12 +115,12 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
           const p = net.connect({ port: (plainSrv.address() as net.AddressInfo).port, host: '127.0.0.1' });
           p.on('error', () => undefined);
           p.once('connect', () => { stopReading(p); keep.push(p); native.tlsContinue(h, Buffer.from('REPLY!!!'), socketFd(p), 0, false); });
-        } else endResolve(x);
+        } else {endResolve(x);}
       });
     });
     await new Promise<void>((r) => term.listen(0, '127.0.0.1', () => r()));
     const secrets: Record<string, Buffer> = {};
-    let c2s: Dir | undefined, s2c: Dir | undefined;
+    const c2s: Dir | undefined, s2c: Dir | undefined;
     let s2cStarted = false;
     const fromTerminus: { type: number; content: Buffer }[] = [];
     let up!: net.Socket;
@@ -130,7 +134,7 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
           s2c ??= new Dir(secrets.SERVER_TRAFFIC_SECRET_0);
           const seq = s2c.seq;
           const o = s2c.open(rec);
-          if (o) { s2cStarted = true; fromTerminus.push(o); } else if (s2cStarted) assert.fail(`terminus record ${seq} does not open`);
+          if (o) { s2cStarted = true; fromTerminus.push(o); } else if (s2cStarted) {assert.fail(`terminus record ${seq} does not open`);}
         }
         down.write(rec);
       }));
@@ -234,10 +238,13 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
 
   it('MMPROXY_TLS_KEY_UPDATE_RECORDS above the AES-GCM limit (2^24.5 records), 0 or not a number is refused', () => {
     const old = process.env.MMPROXY_TLS_KEY_UPDATE_RECORDS;
-    const mk = (v: string) => { process.env.MMPROXY_TLS_KEY_UPDATE_RECORDS = v; return native.tlsContext(pem(pki.ca), pem(pki.certs.west.cert), pem(pki.certs.west.key), true); };
+    const mk = (v: string) => {
+      process.env.MMPROXY_TLS_KEY_UPDATE_RECORDS = v;
+      return native.tlsContext(pem(pki.ca), pem(pki.certs.west.cert), pem(pki.certs.west.key), true);
+    };
     try {
       for (const bad of ['23726567', '18446744073709551615', '0', '-1', 'lots', '64x', ''])
-        assert.throws(() => mk(bad), /MMPROXY_TLS_KEY_UPDATE_RECORDS must be a whole number from 1 to 23726566/, `refused: "${bad}"`);
+        {assert.throws(() => mk(bad), /MMPROXY_TLS_KEY_UPDATE_RECORDS must be a whole number from 1 to 23726566/, `refused: "${bad}"`);}
       for (const good of ['23726566', '64', '1']) assert.ok(mk(good), `taken: ${good}`);
     } finally { if (old === undefined) delete process.env.MMPROXY_TLS_KEY_UPDATE_RECORDS; else process.env.MMPROXY_TLS_KEY_UPDATE_RECORDS = old; }
   });
@@ -249,14 +256,16 @@ describe('traffic secrets are wiped when each session is past them, on every pat
   before(() => { pki = makePki('fleet', ['east', 'west']); });
   after(() => {
     for (const x of held) {
-      if (x instanceof net.Socket) x.destroy();
+      if (x instanceof net.Socket) {x.destroy();}
       else if (x instanceof net.Server) { x.close(); x.unref(); }
     }
   });
   const ctx = (who: 'east' | 'west', server: boolean, records?: string) => {
     const old = process.env.MMPROXY_TLS_RECORDS;
     if (records) process.env.MMPROXY_TLS_RECORDS = records; else delete process.env.MMPROXY_TLS_RECORDS;
-    try { return native.tlsContext(pem(pki.ca), pem(pki.certs[who].cert), pem(pki.certs[who].key), server); } finally { if (old === undefined) delete process.env.MMPROXY_TLS_RECORDS; else process.env.MMPROXY_TLS_RECORDS = old; }
+    try { return native.tlsContext(pem(pki.ca), pem(pki.certs[who].cert), pem(pki.certs[who].key), server); } finally {
+      if (old === undefined) delete process.env.MMPROXY_TLS_RECORDS; else process.env.MMPROXY_TLS_RECORDS = old;
+    }
   };
   /** a plaintext socket whose far end sends 'x' and closes */
   const plain = async () => {

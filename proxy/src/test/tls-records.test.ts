@@ -51,7 +51,10 @@ const NO_KU = { oIn: 0, oOut: 0, tIn: 0, tOut: 0 };
 const settled = () => withTimeout((async () => { while (native.tlsLive() > 0) await sleep(10); })(), 10_000, 'TLS sessions ended');
 
 const OPENSSL: Env = { MMPROXY_TLS_RECORDS: 'openssl', MMPROXY_TLS_KEY_UPDATE_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_REQUEST: undefined, MMPROXY_TLS_TEST_TICKETS: undefined, MMPROXY_TLS_TEST_EARLY_KEY_UPDATE: undefined };
-const OWN: Env = { MMPROXY_TLS_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_REQUEST: undefined, MMPROXY_TLS_TEST_TICKETS: undefined, MMPROXY_TLS_TEST_EARLY_KEY_UPDATE: undefined };
+const OWN: Env = {
+  MMPROXY_TLS_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_REQUEST: undefined,
+  MMPROXY_TLS_TEST_TICKETS: undefined, MMPROXY_TLS_TEST_EARLY_KEY_UPDATE: undefined,
+};
 const OWN_KU64: Env = { ...OWN, MMPROXY_TLS_KEY_UPDATE_RECORDS: '64' };
 
 describe('own TLS 1.3 records: relaying, interoperation, KeyUpdate', { timeout: 120_000 }, () => {
