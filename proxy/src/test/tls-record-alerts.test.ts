@@ -120,7 +120,7 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
     });
     await new Promise<void>((r) => term.listen(0, '127.0.0.1', () => r()));
     const secrets: Record<string, Buffer> = {};
-    const c2s: Dir | undefined, s2c: Dir | undefined;
+    let s2c: Dir | undefined;
     let s2cStarted = false;
     const fromTerminus: { type: number; content: Buffer }[] = [];
     let up!: net.Socket;
@@ -152,7 +152,7 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
     await withTimeout((async () => { while (!clientGot.includes('REPLY!!!')) await sleep(5); })(), 5000, 'REPLY');
     t.write('hello'); // client record 1, opened by our records
     await withTimeout((async () => { while (!plainGot.toString().includes('hello')) await sleep(5); })(), 5000, 'hello delivered');
-    c2s = new Dir(secrets.CLIENT_TRAFFIC_SECRET_0);
+    const c2s = new Dir(secrets.CLIENT_TRAFFIC_SECRET_0);
     c2s.seq = 2n;
     const dir = c2s;
     cleanups.push(() => { t.destroy(); for (const s of keep) s.destroy(); for (const x of [term, hop]) { x.close(); x.unref(); } });
