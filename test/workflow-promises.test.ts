@@ -35,7 +35,7 @@ describe('gateway image references (the kubelet parses them with distribution/re
     ['a short digest', 'ghcr.io/migration-mesh/proxy@sha256:abc123', /digest/],
     ['an uppercase digest', `ghcr.io/migration-mesh/proxy@${DIGEST.toUpperCase().replace('SHA256', 'sha256')}`, /digest/],
     ['an unknown digest algorithm', `ghcr.io/migration-mesh/proxy@md5:${'a'.repeat(32)}`, /digest/],
-    ['a port that is not a number', 'registry.example.com:https/mm/proxy:1', /reference/],
+    ['a port that is not a number', 'registry.example.com:https/mm/proxy:1', /registry/],
     ['a 64-hex name (an image id)', 'a'.repeat(64), /image id|64/],
     ['a double slash', 'ghcr.io//proxy:1', /reference/],
     ['a name over 255 characters', `registry.example.com/${'a/'.repeat(120)}proxy`, /255/],

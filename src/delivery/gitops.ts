@@ -8,6 +8,7 @@ import { FleetDocument } from '../fleet/schema';
 import { Manifest } from './manifest';
 import { CLUSTER_LABEL, FLEET_LABEL, STAGE_LABEL, managedByLabels } from '../base/names';
 import { STAGES, StageName } from './rollout';
+import { parseGoDuration } from '../trust/plan';
 
 export const GITOPS_DIR = '_gitops';
 export const ARGOCD_WAVE_ANNOTATION = 'argocd.argoproj.io/sync-wave';
@@ -98,6 +99,7 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
     if (f.inCluster && f.kubeConfigSecrets) {
       problems.push({ code: 'gitops-conflict', path: `${P}.flux.kubeConfigSecrets`, message: 'is given together with inCluster: true; in-cluster Kustomizations use no kubeconfig', fix: 'remove one of the two' });
     }
+    problems.push(...fluxDurationProblems(f));
     const secrets: Record<string, string> = {};
     if (!f.inCluster) for (const n of [...names].sort()) secrets[n] = f.kubeConfigSecrets?.[n] ?? `${n}-kubeconfig`;
     flux = {
@@ -129,6 +131,31 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
     }
   }
   return { gitops: { fleet: doc.metadata.name, targetRevision: g.targetRevision ?? GITOPS_DEFAULTS.targetRevision, path, argocd, flux }, problems };
+}
+
+/** The Flux CRD's pattern for `interval`, `timeout` (and `retryInterval`): kustomization_types.go. */
+const FLUX_DURATION = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
+
+/**
+ * `interval` and `timeout` as Flux takes them: the CRD's pattern (the API server refuses anything else,
+ * even a valid Go duration such as `90us`), then Go's `time.ParseDuration` range (the controller could
+ * not decode a longer one), and positive.
+ */
+function fluxDurationProblems(f: NonNullable<NonNullable<FleetDocument['spec']['gitops']>['flux']>): FleetProblem[] {
+  const out: FleetProblem[] = [];
+  for (const [field, def] of [['interval', GITOPS_DEFAULTS.fluxInterval], ['timeout', GITOPS_DEFAULTS.fluxTimeout]] as const) {
+    const text = f[field];
+    if (text === undefined) continue;
+    const seconds = parseGoDuration(text);
+    const message = !FLUX_DURATION.test(text)
+      ? (seconds !== undefined
+        ? `'${text}' is a Go duration, but the Flux CRD refuses it: its pattern takes digits with ms, s, m or h only`
+        : `'${text}' is not a Go duration the Flux CRD takes (digits with ms, s, m or h, e.g. 10m or 1h30m)`)
+      : seconds === undefined ? `'${text}' is past Go's time.Duration range (at most 2562047h): the Flux controller could not decode it`
+        : seconds === 0 ? `'${text}' is zero; a Flux ${field} must be positive` : undefined;
+    if (message) out.push({ code: 'gitops-duration', path: `spec.gitops.flux.${field}`, message, fix: `write it like ${def} or 1h30m, or leave it out for ${def}` });
+  }
+  return out;
 }
 
 /** Add the GitOps annotations to one synthesized object (returns a copy). */

@@ -3,7 +3,7 @@
  * collected (not only the first). Pure, no cdk8s import.
  */
 import { z } from 'zod';
-import { Checked, FleetProblem, ProblemCollector, Salvaged, checkedOf, orThrow, pathToString } from '../base/errors';
+import { Checked, FleetProblem, ProblemCode, ProblemCollector, Salvaged, checkedOf, orThrow, pathToString } from '../base/errors';
 import { kubevirtAdmissionProblems } from '../kubevirt/admission';
 import {
   Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, fleetDocumentSchema, FleetSpec, Placement, SyncPlacement,
@@ -178,6 +178,9 @@ function zodProblems(err: z.ZodError, input?: unknown): FleetProblem[] {
         fix: `quote it: ${issue.path[issue.path.length - 1] as string}: "${String(given)}"`,
       };
     }
+    // a schema rule with a code of its own (params: {code, fix}), e.g. image-invalid
+    const own = issue.code === 'custom' ? (issue.params as { code?: ProblemCode; fix?: string } | undefined) : undefined;
+    if (own?.code) return { code: own.code, path, message: issue.message, fix: own.fix };
     return { code: 'schema-invalid', path, message: issue.message };
   });
 }
