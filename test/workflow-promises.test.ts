@@ -99,9 +99,8 @@ describe('Flux Kustomization names are checked as generated', () => {
     expect(ps[0].message).toContain(`'${named(64, 'kubevirt')}-a-kubevirt' has 64 characters`);
   });
 
-  test('the Forklift hub\'s Kustomizations (<fleet>-forklift-<stage>) are checked too', () => {
-    const fleet = 'f'.repeat(44); // 44 + '-forklift-migrations' = 64
-    const doc = mutate(baseFleet({}, fleet), (d) => {
+  test('the Forklift hub\'s Kustomizations (<fleet>-forklift-<stage>) are checked too, the stages generated only', () => {
+    const withHub = (fleet: string) => mutate(baseFleet({}, fleet), (d) => {
       d.spec.gitops = { flux: { sourceRef: { name: 'infra' } } };
       d.spec.forklift = {
         hub: { cluster: 'a', namespace: 'openshift-mtv' },
@@ -110,9 +109,15 @@ describe('Flux Kustomization names are checked as generated', () => {
         moves: [{ vm: 'db1', namespace: 'vms', from: 'b', to: 'a', batch: 'w1' }],
       };
     });
-    const ps = synthProblems(doc);
-    expect(at(ps)).toEqual(['gitops-name-too-long metadata.name']);
-    expect(ps[0].message).toContain(`'${fleet}-forklift-migrations' has 64 characters`);
+    const fleet = 'f'.repeat(49); // 49 + '-forklift-providers' = 68, '-forklift-maps' = 63, '-forklift-plans' = 64
+    const ps = synthProblems(withHub(fleet));
+    expect(ps.map((p) => `${p.code} ${p.path} ${p.message.split(';')[0]}`)).toEqual([
+      `gitops-name-too-long metadata.name the Flux Kustomization '${fleet}-forklift-providers' has 68 characters`,
+      `gitops-name-too-long metadata.name the Flux Kustomization '${fleet}-forklift-plans' has 64 characters`,
+    ]);
+    expect(ps[0].fix).toBe(`shorten metadata.name '${fleet}' by 5 characters`);
+    // a batch not started has no Migration: '<fleet>-forklift-migrations' (64 here) is not generated, so not refused
+    expect(synthProblems(withHub('f'.repeat(44)))).toEqual([]);
   });
 });
 
