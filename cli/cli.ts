@@ -34,6 +34,7 @@ import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { movesReport, renderMoves } from '../src/forklift/report';
 import { Args, UsageError, parseCommandLine, usageOf } from './args';
 import { renderStatus } from '../src/report/status';
+import { failureJson, problemJson } from './failure-json';
 
 /** Several files refused, each message naming its file. */
 class FilesFailed extends Error {
@@ -171,8 +172,6 @@ function datapathsOf(r: SynthResult): string[] {
   return [...new Set(r.plan.clusters.map((c) => c.datapath))];
 }
 
-const problemJson = ({ code, path, message, fix }: FleetProblem) => ({ code, path, message, ...(fix ? { fix } : {}) });
-
 /** Every file checked, problems as data with their codes (filter with e.g. `jq '.[].problems[] | select(.code == "pool-too-small")'`). */
 function validateJson(args: Args, out: Sink): number {
   const results = checkFiles(args).map(({ file, result, problems }) => {
@@ -254,8 +253,17 @@ function ledgerFor(args: Args, fleetFile: string): Ledger | undefined {
   return loadLedgerFile(ledgerPath(args, fleetFile));
 }
 
-/** `plan`: synth's own checks and plan (in memory), so it refuses exactly what synth refuses. */
+/** `plan`; with `--output json` a failure is JSON on stdout too (exit 1). */
 function plan(args: Args, out: Sink, err: Sink): number {
+  try { return planOne(args, out, err); } catch (e) {
+    if (args.flags.get('output') !== 'json') throw e;
+    out(failureJson(e, args.files.length === 1 ? args.files[0] : undefined));
+    return 1;
+  }
+}
+
+/** `plan`: synth's own checks and plan (in memory), so it refuses exactly what synth refuses. */
+function planOne(args: Args, out: Sink, err: Sink): number {
   const files = need(args.files);
   if (files.length !== 1) throw new Error(`plan takes one fleet file, got ${files.length}`);
   const f = files[0];
@@ -326,9 +334,10 @@ export function readTree(dir: string): Map<string, string> {
 }
 
 function diff(args: Args, out: (s: string) => void, err: (s: string) => void): number {
+  const format = String(args.flags.get('output') ?? 'text');
+  const files = args.files;
   try {
-    const files = need(args.files);
-    const format = String(args.flags.get('output') ?? 'text');
+    need(files);
     if (format !== 'text' && format !== 'json') throw new Error(`--output must be text or json, got '${format}'`);
     let d: FleetDiff;
     const notes: FleetProblem[] = [];
@@ -337,7 +346,7 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
       const after = readFleetFile(files[1]);
       const moves = [movesFor(files[0], before), movesFor(files[1], after)] as const;
       notes.push(...oldInputsMissing(args, files[0], files[1]));
-      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), renamedFrom: renamedFrom(args), moves });
+      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), renamedFrom: renamedFrom(args), moves, sources: [files[0], files[1]] });
     } else if (files.length === 1) {
       const doc = readFleetFile(files[0]);
       const ledger = ledgerFor(args, files[0]);
@@ -360,7 +369,8 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     }
     return d.changed ? 1 : 0;
   } catch (e) {
-    err(`${e instanceof FleetValidationError ? e.message : `error: ${(e as Error).message}`}\n`);
+    if (format === 'json') out(failureJson(e, files.length === 1 ? files[0] : undefined));
+    else err(`${e instanceof FleetValidationError ? e.message : `error: ${e instanceof MigrationMeshError ? withCodes(e) : (e as Error).message}`}\n`);
     return 2;
   }
 }
