@@ -21,7 +21,8 @@ import { formatLedgerChange, reclaimReleased, serializeLedger } from '../src/add
 import { ledgerPathFor, loadLedgerFile, readFleetFile } from '../src/fleet/load';
 import { SynthResult, synthesizeFleet } from './synthesize-fleet';
 import { renderFleetDirectory, writeFleetDirectories } from './fleet-directory';
-import { MANIFEST_FILE, OutputWriteError, writeOutputs } from './write-tree';
+import { OutputWriteError, writeOutputs } from './write-tree';
+import { svgTargetProblem } from './svg-target';
 import { planReport, renderPlanTable } from '../src/report/plan-report';
 import { renderFleetSvg } from '../src/report/fleet-svg';
 import { diffTrees, renderDiff, FleetDiff } from '../src/report/tree-diff';
@@ -287,35 +288,6 @@ function planOne(args: Args, out: Sink, err: Sink): number {
   else if (format === 'table') out(renderPlanTable(report) + renderNodePrerequisites(prerequisites) + (mr ? renderMoves(mr) : ''));
   else throw new Error(`--output must be table or json, got '${format}'`);
   return 0;
-}
-
-const sameFile = (a: string, b: string): boolean => {
-  if (path.resolve(a) === path.resolve(b)) return true;
-  try { return fs.realpathSync(a) === fs.realpathSync(b); } catch { return false; }
-};
-
-/** The picture this package draws (`renderFleetSvg`): its first two lines. */
-const OUR_SVG = /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^\n]*>\n<title>Migration Mesh fleet [^<\n]*<\/title>\n/;
-
-/**
- * `plan --svg FILE` never overwrites an input of the run (fleet, ledger, moves file), a file of synth's
- * tree (a directory with synth's manifest: synth writes fleet.svg there), or a file that is not a
- * picture `plan` or `synth` drew.
- */
-function svgTargetProblem(svg: string, inputs: [string, string][]): FleetProblem | undefined {
-  const input = inputs.find(([file]) => sameFile(svg, file));
-  if (input) {
-    return { code: 'write/input', path: svg, message: `--svg ${svg} is ${input[1]}, an input of this run: it would be overwritten by the picture`, fix: 'give --svg a file of its own, e.g. --svg fleet.svg' };
-  }
-  if (fs.existsSync(path.join(path.dirname(path.resolve(svg)), MANIFEST_FILE))) {
-    return { code: 'write/not-ours', path: svg, message: `--svg ${svg} is inside a tree synth writes (${MANIFEST_FILE} beside it): a picture written there would be an edit synth refuses to overwrite`, fix: 'give --svg a file outside synth\'s output, or let synth write fleet.svg there itself' };
-  }
-  let existing: string | undefined;
-  try { existing = fs.statSync(svg).isFile() ? fs.readFileSync(svg, 'utf8') : undefined; } catch { existing = undefined; }
-  if (existing !== undefined && !OUR_SVG.test(existing)) {
-    return { code: 'write/not-ours', path: svg, message: `--svg ${svg} exists and is not a fleet picture drawn by migration-mesh: it would be overwritten`, fix: 'give --svg a new file (or one plan drew before), or move that file away' };
-  }
-  return undefined;
 }
 
 /** Every file under dir, relative, '/'-separated. */
