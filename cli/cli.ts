@@ -211,10 +211,14 @@ function synth(args: Args, out: (s: string) => void): number {
     }
   }
   // every fleet validated and synthesized in memory before anything is written
-  const names = new Set<string>();
+  const names = new Map<string, string>();
   for (const { r, f } of pending) {
-    if (names.has(r.plan.fleet)) throw new Error(`${f}: another fleet file is also named '${r.plan.fleet}'; output directories would collide`);
-    names.add(r.plan.fleet);
+    const first = names.get(r.plan.fleet);
+    if (first !== undefined) {
+      const message = `another fleet file (${first}) is also named '${r.plan.fleet}'; output directories would collide`;
+      throw new FleetValidationError([{ code: 'duplicate-fleet-name', path: 'metadata.name', message, fix: 'give every fleet a unique metadata.name' }], f);
+    }
+    names.set(r.plan.fleet, f);
   }
   // every tree and ledger in one transaction: all written, or none
   const written = writeFleetDirectories(pending.map((p) => p.r), undefined, { onNotice: (n) => out(`cleaned up: ${n}\n`) });

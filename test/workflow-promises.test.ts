@@ -222,3 +222,13 @@ describe('plan and diff failures with --output json are JSON, naming the file, e
     expect(JSON.parse(r.out)).toMatchObject({ file: bad, ok: false });
   });
 });
+
+test('synth refuses two fleet files of one name with the code validate gives (duplicate-fleet-name), naming the file', () => {
+  const one = path.join(dir, 'one.fleet.yaml');
+  const two = path.join(dir, 'two.fleet.yaml');
+  for (const f of [one, two]) fs.writeFileSync(f, YAML.stringify(baseFleet({}, 'same')));
+  const r = runCli(['synth', one, two, '--out', path.join(dir, 'dup-out'), '--no-svg']);
+  expect(r.code).toBe(1);
+  expect(r.err).toMatch(new RegExp(`^${two}: fleet is invalid \\(1 problem\\); nothing was written\n  - \\[duplicate-fleet-name\\] metadata\\.name: another fleet file \\(${one}\\) is also named 'same'`));
+  expect(fs.existsSync(path.join(dir, 'dup-out'))).toBe(false);
+});
