@@ -9,7 +9,11 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { FleetProblem, FleetValidationError } from '../src/base/errors';
+import { Testing } from 'cdk8s';
+import { FleetProblem, FleetValidationError, InvalidPropsError } from '../src/base/errors';
+import { CrossClusterMigrationMesh } from '../constructs/mesh';
+import { MigrationProxy } from '../constructs/migration-proxy';
+import { TrustAgent } from '../constructs/trust-agent';
 import { FleetDocument } from '../src/fleet/schema';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { baseFleet, mutate, problemsOf, runCli } from './support/fleets';
@@ -53,6 +57,19 @@ describe('gateway image references (the kubelet parses them with distribution/re
   ])('%s is accepted', (image) => {
     expect(problemsOf(baseFleet({ gateway: { image } }))).toEqual([]);
   });
+});
+
+test('the constructs with an image prop (gateway replica, its trust container, the trust agent) refuse one the kubelet cannot parse', () => {
+  const mesh = new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: baseFleet() });
+  const plan = { ...mesh.plan, gateway: { ...mesh.plan.gateway, image: 'ghcr.io/Mesh/proxy:1' } };
+  let err: unknown;
+  try { new MigrationProxy(Testing.chart(), 'p', { plan, cluster: plan.clusters[0] }); } catch (e) { err = e; }
+  expect(err).toBeInstanceOf(InvalidPropsError);
+  expect((err as InvalidPropsError).problems[0]).toMatchObject({ code: 'prop-invalid', path: 'image' });
+  expect((err as Error).message).toMatch(/ghcr\.io\/Mesh\/proxy:1' has the repository path 'Mesh\/proxy'; it must be lowercase/);
+  const direct = new CrossClusterMigrationMesh(Testing.app(), 'd', { fleet: baseFleet({ datapath: 'direct', trust: { enabled: true } } as any) });
+  const dplan = { ...direct.plan, gateway: { ...direct.plan.gateway, image: 'proxy:' } };
+  expect(() => new TrustAgent(Testing.chart(), 't', { plan: dplan, cluster: dplan.clusters[0] })).toThrow(/image 'proxy:' has the tag ''/);
 });
 
 describe('Flux interval and timeout: the Flux CRD pattern and Go\'s time.Duration range', () => {

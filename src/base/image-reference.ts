@@ -17,6 +17,7 @@
  * letter; otherwise it is part of the path (docker.io). A name of 64 hex digits alone is refused (it is
  * an image id). Pure, no cdk8s import.
  */
+import { InvalidPropsError } from './errors';
 
 const DOMAIN_COMPONENT = '(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])';
 const HOST = `(?:${DOMAIN_COMPONENT}(?:\\.${DOMAIN_COMPONENT})*|\\[[a-fA-F0-9:]+\\])`;
@@ -73,4 +74,17 @@ function nameProblem(name: string): string | undefined {
     return `is not a valid reference: the path component '${bad}' must be lowercase letters and digits, separated by ".", "_", "__" or "-"`;
   }
   return undefined;
+}
+
+/**
+ * A construct's `image` prop the kubelet could not parse: thrown as `prop-invalid` (the fleet path refuses
+ * it earlier, as image-invalid). The API server would take it and the pods would stay in InvalidImageName.
+ */
+export function refuseImage(image: string, prop = 'image'): void {
+  const why = imageReferenceProblem(image);
+  if (!why) return;
+  throw new InvalidPropsError({
+    code: 'prop-invalid', path: prop, message: `${prop} '${image}' ${why}; the kubelet would refuse it (InvalidImageName)`,
+    fix: 'give a reference such as ghcr.io/migration-mesh/proxy:0.1.0 or registry/path@sha256:<digest>',
+  });
 }
