@@ -18,7 +18,7 @@ export type {
 } from './src/fleet/schema';
 export { parseFleetDocument, resolveFleet } from './src/fleet/resolve';
 export * from './src/gateway/fleet-pod';
-export type { ResolvedCluster, ResolvedCrossCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt } from './src/fleet/resolve';
+export type { ResolvedCluster, ResolvedCrossCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt } from './src/fleet/resolved';
 export type { KubevirtVersion } from './src/kubevirt/versions';
 export { planFleet, planFleetDocument } from './src/addressing/planner';
 export type {

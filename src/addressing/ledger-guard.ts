@@ -1,6 +1,6 @@
 /**
  * What the planner must never do silently with the ledger (issue #12), kept apart from the allocation
- * in planner.ts: plan a renamed fleet from scratch, hand out a quarantined address, or move an address
+ * in allocate.ts: plan a renamed fleet from scratch, hand out a quarantined address, or move an address
  * onto the router of the shared network. Pure, no cdk8s import.
  */
 import { FleetProblem } from '../base/errors';

@@ -7,7 +7,8 @@ import { FleetValidationError, MigrationMeshError } from '../base/errors';
 import { MAX_INPUT_BYTES, decodeInput, parseYamlInput } from '../base/yaml-input';
 import { FleetDocument } from './schema';
 import { Ledger, parseLedger } from '../addressing/ledger';
-import { parseFleetDocument, salvageFleetDocument } from './resolve';
+import { parseFleetDocument } from './resolve';
+import { salvageFleetDocument } from './document';
 
 /** Parse fleet YAML/JSON text; syntax errors name line and column. */
 export function parseFleetText(text: string, source = 'fleet'): FleetDocument {

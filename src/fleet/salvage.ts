@@ -14,14 +14,14 @@
  * - A ledger that cannot be used (another fleet's, a wrong --renamed-from) stops planning: the plan
  *   depends on the ledger, and planning from scratch is what the refusal protects against.
  * - A cluster whose required value is unreadable (`nodes: three`) is left out of the document by the
- *   schema check (resolve.ts `salvageFleetDocument`): the other clusters still get the cross-field
+ *   schema check (document.ts `salvageFleetDocument`): the other clusters still get the cross-field
  *   checks, but nothing is planned, since plan problems would name clusters by their place in a
  *   document that is not the user's.
  * - Forklift's checks read the generated objects, which exist only for a complete plan: they run once
  *   every other layer passes (a moved-from cluster left out of planning would read as unknown).
  */
 import { FleetProblem } from '../base/errors';
-import { ResolvedFleet } from './resolve';
+import { ResolvedFleet } from './resolved';
 
 /** Fleet-level fields planning never reads: problems there leave the plan checkable. */
 const NOT_PLANNED = [
