@@ -124,6 +124,8 @@ export interface LedgerFamilies {
   readonly explicitCidrs?: ReadonlyMap<string, Interval>;
 }
 
+const overlap = (a: Interval, b: Interval): boolean => a.family === b.family && a.start <= b.end && b.start <= a.end;
+
 /**
  * Every inconsistency of the ledger itself, each with both owners and the fix: an entry that is not an
  * address (or not a CIDR), of the wrong family, or held twice (two clusters on one or overlapping CIDRs,
@@ -177,7 +179,6 @@ export function ledgerProblems(ledger: Ledger, fam: LedgerFamilies = {}): FleetP
     const h = add(r.cluster, String(i), r.address, kind, 'item', true);
     if (h) rel.push(h);
   });
-  const overlap = (a: Interval, b: Interval) => a.family === b.family && a.start <= b.end && b.start <= a.end;
   const clash = (a: Held, b: Held, what: string, fix = LEDGER_FIX_SHARED): void => {
     out.push({
       code: 'ledger-conflict', path: `(ledger) ${b.owner}`,
@@ -195,6 +196,13 @@ export function ledgerProblems(ledger: Ledger, fam: LedgerFamilies = {}): FleetP
       else if (a.cluster === b.cluster) clash(a, b, 'are the same in-cluster address');
     }
   }
+  out.push(...explicitCidrConflicts(cur, fam), ...quarantineConflicts(cur, rel, ledger));
+  return out;
+}
+
+/** Ledger CIDRs on another cluster's explicit `migrationNetwork.cidr`. */
+function explicitCidrConflicts(cur: readonly Held[], fam: LedgerFamilies): FleetProblem[] {
+  const out: FleetProblem[] = [];
   for (const [name, iv] of fam.explicitCidrs ?? []) {
     for (const h of cur) {
       if (h.kind === 'cidr' && h.cluster !== name && overlap(h.iv, iv)) {
@@ -206,6 +214,12 @@ export function ledgerProblems(ledger: Ledger, fam: LedgerFamilies = {}): FleetP
       }
     }
   }
+  return out;
+}
+
+/** Held addresses that are quarantined too (`rel`: the released entries, owners `released[i]`). */
+function quarantineConflicts(cur: readonly Held[], rel: readonly Held[], ledger: Ledger): FleetProblem[] {
+  const out: FleetProblem[] = [];
   for (const r of rel) {
     for (const h of cur) {
       if (h.kind !== r.kind || !overlap(h.iv, r.iv)) continue;
