@@ -86,7 +86,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
     migrationCidr, migrationExclude,
     gatewayReplicas,
     gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
-    trustAgentReplicas: 0, // set once trust is resolved (salvageFleet)
+    trustAgentReplicas: 0, // set once trust is resolved (resolveAndCheck)
     podCidrs, serviceCidrs,
     multiNetworkPolicy: c.multiNetworkPolicy ?? false,
     openshift: c.openshift ?? kubevirt.configDelivery === 'hco',

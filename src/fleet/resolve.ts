@@ -1,8 +1,8 @@
 /**
  * Fleet validation and normalization: every default applied, every address parsed, every problem
- * collected (not only the first). The phases live beside this file: structure (document.ts), the
- * shared network (shared-network.ts), the in-cluster template and the clusters (clusters.ts); this file
- * runs them in order and resolves the gateway. Pure, no cdk8s import.
+ * collected (not only the first): the stage between the schema check (document.ts) and planning. The
+ * phases live beside this file: the shared network (shared-network.ts), the in-cluster template and the
+ * clusters (clusters.ts); this file runs them in order and resolves the gateway. Pure, no cdk8s import.
  */
 import { Checked, FleetProblem, ProblemCollector, Salvaged, checkedOf, orThrow } from '../base/errors';
 import { kubevirtAdmissionProblems } from '../kubevirt/admission';
@@ -12,31 +12,8 @@ import { DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT } from '../gateway/runtime-c
 import { resolveTrust } from '../trust/plan';
 import { existingKubevirtProblems } from '../kubevirt/existing';
 import { DEFAULTS, ResolvedFleet, ResolvedGateway } from './resolved';
-import { reindexProblems, salvageFleetDocument } from './document';
 import { checkSharedCapacity, resolveSharedNetwork } from './shared-network';
 import { checkCidrOverlaps, checkInClusterCapacity, resolveClusters, resolveMigrationTemplate } from './clusters';
-
-/**
- * Structural validation of a fleet document (from YAML/JSON or a TS object), as a value. When the
- * structure is wrong, the cross-field rules still run, so one run reports both kinds of problem, but
- * only over a document whose every value has the schema's shape: values of the wrong type are removed
- * first, a cluster whose required value was removed is left out (the others are checked, their paths
- * numbered as in the input), and if a fleet-level required value was removed the cross-field rules do
- * not run. Values that are only out of range (nodes: 0, a bad pattern) keep their place.
- */
-function checkFleetDocument(input: unknown): Checked<FleetDocument> {
-  const s = salvageFleetDocument(input);
-  if (s.problems.length === 0) return checkedOf(s);
-  const p = new ProblemCollector();
-  p.addAll(s.problems);
-  if (s.value) p.addAll(reindexProblems(checkFleet(s.value).problems, s.clusterIndex), { newPathsOnly: true });
-  return p.failed();
-}
-
-/** Structural validation of a fleet document. Throws FleetValidationError with every problem. */
-export function parseFleetDocument(input: unknown, source?: string): FleetDocument {
-  return orThrow(checkFleetDocument(input), source);
-}
 
 function resolveGatewayTls(doc: FleetDocument): ResolvedGateway['tls'] {
   const tls = doc.spec.gateway?.tls;
@@ -68,17 +45,17 @@ function resolvePayload(p: ProblemCollector, asked: 'splice' | 'tls' | undefined
 
 // ---------------- the phases together ----------------
 
-/** Resolve defaults and check everything that relates several fields, as a value (every problem). */
-function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
-  return checkedOf(salvageFleet(doc));
+/** The resolve stage of the main path: the resolved fleet, or every problem of the cross-field rules. */
+export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
+  return checkedOf(resolveAndCheck(doc));
 }
 
 /**
- * `checkFleet` with the resolved fleet even when problems were found (every cluster, every default
- * applied; a value that did not parse is left out), for the checks that can still run on the parts
- * without problems (src/fleet/salvage.ts).
+ * Resolve defaults and check everything that relates several fields: every problem, and the resolved
+ * fleet whatever was found (every cluster, every default applied; a value that did not parse is left
+ * out). Which part of it later stages may still read when there are problems is salvage.ts's to decide.
  */
-export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
+export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
   const p = new ProblemCollector();
   const spec = doc.spec;
   const shared = resolveSharedNetwork(p, spec.crossClusterNetwork);
