@@ -312,17 +312,24 @@ export function readTree(dir: string): Map<string, string> {
 function diff(args: Args, out: (s: string) => void, err: (s: string) => void): number {
   const format = String(args.flags.get('output') ?? 'text');
   const files = args.files;
+  // the file the step in progress belongs to (a failure names it); diffFleets names its side itself
+  let current = files.length === 1 ? files[0] : undefined;
   try {
     need(files);
     if (format !== 'text' && format !== 'json') throw new Error(`--output must be text or json, got '${format}'`);
     let d: FleetDiff;
     const notes: FleetProblem[] = [];
     if (files.length === 2) {
+      current = files[0];
       const before = readFleetFile(files[0]);
+      const oldMoves = movesFor(files[0], before);
+      const ledger = ledgerFor(args, files[0]);
+      current = files[1];
       const after = readFleetFile(files[1]);
-      const moves = [movesFor(files[0], before), movesFor(files[1], after)] as const;
+      const moves = [oldMoves, movesFor(files[1], after)] as const;
+      current = undefined;
       notes.push(...oldInputsMissing(args, files[0], files[1]));
-      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), renamedFrom: renamedFrom(args), moves, sources: [files[0], files[1]] });
+      d = diffFleets(before, after, { ledger, renamedFrom: renamedFrom(args), moves, sources: [files[0], files[1]] });
     } else if (files.length === 1) {
       const doc = readFleetFile(files[0]);
       const ledger = ledgerFor(args, files[0]);
@@ -345,8 +352,9 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     }
     return d.changed ? 1 : 0;
   } catch (e) {
-    if (format === 'json') out(failureJson(e, files.length === 1 ? files[0] : undefined));
-    else err(`${e instanceof FleetValidationError ? e.message : `error: ${e instanceof MigrationMeshError ? withCodes(e) : (e as Error).message}`}\n`);
+    if (format === 'json') out(failureJson(e, current));
+    else if (e instanceof FleetValidationError) err(`${e.message}\n`);
+    else err(`error: ${e instanceof MigrationMeshError ? (current ? inFile(e, current) : withCodes(e)) : (e as Error).message}\n`);
     return 2;
   }
 }

@@ -233,6 +233,15 @@ describe('plan and diff failures with --output json are JSON, naming the file, e
     }
   });
 
+  test('diff: a file that cannot be read is named too (OLD or NEW)', () => {
+    const missing = path.join(dir, 'gone.fleet.yaml');
+    for (const [a, b] of [[missing, good], [good, missing]]) {
+      const r = runCli(['diff', a, b, '--output', 'json']);
+      expect(r.code).toBe(2);
+      expect(JSON.parse(r.out)).toMatchObject({ file: missing, problems: [{ code: 'file-unreadable', path: missing }] });
+    }
+  });
+
   test('diff: the one-file form', () => {
     const r = runCli(['diff', bad, '--out', path.join(dir, 'diff-out'), '--output', 'json']);
     expect(r.code).toBe(2);
