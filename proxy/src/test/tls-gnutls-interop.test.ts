@@ -14,6 +14,9 @@
  * Requests never cross here: GnuTLS 3.7.9 fails with "An illegal parameter was found" when an update_requested
  * arrives while its own is unanswered (HSK_KEY_UPDATE_ASKED), though RFC 8446 section 4.6.3 allows crossing
  * requests (seen with both sides asking: 2 runs of 6 failed so at GnuTLS, ours took every message).
+ * Not gnutls-cli / gnutls-serv: gnutls-serv cannot send a KeyUpdate, and gnutls-cli writes what it receives to
+ * stdout one byte per write(2) between its status lines (4 MiB took 35 s at load 18), so a piping harness with a
+ * shorter deadline stalls about 1 MB in and kills it, which the relay then reports as a reset.
  */
 import assert from 'node:assert/strict';
 import * as crypto from 'node:crypto';

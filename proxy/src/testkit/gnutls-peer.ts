@@ -36,19 +36,24 @@ export interface GnutlsPeerOptions {
 }
 
 const SOURCE = path.resolve(__dirname, '..', '..', 'src', 'testkit', 'gnutls-peer.c');
+/**
+ * The compiler and the peer are not under test: a sanitizer runtime preloaded for the addon (LD_PRELOAD, see the
+ * README's record-layer checks) stays out of them: under it the peer hung in the test (waiting on a futex, nothing written).
+ */
+const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'LD_PRELOAD'));
 let built: string | undefined;
 
 /** Compile the peer (once per process); throws, saying what is missing, when it cannot be built. */
 export function buildGnutlsPeer(): string {
   if (built) return built;
-  const pc = spawnSync('pkg-config', ['--cflags', '--libs', 'gnutls'], { encoding: 'utf8' });
+  const pc = spawnSync('pkg-config', ['--cflags', '--libs', 'gnutls'], { encoding: 'utf8', env: ENV });
   if (pc.error || pc.status !== 0) {
     throw new Error('the GnuTLS interop test needs libgnutls and its headers (pkg-config gnutls failed: '
       + `${pc.error?.message ?? pc.stderr.trim()}); run scripts/ensure-system-deps.js as root, or apt-get install libgnutls28-dev pkg-config`);
   }
   const out = path.join(tmpDir('mmproxy-gnutls-'), 'gnutls-peer');
   const cc = spawnSync('cc', ['-O2', '-Wall', '-Wextra', '-Werror', '-o', out, SOURCE, ...pc.stdout.trim().split(/\s+/)],
-    { encoding: 'utf8', timeout: 60_000 });
+    { encoding: 'utf8', timeout: 60_000, env: ENV });
   if (cc.error || cc.status !== 0) throw new Error(`compiling ${SOURCE} failed: ${cc.error?.message ?? cc.stderr}`);
   process.once('exit', () => fs.rmSync(path.dirname(out), { recursive: true, force: true }));
   built = out;
@@ -67,7 +72,7 @@ export interface GnutlsPeer {
 export function startGnutlsPeer(o: GnutlsPeerOptions): GnutlsPeer {
   const args = [o.role, String(o.port ?? 0), o.ca, o.cert, o.key, o.priority, String(o.bytes), String(o.kuEvery),
     o.kuRequest ? '1' : '0', o.hold ? '1' : '0', String(o.deadlineMs)];
-  const child: ChildProcess = spawn(buildGnutlsPeer(), args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: o.deadlineMs + 5000, killSignal: 'SIGKILL' });
+  const child: ChildProcess = spawn(buildGnutlsPeer(), args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: o.deadlineMs + 5000, killSignal: 'SIGKILL', env: ENV });
   let out = '', err = '';
   let portResolve!: (p: number) => void, portReject!: (e: Error) => void;
   const port = new Promise<number>((res, rej) => { portResolve = res; portReject = rej; });
