@@ -43,6 +43,7 @@ export const PROBLEM_CODES = {
   'network-not-dialable': { stage: 'validate', meaning: 'A pool, supernet or migration CIDR in a range the gateway refuses to dial (its own list in proxy/src/config.ts: link-local, loopback, multicast, "this network", ...).' },
   'gateway-port-conflict': { stage: 'validate', meaning: 'spec.gateway.tunnelPort equal to a port the gateway pod already listens on (intercept 15001, admin 15090).' },
   'mtu-too-small': { stage: 'validate', meaning: 'An MTU below the IPv6 minimum of 1280 on an IPv6 network.' },
+  'image-invalid': { stage: 'validate', meaning: 'spec.gateway.image is not a reference the kubelet can parse (distribution/reference: lowercase path, tag, digest, registry host and port); the pods would stay in InvalidImageName.' },
   // ---- gateway tunnel ----
   'splice-without-kubevirt-tls': { stage: 'validate', meaning: "spec.gateway.payload: splice while migrationPolicy.disableTLS is true: VM memory would cross the shared network in clear." },
   'splice-without-mtls': { stage: 'validate', meaning: 'spec.gateway.payload: splice with a plaintext tunnel (splice authenticates the gateways with mutual TLS).' },
@@ -79,6 +80,7 @@ export const PROBLEM_CODES = {
   'gitops-unknown-cluster': { stage: 'deliver', meaning: 'A GitOps entry names a cluster the fleet does not have.' },
   'gitops-server-missing': { stage: 'deliver', meaning: 'Argo CD clusterServers lists no API server for some clusters.' },
   'gitops-name-too-long': { stage: 'deliver', meaning: 'An Argo CD Application or Flux Kustomization name over 63 characters (it becomes a label value on every applied object).' },
+  'gitops-duration': { stage: 'deliver', meaning: 'A Flux interval or timeout that the Flux CRD refuses (its pattern: digits with ms, s, m or h), past Go\'s time.Duration range, or zero.' },
   'gitops-conflict': { stage: 'deliver', meaning: 'Two GitOps settings that exclude each other (Flux inCluster with kubeconfig Secrets).' },
   'harvester-needs-direct': { stage: 'deliver', meaning: 'A Harvester cluster in a datapath other than direct.' },
   'harvester-vlan': { stage: 'deliver', meaning: 'A VLAN Harvester\'s webhook refuses (outside 0-4094, or 0/1 on mgmt).' },
