@@ -21,8 +21,11 @@ export interface RuntimeError {
 export interface PeerStatus {
   /** Established tunnels open now, by side (origin: we dialed the peer). */
   readonly tunnels: { readonly origin: number; readonly terminus: number };
-  /** The trust channel's last PUBLISH to this peer (trust exchange on only). */
-  readonly lastPublish?: { readonly at: string; readonly status: string };
+  /**
+   * The trust channel's last PUBLISH to each gateway of this peer (trust exchange on only): `accepted`, a
+   * refusal name, or `unreachable` (no TLS session to that gateway: tunnels to it fail too).
+   */
+  readonly publications?: { readonly gateway: string; readonly at: string; readonly status: string }[];
 }
 
 export interface RuntimeStatus {
@@ -60,6 +63,7 @@ export interface RuntimeStatusInput {
   readonly here: Set<string>;
   readonly peers: readonly string[];
   readonly tunnels: readonly Tunnel[];
+  /** The trust table's `own.lastPublished`: `PEER/HOST:PORT` -> last publication. */
   readonly published?: Record<string, { at: string; status: string }>;
   readonly errors: RecentErrors;
 }
@@ -68,10 +72,11 @@ export function runtimeStatus(i: RuntimeStatusInput): RuntimeStatus {
   const peers: Record<string, PeerStatus> = {};
   for (const p of i.peers) {
     const open = i.tunnels.filter((t) => t.peer === p && t.established && !t.finished);
-    const pub = i.published?.[p];
+    const pubs = Object.entries(i.published ?? {}).filter(([k]) => k.startsWith(`${p}/`))
+      .map(([k, v]) => ({ gateway: k.slice(p.length + 1), at: v.at, status: v.status }));
     peers[p] = {
       tunnels: { origin: open.filter((t) => t.side === 'origin').length, terminus: open.filter((t) => t.side === 'terminus').length },
-      ...(pub ? { lastPublish: { at: pub.at, status: pub.status } } : {}),
+      ...(i.published ? { publications: pubs } : {}),
     };
   }
   return {

@@ -8,7 +8,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startGateway, type GatewayHandle } from '../gateway';
-import { RECENT_ERRORS, RecentErrors, type RuntimeStatus } from '../runtime-status';
+import { RECENT_ERRORS, RecentErrors, runtimeStatus, type RuntimeStatus } from '../runtime-status';
 import { startEcho } from '../testkit/echo';
 import { configFor } from '../testkit/gateways';
 import { silent, sleep } from '../testkit/helpers';
@@ -90,5 +90,24 @@ describe('RecentErrors', () => {
     assert.equal(l[0].reason, `r${RECENT_ERRORS + 4}`);
     assert.equal(l[RECENT_ERRORS - 1].reason, 'r5');
     assert.equal(l[0].at, new Date((RECENT_ERRORS + 5) * 1000).toISOString());
+  });
+});
+
+describe('runtimeStatus', () => {
+  it("files the trust table's publications (keyed PEER/HOST:PORT) under each peer; a peer never published to has none", () => {
+    const s = runtimeStatus({
+      cluster: 'east', readiness: 'ready', ownAddresses: [], here: new Set(), peers: ['west', 'west-2', 'north'], tunnels: [], errors: new RecentErrors(),
+      published: {
+        'west/10.99.0.3:15443': { at: '2026-01-01T00:00:00.000Z', status: 'accepted' },
+        'west/10.99.0.4:15443': { at: '2026-01-01T00:00:01.000Z', status: 'unreachable' },
+        'west-2/10.99.0.9:15443': { at: '2026-01-01T00:00:02.000Z', status: 'unknown_fleet' },
+      },
+    });
+    assert.deepEqual(s.peers.west.publications, [
+      { gateway: '10.99.0.3:15443', at: '2026-01-01T00:00:00.000Z', status: 'accepted' },
+      { gateway: '10.99.0.4:15443', at: '2026-01-01T00:00:01.000Z', status: 'unreachable' },
+    ]);
+    assert.deepEqual(s.peers['west-2'].publications, [{ gateway: '10.99.0.9:15443', at: '2026-01-01T00:00:02.000Z', status: 'unknown_fleet' }]);
+    assert.deepEqual(s.peers.north, { tunnels: { origin: 0, terminus: 0 }, publications: [] });
   });
 });
