@@ -11,13 +11,13 @@ function gatewayFindings(c: string, g: GatewayFacts, add: (code: StatusCode, sev
   if (g.ready < g.replicas) add('status/gateway-not-ready', 'warning', `${c}: ${g.ready}/${g.replicas} gateway replicas ready`);
   if (!g.pods) return;
   const read = g.pods.filter((p) => p.runtime);
-  for (const p of g.pods.filter((x) => x.ready && !x.runtime)) {
-    add('status/gateway-admin-unreachable', 'warning', `${c}: gateway pod ${p.pod} admin /status not readable through the pod proxy: ${p.error ?? 'no answer'}`);
-  }
   if (g.vip && read.length > 0) {
     const holders = read.filter((p) => p.runtime!.held.includes(g.vip!)).map((p) => p.pod);
     if (holders.length === 0) add('status/vip-unheld', 'error', `${c}: no gateway pod holds the VIP ${g.vip}`);
     if (holders.length > 1) add('status/vip-held-twice', 'error', `${c}: the VIP ${g.vip} is held by ${holders.join(' and ')} at once`);
+  }
+  for (const p of g.pods.filter((x) => x.ready && !x.runtime)) {
+    add('status/gateway-admin-unreachable', 'warning', `${c}: gateway pod ${p.pod} admin /status not readable through the pod proxy: ${p.error ?? 'no answer'}`);
   }
   const peers = [...new Set(read.flatMap((p) => Object.keys(p.runtime!.peers)))].sort();
   for (const peer of peers) {

@@ -102,7 +102,11 @@ export function judgeFleet(fleet: string, clusters: ClusterFacts[], groups?: str
     }
   }
   const all = [...clusters.flatMap((c) => findings.get(c.cluster)!), ...trustFindings];
-  const moves = moveFacts && judgeMoves(moveFacts, (from, to) => pairs.find((p) => p.from === from && p.to === to)?.reason ?? (from === to ? undefined : `${from} or ${to} is not in the fleet`));
+  const pairReason = (from: string, to: string) => {
+    const p = pairs.find((x) => x.from === from && x.to === to);
+    return p ? p.reason : `${from} or ${to} is not in the fleet`;
+  };
+  const moves = moveFacts && judgeMoves(moveFacts, pairReason);
   const ready = pairs.length > 0 && pairs.every((p) => p.ready) && (moves ?? []).every((m) => m.ready);
   return { fleet, clusters, trust, pairs, findings: all, ...(moves ? { moves } : {}), ready };
 }
