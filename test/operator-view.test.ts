@@ -36,7 +36,8 @@ describe('operatorView: opt-in objects', () => {
     const role = a.find((o) => o.kind === 'ClusterRole');
     expect(role.metadata.name).toBe('migration-mesh-status');
     expect(validateObject(role)).toEqual([]);
-    const can = (group: string, resource: string, verb: string) => role.rules.some((r: any) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
+    const can = (group: string, resource: string, verb: string) => role.rules
+      .some((r: any) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
     for (const o of a) {
       const group = o.apiVersion.includes('/') ? o.apiVersion.split('/')[0] : '';
       expect({ kind: o.kind, get: can(group, pluralOf(o.kind), 'get') }).toEqual({ kind: o.kind, get: true });

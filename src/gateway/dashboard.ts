@@ -19,7 +19,10 @@ export interface GatewayDashboardInput {
 }
 
 interface Target { expr: string; legendFormat: string; refId: string }
-interface Panel { id: number; type: string; title: string; description: string; gridPos: { x: number; y: number; w: number; h: number }; targets: Target[]; [k: string]: unknown }
+interface Panel {
+  id: number; type: string; title: string; description: string;
+  gridPos: { x: number; y: number; w: number; h: number }; targets: Target[]; [k: string]: unknown;
+}
 
 const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
 
