@@ -84,7 +84,7 @@ async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, 
       replicas: deployments.length,
       ready: deployments.filter((d) => Number((live.get(d)?.status as { readyReplicas?: number } | undefined)?.readyReplicas ?? 0) > 0).length,
       vip: vipOf(objects),
-      pods: await gatewayPods(kc, deployments.filter((d) => live.get(d))),
+      ...await gatewayPods(kc, deployments.filter((d) => live.get(d))).then((pods) => ({ pods }), (e) => ({ podsError: why(e) })),
     }
     : undefined;
   let kubevirt: Extract<ClusterFacts, { reachable: true }>['kubevirt'];
@@ -99,7 +99,9 @@ async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, 
     };
   }
   const network = kubevirt?.wantNetwork;
-  const attached = network ? { attachments: await attachments(kc, kubevirtNs, network) } : {};
+  const attached = network
+    ? { attachments: await attachments(kc, kubevirtNs, network).catch((e) => ({ network: `${kubevirtNs}/${network}`, error: why(e), pods: [] })) }
+    : {};
   return { cluster, context, reachable: true, checked: objects.length, drift, kubevirt, gateway, ...attached, ca };
 }
 

@@ -105,6 +105,26 @@ describe('migration-mesh status: gateway runtime, KubeVirt pods, --moves', () =>
     fakes.length = 0;
   }, 120_000);
 
+  test('pods that cannot be listed (403) are a warning each, not an unreachable cluster; the pairs stay ready', async () => {
+    const p = await startCluster(objs('p'), ca.p, [ca.q]);
+    const q = await startCluster(objs('q'), ca.q, [ca.p]);
+    q.api.forbidList.add('pods');
+    const kc = path.join(dir, 'kubeconfig-forbidden');
+    kubeconfig(kc, { p: `http://127.0.0.1:${p.api.port}`, q: `http://127.0.0.1:${q.api.port}` });
+    const map = path.join(dir, 'contexts.yaml');
+    fs.writeFileSync(map, 'p: ctx-p\nq: ctx-q\n');
+    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--context-map', map]);
+    await p.close();
+    await q.close();
+    const lines = r.out.split('\n');
+    expect(lines.filter((l) => /^ {2}(error|warning) \[/.test(l))).toEqual([
+      '  warning [status/pods-unreadable] q: gateway pods not listed: pods is forbidden: User "viewer" cannot list resource "pods" in API group "" in the namespace "migration-mesh"',
+      '  warning [status/pods-unreadable] q: virt-handler and sync controller pods not listed: pods is forbidden: User "viewer" cannot list resource "pods" in API group "" in the namespace "kubevirt"',
+    ]);
+    expect(lines).toContain('2/2 pairs ready to migrate');
+    expect(r.code).toBe(0);
+  }, 120_000);
+
   test('--moves: MAC conflict, name taken, one ready; then the target namespace and storage class gone', async () => {
     const target = [ns('vms'), { apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', metadata: { name: 'vlan100', namespace: 'vms' }, spec: { config: '{}' } },
       { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'ceph-rbd' }, provisioner: 'rbd.csi.ceph.com' },

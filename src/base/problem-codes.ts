@@ -151,6 +151,7 @@ export const PROBLEM_CODES = {
   'status/vip-unheld': { stage: 'status', meaning: 'No gateway pod holds the cluster\'s VIP (the handlers\' next hop): outgoing migrations cannot reach a gateway.' },
   'status/vip-held-twice': { stage: 'status', meaning: 'Two gateway pods hold the VIP at once (keepalived split brain).' },
   'status/peer-gateway-unreachable': { stage: 'status', meaning: 'Warning: no gateway of a peer accepted the last trust publication (unreachable or refused): tunnels to it fail too.' },
+  'status/pods-unreadable': { stage: 'status', meaning: 'Warning: the gateway, virt-handler or sync controller pods could not be listed (RBAC: see the status ClusterRole, or an API error); their checks are skipped.' },
   'status/not-attached': { stage: 'status', meaning: 'A virt-handler or sync controller pod whose network-status annotation shows no address on the migration network.' },
   'status/kubevirt-ca-missing': { stage: 'status', meaning: 'The cluster\'s kubevirt-ca ConfigMap is missing or holds no certificate.' },
   'status/peer-ca-untrusted': { stage: 'status', meaning: 'A cluster\'s kubevirt-ca lacks the current CA of a cluster it migrates with.' },

@@ -49,12 +49,16 @@ export interface GatewayFacts {
   readonly vip?: string;
   /** The gateway pods found (label selector of the gateway set); undefined when they could not be listed. */
   readonly pods?: GatewayPodFacts[];
+  /** Why the gateway pods could not be listed (RBAC, an API error). */
+  readonly podsError?: string;
 }
 
 /** A virt-handler or sync controller pod and the migration network in its `k8s.v1.cni.cncf.io/network-status`. */
 export interface AttachmentFacts {
   /** `namespace/name` of the migration NAD. */
   readonly network: string;
+  /** Why the pods could not be listed (then `pods` is empty). */
+  readonly error?: string;
   readonly pods: { readonly pod: string; readonly role: 'virt-handler' | 'sync-controller'; readonly attached: boolean; readonly ips: string[] }[];
 }
 

@@ -9,6 +9,7 @@ type Reachable = Extract<ClusterFacts, { reachable: true }>;
 function gatewayFindings(c: string, g: GatewayFacts, add: (code: StatusCode, sev: 'error' | 'warning', m: string) => void): void {
   if (g.ready === 0) { add('status/gateway-not-ready', 'error', `${c}: no gateway replica ready (0/${g.replicas})`); return; }
   if (g.ready < g.replicas) add('status/gateway-not-ready', 'warning', `${c}: ${g.ready}/${g.replicas} gateway replicas ready`);
+  if (g.podsError) add('status/pods-unreadable', 'warning', `${c}: gateway pods not listed: ${g.podsError}`);
   if (!g.pods) return;
   const read = g.pods.filter((p) => p.runtime);
   if (g.vip && read.length > 0) {
@@ -39,6 +40,7 @@ export function clusterFindings(c: ClusterFacts): StatusFinding[] {
   }
   kubevirtFindings(c, add);
   if (c.gateway) gatewayFindings(c.cluster, c.gateway, add);
+  if (c.attachments?.error) add('status/pods-unreadable', 'warning', `${c.cluster}: virt-handler and sync controller pods not listed: ${c.attachments.error}`);
   for (const p of c.attachments?.pods ?? []) {
     if (!p.attached) add('status/not-attached', 'error', `${c.cluster}: ${p.role} ${p.pod} is not on the migration network ${c.attachments!.network}`);
   }

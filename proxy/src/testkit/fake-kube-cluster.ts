@@ -10,6 +10,8 @@
  *       back as they are. A pod that is not seeded: 404 NotFound Status. No backend, or the backend refuses the
  *       connection: 503 ServiceUnavailable Status "error trying to reach service: dial tcp IP:PORT: connect:
  *       connection refused" (kube-apiserver's answer when the kubelet side cannot be dialed).
+ *   `forbidList`: lists of the named plurals answer 403 Forbidden with kube-apiserver's message (no RBAC
+ *       evaluation: the test names what is forbidden).
  * What it does NOT do: list pagination (`limit`/`continue`), field selectors on lists, set-based selectors
  * (400), watches of these kinds, the pod proxy's other methods (POST, PUT, ...) and websockets, a port
  * given by name instead of number, a pod with no IP (kube-apiserver: 503 "... does not have a host assigned"),
@@ -25,6 +27,8 @@ const statusBody = (code: number, reason: string, message: string) => ({ kind: '
 export class FakeClusterApi extends FakeKubeApi {
   private readonly listed = new Map<string, Obj>();
   private readonly backends = new Map<string, { host: string; port: number }>();
+  /** Lists of these plurals (e.g. `pods`) answer 403 Forbidden, as kube-apiserver does for an identity without `list`. */
+  readonly forbidList = new Set<string>();
   /** Every pod proxy request, in order: `NS/NAME:PORT/PATH` and the status answered. */
   readonly proxied: { target: string; code: number }[] = [];
 
@@ -58,6 +62,12 @@ export class FakeClusterApi extends FakeKubeApi {
     const items = [...this.listed.values()].filter((o) => o.apiVersion === apiVersion && `${o.kind.toLowerCase()}s` === plural && (!namespace || o.metadata.namespace === namespace));
     if (items.length === 0 && !(plural === 'pods' && apiVersion === 'v1') && !this.knows(apiVersion, plural)) return false;
     const send = (code: number, body: unknown) => { res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(body)); };
+    if (this.forbidList.has(plural)) {
+      const where = namespace ? ` in the namespace "${namespace}"` : ' at the cluster scope';
+      const group = apiVersion.includes('/') ? apiVersion.split('/')[0] : '';
+      send(403, statusBody(403, 'Forbidden', `${plural} is forbidden: User "viewer" cannot list resource "${plural}" in API group "${group}"${where}`));
+      return true;
+    }
     const selText = url.searchParams.get('labelSelector');
     const sel = selText ? parseLabelSelector(selText) : undefined;
     if (selText && !sel) { send(400, statusBody(400, 'BadRequest', `unable to parse requirement (this test server knows equality-based selectors only): ${selText}`)); return true; }
