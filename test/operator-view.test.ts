@@ -16,7 +16,7 @@ import { configFor } from '../proxy/src/testkit/gateways';
 import { silent } from '../proxy/src/testkit/helpers';
 import { gatewayDashboard } from '../src/gateway/dashboard';
 import { pluralOf } from '../src/report/status-role';
-import { baseFleet } from './support/fleets';
+import { baseFleet, mutate, problemsOf } from './support/fleets';
 import { hasCommand } from './support/netns';
 import { validateObject } from './support/schemas';
 
@@ -28,6 +28,16 @@ describe('operatorView: opt-in objects', () => {
   test('off by default: no ClusterRole, no dashboard', () => {
     const all = [...objectsOf({}).values()].flat();
     expect(all.filter((o) => o.kind === 'ClusterRole' || o.metadata?.name === 'migration-mesh-gateway-dashboard')).toEqual([]);
+  });
+
+  test('a refused operatorView field is reported with the plan\'s problems (planning never reads it)', () => {
+    const ps = problemsOf(mutate(baseFleet(), (d) => {
+      d.spec.operatorView = { dashboard: 'yes', dashboardNamespace: 'Monitoring' };
+      d.spec.crossClusterNetwork.addresses.pool = ['192.168.50.10-192.168.50.12'];
+    }));
+    expect(ps.map((p) => [p.code, p.path]).sort()).toEqual([
+      ['pool-too-small', 'spec.crossClusterNetwork.addresses.pool'], ['schema-invalid', 'spec.operatorView.dashboard'], ['schema-invalid', 'spec.operatorView.dashboardNamespace'],
+    ]);
   });
 
   test('the ClusterRole: get on every kind of the cluster output, list pods and VMs, get pods/proxy; valid', () => {
