@@ -337,6 +337,15 @@ export const fleetSpecSchema = z.object({
    * (also with migrationPolicy.disableTLS: the sync channel is mTLS regardless); nothing for native/direct clusters
    */
   trust: trustSchema.optional(),
+  /** What the operators of the running fleet get beside the mesh (docs/status.md). @default - nothing */
+  operatorView: z.object({
+    /** Emit the read-only ClusterRole `migration-mesh-status` that `migration-mesh status` needs, in every cluster's output. @default false */
+    statusClusterRole: z.boolean().optional(),
+    /** Emit the gateway's Grafana dashboard in a ConfigMap labelled `grafana_dashboard: "1"` (gateway clusters). @default false */
+    dashboard: z.boolean().optional(),
+    /** Namespace of the dashboard ConfigMap (where your Grafana sidecar looks). @default - the gateway namespace */
+    dashboardNamespace: dnsLabel.optional(),
+  }).strict().optional(),
 }).strict();
 
 export const fleetDocumentSchema = z.object({
