@@ -2,10 +2,8 @@ import { ApiObject } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { InvalidPropsError } from '../src/base/errors';
-import { staticIpam } from '../src/addressing/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, trustAgentConfigFor } from '../src/gateway/config';
-import { peerGatewayCidrs } from '../src/gateway/pod';
-import { APP_NAME_LABEL, NETWORK_LABEL, managedByLabels } from '../src/base/names';
+import { APP_NAME_LABEL, managedByLabels } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
 import { GatewayTls } from './gateway-tls';
@@ -13,6 +11,7 @@ import { GatewayTrust } from './gateway-trust';
 import { DEFAULT_GATEWAY_NAMESPACE } from './migration-proxy';
 import { NetworkAttachment } from './network-attachment';
 import { TrustAgentDeployment } from './trust-agent-deployment';
+import { crossClusterNad, crossClusterPolicyFor, replicaSetDisruptionBudget } from './replica-parts';
 
 /** Name of the trust agent's objects (ConfigMap, ServiceAccount, PDB, Role). */
 export const TRUST_AGENT_NAME = 'migration-mesh-trust';
@@ -103,14 +102,7 @@ export class TrustAgent extends Construct {
     this.namespaceObject = new kplus.Namespace(this, 'Namespace', {
       metadata: { name: this.namespace, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'restricted' } },
     });
-    this.crossClusterNad = new NetworkAttachment(this, 'CrossClusterNad', {
-      name: plan.crossCluster.nadName,
-      namespace: this.namespace,
-      attachment: plan.crossCluster.attachment,
-      ipam: staticIpam(plan.crossCluster.routes),
-      ipsCapability: true,
-      labels: { [NETWORK_LABEL]: 'cross-cluster' },
-    });
+    this.crossClusterNad = crossClusterNad(this, plan, this.namespace);
     this.config = trustAgentConfigFor(plan, cluster);
     this.configMap = new kplus.ConfigMap(this, 'Config', {
       metadata: { name: TRUST_AGENT_NAME, namespace: this.namespace, labels },
@@ -139,19 +131,10 @@ export class TrustAgent extends Construct {
       kubevirtNamespace: props.kubevirtNamespace ?? cluster.kubevirt.namespace, labels, image: plan.gateway.image, imagePullPolicy: props.imagePullPolicy,
     });
     this.deployments.forEach((d, i) => this.trust.attach(d, i));
-    this.podDisruptionBudget = new ApiObject(this, 'PodDisruptionBudget', {
-      apiVersion: 'policy/v1', kind: 'PodDisruptionBudget',
-      metadata: { name: TRUST_AGENT_NAME, namespace: this.namespace, labels },
-      spec: { maxUnavailable: 1, selector: { matchLabels: setLabels } },
-    });
+    this.podDisruptionBudget = replicaSetDisruptionBudget(this, TRUST_AGENT_NAME, this.namespace, labels, setLabels);
     if (props.multiNetworkPolicy ?? cluster.multiNetworkPolicy) {
-      this.crossClusterPolicy = new GatewayCrossClusterPolicy(this, 'CrossClusterPolicy', {
-        namespace: this.namespace,
-        crossClusterNad: this.crossClusterNad.name,
-        podSelector: setLabels,
-        peerCidrs: peerGatewayCidrs(cluster),
-        tunnelPort: this.config.listen.tunnel.port,
-        labels,
+      this.crossClusterPolicy = crossClusterPolicyFor(this, cluster, {
+        namespace: this.namespace, crossClusterNad: this.crossClusterNad.name, setLabels, tunnelPort: this.config.listen.tunnel.port, labels,
       });
     }
   }
