@@ -6,6 +6,8 @@ import { GATEWAY_CONFIG_FILE, formatGatewayConfig, trustAgentConfigFor } from '.
 import { APP_NAME_LABEL, managedByLabels } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
+import { GATEWAY_RUN_AS } from './gateway-deployment';
+import { GatewaySecurityContextConstraints } from './gateway-security-context-constraints';
 import { GatewayTls } from './gateway-tls';
 import { GatewayTrust } from './gateway-trust';
 import { DEFAULT_GATEWAY_NAMESPACE } from './migration-proxy';
@@ -50,6 +52,13 @@ export interface TrustAgentProps {
    * @default - the cluster's `multiNetworkPolicy` flag from the fleet
    */
   readonly multiNetworkPolicy?: boolean;
+  /**
+   * Emit an OpenShift SCC (no capabilities; the pods' fixed uid and fsGroup, which `restricted-v2`'s
+   * namespace uid range refuses) and its Role/RoleBinding for the trust agent's ServiceAccount.
+   *
+   * @default - the cluster's `openshift` flag from the fleet (true for hco delivery)
+   */
+  readonly openshift?: boolean;
 }
 
 /**
@@ -64,7 +73,12 @@ export interface TrustAgentProps {
  * - the fleet mTLS identity of the cluster (`GatewayTls`: the same `spiffe://<fleet>/cluster/<cluster>`);
  * - `GatewayTrust`: the trust container in each pod, the only one with a token, and its Role limited by
  *   `resourceNames` to `kubevirt-ca` and `kubevirt-external-ca`;
- * - a MultiNetworkPolicy on the attachment when the cluster runs the controller.
+ * - a MultiNetworkPolicy on the attachment when the cluster runs the controller;
+ * - on OpenShift, an SCC without capabilities admitting the pods' fixed uid and fsGroup (`restricted-v2`
+ *   assigns uids from the namespace's range and refuses 65532), usable by this ServiceAccount alone.
+ * The Certificate (`GatewayTls`) and the MultiNetworkPolicy keep the gateway's object names: a cluster runs
+ * gateways (datapath `gateway`) or a trust agent (every other datapath), never both, so the names never
+ * meet in one namespace; and the Certificate is the same identity (`spiffe://<fleet>/cluster/<cluster>`).
  */
 export class TrustAgent extends Construct {
   /** Name of the namespace. */
@@ -89,6 +103,8 @@ export class TrustAgent extends Construct {
   public readonly podDisruptionBudget: ApiObject;
   /** The MultiNetworkPolicy; undefined unless the cluster runs the multi-networkpolicy controller. */
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
+  /** OpenShift only: the SCC admitting the trust agent's pods, and its binding. */
+  public readonly securityContextConstraints?: GatewaySecurityContextConstraints;
 
   constructor(scope: Construct, id: string, props: TrustAgentProps) {
     super(scope, id);
@@ -132,6 +148,11 @@ export class TrustAgent extends Construct {
     });
     this.deployments.forEach((d, i) => this.trust.attach(d, i));
     this.podDisruptionBudget = replicaSetDisruptionBudget(this, TRUST_AGENT_NAME, this.namespace, labels, setLabels);
+    if (props.openshift ?? cluster.openshift) {
+      this.securityContextConstraints = new GatewaySecurityContextConstraints(this, 'OpenShift', {
+        namespace: this.namespace, serviceAccountName: TRUST_AGENT_NAME, runAsId: GATEWAY_RUN_AS, name: TRUST_AGENT_NAME, allowedCapabilities: [], labels,
+      });
+    }
     if (props.multiNetworkPolicy ?? cluster.multiNetworkPolicy) {
       this.crossClusterPolicy = crossClusterPolicyFor(this, cluster, {
         namespace: this.namespace, crossClusterNad: this.crossClusterNad.name, setLabels, tunnelPort: this.config.listen.tunnel.port, labels,
