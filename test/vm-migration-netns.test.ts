@@ -12,10 +12,15 @@
  * sha256); the guest resumes on the target. Failures: with the exchange off (the bundles the clusters held
  * before any trust container ran) the TLS handshake fails and the source keeps running; the target's gateway
  * SIGKILLed mid-migration fails it, the source keeps running, and the retry through the restarted gateway
- * completes. Needs root, the netns tools, the CNI plugins, qemu-system-x86, busybox-static, cpio and apt
+ * completes; a CA rotation in the target cluster between two migrations (virt-operator's model rotates it, the
+ * handler's certificate is reissued by the new CA) reaches the source's kubevirt-ca through the exchange alone,
+ * and the next migration completes. Needs root, the netns tools, the CNI plugins, qemu-system-x86, busybox-static, cpio and apt
  * (the guest kernel is `apt-get download`ed once and cached); skips with a message otherwise. Run it under
  * `flock /tmp/mm-net.lock` beside other network tests.
  */
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
 import { MigrationResult, PathMode, VmMigrationLab, vmLabSupport } from './support/vm-lab';
 
 const support = vmLabSupport();
@@ -102,4 +107,29 @@ d('a VM moves between clusters in network namespaces (real QEMU, every datapath 
     expect(retry.ramSha![1]).toBe(retry.ramSha![0]);
     expect(lab.vm!.at).toBe(1 - from);
   }, 300_000);
+
+  test('a CA rotation in the target cluster between two migrations: the exchange carries it, the next migration completes with no manual step', async () => {
+    const from = lab.vm!.at;
+    const source = lab.clusters[from];
+    const target = lab.clusters[1 - from];
+    const rot = await lab.rotateCa(1 - from);
+    console.log(`[vm-migration-netns] ${target.name}'s CA rotated; in ${source.name}'s kubevirt-ca ${rot.trustedByPeerMs} ms later (the exchange)`);
+    // the target's kubevirt-ca: the new CA first, the old one kept for the overlap
+    expect(target.model.bundle[0].sha256).toBe(rot.sha256);
+    expect(target.model.bundle.length).toBeGreaterThanOrEqual(2);
+    // the bundle the source held before the rotation does not verify the reissued handler certificate: without the exchange this migration would fail
+    const verify = (bundle: string) => {
+      const f = path.join(lab.tmp, `verify-${Date.now()}.pem`);
+      fs.writeFileSync(f, bundle);
+      return spawnSync('openssl', ['verify', '-CAfile', f, path.join(target.handler.certDir, 'server-cert.pem')], { encoding: 'utf8' }).status;
+    };
+    expect(verify(rot.peerBundleBefore)).not.toBe(0);
+    expect(verify(source.api.get('kubevirt-ca')!.data['ca-bundle'])).toBe(0);
+    const r = await lab.migrate('mtls-splice');
+    results.push(r);
+    console.log(`[vm-migration-netns] after the rotation: ${line(r)}`);
+    expect(r.info.status).toBe('completed');
+    expect(r.ramSha![1]).toBe(r.ramSha![0]);
+    expect(lab.vm!.at).toBe(1 - from);
+  }, 240_000);
 });
