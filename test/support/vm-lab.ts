@@ -34,7 +34,7 @@ import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConf
 import { RUNTIME_UID, agentCommand, clusterApi, runtimeCommand } from './netns-agents';
 import {
   Guest, Hmp, MigrateInfo, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport,
-  ramSha256, waitMigration,
+  ramDiff, ramSha256, waitMigration,
 } from './qemu-guest';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -76,6 +76,14 @@ interface Vm { at: number; proc: ChildProcess; hmp: Hmp; serial: string; qlog: s
 export interface MigrationResult {
   mode: PathMode; from: string; to: string; target: string; info: MigrateInfo;
   ramEqual?: boolean; ramSha?: [string, string];
+  /** When RAM differs: how many 4 KiB pages, and the first few guest-physical addresses. */
+  ramDiff?: string;
+  /**
+   * ms from `migrate` until the target's incoming migration reported completed (its RAM and device state all
+   * loaded). The source's `total time` ends when the source has written everything into its sockets: with
+   * gateways in the path, data still in their buffers is not counted there; this is counted here.
+   */
+  arrivedMs?: number;
   /** Target guest printed a tick after the source's last one within the bound. */
   resumed?: boolean; sourceLastTick?: number; targetTick?: number; trouble?: string;
   /** On failure: the source's VM status afterwards, and whether its guest kept ticking. */
@@ -295,6 +303,13 @@ export class VmMigrationLab {
     return Date.now() - t0;
   }
 
+  /** A fresh guest in place of the current one (one a migration left damaged), in the same handler namespace. */
+  async reboot(): Promise<number> {
+    const at = this.vm?.at ?? 0;
+    if (this.vm) { this.vm.hmp.close(); await this.killWait(this.vm.proc); }
+    return this.boot(at);
+  }
+
   /**
    * TLS credentials for one migration, as the handler reads them now: its certificate, and as ca-cert.pem the
    * `ca-bundle` of its cluster's kubevirt-ca (or, `withoutExchange`, the bundle the cluster held before any
@@ -339,16 +354,37 @@ export class VmMigrationLab {
       // KubeVirt's bandwidthPerMigration of the fleet (2Gi) unless the caller limits it
       const bw = await src.hmp.cmd(`migrate_set_parameter max-bandwidth ${o.maxBandwidth ?? 2 * 1024 ** 3}`);
       if (bw) throw new Error(`max-bandwidth: ${bw}`);
+      const started = Date.now();
       const mig = await src.hmp.cmd(`migrate -d tcp:${host}:${port}`);
       if (mig) throw new Error(`migrate: ${mig}`);
+      // the target's side, polled alongside: its RAM is compared only once it has loaded everything. A failed
+      // incoming migration may end the target QEMU (its monitor then never answers): that ends the polling
+      let stop = false;
+      const arrived = (async () => {
+        for (;;) {
+          const st = await dst.hmp.cmd('info migrate', 5000).then((t) => parseInfoMigrate(t).status, () => 'unreachable');
+          if (st === 'completed' || st === 'failed' || st === 'unreachable') return { st, ms: Date.now() - started };
+          if (stop) return { st, ms: NaN };
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
       if (o.whileRunning) await o.whileRunning(src.hmp);
       res.info = await waitMigration(src.hmp, o.timeoutMs ?? 180_000);
+      if (res.info.status !== 'completed') stop = true;
+      const bound = setTimeout(() => { stop = true; }, 60_000);
+      const target = await arrived;
+      clearTimeout(bound);
       if (res.info.status === 'completed') {
+        if (target.st !== 'completed') throw new Error(`source completed, the target's incoming migration is ${target.st} after 60 s`);
+        res.arrivedMs = target.ms;
         const bytes = this.shape.memMiB * 1024 * 1024;
-        const sa = await ramSha256(src.hmp, bytes, path.join(this.tmp, 'src.ram'));
-        const sb = await ramSha256(dst.hmp, bytes, path.join(this.tmp, 'dst.ram'));
+        const files = [path.join(this.tmp, 'src.ram'), path.join(this.tmp, 'dst.ram')];
+        const sa = await ramSha256(src.hmp, bytes, files[0], true);
+        const sb = await ramSha256(dst.hmp, bytes, files[1], true);
         res.ramSha = [sa, sb];
         res.ramEqual = sa === sb;
+        if (!res.ramEqual) res.ramDiff = ramDiff(files[0], files[1]);
+        for (const f of files) fs.rmSync(f, { force: true });
         res.sourceLastTick = lastTick(src.serial);
         const c = await dst.hmp.cmd('cont');
         if (c) throw new Error(`cont: ${c}`);
