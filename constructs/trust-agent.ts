@@ -5,7 +5,7 @@ import { InvalidPropsError } from '../src/base/errors';
 import { staticIpam } from '../src/addressing/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, trustAgentConfigFor } from '../src/gateway/config';
 import { peerGatewayCidrs } from '../src/gateway/pod';
-import { APP_NAME_LABEL, NETWORK_LABEL, managedByLabels } from '../src/base/names';
+import { APP_NAME_LABEL, NETWORK_LABEL, TRUST_AGENT_NAME, TRUST_AGENT_SET_LABEL, managedByLabels } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
 import { GatewayTls } from './gateway-tls';
@@ -14,10 +14,8 @@ import { DEFAULT_GATEWAY_NAMESPACE } from './migration-proxy';
 import { NetworkAttachment } from './network-attachment';
 import { TrustAgentDeployment } from './trust-agent-deployment';
 
-/** Name of the trust agent's objects (ConfigMap, ServiceAccount, PDB, Role). */
-export const TRUST_AGENT_NAME = 'migration-mesh-trust';
-/** Label shared by every replica of one cluster's trust agent (PDB, anti-affinity, policy). */
-export const TRUST_AGENT_SET_LABEL = 'migrationmesh.dev/trust-agent-set';
+// the names live in src/base/names.ts (planning selects the agents' pods too); re-exported for the library API
+export { TRUST_AGENT_NAME, TRUST_AGENT_SET_LABEL };
 
 /**
  * Properties for `TrustAgent`.
