@@ -108,6 +108,7 @@ export const PROBLEM_CODES = {
   'forklift/same-cluster': { stage: 'moves', meaning: 'A move from a cluster to itself.' },
   'forklift/moved-twice': { stage: 'moves', meaning: 'One VM moved twice in one batch.' },
   'forklift/target-collision': { stage: 'moves', meaning: 'Two VMs would land under one name on one cluster in one batch.' },
+  'forklift/mac-conflict': { stage: 'moves', meaning: 'Two moves into one target cluster declare the same VM MAC address (Forklift no longer checks this, PR #8293).' },
   'forklift/swap': { stage: 'moves', meaning: 'Two moves of one batch swap same-named VMs between two clusters (each lands where the other still runs).' },
   'forklift/started-twice': { stage: 'moves', meaning: 'One VM moved by two started batches (two migrations of one VM at once, or a move from where another batch is only bringing it).' },
   'forklift/start-mismatch': { stage: 'moves', meaning: 'Moves of one Plan disagree on when to start.' },
