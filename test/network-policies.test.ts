@@ -114,7 +114,7 @@ describe('evaluator (test/support/network-policy-eval.ts) can fail', () => {
 
 describe('gateway fleet with KubeVirt\'s policies (a, b) and a default-deny with the multi-networkpolicy controller (c)', () => {
   const doc = mutate(baseFleet({
-    clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }, { name: 'c', nodes: 3, multiNetworkPolicy: true, networkPolicies: { installed: 'default-deny', apiServerCidrs: ['192.0.2.0/28'] } }],
+    clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }, { name: 'c', nodes: 3, gateway: { replicas: 1 }, multiNetworkPolicy: true, networkPolicies: { installed: 'default-deny', apiServerCidrs: ['192.0.2.0/28'] } }],
   }), (d) => { d.spec.networkPolicies = { installed: 'kubevirt' }; });
   const { objects, clusters, plan } = synth(doc);
   const [a, b, c] = ['a', 'b', 'c'].map((n) => clusters.get(n)!);
@@ -258,6 +258,17 @@ describe('fleet field', () => {
     const { objects } = synth(doc);
     expect(policiesOf(objects.get('a')!)).toEqual([]);
     expect(policiesOf(objects.get('b')!).length).toBe(2);
+  });
+
+  test('a default-deny on the secondary networks of a cluster whose gateways fail over by VRRP is refused: no policy can allow IP protocol 112', () => {
+    const doc = baseFleet({ clusters: [{ name: 'a', nodes: 3, multiNetworkPolicy: true, networkPolicies: { installed: 'default-deny' } }, { name: 'b', nodes: 3 }] });
+    const p = problemsOf(doc);
+    expect(p.map((x) => `${x.code} ${x.path}`)).toEqual(['network-policy-vrrp spec.clusters[0].networkPolicies.installed']);
+    expect(p[0].fix).toContain('failover.mode: none');
+    // one replica (no VIP), failover none, or no multi-networkpolicy controller: accepted
+    expect(problemsOf(mutate(doc, (d) => { d.spec.clusters[0].gateway = { replicas: 1 }; }))).toEqual([]);
+    expect(problemsOf(mutate(doc, (d) => { d.spec.gateway = { failover: { mode: 'none' } }; }))).toEqual([]);
+    expect(problemsOf(mutate(doc, (d) => { d.spec.clusters[0].multiNetworkPolicy = false; }))).toEqual([]);
   });
 
   test('an API server CIDR that is not one is refused with its path and code', () => {

@@ -79,6 +79,13 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
   const serviceCidrs = cidrs(c.serviceCidrs, 'serviceCidrs');
   const sync = { ...spec.syncControllers, ...c.syncControllers };
   const gatewayReplicas = c.gateway?.replicas ?? spec.gateway?.replicas ?? DEFAULTS.gatewayReplicas;
+  const gatewayVip = datapath === 'gateway' && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip';
+  const networkPolicies = resolveNetworkPolicies(p, spec, c, cp);
+  if (gatewayVip && networkPolicies.installed === 'default-deny' && c.multiNetworkPolicy) {
+    p.add('network-policy-vrrp', c.networkPolicies ? `${cp}.networkPolicies.installed` : 'spec.networkPolicies.installed',
+      `cluster ${c.name} denies everything on its secondary networks (default-deny with multiNetworkPolicy: true), and its ${gatewayReplicas} gateways hand their VIP over by VRRP (IP protocol 112), which no NetworkPolicy or MultiNetworkPolicy can allow: every replica would claim the VIP`,
+      `set spec.gateway.failover.mode: none or ${cp}.gateway.replicas: 1; or allow VRRP on the in-cluster migration network with your CNI's own policy and declare installed: kubevirt`);
+  }
   return {
     name: c.name, index, nodes: c.nodes, datapath, kubevirt,
     syncReplicas: sync.replicas ?? DEFAULTS.syncReplicas,
@@ -86,11 +93,11 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
     migrationAttachment: (attachment ?? spec.crossClusterNetwork.attachment) as Attachment,
     migrationCidr, migrationExclude,
     gatewayReplicas,
-    gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
+    gatewayVip,
     trustAgentReplicas: 0, // set once trust is resolved (resolveAndCheck)
     podCidrs, serviceCidrs,
     multiNetworkPolicy: c.multiNetworkPolicy ?? false,
-    networkPolicies: resolveNetworkPolicies(p, spec, c, cp),
+    networkPolicies,
     openshift: c.openshift ?? kubevirt.configDelivery === 'hco',
   };
 }
