@@ -247,6 +247,27 @@ describe('direct fleet with KubeVirt\'s policies', () => {
   });
 });
 
+describe('native fleet (PR #17922 builds) with KubeVirt\'s policies', () => {
+  const doc = mutate(baseFleet({ datapath: 'native', kubevirt: { version: '1.9.0+pr17922' }, clusters: [{ name: 'x', nodes: 3 }, { name: 'y', nodes: 3 }] }), (d) => {
+    d.spec.networkPolicies = { installed: 'kubevirt' };
+  });
+  const { objects, clusters } = synth(doc);
+  const [x, y] = ['x', 'y'].map((n) => clusters.get(n)!);
+  const p = [...KUBEVIRT_POLICIES, ...policiesOf(objects.get('x')!)];
+  const sync = (c: ClusterPlan, n: number): Endpoint => ({ ip: nth(`${c.crossClusterSync!.ipam.rangeStart}/32`, n), pod: { namespace: KV, labels: { 'kubevirt.io': 'virt-synchronization-controller' } } });
+  const handler: Endpoint = { ip: nth(x.migrationNetwork.cidr!, 10), pod: { namespace: KV, labels: { 'kubevirt.io': 'virt-handler' } } };
+
+  test('the peers\' sync controllers reach this one on 9185 only, the local handler reaches its sync controller (the proxy)', () => {
+    for (const o of objects.get('x')!) expect(validateObject(o, { kubevirtSchema: 'pr17922' })).toEqual([]);
+    expect(evaluate(p, { src: { ip: sync(y, 0).ip }, dst: sync(x, 1), port: 9185 }, NP)).toMatchObject({ allowed: true });
+    expect(evaluate(p, { src: handler, dst: sync(x, 0), port: 49152 }, NP)).toMatchObject({ allowed: true });
+    expect(evaluate(p, { src: sync(x, 0), dst: handler, port: 49153 }, NP)).toMatchObject({ allowed: true });
+    expect(evaluate(p, { src: { ip: sync(y, 0).ip }, dst: sync(x, 1), port: 9186 }, NP).allowed).toBe(false);
+    expect(evaluate(p, { src: { ip: sync(y, 0).ip }, dst: handler, port: 49152 }, NP).allowed).toBe(false); // remote never reaches a handler directly
+    expect(evaluate(p, { src: { ip: '192.168.50.254' }, dst: sync(x, 1), port: 9185 }, NP).allowed).toBe(false);
+  });
+});
+
 describe('fleet field', () => {
   test('default off: no policy of ours without a declaration', () => {
     const { objects } = synth(baseFleet());
