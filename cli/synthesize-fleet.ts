@@ -8,7 +8,6 @@
  *   <out>/<cluster>/components/kubevirt/{kustomization.yaml,kubevirt-patch.yaml}   (kustomize-patch delivery)
  */
 import * as os from 'os';
-import * as YAML from 'yaml';
 import { App } from 'cdk8s';
 import { CrossClusterMigrationMesh, CrossClusterMigrationMeshProps } from '../constructs/mesh';
 import { FleetProblem, FleetValidationError, InvalidPropsError, MigrationMeshError, ProblemCollector } from '../src/base/errors';
@@ -20,6 +19,7 @@ import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fl
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/delivery/rollout';
 import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
 import { MovesInput } from '../src/forklift/checks';
+import { yamlText } from './yaml-text';
 
 export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> {
   /** Called after each cluster is rendered (progress display for large fleets). */
@@ -82,9 +82,7 @@ function objectFileName(o: Manifest): string {
   return `${fileSafe(o.kind)}.${ns}${fileSafe(o.metadata?.name ?? 'unnamed')}.yaml`;
 }
 
-function toYamlText(o: unknown): string {
-  return YAML.stringify(o, { lineWidth: 0, aliasDuplicateObjects: false });
-}
+const toYamlText = yamlText;
 
 /** Plan (of the part of the fleet without problems), Harvester values and GitOps wiring: every problem of the three at once. */
 function checkSynthesis(fleet: FleetInput, opts: PlanOptions): FleetProblem[] {
