@@ -8,7 +8,7 @@
  *   <out>/<cluster>/components/kubevirt/{kustomization.yaml,kubevirt-patch.yaml}   (kustomize-patch delivery)
  */
 import * as os from 'os';
-import { App } from 'cdk8s';
+import { ApiObject, App } from 'cdk8s';
 import { CrossClusterMigrationMesh, CrossClusterMigrationMeshProps } from '../constructs/mesh';
 import { MeshClusterChart } from '../constructs/mesh-cluster';
 import { HarvesterClusterChart } from '../constructs/harvester-cluster';
@@ -50,8 +50,8 @@ export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMes
    */
   readonly customizeCluster?: (chart: MeshClusterChart | HarvesterClusterChart) => NotAPromise;
   /**
-   * false: judge only (what `validate` needs): plan, ledger, objects, file names and every problem, but no
-   * YAML is rendered and `files` stays empty (rendering was about half of the in-memory synthesis).
+   * false: judge only (what `validate` needs): plan, ledger, constructs, file names and every problem, but
+   * no object is rendered to JSON or YAML and `files` stays empty; `objects` is rendered when first read.
    *
    * @default true
    */
@@ -174,12 +174,34 @@ function renderMesh(mesh: CrossClusterMigrationMesh, gitops: ResolvedGitops | un
   const forklift = forkliftOutput({ chart: mesh.forklift, warnings: mesh.forkliftWarnings, gitops }, { toYaml: r.toYaml, objectFileName });
   for (const [k, v] of forklift.files) files.set(k, v);
   fleetFiles(mesh.plan, forklift, stagesOf, r, (rel, text) => files.set(rel, text));
-  return { files: render ? files : new Map(), plan: mesh.plan, ledger: mesh.ledger, changes: mesh.changes, objects, gitops, forklift, mesh };
+  const { plan, ledger, changes } = mesh;
+  const result = { files: render ? files : new Map<string, string>(), plan, ledger, changes, objects, gitops, forklift, mesh };
+  if (render) return result;
+  // judging only: file names came from each object's kind, namespace and name; the objects themselves when asked for
+  let whole: Map<string, Manifest[]> | undefined;
+  return Object.defineProperty(result, 'objects', {
+    enumerable: true, get: () => (whole ??= new Map(mesh.charts.map((c) => [c.cluster.name, clusterObjects(c, gitops)]))),
+  });
+}
+
+/** One cluster's objects as synth writes them: rollout order, GitOps annotations. */
+function clusterObjects(chart: MeshClusterChart | HarvesterClusterChart, gitops: ResolvedGitops | undefined): Manifest[] {
+  const nads = kubevirtNadKeys(chart.cluster);
+  return sortForRollout(chart.toJson() as Manifest[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
+}
+
+/** What names a chart's files (kind, namespace, name), read from its ApiObjects without rendering them. */
+function identities(chart: MeshClusterChart | HarvesterClusterChart): Manifest[] {
+  return chart.node.findAll().filter((c): c is ApiObject => c instanceof ApiObject).map((o) => ({
+    apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, ...(o.metadata.namespace !== undefined ? { namespace: o.metadata.namespace } : {}) },
+  }) as Manifest);
 }
 
 /** How files are rendered: YAML text (or none, judging only) and the GitOps layout. */
 export interface Rendering {
   readonly toYaml: (o: unknown) => string;
+  /** Only file names are needed (validate): objects are named from their constructs, not rendered. */
+  readonly judgeOnly: boolean;
   readonly kustomization: (resources: string[]) => string;
   readonly gitops?: ResolvedGitops;
   /** Flux has no waves inside one Kustomization: the staged layout gives each stage its own directory. */
@@ -188,7 +210,7 @@ export interface Rendering {
 
 export function rendering(gitops: ResolvedGitops | undefined, render: boolean): Rendering {
   // judging only: every file name (and its collisions) as in synth, but no YAML text
-  return { toYaml: render ? toYamlText : () => '', kustomization: render ? kustomizationText : () => '', gitops, staged: !!gitops?.flux };
+  return { toYaml: render ? toYamlText : () => '', judgeOnly: !render, kustomization: render ? kustomizationText : () => '', gitops, staged: !!gitops?.flux };
 }
 
 export interface ClusterStages { readonly name: string; readonly stages: StageName[] }
@@ -202,7 +224,7 @@ export function clusterFiles(
 ): ClusterStages & { objects: Manifest[] } {
   const name = chart.cluster.name;
   const nads = kubevirtNadKeys(chart.cluster);
-  const objs = sortForRollout(chart.toJson() as Manifest[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), r.gitops));
+  const objs = r.judgeOnly ? identities(chart) : clusterObjects(chart, r.gitops);
   const resources = new Map<string, string[]>();
   const seen = new Set<string>();
   const patchForm = chart.cluster.kubevirt.configDelivery === 'kustomize-patch';

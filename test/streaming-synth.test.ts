@@ -115,3 +115,24 @@ describe('a failure in the middle of the stream', () => {
     expect(files(out)).toEqual(before);
   });
 });
+
+describe('validate\'s judging synthesis (render: false) renders nothing it does not need', () => {
+  test.each(examples)('%s: the same objects when asked for, and the same refusal of two objects in one file', (example) => {
+    const fleetFile = path.join(root, 'examples', example);
+    const doc = loadFleetFile(fleetFile);
+    const base = { ledger: loadLedgerFile(ledgerPathFor(fleetFile)), moves: loadMovesFile(movesPathFor(fleetFile), doc.metadata.name) };
+    const judged = synthesizeFleet(doc, { ...base, render: false });
+    const full = synthesizeFleet(doc, base);
+    expect(judged.files.size).toBe(0);
+    expect([...judged.objects.entries()]).toEqual([...full.objects.entries()]);
+    // a second object of one kind, namespace and name (here added by a hook): refused by both, with the same problem
+    const twice = (render: boolean): unknown => {
+      try {
+        synthesizeFleet(doc, { ...base, render, customizeCluster: (chart) => { new kplus.ConfigMap(chart, 'Twin', { metadata: { name: 'twin', namespace: 'ns' } }); new kplus.ConfigMap(chart, 'Twin2', { metadata: { name: 'twin', namespace: 'ns' } }); } });
+      } catch (e) { return (e as { problems: unknown }).problems; }
+      return 'not refused';
+    };
+    expect(twice(false)).toEqual(twice(true));
+    expect(twice(false)).toEqual([expect.objectContaining({ code: 'plan-inconsistent', path: expect.stringMatching(/\/ConfigMap\.ns\.twin\.yaml$/) })]);
+  });
+});
