@@ -98,7 +98,7 @@ export function objectFileName(o: Manifest): string {
   return `${fileSafe(o.kind)}.${ns}${fileSafe(o.metadata?.name ?? 'unnamed')}.yaml`;
 }
 
-export const toYamlText = yamlText;
+const toYamlText = yamlText;
 
 /** Plan (of the part of the fleet without problems), Harvester values and GitOps wiring: every problem of the three at once. */
 function checkSynthesis(fleet: FleetInput, opts: PlanOptions): FleetProblem[] {

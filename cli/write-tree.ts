@@ -217,6 +217,11 @@ export function writeStreamedOutputs(
   }
 }
 
+/** Nothing at `p` (not even a dangling link). */
+const absent = (p: string, io: WriterFs): boolean => {
+  try { io.lstatSync(p); return false; } catch (e) { return (e as NodeJS.ErrnoException).code === 'ENOENT'; }
+};
+
 /** Check and prepare one tree's files as `produce` passes them; then the removals and the manifest. */
 function streamTree(tree: StreamedTree, p: Prepared): TreeWriteReport | undefined {
   const { io } = p;
@@ -232,11 +237,13 @@ function streamTree(tree: StreamedTree, p: Prepared): TreeWriteReport | undefine
   const hashes = new Map<string, string>();
   const verified = new Set<string>();
   const writes: Op[] = [];
+  // a fleet directory that does not exist yet (we hold its lock) has nothing to read, compare or adopt
+  const fresh = absent(dir, io);
   tree.produce((rel, content) => {
     if (hashes.has(rel)) throw new Error(`${rel} generated twice`);
     hashes.set(rel, sha256(content));
     const full = path.join(dir, rel);
-    const found = readTarget(full, dir, io, verified);
+    const found = fresh ? {} : readTarget(full, dir, io, verified);
     if ('code' in found) { p.problems.push(found); return; }
     if (found.content === content) return;
     if (found.content !== undefined) {
@@ -250,7 +257,7 @@ function streamTree(tree: StreamedTree, p: Prepared): TreeWriteReport | undefine
   });
   report.written.sort();
   const removes = removals(dir, manifest, hashes, p, report, notOurs);
-  if (!manifest) report.foreign.push(...foreignFiles(dir, hashes, io));
+  if (!manifest && !fresh) report.foreign.push(...foreignFiles(dir, hashes, io));
   const manifestText = renderManifest(tree.fleet, hashes);
   hashes.clear();
   const oldManifest = readTarget(path.join(dir, MANIFEST_FILE), dir, io);
