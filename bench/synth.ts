@@ -68,6 +68,10 @@ function runChild(mode: Mode, n: number): void {
     const written = writeFleetDirectories([pending])[0];
     const t2 = process.hrtime.bigint();
     ms = Number(t2 - t0) / 1e6; renderMs = Number(t1 - t0) / 1e6; writeMs = Number(t2 - t1) / 1e6;
+    if (process.env.MM_BENCH_PROFILED) { // profiled (printProfiles): the timed part only; the parent removes the tree
+      console.log(JSON.stringify({ tmp }));
+      return;
+    }
     files = readTree(written.dir); // outside the timed part: what was written, for the sizes (the manifest not counted)
     files.delete('.migration-mesh.manifest');
   } else if (mode === 'validate') {
@@ -163,14 +167,16 @@ function printProfiles(sizes: number[]): void {
   if (!sizes.length) return;
   const cols = sizes.map((n) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-bench-prof-'));
-    execFileSync(process.execPath, ['--max-old-space-size=8192', '--cpu-prof', '--cpu-prof-dir', dir, __filename, '--child', 'ours', String(n)], { encoding: 'utf8', timeout: 900_000 });
+    const out = execFileSync(process.execPath, ['--max-old-space-size=8192', '--cpu-prof', '--cpu-prof-dir', dir, __filename, '--child', 'ours', String(n)],
+      { encoding: 'utf8', timeout: 900_000, env: { ...process.env, MM_BENCH_PROFILED: '1' } });
+    fs.rmSync(JSON.parse(out.trim().split('\n').pop()!).tmp, { recursive: true, force: true });
     const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!;
     const parts = profileBreakdown(path.join(dir, file));
     fs.rmSync(dir, { recursive: true, force: true });
     return { n, parts, total: [...parts.values()].reduce((a, b) => a + b, 0) };
   });
   console.log('\nWhere synth\'s time goes: a CPU profile (node --cpu-prof) of one synth run per size, each sample given to the innermost ' +
-    'frame that names a part (bench/profile.ts); the whole process, module loading included');
+    'frame that names a part (bench/profile.ts); the whole process (module loading included) up to the end of the write');
   console.log([
     `| part | ${cols.map((c) => `${c.n} clusters ms | share`).join(' | ')} |`,
     `|---|${cols.map(() => '---:|---:').join('|')}|`,

@@ -39,10 +39,24 @@ function scalarText(v: string | number | boolean | null): string {
   if (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0)) return String(v);
   if (v === null) return 'null';
   if (typeof v === 'boolean') return v ? 'true' : 'false';
+  const block = typeof v === 'string' ? plainBlockLiteral(v) : undefined;
+  if (block !== undefined) return block;
   const hit = scalars.get(v);
   if (hit !== undefined) return hit;
   const text = YAML.stringify({ k: v }, OPTIONS);
   return remember(scalars, v, text.slice(3, -1));
+}
+
+/**
+ * A multi-line string of printable ASCII with no space at a line's end or the start, ending in at most one
+ * newline: the package writes it as a literal block (`|` or `|-`, lines indented by two, empty lines
+ * empty) and so does this, without asking (a gateway's peer table is one such string per cluster, unique,
+ * so asking meant the package's whole scalar analysis once per cluster).
+ */
+function plainBlockLiteral(v: string): string | undefined {
+  if (v.length < 64 || !v.includes('\n') || !/^[\x21-\x7e][\x20-\x7e\n]*$/.test(v) || / \n| $|\n\n$/.test(v) || v.startsWith('\n')) return undefined;
+  const body = v.endsWith('\n') ? v.slice(0, -1) : v;
+  return `${v.endsWith('\n') ? '|' : '|-'}\n${body.replace(/^(?=[^\n])/gm, '  ')}`;
 }
 
 function keyText(k: string): string {

@@ -38,6 +38,17 @@ describe('yamlText', () => {
     expect(yamlText({ q: [{ k: 'a\nb' }] })).toBe('q:\n  - k: |-\n      a\n      b\n');
   });
 
+  test('long multi-line strings (a gateway\'s peer table): written as literal blocks without asking, same bytes', () => {
+    const peers = Array.from({ length: 40 }, (_, i) => `  - {name: c${i}, address: "10.0.${i}.1:15443", cidr: 10.${i}.0.0/24} # peer ${i}`).join('\n');
+    const shapes = [
+      `peers:\n${peers}\n`, `peers:\n${peers}`, `peers:\n${peers}\n\n`, ` lead:\n${peers}`, `peers:\n${peers} \n`, `peers:\n\n${peers}\n`,
+      `# comment\n- item: x\n|pipe\n>fold\n---\n...\n${'x'.repeat(80)}\n`, `tab\there\n${peers}`, `é\n${peers}`,
+    ];
+    for (const v of shapes) {
+      for (const o of [{ data: { 'config.yaml': v } }, { l: [{ k: v }] }, { l: [v] }]) expect(yamlText(o)).toBe(yamlPackageText(o));
+    }
+  });
+
   test('numbers, empty collections, undefined, and shapes left to the package', () => {
     const shapes: unknown[] = [
       { n: [1.5, -0, 1e21, NaN, -3, Infinity, null, true, false, 0] },
