@@ -38,8 +38,12 @@ function treeSize(dir: string, skip = ''): { files: number; bytes: number } {
   let bytes = 0;
   const walk = (d: string): void => {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      if (e.isDirectory()) walk(path.join(d, e.name));
-      else if (e.name !== skip) { files++; bytes += fs.statSync(path.join(d, e.name)).size; }
+      if (e.isDirectory()) {
+        walk(path.join(d, e.name));
+      } else if (e.name !== skip) {
+        files++;
+        bytes += fs.statSync(path.join(d, e.name)).size;
+      }
     }
   };
   walk(dir);
