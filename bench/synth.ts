@@ -11,6 +11,7 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { PARTS, profileBreakdown } from './profile';
 
 export function fleetOfSize(n: number): any {
   return {
@@ -26,10 +27,28 @@ export function fleetOfSize(n: number): any {
 interface Round { ours: Row; base: Row; validate: Row }
 interface Row {
   clusters: number; tool: string; ms: number; peakMiB: number; files: number; outMiB: number;
-  /** ours only: in-memory synthesis (validation, plan, constructs, YAML) and the writer's transaction */
+  /** ours only: planning the fleet (validation, addresses) and the writer's transaction (build, render, write, cluster by cluster) */
   renderMs?: number; writeMs?: number;
 }
 type Mode = 'ours' | 'baseline' | 'validate';
+
+/** How many files under `dir` and their bytes (read from their sizes: holding them would count in the peak RSS). */
+function treeSize(dir: string, skip = ''): { files: number; bytes: number } {
+  let files = 0;
+  let bytes = 0;
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      if (e.isDirectory()) {
+        walk(path.join(d, e.name));
+      } else if (e.name !== skip) {
+        files++;
+        bytes += fs.statSync(path.join(d, e.name)).size;
+      }
+    }
+  };
+  walk(dir);
+  return { files, bytes };
+}
 
 function child(mode: Mode, n: number, objectsFile = ''): Row {
   const out = execFileSync(process.execPath, ['--max-old-space-size=8192', __filename, '--child', mode, String(n), objectsFile], { encoding: 'utf8', maxBuffer: 1 << 24, timeout: 900_000 });
@@ -41,23 +60,28 @@ function runChild(mode: Mode, n: number): void {
   const { synthesizeFleet } = require('../cli/synthesize-fleet');
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-bench-'));
   const doc = fleetOfSize(n);
-  let files: Map<string, string>;
+  let size = { files: 0, bytes: 0 };
   let ms: number;
   let renderMs: number | undefined;
   let writeMs: number | undefined;
   if (mode === 'ours') {
     const t0 = process.hrtime.bigint();
-    // what synthesizeFleetToDirectory (and the CLI's synth) does, in its two halves: render in memory, then the
-    // writer's transaction (manifest, temp files, one flush, renames)
+    // what synthesizeFleetToDirectory (and the CLI's synth) does, in its two halves: plan the fleet once, then the
+    // writer's transaction, which builds, renders and writes one cluster at a time (temp files, one flush, renames)
     const pending = renderFleetDirectory({ fleet: doc, outdir: path.join(tmp, 'out'), svg: false });
     const t1 = process.hrtime.bigint();
-    files = writeFleetDirectories([pending])[0].files;
+    const written = writeFleetDirectories([pending])[0];
     const t2 = process.hrtime.bigint();
     ms = Number(t2 - t0) / 1e6; renderMs = Number(t1 - t0) / 1e6; writeMs = Number(t2 - t1) / 1e6;
+    if (process.env.MM_BENCH_PROFILED) { // profiled (printProfiles): the timed part only; the parent removes the tree
+      console.log(JSON.stringify({ tmp }));
+      return;
+    }
+    size = treeSize(written.dir, '.migration-mesh.manifest'); // outside the timed part: what was written (the manifest not counted)
   } else if (mode === 'validate') {
     // what `migration-mesh validate` does for one fleet: synth's synthesis in memory without rendering YAML
     const t0 = process.hrtime.bigint();
-    files = synthesizeFleet(doc, { render: false }).files;
+    synthesizeFleet(doc, { render: false });
     ms = Number(process.hrtime.bigint() - t0) / 1e6;
   } else {
     // the same objects, precomputed by the parent and read outside the timed section; then time plain cdk8s
@@ -71,16 +95,12 @@ function runChild(mode: Mode, n: number): void {
     }
     app.synth();
     ms = Number(process.hrtime.bigint() - t0) / 1e6;
-    files = new Map();
-    const walk = (d: string): void => { for (const e of fs.readdirSync(d, { withFileTypes: true })) { if (e.isDirectory()) walk(path.join(d, e.name)); else files.set(e.name, fs.readFileSync(path.join(d, e.name), 'utf8')); } };
-    walk(path.join(tmp, 'out'));
+    size = treeSize(path.join(tmp, 'out'));
   }
-  let bytes = 0;
-  for (const v of files.values()) bytes += Buffer.byteLength(v);
   const peakMiB = process.resourceUsage().maxRSS / 1024;
   fs.rmSync(tmp, { recursive: true, force: true });
   const tool = { ours: 'migration-mesh synth', validate: 'migration-mesh validate', baseline: 'plain cdk8s (same objects)' }[mode];
-  const row: Row = { clusters: n, tool, ms, peakMiB, files: files.size, outMiB: bytes / 1048576, renderMs, writeMs };
+  const row: Row = { clusters: n, tool, ms, peakMiB, files: size.files, outMiB: size.bytes / 1048576, renderMs, writeMs };
   console.log(JSON.stringify(row));
 }
 
@@ -128,16 +148,43 @@ function main(): void {
     ...out.map(({ clusters, rounds: rs }) => `| ${clusters} | ${rs[0].ours.files} | ${rs[0].ours.outMiB.toFixed(1)} | ${med(rs, (x) => x.ours.ms)} | ${med(rs, (x) => x.ours.peakMiB)} | ` +
       `${med(rs, (x) => x.base.ms)} | ${med(rs, (x) => x.base.peakMiB)} | ${spread(rs.map((x) => x.ours.ms / x.base.ms))} | ${med(rs, (x) => x.validate.ms)} | ${spread(rs.map((x) => x.validate.ms / x.ours.ms))} |`),
   ].join('\n'));
-  console.log('\nWhere synth\'s time goes (medians over the rounds): validation, plan and constructs = validate\'s time; YAML = synth\'s ' +
-    'in-memory part minus validate\'s in the same round (a difference of two runs: noisy on a loaded machine); writer = the transaction');
+  console.log('\nsynth\'s two halves (medians): planning the fleet once (validation, addresses, GitOps wiring), then the writer\'s ' +
+    'transaction, which builds, renders and writes one cluster at a time, flushes once and renames');
   console.log([
-    '| clusters | validation + plan + constructs ms | YAML rendering ms | writer ms |',
-    '|---:|---:|---:|---:|',
-    ...out.map(({ clusters, rounds: rs }) => `| ${clusters} | ${med(rs, (x) => x.validate.ms)} | ${med(rs, (x) => Math.max(0, x.ours.renderMs! - x.validate.ms))} | ${med(rs, (x) => x.ours.writeMs!)} |`),
+    '| clusters | plan ms | build + render + write ms |',
+    '|---:|---:|---:|',
+    ...out.map(({ clusters, rounds: rs }) => `| ${clusters} | ${med(rs, (x) => x.ours.renderMs!)} | ${med(rs, (x) => x.ours.writeMs!)} |`),
   ].join('\n'));
+  printProfiles(sizes.filter((n) => (process.env.BENCH_PROFILE ?? '100,1000').split(',').map(Number).includes(n)));
   const resDir = path.join(__dirname, '..', '..', 'bench', 'results');
   fs.mkdirSync(resDir, { recursive: true });
   fs.writeFileSync(path.join(resDir, 'synth.json'), `${JSON.stringify(out, null, 2)}\n`);
+}
+
+/**
+ * One more `synth` run per size under `node --cpu-prof`, its samples split into the pipeline's parts
+ * (bench/profile.ts). The profiler slows the run down by a few percent; the shares are what counts.
+ */
+function printProfiles(sizes: number[]): void {
+  if (!sizes.length) return;
+  const cols = sizes.map((n) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-bench-prof-'));
+    const out = execFileSync(process.execPath, ['--max-old-space-size=8192', '--cpu-prof', '--cpu-prof-dir', dir, __filename, '--child', 'ours', String(n)],
+      { encoding: 'utf8', timeout: 900_000, env: { ...process.env, MM_BENCH_PROFILED: '1' } });
+    fs.rmSync(JSON.parse(out.trim().split('\n').pop()!).tmp, { recursive: true, force: true });
+    const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!;
+    const parts = profileBreakdown(path.join(dir, file));
+    fs.rmSync(dir, { recursive: true, force: true });
+    return { n, parts, total: [...parts.values()].reduce((a, b) => a + b, 0) };
+  });
+  console.log('\nWhere synth\'s time goes: a CPU profile (node --cpu-prof) of one synth run per size, each sample given to the innermost ' +
+    'frame that names a part (bench/profile.ts); the whole process (module loading included) up to the end of the write');
+  console.log([
+    `| part | ${cols.map((c) => `${c.n} clusters ms | share`).join(' | ')} |`,
+    `|---|${cols.map(() => '---:|---:').join('|')}|`,
+    ...PARTS.map((part) => `| ${part} | ${cols.map((c) => `${c.parts.get(part)!.toFixed(0)} | ${(100 * c.parts.get(part)! / c.total).toFixed(1)}%`).join(' | ')} |`),
+    `| total | ${cols.map((c) => `${c.total.toFixed(0)} | 100%`).join(' | ')} |`,
+  ].join('\n'));
 }
 
 if (require.main === module) {

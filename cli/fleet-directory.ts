@@ -6,14 +6,16 @@
  */
 import * as path from 'path';
 import { InvalidPropsError } from '../src/base/errors';
-import { FleetInput } from '../src/addressing/planner';
+import { FleetInput, FleetPlan } from '../src/addressing/planner';
 import { Ledger, serializeLedger } from '../src/addressing/ledger';
 import { ledgerPathFor, loadLedgerFile, readFleetFile } from '../src/fleet/load';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { planReport } from '../src/report/plan-report';
 import { renderFleetSvg } from '../src/report/fleet-svg';
 import { SynthOptions, SynthResult, synthesizeFleet } from './synthesize-fleet';
-import { OutputFile, OutputTree, TreeWriteReport, WriteHooks, WriterFs, writeOutputs } from './write-tree';
+import { OutputFile, StreamedTree, TreeWriteReport, WriteHooks, WriterFs, writeStreamedOutputs } from './write-tree';
+import { PlannedSynthesis, planSynthesis } from './synthesize-stream';
+import { FleetDocument } from '../src/fleet/schema';
 
 /** The fleet picture's name inside `<outdir>/<fleet>/`. */
 export const FLEET_SVG = 'fleet.svg';
@@ -62,7 +64,11 @@ export interface FleetDirectoryOptions extends Omit<SynthOptions, 'ledger'> {
   readonly svg?: boolean;
 }
 
-/** A fleet rendered in memory, ready to be written (`writeFleetDirectories`). */
+/**
+ * A fleet ready to be written (`writeFleetDirectories`). Without a whole-mesh `customize` hook it is
+ * only planned: the write builds, renders and writes one cluster at a time, and `files`, `tree`,
+ * `objects` and `mesh` are synthesized in memory only if you read them (a second synthesis, held whole).
+ */
 export interface PendingFleetDirectory extends SynthResult {
   /** `<outdir>/<fleet>`. */
   readonly dir: string;
@@ -76,11 +82,20 @@ export interface PendingFleetDirectory extends SynthResult {
 export interface FleetDirectoryResult extends PendingFleetDirectory {
   /** Files written, removed, and files not ours left in place. */
   readonly report: TreeWriteReport;
+  /** How many files synth generated in the tree (`files.size`: `fleet.svg` and the manifest not counted), without holding them. */
+  readonly fileCount: number;
 }
 
+/** The fleet picture (`fleet.svg`). */
+const fleetSvg = (plan: FleetPlan, document: FleetDocument): string =>
+  renderFleetSvg(planReport(plan, { harvester: document.spec.clusters.filter((c) => c.harvester).map((c) => c.name) }));
+
+/** Planned fleets whose files are produced while they are written (see `PendingFleetDirectory`). */
+const streamed = new WeakMap<object, { planned: PlannedSynthesis; svg?: string; materialized: () => boolean }>();
+
 /**
- * Render one fleet in memory (validation, plan, constructs, your `customize` hook, files); writes
- * nothing. Throws `FleetValidationError` with every problem.
+ * Render one fleet (validation, plan; with a whole-mesh `customize` hook also the constructs and every
+ * file, in memory); writes nothing. Throws `FleetValidationError` with every problem.
  */
 export function renderFleetDirectory(opts: FleetDirectoryOptions): PendingFleetDirectory {
   if (!opts.fleet === !opts.fleetFile) {
@@ -91,35 +106,76 @@ export function renderFleetDirectory(opts: FleetDirectoryOptions): PendingFleetD
   const ledger = opts.ledger ?? (ledgerFile ? loadLedgerFile(ledgerFile) : undefined);
   const name = 'metadata' in fleet ? fleet.metadata.name : fleet.name;
   const moves = opts.moves ?? (opts.fleetFile ? loadMovesFile(movesPathFor(opts.fleetFile), name) : undefined);
-  const r = synthesizeFleet(fleet, { ...opts, ledger, moves });
-  const tree = new Map(r.files);
-  if (opts.svg !== false) {
-    const harvester = r.mesh.document.spec.clusters.filter((c) => c.harvester).map((c) => c.name);
-    tree.set(FLEET_SVG, renderFleetSvg(planReport(r.plan, { harvester })));
+  const inMemory = (): PendingFleetDirectory => {
+    const r = synthesizeFleet(fleet, { ...opts, ledger, moves });
+    const tree = new Map(r.files);
+    if (opts.svg !== false) tree.set(FLEET_SVG, fleetSvg(r.plan, r.mesh.document));
+    return { ...r, dir: path.join(opts.outdir ?? 'dist', r.plan.fleet), ledgerFile, tree };
+  };
+  if (opts.customize) return inMemory();
+  const planned = planSynthesis(fleet, { ...opts, ledger, moves });
+  let whole: PendingFleetDirectory | undefined;
+  const full = (): PendingFleetDirectory => (whole ??= inMemory());
+  const pending = lazily({
+    plan: planned.plan, ledger: planned.ledger, changes: planned.changes, gitops: planned.gitops, forklift: planned.forklift,
+    dir: path.join(opts.outdir ?? 'dist', planned.plan.fleet), ledgerFile,
+  }, full);
+  streamed.set(pending, { planned, svg: opts.svg !== false ? fleetSvg(planned.plan, planned.document) : undefined, materialized: () => !!whole });
+  return pending;
+}
+
+/** `base` with `files`, `tree`, `objects` and `mesh` taken from `full()` on first read. */
+function lazily<T extends object>(base: T, full: () => PendingFleetDirectory): T & PendingFleetDirectory {
+  const out = { ...base } as T & PendingFleetDirectory;
+  for (const key of ['files', 'tree', 'objects', 'mesh'] as const) {
+    Object.defineProperty(out, key, { enumerable: true, configurable: true, get: () => full()[key] });
   }
-  return { ...r, dir: path.join(opts.outdir ?? 'dist', r.plan.fleet), ledgerFile, tree };
+  return out;
 }
 
 /**
  * Write rendered fleets: every tree and ledger in one transaction (nothing written when one cannot
- * be). Throws `OutputWriteError` (codes `write/...`, docs/errors.md) with the path and the fix.
+ * be). A planned fleet is built, rendered and written one cluster at a time, under the lock. Throws
+ * `OutputWriteError` (codes `write/...`, docs/errors.md) with the path and the fix, or the fleet's
+ * own error when a cluster cannot be built (nothing written).
  */
 export function writeFleetDirectories(pending: readonly PendingFleetDirectory[], io?: WriterFs, hooks?: WriteHooks): FleetDirectoryResult[] {
-  const trees: OutputTree[] = pending.map((p) => ({ dir: p.dir, fleet: p.plan.fleet, files: p.tree }));
+  const counts = pending.map((p) => (streamed.get(p)?.materialized() === false ? 0 : p.files.size));
+  const trees: StreamedTree[] = pending.map((p, i) => {
+    const s = streamed.get(p);
+    if (!s || s.materialized()) {
+      return { dir: p.dir, fleet: p.plan.fleet, produce: (emit) => { for (const rel of [...p.tree.keys()].sort()) emit(rel, p.tree.get(rel)!); } };
+    }
+    return {
+      dir: p.dir, fleet: p.plan.fleet,
+      produce: (emit) => {
+        counts[i] = s.planned.stream(emit);
+        if (s.svg !== undefined) emit(FLEET_SVG, s.svg);
+      },
+    };
+  });
   const ledgers: OutputFile[] = pending.flatMap((p) => (p.ledgerFile ? [{ file: p.ledgerFile, content: serializeLedger(p.ledger) }] : []));
-  const reports = writeOutputs(trees, ledgers, io, hooks);
-  return pending.map((p, i) => ({ ...p, report: reports[i] }));
+  const reports = writeStreamedOutputs(trees, ledgers, io, hooks);
+  return pending.map((p, i) => {
+    // the same object with its lazy fields kept (a spread would synthesize them)
+    const r = Object.defineProperties({}, Object.getOwnPropertyDescriptors(p)) as FleetDirectoryResult;
+    Object.defineProperties(r, { report: { value: reports[i], enumerable: true }, fileCount: { value: counts[i], enumerable: true } });
+    const s = streamed.get(p);
+    if (s) streamed.set(r, s);
+    return r;
+  });
 }
 
 /**
  * Synthesize a fleet into `<outdir>/<fleet>/` (the GitOps layout; the same tree `migration-mesh synth`
  * writes) and write its ledger back, together or not at all. Files not ours in that directory are
- * left alone (see `.migration-mesh.manifest`).
+ * left alone (see `.migration-mesh.manifest`). Without a whole-mesh `customize` hook, one cluster at a
+ * time is built, rendered and written (`customizeCluster` keeps that).
  *
  * @example
  * synthesizeFleetToDirectory({
  *   fleetFile: 'prod.fleet.yaml', outdir: 'dist',
- *   customize: (mesh) => mesh.gateways.forEach((gw) => gw.addPodLabel('team', 'net')),
+ *   customizeCluster: (chart) => { if (MeshClusterChart.isMeshClusterChart(chart)) chart.proxy?.addPodLabel('team', 'net'); },
  * });
  */
 export function synthesizeFleetToDirectory(opts: FleetDirectoryOptions): FleetDirectoryResult {

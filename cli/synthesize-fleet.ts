@@ -8,9 +8,10 @@
  *   <out>/<cluster>/components/kubevirt/{kustomization.yaml,kubevirt-patch.yaml}   (kustomize-patch delivery)
  */
 import * as os from 'os';
-import * as YAML from 'yaml';
-import { App } from 'cdk8s';
+import { ApiObject, App } from 'cdk8s';
 import { CrossClusterMigrationMesh, CrossClusterMigrationMeshProps } from '../constructs/mesh';
+import { MeshClusterChart } from '../constructs/mesh-cluster';
+import { HarvesterClusterChart } from '../constructs/harvester-cluster';
 import { FleetProblem, FleetValidationError, InvalidPropsError, MigrationMeshError, ProblemCollector } from '../src/base/errors';
 import { Ledger, LedgerChange } from '../src/addressing/ledger';
 import { Manifest } from '../src/delivery/manifest';
@@ -22,6 +23,7 @@ import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fl
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/delivery/rollout';
 import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
 import { MovesInput } from '../src/forklift/checks';
+import { yamlText } from './yaml-text';
 
 export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> {
   /** Called after each cluster is rendered (progress display for large fleets). */
@@ -38,8 +40,20 @@ export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMes
    */
   readonly customize?: (mesh: CrossClusterMigrationMesh) => NotAPromise;
   /**
-   * false: judge only (what `validate` needs): plan, ledger, objects, file names and every problem, but no
-   * YAML is rendered and `files` stays empty (rendering was about half of the in-memory synthesis).
+   * Extend one cluster's constructs before they are rendered: its `MeshClusterChart` (or
+   * `HarvesterClusterChart`), with `chart.proxy` the cluster's `MigrationProxy` in gateway mode. Called
+   * once per cluster, in cluster order. Unlike `customize`, it lets the writer
+   * (`synthesizeFleetToDirectory`, the CLI's `synth`) build, render, write and release one cluster at a
+   * time: memory stays one cluster plus the plan. `customize` needs every cluster's constructs at once
+   * (about 0.8 KiB per object held until the write, ~600 MiB at 1000 clusters); prefer this form for
+   * large fleets. When both are given, this one runs first, on every chart.
+   *
+   * @default - no customization
+   */
+  readonly customizeCluster?: (chart: MeshClusterChart | HarvesterClusterChart) => NotAPromise;
+  /**
+   * false: judge only (what `validate` needs): plan, ledger, constructs, file names and every problem, but
+   * no object is rendered to JSON or YAML and `files` stays empty; `objects` is rendered when first read.
    *
    * @default true
    */
@@ -79,14 +93,12 @@ export function rolloutRank(kind: string): number {
 
 const fileSafe = (s: string): string => s.replace(/[^0-9A-Za-z._-]/g, '_');
 
-function objectFileName(o: Manifest): string {
+export function objectFileName(o: Manifest): string {
   const ns = o.metadata?.namespace ? `${fileSafe(o.metadata.namespace)}.` : '';
   return `${fileSafe(o.kind)}.${ns}${fileSafe(o.metadata?.name ?? 'unnamed')}.yaml`;
 }
 
-function toYamlText(o: unknown): string {
-  return YAML.stringify(o, { lineWidth: 0, aliasDuplicateObjects: false });
-}
+const toYamlText = yamlText;
 
 /** Plan (of the part of the fleet without problems), Harvester values and GitOps wiring: every problem of the three at once. */
 function checkSynthesis(fleet: FleetInput, opts: PlanOptions): FleetProblem[] {
@@ -101,19 +113,15 @@ function checkSynthesis(fleet: FleetInput, opts: PlanOptions): FleetProblem[] {
 }
 
 /**
- * The mesh, each cluster's chart in an App of its own (rendering chart by chart from one App is
- * quadratic), and the GitOps wiring. A fleet with problems is checked once more, layer by layer
- * (`checkSynthesis`), so the error lists every problem of the plan, Harvester values, moves and GitOps at once.
+ * `build` (the mesh, or the plan the streaming writer builds from) and the GitOps wiring. A fleet with
+ * problems is checked once more, layer by layer (`checkSynthesis`), so the error lists every problem of
+ * the plan, Harvester values, moves and GitOps at once.
  */
-function buildMesh(fleet: FleetInput, opts: SynthOptions): { mesh: CrossClusterMigrationMesh; gitops?: ResolvedGitops } {
+export function checkedBuild<T>(fleet: FleetInput, opts: PlanOptions, build: () => T): { value: T; gitops?: ResolvedGitops } {
   const { gitops, problems } = resolveGitops(toFleetDocument(fleet));
-  const app = (): App => new App({ outdir: os.tmpdir() });
-  let mesh: CrossClusterMigrationMesh;
+  let value: T;
   try {
-    mesh = new CrossClusterMigrationMesh(app(), 'mesh', {
-      fleet, ledger: opts.ledger, frozen: opts.frozen, renamedFrom: opts.renamedFrom, moves: opts.moves,
-      labels: opts.labels, gatewayPod: opts.gatewayPod, clusters: opts.clusters, chartScope: app,
-    });
+    value = build();
   } catch (e) {
     if (!(e instanceof FleetValidationError)) throw e;
     const all = checkSynthesis(fleet, opts);
@@ -121,6 +129,16 @@ function buildMesh(fleet: FleetInput, opts: SynthOptions): { mesh: CrossClusterM
     throw new FleetValidationError(all.length > problems.length ? all : [...e.problems, ...problems]);
   }
   if (problems.length) throw new FleetValidationError(problems);
+  return { value, gitops };
+}
+
+/** The mesh with each cluster's chart in an App of its own (rendering chart by chart from one App is quadratic). */
+function buildMesh(fleet: FleetInput, opts: SynthOptions): { mesh: CrossClusterMigrationMesh; gitops?: ResolvedGitops } {
+  const app = (): App => new App({ outdir: os.tmpdir() });
+  const { value: mesh, gitops } = checkedBuild(fleet, opts, () => new CrossClusterMigrationMesh(app(), 'mesh', {
+    fleet, ledger: opts.ledger, frozen: opts.frozen, renamedFrom: opts.renamedFrom, moves: opts.moves,
+    labels: opts.labels, gatewayPod: opts.gatewayPod, clusters: opts.clusters, chartScope: app,
+  }));
   return { mesh, gitops };
 }
 
@@ -131,77 +149,134 @@ function buildMesh(fleet: FleetInput, opts: SynthOptions): { mesh: CrossClusterM
  */
 export function synthesizeFleet(fleet: FleetInput, opts: SynthOptions = {}): SynthResult {
   const { mesh, gitops } = buildMesh(fleet, opts);
-  const hooked: unknown = opts.customize?.(mesh);
-  if (typeof (hooked as PromiseLike<unknown> | undefined)?.then === 'function') {
-    Promise.resolve(hooked).catch(() => undefined); // refused below: its own failure must not end the process later
-    throw new InvalidPropsError({ code: 'customize-async', path: 'customize', message: 'the customize hook returned a promise (an async function?): synthesis is synchronous, so it would finish after the tree is rendered and written',
-      fix: 'make the hook synchronous (no async / await): the construct methods it calls (addSidecar, addPodLabel, ...) are all synchronous' });
-  }
+  if (opts.customizeCluster) for (const chart of mesh.charts) refuseAsync(opts.customizeCluster(chart), 'customizeCluster');
+  refuseAsync(opts.customize?.(mesh), 'customize');
   return renderMesh(mesh, gitops, opts.onCluster, opts.render !== false);
 }
 
+/** A hook that returned a promise (an `async` hook) is refused: synthesis is synchronous. */
+export function refuseAsync(hooked: unknown, hook: 'customize' | 'customizeCluster'): void {
+  if (typeof (hooked as PromiseLike<unknown> | undefined)?.then !== 'function') return;
+  Promise.resolve(hooked).catch(() => undefined); // refused here: its own failure must not end the process later
+  throw new InvalidPropsError({ code: 'customize-async', path: hook, message: `the ${hook} hook returned a promise (an async function?): synthesis is synchronous, so it would finish after the tree is rendered and written`,
+    fix: 'make the hook synchronous (no async / await): the construct methods it calls (addSidecar, addPodLabel, ...) are all synchronous' });
+}
+
 function renderMesh(mesh: CrossClusterMigrationMesh, gitops: ResolvedGitops | undefined, onCluster: SynthOptions['onCluster'], render: boolean): SynthResult {
-  // judging only: every file name (and its collisions) as in synth, but no YAML text
-  const toYaml = render ? toYamlText : (): string => '';
-  const kustomization = render ? kustomizationText : (): string => '';
-  // Flux has no waves inside one Kustomization: the staged layout gives each stage its own directory
-  const staged = !!gitops?.flux;
+  const r = rendering(gitops, render);
   const files = new Map<string, string>();
   const objects = new Map<string, Manifest[]>();
-  const stagesOf: { name: string; stages: StageName[] }[] = [];
+  const stagesOf: ClusterStages[] = [];
   mesh.charts.forEach((chart, n) => {
-    const name = chart.cluster.name;
-    const nads = kubevirtNadKeys(chart.cluster);
-    const objs = sortForRollout(chart.toJson() as Manifest[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
-    objects.set(name, objs);
-    const resources = new Map<string, string[]>();
-    const patchForm = chart.cluster.kubevirt.configDelivery === 'kustomize-patch';
-    for (const o of objs) {
-      if (patchForm && o.kind === 'KubeVirt') {
-        files.set(`${name}/components/kubevirt/kubevirt-patch.yaml`, toYaml(o));
-        files.set(`${name}/components/kubevirt/kustomization.yaml`, toYaml({
-          apiVersion: 'kustomize.config.k8s.io/v1alpha1',
-          kind: 'Component',
-          patches: [{ path: 'kubevirt-patch.yaml', target: { group: 'kubevirt.io', version: 'v1', kind: 'KubeVirt', name: o.metadata.name, namespace: o.metadata.namespace } }],
-        }));
-        continue;
-      }
-      const dir = staged ? stageOfWave(rolloutWave(o, nads)).dir : '';
-      const f = objectFileName(o);
-      const rel = dir ? `${name}/${dir}/${f}` : `${name}/${f}`;
-      if (files.has(rel)) {
-        const message = `two objects of cluster ${name} map to one file ${f}`;
-        throw new MigrationMeshError(message, [{ code: 'plan-inconsistent', path: `${name}/${f}`, message }]);
-      }
-      files.set(rel, toYaml(o));
-      resources.set(dir, [...(resources.get(dir) ?? []), f]);
-    }
-    if (staged) {
-      const present = STAGES.filter((st) => resources.has(st.dir));
-      for (const st of present) files.set(`${name}/${st.dir}/kustomization.yaml`, kustomization(resources.get(st.dir)!));
-      // plain `kubectl apply -k <cluster>` still applies everything, stage directories in order
-      files.set(`${name}/kustomization.yaml`, kustomization(present.map((st) => st.dir)));
-      stagesOf.push({ name, stages: present.map((st) => st.name) });
-    } else {
-      files.set(`${name}/kustomization.yaml`, kustomization(resources.get('') ?? []));
-      stagesOf.push({ name, stages: [] });
-    }
+    const done = clusterFiles(chart, r, (rel, text) => files.set(rel, text));
+    objects.set(done.name, done.objects);
+    stagesOf.push(done);
     onCluster?.(n + 1, mesh.charts.length);
   });
-  const forklift = forkliftOutput({ chart: mesh.forklift, warnings: mesh.forkliftWarnings, gitops }, { toYaml, objectFileName });
+  const forklift = forkliftOutput({ chart: mesh.forklift, warnings: mesh.forkliftWarnings, gitops }, { toYaml: r.toYaml, objectFileName });
   for (const [k, v] of forklift.files) files.set(k, v);
-  const clusters = mesh.plan.clusters.map((c) => c.name);
+  fleetFiles(mesh.plan, forklift, stagesOf, r, (rel, text) => files.set(rel, text));
+  const { plan, ledger, changes } = mesh;
+  const result = { files: render ? files : new Map<string, string>(), plan, ledger, changes, objects, gitops, forklift, mesh };
+  if (render) return result;
+  // judging only: file names came from each object's kind, namespace and name; the objects themselves when asked for
+  let whole: Map<string, Manifest[]> | undefined;
+  return Object.defineProperty(result, 'objects', {
+    enumerable: true, get: () => (whole ??= new Map(mesh.charts.map((c) => [c.cluster.name, clusterObjects(c, gitops)]))),
+  });
+}
+
+/** One cluster's objects as synth writes them: rollout order, GitOps annotations. */
+function clusterObjects(chart: MeshClusterChart | HarvesterClusterChart, gitops: ResolvedGitops | undefined): Manifest[] {
+  const nads = kubevirtNadKeys(chart.cluster);
+  return sortForRollout(chart.toJson() as Manifest[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
+}
+
+/** What names a chart's files (kind, namespace, name), read from its ApiObjects without rendering them. */
+function identities(chart: MeshClusterChart | HarvesterClusterChart): Manifest[] {
+  return chart.node.findAll().filter((c): c is ApiObject => c instanceof ApiObject).map((o) => ({
+    apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, ...(o.metadata.namespace !== undefined ? { namespace: o.metadata.namespace } : {}) },
+  }) as Manifest);
+}
+
+/** How files are rendered: YAML text (or none, judging only) and the GitOps layout. */
+export interface Rendering {
+  readonly toYaml: (o: unknown) => string;
+  /** Only file names are needed (validate): objects are named from their constructs, not rendered. */
+  readonly judgeOnly: boolean;
+  readonly kustomization: (resources: string[]) => string;
+  readonly gitops?: ResolvedGitops;
+  /** Flux has no waves inside one Kustomization: the staged layout gives each stage its own directory. */
+  readonly staged: boolean;
+}
+
+export function rendering(gitops: ResolvedGitops | undefined, render: boolean): Rendering {
+  // judging only: every file name (and its collisions) as in synth, but no YAML text
+  return { toYaml: render ? toYamlText : () => '', judgeOnly: !render, kustomization: render ? kustomizationText : () => '', gitops, staged: !!gitops?.flux };
+}
+
+export interface ClusterStages { readonly name: string; readonly stages: StageName[] }
+
+/**
+ * One cluster's objects (rollout order, GitOps annotations) and its files, each passed to `emit`:
+ * `<cluster>/<Kind>.<namespace>.<name>.yaml`, the kustomize-patch Component, the kustomizations.
+ */
+export function clusterFiles(
+  chart: MeshClusterChart | HarvesterClusterChart, r: Rendering, emit: (rel: string, text: string) => void,
+): ClusterStages & { objects: Manifest[] } {
+  const name = chart.cluster.name;
+  const nads = kubevirtNadKeys(chart.cluster);
+  const objs = r.judgeOnly ? identities(chart) : clusterObjects(chart, r.gitops);
+  const resources = new Map<string, string[]>();
+  const seen = new Set<string>();
+  const patchForm = chart.cluster.kubevirt.configDelivery === 'kustomize-patch';
+  for (const o of objs) {
+    if (patchForm && o.kind === 'KubeVirt') {
+      emit(`${name}/components/kubevirt/kubevirt-patch.yaml`, r.toYaml(o));
+      emit(`${name}/components/kubevirt/kustomization.yaml`, r.toYaml({
+        apiVersion: 'kustomize.config.k8s.io/v1alpha1',
+        kind: 'Component',
+        patches: [{ path: 'kubevirt-patch.yaml', target: { group: 'kubevirt.io', version: 'v1', kind: 'KubeVirt', name: o.metadata.name, namespace: o.metadata.namespace } }],
+      }));
+      continue;
+    }
+    const dir = r.staged ? stageOfWave(rolloutWave(o, nads)).dir : '';
+    const f = objectFileName(o);
+    const rel = dir ? `${name}/${dir}/${f}` : `${name}/${f}`;
+    if (seen.has(rel)) {
+      const message = `two objects of cluster ${name} map to one file ${f}`;
+      throw new MigrationMeshError(message, [{ code: 'plan-inconsistent', path: `${name}/${f}`, message }]);
+    }
+    seen.add(rel);
+    emit(rel, r.toYaml(o));
+    resources.set(dir, [...(resources.get(dir) ?? []), f]);
+  }
+  if (!r.staged) {
+    emit(`${name}/kustomization.yaml`, r.kustomization(resources.get('') ?? []));
+    return { name, stages: [], objects: objs };
+  }
+  const present = STAGES.filter((st) => resources.has(st.dir));
+  for (const st of present) emit(`${name}/${st.dir}/kustomization.yaml`, r.kustomization(resources.get(st.dir)!));
+  // plain `kubectl apply -k <cluster>` still applies everything, stage directories in order
+  emit(`${name}/kustomization.yaml`, r.kustomization(present.map((st) => st.dir)));
+  return { name, stages: present.map((st) => st.name), objects: objs };
+}
+
+/** The GitOps wiring's files (`_gitops/`): an ApplicationSet or Flux Kustomizations over every cluster. */
+export function fleetFiles(
+  plan: FleetPlan, forklift: ForkliftOutput, stagesOf: readonly ClusterStages[], r: Rendering, emit: (rel: string, text: string) => void,
+): void {
+  const { gitops } = r;
   if (gitops?.argocd) {
-    const apps = [argocdApplicationSet(gitops, clusters), ...forklift.gitops.argocd];
-    for (const a of apps) files.set(`${GITOPS_DIR}/argocd/${objectFileName(a)}`, toYaml(a));
-    files.set(`${GITOPS_DIR}/argocd/kustomization.yaml`, kustomization(apps.map(objectFileName)));
+    const apps = [argocdApplicationSet(gitops, plan.clusters.map((c) => c.name)), ...forklift.gitops.argocd];
+    for (const a of apps) emit(`${GITOPS_DIR}/argocd/${objectFileName(a)}`, r.toYaml(a));
+    emit(`${GITOPS_DIR}/argocd/kustomization.yaml`, r.kustomization(apps.map(objectFileName)));
   }
   if (gitops?.flux) {
     const ks = [...fluxKustomizations(gitops, stagesOf), ...forklift.gitops.flux];
-    for (const k of ks) files.set(`${GITOPS_DIR}/flux/${objectFileName(k)}`, toYaml(k));
-    files.set(`${GITOPS_DIR}/flux/kustomization.yaml`, kustomization(ks.map(objectFileName)));
+    for (const k of ks) emit(`${GITOPS_DIR}/flux/${objectFileName(k)}`, r.toYaml(k));
+    emit(`${GITOPS_DIR}/flux/kustomization.yaml`, r.kustomization(ks.map(objectFileName)));
   }
-  return { files: render ? files : new Map(), plan: mesh.plan, ledger: mesh.ledger, changes: mesh.changes, objects, gitops, forklift, mesh };
 }
 
 function kustomizationText(resources: string[]): string {

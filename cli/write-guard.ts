@@ -21,9 +21,14 @@ import * as os from 'os';
 import * as path from 'path';
 import { FleetProblem } from '../src/base/errors';
 
-/** A side file of the writer: `.<name>.mm-<what>-<pid>-<hex>` beside `target`. */
-export const sideName = (target: string, what: string): string =>
-  path.join(path.dirname(target), `.${path.basename(target)}.mm-${what}-${process.pid}-${crypto.randomBytes(4).toString('hex')}`);
+/** Side-file suffixes: a random start, then counted (a random draw per file cost more than the file's own checks). */
+let sideCounter = crypto.randomBytes(4).readUInt32BE(0);
+
+/** A side file of the writer: `.<name>.mm-<what>-<pid>-<hex>` beside `target` (8 hex digits, unique in this process). */
+export const sideName = (target: string, what: string): string => {
+  sideCounter = (sideCounter + 1) >>> 0;
+  return path.join(path.dirname(target), `.${path.basename(target)}.mm-${what}-${process.pid}-${sideCounter.toString(16).padStart(8, '0')}`);
+};
 
 const LEFTOVER = /^\..+\.mm-(tmp|old)-(\d+)-[0-9a-f]{8}$/;
 

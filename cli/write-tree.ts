@@ -4,13 +4,17 @@
  * Each fleet directory (`<out>/<fleet>/`) carries a manifest of the files synth generated there
  * (`.migration-mesh.manifest`, in `sha256sum` format, so `sha256sum -c` checks it). A write:
  *
- *   1. checks (reads only): every path we need is a directory or absent, nothing on the way is a file
- *      or a symlink out of the tree; a file we would overwrite or remove must be ours (listed in the
- *      manifest with the content we wrote; or, in a tree from before manifests, identical to what we
- *      generate or one of this fleet's objects); files that are not ours are left alone;
- *   2. prepares (new names only): missing directories, every changed file, the manifest and the
- *      ledger as temp files beside their targets, hard links keeping the old contents, one flush to
- *      disk; any failure removes what it created and touches nothing else;
+ *   1. checks each file as it arrives (reads only, ./write-checks.ts): every path we need is a directory
+ *      or absent, nothing on the way is a file or a symlink out of the tree; a file we would overwrite or
+ *      remove must be ours (listed in the manifest with the content we wrote; or, in a tree from before
+ *      manifests, identical to what we generate or one of this fleet's objects); files that are not ours
+ *      are left alone;
+ *   2. prepares it at once (new names only): missing directories, the changed file as a temp file beside
+ *      its target, a hard link keeping the old content; then the manifest (built from each file's hash
+ *      as it passed) and the ledger the same way, and one flush to disk. Files arrive one cluster at a
+ *      time (`writeStreamedOutputs`), so no whole tree is held in memory. Once one problem is found,
+ *      nothing more is prepared (the rest is only checked, so every problem is listed); any problem or
+ *      failure removes what was created and touches nothing else;
  *   3. commits by renames (atomic per file), the manifest and the ledger last; a failure rolls every
  *      done step back from the kept links.
  *
@@ -23,19 +27,19 @@
  * Directories are created one level at a time (never `mkdir -p`, which Node loops on forever where a
  * parent exists but cannot hold directories, as under /proc).
  */
-import * as crypto from 'crypto';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import * as YAML from 'yaml';
-import { FleetProblem, MigrationMeshError } from '../src/base/errors';
-import { ProblemCode } from '../src/base/problem-codes';
-import { FLEET_LABEL } from '../src/base/names';
+import { FleetProblem } from '../src/base/errors';
 import { closeSession, dropJournal, guardSignals, openSession, sideName, writeJournal } from './write-guard';
+import {
+  MANIFEST_FILE, OutputWriteError, WriterFs, checkFleetDir, foreignFiles, inside, ioProblem, legacyOurs, listedAs, missingDirs, problem,
+  readManifest, readTarget, renderManifest, sha256,
+} from './write-checks';
 import { oncePerPath } from './problems-once';
 
-/** The manifest of generated files inside each fleet directory. */
-export const MANIFEST_FILE = '.migration-mesh.manifest';
+export { MANIFEST_FILE, OutputWriteError } from './write-checks';
+export type { WriterFs } from './write-checks';
 
 /** One fleet directory and everything synth generates in it. */
 export interface OutputTree {
@@ -45,6 +49,19 @@ export interface OutputTree {
   readonly fleet: string;
   /** Every generated file, relative to `dir`, '/'-separated. */
   readonly files: ReadonlyMap<string, string>;
+}
+
+/** A fleet directory whose files are produced during the write, one at a time (a cluster at a time). */
+export interface StreamedTree {
+  /** The fleet directory (`<out>/<fleet>`). */
+  readonly dir: string;
+  /** The fleet's name (see `OutputTree.fleet`). */
+  readonly fleet: string;
+  /**
+   * Called once, under the lock: passes every generated file (relative to `dir`, '/'-separated) to
+   * `emit`, each path once. What it throws ends the write with nothing written.
+   */
+  produce(emit: (rel: string, content: string) => void): void;
 }
 
 /** One file written whole (the ledger). */
@@ -64,162 +81,136 @@ export interface TreeWriteReport {
   readonly foreign: string[];
 }
 
-/** What the writer reads of a file's status (Node's `fs.Stats` has it). */
-interface StatLike {
-  isFile(): boolean;
-  isDirectory(): boolean;
-  isSymbolicLink(): boolean;
+/** Callbacks of a write. */
+export interface WriteHooks {
+  /** Told what was cleaned up after an interrupted earlier run (a finished commit, leftover files removed). */
+  readonly onNotice?: (line: string) => void;
 }
 
-/**
- * The file system calls the writer makes; Node's `fs` is one (tests inject failures). Declared here
- * rather than picked from `typeof fs`, so the package's types need no @types/node in a user's project.
- */
-export interface WriterFs {
-  lstatSync(p: string): StatLike;
-  statSync(p: string): StatLike;
-  readFileSync(p: string, encoding: 'utf8'): string;
-  writeFileSync(p: string, data: string, options: { flag: string }): void;
-  linkSync(existing: string, link: string): void;
-  renameSync(from: string, to: string): void;
-  unlinkSync(p: string): void;
-  mkdirSync(p: string): unknown;
-  rmdirSync(p: string): void;
-  readdirSync(p: string, options: { withFileTypes: true }): { name: string; isDirectory(): boolean }[];
-  realpathSync(p: string): string;
-}
-
-/** The output (or the ledger) cannot be written: every problem; nothing was written, or all of it was rolled back. */
-export class OutputWriteError extends MigrationMeshError {
-  constructor(problems: readonly FleetProblem[], rolledBack = false) {
-    const tail = rolledBack ? 'every change was rolled back' : 'nothing was written';
-    const one = (p: FleetProblem) => `[${p.code}] ${p.path}: ${p.message}${p.fix ? `; fix: ${p.fix}` : ''}`;
-    super(problems.length === 1 ? `${one(problems[0])} (${tail})`
-      : `cannot write the output (${problems.length} problems; ${tail})\n${problems.map((p) => `  - ${one(p)}`).join('\n')}`, problems);
-    this.name = 'OutputWriteError';
-  }
-}
-
-const sha256 = (s: string | Buffer): string => crypto.createHash('sha256').update(s).digest('hex');
-
-/** The manifest text: `<sha256>  <path>` per file, sorted, after a comment naming the fleet. */
-function renderManifest(fleet: string, files: ReadonlyMap<string, string>): string {
-  const lines = [...files.keys()].sort().map((rel) => `${sha256(files.get(rel)!)}  ${rel}`);
-  return `# migration-mesh: the files it generated for fleet '${fleet}' (check: sha256sum -c ${MANIFEST_FILE}); files not listed are not ours and are left alone\n${lines.join('\n')}\n`;
-}
-
-/** Git's conflict markers, in the default and the diff3 style. */
-const CONFLICT = /^(<{7}|={7}|>{7}|\|{7})( |$)/;
-
-/**
- * The manifest: each path with the hashes it may have. A manifest git could not merge (two branches
- * each synthesized) lists both sides: a file is ours if it is either side's.
- */
-function parseManifest(text: string, where: string): Map<string, Set<string>> | FleetProblem {
-  const out = new Map<string, Set<string>>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#') || CONFLICT.test(line)) continue;
-    const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
-    if (!m || m[2].split('/').some((s) => s === '..' || s === '.' || s === '') || m[2].startsWith('/')) {
-      return problem('write/manifest-invalid', where, `line '${line.slice(0, 80)}' is not '<sha256>  <relative path>'`,
-        `restore it from version control, or delete it to let synth adopt the files that match what it generates`);
-    }
-    out.set(m[2], new Set([...out.get(m[2]) ?? [], m[1]]));
-  }
-  return out;
-}
-
-/**
- * A file git left with conflict markers: its two sides (ours, theirs), each whole; none when it has no
- * markers. A side that is a file synth generated makes the conflicted file ours to overwrite.
- */
-function conflictSides(content: string): string[] {
-  if (!/^<{7}( |$)/m.test(content)) return [];
-  const sides = ['', ''];
-  let at: 'both' | 'ours' | 'base' | 'theirs' = 'both';
-  for (const line of content.split(/(?<=\n)/)) {
-    if (/^<{7}( |\n|$)/.test(line) && at === 'both') { at = 'ours'; continue; }
-    if (/^\|{7}( |\n|$)/.test(line) && at === 'ours') { at = 'base'; continue; }
-    if (/^={7}(\n|$)/.test(line) && (at === 'ours' || at === 'base')) { at = 'theirs'; continue; }
-    if (/^>{7}( |\n|$)/.test(line) && at === 'theirs') { at = 'both'; continue; }
-    if (at === 'both' || at === 'ours') sides[0] += line;
-    if (at === 'both' || at === 'theirs') sides[1] += line;
-  }
-  return at === 'both' ? sides : [];
-}
-
-/** The content is one the manifest lists for it (or, conflicted, either side is). */
-const listedAs = (hashes: ReadonlySet<string>, content: string): boolean =>
-  hashes.has(sha256(content)) || conflictSides(content).some((side) => hashes.has(sha256(side)));
-
-function problem(code: ProblemCode, where: string, message: string, fix: string): FleetProblem {
-  return { code, path: where, message, fix };
-}
-
-/** A file system error as a problem: the code by errno, the path, a fix. */
-function ioProblem(e: unknown, where: string): FleetProblem {
-  const err = e as NodeJS.ErrnoException;
-  const what = `${err.code ?? 'error'}: ${err.message?.replace(/^[A-Z]+: /, '') ?? String(e)}`;
-  switch (err.code) {
-    case 'ENOTDIR': case 'EEXIST':
-      return problem('write/not-a-directory', where, `a part of this path is not a directory (${what})`, 'choose another --out, or move the file that is in the way');
-    case 'EACCES': case 'EPERM':
-      return problem('write/denied', where, `permission denied (${what})`, 'make the directory writable for this user, or choose another --out / --ledger');
-    case 'EROFS':
-      return problem('write/read-only', where, `read-only file system (${what})`, 'write to a writable file system (another --out / --ledger)');
-    case 'ENOSPC': case 'EDQUOT':
-      return problem('write/no-space', where, `no space left (${what})`, 'free space on that file system, or choose another --out');
-    default:
-      return problem('write/failed', where, `cannot write here (${what})`, 'choose a directory on a regular, writable file system');
-  }
-}
-
-const inside = (parent: string, child: string): boolean => {
-  const rel = path.relative(parent, child);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-};
-
-/** A pending change to one path. */
+/** A prepared change to one path (its new content is already in `temp`). */
 type Op =
-  | { kind: 'write'; target: string; content: string; exists: boolean; temp?: string; backup?: string }
+  | { kind: 'write'; target: string; temp?: string; backup?: string }
   | { kind: 'remove'; target: string; backup?: string };
 
-interface Checked {
-  readonly ops: Op[];
-  /** Directories to create, parents first. */
-  readonly mkdirs: string[];
-  readonly reports: TreeWriteReport[];
-  /** Directories that may be left empty by removals, deepest first, each with its fleet directory. */
-  readonly pruneRoots: { dir: string; root: string }[];
+/** The transaction so far: what was prepared (in commit order), the directories created, the problems. */
+class Prepared {
+  /** In commit order: each tree's writes, removals and manifest, then the ledger. */
+  readonly ops: Op[] = [];
+  /** Every op prepared so far (what a failure must undo). */
+  readonly all: Op[] = [];
+  readonly created: string[] = [];
+  readonly problems: FleetProblem[] = [];
+  /** Directories that exist (or were created) as real directories. */
+  readonly dirs = new Set<string>();
+  /** Directories that may be left empty by removals, each with its fleet directory. */
+  readonly pruneRoots: { dir: string; root: string }[] = [];
+  /** The directory being created (where a failure is reported). */
+  private mkdirAt?: string;
+  constructor(readonly io: WriterFs) {}
+
+  /** Missing directories down to `dir`, checked (a problem) or created now. */
+  ensureDir(dir: string, create: boolean): boolean {
+    const abs = path.resolve(dir);
+    if (this.dirs.has(abs)) return true;
+    const missing = missingDirs(abs, this.io);
+    if (!Array.isArray(missing)) { this.problems.push(missing); return false; }
+    if (!create) return true;
+    for (const d of missing) {
+      this.mkdirAt = d;
+      this.io.mkdirSync(d);
+      this.created.push(d);
+      this.dirs.add(d);
+    }
+    this.mkdirAt = undefined;
+    this.dirs.add(abs);
+    return true;
+  }
+
+  /** New content beside `target` (and a link keeping the old one), unless a problem was already found. */
+  write(target: string, content: string, exists: boolean): Op | undefined {
+    if (this.problems.length) return undefined;
+    const op: Op = { kind: 'write', target };
+    try {
+      this.ensureDir(path.dirname(target), true);
+      op.temp = sideName(target, 'tmp');
+      this.io.writeFileSync(op.temp, content, { flag: 'wx' });
+      if (exists) { op.backup = sideName(target, 'old'); this.io.linkSync(target, op.backup); }
+      this.all.push(op);
+    } catch (e) {
+      this.abandon([op]);
+      throw new OutputWriteError([ioProblem(e, this.mkdirAt ?? target)]);
+    }
+    return op;
+  }
+
+  remove(target: string): Op | undefined {
+    if (this.problems.length) return undefined;
+    const op: Op = { kind: 'remove', target, backup: sideName(target, 'old') };
+    try { this.io.linkSync(target, op.backup!); this.all.push(op); } catch (e) {
+      op.backup = undefined;
+      this.abandon([op]);
+      throw new OutputWriteError([ioProblem(e, target)]);
+    }
+    return op;
+  }
+
+  /** Remove every temp file, backup link and created directory (nothing was committed). */
+  abandon(extra: Op[] = []): void {
+    for (const op of [...this.all, ...extra]) {
+      for (const p of [op.kind === 'write' ? op.temp : undefined, op.backup]) {
+        if (p) try { this.io.unlinkSync(p); } catch { /* already gone */ }
+      }
+    }
+    for (const d of [...this.created].reverse()) try { this.io.rmdirSync(d); } catch { /* not empty or gone: leave it */ }
+  }
 }
 
 /**
  * Write every tree and file as one transaction (see the file comment). Throws `OutputWriteError`
- * with every problem found before anything is written.
+ * with every problem found; nothing is then written.
  */
 export function writeOutputs(trees: readonly OutputTree[], files: readonly OutputFile[] = [], io: WriterFs = fs, hooks: WriteHooks = {}): TreeWriteReport[] {
+  return writeStreamedOutputs(trees.map((t) => ({
+    dir: t.dir, fleet: t.fleet,
+    produce: (emit) => { for (const rel of [...t.files.keys()].sort()) emit(rel, t.files.get(rel)!); },
+  })), files, io, hooks);
+}
+
+/**
+ * `writeOutputs` for trees produced during the write: each file is checked and prepared as it comes,
+ * then dropped; only its hash is kept (for the manifest). Peak memory: what `produce` holds at once.
+ */
+export function writeStreamedOutputs(
+  trees: readonly StreamedTree[], files: readonly OutputFile[] = [], io: WriterFs = fs, hooks: WriteHooks = {},
+): TreeWriteReport[] {
   const ended = guardSignals();
   let result: 'committed' | 'rolled back' | 'nothing written' = 'nothing written';
   const session = openSession(trees.map((t) => t.dir), files.map((f) => f.file));
   if (Array.isArray(session)) { ended(result); throw new OutputWriteError(session); }
   try {
     for (const n of session.notices) hooks.onNotice?.(n);
-    const checked = checkOutputs(trees, files, io);
-    const created = prepare(checked, io);
+    const p = new Prepared(io);
+    const reports: TreeWriteReport[] = [];
     try {
-      writeJournal(session, checked.ops.map((o) => ({ target: o.target, ...(o.kind === 'write' ? { temp: o.temp } : {}), ...(o.backup ? { backup: o.backup } : {}) })));
+      for (const tree of trees) { const r = streamTree(tree, p); if (r) reports.push(r); }
+      for (const f of files) checkFile(f, p);
+      if (p.problems.length) throw new OutputWriteError(oncePerPath(p.problems));
+      const temps = p.ops.flatMap((o) => (o.kind === 'write' ? [o.temp!] : []));
+      try { flush(temps, io); } catch (e) { throw new OutputWriteError([ioProblem(e, p.ops[0]?.target ?? '')]); }
+      const journal = p.ops.map((o) => ({ target: o.target, ...(o.kind === 'write' ? { temp: o.temp } : {}), ...(o.backup ? { backup: o.backup } : {}) }));
+      try { writeJournal(session, journal); } catch (e) { throw new OutputWriteError([ioProblem(e, session.targets[0]?.journal ?? '')]); }
     } catch (e) {
-      cleanup(checked, created, io);
-      throw new OutputWriteError([ioProblem(e, session.targets[0]?.journal ?? '')]);
+      p.abandon(); // a problem, a failure, or what `produce` threw (a fleet error): nothing was written
+      throw e;
     }
     try {
-      commit(checked, created, io);
+      commit(p);
     } catch (e) {
       result = 'rolled back';
       throw e;
     }
     result = 'committed';
-    return checked.reports;
+    return reports;
   } finally {
     dropJournal(session);
     closeSession(session);
@@ -227,223 +218,93 @@ export function writeOutputs(trees: readonly OutputTree[], files: readonly Outpu
   }
 }
 
-/** Callbacks of a write. */
-export interface WriteHooks {
-  /** Told what was cleaned up after an interrupted earlier run (a finished commit, leftover files removed). */
-  readonly onNotice?: (line: string) => void;
-}
+/** Nothing at `p` (not even a dangling link). */
+const absent = (p: string, io: WriterFs): boolean => {
+  try { io.lstatSync(p); return false; } catch (e) { return (e as NodeJS.ErrnoException).code === 'ENOENT'; }
+};
 
-function checkOutputs(trees: readonly OutputTree[], files: readonly OutputFile[], io: WriterFs): Checked {
-  const problems: FleetProblem[] = [];
-  const acc: Checked = { ops: [], mkdirs: [], reports: [], pruneRoots: [] };
-  const dirs = new Set<string>();
-  for (const tree of trees) checkTree(tree, io, acc, dirs, problems);
-  for (const f of files) checkFile(f, io, acc, dirs, problems);
-  if (problems.length) throw new OutputWriteError(oncePerPath(problems));
-  return acc;
-}
-
-/**
- * The directories from the first missing one down to `dir`, parents first; a problem when something
- * on the way exists but is not a directory (symlinks to directories are followed: `--out` may go
- * through them).
- */
-function missingDirs(dir: string, io: WriterFs): string[] | FleetProblem {
-  const abs = path.resolve(dir);
-  const chain: string[] = [];
-  for (let p = abs; ; p = path.dirname(p)) {
-    chain.unshift(p);
-    if (p === path.dirname(p)) break;
-  }
-  for (let i = 0; i < chain.length; i++) {
-    try {
-      if (!io.statSync(chain[i]).isDirectory()) {
-        return problem('write/not-a-directory', chain[i], `is a file, but ${dir} needs it to be a directory`, 'choose another --out (or --ledger), or move that file away');
-      }
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return chain.slice(i);
-      return ioProblem(e, chain[i]);
-    }
-  }
-  return [];
-}
-
-function addMkdirs(dir: string, io: WriterFs, acc: Checked, dirs: Set<string>, problems: FleetProblem[]): boolean {
-  if (dirs.has(path.resolve(dir))) return true;
-  const missing = missingDirs(dir, io);
-  if (!Array.isArray(missing)) { problems.push(missing); return false; }
-  for (const d of missing) {
-    if (!dirs.has(d)) acc.mkdirs.push(d);
-    dirs.add(d);
-  }
-  dirs.add(path.resolve(dir));
-  return true;
-}
-
-/** The fleet directory itself: absent, a directory, or a symlink to one inside the output root. */
-function checkFleetDir(dir: string, io: WriterFs): FleetProblem | undefined {
-  let st: StatLike;
-  try { st = io.lstatSync(dir); } catch (e) { return (e as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : ioProblem(e, dir); }
-  if (st.isSymbolicLink()) {
-    let real: string;
-    try { real = io.realpathSync(dir); } catch (e) { return ioProblem(e, dir); }
-    const root = io.realpathSync(path.dirname(path.resolve(dir)));
-    if (!inside(root, real)) {
-      return problem('write/symlink', dir, `is a symbolic link to ${real}, outside the output directory ${path.dirname(dir)}`, `remove the link (synth writes the fleet directory itself), or use --out ${path.dirname(real)}`);
-    }
-    st = io.statSync(dir);
-  }
-  if (!st.isDirectory()) {
-    return problem('write/not-a-directory', dir, 'is a file, not the fleet\'s output directory', 'move the file away, or choose another --out');
-  }
-  return undefined;
-}
-
-function readManifest(dir: string, io: WriterFs): Map<string, Set<string>> | undefined | FleetProblem {
-  const file = path.join(dir, MANIFEST_FILE);
-  let st: StatLike;
-  try { st = io.lstatSync(file); } catch (e) { return (e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR' ? undefined : ioProblem(e, file); }
-  if (!st.isFile()) return problem('write/manifest-invalid', file, 'is not a regular file', 'remove it; synth writes the manifest itself');
-  try { return parseManifest(io.readFileSync(file, 'utf8'), file); } catch (e) { return ioProblem(e, file); }
-}
-
-/** In a tree from before manifests: one of this fleet's objects, written by an older version. */
-function legacyOurs(content: string, fleet: string): boolean {
-  try {
-    const docs = YAML.parseAllDocuments(content).map((d) => d.toJS());
-    return docs.length > 0 && docs.every((d) => d?.metadata?.labels?.[FLEET_LABEL] === fleet);
-  } catch {
-    return false;
-  }
-}
-
-/** What lies at `full` (below `root`): a regular file's content, nothing, or a problem. */
-function readTarget(full: string, root: string, io: WriterFs): { content?: string } | FleetProblem {
-  // every parent inside the tree must be a real directory: a symlink could lead the write elsewhere
-  for (let p = path.dirname(full); inside(root, p) && p !== root; p = path.dirname(p)) {
-    try {
-      const st = io.lstatSync(p);
-      if (st.isSymbolicLink()) return problem('write/symlink', p, 'is a symbolic link inside the output tree', 'replace it with a directory, or remove it; synth writes real directories');
-      if (!st.isDirectory()) return problem('write/not-ours', p, 'is a file where synth writes a directory', 'move the file away (it is not one synth generated)');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
-      return ioProblem(e, p);
-    }
-  }
-  try {
-    const st = io.lstatSync(full);
-    if (!st.isFile()) return problem('write/not-ours', full, `is a ${st.isDirectory() ? 'directory' : st.isSymbolicLink() ? 'symbolic link' : 'special file'} where synth writes a file`, 'move it away');
-    return { content: io.readFileSync(full, 'utf8') };
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? {} : ioProblem(e, full);
-  }
-}
-
-function checkTree(tree: OutputTree, io: WriterFs, acc: Checked, dirs: Set<string>, problems: FleetProblem[]): void {
+/** Check and prepare one tree's files as `produce` passes them; then the removals and the manifest. */
+function streamTree(tree: StreamedTree, p: Prepared): TreeWriteReport | undefined {
+  const { io } = p;
   const dir = path.resolve(tree.dir);
-  const before = problems.length;
-  if (!addMkdirs(path.dirname(dir), io, acc, dirs, problems)) return;
+  if (!p.ensureDir(path.dirname(dir), false)) return undefined;
   const bad = checkFleetDir(tree.dir, io);
-  if (bad) { problems.push(bad); return; }
+  if (bad) { p.problems.push(bad); return undefined; }
   const manifest = readManifest(dir, io);
-  if (manifest && !(manifest instanceof Map)) { problems.push(manifest); return; }
-  const root = dir;
+  if (manifest && !(manifest instanceof Map)) { p.problems.push(manifest); return undefined; }
   const report: TreeWriteReport = { dir: tree.dir, written: [], removed: [], foreign: [] };
-  const notOurs = (rel: string, why: string) => problems.push(problem('write/not-ours', path.join(tree.dir, rel), why,
+  const notOurs = (rel: string, why: string) => p.problems.push(problem('write/not-ours', path.join(tree.dir, rel), why,
     'move your file elsewhere (synth writes this path), or delete it if an older synth wrote it'));
-  const ops: Op[] = [];
-  for (const rel of [...tree.files.keys()].sort()) {
+  const hashes = new Map<string, string>();
+  const verified = new Set<string>();
+  const writes: Op[] = [];
+  // a fleet directory that does not exist yet (we hold its lock) has nothing to read, compare or adopt
+  const fresh = absent(dir, io);
+  tree.produce((rel, content) => {
+    if (hashes.has(rel)) throw new Error(`${rel} generated twice`);
+    hashes.set(rel, sha256(content));
     const full = path.join(dir, rel);
-    const content = tree.files.get(rel)!;
-    const found = readTarget(full, root, io);
-    if ('code' in found) { problems.push(found); continue; }
-    if (found.content === content) continue;
+    const found = fresh ? {} : readTarget(full, dir, io, verified);
+    if ('code' in found) { p.problems.push(found); return; }
+    if (found.content === content) return;
     if (found.content !== undefined) {
       const listed = manifest?.get(rel);
-      if (listed !== undefined && !listedAs(listed, found.content)) { notOurs(rel, 'was edited since synth wrote it (its hash differs from the manifest)'); continue; }
-      if (listed === undefined && (manifest || !legacyOurs(found.content, tree.fleet))) { notOurs(rel, 'exists and is not a file synth generated (not in its manifest)'); continue; }
+      if (listed !== undefined && !listedAs(listed, found.content)) { notOurs(rel, 'was edited since synth wrote it (its hash differs from the manifest)'); return; }
+      if (listed === undefined && (manifest || !legacyOurs(found.content, tree.fleet))) { notOurs(rel, 'exists and is not a file synth generated (not in its manifest)'); return; }
     }
-    ops.push({ kind: 'write', target: full, content, exists: found.content !== undefined });
+    const op = p.write(full, content, found.content !== undefined);
+    if (op) writes.push(op);
     report.written.push(rel);
-  }
+  });
+  report.written.sort();
+  const removes = removals(dir, manifest, hashes, p, report, notOurs);
+  if (!manifest && !fresh) report.foreign.push(...foreignFiles(dir, hashes, io));
+  const manifestText = renderManifest(tree.fleet, hashes);
+  hashes.clear();
+  const oldManifest = readTarget(path.join(dir, MANIFEST_FILE), dir, io);
+  const manifestOp = !('code' in oldManifest) && oldManifest.content !== manifestText
+    ? p.write(path.join(dir, MANIFEST_FILE), manifestText, oldManifest.content !== undefined) : undefined;
+  p.ops.push(...writes, ...removes, ...(manifestOp ? [manifestOp] : []));
+  return report;
+}
+
+/** Files the manifest lists that are no longer generated: removed when unedited. */
+function removals(dir: string, manifest: Map<string, Set<string>> | undefined, generated: ReadonlyMap<string, string>,
+  p: Prepared, report: TreeWriteReport, notOurs: (rel: string, why: string) => void): Op[] {
+  const ops: Op[] = [];
   for (const [rel, hashes] of manifest ?? []) {
-    if (tree.files.has(rel)) continue;
+    if (generated.has(rel)) continue;
     const full = path.join(dir, rel);
-    const found = readTarget(full, root, io);
-    if ('code' in found) { problems.push(found); continue; }
+    const found = readTarget(full, dir, p.io);
+    if ('code' in found) { p.problems.push(found); continue; }
     if (found.content === undefined) continue;
     if (!listedAs(hashes, found.content)) { notOurs(rel, 'synth generated it and no longer does, but it was edited since: not removed'); continue; }
-    ops.push({ kind: 'remove', target: full });
+    const op = p.remove(full);
+    if (op) ops.push(op);
     report.removed.push(rel);
-    acc.pruneRoots.push({ dir: path.dirname(full), root: dir });
+    p.pruneRoots.push({ dir: path.dirname(full), root: dir });
   }
-  if (!manifest) report.foreign.push(...foreignFiles(dir, tree.files, io));
-  const manifestText = renderManifest(tree.fleet, tree.files);
-  const oldManifest = readTarget(path.join(dir, MANIFEST_FILE), root, io);
-  if (!('code' in oldManifest) && oldManifest.content !== manifestText) {
-    ops.push({ kind: 'write', target: path.join(dir, MANIFEST_FILE), content: manifestText, exists: oldManifest.content !== undefined });
-  }
-  if (problems.length > before) return;
-  for (const op of ops) if (op.kind === 'write') addMkdirs(path.dirname(op.target), io, acc, dirs, problems);
-  acc.ops.push(...ops.filter((o) => o.kind === 'write' && !o.target.endsWith(MANIFEST_FILE)), ...ops.filter((o) => o.kind === 'remove'), ...ops.filter((o) => o.target.endsWith(MANIFEST_FILE)));
-  acc.reports.push(report);
+  return ops;
 }
 
-/** Files under `dir` that are neither generated nor the manifest (bounded: a tree's own files). */
-function foreignFiles(dir: string, generated: ReadonlyMap<string, string>, io: WriterFs): string[] {
-  const out: string[] = [];
-  const walk = (d: string, rel: string): void => {
-    for (const e of io.readdirSync(d, { withFileTypes: true })) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path.join(d, e.name), r);
-      else if (!generated.has(r) && r !== MANIFEST_FILE) out.push(r);
-    }
-  };
-  try { walk(dir, ''); } catch { /* a tree we cannot list has no foreign files to report; the writes say why */ }
-  return out.sort();
-}
-
-function checkFile(f: OutputFile, io: WriterFs, acc: Checked, dirs: Set<string>, problems: FleetProblem[]): void {
+function checkFile(f: OutputFile, p: Prepared): void {
+  const { io } = p;
   let target = path.resolve(f.file);
+  let exists = true;
   try {
     const st = io.lstatSync(target);
     if (st.isSymbolicLink()) target = io.realpathSync(target); // a linked ledger: write the file it names
-    if (!io.statSync(target).isFile()) { problems.push(problem('write/not-a-directory', f.file, 'is not a regular file', 'move it away, or give another --ledger')); return; }
+    if (!io.statSync(target).isFile()) { p.problems.push(problem('write/not-a-directory', f.file, 'is not a regular file', 'move it away, or give another --ledger')); return; }
     if (io.readFileSync(target, 'utf8') === f.content) return;
-    acc.ops.push({ kind: 'write', target, content: f.content, exists: true });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') { problems.push(ioProblem(e, f.file)); return; }
-    if (!addMkdirs(path.dirname(target), io, acc, dirs, problems)) return;
-    acc.ops.push({ kind: 'write', target, content: f.content, exists: false });
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') { p.problems.push(ioProblem(e, f.file)); return; }
+    if (!p.ensureDir(path.dirname(target), false)) return;
+    exists = false;
   }
+  const op = p.write(target, f.content, exists);
+  if (op) p.ops.push(op);
 }
 
-
-/** Phase 2: new names only (directories, temp files, links to the old contents), then one flush. */
-function prepare(c: Checked, io: WriterFs): string[] {
-  const created: string[] = [];
-  let at = '';
-  try {
-    for (const d of c.mkdirs) { at = d; io.mkdirSync(d); created.push(d); }
-    for (const op of c.ops) {
-      at = op.target;
-      if (op.kind === 'write') {
-        op.temp = sideName(op.target, 'tmp');
-        io.writeFileSync(op.temp, op.content, { flag: 'wx' });
-      }
-      if (op.kind === 'remove' || op.exists) {
-        op.backup = sideName(op.target, 'old');
-        io.linkSync(op.target, op.backup);
-      }
-    }
-    at = c.ops[0]?.target ?? '';
-    flush(c.ops.flatMap((o) => (o.kind === 'write' ? [o.temp!] : [])), io);
-  } catch (e) {
-    cleanup(c, created, io);
-    throw new OutputWriteError([ioProblem(e, at)]);
-  }
-  return created;
-}
 
 /**
  * Data to disk before the renames: one `sync --file-system` per file system (syncfs(2); an fsync per
@@ -463,17 +324,9 @@ function flush(temps: string[], io: WriterFs): void {
   }
 }
 
-function cleanup(c: Checked, createdDirs: string[], io: WriterFs): void {
-  for (const op of c.ops) {
-    for (const p of [op.kind === 'write' ? op.temp : undefined, op.backup]) {
-      if (p) try { io.unlinkSync(p); } catch { /* already gone */ }
-    }
-  }
-  for (const d of [...createdDirs].reverse()) try { io.rmdirSync(d); } catch { /* not empty or gone: leave it */ }
-}
-
 /** Phase 3: renames in order; on a failure every done step is undone from the kept links. */
-function commit(c: Checked, createdDirs: string[], io: WriterFs): void {
+function commit(c: Prepared): void {
+  const { io } = c;
   const done: Op[] = [];
   try {
     for (const op of c.ops) {
@@ -491,15 +344,16 @@ function commit(c: Checked, createdDirs: string[], io: WriterFs): void {
       if (op.kind === 'write') op.temp = undefined;
       op.backup = undefined;
     }
-    cleanup(c, createdDirs, io);
+    c.abandon();
     throw new OutputWriteError([ioProblem(e, failed.target)], true);
   }
   for (const op of c.ops) if (op.backup) try { io.unlinkSync(op.backup); } catch { /* a leftover link is harmless */ }
-  prune(c, io);
+  prune(c);
 }
 
 /** Directories our removals left empty go too (never the fleet directory itself). */
-function prune(c: Checked, io: WriterFs): void {
+function prune(c: Prepared): void {
+  const { io } = c;
   const dirs = [...new Set(c.pruneRoots.map((p) => JSON.stringify(p)))].map((s) => JSON.parse(s) as { dir: string; root: string })
     .sort((a, b) => b.dir.length - a.dir.length);
   for (const { dir, root } of dirs) {

@@ -14,6 +14,8 @@ import { ForkliftHubChart } from './forklift-hub';
 import { clusterFacts } from './forklift-output';
 import { planForklift } from '../src/forklift/plan';
 import { StatusClusterRole } from './status-cluster-role';
+import { ForkliftHubPlan } from '../src/forklift/model';
+import { EmittedObject } from '../src/forklift/gates';
 import { MovesInput } from '../src/forklift/checks';
 
 const MESH_SYMBOL = Symbol.for('migration-mesh.CrossClusterMigrationMesh');
@@ -113,22 +115,16 @@ export class CrossClusterMigrationMesh extends Construct {
   constructor(scope: Construct, id: string, props: CrossClusterMigrationMeshProps) {
     super(scope, id);
     Object.defineProperty(this, MESH_SYMBOL, { value: true });
-    const result = planFleetDocument(props.fleet, { ledger: props.ledger, frozen: props.frozen, renamedFrom: props.renamedFrom });
-    this.plan = result.plan;
-    this.ledger = result.ledger;
-    this.changes = result.changes;
-    this.document = result.document;
+    const planning = planMesh(props);
+    this.plan = planning.plan;
+    this.ledger = planning.ledger;
+    this.changes = planning.changes;
+    this.document = planning.document;
     const chartScope = props.chartScope ?? (() => scope);
-    const harvester = harvesterValues(result.document, this.plan);
-    const unknown = Object.keys(props.clusters ?? {}).filter((n) => !this.plan.clusters.some((c) => c.name === n));
-    if (unknown.length) throw new Error(`clusters: ${unknown.join(', ')} not in fleet ${this.plan.fleet}; use one of ${this.plan.clusters.map((c) => c.name).join(', ')}`);
-    this.charts = this.plan.clusters.map((c) =>
-      clusterChart(chartScope(c.name), this.plan, c, harvester.get(c.name), clusterOptionsFor(result.document, c.name, props)));
-    addOperatorView(result.document, this.charts, this.plan);
+    this.charts = this.plan.clusters.map((c) => planning.chart(chartScope(c.name), c));
     // the moves checks read each cluster's generated configuration: render it only when there are moves to check
-    const objects = new Map(result.document.spec.forklift ? this.charts.map((c) => [c.node.id, c.toJson()]) : []);
-    const fk = planForklift(result.document, clusterFacts(result.document, this.plan.clusters, objects), props.moves);
-    if (fk.problems.length) throw new FleetValidationError(fk.problems);
+    const objects = new Map(planning.document.spec.forklift ? this.charts.map((c) => [c.node.id, c.toJson()]) : []);
+    const fk = planning.forklift(objects, props.moves);
     this.forkliftWarnings = fk.warnings;
     if (fk.plan) this.forklift = new ForkliftHubChart(chartScope('_forklift'), '_forklift', { plan: fk.plan });
   }
@@ -142,6 +138,46 @@ export class CrossClusterMigrationMesh extends Construct {
   public get gateways(): MigrationProxy[] {
     return this.charts.filter(MeshClusterChart.isMeshClusterChart).flatMap((c) => (c.proxy ? [c.proxy] : []));
   }
+}
+
+/**
+ * The fleet planned once: what every cluster's chart is built from. The mesh builds all charts at once;
+ * the streaming writer (`synthesizeFleetToDirectory`) builds, renders and releases them one at a time.
+ */
+export interface MeshPlanning {
+  readonly plan: FleetPlan;
+  readonly ledger: Ledger;
+  readonly changes: LedgerChange[];
+  readonly document: FleetDocument;
+  /** The chart of one cluster of the plan, in `scope`. */
+  chart(scope: Construct, cluster: ClusterPlan): MeshClusterChart | HarvesterClusterChart;
+  /**
+   * The Forklift checks and plan from each cluster's objects (only read when the fleet has
+   * `spec.forklift`). Throws `FleetValidationError` with the problems.
+   */
+  forklift(objects: ReadonlyMap<string, readonly unknown[]>, moves?: MovesInput): { plan?: ForkliftHubPlan; warnings: readonly FleetProblem[] };
+}
+
+/** Validate and plan the fleet against the ledger (every problem at once); builds no chart. */
+export function planMesh(props: CrossClusterMigrationMeshProps): MeshPlanning {
+  const result = planFleetDocument(props.fleet, { ledger: props.ledger, frozen: props.frozen, renamedFrom: props.renamedFrom });
+  const { plan, document } = result;
+  const harvester = harvesterValues(document, plan);
+  const unknown = Object.keys(props.clusters ?? {}).filter((n) => !plan.clusters.some((c) => c.name === n));
+  if (unknown.length) throw new Error(`clusters: ${unknown.join(', ')} not in fleet ${plan.fleet}; use one of ${plan.clusters.map((c) => c.name).join(', ')}`);
+  return {
+    plan, ledger: result.ledger, changes: result.changes, document,
+    chart: (scope, c) => {
+      const chart = clusterChart(scope, plan, c, harvester.get(c.name), clusterOptionsFor(document, c.name, props));
+      addOperatorView(document, [chart], plan);
+      return chart;
+    },
+    forklift: (objects, moves) => {
+      const fk = planForklift(document, clusterFacts(document, plan.clusters, objects as ReadonlyMap<string, EmittedObject[]>), moves);
+      if (fk.problems.length) throw new FleetValidationError(fk.problems);
+      return { plan: fk.plan, warnings: fk.warnings };
+    },
+  };
 }
 
 /**

@@ -128,7 +128,7 @@ export const PROBLEM_CODES = {
   'forklift/storage-missing': { stage: 'moves', meaning: 'No storage class mapping for a cluster pair that moves use.' },
   'forklift/storage-duplicate': { stage: 'moves', meaning: 'A storage class mapped twice for one cluster pair.' },
   // ---- props of constructs and helpers ----
-  'customize-async': { stage: 'props', meaning: 'The `customize` hook returned a promise: synthesis is synchronous, so an async hook would run after the tree is written; make it synchronous.' },
+  'customize-async': { stage: 'props', meaning: 'The `customize` or `customizeCluster` hook returned a promise: synthesis is synchronous, so an async hook would run after the tree is written; make it synchronous.' },
   'prop-invalid': { stage: 'props', meaning: 'A construct or helper prop out of range or empty (port, interface name, TLS source, IPAM range).' },
   'wrong-datapath': { stage: 'props', meaning: 'A construct or helper used for a cluster in a datapath it does not serve.' },
   // ---- writing the output tree and the ledger (nothing is written when one of these is found) ----

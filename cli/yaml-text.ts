@@ -1,0 +1,135 @@
+/**
+ * YAML text of one generated object, byte for byte what `YAML.stringify(o, { lineWidth: 0,
+ * aliasDuplicateObjects: false })` writes, in a fraction of its time (the `yaml` package builds a
+ * document of nodes before it writes a character: that was a third of synth at 100 clusters).
+ *
+ * Only the layout is done here (block maps and sequences, two-space indents, `[]` / `{}`); how each
+ * distinct scalar and key is written (plain, quoted, a block literal with its indicators) is asked of
+ * the `yaml` package once and remembered, so quoting rules stay the package's own. Anything outside
+ * plain JSON data (a class instance, a function, a sequence directly inside a sequence...) goes to the
+ * `yaml` package whole. test/yaml-text.test.ts compares the two on every example's objects.
+ */
+import * as YAML from 'yaml';
+
+const OPTIONS = { lineWidth: 0, aliasDuplicateObjects: false } as const;
+
+/** The `yaml` package's text for `o`: the reference, and the fallback. */
+export function yamlPackageText(o: unknown): string {
+  return YAML.stringify(o, OPTIONS);
+}
+
+class NotPlain extends Error {}
+
+/** Remembered scalar and key texts; bounded so a huge fleet cannot grow them without end. */
+const CACHE_LIMIT = 50_000;
+const scalars = new Map<unknown, string>();
+const keys = new Map<string, string>();
+
+const remember = <K, V>(m: Map<K, V>, k: K, v: V): V => {
+  if (m.size >= CACHE_LIMIT) m.clear();
+  m.set(k, v);
+  return v;
+};
+
+/**
+ * A scalar as a block map value with the key at column 0 (`k: <text>`), continuation lines (a block
+ * literal's) as written there: their indent is relative to the key's.
+ */
+function scalarText(v: string | number | boolean | null): string {
+  if (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0)) return String(v);
+  if (v === null) return 'null';
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  const block = typeof v === 'string' ? plainBlockLiteral(v) : undefined;
+  if (block !== undefined) return block;
+  const hit = scalars.get(v);
+  if (hit !== undefined) return hit;
+  const text = YAML.stringify({ k: v }, OPTIONS);
+  return remember(scalars, v, text.slice(3, -1));
+}
+
+/**
+ * A multi-line string of printable ASCII with no space at a line's end or the start, ending in at most one
+ * newline: the package writes it as a literal block (`|` or `|-`, lines indented by two, empty lines
+ * empty) and so does this, without asking (a gateway's peer table is one such string per cluster, unique,
+ * so asking meant the package's whole scalar analysis once per cluster).
+ */
+function plainBlockLiteral(v: string): string | undefined {
+  if (v.length < 64 || !v.includes('\n') || !/^[\x21-\x7e][\x20-\x7e\n]*$/.test(v) || / \n| $|\n\n$/.test(v) || v.startsWith('\n')) return undefined;
+  const body = v.endsWith('\n') ? v.slice(0, -1) : v;
+  return `${v.endsWith('\n') ? '|' : '|-'}\n${body.replace(/^(?=[^\n])/gm, '  ')}`;
+}
+
+function keyText(k: string): string {
+  const hit = keys.get(k);
+  if (hit !== undefined) return hit;
+  const text = YAML.stringify({ [k]: null }, OPTIONS);
+  if (!text.endsWith(': null\n') || text.startsWith('? ') || text.slice(0, -7).includes('\n')) throw new NotPlain();
+  return remember(keys, k, text.slice(0, -7));
+}
+
+const isPlainObject = (v: object): boolean => {
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+};
+
+/** A scalar at `indent` (the column of its key or `- `): continuation lines shifted there. */
+function scalarAt(v: string | number | boolean | null, indent: string): string {
+  const text = scalarText(v);
+  if (!text.includes('\n') || indent === '') return text;
+  return text.replace(/\n(?=[^\n])/g, `\n${indent}`);
+}
+
+/** A value after `key:` or `- ` at column `indent.length`; appends to `out`. */
+function value(v: unknown, indent: string, out: string[], inSeq: boolean): void {
+  if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') {
+    out.push(' ', scalarAt(v, indent), '\n');
+    return;
+  }
+  if (typeof v !== 'object' || v === undefined) throw new NotPlain();
+  if (Array.isArray(v)) {
+    if (v.length === 0) { out.push(' []\n'); return; }
+    if (inSeq) throw new NotPlain(); // `- - a`: left to the package
+    out.push('\n');
+    seq(v, `${indent}  `, out);
+    return;
+  }
+  if (!isPlainObject(v)) throw new NotPlain();
+  const entries = Object.entries(v).filter(([, x]) => x !== undefined);
+  if (entries.length === 0) { out.push(' {}\n'); return; }
+  if (inSeq) {
+    out.push(' ');
+    map(entries, `${indent}  `, out, true);
+  } else {
+    out.push('\n');
+    map(entries, `${indent}  `, out, false);
+  }
+}
+
+function map(entries: [string, unknown][], indent: string, out: string[], firstInline: boolean): void {
+  entries.forEach(([k, x], i) => {
+    out.push(i === 0 && firstInline ? '' : indent, keyText(k), ':');
+    value(x, indent, out, false);
+  });
+}
+
+function seq(items: unknown[], indent: string, out: string[]): void {
+  for (const x of items) {
+    out.push(indent, '-');
+    value(x === undefined ? null : x, indent, out, true);
+  }
+}
+
+/** The YAML text of one object (a map at the top, as every API object is). */
+export function yamlText(o: unknown): string {
+  if (o === null || typeof o !== 'object' || Array.isArray(o) || !isPlainObject(o)) return yamlPackageText(o);
+  const entries = Object.entries(o).filter(([, x]) => x !== undefined);
+  if (entries.length === 0) return yamlPackageText(o);
+  const out: string[] = [];
+  try {
+    map(entries, '', out, false);
+  } catch (e) {
+    if (e instanceof NotPlain) return yamlPackageText(o);
+    throw e;
+  }
+  return out.join('');
+}

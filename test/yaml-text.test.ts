@@ -1,0 +1,64 @@
+/**
+ * cli/yaml-text.ts writes the same bytes as the `yaml` package (what synth wrote before it): on every
+ * object of every example fleet, on strings the package quotes or writes as block literals, and on
+ * shapes it falls back for.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { yamlPackageText, yamlText } from '../cli/yaml-text';
+
+const root = path.join(__dirname, '..');
+const examples = fs.readdirSync(path.join(root, 'examples')).filter((f) => f.endsWith('.fleet.yaml')).sort();
+
+describe('yamlText', () => {
+  test.each(examples)('every object of example %s: the yaml package\'s bytes', (file) => {
+    const fleetFile = path.join(root, 'examples', file);
+    const doc = loadFleetFile(fleetFile);
+    const moves = loadMovesFile(movesPathFor(fleetFile), doc.metadata.name);
+    const r = synthesizeFleet(doc, { ledger: loadLedgerFile(ledgerPathFor(fleetFile)), moves, render: false });
+    const objects = [...r.objects.values()].flat();
+    expect(objects.length).toBeGreaterThan(5);
+    for (const o of objects) expect({ name: o.metadata.name, text: yamlText(o) }).toEqual({ name: o.metadata.name, text: yamlPackageText(o) });
+  });
+
+  const awkward = ['a\nb', 'a\nb\n', '  x\ny', 'x: y', '', 'null', '1', '0x1', 'yes', '~', '#a', 'a #b', ' lead', 'trail ',
+    'a\n\nb\n\n\n', 'line\n  indented\n', '\t', 'a\r\nb', '\u2028', '\n', '\n\n', ' \n', '- a', '? a', ':a', 'a:', '{a', '*a', '\u0000', 'é'];
+
+  test('strings the package quotes, escapes or writes as block literals, at every depth', () => {
+    const shapes: unknown[] = [
+      { a: awkward },
+      { a: awkward.map((w) => ({ [w || 'e']: w, z: [w, { q: w }] })) },
+      { x: { y: { z: awkward, w: Object.fromEntries(awkward.map((w) => [w, w])) } } },
+    ];
+    for (const o of shapes) expect(yamlText(o)).toBe(yamlPackageText(o));
+    expect(yamlText({ k: 'a\nb' })).toBe('k: |-\n  a\n  b\n');
+    expect(yamlText({ q: [{ k: 'a\nb' }] })).toBe('q:\n  - k: |-\n      a\n      b\n');
+  });
+
+  test('long multi-line strings (a gateway\'s peer table): written as literal blocks without asking, same bytes', () => {
+    const peers = Array.from({ length: 40 }, (_, i) => `  - {name: c${i}, address: "10.0.${i}.1:15443", cidr: 10.${i}.0.0/24} # peer ${i}`).join('\n');
+    const shapes = [
+      `peers:\n${peers}\n`, `peers:\n${peers}`, `peers:\n${peers}\n\n`, ` lead:\n${peers}`, `peers:\n${peers} \n`, `peers:\n\n${peers}\n`,
+      `# comment\n- item: x\n|pipe\n>fold\n---\n...\n${'x'.repeat(80)}\n`, `tab\there\n${peers}`, `é\n${peers}`,
+    ];
+    for (const v of shapes) {
+      for (const o of [{ data: { 'config.yaml': v } }, { l: [{ k: v }] }, { l: [v] }]) expect(yamlText(o)).toBe(yamlPackageText(o));
+    }
+  });
+
+  test('numbers, empty collections, undefined, and shapes left to the package', () => {
+    const shapes: unknown[] = [
+      { n: [1.5, -0, 1e21, NaN, -3, Infinity, null, true, false, 0] },
+      { e: [], m: {}, l: [[], {}], u: undefined, v: [undefined] },
+      { s: [[1, 2], [3]] },
+      { d: new Date(0) },
+      { '': 1, 'a: b': 2, null: 3, 1: 4 },
+      {},
+    ];
+    for (const o of shapes) expect(yamlText(o)).toBe(yamlPackageText(o));
+    expect(yamlText({ e: [], m: {}, n: null })).toBe('e: []\nm: {}\nn: null\n');
+  });
+});
