@@ -207,8 +207,8 @@ export class MigrationProxy extends Construct {
     const shared = new NetworkAttachment(this, 'CrossClusterNad', {
       name: plan.crossCluster.nadName,
       namespace: this.namespace,
-      attachment: plan.crossCluster.attachment,
-      ipam: staticIpam(plan.crossCluster.routes),
+      attachment: cluster.site.attachment,
+      ipam: staticIpam(cluster.site.routes),
       ipsCapability: true,
       labels: { [NETWORK_LABEL]: 'cross-cluster' },
     });

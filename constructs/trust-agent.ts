@@ -106,8 +106,8 @@ export class TrustAgent extends Construct {
     this.crossClusterNad = new NetworkAttachment(this, 'CrossClusterNad', {
       name: plan.crossCluster.nadName,
       namespace: this.namespace,
-      attachment: plan.crossCluster.attachment,
-      ipam: staticIpam(plan.crossCluster.routes),
+      attachment: cluster.site.attachment,
+      ipam: staticIpam(cluster.site.routes),
       ipsCapability: true,
       labels: { [NETWORK_LABEL]: 'cross-cluster' },
     });

@@ -14,6 +14,8 @@ import {
 import { Ledger, LedgerChange, LedgerCluster, diffLedgers, emptyLedger, formatLedgerChange, nextQuarantine } from './ledger';
 import { Quarantine, ledgerForFleet, LedgerFamilies, ledgerProblems, quarantineOf, quarantinedIn, routerProblems } from './ledger-guard';
 import { plannablePart } from '../fleet/salvage';
+import { ResolvedSite, sitePath } from '../fleet/sites';
+import { SitePlan, siteOf, sitePlans } from './sites';
 import {
   reindexProblems, salvageFleet, salvageFleetDocument, ResolvedCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt,
   crossClusterNeeded, inClusterBreakdown, inClusterNeeded,
@@ -88,6 +90,8 @@ export interface ClusterPlan {
   readonly peers: PeerPlan[];
   /** direct/native/Harvester clusters that exchange CAs: the trust agent's replicas (empty otherwise). */
   readonly trustAgents: TrustAgentReplicaPlan[];
+  /** The cluster's site: the attachment, prefix and routes of its shared-network attachments (gateways, trust agents, direct/native slices). */
+  readonly site: SitePlan;
   readonly capacity: {
     /** In-cluster addresses needed vs usable in the CIDR (gateway/native). */
     readonly inCluster?: { needed: number; usable: string };
@@ -127,6 +131,8 @@ export interface FleetPlan {
   readonly capacity: CapacityReport;
   /** KubeVirt CA rotation and CA exchange per cluster (src/trust/plan.ts). */
   readonly trust: ResolvedFleet['trust'];
+  /** The sites of the shared network (one, `default`, unless the fleet declares sites). */
+  readonly sites: SitePlan[];
 }
 
 export interface PlanResult {
@@ -336,29 +342,37 @@ interface SharedAddresses {
  * gains them (issue #30) keeps every address it had; each agent replica keeps its own ledger entry.
  */
 function planSharedAddresses(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledger, quarantine: Quarantine): SharedAddresses {
+  const out: SharedAddresses = { members: new Map(), trustAgents: new Map() };
+  // each site's members take addresses from its own pool (one site, `default`, unless the fleet declares sites)
+  for (const site of fleet.crossCluster.sites) planSiteAddresses(p, fleet, site, prev, quarantine, out);
+  return out;
+}
+
+function planSiteAddresses(p: ProblemCollector, fleet: ResolvedFleet, site: ResolvedSite, prev: Ledger, quarantine: Quarantine, out: SharedAddresses): void {
   const cc = fleet.crossCluster;
-  const requests = fleet.clusters.map((c): AddressRequest => {
+  const clusters = fleet.clusters.filter((c) => c.site === site.name);
+  const requests = clusters.map((c): AddressRequest => {
     const old = prev.clusters[c.name];
     return c.datapath === 'gateway'
       ? { want: c.gatewayReplicas, bySlot: true, ledger: (old?.gateways ?? []).map((g) => ledgerAddr(g.crossCluster, cc.family)) }
       : { want: crossClusterNeeded(c, fleet.addressSurge) - c.trustAgentReplicas, bySlot: false, ledger: ledgerValues(old?.crossClusterAddresses, cc.family) };
   });
-  const withAgents = fleet.clusters.filter((c) => c.trustAgentReplicas > 0);
+  const withAgents = clusters.filter((c) => c.trustAgentReplicas > 0);
   for (const c of withAgents) {
     const ledger = (prev.clusters[c.name]?.trustAgents ?? []).map((t) => ledgerAddr(t.crossCluster, cc.family));
     requests.push({ want: c.trustAgentReplicas, bySlot: true, ledger });
   }
-  const got = keepThenTake(new AddressPool(cc.usable), requests, keysOf(quarantine.crossKeys, cc.family));
+  const got = keepThenTake(new AddressPool(site.usable), requests, keysOf(quarantine.crossKeys, cc.family));
   if (got.some((slots) => slots.includes(undefined))) {
     // resolveFleet checks totals first; this guards against anything it could not see
-    p.add('pool-exhausted', 'spec.crossClusterNetwork.addresses.pool', `the pool ran out of free addresses (usable ${cc.usableCount})`, 'add addresses to the pool');
+    p.add('pool-exhausted', sitePath(site, 'pool'), `the pool ran out of free addresses (usable ${countIntervals(site.usable)})`, 'add addresses to the pool');
   }
-  const members = new Map(fleet.clusters.map((c, i) => {
+  clusters.forEach((c, i) => {
     const values = got[i].filter((v): v is bigint => v !== undefined);
-    return [c.name, c.datapath === 'gateway' ? values : values.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))];
-  }));
-  const agents = got.slice(fleet.clusters.length);
-  return { members, trustAgents: new Map(withAgents.map((c, i) => [c.name, agents[i].filter((v): v is bigint => v !== undefined)])) };
+    out.members.set(c.name, c.datapath === 'gateway' ? values : values.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
+  const agents = got.slice(clusters.length);
+  withAgents.forEach((c, i) => out.trustAgents.set(c.name, agents[i].filter((v): v is bigint => v !== undefined)));
 }
 
 // ---------------- phase 3: gateway addresses on the in-cluster network ----------------
@@ -401,6 +415,7 @@ interface Allocation {
   readonly peers: PeerPlan[];
   /** The same entries for a trust agent's table: every one trust only. */
   readonly trustPeers: PeerPlan[];
+  readonly sites: SitePlan[];
 }
 
 function peerEntries(fleet: ResolvedFleet, cidrs: Map<string, Cidr>, shared: Map<string, bigint[]>, trustAgents: Map<string, bigint[]>): PeerPlan[] {
@@ -433,7 +448,7 @@ function gatewayParts(a: Allocation, c: ResolvedCluster, entry: LedgerCluster): 
     gateways: cross.map((x, i) => ({
       replica: i,
       inCluster: `${formatAddr(addr(fam, ins[i]))}/${cidr.prefix}`,
-      crossCluster: `${formatAddr(addr(cc.family, x))}/${cc.prefixLength}`,
+      crossCluster: `${formatAddr(addr(cc.family, x))}/${siteOf(a.fleet, c).prefixLength}`,
     })),
     gatewayVip: vip !== undefined ? `${formatAddr(addr(fam, vip))}/${cidr.prefix}` : undefined,
     peers: a.peers.filter((e) => e.cluster !== c.name && (exchanges || e.cidrs.length > 0)),
@@ -449,10 +464,12 @@ function sliceParts(p: ProblemCollector, a: Allocation, c: ResolvedCluster, entr
   const cc = a.fleet.crossCluster;
   const slice = a.shared.get(c.name)!;
   entry.crossClusterAddresses = compact(slice, cc.family);
-  const sliceRange = sliceIpam(p, slice, cc.family, cc.subnets, c);
+  const site = siteOf(a.fleet, c);
+  // direct handlers and native sync controllers sit on the shared network: they carry the site's routes
+  const sliceRange = { ...sliceIpam(p, slice, cc.family, site.subnets, c), routes: site.routes };
   const agents = a.trustAgents.get(c.name) ?? [];
   if (agents.length) entry.trustAgents = agents.map((x) => ({ crossCluster: formatAddr(addr(cc.family, x)) }));
-  const trustAgents = agents.map((x, i) => ({ replica: i, crossCluster: `${formatAddr(addr(cc.family, x))}/${cc.prefixLength}` }));
+  const trustAgents = agents.map((x, i) => ({ replica: i, crossCluster: `${formatAddr(addr(cc.family, x))}/${site.prefixLength}` }));
   const peers = agents.length ? a.trustPeers.filter((e) => e.cluster !== c.name) : [];
   if (c.datapath === 'direct') return { gateways: [], peers, trustAgents, ipam: sliceRange };
   const cidr = a.cidrs.get(c.name)!;
@@ -475,12 +492,13 @@ function clusterPlan(p: ProblemCollector, a: Allocation, c: ResolvedCluster, ent
     kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy, openshift: c.openshift,
     migrationNetwork: {
       nadName: c.datapath === 'direct' ? cc.nadName : a.fleet.migrationNadName,
-      attachment: c.datapath === 'direct' ? cc.attachment : c.migrationAttachment,
+      attachment: c.datapath === 'direct' ? siteOf(a.fleet, c).attachment : c.migrationAttachment,
       cidr: cidr ? formatCidr(cidr) : undefined,
       ipam,
     },
     crossClusterSync: parts.crossClusterSync, gateways: parts.gateways, gatewayVip: parts.gatewayVip, peers: parts.peers,
     trustAgents: parts.trustAgents ?? [],
+    site: a.sites.find((s) => s.name === c.site) ?? a.sites[0],
     capacity: {
       inCluster: usableIn !== undefined ? { needed: inClusterNeeded(c, surge), usable: usableIn.toString() } : undefined,
       crossCluster: crossClusterNeeded(c, surge),
@@ -537,7 +555,7 @@ function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult>
   // a trust-only copy gets its own gateways array: the runtime-config peer cache (src/gateway/config.ts) is keyed by it
   const trustPeers = peers.filter((e) => fleet.trust.clusters[e.cluster]?.exchange)
     .map((e) => (e.cidrs.length ? { ...e, cidrs: [], gateways: [...e.gateways] } : e));
-  const allocation: Allocation = { fleet, cidrs, shared, trustAgents, gatewayIn, quarantine, peers, trustPeers };
+  const allocation: Allocation = { fleet, cidrs, shared, trustAgents, gatewayIn, quarantine, peers, trustPeers, sites: sitePlans(fleet) };
   const next: Record<string, LedgerCluster> = {};
   const clusters = fleet.clusters.map((c) => clusterPlan(p, allocation, c, (next[c.name] = {})));
   const released = nextQuarantine(prev, next);
@@ -551,7 +569,7 @@ function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<PlanResult>
       gateway: fleet.gateway,
       addressSurge: fleet.addressSurge,
       supernet: fleet.supernet ? formatCidr(fleet.supernet) : undefined,
-      clusters, trust: fleet.trust,
+      clusters, trust: fleet.trust, sites: allocation.sites,
       capacity: capacityReport(fleet),
     },
     ledger,

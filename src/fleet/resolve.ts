@@ -20,6 +20,7 @@ import {
 } from '../kubevirt/versions';
 import { TrustPlan, resolveTrust } from '../trust/plan';
 import { ExistingKubevirt, existingKubevirtProblems, resolveExistingKubevirt } from '../kubevirt/existing';
+import { ResolvedSite, resolveSites, siteOfClusters, unionOfSites, withSitePaths } from './sites';
 
 const DEFAULTS = {
   datapath: 'gateway' as Datapath,
@@ -73,6 +74,8 @@ export interface ResolvedCluster {
    * gateway exchanges) and when the fleet exchanges nothing.
    */
   readonly trustAgentReplicas: number;
+  /** The site the cluster is in: its shared-network addresses come from that site's pool. */
+  readonly site: string;
   readonly podCidrs: Cidr[];
   readonly serviceCidrs: Cidr[];
   readonly multiNetworkPolicy: boolean;
@@ -96,6 +99,8 @@ export interface ResolvedCrossCluster {
   readonly subnets: Cidr[];
   readonly gateway?: string;
   readonly routes: { dst: string; gw: string }[];
+  /** The sites of the shared network, in file order: one, `default`, when the fleet declares none (src/fleet/sites.ts). */
+  readonly sites: ResolvedSite[];
 }
 
 export interface ResolvedGateway {
@@ -335,26 +340,27 @@ interface SharedNetwork {
   readonly routes: { dst: string; gw: string }[];
 }
 
-function resolveSharedNetwork(p: ProblemCollector, cc: FleetSpec['crossClusterNetwork']): SharedNetwork {
-  const pool = parsePool(p, cc.addresses.pool);
+function resolveSharedNetwork(p: ProblemCollector, attachment: Attachment, addresses: NonNullable<FleetSpec['crossClusterNetwork']['addresses']>): SharedNetwork {
+  const pool = parsePool(p, addresses.pool);
   const family: Family = (pool[0]?.family ?? 4) as Family;
-  const prefixLength = cc.addresses.prefixLength;
+  const prefixLength = addresses.prefixLength;
   if (prefixLength > bits(family)) p.add('prefix-too-long', `${SHARED}.prefixLength`, `${prefixLength} is longer than an IPv${family} address`, `use at most ${bits(family)}`);
-  const excluded = parseExclusions(p, cc.addresses, pool);
+  const excluded = parseExclusions(p, addresses, pool);
   const subnets = prefixLength <= bits(family) ? poolSubnets(pool, family, prefixLength) : [];
   const reserved = networkAndBroadcast(subnets);
-  const gateway = parseRouter(p, cc.addresses.gateway, subnets, prefixLength);
+  const gateway = parseRouter(p, addresses.gateway, subnets, prefixLength);
   if (gateway) reserved.push({ family: gateway.family, start: gateway.value, end: gateway.value });
-  const routes = parseRoutes(p, cc.addresses.routes ?? []);
-  if (subnets.length > 1 && routes.length === 0) {
+  const routes = parseRoutes(p, addresses.routes ?? [], subnets);
+  if (subnets.length > 1) {
+    // routes cannot mend it: a fleet-wide route's next hop is on-link in one subnet only (issue #24)
     const shown = `${subnets.slice(0, 4).map(formatCidr).join(', ')}${subnets.length > 4 ? ', ...' : ''}`;
     p.add('pool-spans-subnets', `${SHARED}.pool`,
-      `spans ${subnets.length} subnets of /${prefixLength} (${shown}); gateways in different subnets cannot reach each other without a route`,
-      'widen prefixLength so one subnet holds the pool, or add addresses.routes via a router');
+      `spans ${subnets.length} subnets of /${prefixLength} (${shown}); members in different subnets cannot reach each other, and one fleet-wide route cannot join them (its next hop is on-link in one subnet only)`,
+      'widen prefixLength so one subnet holds the pool, or, for subnets joined by routers, declare one site per subnet in spec.crossClusterNetwork.sites (each with its pool and router; README "Sites")');
   }
   const usable = subtractIntervals(subtractIntervals(pool, excluded), reserved);
   const reservedInPool = countIntervals(subtractIntervals(pool, excluded)) - countIntervals(usable);
-  checkAttachment(p, 'spec.crossClusterNetwork.attachment', cc.attachment, family);
+  checkAttachment(p, 'spec.crossClusterNetwork.attachment', attachment, family);
   return { pool, family, prefixLength, excluded, subnets, usable, reservedInPool, gateway: gateway && formatAddr(gateway), routes };
 }
 
@@ -371,7 +377,7 @@ function parsePool(p: ProblemCollector, items: readonly string[]): Interval[] {
   return parsed.map((x) => x.interval);
 }
 
-function parseExclusions(p: ProblemCollector, addresses: FleetSpec['crossClusterNetwork']['addresses'], pool: Interval[]): Interval[] {
+function parseExclusions(p: ProblemCollector, addresses: NonNullable<FleetSpec['crossClusterNetwork']['addresses']>, pool: Interval[]): Interval[] {
   const parsed: { interval: Interval; path: string }[] = [];
   (addresses.exclude ?? []).forEach((item, i) => {
     const path = `${SHARED}.exclude[${i}]`;
@@ -425,12 +431,18 @@ function parseRouter(p: ProblemCollector, text: string | undefined, subnets: Cid
   return g;
 }
 
-function parseRoutes(p: ProblemCollector, routes: readonly { dst: string; gw: string }[]): { dst: string; gw: string }[] {
+function parseRoutes(p: ProblemCollector, routes: readonly { dst: string; gw: string }[], subnets: readonly Cidr[]): { dst: string; gw: string }[] {
   const out: { dst: string; gw: string }[] = [];
   routes.forEach((r, i) => {
     const dst = parseCidrField(p, `${SHARED}.routes[${i}].dst`, r.dst);
     const gw = parseAddr(r.gw);
     if (!gw) p.add('address-syntax', `${SHARED}.routes[${i}].gw`, `'${r.gw}' is not an address`, 'give the next-hop router address');
+    // the kernel refuses a next hop that is not on the interface's subnet ("Nexthop has invalid gateway"): static IPAM ADD fails
+    if (gw && subnets.length && !subnets.some((sn) => sn.family === gw.family && sn.start <= gw.value && gw.value <= sn.end)) {
+      p.add('route-off-link', `${SHARED}.routes[${i}].gw`,
+        `next hop ${formatAddr(gw)} is not on the shared subnet ${subnets.map(formatCidr).join(', ')}: the kernel refuses the route (Nexthop has invalid gateway), so the pod's attachment fails`,
+        'give a router on the shared subnet as next hop; for subnets in other data centres declare spec.crossClusterNetwork.sites');
+    }
     if (dst && gw) out.push({ dst: formatCidr(dst), gw: formatAddr(gw) });
   });
   return out;
@@ -537,6 +549,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
     gatewayReplicas,
     gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
     trustAgentReplicas: 0, // set once trust is resolved (salvageFleet)
+    site: '', // set once the sites are resolved (salvageFleet)
     podCidrs, serviceCidrs,
     multiNetworkPolicy: c.multiNetworkPolicy ?? false,
     openshift: c.openshift ?? kubevirt.configDelivery === 'hco',
@@ -691,17 +704,24 @@ function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
 export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
   const p = new ProblemCollector();
   const spec = doc.spec;
-  const shared = resolveSharedNetwork(p, spec.crossClusterNetwork);
+  // issue #24: one site per subnet (the default site when the fleet declares none), src/fleet/sites.ts
+  const siteParts = resolveSites(p, spec.crossClusterNetwork, resolveSharedNetwork);
+  const shared = unionOfSites(siteParts);
+  const siteOf = siteOfClusters(p, spec.clusters, siteParts.map((x) => x.site), spec.crossClusterNetwork.sites !== undefined);
   const template = resolveMigrationTemplate(p, spec.migrationNetwork, shared);
   const surge = spec.addressSurge ?? DEFAULTS.addressSurge;
   const resolved = resolveClusters(p, spec, template);
   const trustProblems: FleetProblem[] = [];
   const trust = resolveTrust(spec.trust, resolved.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), trustProblems);
   // issue #30: a cluster without a gateway exchanges through a trust agent, one shared address per replica
-  const clusters = resolved.map((c) => (trust.clusters[c.name]?.agent ? { ...c, trustAgentReplicas: c.gatewayReplicas } : c));
+  const clusters = resolved.map((c) => ({
+    ...c, site: siteOf.get(c.name) ?? siteParts[0].site.name, ...(trust.clusters[c.name]?.agent ? { trustAgentReplicas: c.gatewayReplicas } : {}),
+  }));
   checkCidrOverlaps(p, clusters, shared.pool, template);
   checkInClusterCapacity(p, clusters, surge);
-  const counts = checkSharedCapacity(p, shared, clusters, surge);
+  const counts = siteParts
+    .map(({ site, net }) => withSitePaths(p, site, false, (q) => checkSharedCapacity(q, net, clusters.filter((c) => c.site === site.name), surge)))
+    .reduce((a, b) => ({ poolCount: a.poolCount + b.poolCount, excludedCount: a.excludedCount + b.excludedCount, usableCount: a.usableCount + b.usableCount }));
   // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
   p.addAll(kubevirtAdmissionProblems(doc));
   p.addAll(trustProblems);
@@ -723,7 +743,7 @@ export function salvageFleet(doc: FleetDocument): Salvaged<ResolvedFleet> {
       crossCluster: {
         nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family: shared.family, prefixLength: shared.prefixLength,
         usable: shared.usable, ...counts, reservedCount: shared.reservedInPool,
-        subnets: shared.subnets, gateway: shared.gateway, routes: shared.routes,
+        subnets: shared.subnets, gateway: shared.gateway, routes: shared.routes, sites: siteParts.map((x) => x.site),
       },
       migrationNadName: spec.migrationNetwork?.name ?? DEFAULTS.migrationNadName,
       supernet: template.supernet, clusterPrefixLength: template.clusterPrefixLength,
