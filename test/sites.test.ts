@@ -7,6 +7,8 @@ import { FleetProblem } from '../src/base/errors';
 import { planFleet } from '../src/addressing/planner';
 import { parseFleetDocument, resolveFleet } from '../src/fleet/resolve';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { planReport } from '../src/report/plan-report';
+import { renderFleetSvg } from '../src/report/fleet-svg';
 import { baseFleet, mutate, problemsOf, runCli } from './support/fleets';
 import { inCidr4 } from './support/netns';
 import * as fs from 'fs';
@@ -95,6 +97,28 @@ describe('sites: planning', () => {
     expect(r.out).toContain('    - router 10.10.1.1 on 10.10.1.0/24, forwarding to ams 10.10.2.0/24 (via its router 10.10.2.1)');
     expect(r.out).toContain('    - MTU 1500 on the site\'s network');
     expect(r.out).toContain('    - our attachments there carry: 10.10.1.0/24 via 10.10.2.1');
+  });
+});
+
+describe('sites: the fleet picture', () => {
+  test('one bus segment per site with its subnet, VLAN and MTU, each cluster wired to its own site\'s segment, the routers between', () => {
+    const r = planReport(planOf(twoSites()).plan);
+    expect(r.sites?.map((x) => x.name)).toEqual(['fra', 'ams']);
+    const svg = renderFleetSvg(r);
+    expect(svg).toContain('site fra: 10.10.1.0/24, MTU 1500');
+    expect(svg).toContain('site ams: 10.10.2.0/24, VLAN 20, MTU 1500');
+    expect(svg).toMatch(/>10\.10\.1\.1<[\s\S]*>10\.10\.2\.1</);
+    // two segments: the wires of fra's clusters end on the first, ams's on the second
+    const segs = [...svg.matchAll(/<rect x="(\d+)" y="\d+" width="(\d+)" height="14" rx="7"/g)].map((m) => [Number(m[1]), Number(m[1]) + Number(m[2])]);
+    expect(segs).toHaveLength(2);
+    const box = (name: string) => Number(svg.match(new RegExp(`<rect x="(\\d+)"[^>]*/>\\n<text x="\\d+" y="\\d+" [^>]*>${name}<`))![1]);
+    for (const name of ['fra-1', 'fra-2']) expect(box(name)).toBeGreaterThanOrEqual(segs[0][0]);
+    for (const name of ['fra-1', 'fra-2']) expect(box(name)).toBeLessThan(segs[0][1]);
+    for (const name of ['ams-1', 'ams-2']) expect(box(name)).toBeGreaterThanOrEqual(segs[1][0]);
+    // a fleet without sites: no site labels, one bus
+    const plain = renderFleetSvg(planReport(planOf(baseFleet()).plan));
+    expect(plain).not.toContain('site ');
+    expect(planReport(planOf(baseFleet()).plan).sites).toBeUndefined();
   });
 });
 
