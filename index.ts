@@ -16,9 +16,9 @@ export { FLEET_API_VERSION, FLEET_KIND, fleetDocumentSchema, fleetSpecSchema } f
 export type {
   Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, FleetSpec, GitopsSpec, HarvesterSpec, Placement, SyncPlacement,
 } from './src/fleet/schema';
-export { parseFleetDocument, resolveFleet } from './src/fleet/resolve';
+export { resolveFleet } from './src/fleet/resolve';
 export * from './src/gateway/fleet-pod';
-export type { ResolvedCluster, ResolvedCrossCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt } from './src/fleet/resolve';
+export type { ResolvedCluster, ResolvedCrossCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt } from './src/fleet/resolved';
 export type { KubevirtVersion } from './src/kubevirt/versions';
 export { planFleet, planFleetDocument } from './src/addressing/planner';
 export type {
@@ -26,7 +26,7 @@ export type {
 } from './src/addressing/planner';
 export { diffLedgers, emptyLedger, formatLedgerChange, parseLedger, serializeLedger } from './src/addressing/ledger';
 export type { Ledger, LedgerChange, LedgerCluster } from './src/addressing/ledger';
-export { ledgerPathFor, loadFleetFile, loadLedgerFile, parseFleetText } from './src/fleet/load';
+export { ledgerPathFor, loadFleetFile, loadLedgerFile, parseFleetDocument, parseFleetText } from './src/fleet/load';
 export { planReport, renderPlanTable } from './src/report/plan-report';
 export type { PlanReport, PlanReportOptions, PlanRow, PlanTotals } from './src/report/plan-report';
 export { renderFleetSvg } from './src/report/fleet-svg';

@@ -14,7 +14,9 @@ import { CrossClusterMigrationMesh, CrossClusterMigrationMeshProps } from '../co
 import { FleetProblem, FleetValidationError, InvalidPropsError, MigrationMeshError, ProblemCollector } from '../src/base/errors';
 import { Ledger, LedgerChange } from '../src/addressing/ledger';
 import { Manifest } from '../src/delivery/manifest';
-import { FleetInput, FleetPlan, PlanOptions, salvageFleetInput, toFleetDocument } from '../src/addressing/planner';
+import { FleetInput, FleetPlan, PlanOptions } from '../src/addressing/planner';
+import { toFleetDocument } from '../src/fleet/document';
+import { salvageFleetInput } from '../src/fleet/salvage';
 import { checkHarvesterValues } from '../src/delivery/harvester';
 import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from '../src/delivery/gitops';
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/delivery/rollout';

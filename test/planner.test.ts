@@ -2,7 +2,8 @@ import * as fc from 'fast-check';
 import { FleetDocument } from '../src/fleet/schema';
 import { Ledger, diffLedgers, parseLedger, reclaimReleased, serializeLedger } from '../src/addressing/ledger';
 import { planFleet, PlanResult } from '../src/addressing/planner';
-import { parseFleetDocument, resolveFleet } from '../src/fleet/resolve';
+import { resolveFleet } from '../src/fleet/resolve';
+import { parseFleetDocument } from '../src/fleet/load';
 import { parseAddr, parseCidr, containsAddr, parsePoolItem } from '../src/base/ip';
 import { baseFleet, mutate } from './support/fleets';
 

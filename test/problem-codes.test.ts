@@ -11,7 +11,8 @@ import { main } from '../cli/cli';
 import { FleetValidationError, InvalidPropsError, MigrationMeshError } from '../src/base/errors';
 import { parseLedger } from '../src/addressing/ledger';
 import { PROBLEM_CODES, problemCodesMarkdown } from '../src/base/problem-codes';
-import { parseFleetDocument, resolveFleet } from '../src/fleet/resolve';
+import { resolveFleet } from '../src/fleet/resolve';
+import { parseFleetDocument } from '../src/fleet/load';
 import { gatewayNetworkSelection } from '../src/gateway/pod';
 import { baseFleet, mutate, problemsOf } from './support/fleets';
 

@@ -2,7 +2,8 @@
  * `spec.trust`: the KubeVirt CA rotation emitted per cluster in every delivery form, and the rules it is
  * checked against (KubeVirt's webhook, HCO's webhook, ours), each with a stable code.
  */
-import { parseFleetDocument, resolveFleet } from '../src/fleet/resolve';
+import { resolveFleet } from '../src/fleet/resolve';
+import { parseFleetDocument } from '../src/fleet/load';
 import { planFleet } from '../src/addressing/planner';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { formatGoDuration, parseGoDuration } from '../src/trust/plan';

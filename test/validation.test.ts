@@ -1,6 +1,7 @@
 import { FleetValidationError, FleetProblem } from '../src/base/errors';
 import { parseFleetText } from '../src/fleet/load';
-import { parseFleetDocument, resolveFleet } from '../src/fleet/resolve';
+import { resolveFleet } from '../src/fleet/resolve';
+import { parseFleetDocument } from '../src/fleet/load';
 import { baseFleet, mutate, problemsOf } from './support/fleets';
 
 

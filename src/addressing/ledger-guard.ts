@@ -1,17 +1,17 @@
 /**
  * What the planner must never do silently with the ledger (issue #12), kept apart from the allocation
- * in planner.ts: plan a renamed fleet from scratch, hand out a quarantined address, or move an address
+ * in allocate.ts: plan a renamed fleet from scratch, hand out a quarantined address, or move an address
  * onto the router of the shared network. Pure, no cdk8s import.
  */
-import { FleetProblem } from '../base/errors';
+import { FleetProblem, ProblemCollector } from '../base/errors';
 import { Family, Interval, formatInterval, parseAddr, parseCidr, parsePoolItem } from '../base/ip';
-import { Ledger, addressesOf, intervalOf } from './ledger';
+import { Ledger, LedgerChange, addressesOf, formatLedgerChange, intervalOf } from './ledger';
 
 /**
  * The ledger to plan against. A ledger of another fleet name is refused (planning from scratch would
  * renumber every cluster), unless the caller carries it over explicitly with `renamedFrom`.
  */
-export function ledgerForFleet(fleetName: string, ledger: Ledger | undefined, renamedFrom?: string): { ledger?: Ledger; problems: FleetProblem[] } {
+function ledgerForFleet(fleetName: string, ledger: Ledger | undefined, renamedFrom?: string): { ledger?: Ledger; problems: FleetProblem[] } {
   if (!ledger || ledger.fleet === fleetName) {
     if (renamedFrom !== undefined && ledger?.fleet !== renamedFrom && ledger) {
       return { problems: [{ code: 'ledger-renamed', path: 'metadata.name', message: `--renamed-from '${renamedFrom}' was given, but the ledger already belongs to '${fleetName}'`, fix: 'drop --renamed-from' }] };
@@ -28,6 +28,45 @@ export function ledgerForFleet(fleetName: string, ledger: Ledger | undefined, re
         + `otherwise change metadata.name back to '${ledger.fleet}', or point --ledger at this fleet's own ledger`,
     }],
   };
+}
+
+export interface PlanOptions {
+  /** The previous ledger: its addresses are kept. */
+  readonly ledger?: Ledger;
+  /**
+   * The fleet's previous name, when it was renamed: its ledger is carried over (without it, a ledger of
+   * another fleet is refused). @default - a ledger must belong to this fleet
+   */
+  readonly renamedFrom?: string;
+  /** Fail when the plan would change the ledger (CI). */
+  readonly frozen?: boolean;
+}
+
+/**
+ * The ledger stage: the ledger to plan against (`ledgerForFleet`, every problem at once), and with
+ * `frozen`, no carrying a renamed fleet's ledger over (that rewrites it). `fleetName` as written.
+ */
+export function carryLedger(fleetName: unknown, opts: PlanOptions): { ledger?: Ledger; problems: readonly FleetProblem[] } {
+  const p = new ProblemCollector();
+  const carried = ledgerForFleet(typeof fleetName === 'string' ? fleetName : '', opts.ledger, opts.renamedFrom);
+  p.addAll(carried.problems);
+  if (opts.frozen && opts.ledger && carried.ledger && opts.ledger.fleet !== carried.ledger.fleet) {
+    p.add('ledger-renamed', '(ledger)', `frozen: carrying the ledger of '${opts.ledger.fleet}' over rewrites it`,
+      'run synth with --renamed-from once without --frozen and commit the ledger');
+  }
+  return { ledger: carried.ledger, problems: p.problems };
+}
+
+/** The last stage, `frozen`: a plan that needs no ledger change, against a ledger that exists. */
+export function frozenProblems(changes: readonly LedgerChange[], opts: PlanOptions): readonly FleetProblem[] {
+  const p = new ProblemCollector();
+  if (opts.frozen && !opts.ledger) {
+    p.add('ledger-missing', '(ledger)', 'frozen, but there is no ledger', 'run synth without --frozen once and commit the ledger it writes');
+  } else if (opts.frozen && changes.length > 0) {
+    p.add('ledger-would-change', '(ledger)', `frozen: the plan would change the ledger:\n      ${changes.map((c) => formatLedgerChange(c, true)).join('\n      ')}`,
+      'run synth without --frozen and commit the updated ledger');
+  }
+  return p.problems;
 }
 
 /** Quarantined addresses by use, ready for the planner's taken/used sets. */
@@ -124,6 +163,8 @@ export interface LedgerFamilies {
   readonly explicitCidrs?: ReadonlyMap<string, Interval>;
 }
 
+const overlap = (a: Interval, b: Interval): boolean => a.family === b.family && a.start <= b.end && b.start <= a.end;
+
 /**
  * Every inconsistency of the ledger itself, each with both owners and the fix: an entry that is not an
  * address (or not a CIDR), of the wrong family, or held twice (two clusters on one or overlapping CIDRs,
@@ -177,7 +218,6 @@ export function ledgerProblems(ledger: Ledger, fam: LedgerFamilies = {}): FleetP
     const h = add(r.cluster, String(i), r.address, kind, 'item', true);
     if (h) rel.push(h);
   });
-  const overlap = (a: Interval, b: Interval) => a.family === b.family && a.start <= b.end && b.start <= a.end;
   const clash = (a: Held, b: Held, what: string, fix = LEDGER_FIX_SHARED): void => {
     out.push({
       code: 'ledger-conflict', path: `(ledger) ${b.owner}`,
@@ -195,6 +235,13 @@ export function ledgerProblems(ledger: Ledger, fam: LedgerFamilies = {}): FleetP
       else if (a.cluster === b.cluster) clash(a, b, 'are the same in-cluster address');
     }
   }
+  out.push(...explicitCidrConflicts(cur, fam), ...quarantineConflicts(cur, rel, ledger));
+  return out;
+}
+
+/** Ledger CIDRs on another cluster's explicit `migrationNetwork.cidr`. */
+function explicitCidrConflicts(cur: readonly Held[], fam: LedgerFamilies): FleetProblem[] {
+  const out: FleetProblem[] = [];
   for (const [name, iv] of fam.explicitCidrs ?? []) {
     for (const h of cur) {
       if (h.kind === 'cidr' && h.cluster !== name && overlap(h.iv, iv)) {
@@ -206,6 +253,12 @@ export function ledgerProblems(ledger: Ledger, fam: LedgerFamilies = {}): FleetP
       }
     }
   }
+  return out;
+}
+
+/** Held addresses that are quarantined too (`rel`: the released entries, owners `released[i]`). */
+function quarantineConflicts(cur: readonly Held[], rel: readonly Held[], ledger: Ledger): FleetProblem[] {
+  const out: FleetProblem[] = [];
   for (const r of rel) {
     for (const h of cur) {
       if (h.kind !== r.kind || !overlap(h.iv, r.iv)) continue;

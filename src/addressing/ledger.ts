@@ -1,7 +1,7 @@
 /**
  * The address ledger: planned addresses recorded beside the fleet file, committed like a lockfile.
  * Existing entries are kept, new members take the lowest free address, removed members free theirs.
- * Pure data + (de)serialization; the allocation itself is in planner.ts.
+ * Pure data + (de)serialization; the allocation itself is in allocate.ts.
  */
 import { z } from 'zod';
 import * as YAML from 'yaml';

@@ -4,7 +4,7 @@
  * must provide per site. Pure, no cdk8s import.
  */
 import { Attachment } from '../fleet/schema';
-import { ResolvedCluster, ResolvedFleet } from '../fleet/resolve';
+import { ResolvedCluster, ResolvedFleet } from '../fleet/resolved';
 import { ResolvedSite } from '../fleet/sites';
 import { formatCidr } from '../base/ip';
 

@@ -1,5 +1,6 @@
 /**
- * Reading fleet and ledger files. The only module of the planning side that touches the file system.
+ * A fleet as given (a file, YAML/JSON text or an object) to a checked document, and reading ledger
+ * files. The only module of the planning side that touches the file system.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -7,7 +8,17 @@ import { FleetValidationError, MigrationMeshError } from '../base/errors';
 import { MAX_INPUT_BYTES, decodeInput, parseYamlInput } from '../base/yaml-input';
 import { FleetDocument } from './schema';
 import { Ledger, parseLedger } from '../addressing/ledger';
-import { parseFleetDocument, salvageFleetDocument } from './resolve';
+import { checkFleetDocument } from './document';
+import { everyDocumentProblem, orEveryProblem, salvageFleetDocument } from './salvage';
+
+/**
+ * Structural validation of a fleet document (from YAML/JSON or a TS object). Throws FleetValidationError
+ * with every problem: the schema's, and the cross-field rules' over the part of the document whose
+ * values have the schema's shape (src/fleet/salvage.ts).
+ */
+export function parseFleetDocument(input: unknown, source?: string): FleetDocument {
+  return orEveryProblem(checkFleetDocument(input), () => everyDocumentProblem(input), source);
+}
 
 /** Parse fleet YAML/JSON text; syntax errors name line and column. */
 export function parseFleetText(text: string, source = 'fleet'): FleetDocument {

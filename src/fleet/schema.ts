@@ -1,7 +1,8 @@
 /**
  * The fleet description: one zod schema, the single source of truth for the YAML/JSON file format and
  * for the TypeScript props (types are inferred from it). Structural checks live here; checks that
- * relate several fields (overlaps, capacity, versions) live in resolve.ts. No cdk8s import.
+ * relate several fields (overlaps, capacity, versions) live in resolve.ts and the phases it runs
+ * (shared-network.ts, clusters.ts). No cdk8s import.
  */
 import { z } from 'zod';
 import { gatewayPodSpecSchema, objectLabelsSpecSchema } from '../gateway/fleet-pod';

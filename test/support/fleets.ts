@@ -1,7 +1,8 @@
 import { FleetProblem, FleetValidationError } from '../../src/base/errors';
 import { FleetDocument } from '../../src/fleet/schema';
 import { planFleet } from '../../src/addressing/planner';
-import { parseFleetDocument, resolveFleet } from '../../src/fleet/resolve';
+import { resolveFleet } from '../../src/fleet/resolve';
+import { parseFleetDocument } from '../../src/fleet/load';
 import { main } from '../../cli/cli';
 
 /** A small valid gateway-mode fleet; tests override parts of it. */

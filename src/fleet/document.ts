@@ -1,0 +1,56 @@
+/**
+ * Fleet validation, structure: the fleet document against its schema (the first stage of the main
+ * path), every problem with its path. What a document with problems can still be checked for is
+ * salvage.ts's to decide. Pure, no cdk8s import.
+ */
+import { z } from 'zod';
+import { Checked, FleetProblem, pathToString } from '../base/errors';
+import { FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND, fleetDocumentSchema } from './schema';
+
+/** A whole fleet document, or just a name and a spec. */
+export type FleetInput = FleetDocument | { readonly name: string; readonly spec: FleetSpec };
+
+export function toFleetDocument(fleet: FleetInput): FleetDocument {
+  return 'apiVersion' in fleet
+    ? fleet
+    : { apiVersion: FLEET_API_VERSION, kind: FLEET_KIND, metadata: { name: fleet.name }, spec: fleet.spec };
+}
+
+/** The schema check: the parsed document, or every problem the schema finds. */
+export function checkFleetDocument(input: unknown): Checked<FleetDocument> {
+  const r = fleetDocumentSchema.safeParse(input);
+  return r.success ? { ok: true, value: r.data, problems: [] } : { ok: false, problems: zodProblems(r.error, input) };
+}
+
+/** The schema's issues as problems, each with its path, and a fix where one is known. */
+export function zodProblems(err: z.ZodError, input?: unknown): FleetProblem[] {
+  return err.issues.map((issue): FleetProblem => {
+    const path = pathToString(issue.path) || '(document)';
+    if (issue.code === 'unrecognized_keys') {
+      return {
+        code: 'unknown-field', path,
+        message: `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`,
+        fix: 'remove it or check its spelling against the fleet format in README',
+      };
+    }
+    if (issue.code === 'invalid_union' && 'note' in issue && issue.note === 'No matching discriminator') {
+      return { code: 'unknown-attachment-type', path, message: 'unknown attachment type', fix: 'use one of macvlan, bridge, ipvlan, host-device' };
+    }
+    // a record key the schema refuses: say which key and why (zod's own text is "Invalid key in record")
+    if (issue.code === 'invalid_key' && issue.issues.length) {
+      return { code: 'schema-invalid', path, message: `the key ${issue.issues.map((i) => i.message).join('; ')}` };
+    }
+    // YAML reads an unquoted 1.10 as the number 1.1, an unquoted 1 as 1: say so
+    const given = issue.path.reduce<unknown>((o, k) => (isRecord(o) || Array.isArray(o) ? (o as Record<string, unknown>)[k as string] : undefined), input);
+    if (issue.code === 'invalid_type' && issue.expected === 'string' && (typeof given === 'number' || typeof given === 'boolean')) {
+      return {
+        code: 'schema-invalid', path,
+        message: `${issue.message}: YAML read the unquoted ${String(given)} as a ${typeof given} (an unquoted 1.10 even becomes 1.1)`,
+        fix: `quote it: ${issue.path[issue.path.length - 1] as string}: "${String(given)}"`,
+      };
+    }
+    return { code: 'schema-invalid', path, message: issue.message };
+  });
+}
+
+export const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;
