@@ -5,7 +5,8 @@
  */
 import { FleetProblem } from '../src/base/errors';
 import { planFleet } from '../src/addressing/planner';
-import { parseFleetDocument, resolveFleet } from '../src/fleet/resolve';
+import { resolveFleet } from '../src/fleet/resolve';
+import { parseFleetDocument } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { planReport } from '../src/report/plan-report';
 import { renderFleetSvg } from '../src/report/fleet-svg';
