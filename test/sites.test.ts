@@ -3,7 +3,7 @@
  * carries routes to the other sites via its own site's router (on-link), addresses come from the site's
  * pool, and the validator refuses what the kernel or the network would.
  */
-import { FleetProblem } from '../src/base/errors';
+import { FleetProblem, FleetValidationError } from '../src/base/errors';
 import { planFleet } from '../src/addressing/planner';
 import { resolveFleet } from '../src/fleet/resolve';
 import { parseFleetDocument } from '../src/fleet/load';
@@ -163,6 +163,14 @@ describe('sites: validation, every problem at once', () => {
     const mtu = ps.find((p) => p.code === 'site-mtu-mismatch')!;
     expect(mtu.message).toMatch(/the smallest MTU \(1500\) bounds the tunnel/);
     expect(mtu.fix).toContain('spec.crossClusterNetwork.sites[1].mtu: 1500');
+  });
+
+  test('a Harvester cluster in a fleet across sites is refused: its setting cannot carry the site routes', () => {
+    const doc = mutate(twoSites(), (d) => { d.spec.clusters[2].harvester = { clusterNetwork: 'mig' }; });
+    let problems: FleetProblem[] = [];
+    try { synthesizeFleet(doc); } catch (e) { problems = [...(e as FleetValidationError).problems]; }
+    expect(codes(problems)).toEqual(['harvester-routes-unsupported spec.clusters[2].harvester']);
+    expect(problems[0].message).toContain('10.10.1.0/24 via 10.10.2.1');
   });
 
   test('a site\'s own capacity is checked against its own clusters; a cluster without a site among several, and a site with a fleet that declares none, are refused', () => {

@@ -50,6 +50,7 @@ export const PROBLEM_CODES = {
   'site-mtu-mismatch': { stage: 'validate', meaning: 'Sites (or a site and its attachment) with different MTUs: the smallest MTU on a path bounds the tunnel.' },
   'site-unknown': { stage: 'validate', meaning: 'A cluster in a site the fleet does not declare, or in no site of a fleet with several.' },
   'site-empty': { stage: 'validate', meaning: 'A declared site with no cluster in it.' },
+  'harvester-routes-unsupported': { stage: 'deliver', meaning: 'A Harvester cluster whose handlers need routes (a fleet across sites, or addresses.routes): the vm-migration-network setting cannot carry them.' },
   'network-not-dialable': { stage: 'validate', meaning: 'A pool, supernet or migration CIDR in a range the gateway refuses to dial (its own list in proxy/src/config.ts: link-local, loopback, multicast, "this network", ...).' },
   'gateway-port-conflict': { stage: 'validate', meaning: 'spec.gateway.tunnelPort equal to a port the gateway pod already listens on (intercept 15001, admin 15090).' },
   'mtu-too-small': { stage: 'validate', meaning: 'An MTU below the IPv6 minimum of 1280 on an IPv6 network.' },
