@@ -103,15 +103,17 @@ const COMMANDS: Record<string, CommandSpec> = {
     check: (a) => (['cluster', 'address', 'all'].some((k) => a.flags.has(k)) ? undefined : 'reclaim needs --cluster NAME, --address ADDR or --all (what to lift the quarantine of)'),
   },
   status: {
-    usage: `  migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--output text|json]
+    usage: `  migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--moves] [--output text|json]
       ask every cluster of the fleet (read-only; kubeconfig context named as the cluster, or as
       --context-map FILE says: cluster: context) whether it is ready to migrate: drift of
       DIR/<fleet>/<cluster>/ against the live objects (fields we write), the KubeVirt CR's migration
-      network and feature gates, gateway replicas ready, the trust matrix (each cluster's current CA
-      in every peer's kubevirt-ca) and a verdict per ordered pair. Each cluster gets at most
-      --timeout seconds (10). Exit code: 0 every pair ready, 1 not (or an error), 2 usage.
+      network and feature gates, virt-handler and sync controllers on the migration network, gateway
+      pods (through the pod proxy: VIP holder, tunnels per peer, last errors), the trust matrix (each
+      cluster's current CA in every peer's kubevirt-ca) and a verdict per ordered pair; --moves also
+      checks every VM of the generated Forklift Plans. Each finding has a code (docs/errors.md).
+      Each cluster gets at most --timeout seconds (10). Exit code: 0 all ready, 1 not (or an error), 2 usage.
 `,
-    options: { out: OUT, 'context-map': str('FILE'), kubeconfig: str('FILE'), timeout: str('SECONDS'), output: str('FORMAT', { choices: ['text', 'json'] }) },
+    options: { out: OUT, 'context-map': str('FILE'), kubeconfig: str('FILE'), timeout: str('SECONDS'), moves: BOOL, output: str('FORMAT', { choices: ['text', 'json'] }) },
     files: { min: 1, max: 1 },
     check: (a) => (a.flags.has('timeout') && !(Number(a.flags.get('timeout')) > 0) ? `--timeout takes a number of seconds above 0, got '${String(a.flags.get('timeout'))}'` : undefined),
   },

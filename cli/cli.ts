@@ -7,7 +7,7 @@
  *   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE] [--ledger FILE] [--renamed-from OLD]
  *   migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml | diff FLEET.yaml [--out DIR]   (exit 0 same, 1 changes, 2 error)
  *   migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
- *   migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--output text|json]
+ *   migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--moves] [--output text|json]
  *   migration-mesh --version | help [COMMAND] | COMMAND --help
  *
  * The command line is read strictly by ./args.ts (each command's own options; unknown or misspelt
@@ -21,7 +21,8 @@ import { formatLedgerChange, reclaimReleased, serializeLedger } from '../src/add
 import { ledgerPathFor, loadLedgerFile, readFleetFile } from '../src/fleet/load';
 import { SynthResult, synthesizeFleet } from './synthesize-fleet';
 import { renderFleetDirectory, writeFleetDirectories } from './fleet-directory';
-import { MANIFEST_FILE, OutputWriteError, writeOutputs } from './write-tree';
+import { OutputWriteError, writeOutputs } from './write-tree';
+import { svgTargetProblem } from './svg-target';
 import { planReport, renderPlanTable } from '../src/report/plan-report';
 import { renderFleetSvg } from '../src/report/fleet-svg';
 import { diffTrees, renderDiff, FleetDiff } from '../src/report/tree-diff';
@@ -35,6 +36,7 @@ import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { movesReport, renderMoves } from '../src/forklift/report';
 import { Args, UsageError, parseCommandLine, usageOf } from './args';
 import { renderStatus } from '../src/report/status';
+import { failureJson, problemJson } from './failure-json';
 
 /** Several files refused, each message naming its file. */
 class FilesFailed extends Error {
@@ -111,6 +113,7 @@ export async function mainAsync(argv: string[], out: Sink = (s) => process.stdou
       contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map'))) : undefined,
       kubeconfig: args.flags.has('kubeconfig') ? String(args.flags.get('kubeconfig')) : undefined,
       timeoutMs: args.flags.has('timeout') ? Number(args.flags.get('timeout')) * 1000 : undefined,
+      moves: args.flags.has('moves'),
     });
     out(args.flags.get('output') === 'json' ? `${JSON.stringify(s, null, 2)}\n` : renderStatus(s));
     return s.ready ? 0 : 1;
@@ -172,8 +175,6 @@ function datapathsOf(r: SynthResult): string[] {
   return [...new Set(r.plan.clusters.map((c) => c.datapath))];
 }
 
-const problemJson = ({ code, path, message, fix }: FleetProblem) => ({ code, path, message, ...(fix ? { fix } : {}) });
-
 /** Every file checked, problems as data with their codes (filter with e.g. `jq '.[].problems[] | select(.code == "pool-too-small")'`). */
 function validateJson(args: Args, out: Sink): number {
   const results = checkFiles(args).map(({ file, result, problems }) => {
@@ -212,10 +213,14 @@ function synth(args: Args, out: (s: string) => void): number {
     }
   }
   // every fleet validated and synthesized in memory before anything is written
-  const names = new Set<string>();
+  const names = new Map<string, string>();
   for (const { r, f } of pending) {
-    if (names.has(r.plan.fleet)) throw new Error(`${f}: another fleet file is also named '${r.plan.fleet}'; output directories would collide`);
-    names.add(r.plan.fleet);
+    const first = names.get(r.plan.fleet);
+    if (first !== undefined) {
+      const message = `another fleet file (${first}) is also named '${r.plan.fleet}'; output directories would collide`;
+      throw new FleetValidationError([{ code: 'duplicate-fleet-name', path: 'metadata.name', message, fix: 'give every fleet a unique metadata.name' }], f);
+    }
+    names.set(r.plan.fleet, f);
   }
   // every tree and ledger in one transaction: all written, or none
   const written = writeFleetDirectories(pending.map((p) => p.r), undefined, { onNotice: (n) => out(`cleaned up: ${n}\n`) });
@@ -255,8 +260,17 @@ function ledgerFor(args: Args, fleetFile: string): Ledger | undefined {
   return loadLedgerFile(ledgerPath(args, fleetFile));
 }
 
-/** `plan`: synth's own checks and plan (in memory), so it refuses exactly what synth refuses. */
+/** `plan`; with `--output json` a failure is JSON on stdout too (exit 1). */
 function plan(args: Args, out: Sink, err: Sink): number {
+  try { return planOne(args, out, err); } catch (e) {
+    if (args.flags.get('output') !== 'json') throw e;
+    out(failureJson(e, args.files.length === 1 ? args.files[0] : undefined));
+    return 1;
+  }
+}
+
+/** `plan`: synth's own checks and plan (in memory), so it refuses exactly what synth refuses. */
+function planOne(args: Args, out: Sink, err: Sink): number {
   const files = need(args.files);
   if (files.length !== 1) throw new Error(`plan takes one fleet file, got ${files.length}`);
   const f = files[0];
@@ -282,35 +296,6 @@ function plan(args: Args, out: Sink, err: Sink): number {
   return 0;
 }
 
-const sameFile = (a: string, b: string): boolean => {
-  if (path.resolve(a) === path.resolve(b)) return true;
-  try { return fs.realpathSync(a) === fs.realpathSync(b); } catch { return false; }
-};
-
-/** The picture this package draws (`renderFleetSvg`): its first two lines. */
-const OUR_SVG = /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^\n]*>\n<title>Migration Mesh fleet [^<\n]*<\/title>\n/;
-
-/**
- * `plan --svg FILE` never overwrites an input of the run (fleet, ledger, moves file), a file of synth's
- * tree (a directory with synth's manifest: synth writes fleet.svg there), or a file that is not a
- * picture `plan` or `synth` drew.
- */
-function svgTargetProblem(svg: string, inputs: [string, string][]): FleetProblem | undefined {
-  const input = inputs.find(([file]) => sameFile(svg, file));
-  if (input) {
-    return { code: 'write/input', path: svg, message: `--svg ${svg} is ${input[1]}, an input of this run: it would be overwritten by the picture`, fix: 'give --svg a file of its own, e.g. --svg fleet.svg' };
-  }
-  if (fs.existsSync(path.join(path.dirname(path.resolve(svg)), MANIFEST_FILE))) {
-    return { code: 'write/not-ours', path: svg, message: `--svg ${svg} is inside a tree synth writes (${MANIFEST_FILE} beside it): a picture written there would be an edit synth refuses to overwrite`, fix: 'give --svg a file outside synth\'s output, or let synth write fleet.svg there itself' };
-  }
-  let existing: string | undefined;
-  try { existing = fs.statSync(svg).isFile() ? fs.readFileSync(svg, 'utf8') : undefined; } catch { existing = undefined; }
-  if (existing !== undefined && !OUR_SVG.test(existing)) {
-    return { code: 'write/not-ours', path: svg, message: `--svg ${svg} exists and is not a fleet picture drawn by migration-mesh: it would be overwritten`, fix: 'give --svg a new file (or one plan drew before), or move that file away' };
-  }
-  return undefined;
-}
-
 /** Every file under dir, relative, '/'-separated. */
 export function readTree(dir: string): Map<string, string> {
   const files = new Map<string, string>();
@@ -327,18 +312,26 @@ export function readTree(dir: string): Map<string, string> {
 }
 
 function diff(args: Args, out: (s: string) => void, err: (s: string) => void): number {
+  const format = String(args.flags.get('output') ?? 'text');
+  const files = args.files;
+  // the file the step in progress belongs to (a failure names it); diffFleets names its side itself
+  let current = files.length === 1 ? files[0] : undefined;
   try {
-    const files = need(args.files);
-    const format = String(args.flags.get('output') ?? 'text');
+    need(files);
     if (format !== 'text' && format !== 'json') throw new Error(`--output must be text or json, got '${format}'`);
     let d: FleetDiff;
     const notes: FleetProblem[] = [];
     if (files.length === 2) {
+      current = files[0];
       const before = readFleetFile(files[0]);
+      const oldMoves = movesFor(files[0], before);
+      const ledger = ledgerFor(args, files[0]);
+      current = files[1];
       const after = readFleetFile(files[1]);
-      const moves = [movesFor(files[0], before), movesFor(files[1], after)] as const;
+      const moves = [oldMoves, movesFor(files[1], after)] as const;
+      current = undefined;
       notes.push(...oldInputsMissing(args, files[0], files[1]));
-      d = diffFleets(before, after, { ledger: ledgerFor(args, files[0]), renamedFrom: renamedFrom(args), moves });
+      d = diffFleets(before, after, { ledger, renamedFrom: renamedFrom(args), moves, sources: [files[0], files[1]] });
     } else if (files.length === 1) {
       const doc = readFleetFile(files[0]);
       const ledger = ledgerFor(args, files[0]);
@@ -361,7 +354,9 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
     }
     return d.changed ? 1 : 0;
   } catch (e) {
-    err(`${e instanceof FleetValidationError ? e.message : `error: ${(e as Error).message}`}\n`);
+    if (format === 'json') out(failureJson(e, current));
+    else if (e instanceof FleetValidationError) err(`${e.message}\n`);
+    else err(`error: ${e instanceof MigrationMeshError ? (current ? inFile(e, current) : withCodes(e)) : (e as Error).message}\n`);
     return 2;
   }
 }

@@ -8,6 +8,7 @@ import { Ledger } from '../src/addressing/ledger';
 import { FleetDiff, TreeSnapshot, diffTrees } from '../src/report/tree-diff';
 import { SynthResult, synthesizeFleet } from './synthesize-fleet';
 import { MovesInput } from '../src/forklift/checks';
+import { FleetValidationError } from '../src/base/errors';
 
 export interface DiffFleetsOptions {
   /** The committed ledger the `before` fleet was synthesized with. @default - none (plan from scratch) */
@@ -16,6 +17,8 @@ export interface DiffFleetsOptions {
   readonly moves?: readonly [MovesInput | undefined, MovesInput | undefined];
   /** The `before` fleet's name when `after` renames it (the ledger is carried over). @default - same name */
   readonly renamedFrom?: string;
+  /** The two fleets' files: a fleet's problems are thrown naming the file they belong to. @default - not named */
+  readonly sources?: readonly [string, string];
 }
 
 export interface DiffFleetsResult extends FleetDiff {
@@ -31,8 +34,16 @@ function snapshotOf(r: SynthResult): TreeSnapshot {
 
 /** What changing `before` into `after` does to the synthesized tree and the ledger. */
 export function diffFleets(before: FleetDocument, after: FleetDocument, opts: DiffFleetsOptions = {}): DiffFleetsResult {
-  const b = synthesizeFleet(before, { ledger: opts.ledger, moves: opts.moves?.[0] });
+  const b = inSource(opts.sources?.[0], () => synthesizeFleet(before, { ledger: opts.ledger, moves: opts.moves?.[0] }));
   const renamed = after.metadata.name !== before.metadata.name ? (opts.renamedFrom ?? undefined) : undefined;
-  const a = synthesizeFleet(after, { ledger: b.ledger, renamedFrom: renamed, moves: opts.moves?.[1] });
+  const a = inSource(opts.sources?.[1], () => synthesizeFleet(after, { ledger: b.ledger, renamedFrom: renamed, moves: opts.moves?.[1] }));
   return { ...diffTrees(snapshotOf(b), snapshotOf(a)), before: b, after: a };
+}
+
+/** `fn()`, its fleet problems thrown as belonging to `source` (the file of that side of the diff). */
+function inSource<T>(source: string | undefined, fn: () => T): T {
+  try { return fn(); } catch (e) {
+    if (source && e instanceof FleetValidationError && e.source !== source) throw new FleetValidationError(e.problems, source);
+    throw e;
+  }
 }

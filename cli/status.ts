@@ -10,9 +10,12 @@ import * as k8s from '@kubernetes/client-node';
 import * as yaml from 'yaml';
 import { loadFleetFile } from '../src/fleet/load';
 import { resolveFleet } from '../src/fleet/resolve';
-import { CaCert, ClusterFacts, DriftEntry, FleetStatus, judgeFleet, ownedDifference } from '../src/report/status';
+import { FleetStatus, judgeFleet, ownedDifference } from '../src/report/status';
+import { CaCert, ClusterFacts, DriftEntry, GatewayFacts } from '../src/report/status-facts';
 import { GeneratedObject as Obj, generatedObjects } from './generated-objects';
 import { createProgress } from './progress';
+import { moveFacts, plannedMoves } from './status-moves';
+import { attachments, gatewayPods, vipOf, why } from './status-runtime';
 
 export interface StatusOptions {
   readonly fleetFile: string;
@@ -24,6 +27,8 @@ export interface StatusOptions {
   readonly kubeconfig?: string;
   /** Longest wait for one cluster. @default 10000 */
   readonly timeoutMs?: number;
+  /** Pre-flight every VM of the generated Forklift Plans (`--moves`). @default false */
+  readonly moves?: boolean;
 }
 
 
@@ -40,12 +45,6 @@ function caCerts(bundle: string | undefined): CaCert[] {
 }
 
 const codeOf = (e: unknown): number | undefined => (e as { code?: unknown })?.code as number | undefined;
-/** One short line for a failed request (no stack, no response body dump). */
-function why(e: unknown): string {
-  const m = (e as Error)?.message ?? String(e);
-  const reason = /reason: (.*)$/m.exec(m)?.[1] ?? /(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|ECONNRESET)[^\n]*/.exec(m)?.[0];
-  return (reason ?? m.split('\n')[0]).slice(0, 200);
-}
 
 async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, objects: Obj[]): Promise<ClusterFacts> {
   const api = k8s.KubernetesObjectApi.makeApiClient(kc);
@@ -80,10 +79,13 @@ async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, 
     if (d) drift.push({ object: id, state: 'different', ...d });
   }
   const deployments = objects.filter((o) => o.kind === 'Deployment' && GATEWAY_DEPLOYMENT.test(o.metadata.name));
-  const gateway = deployments.length
-    ? { replicas: deployments.length, ready: deployments
-      .filter((d) => Number((live.get(d)?.status as { readyReplicas?: number } | undefined)?.readyReplicas ?? 0) > 0)
-      .length }
+  const gateway: GatewayFacts | undefined = deployments.length
+    ? {
+      replicas: deployments.length,
+      ready: deployments.filter((d) => Number((live.get(d)?.status as { readyReplicas?: number } | undefined)?.readyReplicas ?? 0) > 0).length,
+      vip: vipOf(objects),
+      ...await gatewayPods(kc, deployments.filter((d) => live.get(d))).then((pods) => ({ pods }), (e) => ({ podsError: why(e) })),
+    }
     : undefined;
   let kubevirt: Extract<ClusterFacts, { reachable: true }>['kubevirt'];
   if (kvObj?.kind === 'KubeVirt') {
@@ -96,7 +98,11 @@ async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, 
       wantNetwork: cfg(kvObj)?.migrations?.network, wantGates: cfg(kvObj)?.developerConfiguration?.featureGates ?? [],
     };
   }
-  return { cluster, context, reachable: true, checked: objects.length, drift, kubevirt, gateway, ca };
+  const network = kubevirt?.wantNetwork;
+  const attached = network
+    ? { attachments: await attachments(kc, kubevirtNs, network).catch((e) => ({ network: `${kubevirtNs}/${network}`, error: why(e), pods: [] })) }
+    : {};
+  return { cluster, context, reachable: true, checked: objects.length, drift, kubevirt, gateway, ...attached, ca };
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
@@ -113,6 +119,7 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   const timeoutMs = o.timeoutMs ?? 10_000;
   const progress = createProgress('status: clusters answered', { minTotal: 2 });
   let done = 0;
+  const kcs = new Map<string, k8s.KubeConfig>();
   const clusters = await Promise.all(fleet.clusters.map(async (c): Promise<ClusterFacts> => {
     const context = o.contexts?.[c.name] ?? c.name;
     const objects = generatedObjects(path.join(o.outDir, fleet.name, c.name));
@@ -123,6 +130,7 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
       const kc = new k8s.KubeConfig();
       kc.loadFromString(base.exportConfig());
       kc.setCurrentContext(context);
+      kcs.set(c.name, kc);
       facts = await withTimeout(askCluster(kc, c.name, context, objects).catch((e) => ({ cluster: c.name, context, reachable: false as const, error: why(e) })),
         timeoutMs, () => ({ cluster: c.name, context, reachable: false, error: `no answer within ${timeoutMs / 1000} s` }));
     }
@@ -131,7 +139,12 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   }));
   progress.done();
   const groups = ['gateway', 'native', 'direct'].map((m) => fleet.clusters.filter((c) => c.datapath === m).map((c) => c.name)).filter((g) => g.length);
-  return judgeFleet(fleet.name, clusters, groups);
+  const answered = (name: string) => (clusters.find((c) => c.cluster === name)?.reachable ? kcs.get(name) : undefined);
+  const planned = o.moves ? plannedMoves(path.join(o.outDir, fleet.name)) : undefined;
+  const moves = planned && await withTimeout(moveFacts(planned, answered), timeoutMs, () => planned.map((m) => ({
+    plan: m.plan, from: m.from, to: m.to, vm: m.vm, targetNamespace: m.targetNamespace, sourceError: 'no answer', target: { error: `no answer within ${timeoutMs / 1000} s` },
+  })));
+  return judgeFleet(fleet.name, clusters, groups, moves);
 }
 
 /** `--context-map FILE`: a YAML/JSON mapping of cluster name to kubeconfig context. */

@@ -32,6 +32,7 @@ import { FleetProblem, MigrationMeshError } from '../src/base/errors';
 import { ProblemCode } from '../src/base/problem-codes';
 import { FLEET_LABEL } from '../src/base/names';
 import { closeSession, dropJournal, guardSignals, openSession, sideName, writeJournal } from './write-guard';
+import { oncePerPath } from './problems-once';
 
 /** The manifest of generated files inside each fleet directory. */
 export const MANIFEST_FILE = '.migration-mesh.manifest';
@@ -238,7 +239,7 @@ function checkOutputs(trees: readonly OutputTree[], files: readonly OutputFile[]
   const dirs = new Set<string>();
   for (const tree of trees) checkTree(tree, io, acc, dirs, problems);
   for (const f of files) checkFile(f, io, acc, dirs, problems);
-  if (problems.length) throw new OutputWriteError(problems);
+  if (problems.length) throw new OutputWriteError(oncePerPath(problems));
   return acc;
 }
 

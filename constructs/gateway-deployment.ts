@@ -12,6 +12,7 @@ import { GatewayReplicaPlan } from '../src/addressing/planner';
 import { GATEWAY_METRICS_PORT_NAME } from './gateway-metrics';
 import { GatewayPodOptions, taintQueryOf } from './gateway-pod-options';
 import { projectedVolume } from './projected-volume';
+import { refuseImage } from '../src/base/image-reference';
 
 /** UID/GID the runtime container runs as (distroless `nonroot`). */
 export const GATEWAY_RUN_AS = 65532;
@@ -150,6 +151,7 @@ export class GatewayDeployment extends Construct {
 
   constructor(scope: Construct, id: string, props: GatewayDeploymentProps) {
     super(scope, id);
+    refuseImage(props.image);
     const r = props.replica;
     this.name = gatewayDeploymentName(r.replica);
     const selector = { ...props.setLabels, [GATEWAY_REPLICA_LABEL]: String(r.replica) };

@@ -3,6 +3,7 @@ import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { GATEWAY_CONFIG_FILE, GATEWAY_CONFIG_MOUNT } from '../src/gateway/config';
 import { projectedVolume } from './projected-volume';
+import { refuseImage } from '../src/base/image-reference';
 
 /** What the trust container joins: one pod (a gateway replica, or a trust agent replica) with the runtime and its config volume. */
 export interface TrustPod {
@@ -80,6 +81,7 @@ export class GatewayTrust extends Construct {
 
   constructor(scope: Construct, id: string, private readonly props: GatewayTrustProps) {
     super(scope, id);
+    refuseImage(props.image);
     const name = props.name ?? 'migration-mesh-gateway-trust';
     const metadata = { name, namespace: props.kubevirtNamespace, ...(props.labels ? { labels: props.labels } : {}) };
     this.role = new ApiObject(this, 'Role', {

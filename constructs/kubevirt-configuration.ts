@@ -26,6 +26,13 @@ export interface KubevirtConfigurationProps {
    * @default - none
    */
   readonly existingJsonPatch?: readonly JsonObject[];
+  /**
+   * `hco` only: the feature gates the cluster's KubeVirt already has (HCO's own among them). The
+   * annotation appends only the gates the list lacks, so none is there twice.
+   *
+   * @default - none
+   */
+  readonly existingFeatureGates?: readonly string[];
 }
 
 /**
@@ -42,12 +49,12 @@ export class KubevirtConfiguration extends Construct {
     super(scope, id);
     this.delivery = props.delivery ?? 'kubevirt-cr';
     if (this.delivery === 'hco') {
-      const existingOps = props.existingJsonPatch ?? [];
-      this.apiObject = new HyperConvergedObject(this, 'Resource', () => hcoFormWithExisting(this.spec, existingOps).kubevirtJsonPatch, {
+      const form = () => hcoFormWithExisting(this.spec, props.existingJsonPatch ?? [], props.existingFeatureGates);
+      this.apiObject = new HyperConvergedObject(this, 'Resource', () => form().kubevirtJsonPatch, {
         apiVersion: 'hco.kubevirt.io/v1beta1',
         kind: 'HyperConverged',
         metadata: { name: props.name, namespace: props.namespace },
-        spec: Lazy.any({ produce: () => hcoFormWithExisting(this.spec, existingOps).spec }),
+        spec: Lazy.any({ produce: () => form().spec }),
       });
     } else {
       this.apiObject = new ApiObject(this, 'Resource', {

@@ -77,6 +77,7 @@ export class MeshClusterChart extends Chart {
     const kv = cluster.kubevirt;
     this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', {
       namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery, existingJsonPatch: kv.existing.kubevirtJsonPatch as JsonObject[],
+      existingFeatureGates: kv.existing.featureGates,
     });
     this.kubevirt.addSpec(existingListsFragment(cluster)); // the cluster's own gates/patches first (docs/field-ownership.md)
     this.kubevirt.addSpec(migrationPolicyFragment(plan));

@@ -4,6 +4,8 @@ import { FleetDocument } from '../src/fleet/schema';
 import { Ledger, LedgerChange } from '../src/addressing/ledger';
 import { ClusterPlan, FleetInput, FleetPlan, planFleetDocument } from '../src/addressing/planner';
 import { HarvesterMigrationNetworkValue, harvesterValues } from '../src/delivery/harvester';
+import { GatewayDashboard } from './gateway-dashboard';
+import { GATEWAY_METRICS_SERVICE_NAME } from './gateway-metrics';
 import { GatewayPodOptions, gatewayPodOptionsOf, mergeGatewayPodOptions } from './gateway-pod-options';
 import { HarvesterClusterChart } from './harvester-cluster';
 import { MeshClusterChart, MeshClusterOptions } from './mesh-cluster';
@@ -11,6 +13,7 @@ import { MigrationProxy } from './migration-proxy';
 import { ForkliftHubChart } from './forklift-hub';
 import { clusterFacts } from './forklift-output';
 import { planForklift } from '../src/forklift/plan';
+import { StatusClusterRole } from './status-cluster-role';
 import { MovesInput } from '../src/forklift/checks';
 
 const MESH_SYMBOL = Symbol.for('migration-mesh.CrossClusterMigrationMesh');
@@ -121,6 +124,7 @@ export class CrossClusterMigrationMesh extends Construct {
     if (unknown.length) throw new Error(`clusters: ${unknown.join(', ')} not in fleet ${this.plan.fleet}; use one of ${this.plan.clusters.map((c) => c.name).join(', ')}`);
     this.charts = this.plan.clusters.map((c) =>
       clusterChart(chartScope(c.name), this.plan, c, harvester.get(c.name), clusterOptionsFor(result.document, c.name, props)));
+    addOperatorView(result.document, this.charts, this.plan);
     // the moves checks read each cluster's generated configuration: render it only when there are moves to check
     const objects = new Map(result.document.spec.forklift ? this.charts.map((c) => [c.node.id, c.toJson()]) : []);
     const fk = planForklift(result.document, clusterFacts(result.document, this.plan.clusters, objects), props.moves);
@@ -167,4 +171,20 @@ function clusterChart(
   return harvesterValue !== undefined
     ? new HarvesterClusterChart(scope, cluster.name, { plan, cluster, value: harvesterValue, labels: options.labels })
     : new MeshClusterChart(scope, cluster.name, { plan, cluster, ...options });
+}
+
+/** `spec.operatorView`: the status ClusterRole in every mesh cluster's chart, the dashboard beside each gateway. */
+function addOperatorView(document: FleetDocument, charts: readonly (MeshClusterChart | HarvesterClusterChart)[], plan: FleetPlan): void {
+  const view = document.spec.operatorView;
+  if (!view) return;
+  for (const chart of charts.filter(MeshClusterChart.isMeshClusterChart)) {
+    if (view.statusClusterRole) new StatusClusterRole(chart, 'StatusClusterRole');
+    if (view.dashboard && chart.proxy) {
+      new GatewayDashboard(chart, 'GatewayDashboard', {
+        cluster: chart.cluster.name, namespace: chart.proxy.namespace, job: GATEWAY_METRICS_SERVICE_NAME,
+        vip: chart.cluster.gatewayVip?.replace(/\/\d+$/, ''), trust: !!plan.trust.clusters[chart.cluster.name]?.exchange,
+        configMapNamespace: view.dashboardNamespace,
+      });
+    }
+  }
 }

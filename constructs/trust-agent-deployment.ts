@@ -10,6 +10,7 @@ import { GATEWAY_METRICS_PORT_NAME } from './gateway-metrics';
 import { taintQueryOf } from './gateway-pod-options';
 import { projectedVolume } from './projected-volume';
 import type { TrustPod } from './gateway-trust';
+import { refuseImage } from '../src/base/image-reference';
 
 /** Label naming the replica index of one trust agent pod. */
 export const TRUST_AGENT_REPLICA_LABEL = 'migrationmesh.dev/trust-agent-replica';
@@ -80,6 +81,7 @@ export class TrustAgentDeployment extends Construct implements TrustPod {
 
   constructor(scope: Construct, id: string, props: TrustAgentDeploymentProps) {
     super(scope, id);
+    refuseImage(props.image);
     const r = props.replica;
     this.name = `migration-mesh-trust-${r.replica}`;
     const selector = { ...props.setLabels, [TRUST_AGENT_REPLICA_LABEL]: String(r.replica) };

@@ -5,7 +5,8 @@
 // image (`npm run image`, test/image.test.ts): podman + runc to build and run it, debootstrap to make the base
 // stand-ins where no image registry is reachable, skopeo to push the OCI archive, uidmap for rootless podman,
 // faketime for the trust test in simulated time, qemu-system-x86 + busybox-static + cpio for the VM migration test,
-// promtool (Debian package prometheus) for the alerting rules)
+// promtool (Debian package prometheus) for the alerting rules, libgnutls28-dev + pkg-config for the GnuTLS interop
+// test's peer and libssl-dev for the addon unit checks, both compiled at test time)
 // when they are missing and we are root on a Debian machine. Needs only Node (no npm packages): on a fresh
 // machine run it before `npm ci` / `npm run build`. Never fails: a test that needs a missing tool says so
 // and skips; a missing toolchain is named again by the build (proxy/scripts/build-addon.js).
@@ -24,7 +25,11 @@ const wanted = {
   // the guest kernel is Debian's linux-image-amd64, fetched with `apt-get download` by test/support/qemu-guest.ts
   'qemu-system-x86_64': 'qemu-system-x86', '/bin/busybox': 'busybox-static', cpio: 'cpio',
   // promtool checks and unit-tests the gateway's alerting rules (test/gateway-alerts.test.ts)
-  promtool: 'prometheus' };
+  promtool: 'prometheus',
+  // the proxy's GnuTLS interop test (proxy/src/test/tls-gnutls-interop.test.ts) compiles its peer against libgnutls
+  '/usr/include/gnutls/gnutls.h': 'libgnutls28-dev', 'pkg-config': 'pkg-config|pkgconf',
+  // the proxy's addon unit checks (proxy/src/test/native-units.test.ts) compile native/tls13rec.c against OpenSSL
+  '/usr/include/openssl/evp.h': 'libssl-dev' };
 const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 const missing = [...new Set(Object.entries(wanted).filter(([cmd]) => !have(cmd)).map(([, pkg]) => pkg))];
 /** The first of the `a|b` alternatives apt knows (a package only some sources carry falls back to Debian's). */

@@ -14,9 +14,10 @@ import * as yaml from 'yaml';
 import { spawn, execFileSync } from 'child_process';
 import { generatedObjects } from '../cli/generated-objects';
 import { makeCert } from '../proxy/src/testkit/ca-certs';
-import { FakeKubeApi } from '../proxy/src/testkit/fake-kube';
 import { ownedDifference } from '../src/report/status';
 import { baseFleet, runCli } from './support/fleets';
+import { hasCommand } from './support/netns';
+import { FakeCluster, closedPort, kubeconfig, startCluster } from './support/status-clusters';
 
 const H = 3600_000;
 const sha = (c: { der: Buffer }) => crypto.createHash('sha256').update(c.der).digest('hex');
@@ -39,44 +40,9 @@ function runStatus(argv: string[]): Promise<{ code: number; out: string; err: st
   });
 }
 
-interface Fake { api: FakeKubeApi; ca: ReturnType<typeof makeCert> }
-
-/** One fake cluster holding its generated objects (gateways ready) and a kubevirt-ca of its own CA + `trusts`. */
-async function startCluster(objects: any[], ca: ReturnType<typeof makeCert>, trusts: ReturnType<typeof makeCert>[], edit?: (o: any) => void): Promise<Fake> {
-  const api = new FakeKubeApi('kubevirt');
-  await api.listen();
-  api.serveKinds(objects.map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, namespaced: o.metadata.namespace !== undefined })));
-  for (const o of objects) {
-    const live = JSON.parse(JSON.stringify(o));
-    if (live.kind === 'Deployment') live.status = { replicas: 1, readyReplicas: 1 };
-    edit?.(live);
-    api.seed(live);
-  }
-  api.put('kubevirt-ca', { 'ca-bundle': [ca, ...trusts].map((c) => c.pem).join('') });
-  return { api, ca };
-}
-
-function kubeconfig(file: string, servers: Record<string, string>): void {
-  fs.writeFileSync(file, yaml.stringify({
-    apiVersion: 'v1', kind: 'Config',
-    clusters: Object.entries(servers).map(([n, server]) => ({ name: n, cluster: { server, 'insecure-skip-tls-verify': true } })), // plain HTTP: client-node wants the flag
-    users: [{ name: 'viewer', user: { token: 'read-only' } }],
-    contexts: Object.keys(servers).map((n) => ({ name: `ctx-${n}`, context: { cluster: n, user: 'viewer' } })),
-    'current-context': `ctx-${Object.keys(servers)[0]}`,
-  }));
-}
-
-async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
 describe('migration-mesh status', () => {
   let dir: string;
-  const fakes: FakeKubeApi[] = [];
+  const fakes: FakeCluster[] = [];
   beforeAll(() => {
     if (!fs.existsSync(path.join(ROOT, 'lib', 'cli', 'status.js'))) execFileSync('npx', ['tsc', '-p', '.'], { cwd: ROOT, stdio: 'inherit' });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-status-'));
@@ -102,10 +68,10 @@ describe('migration-mesh status', () => {
     const servers: Record<string, string> = {};
     for (const n of ['a', 'b', 'c', 'd']) {
       const peers = names.filter((p) => p !== n && !(n === 'd' && p === 'b')).map((p) => cas[p]);
-      const f = await startCluster(objs(n), cas[n], peers, n === 'c' ? (o) => {
+      const f = await startCluster(objs(n), cas[n], peers, n === 'c' ? { edit: (o) => {
         if (o.kind === 'Deployment' && o.metadata.name === 'migration-mesh-gateway-1') o.spec.template.spec.containers[0].image = 'example.org/other:1';
-      } : undefined);
-      fakes.push(f.api);
+      } } : {});
+      fakes.push(f);
       servers[n] = `http://127.0.0.1:${f.api.port}`;
     }
     servers.e = `http://127.0.0.1:${await closedPort()}`;
@@ -119,7 +85,13 @@ describe('migration-mesh status', () => {
     expect(r.code).toBe(1);
     const lines = r.out.split('\n');
     const n = objs('a').length;
-    expect(lines).toContain(`a (context ctx-a): ${n}/${n} objects in sync; gateway 2/2 ready; KubeVirt migration network lm-migration, gates DecentralizedLiveMigration; CA ${sha(cas.a).slice(0, 12)} until ${new Date(cas.a.notAfter).toISOString()}`);
+    // a: everything in order, down to the gateway pods' own view (through the pod proxy) and the handlers' attachment
+    expect(lines).toContain(`a (context ctx-a): ${n}/${n} objects in sync; gateway 2/2 ready, VIP 10.200.0.3 on migration-mesh-gateway-0-7d9f8-q0; `
+      + 'KubeVirt migration network lm-migration, gates DecentralizedLiveMigration; on kubevirt/lm-migration: virt-handler 2/2, sync controller 1/1; '
+      + `CA ${sha(cas.a).slice(0, 12)} until ${new Date(cas.a.notAfter).toISOString()}`);
+    expect(lines).toContain('  gateway migration-mesh-gateway-1-7d9f8-q1: ready; tunnels open: b 0, c 0, d 0, e 0; no errors');
+    // nothing else is found: no warning, no error line besides the drift
+    expect(lines.filter((l) => /^ {2}(error|warning) \[/.test(l))).toEqual([]);
     expect(lines.find((l) => l.startsWith('c (context'))).toMatch(new RegExp(`^c \\(context ctx-c\\): ${n - 1}/${n} objects in sync`));
     expect(lines).toContain('  drift: Deployment/migration-mesh/migration-mesh-gateway-1 .spec.template.spec.containers[0].image: want "ghcr.io/migration-mesh/proxy:0.1.0", live "example.org/other:1"');
     expect(lines.filter((l) => l.includes('drift:'))).toHaveLength(1);
@@ -131,10 +103,10 @@ describe('migration-mesh status', () => {
     const pairs = Object.fromEntries(lines.filter((l) => / -> /.test(l)).map((l) => l.trim().split(': ')).map(([p, ...v]) => [p, v.join(': ')]));
     expect(pairs).toMatchObject({
       'a -> b': 'ready', 'b -> a': 'ready', 'a -> d': 'ready', 'd -> a': 'ready',
-      'b -> d': "d does not trust b's current CA", 'd -> b': "d does not trust b's current CA",
-      'a -> c': 'c: Deployment/migration-mesh/migration-mesh-gateway-1 differs at .spec.template.spec.containers[0].image',
-      'c -> d': 'c: Deployment/migration-mesh/migration-mesh-gateway-1 differs at .spec.template.spec.containers[0].image',
-      'a -> e': 'e unreachable', 'e -> b': 'e unreachable', 'd -> e': 'e unreachable',
+      'b -> d': "[status/peer-ca-untrusted] d does not trust b's current CA", 'd -> b': "[status/peer-ca-untrusted] d does not trust b's current CA",
+      'a -> c': '[status/object-different] c: Deployment/migration-mesh/migration-mesh-gateway-1 differs at .spec.template.spec.containers[0].image',
+      'c -> d': '[status/object-different] c: Deployment/migration-mesh/migration-mesh-gateway-1 differs at .spec.template.spec.containers[0].image',
+      'a -> e': '[status/unreachable] e unreachable', 'e -> b': '[status/unreachable] e unreachable', 'd -> e': '[status/unreachable] e unreachable',
     });
     expect(Object.keys(pairs)).toHaveLength(20);
     expect(lines).toContain('4/20 pairs ready to migrate');
@@ -147,6 +119,12 @@ describe('migration-mesh status', () => {
     expect(s.trust.b.d).toMatchObject({ trusted: true });
     expect(s.clusters.find((c: any) => c.cluster === 'e')).toMatchObject({ reachable: false });
     expect(s.pairs.filter((p: any) => p.ready).map((p: any) => `${p.from}>${p.to}`).sort()).toEqual(['a>b', 'a>d', 'b>a', 'd>a']);
+    expect(s.pairs.find((p: any) => p.from === 'b' && p.to === 'd')).toMatchObject({ ready: false, code: 'status/peer-ca-untrusted' });
+    // the findings, with their codes: exactly the three faults
+    expect(s.findings.map((f: any) => `${f.severity} ${f.code} ${f.cluster}`)).toEqual([
+      'error status/object-different c', 'error status/unreachable e', 'error status/peer-ca-untrusted d',
+    ]);
+    expect(s.clusters.find((c: any) => c.cluster === 'a').gateway.pods[0].runtime).toMatchObject({ readiness: 'ready', held: ['10.200.0.3'], lastErrors: [] });
   }, 120_000);
 
   test('one healthy pair: every pair ready, exit 0; a cluster with no context is one line', async () => {
@@ -154,7 +132,7 @@ describe('migration-mesh status', () => {
     const ca = { x: makeCert('kubevirt.io@x', Date.now() - H, Date.now() + 100 * H), y: makeCert('kubevirt.io@y', Date.now() - H, Date.now() + 100 * H) };
     const fx = await startCluster(generatedObjects(path.join(dir, 'dist', 'pair', 'x')), ca.x, [ca.y]);
     const fy = await startCluster(generatedObjects(path.join(dir, 'dist', 'pair', 'y')), ca.y, [ca.x]);
-    fakes.push(fx.api, fy.api);
+    fakes.push(fx, fy);
     const kc = path.join(dir, 'kubeconfig-pair');
     // contexts named as the clusters (no map)
     fs.writeFileSync(kc, yaml.stringify({
@@ -166,6 +144,20 @@ describe('migration-mesh status', () => {
     expect(r.out).toContain('  x -> y: ready\n  y -> x: ready\n');
     expect(r.out).toContain('2/2 pairs ready to migrate');
     expect(r.code).toBe(0);
+    // on a terminal (util-linux `script` gives it one), a progress line counts the clusters that answered
+    if (hasCommand('script')) {
+      const env: NodeJS.ProcessEnv = { ...process.env, TERM: 'xterm' };
+      delete env.CI;
+      const cmd = [process.execPath, BIN, 'status', file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc].map((a) => `'${a}'`).join(' ');
+      const tty = await new Promise<string>((resolve) => {
+        const p = spawn('script', ['-qfec', cmd, '/dev/null'], { env });
+        let out = '';
+        p.stdout.on('data', (c) => { out += c; });
+        p.on('close', () => resolve(out));
+      });
+      expect(tty).toContain('status: clusters answered 2/2 (100%)');
+      expect(tty).toContain('2/2 pairs ready to migrate');
+    }
     const noCtx = path.join(dir, 'kubeconfig-one');
     fs.writeFileSync(noCtx, fs.readFileSync(kc, 'utf8').replace(/- name: y\n {4}context:[^\n]*\n(?: {6}[^\n]*\n)*/, ''));
     const r2 = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', noCtx]);
@@ -180,13 +172,14 @@ describe('migration-mesh status', () => {
     const kc = path.join(dir, 'kubeconfig-hang');
     fs.writeFileSync(kc, fs.readFileSync(path.join(dir, 'kubeconfig-pair'), 'utf8').replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${(hang.address() as net.AddressInfo).port}`));
     const t0 = Date.now();
-    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--timeout', '1']);
+    // y (healthy) needs ~25 requests: 4 s leaves it room on a loaded machine
+    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--timeout', '4']);
     const took = Date.now() - t0;
     hang.close();
     expect(r.code).toBe(1);
-    expect(r.out).toContain('x (context x): unreachable: no answer within 1 s');
-    expect(r.out).toContain('  y -> x: x unreachable');
-    expect(took).toBeLessThan(15_000); // 1 s for the cluster, the rest is node starting on a busy machine
+    expect(r.out).toContain('x (context x): unreachable: no answer within 4 s');
+    expect(r.out).toContain('  y -> x: [status/unreachable] x unreachable');
+    expect(took).toBeLessThan(20_000); // 4 s for the cluster, the rest is node starting on a busy machine
   }, 60_000);
 
   test('usage: one fleet file, --timeout a positive number', async () => {

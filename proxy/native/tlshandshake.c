@@ -56,7 +56,6 @@ static void msg_cb(int write_p, int version, int content_type, const void *buf, 
   else if (m == 24 && t->counting[d]) { t->gen[d]++; t->recs[d] = 0; }  /* KeyUpdate */
 }
 
-/* wait for fd events or the cancel eventfd, bounded by the deadline; returns 1 ready, 0 timeout, -1 cancel */
 int tlsr_secrets_held;
 
 void tlsr_wipe_secrets(tlsr_t *t) {
@@ -65,6 +64,7 @@ void tlsr_wipe_secrets(tlsr_t *t) {
   if (t->secrets_held) { t->secrets_held = 0; __atomic_sub_fetch(&tlsr_secrets_held, 1, __ATOMIC_ACQ_REL); }
 }
 
+/* wait for fd events or the cancel eventfd, bounded by the deadline; returns 1 ready, 0 timeout, -1 cancel */
 int tlsr_wait_fd(tlsr_t *t, int fd, short ev, int64_t deadline) {
   struct pollfd p[2] = {{fd, ev, 0}, {-1, 0, 0}};
   int idx = 0, err = 0;

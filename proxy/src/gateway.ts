@@ -20,11 +20,12 @@ import { createAdminServer, type Readiness } from './admin';
 import { parseProxyConfig, type ProxyConfig } from './config';
 import { watchConfig, loadConfigFile } from './config-file';
 import type { GatewayContext } from './context';
-import { createMetrics, type GatewayMetrics } from './metrics';
+import { createMetrics, interfaceAddresses, type GatewayMetrics } from './metrics';
 import { type NativeAddon, tryLoadNative, nativeLoadError } from './native';
 import { Origin, type Destination } from './origin';
 import { AddressPolicy } from './policy';
 import { listenAdmin } from './admin-listen';
+import { RecentErrors, runtimeStatus } from './runtime-status';
 import { listen } from './sockets';
 import { Terminus } from './terminus';
 import { TrustHub } from './trust/hub';
@@ -56,6 +57,11 @@ export interface StartGatewayOptions {
    * the terminus policy so loopback-only tests can stand a local server in for an in-cluster address.
    */
   unsafeAllowLoopbackDestinations?: boolean;
+  /**
+   * TEST HOOK, not reachable from the config file or the CLI: the addresses on this pod's interfaces (for
+   * `mm_proxy_address_held` and `/status`), so a loopback test can stand in for the replica holding the VIP.
+   */
+  interfaceAddresses?: () => Set<string>;
 }
 
 export interface GatewayAddresses { intercept: net.AddressInfo; tunnel: net.AddressInfo; admin: net.AddressInfo }
@@ -114,6 +120,8 @@ export class Gateway implements GatewayContext {
   private readonly origin: Origin;
   private readonly terminus: Terminus;
   private readonly admin: http.Server;
+  /** The last refusals and resets, for the admin `/status`. */
+  private readonly errors = new RecentErrors();
   /** JS relays: idle timeout sweep (the native relays time themselves) */
   private readonly sweeper: NodeJS.Timeout;
   private stopWatching: () => void = () => undefined;
@@ -126,8 +134,10 @@ export class Gateway implements GatewayContext {
     this.cfg = cfg;
     this.log = opts.logger ?? pino({ level: process.env.LOG_LEVEL ?? 'info' });
     this.native = loadAddon(opts, this.log, cfg);
-    this.metrics = createMetrics(opts.registry, () => this.table.flushAll(), true, () => this.cfg.ownAddresses);
+    const here = opts.interfaceAddresses ?? interfaceAddresses;
+    this.metrics = createMetrics(opts.registry, () => this.table.flushAll(), true, () => this.cfg.ownAddresses, here);
     this.table = new TunnelTable(this.metrics, this.log, this.native);
+    this.table.onReset = (peer, side) => this.errors.record(side, 'reset', peer);
     this.policy = new AddressPolicy(cfg, [], !!opts.unsafeAllowLoopbackDestinations);
     this.tlsFiles = readTls(cfg);
     this.nativeTls = this.native && cfg.tls.mode !== 'plaintext' ? new NativeTlsSessions(this.native, this.tlsFiles!, cfg.tls.mode === 'mtls-splice') : undefined;
@@ -136,6 +146,11 @@ export class Gateway implements GatewayContext {
     this.origin = new Origin(this, opts.originalDestination);
     this.admin = createAdminServer(this.metrics, () => this.readiness(), {
       '/trust': () => (this.trust.enabled ? this.trust.table.toJSON(this.trust.clock()) : undefined),
+      '/status': () => runtimeStatus({
+        cluster: this.cfg.cluster, readiness: this.readiness(), ownAddresses: this.cfg.ownAddresses, here: here(),
+        peers: this.cfg.peers.map((p) => p.cluster), tunnels: this.table.all(), errors: this.errors,
+        published: this.trust.enabled ? this.trust.table.toJSON(this.trust.clock()).own.lastPublished : undefined,
+      }),
     });
     const idleMs = cfg.limits.idleTimeoutMs;
     this.sweeper = setInterval(() => this.table.sweepIdle(this.cfg.limits.idleTimeoutMs), Math.max(50, Math.min(5000, Math.floor(idleMs / 4))));
@@ -145,7 +160,7 @@ export class Gateway implements GatewayContext {
   get stopping(): boolean { return this.isDraining || this.isClosed; }
   get closed(): boolean { return this.isClosed; }
 
-  refuse(side: Side, reason: string): void { this.metrics.refusals.inc({ reason, side }); }
+  refuse(side: Side, reason: string): void { this.metrics.refusals.inc({ reason, side }); this.errors.record(side, reason); }
 
   private readiness(): Readiness {
     if (this.ready && !this.stopping) return 'ready';

@@ -18,7 +18,7 @@ export interface GatewayMetrics {
 }
 
 /** The addresses on this pod's interfaces now (the runtime shares its network namespace with keepalived). */
-function interfaceAddresses(): Set<string> {
+export function interfaceAddresses(): Set<string> {
   return new Set(Object.values(os.networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address.split('%')[0].toLowerCase())));
 }
 
@@ -28,6 +28,7 @@ function interfaceAddresses(): Set<string> {
  */
 export function createMetrics(
   registry = new Registry(), onCollect?: () => void, defaults = true, ownAddresses: () => readonly string[] = () => [],
+  addressesHere: () => Set<string> = interfaceAddresses,
 ): GatewayMetrics {
   if (defaults) collectDefaultMetrics({ register: registry, prefix: 'mm_proxy_' });
   const m: GatewayMetrics = {
@@ -61,7 +62,7 @@ export function createMetrics(
       collect() {
         const own = ownAddresses();
         if (own.length === 0) return;
-        const here = interfaceAddresses();
+        const here = addressesHere();
         this.reset();
         for (const a of own) this.set({ address: a }, here.has(a.toLowerCase()) ? 1 : 0);
       },

@@ -47,6 +47,8 @@ export class TunnelTable {
   private drainWaiters: (() => void)[] = [];
 
   constructor(private readonly metrics: GatewayMetrics, private readonly log: Logger, private readonly native: NativeAddon | undefined) {}
+  /** Called for each established tunnel that ends in a reset (the admin `/status` keeps the last ones). */
+  onReset?: (peer: string, side: Side) => void;
 
   get size(): number { return this.tunnels.size; }
   all(): Tunnel[] { return [...this.tunnels]; }
@@ -82,7 +84,7 @@ export class TunnelTable {
     if (t.established) {
       this.metrics.activeTunnels.dec({ peer: t.peer, side: t.side });
       this.metrics.tunnelDuration.observe({ peer: t.peer, side: t.side }, (nowMs() - t.startedAt) / 1000);
-      if (how === 'reset') this.metrics.tunnelResets.inc({ peer: t.peer, side: t.side });
+      if (how === 'reset') { this.metrics.tunnelResets.inc({ peer: t.peer, side: t.side }); this.onReset?.(t.peer, t.side); }
     }
     for (const s of t.sockets) {
       if (how === 'reset' && !s.destroyed && s instanceof net.Socket) {

@@ -40,6 +40,8 @@ export class MigrationMeshError extends Error {
 
 /** The fleet (or its ledger) cannot be planned: every problem, nothing synthesized or written. */
 export class FleetValidationError extends MigrationMeshError {
+  /** The file the problems belong to, when the caller named it. */
+  public readonly source?: string;
   constructor(problems: readonly FleetProblem[], source?: string) {
     const n = `${problems.length} problem${problems.length === 1 ? '' : 's'}`;
     // a frozen ledger that would change is not an invalid fleet: say what it is
@@ -51,6 +53,7 @@ export class FleetValidationError extends MigrationMeshError {
     const head = `${source ? `${source}: ` : ''}${what}; nothing was written`;
     super(`${head}\n${problems.map((p) => `  - ${formatProblem(p)}`).join('\n')}`, problems);
     this.name = 'FleetValidationError';
+    this.source = source;
   }
 }
 

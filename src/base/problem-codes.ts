@@ -7,7 +7,7 @@
 
 interface CodeInfo {
   /** Where in the pipeline the problem is found. */
-  readonly stage: 'parse' | 'validate' | 'plan' | 'deliver' | 'moves' | 'props' | 'write';
+  readonly stage: 'parse' | 'validate' | 'plan' | 'deliver' | 'moves' | 'props' | 'write' | 'status';
   /** What the problem means, one line. */
   readonly meaning: string;
 }
@@ -54,6 +54,7 @@ export const PROBLEM_CODES = {
   'network-not-dialable': { stage: 'validate', meaning: 'A pool, supernet or migration CIDR in a range the gateway refuses to dial (its own list in proxy/src/config.ts: link-local, loopback, multicast, "this network", ...).' },
   'gateway-port-conflict': { stage: 'validate', meaning: 'spec.gateway.tunnelPort equal to a port the gateway pod already listens on (intercept 15001, admin 15090).' },
   'mtu-too-small': { stage: 'validate', meaning: 'An MTU below the IPv6 minimum of 1280 on an IPv6 network.' },
+  'image-invalid': { stage: 'validate', meaning: 'spec.gateway.image is not a reference the kubelet can parse (distribution/reference: lowercase path, tag, digest, registry host and port); the pods would stay in InvalidImageName.' },
   // ---- gateway tunnel ----
   'splice-without-kubevirt-tls': { stage: 'validate', meaning: "spec.gateway.payload: splice while migrationPolicy.disableTLS is true: VM memory would cross the shared network in clear." },
   'splice-without-mtls': { stage: 'validate', meaning: 'spec.gateway.payload: splice with a plaintext tunnel (splice authenticates the gateways with mutual TLS).' },
@@ -90,6 +91,7 @@ export const PROBLEM_CODES = {
   'gitops-unknown-cluster': { stage: 'deliver', meaning: 'A GitOps entry names a cluster the fleet does not have.' },
   'gitops-server-missing': { stage: 'deliver', meaning: 'Argo CD clusterServers lists no API server for some clusters.' },
   'gitops-name-too-long': { stage: 'deliver', meaning: 'An Argo CD Application or Flux Kustomization name over 63 characters (it becomes a label value on every applied object).' },
+  'gitops-duration': { stage: 'deliver', meaning: 'A Flux interval or timeout that the Flux CRD refuses (its pattern: digits with ms, s, m or h), past Go\'s time.Duration range, or zero.' },
   'gitops-conflict': { stage: 'deliver', meaning: 'Two GitOps settings that exclude each other (Flux inCluster with kubeconfig Secrets).' },
   'harvester-needs-direct': { stage: 'deliver', meaning: 'A Harvester cluster in a datapath other than direct.' },
   'harvester-vlan': { stage: 'deliver', meaning: 'A VLAN Harvester\'s webhook refuses (outside 0-4094, or 0/1 on mgmt).' },
@@ -150,6 +152,30 @@ export const PROBLEM_CODES = {
   'diff/old-moves-missing': { stage: 'parse', meaning: 'Warning of two-file `diff`: OLD has no moves file beside it while NEW has one; every move shows as new.' },
   'write/locked': { stage: 'write', meaning: 'Another migration-mesh writer holds the lock beside the output or the ledger (a live process; a dead one\'s lock is taken over).' },
   'write/input': { stage: 'write', meaning: 'A file to write is one of the run\'s inputs (the fleet, its ledger or moves file): `plan --svg` never overwrites an input.' },
+  // ---- `migration-mesh status`: findings about live clusters (docs/status.md) ----
+  'status/unreachable': { stage: 'status', meaning: 'A cluster that did not answer: no such kubeconfig context, connection refused, TLS, or no answer within --timeout.' },
+  'status/object-missing': { stage: 'status', meaning: 'A generated object that is not in the cluster.' },
+  'status/object-different': { stage: 'status', meaning: 'A generated object whose live copy differs in a field we write (the first such field is named).' },
+  'status/kubevirt-missing': { stage: 'status', meaning: 'The KubeVirt CR the fleet configures is not in the cluster.' },
+  'status/kubevirt-network': { stage: 'status', meaning: 'The live KubeVirt CR names another migration network (or none).' },
+  'status/feature-gate-off': { stage: 'status', meaning: 'A feature gate the fleet turns on is missing from the live KubeVirt CR.' },
+  'status/gateway-not-ready': { stage: 'status', meaning: 'No gateway replica ready (error), or fewer than planned (warning).' },
+  'status/gateway-admin-unreachable': { stage: 'status', meaning: 'Warning: a ready gateway pod whose admin /status cannot be read through the API server\'s pod proxy.' },
+  'status/vip-unheld': { stage: 'status', meaning: 'No gateway pod holds the cluster\'s VIP (the handlers\' next hop): outgoing migrations cannot reach a gateway.' },
+  'status/vip-held-twice': { stage: 'status', meaning: 'Two gateway pods hold the VIP at once (keepalived split brain).' },
+  'status/peer-gateway-unreachable': { stage: 'status', meaning: 'Warning: no gateway of a peer accepted the last trust publication (unreachable or refused): tunnels to it fail too.' },
+  'status/pods-unreadable': { stage: 'status', meaning: 'Warning: the gateway, virt-handler or sync controller pods could not be listed (RBAC: see the status ClusterRole, or an API error); their checks are skipped.' },
+  'status/not-attached': { stage: 'status', meaning: 'A virt-handler or sync controller pod whose network-status annotation shows no address on the migration network.' },
+  'status/kubevirt-ca-missing': { stage: 'status', meaning: 'The cluster\'s kubevirt-ca ConfigMap is missing or holds no certificate.' },
+  'status/peer-ca-untrusted': { stage: 'status', meaning: 'A cluster\'s kubevirt-ca lacks the current CA of a cluster it migrates with.' },
+  'status/different-groups': { stage: 'status', meaning: 'Two clusters in datapath modes that cannot migrate to each other.' },
+  'status/move-pair-not-ready': { stage: 'status', meaning: '--moves: the source and target cluster of a planned move are not ready to migrate (the pair\'s reason is given).' },
+  'status/move-namespace-missing': { stage: 'status', meaning: '--moves: the Plan\'s target namespace does not exist in the target cluster.' },
+  'status/move-name-taken': { stage: 'status', meaning: '--moves: a VM of the moving VM\'s name already exists in the target namespace.' },
+  'status/move-source-missing': { stage: 'status', meaning: '--moves: the moving VM is not in the source cluster.' },
+  'status/move-network-missing': { stage: 'status', meaning: '--moves: a NAD the pair\'s NetworkMap maps to is not in the target cluster.' },
+  'status/move-storage-missing': { stage: 'status', meaning: '--moves: a storage class the pair\'s StorageMap maps to is not in the target cluster.' },
+  'status/move-mac-conflict': { stage: 'status', meaning: '--moves: a VM in the target cluster has the moving VM\'s MAC address (Forklift no longer checks this between KubeVirt clusters).' },
   'plan-inconsistent': { stage: 'props', meaning: 'A plan that the planner cannot have made (hand-built or edited); report it if the planner made it.' },
 } as const satisfies Record<string, CodeInfo>;
 
@@ -168,6 +194,7 @@ export function problemCodesMarkdown(): string {
     moves: 'Forklift moves (docs/migrations.md)',
     props: 'Construct and helper props (cdk8s apps of your own)',
     write: 'Writing the output tree and the ledger (nothing is written)',
+    status: '`migration-mesh status`: findings about live clusters (docs/status.md)',
   };
   const lines = [
     '# Problem codes',

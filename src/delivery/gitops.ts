@@ -3,11 +3,12 @@
  * directory, plus the per-object annotations (sync waves, prune protection). Objects only; cli/synthesize-fleet.ts
  * writes them under `<out>/<fleet>/_gitops/`. Pure, no cdk8s import.
  */
-import { FleetProblem } from '../base/errors';
+import { FleetProblem, FleetValidationError } from '../base/errors';
 import { FleetDocument } from '../fleet/schema';
 import { Manifest } from './manifest';
 import { CLUSTER_LABEL, FLEET_LABEL, STAGE_LABEL, managedByLabels } from '../base/names';
 import { STAGES, StageName } from './rollout';
+import { parseGoDuration } from '../trust/plan';
 
 export const GITOPS_DIR = '_gitops';
 export const ARGOCD_WAVE_ANNOTATION = 'argocd.argoproj.io/sync-wave';
@@ -48,6 +49,8 @@ interface ResolvedFlux {
 
 export interface ResolvedGitops {
   readonly fleet: string;
+  /** The fleet's cluster names, in the fleet's order (problem paths name `spec.clusters[i]`). */
+  readonly clusters: readonly string[];
   readonly targetRevision: string;
   /** Repository path of the fleet's output directory, without `./` or a trailing `/`. */
   readonly path: string;
@@ -98,6 +101,7 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
     if (f.inCluster && f.kubeConfigSecrets) {
       problems.push({ code: 'gitops-conflict', path: `${P}.flux.kubeConfigSecrets`, message: 'is given together with inCluster: true; in-cluster Kustomizations use no kubeconfig', fix: 'remove one of the two' });
     }
+    problems.push(...fluxDurationProblems(f));
     const secrets: Record<string, string> = {};
     if (!f.inCluster) for (const n of [...names].sort()) secrets[n] = f.kubeConfigSecrets?.[n] ?? `${n}-kubeconfig`;
     flux = {
@@ -111,24 +115,58 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
       inCluster: f.inCluster ?? false,
     };
   }
-  // Argo CD's label tracking puts the Application name in a label value, Flux labels every applied
-  // object with its Kustomization name: either over 63 characters is refused by the API server
-  const tooLong = (kind: string, name: string, cluster: string, why: string): void => {
-    if (name.length <= 63) return;
-    problems.push({
-      code: 'gitops-name-too-long', path: `spec.clusters[${names.indexOf(cluster)}].name`,
-      message: `the ${kind} '${name}' has ${name.length} characters; ${why}, and a label value is at most 63`,
-      fix: `shorten metadata.name '${doc.metadata.name}' or cluster name '${cluster}' by ${name.length - 63} characters`,
-    });
-  };
-  for (const c of names) {
-    if (argocd) tooLong('Argo CD Application', `${doc.metadata.name}-${c}`, c, 'Argo CD label tracking writes it into app.kubernetes.io/instance');
-    if (flux) {
-      const longest = STAGES.reduce((a, st) => (st.name.length > a.length ? st.name : a), '');
-      tooLong('Flux Kustomization', fluxKustomizationName(doc.metadata.name, c, longest as StageName), c, 'Flux labels every object it applies with kustomize.toolkit.fluxcd.io/name');
-    }
+  // here only what every run generates: each cluster's Application, and each cluster's Kustomizations
+  // with the shortest stage name (every cluster has at least one stage); fluxKustomizations checks the
+  // names of the stages really generated
+  const fleet = doc.metadata.name;
+  const shortest = STAGES.reduce((a, st) => (st.name.length < a.length ? st.name : a), STAGES[0].name);
+  names.forEach((c, i) => {
+    const where = { path: `spec.clusters[${i}].name`, shorten: `metadata.name '${fleet}' or cluster name '${c}'` };
+    if (argocd) problems.push(...nameTooLong('argocd', `${fleet}-${c}`, where));
+    if (flux) problems.push(...nameTooLong('flux', fluxKustomizationName(fleet, c, shortest), where));
+  });
+  return { gitops: { fleet, clusters: names, targetRevision: g.targetRevision ?? GITOPS_DEFAULTS.targetRevision, path, argocd, flux }, problems };
+}
+
+/**
+ * Argo CD's label tracking puts the Application name in a label value, Flux labels every applied object
+ * with its Kustomization name: either over 63 characters is refused by the API server.
+ */
+export function nameTooLong(kind: 'argocd' | 'flux', name: string, where: { readonly path: string; readonly shorten: string }): FleetProblem[] {
+  if (name.length <= 63) return [];
+  const [what, why] = kind === 'argocd'
+    ? ['Argo CD Application', 'Argo CD label tracking writes it into app.kubernetes.io/instance']
+    : ['Flux Kustomization', 'Flux labels every object it applies with kustomize.toolkit.fluxcd.io/name'];
+  return [{
+    code: 'gitops-name-too-long', path: where.path,
+    message: `the ${what} '${name}' has ${name.length} characters; ${why}, and a label value is at most 63`,
+    fix: `shorten ${where.shorten} by ${name.length - 63} characters`,
+  }];
+}
+
+/** The Flux CRD's pattern for `interval`, `timeout` (and `retryInterval`): kustomization_types.go. */
+const FLUX_DURATION = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
+
+/**
+ * `interval` and `timeout` as Flux takes them: the CRD's pattern (the API server refuses anything else,
+ * even a valid Go duration such as `90us`), then Go's `time.ParseDuration` range (the controller could
+ * not decode a longer one), and positive.
+ */
+function fluxDurationProblems(f: NonNullable<NonNullable<FleetDocument['spec']['gitops']>['flux']>): FleetProblem[] {
+  const out: FleetProblem[] = [];
+  for (const [field, def] of [['interval', GITOPS_DEFAULTS.fluxInterval], ['timeout', GITOPS_DEFAULTS.fluxTimeout]] as const) {
+    const text = f[field];
+    if (text === undefined) continue;
+    const seconds = parseGoDuration(text);
+    const message = !FLUX_DURATION.test(text)
+      ? (seconds !== undefined
+        ? `'${text}' is a Go duration, but the Flux CRD refuses it: its pattern takes digits with ms, s, m or h only`
+        : `'${text}' is not a Go duration the Flux CRD takes (digits with ms, s, m or h, e.g. 10m or 1h30m)`)
+      : seconds === undefined ? `'${text}' is past Go's time.Duration range (at most 2562047h): the Flux controller could not decode it`
+        : seconds === 0 ? `'${text}' is zero; a Flux ${field} must be positive` : undefined;
+    if (message) out.push({ code: 'gitops-duration', path: `spec.gitops.flux.${field}`, message, fix: `write it like ${def} or 1h30m, or leave it out for ${def}` });
   }
-  return { gitops: { fleet: doc.metadata.name, targetRevision: g.targetRevision ?? GITOPS_DEFAULTS.targetRevision, path, argocd, flux }, problems };
+  return out;
 }
 
 /** Add the GitOps annotations to one synthesized object (returns a copy). */
@@ -192,11 +230,13 @@ const fluxKustomizationName = (fleet: string, cluster: string, stage: StageName)
 export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name: string; stages: readonly StageName[] }[]): Manifest[] {
   const f = g.flux!;
   const out: Manifest[] = [];
+  const tooLong: FleetProblem[] = [];
   for (const c of [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     let prev: string | undefined;
     for (const st of STAGES) {
       if (!c.stages.includes(st.name)) continue;
       const name = fluxKustomizationName(g.fleet, c.name, st.name);
+      tooLong.push(...nameTooLong('flux', name, { path: `spec.clusters[${g.clusters.indexOf(c.name)}].name`, shorten: `metadata.name '${g.fleet}' or cluster name '${c.name}'` }));
       out.push({
         apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
         kind: 'Kustomization',
@@ -215,5 +255,6 @@ export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name:
       prev = name;
     }
   }
+  if (tooLong.length) throw new FleetValidationError(tooLong);
   return out;
 }

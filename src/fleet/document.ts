@@ -4,7 +4,7 @@
  * salvage.ts's to decide. Pure, no cdk8s import.
  */
 import { z } from 'zod';
-import { Checked, FleetProblem, pathToString } from '../base/errors';
+import { Checked, FleetProblem, ProblemCode, pathToString } from '../base/errors';
 import { FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND, fleetDocumentSchema } from './schema';
 
 /** A whole fleet document, or just a name and a spec. */
@@ -49,6 +49,9 @@ export function zodProblems(err: z.ZodError, input?: unknown): FleetProblem[] {
         fix: `quote it: ${issue.path[issue.path.length - 1] as string}: "${String(given)}"`,
       };
     }
+    // a schema rule with a code of its own (params: {code, fix}), e.g. image-invalid
+    const own = issue.code === 'custom' ? (issue.params as { code?: ProblemCode; fix?: string } | undefined) : undefined;
+    if (own?.code) return { code: own.code, path, message: issue.message, fix: own.fix };
     return { code: 'schema-invalid', path, message: issue.message };
   });
 }

@@ -9,6 +9,7 @@ import { gatewayPodSpecSchema, objectLabelsSpecSchema } from '../gateway/fleet-p
 import { forkliftSchema } from '../forklift/schema';
 import { trustSchema } from '../trust/schema';
 import { existingKubevirtSchema } from '../kubevirt/existing';
+import { imageReferenceProblem } from '../base/image-reference';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
@@ -28,6 +29,15 @@ const ifName = z.string().min(1)
 const mtu = z.number().int({ message: 'must be a whole number' })
   .min(576, { message: 'must be at least 576 (IPv4 minimum datagram; IPv6 needs 1280)' })
   .max(9216, { message: 'must be at most 9216 (largest jumbo frame NICs commonly accept)' });
+
+// ---- image references (issue #23): the kubelet's grammar, src/base/image-reference.ts ----
+const imageReference = z.string().superRefine((ref, ctx) => {
+  const why = imageReferenceProblem(ref);
+  if (why) {
+    ctx.addIssue({ code: 'custom', message: `'${ref}' ${why}; the kubelet would refuse it (InvalidImageName) and the gateway pods would never start`,
+      params: { code: 'image-invalid', fix: 'write registry/path:tag or registry/path@sha256:<digest>, lowercase path, e.g. ghcr.io/migration-mesh/proxy:0.1.0' } });
+  }
+});
 
 /** Kubernetes quantity, e.g. `1Gi`, `500Mi`, `64M`. */
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/, { message: 'must be a Kubernetes quantity such as 1Gi or 500Mi' });
@@ -180,8 +190,12 @@ const migrationNetworkSchema = z.object({
 const gatewaySchema = z.object({
   /** Gateway replicas per cluster: each holds one static address on each network. @default 2 */
   replicas: z.number().int().min(1).max(16).optional(),
-  /** Gateway container image. @default ghcr.io/migration-mesh/proxy:0.1.0 */
-  image: z.string().min(1).optional(),
+  /**
+   * Gateway container image (also the trust container's): a reference the kubelet can parse, e.g.
+   * `registry.example.com:5000/mm/proxy:0.1.0` or `...@sha256:<64 hex>` (docs/errors.md, `image-invalid`).
+   * @default ghcr.io/migration-mesh/proxy:0.1.0
+   */
+  image: imageReference.optional(),
   /** TCP port of the tunnel listener on the cross-cluster network. @default 15443 */
   tunnelPort: z.number().int().min(1).max(65535).optional(),
   placement: placementSchema.optional(),
@@ -253,10 +267,14 @@ const fluxSchema = z.object({
   }).strict(),
   /** Namespace of the generated Kustomizations (on the management cluster). @default flux-system */
   namespace: dnsLabel.optional(),
-  /** Reconcile interval. @default 10m */
-  interval: z.string().regex(/^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/, { message: 'must be a Go duration such as 10m or 1h30m' }).optional(),
-  /** How long a stage may take to become Ready (the gateway stage waits for its Deployments). @default 5m */
-  timeout: z.string().regex(/^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/, { message: 'must be a Go duration such as 5m' }).optional(),
+  /**
+   * Reconcile interval: a positive duration as the Flux CRD takes it (digits with ms, s, m or h: `10m`,
+   * `1h30m`), within Go's time.Duration; checked in src/delivery/gitops.ts (`gitops-duration`).
+   * @default 10m
+   */
+  interval: z.string().optional(),
+  /** How long a stage may take to become Ready (the gateway stage waits for its Deployments); same form as `interval`. @default 5m */
+  timeout: z.string().optional(),
   /**
    * Secret (in `namespace`) with the kubeconfig of each cluster, per cluster name.
    * @default `<cluster>-kubeconfig` (the Cluster API convention, key `value`)
@@ -353,6 +371,15 @@ export const fleetSpecSchema = z.object({
    * (also with migrationPolicy.disableTLS: the sync channel is mTLS regardless); nothing for native/direct clusters
    */
   trust: trustSchema.optional(),
+  /** What the operators of the running fleet get beside the mesh (docs/status.md). @default - nothing */
+  operatorView: z.object({
+    /** Emit the read-only ClusterRole `migration-mesh-status` that `migration-mesh status` needs, in every cluster's output. @default false */
+    statusClusterRole: z.boolean().optional(),
+    /** Emit the gateway's Grafana dashboard in a ConfigMap labelled `grafana_dashboard: "1"` (gateway clusters). @default false */
+    dashboard: z.boolean().optional(),
+    /** Namespace of the dashboard ConfigMap (where your Grafana sidecar looks). @default - the gateway namespace */
+    dashboardNamespace: dnsLabel.optional(),
+  }).strict().optional(),
 }).strict();
 
 export const fleetDocumentSchema = z.object({

@@ -4,7 +4,8 @@
  * order becomes the kustomization order, Argo CD sync waves, or Flux stages chained with dependsOn.
  * Also the drift helpers for the moved VMs. Objects and file contents only; pure, no cdk8s import.
  */
-import { ResolvedGitops, ARGOCD_SYNC_OPTIONS_ANNOTATION, ARGOCD_WAVE_ANNOTATION, FLUX_PRUNE_ANNOTATION } from '../delivery/gitops';
+import { ResolvedGitops, ARGOCD_SYNC_OPTIONS_ANNOTATION, ARGOCD_WAVE_ANNOTATION, FLUX_PRUNE_ANNOTATION, nameTooLong } from '../delivery/gitops';
+import { FleetValidationError } from '../base/errors';
 import { ForkliftHubPlan } from './model';
 
 export const FORKLIFT_DIR = '_forklift';
@@ -66,6 +67,7 @@ const labels = (fleet: string): Record<string, string> => ({ 'app.kubernetes.io/
 /** The Argo CD Application that syncs `_forklift/` to the hub (waves inside). */
 export function forkliftArgoApplication(g: ResolvedGitops, plan: ForkliftHubPlan): Record<string, unknown> {
   const a = g.argocd!;
+  refuseLongNames('argocd', [`${g.fleet}-forklift`], g.fleet);
   const server = a.clusterServers?.[plan.hub.cluster];
   return {
     apiVersion: 'argoproj.io/v1alpha1',
@@ -84,12 +86,20 @@ export function forkliftArgoApplication(g: ResolvedGitops, plan: ForkliftHubPlan
   };
 }
 
+/** The hub's Application and Kustomizations are named after the fleet: over 63 characters, refused (gitops-name-too-long). */
+function refuseLongNames(kind: 'argocd' | 'flux', names: readonly string[], fleet: string): void {
+  const problems = names.flatMap((n) => nameTooLong(kind, n, { path: 'metadata.name', shorten: `metadata.name '${fleet}'` }));
+  if (problems.length) throw new FleetValidationError(problems);
+}
+
 /** Flux: one Kustomization per non-empty stage of `_forklift/`, chained with dependsOn. */
 export function forkliftFluxKustomizations(g: ResolvedGitops, plan: ForkliftHubPlan, present: readonly ForkliftStageName[]): Record<string, unknown>[] {
   const f = g.flux!;
   const hub = plan.hub.cluster;
   let prev: string | undefined;
-  return FORKLIFT_STAGES.filter((s) => present.includes(s.name)).map((s) => {
+  const stages = FORKLIFT_STAGES.filter((s) => present.includes(s.name));
+  refuseLongNames('flux', stages.map((s) => `${g.fleet}-forklift-${s.name}`), g.fleet);
+  return stages.map((s) => {
     const name = `${g.fleet}-forklift-${s.name}`;
     const k = {
       apiVersion: 'kustomize.toolkit.fluxcd.io/v1',

@@ -156,8 +156,12 @@ export interface HcoForm {
   readonly kubevirtJsonPatch: JsonObject[];
 }
 
-/** Translate the canonical KubeVirt spec into HyperConverged fields + jsonpatch ops for the rest. */
-function hcoFormOf(kv: JsonObject): HcoForm {
+/**
+ * Translate the canonical KubeVirt spec into HyperConverged fields + jsonpatch ops for the rest. `present`:
+ * feature gates the KubeVirt HCO builds already holds before the annotation is applied (declared, or
+ * added by the declared operations): never appended again.
+ */
+function hcoFormOf(kv: JsonObject, present: ReadonlySet<string>): HcoForm {
   const spec: JsonObject = {};
   const ops: JsonObject[] = [];
   const cfg = (kv.configuration ?? {}) as JsonObject;
@@ -170,9 +174,10 @@ function hcoFormOf(kv: JsonObject): HcoForm {
   if (Object.keys(live).length) spec.liveMigrationConfig = live;
   // Feature gates go through the jsonpatch too: `spec.featureGates.decentralizedLiveMigration` exists
   // only in newer HCO (where it is beta, on by default); the HCO CRD we validate against lacks it, and
-  // the jsonpatch works with every HCO version. HCO always writes a featureGates list, so "-" appends.
+  // the jsonpatch works with every HCO version. HCO always writes a featureGates list, so "-" appends;
+  // JSON patch has no "add if absent", so a gate the list already holds is left out (it would be there twice)
   const gates = ((cfg.developerConfiguration as JsonObject | undefined)?.featureGates ?? []) as string[];
-  for (const g of gates) {
+  for (const g of gates.filter((x) => !present.has(x))) {
     ops.push({ op: 'add', path: '/spec/configuration/developerConfiguration/featureGates/-', value: g });
   }
   const infra = kv.infra as JsonObject | undefined;
@@ -234,8 +239,21 @@ export function dedupePatches(spec: JsonObject): JsonObject {
   return { ...spec, customizeComponents: { ...cc, patches } };
 }
 
-/** HCO form with the annotation's existing operations first (`kubevirt.existing.kubevirtJsonPatch`). */
-export function hcoFormWithExisting(kv: JsonObject, existingOps: readonly JsonObject[]): HcoForm {
-  const form = hcoFormOf(dedupePatches(kv));
+const GATES_PATH = '/spec/configuration/developerConfiguration/featureGates';
+
+/** The gates a list of declared operations puts into the feature gate list (one gate, or the whole list). */
+function gatesAddedBy(ops: readonly JsonObject[]): string[] {
+  return ops.filter((o) => (o.op === 'add' || o.op === 'replace') && typeof o.path === 'string' && o.path.startsWith(GATES_PATH))
+    .flatMap((o) => (o.path === GATES_PATH && Array.isArray(o.value) ? o.value : /^\/(-|\d+)$/.test((o.path as string).slice(GATES_PATH.length)) ? [o.value] : []))
+    .filter((g): g is string => typeof g === 'string');
+}
+
+/**
+ * HCO form with the annotation's existing operations first (`kubevirt.existing.kubevirtJsonPatch`). The
+ * gate operations add only what the cluster's list lacks: the declared gates (`kubevirt.existing.featureGates`,
+ * HCO's own among them) and those the declared operations add are there already.
+ */
+export function hcoFormWithExisting(kv: JsonObject, existingOps: readonly JsonObject[], existingGates: readonly string[] = []): HcoForm {
+  const form = hcoFormOf(dedupePatches(kv), new Set([...existingGates, ...gatesAddedBy(existingOps)]));
   return { spec: form.spec, kubevirtJsonPatch: [...existingOps, ...form.kubevirtJsonPatch] };
 }

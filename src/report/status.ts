@@ -5,42 +5,9 @@
  * a verdict per ordered pair of clusters.
  */
 
-/** One generated object compared with the live one. */
-export interface DriftEntry {
-  /** `<Kind>/<namespace>/<name>` (namespace empty for cluster-scoped objects). */
-  readonly object: string;
-  readonly state: 'missing' | 'different';
-  /** For `different`: the first field we own whose live value differs (`.spec.replicas`). */
-  readonly field?: string;
-  readonly want?: unknown;
-  readonly got?: unknown;
-}
-
-/** A CA certificate as read from a cluster's `kubevirt-ca`. */
-export interface CaCert { readonly sha256: string; readonly subject: string; readonly notAfter: string }
-
-/** What was learned from one cluster (or why nothing was). */
-export type ClusterFacts = {
-  readonly cluster: string;
-  readonly context: string;
-  readonly reachable: false;
-  readonly error: string;
-} | {
-  readonly cluster: string;
-  readonly context: string;
-  readonly reachable: true;
-  /** Generated objects checked, and the ones that are missing or different. */
-  readonly checked: number;
-  readonly drift: DriftEntry[];
-  /** The KubeVirt CR (KubeVirt delivery only; undefined when the fleet writes HCO or a patch). */
-  readonly kubevirt?: {
-    readonly found: boolean; readonly migrationNetwork?: string; readonly featureGates: string[]; readonly wantNetwork?: string; readonly wantGates: string[];
-  };
-  /** Gateway clusters: ready replicas of the generated gateway Deployments. */
-  readonly gateway?: { readonly replicas: number; readonly ready: number };
-  /** `kubevirt-ca` of this cluster: the first certificate is the current CA. */
-  readonly ca?: CaCert[];
-};
+import { CaCert, ClusterFacts, StatusCode, StatusFinding } from './status-facts';
+import { clusterFindings } from './status-findings';
+import { MoveCheck, MoveFacts, judgeMoves } from './status-moves';
 
 export interface TrustCell {
   /** B's current CA (first certificate of B's kubevirt-ca) is in A's kubevirt-ca. */
@@ -48,7 +15,11 @@ export interface TrustCell {
   readonly peerCa?: CaCert;
 }
 
-export interface PairVerdict { readonly from: string; readonly to: string; readonly ready: boolean; readonly reason?: string }
+export interface PairVerdict {
+  readonly from: string; readonly to: string; readonly ready: boolean;
+  /** The first reason the pair is not ready, and its code. */
+  readonly reason?: string; readonly code?: StatusCode;
+}
 
 export interface FleetStatus {
   readonly fleet: string;
@@ -56,6 +27,11 @@ export interface FleetStatus {
   /** trust[A][B]: does A trust B's current CA. */
   readonly trust: Record<string, Record<string, TrustCell>>;
   readonly pairs: PairVerdict[];
+  /** Every finding, per cluster in the clusters' order, then the trust findings. */
+  readonly findings: StatusFinding[];
+  /** `--moves`: one check per VM of each generated Forklift Plan. */
+  readonly moves?: MoveCheck[];
+  /** Every pair ready (and with --moves, every move). */
   readonly ready: boolean;
 }
 
@@ -95,24 +71,8 @@ export function ownedDifference(want: unknown, got: unknown, at = ''): { field: 
 
 const short = (v: unknown): string => { const s = JSON.stringify(v) ?? 'nothing'; return s.length > 60 ? `${s.slice(0, 57)}...` : s; };
 
-/** Why cluster `c` is not ready on its own, or undefined. */
-function clusterReason(c: ClusterFacts): string | undefined {
-  if (!c.reachable) return `${c.cluster} unreachable`;
-  const d = c.drift[0];
-  if (d) return d.state === 'missing' ? `${c.cluster}: ${d.object} missing` : `${c.cluster}: ${d.object} differs at ${d.field}`;
-  if (c.kubevirt) {
-    if (!c.kubevirt.found) return `${c.cluster}: KubeVirt CR not found`;
-    if (c.kubevirt.wantNetwork && c.kubevirt.migrationNetwork !== c.kubevirt.wantNetwork) return `${c.cluster}: KubeVirt migration network is ${c.kubevirt.migrationNetwork ?? 'unset'}, want ${c.kubevirt.wantNetwork}`;
-    const gate = c.kubevirt.wantGates.find((g) => !c.kubevirt!.featureGates.includes(g));
-    if (gate) return `${c.cluster}: KubeVirt feature gate ${gate} off`;
-  }
-  if (c.gateway && c.gateway.ready === 0) return `${c.cluster}: no gateway replica ready (0/${c.gateway.replicas})`;
-  if (c.ca && c.ca.length === 0) return `${c.cluster}: kubevirt-ca not found or empty`;
-  return undefined;
-}
-
 /** Judge the fleet: the trust matrix and, per ordered pair (A -> B: a VM moving from A to B), the first reason it cannot. */
-export function judgeFleet(fleet: string, clusters: ClusterFacts[], groups?: string[][]): FleetStatus {
+export function judgeFleet(fleet: string, clusters: ClusterFacts[], groups?: string[][], moveFacts?: MoveFacts[]): FleetStatus {
   const trust: Record<string, Record<string, TrustCell>> = {};
   for (const a of clusters) {
     if (!a.reachable || !a.ca) continue;
@@ -124,34 +84,78 @@ export function judgeFleet(fleet: string, clusters: ClusterFacts[], groups?: str
     }
   }
   const sameGroup = (a: string, b: string) => !groups || groups.some((g) => g.includes(a) && g.includes(b));
+  const findings = new Map(clusters.map((c) => [c.cluster, clusterFindings(c)]));
+  const blocking = (c: ClusterFacts) => findings.get(c.cluster)!.find((f) => f.severity === 'error');
+  const untrusted = (x: string, y: string): StatusFinding | undefined => (trust[x]?.[y]?.trusted === false
+    ? { code: 'status/peer-ca-untrusted', severity: 'error', cluster: x, message: `${x} does not trust ${y}'s current CA` } : undefined);
   const pairs: PairVerdict[] = [];
+  const trustFindings: StatusFinding[] = [];
   for (const a of clusters) {
     for (const b of clusters) {
       if (a === b) continue;
-      const reason = !sameGroup(a.cluster, b.cluster) ? `${a.cluster} and ${b.cluster} are in different migration groups`
-        : clusterReason(a) ?? clusterReason(b)
-        ?? (trust[b.cluster]?.[a.cluster]?.trusted === false ? `${b.cluster} does not trust ${a.cluster}'s current CA` : undefined)
-        ?? (trust[a.cluster]?.[b.cluster]?.trusted === false ? `${a.cluster} does not trust ${b.cluster}'s current CA` : undefined);
-      pairs.push(reason ? { from: a.cluster, to: b.cluster, ready: false, reason } : { from: a.cluster, to: b.cluster, ready: true });
+      const t = untrusted(a.cluster, b.cluster);
+      if (t && sameGroup(a.cluster, b.cluster)) trustFindings.push(t);
+      const why: { code: StatusCode; message: string } | undefined = !sameGroup(a.cluster, b.cluster)
+        ? { code: 'status/different-groups', message: `${a.cluster} and ${b.cluster} are in different migration groups` }
+        : blocking(a) ?? blocking(b) ?? untrusted(b.cluster, a.cluster) ?? t;
+      pairs.push(why ? { from: a.cluster, to: b.cluster, ready: false, reason: why.message, code: why.code } : { from: a.cluster, to: b.cluster, ready: true });
     }
   }
-  return { fleet, clusters, trust, pairs, ready: pairs.length > 0 && pairs.every((p) => p.ready) };
+  const all = [...clusters.flatMap((c) => findings.get(c.cluster)!), ...trustFindings];
+  const pairReason = (from: string, to: string) => {
+    const p = pairs.find((x) => x.from === from && x.to === to);
+    return p ? p.reason : `${from} or ${to} is not in the fleet`;
+  };
+  const moves = moveFacts && judgeMoves(moveFacts, pairReason);
+  const ready = pairs.length > 0 && pairs.every((p) => p.ready) && (moves ?? []).every((m) => m.ready);
+  return { fleet, clusters, trust, pairs, findings: all, ...(moves ? { moves } : {}), ready };
 }
 
-/** The text report: one block per cluster, the trust matrix, one line per pair, a summary. */
+function gatewayPart(g: NonNullable<Extract<ClusterFacts, { reachable: true }>['gateway']>): string {
+  const holders = (g.pods ?? []).filter((p) => g.vip && p.runtime?.held.includes(g.vip)).map((p) => p.pod);
+  const vip = g.vip && g.pods ? `, VIP ${g.vip} on ${holders.join(' and ') || 'no pod'}` : '';
+  return `gateway ${g.ready}/${g.replicas} ready${vip}`;
+}
+
+/** One line per gateway pod: ready, tunnels open per peer, the last error. */
+function gatewayPodLines(g: NonNullable<Extract<ClusterFacts, { reachable: true }>['gateway']>): string[] {
+  return (g.pods ?? []).map((p) => {
+    if (!p.runtime) return `  gateway ${p.pod}: ${p.ready ? 'ready' : 'not ready'}; admin unreadable: ${p.error ?? 'no answer'}`;
+    const r = p.runtime;
+    const tunnels = Object.entries(r.peers).map(([peer, x]) => `${peer} ${x.tunnels.origin + x.tunnels.terminus}`).join(', ') || 'no peers';
+    const e = r.lastErrors[0];
+    const last = e ? `last error ${e.at} ${e.side} ${e.reason}${e.peer ? ` (${e.peer})` : ''}` : 'no errors';
+    return `  gateway ${p.pod}: ${p.ready ? 'ready' : 'not ready'}; tunnels open: ${tunnels}; ${last}`;
+  });
+}
+
+function attachmentPart(a: NonNullable<Extract<ClusterFacts, { reachable: true }>['attachments']>): string {
+  const n = (role: string) => { const ps = a.pods.filter((p) => p.role === role); return `${ps.filter((p) => p.attached).length}/${ps.length}`; };
+  return `on ${a.network}: virt-handler ${n('virt-handler')}, sync controller ${n('sync-controller')}`;
+}
+
+function clusterLines(s: FleetStatus, c: ClusterFacts): string[] {
+  if (!c.reachable) return [`${c.cluster} (context ${c.context}): unreachable: ${c.error}`];
+  const parts = [`${c.checked - c.drift.length}/${c.checked} objects in sync`];
+  if (c.gateway) parts.push(gatewayPart(c.gateway));
+  if (c.kubevirt) parts.push(c.kubevirt.found ? `KubeVirt migration network ${c.kubevirt.migrationNetwork ?? 'unset'}, gates ${c.kubevirt.featureGates.join(',') || 'none'}` : 'KubeVirt CR not found');
+  if (c.attachments) parts.push(attachmentPart(c.attachments));
+  if (c.ca) parts.push(c.ca[0] ? `CA ${c.ca[0].sha256.slice(0, 12)} until ${c.ca[0].notAfter}` : 'no kubevirt-ca');
+  const lines = [`${c.cluster} (context ${c.context}): ${parts.join('; ')}`];
+  for (const d of c.drift) {
+    lines.push(d.state === 'missing' ? `  drift: ${d.object} missing` : `  drift: ${d.object} ${d.field}: want ${short(d.want)}, live ${short(d.got)}`);
+  }
+  if (c.gateway) lines.push(...gatewayPodLines(c.gateway));
+  for (const f of s.findings.filter((x) => x.cluster === c.cluster && !x.code.startsWith('status/object-') && x.code !== 'status/peer-ca-untrusted')) {
+    lines.push(`  ${f.severity} [${f.code}] ${f.message}`);
+  }
+  return lines;
+}
+
+/** The text report: one block per cluster, the trust matrix, one line per pair (and per move), a summary. */
 export function renderStatus(s: FleetStatus): string {
   const lines: string[] = [`fleet ${s.fleet}: ${s.clusters.length} clusters`, ''];
-  for (const c of s.clusters) {
-    if (!c.reachable) { lines.push(`${c.cluster} (context ${c.context}): unreachable: ${c.error}`); continue; }
-    const parts = [`${c.checked - c.drift.length}/${c.checked} objects in sync`];
-    if (c.gateway) parts.push(`gateway ${c.gateway.ready}/${c.gateway.replicas} ready`);
-    if (c.kubevirt) parts.push(c.kubevirt.found ? `KubeVirt migration network ${c.kubevirt.migrationNetwork ?? 'unset'}, gates ${c.kubevirt.featureGates.join(',') || 'none'}` : 'KubeVirt CR not found');
-    if (c.ca) parts.push(c.ca[0] ? `CA ${c.ca[0].sha256.slice(0, 12)} until ${c.ca[0].notAfter}` : 'no kubevirt-ca');
-    lines.push(`${c.cluster} (context ${c.context}): ${parts.join('; ')}`);
-    for (const d of c.drift) {
-      lines.push(d.state === 'missing' ? `  drift: ${d.object} missing` : `  drift: ${d.object} ${d.field}: want ${short(d.want)}, live ${short(d.got)}`);
-    }
-  }
+  for (const c of s.clusters) lines.push(...clusterLines(s, c));
   const names = Object.keys(s.trust);
   if (names.length) {
     lines.push('', 'trust (row trusts column\'s current CA):');
@@ -163,8 +167,15 @@ export function renderStatus(s: FleetStatus): string {
     }
   }
   lines.push('', 'pairs:');
-  for (const p of s.pairs) lines.push(`  ${p.from} -> ${p.to}: ${p.ready ? 'ready' : p.reason}`);
+  for (const p of s.pairs) lines.push(`  ${p.from} -> ${p.to}: ${p.ready ? 'ready' : `[${p.code}] ${p.reason}`}`);
+  if (s.moves) {
+    lines.push('', 'moves:');
+    for (const m of s.moves) {
+      lines.push(`  ${m.vm} ${m.from} -> ${m.to} (plan ${m.plan}): ${m.ready ? 'ready' : 'NOT ready'}`);
+      for (const p of m.problems) lines.push(`    [${p.code}] ${p.message}`);
+    }
+  }
   const ready = s.pairs.filter((p) => p.ready).length;
-  lines.push('', `${ready}/${s.pairs.length} pairs ready to migrate`);
+  lines.push('', `${ready}/${s.pairs.length} pairs ready to migrate${s.moves ? `; ${s.moves.filter((m) => m.ready).length}/${s.moves.length} moves ready` : ''}`);
   return `${lines.join('\n')}\n`;
 }

@@ -30,7 +30,8 @@
  *   GET /api/v1, /apis/GROUP/VERSION                                  APIResourceList (name, kind, namespaced, verbs)
  *   GET /api/v1/namespaces/NS/PLURAL/NAME, /apis/G/V/namespaces/NS/PLURAL/NAME, /api(s)/.../PLURAL/NAME
  * Not for these: lists, watches, writes, field/label selectors, subresources (status, scale, the pod
- * proxy), /apis group discovery, aggregated discovery, OpenAPI. Plurals are the lower-case kind + "s"
+ * proxy), /apis group discovery, aggregated discovery, OpenAPI. FakeClusterApi (fake-kube-cluster.ts)
+ * adds lists with label selectors and the pod proxy. Plurals are the lower-case kind + "s"
  * (a client must take them from discovery, as client-node's KubernetesObjectApi does).
  */
 import * as fs from 'node:fs';
@@ -141,9 +142,13 @@ export class FakeKubeApi {
   /** The next event sent on every live watch is cut in half (a malformed JSON line); later events are whole. */
   corruptNextEvent(): void { this.corrupt = true; }
 
+  /** A subclass serves more calls here (fake-kube-cluster.ts: lists, pods, the pod proxy); true when it answered. */
+  protected serveMore(_req: http.IncomingMessage, _res: http.ServerResponse): boolean { return false; }
+
   private serve(): http.Server {
     const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (req.headers.authorization) this.authorizations.add(req.headers.authorization);
+      if (!this.hole && this.serveMore(req, res)) return;
       this.handle(req, res);
     };
     this.server = this.tls ? https.createServer({ ...this.tls }, handler) : http.createServer(handler);
@@ -280,7 +285,7 @@ export class FakeKubeApi {
   }
 
   private readonly extra = new Map<string, unknown>();
-  private readonly kinds = new Map<string, Map<string, { plural: string; namespaced: boolean }>>();
+  protected readonly kinds = new Map<string, Map<string, { plural: string; namespaced: boolean }>>();
 
   /** Serve discovery for these kinds (apiVersion, kind, namespaced) even with no object of theirs. */
   serveKinds(kinds: { apiVersion: string; kind: string; namespaced?: boolean }[]): void {

@@ -1,0 +1,59 @@
+/**
+ * The read-only ClusterRole `migration-mesh status` needs on one cluster (docs/status.md): `get` on every
+ * kind synth wrote for it (drift), and what the runtime checks read: ConfigMaps (`kubevirt-ca`), pods
+ * (`list`: gateway, virt-handler and sync controller pods) and `pods/proxy` (`get`: the gateways' admin
+ * `/status`), and for `--moves` namespaces, VirtualMachines (`list`: MAC addresses across the cluster),
+ * NADs and StorageClasses. Pure: constructs/status-cluster-role.ts emits it.
+ */
+
+export interface PolicyRule { readonly apiGroups: string[]; readonly resources: string[]; readonly verbs: string[] }
+
+/** Name of the ClusterRole (and of the binding users make to it). */
+export const STATUS_ROLE_NAME = 'migration-mesh-status';
+
+/** Plurals that are not the lower-case kind + "s". */
+const PLURALS: Record<string, string> = {
+  NetworkAttachmentDefinition: 'network-attachment-definitions',
+  MultiNetworkPolicy: 'multi-networkpolicies',
+  SecurityContextConstraints: 'securitycontextconstraints',
+  NetworkPolicy: 'networkpolicies',
+  ClusterUserDefinedNetwork: 'clusteruserdefinednetworks',
+};
+
+/** The resource name of a kind (`Deployment` -> `deployments`, `NetworkPolicy` -> `networkpolicies`). */
+export function pluralOf(kind: string): string {
+  if (PLURALS[kind]) return PLURALS[kind];
+  const k = kind.toLowerCase();
+  if (k.endsWith('s')) return k;
+  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
+  return `${k}s`;
+}
+
+/** What status reads besides the generated kinds: [group, resource, verbs]. */
+const RUNTIME: [string, string, string[]][] = [
+  ['', 'configmaps', ['get']],
+  ['', 'pods', ['get', 'list']],
+  ['', 'pods/proxy', ['get']],
+  ['', 'namespaces', ['get']],
+  ['kubevirt.io', 'virtualmachines', ['get', 'list']],
+  ['k8s.cni.cncf.io', 'network-attachment-definitions', ['get']],
+  ['storage.k8s.io', 'storageclasses', ['get']],
+  ['rbac.authorization.k8s.io', 'clusterroles', ['get']],
+];
+
+/** The rules for a cluster whose generated objects have these kinds; one rule per (API group, verbs), sorted. */
+export function statusRoleRules(kinds: readonly { apiVersion: string; kind: string }[]): PolicyRule[] {
+  const want = new Map<string, Set<string>>(); // "group|verbs" -> resources
+  const add = (group: string, resource: string, verbs: string[]) => {
+    const key = `${group}|${verbs.join(',')}`;
+    want.set(key, (want.get(key) ?? new Set()).add(resource));
+  };
+  for (const k of kinds) {
+    const group = k.apiVersion.includes('/') ? k.apiVersion.split('/')[0] : '';
+    const listed = RUNTIME.find(([g, r]) => g === group && r === pluralOf(k.kind));
+    if (!listed) add(group, pluralOf(k.kind), ['get']);
+  }
+  for (const [g, r, verbs] of RUNTIME) add(g, r, verbs);
+  return [...want].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, resources]) => ({ apiGroups: [key.split('|')[0]], resources: [...resources].sort(), verbs: key.split('|')[1].split(',') }));
+}

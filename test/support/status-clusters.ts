@@ -1,0 +1,109 @@
+/**
+ * Fake clusters for `migration-mesh status` tests: one contract fake API server per cluster
+ * (proxy/src/testkit/fake-kube-cluster.ts) holding the cluster's generated objects, its kubevirt-ca,
+ * virt-handler and sync controller pods with their network-status annotation, and a gateway pod per
+ * generated gateway Deployment whose admin endpoint, behind the fake's pod proxy, is a real gateway
+ * runtime started from the generated config.json (listeners moved to loopback, plaintext, no trust).
+ */
+import * as fs from 'fs';
+import * as net from 'net';
+import * as yaml from 'yaml';
+import { startGateway, type GatewayHandle } from '../../proxy/src/gateway';
+import { makeCert } from '../../proxy/src/testkit/ca-certs';
+import { FakeClusterApi } from '../../proxy/src/testkit/fake-kube-cluster';
+import { freePort, silent } from '../../proxy/src/testkit/helpers';
+
+export type Cert = ReturnType<typeof makeCert>;
+
+export interface FakeCluster { api: FakeClusterApi; gateways: GatewayHandle[]; close(): Promise<void> }
+
+export interface ClusterOptions {
+  /** Change a live object before it is stored (drift). */
+  edit?: (o: any) => void;
+  /** No gateway pod holds the VIP. */
+  vipUnheld?: boolean;
+  /** This virt-handler pod has no migration0 in its network-status. */
+  detachedHandler?: string;
+  /** Extra live objects (VMs, namespaces, NADs, storage classes). */
+  extra?: any[];
+}
+
+const KINDS = [
+  { apiVersion: 'v1', kind: 'Namespace', namespaced: false },
+  { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', namespaced: true },
+  { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', namespaced: false },
+  { apiVersion: 'k8s.cni.cncf.io/v1', kind: 'NetworkAttachmentDefinition', namespaced: true },
+];
+
+const ready = (ip: string) => ({ phase: 'Running', podIP: ip, conditions: [{ type: 'Ready', status: 'True' }] });
+
+function kubevirtPods(api: FakeClusterApi, o: ClusterOptions): void {
+  const pods = [['virt-handler-4xk2p', 'virt-handler', '10.200.0.11'], ['virt-handler-9fz7q', 'virt-handler', '10.200.0.12'], ['virt-synchronization-controller-5c8d-x2', 'virt-synchronization-controller', '10.200.0.13']];
+  for (const [name, app, ip] of pods) {
+    const status = [{ name: 'ovn-kubernetes', interface: 'eth0', ips: ['10.128.0.9'], default: true }];
+    if (o.detachedHandler !== name) status.push({ name: 'kubevirt/lm-migration', interface: 'migration0', ips: [ip], default: false });
+    api.seed({
+      apiVersion: 'v1', kind: 'Pod',
+      metadata: { name, namespace: 'kubevirt', labels: { 'kubevirt.io': app }, annotations: { 'k8s.v1.cni.cncf.io/network-status': JSON.stringify(status) } },
+      status: ready('10.128.0.9'),
+    } as any);
+  }
+}
+
+/** A real gateway for replica `r` from the generated config.json; it "holds" `held`. */
+async function gatewayFor(objects: any[], held: string[]): Promise<GatewayHandle> {
+  const cm = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'migration-mesh-gateway');
+  const cfg = JSON.parse(cm.data['config.json']);
+  delete cfg.trust;
+  const at = async () => ({ host: '127.0.0.1', port: await freePort() });
+  cfg.listen = { intercept: await at(), tunnel: await at(), admin: await at() };
+  cfg.tls = { mode: 'plaintext' };
+  return startGateway(cfg, { logger: silent, interfaceAddresses: () => new Set(held) });
+}
+
+/** Start one fake cluster: its generated objects (gateways ready), kubevirt-ca = own CA + `trusts`. */
+export async function startCluster(objects: any[], ca: Cert, trusts: Cert[], o: ClusterOptions = {}): Promise<FakeCluster> {
+  const api = new FakeClusterApi('kubevirt');
+  await api.listen();
+  api.serveKinds([...objects.map((x) => ({ apiVersion: x.apiVersion, kind: x.kind, namespaced: x.metadata.namespace !== undefined })), ...KINDS]);
+  for (const x of objects) {
+    const live = JSON.parse(JSON.stringify(x));
+    if (live.kind === 'Deployment') live.status = { replicas: 1, readyReplicas: 1 };
+    o.edit?.(live);
+    api.seed(live);
+  }
+  for (const x of o.extra ?? []) api.seed(x);
+  api.put('kubevirt-ca', { 'ca-bundle': [ca, ...trusts].map((c) => c.pem).join('') });
+  kubevirtPods(api, o);
+  const conf: string | undefined = objects.find((x) => x.kind === 'ConfigMap' && x.data?.['keepalived.conf'])?.data['keepalived.conf'];
+  const vip = conf && /virtual_ipaddress\s*\{\s*([0-9.]+)/.exec(conf)?.[1];
+  const gateways: GatewayHandle[] = [];
+  for (const d of objects.filter((x) => x.kind === 'Deployment' && /^migration-mesh-gateway-\d+$/.test(x.metadata.name))) {
+    const r = Number(d.metadata.name.split('-').pop());
+    const pod = `${d.metadata.name}-7d9f8-q${r}`;
+    api.seed({ apiVersion: 'v1', kind: 'Pod', metadata: { name: pod, namespace: d.metadata.namespace, labels: d.spec.selector.matchLabels }, status: ready(`10.128.1.${r + 1}`) } as any);
+    const g = await gatewayFor(objects, r === 0 && vip && !o.vipUnheld ? [vip] : []);
+    gateways.push(g);
+    api.podProxy(d.metadata.namespace, pod, 15090, { host: '127.0.0.1', port: g.addresses().admin.port });
+  }
+  return { api, gateways, close: async () => { for (const g of gateways) await g.close(); await api.close(); } };
+}
+
+/** A kubeconfig with one context `ctx-NAME` per server. */
+export function kubeconfig(file: string, servers: Record<string, string>): void {
+  fs.writeFileSync(file, yaml.stringify({
+    apiVersion: 'v1', kind: 'Config',
+    clusters: Object.entries(servers).map(([n, server]) => ({ name: n, cluster: { server, 'insecure-skip-tls-verify': true } })), // plain HTTP: client-node wants the flag
+    users: [{ name: 'viewer', user: { token: 'read-only' } }],
+    contexts: Object.keys(servers).map((n) => ({ name: `ctx-${n}`, context: { cluster: n, user: 'viewer' } })),
+    'current-context': `ctx-${Object.keys(servers)[0]}`,
+  }));
+}
+
+export async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
