@@ -37,12 +37,13 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
         const r = await lab.migrate(m);
         if (r.info.status !== 'completed') throw new Error(`${m} round ${round}: ${r.info.status} ${r.info.reason ?? ''}`);
         runs[m].push(r);
-        console.log(`[bench:vm] round ${round + 1} ${m}: total ${r.info.totalMs} ms, downtime ${r.info.downtimeMs} ms, ${((r.info.transferredKiB ?? 0) / 1024).toFixed(1)} MiB, RAM equal ${r.ramEqual}`);
+        console.log(`[bench:vm] round ${round + 1} ${m}: total ${r.info.totalMs} ms, arrived ${r.arrivedMs} ms, downtime ${r.info.downtimeMs} ms, ${((r.info.transferredKiB ?? 0) / 1024).toFixed(1)} MiB, RAM equal ${r.ramEqual}${r.ramDiff ? ` (${r.ramDiff})` : ''}`);
       }
     }
     const rows = MODES.map((m) => ({
       mode: m,
       totalMs: median(runs[m].map((r) => r.info.totalMs ?? NaN)),
+      arrivedMs: median(runs[m].map((r) => r.arrivedMs ?? NaN)),
       downtimeMs: median(runs[m].map((r) => r.info.downtimeMs ?? NaN)),
       mib: +median(runs[m].map((r) => (r.info.transferredKiB ?? NaN) / 1024)).toFixed(1),
       ramEqual: `${runs[m].filter((r) => r.ramEqual).length}/${runs[m].length}`,
@@ -52,8 +53,8 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
     const ratio = (a: number, b: number) => (b ? (a / b).toFixed(2) : 'n/a');
     console.log([
       `[bench:vm] ${ROUNDS} interleaved rounds, medians; guest ${shape.memMiB} MiB (${shape.fillMiB} MiB random, ${shape.dirtyMiB} MiB rewritten per second), TCG ${shape.cpu}, TLS + ${lab.channels} multifd channels, ${os.cpus().length} CPUs (shared)`,
-      `  ${'mode'.padEnd(12)} ${'total ms'.padStart(9)} ${'x direct'.padStart(8)} ${'downtime ms'.padStart(12)} ${'x direct'.padStart(8)} ${'MiB'.padStart(7)} ${'x direct'.padStart(8)}  RAM equal  resumed`,
-      ...rows.map((r) => `  ${r.mode.padEnd(12)} ${String(r.totalMs).padStart(9)} ${ratio(r.totalMs, direct.totalMs).padStart(8)} ${String(r.downtimeMs).padStart(12)} ${ratio(r.downtimeMs, direct.downtimeMs).padStart(8)} ${String(r.mib).padStart(7)} ${ratio(r.mib, direct.mib).padStart(8)}  ${r.ramEqual.padStart(9)}  ${r.resumed.padStart(7)}`),
+      `  ${'mode'.padEnd(12)} ${'total ms'.padStart(9)} ${'x direct'.padStart(8)} ${'arrived ms'.padStart(10)} ${'x direct'.padStart(8)} ${'downtime ms'.padStart(12)} ${'x direct'.padStart(8)} ${'MiB'.padStart(7)} ${'x direct'.padStart(8)}  RAM equal  resumed`,
+      ...rows.map((r) => `  ${r.mode.padEnd(12)} ${String(r.totalMs).padStart(9)} ${ratio(r.totalMs, direct.totalMs).padStart(8)} ${String(r.arrivedMs).padStart(10)} ${ratio(r.arrivedMs, direct.arrivedMs).padStart(8)} ${String(r.downtimeMs).padStart(12)} ${ratio(r.downtimeMs, direct.downtimeMs).padStart(8)} ${String(r.mib).padStart(7)} ${ratio(r.mib, direct.mib).padStart(8)}  ${r.ramEqual.padStart(9)}  ${r.resumed.padStart(7)}`),
     ].join('\n'));
     const outDir = process.env.MM_RECORD_BENCH === '1' ? path.join(__dirname, 'results') : os.tmpdir();
     fs.writeFileSync(path.join(outDir, 'vm-migration.json'), `${JSON.stringify({

@@ -10,9 +10,10 @@ import {
 } from '../src/gateway/pod';
 import { GatewayReplicaPlan } from '../src/addressing/planner';
 import { GATEWAY_METRICS_PORT_NAME } from './gateway-metrics';
-import { GatewayPodOptions, taintQueryOf } from './gateway-pod-options';
+import { GatewayPodOptions } from './gateway-pod-options';
 import { projectedVolume } from './projected-volume';
 import { refuseImage } from '../src/base/image-reference';
+import { hardenPodSpec, placeReplica } from './replica-parts';
 
 /** UID/GID the runtime container runs as (distroless `nonroot`). */
 export const GATEWAY_RUN_AS = 65532;
@@ -185,18 +186,13 @@ export class GatewayDeployment extends Construct {
     });
     this.deployment.select(kplus.LabelSelector.of({ labels: selector }));
     this.apiObject = ApiObject.of(this.deployment);
-    // fields cdk8s-plus-28 has no API for (they exist in the k8s 1.28 schema, so the patch survives)
-    this.apiObject.addJsonPatch(
-      JsonPatch.add('/spec/revisionHistoryLimit', 3),
-      JsonPatch.add('/spec/template/spec/enableServiceLinks', false),
-      JsonPatch.add('/spec/template/spec/securityContext/seccompProfile', { type: 'RuntimeDefault' }),
-    );
+    hardenPodSpec(this.apiObject);
     this.configVolume = this.buildConfigVolume(props);
     const containers = this.addGatewayContainers(props);
     this.setupContainer = containers.setup;
     this.container = containers.runtime;
     this.failoverContainer = containers.failover;
-    this.applyPlacement(props.setLabels, props.placement ?? {});
+    placeReplica(this, 'GatewaySet', this.deployment, props.setLabels, props.placement ?? {}, true);
     this.applyOptions(props);
   }
 
@@ -326,23 +322,6 @@ export class GatewayDeployment extends Construct {
    * Required anti-affinity on the gateway set (cdk8s-plus `separate`), tolerations (`tolerate`); what
    * cdk8s-plus-28 cannot express (nodeSelector, topology spread, raw affinity terms) as JSON patches.
    */
-  private applyPlacement(setLabels: Record<string, string>, placement: Placement): void {
-    const spec = '/spec/template/spec';
-    const set = kplus.Pods.select(this, 'GatewaySet', { labels: setLabels });
-    this.deployment.scheduling.separate(set, { topology: kplus.Topology.HOSTNAME });
-    placement.tolerations?.forEach((t, i) => this.addToleration(taintQueryOf(t, `placement.tolerations[${i}]`)));
-    const patches = [JsonPatch.add(`${spec}/topologySpreadConstraints`, [
-      { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: setLabels } },
-    ])];
-    if (placement.nodeSelector) patches.push(JsonPatch.add(`${spec}/nodeSelector`, placement.nodeSelector));
-    const { podAntiAffinity: userAnti = {}, ...otherAffinity } = (placement.affinity ?? {}) as Record<string, unknown>;
-    const { requiredDuringSchedulingIgnoredDuringExecution: userRequired = [], ...otherAnti } = userAnti as Record<string, unknown>;
-    // the user's required anti-affinity terms go before ours, as they did before cdk8s-plus
-    (userRequired as unknown[]).forEach((term, i) => patches.push(JsonPatch.add(`${spec}/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution/${i}`, term)));
-    for (const [k, v] of Object.entries(otherAnti)) patches.push(JsonPatch.add(`${spec}/affinity/podAntiAffinity/${k}`, v));
-    for (const [k, v] of Object.entries(otherAffinity)) patches.push(JsonPatch.add(`${spec}/affinity/${k}`, v));
-    this.apiObject.addJsonPatch(...patches);
-  }
 
   private applyOptions(o: GatewayPodOptions): void {
     for (const [k, v] of Object.entries(o.podLabels ?? {})) this.addPodLabel(k, v);

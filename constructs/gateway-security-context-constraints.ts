@@ -29,6 +29,12 @@ export interface GatewaySecurityContextConstraintsProps {
    */
   readonly name?: string;
   /**
+   * The capabilities the pods add, all of them (every other one is dropped). A trust agent's pods add none.
+   *
+   * @default ['NET_ADMIN', 'NET_RAW', 'SETGID', 'SETUID'] (the gateway pod's)
+   */
+  readonly allowedCapabilities?: readonly string[];
+  /**
    * Labels for the three objects.
    *
    * @default - none
@@ -70,7 +76,7 @@ export class GatewaySecurityContextConstraints extends Construct {
       allowHostPorts: false,
       allowPrivilegeEscalation: false,
       allowPrivilegedContainer: false,
-      allowedCapabilities: [...GATEWAY_POD_CAPABILITIES],
+      allowedCapabilities: [...(props.allowedCapabilities ?? GATEWAY_POD_CAPABILITIES)],
       defaultAddCapabilities: [],
       requiredDropCapabilities: ['ALL'],
       fsGroup: { type: 'MustRunAs', ranges: [{ min: props.runAsId, max: props.runAsId }] },

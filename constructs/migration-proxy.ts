@@ -5,7 +5,7 @@ import { InvalidPropsError } from '../src/base/errors';
 import { staticIpam } from '../src/addressing/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway/config';
 import { GATEWAY_KEEPALIVED_FILE, keepalivedConfigFor } from '../src/gateway/failover';
-import { DEFAULT_GATEWAY_INTERFACES, gatewayRestartHash, gatewaySetLabels, peerGatewayCidrs } from '../src/gateway/pod';
+import { DEFAULT_GATEWAY_INTERFACES, gatewayRestartHash, gatewaySetLabels } from '../src/gateway/pod';
 import { APP_NAME_LABEL, GATEWAY_NAME, NETWORK_LABEL, managedByLabels } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
 import { GATEWAY_RUN_AS, GatewayDeployment } from './gateway-deployment';
@@ -17,6 +17,7 @@ import { GatewayCrossClusterPolicy } from './gateway-policy';
 import { GatewayTls } from './gateway-tls';
 import { GatewayTrust } from './gateway-trust';
 import { NetworkAttachment } from './network-attachment';
+import { crossClusterNad, crossClusterPolicyFor, replicaSetDisruptionBudget } from './replica-parts';
 
 /** Namespace the gateways run in. */
 export const DEFAULT_GATEWAY_NAMESPACE = 'migration-mesh';
@@ -161,12 +162,7 @@ export class MigrationProxy extends Construct {
     this.deployments = this.buildReplicas(props);
     this.trust = this.buildTrust(props, labels);
     const setLabels = gatewaySetLabels(cluster.name);
-    this.podDisruptionBudget = new ApiObject(this, 'PodDisruptionBudget', {
-      apiVersion: 'policy/v1', kind: 'PodDisruptionBudget',
-      metadata: { name: 'migration-mesh-gateway', namespace: this.namespace, labels },
-      // one voluntary eviction at a time across the replicas (a drain never takes every gateway)
-      spec: { maxUnavailable: 1, selector: { matchLabels: setLabels } },
-    });
+    this.podDisruptionBudget = replicaSetDisruptionBudget(this, 'migration-mesh-gateway', this.namespace, labels, setLabels);
     this.metrics = new GatewayMetrics(this, 'Metrics', {
       namespace: this.namespace,
       podSelector: setLabels,
@@ -190,13 +186,8 @@ export class MigrationProxy extends Construct {
       });
     }
     if (props.multiNetworkPolicy ?? cluster.multiNetworkPolicy) {
-      this.crossClusterPolicy = new GatewayCrossClusterPolicy(this, 'CrossClusterPolicy', {
-        namespace: this.namespace,
-        crossClusterNad: this.crossClusterNad.name,
-        podSelector: setLabels,
-        peerCidrs: peerGatewayCidrs(cluster),
-        tunnelPort: this.config.listen.tunnel.port,
-        labels,
+      this.crossClusterPolicy = crossClusterPolicyFor(this, cluster, {
+        namespace: this.namespace, crossClusterNad: this.crossClusterNad.name, setLabels, tunnelPort: this.config.listen.tunnel.port, labels,
       });
     }
   }
@@ -204,14 +195,7 @@ export class MigrationProxy extends Construct {
   /** The gateway's two attachments: the shared network (planned static addresses, routes) and the in-cluster one. */
   private buildAttachments(props: MigrationProxyProps): [NetworkAttachment, NetworkAttachment] {
     const { plan, cluster } = props;
-    const shared = new NetworkAttachment(this, 'CrossClusterNad', {
-      name: plan.crossCluster.nadName,
-      namespace: this.namespace,
-      attachment: cluster.site.attachment,
-      ipam: staticIpam(cluster.site.routes),
-      ipsCapability: true,
-      labels: { [NETWORK_LABEL]: 'cross-cluster' },
-    });
+    const shared = crossClusterNad(this, plan, cluster, this.namespace);
     const inCluster = new NetworkAttachment(this, 'InClusterNad', {
       name: `${cluster.migrationNetwork.nadName}-gateway`,
       namespace: this.namespace,

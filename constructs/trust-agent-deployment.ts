@@ -1,4 +1,4 @@
-import { ApiObject, Duration, JsonPatch, Size } from 'cdk8s';
+import { ApiObject, Duration, Size } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { Placement } from '../src/fleet/schema';
@@ -7,8 +7,8 @@ import { DEFAULT_GATEWAY_INTERFACES, MULTUS_NETWORKS_ANNOTATION } from '../src/g
 import { TrustAgentReplicaPlan } from '../src/addressing/planner';
 import { GATEWAY_RUN_AS } from './gateway-deployment';
 import { GATEWAY_METRICS_PORT_NAME } from './gateway-metrics';
-import { taintQueryOf } from './gateway-pod-options';
 import { projectedVolume } from './projected-volume';
+import { hardenPodSpec, placeReplica } from './replica-parts';
 import type { TrustPod } from './gateway-trust';
 import { refuseImage } from '../src/base/image-reference';
 
@@ -102,11 +102,7 @@ export class TrustAgentDeployment extends Construct implements TrustPod {
     });
     this.deployment.select(kplus.LabelSelector.of({ labels: selector }));
     this.apiObject = ApiObject.of(this.deployment);
-    this.apiObject.addJsonPatch(
-      JsonPatch.add('/spec/revisionHistoryLimit', 3),
-      JsonPatch.add('/spec/template/spec/enableServiceLinks', false),
-      JsonPatch.add('/spec/template/spec/securityContext/seccompProfile', { type: 'RuntimeDefault' }),
-    );
+    hardenPodSpec(this.apiObject);
     const sources: Record<string, unknown>[] = [{ configMap: { name: props.configMapName, items: [{ key: GATEWAY_CONFIG_FILE, path: GATEWAY_CONFIG_FILE }] } }];
     if (props.tlsSecretName) {
       sources.push({
@@ -144,23 +140,11 @@ export class TrustAgentDeployment extends Construct implements TrustPod {
         { path: '/tmp', volume: kplus.Volume.fromEmptyDir(this, 'Tmp', 'tmp', { medium: kplus.EmptyDirMedium.MEMORY, sizeLimit: Size.mebibytes(16) }) },
       ],
     });
-    this.applyPlacement(props.setLabels, props.placement ?? {});
+    placeReplica(this, 'TrustAgentSet', this.deployment, props.setLabels, props.placement ?? {});
   }
 
   /** Add a container to the pod (the trust container, or your own). */
   public addSidecar(container: kplus.ContainerProps): kplus.Container {
     return this.deployment.addContainer({ ...container, volumeMounts: container.volumeMounts ? [...container.volumeMounts] : undefined });
-  }
-
-  private applyPlacement(setLabels: Record<string, string>, placement: Placement): void {
-    const spec = '/spec/template/spec';
-    this.deployment.scheduling.separate(kplus.Pods.select(this, 'TrustAgentSet', { labels: setLabels }), { topology: kplus.Topology.HOSTNAME });
-    placement.tolerations?.forEach((t, i) => this.deployment.scheduling.tolerate(kplus.Node.tainted(taintQueryOf(t, `placement.tolerations[${i}]`))));
-    if (placement.nodeSelector) this.apiObject.addJsonPatch(JsonPatch.add(`${spec}/nodeSelector`, placement.nodeSelector));
-    const { podAntiAffinity: userAnti = {}, ...otherAffinity } = (placement.affinity ?? {}) as Record<string, unknown>;
-    const { requiredDuringSchedulingIgnoredDuringExecution: userRequired = [], ...otherAnti } = userAnti as Record<string, unknown>;
-    (userRequired as unknown[]).forEach((term, i) => this.apiObject.addJsonPatch(JsonPatch.add(`${spec}/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution/${i}`, term)));
-    for (const [k, v] of Object.entries(otherAnti)) this.apiObject.addJsonPatch(JsonPatch.add(`${spec}/affinity/podAntiAffinity/${k}`, v));
-    for (const [k, v] of Object.entries(otherAffinity)) this.apiObject.addJsonPatch(JsonPatch.add(`${spec}/affinity/${k}`, v));
   }
 }

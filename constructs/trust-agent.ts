@@ -2,17 +2,18 @@ import { ApiObject } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { InvalidPropsError } from '../src/base/errors';
-import { staticIpam } from '../src/addressing/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, trustAgentConfigFor } from '../src/gateway/config';
-import { peerGatewayCidrs } from '../src/gateway/pod';
-import { APP_NAME_LABEL, NETWORK_LABEL, managedByLabels } from '../src/base/names';
+import { APP_NAME_LABEL, managedByLabels } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
+import { GATEWAY_RUN_AS } from './gateway-deployment';
+import { GatewaySecurityContextConstraints } from './gateway-security-context-constraints';
 import { GatewayTls } from './gateway-tls';
 import { GatewayTrust } from './gateway-trust';
 import { DEFAULT_GATEWAY_NAMESPACE } from './migration-proxy';
 import { NetworkAttachment } from './network-attachment';
 import { TrustAgentDeployment } from './trust-agent-deployment';
+import { crossClusterNad, crossClusterPolicyFor, replicaSetDisruptionBudget } from './replica-parts';
 
 /** Name of the trust agent's objects (ConfigMap, ServiceAccount, PDB, Role). */
 export const TRUST_AGENT_NAME = 'migration-mesh-trust';
@@ -51,6 +52,13 @@ export interface TrustAgentProps {
    * @default - the cluster's `multiNetworkPolicy` flag from the fleet
    */
   readonly multiNetworkPolicy?: boolean;
+  /**
+   * Emit an OpenShift SCC (no capabilities; the pods' fixed uid and fsGroup, which `restricted-v2`'s
+   * namespace uid range refuses) and its Role/RoleBinding for the trust agent's ServiceAccount.
+   *
+   * @default - the cluster's `openshift` flag from the fleet (true for hco delivery)
+   */
+  readonly openshift?: boolean;
 }
 
 /**
@@ -65,7 +73,12 @@ export interface TrustAgentProps {
  * - the fleet mTLS identity of the cluster (`GatewayTls`: the same `spiffe://<fleet>/cluster/<cluster>`);
  * - `GatewayTrust`: the trust container in each pod, the only one with a token, and its Role limited by
  *   `resourceNames` to `kubevirt-ca` and `kubevirt-external-ca`;
- * - a MultiNetworkPolicy on the attachment when the cluster runs the controller.
+ * - a MultiNetworkPolicy on the attachment when the cluster runs the controller;
+ * - on OpenShift, an SCC without capabilities admitting the pods' fixed uid and fsGroup (`restricted-v2`
+ *   assigns uids from the namespace's range and refuses 65532), usable by this ServiceAccount alone.
+ * The Certificate (`GatewayTls`) and the MultiNetworkPolicy keep the gateway's object names: a cluster runs
+ * gateways (datapath `gateway`) or a trust agent (every other datapath), never both, so the names never
+ * meet in one namespace; and the Certificate is the same identity (`spiffe://<fleet>/cluster/<cluster>`).
  */
 export class TrustAgent extends Construct {
   /** Name of the namespace. */
@@ -90,6 +103,8 @@ export class TrustAgent extends Construct {
   public readonly podDisruptionBudget: ApiObject;
   /** The MultiNetworkPolicy; undefined unless the cluster runs the multi-networkpolicy controller. */
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
+  /** OpenShift only: the SCC admitting the trust agent's pods, and its binding. */
+  public readonly securityContextConstraints?: GatewaySecurityContextConstraints;
 
   constructor(scope: Construct, id: string, props: TrustAgentProps) {
     super(scope, id);
@@ -103,14 +118,7 @@ export class TrustAgent extends Construct {
     this.namespaceObject = new kplus.Namespace(this, 'Namespace', {
       metadata: { name: this.namespace, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'restricted' } },
     });
-    this.crossClusterNad = new NetworkAttachment(this, 'CrossClusterNad', {
-      name: plan.crossCluster.nadName,
-      namespace: this.namespace,
-      attachment: cluster.site.attachment,
-      ipam: staticIpam(cluster.site.routes),
-      ipsCapability: true,
-      labels: { [NETWORK_LABEL]: 'cross-cluster' },
-    });
+    this.crossClusterNad = crossClusterNad(this, plan, cluster, this.namespace);
     this.config = trustAgentConfigFor(plan, cluster);
     this.configMap = new kplus.ConfigMap(this, 'Config', {
       metadata: { name: TRUST_AGENT_NAME, namespace: this.namespace, labels },
@@ -139,19 +147,15 @@ export class TrustAgent extends Construct {
       kubevirtNamespace: props.kubevirtNamespace ?? cluster.kubevirt.namespace, labels, image: plan.gateway.image, imagePullPolicy: props.imagePullPolicy,
     });
     this.deployments.forEach((d, i) => this.trust.attach(d, i));
-    this.podDisruptionBudget = new ApiObject(this, 'PodDisruptionBudget', {
-      apiVersion: 'policy/v1', kind: 'PodDisruptionBudget',
-      metadata: { name: TRUST_AGENT_NAME, namespace: this.namespace, labels },
-      spec: { maxUnavailable: 1, selector: { matchLabels: setLabels } },
-    });
+    this.podDisruptionBudget = replicaSetDisruptionBudget(this, TRUST_AGENT_NAME, this.namespace, labels, setLabels);
+    if (props.openshift ?? cluster.openshift) {
+      this.securityContextConstraints = new GatewaySecurityContextConstraints(this, 'OpenShift', {
+        namespace: this.namespace, serviceAccountName: TRUST_AGENT_NAME, runAsId: GATEWAY_RUN_AS, name: TRUST_AGENT_NAME, allowedCapabilities: [], labels,
+      });
+    }
     if (props.multiNetworkPolicy ?? cluster.multiNetworkPolicy) {
-      this.crossClusterPolicy = new GatewayCrossClusterPolicy(this, 'CrossClusterPolicy', {
-        namespace: this.namespace,
-        crossClusterNad: this.crossClusterNad.name,
-        podSelector: setLabels,
-        peerCidrs: peerGatewayCidrs(cluster),
-        tunnelPort: this.config.listen.tunnel.port,
-        labels,
+      this.crossClusterPolicy = crossClusterPolicyFor(this, cluster, {
+        namespace: this.namespace, crossClusterNad: this.crossClusterNad.name, setLabels, tunnelPort: this.config.listen.tunnel.port, labels,
       });
     }
   }

@@ -25,6 +25,13 @@ test('three-sites-vlan: every NAD with its clusters, pods and the bridge, VLAN f
   expect(xc).toMatch(/MTU >= 9000/);
 });
 
+test('harvester (no gateways): the shared network lists the trust agents of every cluster beside the handlers as its users', () => {
+  const list = nodePrerequisites(planOf('harvester.fleet.yaml'));
+  const xc = list.find((p) => p.network === 'lm-crosscluster');
+  expect(xc?.pods).toBe('virt-handler, sync controller (shared network); trust agent (shared network)');
+  expect(xc?.clusters).toEqual(['hv-a', 'hv-b', 'kv-c']);
+});
+
 test('macvlan and ipvlan: master present, master MTU >= attachment MTU (the plugin\'s ADD error quoted); IPv6 adds the DAD line', () => {
   expect(attachmentRequirements({ type: 'macvlan', master: 'eth2', mtu: 9000 }, false).join('\n')).toMatch(/eth2: MTU >= 9000 \(ADD fails otherwise: "invalid MTU 9000, must be \[0, master MTU/);
   expect(attachmentRequirements({ type: 'ipvlan', master: 'eth3' }, true).join('\n')).toMatch(/tentative/);

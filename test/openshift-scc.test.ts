@@ -102,6 +102,28 @@ describe('OpenShift: an SCC for the gateway pods', () => {
     expect(sccRefusals(scc, bad)).toEqual(expect.arrayContaining([expect.stringMatching(/privileged/), expect.stringMatching(/SYS_ADMIN/), 'volume hostPath']));
   });
 
+  test('a trust agent on OpenShift (direct cluster): its own SCC with no capability admits its pods, which restricted-v2 refuses (fixed uid)', () => {
+    const doc = baseFleet({ gateway: { replicas: 1 }, clusters: [{ name: 'a', nodes: 2 }, { name: 'd', nodes: 2, datapath: 'direct', openshift: true }] }, 'mix');
+    const objs = synthesizeFleet(doc).objects.get('d')!;
+    for (const o of objs) expect(validateObject(o)).toEqual([]);
+    const scc = objs.find((o) => o.kind === 'SecurityContextConstraints');
+    expect(scc.metadata.name).toBe('migration-mesh-trust');
+    expect(scc.allowedCapabilities).toEqual([]);
+    const role = objs.find((o) => o.kind === 'Role' && o.rules?.[0]?.resources?.includes('securitycontextconstraints'));
+    expect(role.rules).toEqual([{ apiGroups: ['security.openshift.io'], resources: ['securitycontextconstraints'], resourceNames: ['migration-mesh-trust'], verbs: ['use'] }]);
+    const binding = objs.find((o) => o.kind === 'RoleBinding' && o.roleRef.name === role.metadata.name);
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'migration-mesh-trust', namespace: 'migration-mesh' }]);
+    const pods = objs.filter((o) => o.kind === 'Deployment').map((d) => d.spec.template.spec);
+    expect(pods.length).toBe(1);
+    expect(pods[0].serviceAccountName).toBe('migration-mesh-trust');
+    for (const pod of pods) {
+      expect(sccRefusals(scc, pod)).toEqual([]);
+      expect(sccRefusals(RESTRICTED_V2, pod)).toEqual(expect.arrayContaining([expect.stringMatching(/runAsUser 65532/), 'fsGroup 65532']));
+    }
+    // a gateway cluster of the same fleet without openshift gets none
+    expect(synthesizeFleet(doc).objects.get('a')!.some((o) => o.kind === 'SecurityContextConstraints')).toBe(false);
+  });
+
   test('declared per cluster: openshift: true on a kubevirt-cr cluster emits it, openshift: false on an hco cluster does not, others never', () => {
     const doc = mutate(baseFleet(), (d) => { d.spec.clusters[0].openshift = true; });
     const r = synthesizeFleet(doc);

@@ -1,10 +1,14 @@
 /**
  * What the fleet tests in network namespaces run inside them: the test agent (`netns-agent.js`: echo and
- * source servers, clients, probes) and the gateway runtime's CLI in place of the container image's
- * `migration-mesh-proxy` command. Shared by test/fleet-netns.test.ts and test/fleet-netns-ipv6.test.ts.
+ * source servers, clients, probes), the gateway runtime's CLI in place of the container image's
+ * `migration-mesh-proxy` command, and a cluster's API server for the trust containers (`clusterApi`).
+ * Shared by the fleet-netns, fleet-trust(-agent)-netns and VM migration tests.
  */
+import * as fs from 'fs';
 import * as path from 'path';
 import { ChildProcess } from 'child_process';
+import * as YAML from 'yaml';
+import { FakeKubeApi } from '../../proxy/lib/testkit/fake-kube';
 import { NetnsLab } from './netns';
 
 const AGENT = path.join(__dirname, 'netns-agent.js');
@@ -18,6 +22,47 @@ export function runtimeCommand(cmd: string[], configFile: string): string[] {
   const c = cmd.map((a) => (a.endsWith('/config.json') ? configFile : a));
   if (c[0] !== 'migration-mesh-proxy') throw new Error(`unexpected container command ${c[0]}`);
   return [process.execPath, PROXY_CLI, ...c.slice(1)];
+}
+
+/** The uid the runtime and trust containers run as (the image's `nonroot`). */
+export const RUNTIME_UID = 65532;
+/** The API server's address on a cluster's pod network (a bridge `br-pod` in the node namespace). */
+export const API_ADDR = '10.244.0.1';
+const API_PORT = 6443;
+
+/** A cluster's API server as its trust containers reach it. */
+export interface ClusterApi {
+  /** The fake API server (in this process, on a unix socket). */
+  api: FakeKubeApi;
+  /** The relay serving it at API_ADDR:6443 in the node namespace. */
+  relay: ChildProcess;
+  /** A kubeconfig for `--kubeconfig` (that address, a bearer token, `namespace`), owned by RUNTIME_UID. */
+  kubeconfig: string;
+}
+
+/**
+ * The API server of cluster `name` for its trust containers: a fake API server serving `namespace` (where
+ * KubeVirt's ConfigMaps are), reached over a pod network (the bridge `br-pod` in `node` holding API_ADDR;
+ * give each pod an `eth0` on it, e.g. 10.244.0.10/24) through a relay, never over the shared network.
+ * Plain HTTP (client-node wants insecure-skip-tls-verify for that); the image test runs the in-cluster
+ * HTTPS form. Install virt-operator's model on `api` before starting trust containers.
+ */
+export async function clusterApi(lab: NetnsLab, tmp: string, node: string, name: string, namespace: string): Promise<ClusterApi> {
+  lab.addBridge(node, 'br-pod');
+  lab.run(['ip', '-n', node, 'addr', 'add', `${API_ADDR}/24`, 'dev', 'br-pod']);
+  const api = new FakeKubeApi(namespace);
+  await api.listenPath(path.join(tmp, `${name}-api.sock`));
+  const relay = lab.spawn(node, agentCommand('forward', API_ADDR, API_PORT, api.path!));
+  await lab.waitForLine(relay, /"listening"/, 10_000, `API relay of ${name}`);
+  const kubeconfig = path.join(tmp, `${name}-kubeconfig.yaml`);
+  fs.writeFileSync(kubeconfig, YAML.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'trust',
+    clusters: [{ name, cluster: { server: `http://${API_ADDR}:${API_PORT}`, 'insecure-skip-tls-verify': true } }],
+    users: [{ name: 'trust', user: { token: `token-of-${name}` } }],
+    contexts: [{ name: 'trust', context: { cluster: name, user: 'trust', namespace } }],
+  }), { mode: 0o600 });
+  fs.chownSync(kubeconfig, RUNTIME_UID, RUNTIME_UID);
+  return { api, relay, kubeconfig };
 }
 
 /** Agent servers started in namespaces, with every JSON line each one printed. */

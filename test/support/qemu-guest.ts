@@ -195,15 +195,23 @@ export async function waitMigration(src: Hmp, timeoutMs: number, onTick?: (i: Mi
   return { ...last, status: `timeout (last ${last.status})` };
 }
 
-/** sha256 of guest physical memory [0, bytes) of a paused QEMU (pmemsave into `file`, then hashed and removed). */
-export async function ramSha256(m: Hmp, bytes: number, file: string): Promise<string> {
+/** sha256 of guest physical memory [0, bytes) of a paused QEMU (pmemsave into `file`, then hashed and removed unless `keep`). */
+export async function ramSha256(m: Hmp, bytes: number, file: string, keep = false): Promise<string> {
   const out = await m.cmd(`pmemsave 0 ${bytes} "${file}"`, 60_000);
   if (out) throw new Error(`pmemsave: ${out}`);
   const st = fs.statSync(file);
   if (st.size !== bytes) throw new Error(`pmemsave wrote ${st.size} bytes, expected ${bytes}`);
   const h = crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
-  fs.rmSync(file, { force: true });
+  if (!keep) fs.rmSync(file, { force: true });
   return h;
+}
+
+/** Two RAM images compared by 4 KiB page: how many differ and the first few guest-physical addresses. */
+export function ramDiff(a: string, b: string): string {
+  const [x, y] = [fs.readFileSync(a), fs.readFileSync(b)];
+  const pages: number[] = [];
+  for (let o = 0; o < Math.max(x.length, y.length); o += 4096) if (!x.subarray(o, o + 4096).equals(y.subarray(o, o + 4096))) pages.push(o);
+  return `${pages.length} pages of 4 KiB differ, first at ${pages.slice(0, 6).map((p) => `0x${p.toString(16)}`).join(', ')}`;
 }
 
 /** The highest `tick N` the guest printed on its serial console (0 before the first). */

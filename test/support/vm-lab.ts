@@ -25,25 +25,21 @@ import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import * as YAML from 'yaml';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../../src/fleet/load';
 import { synthesizeFleet } from '../../cli/synthesize-fleet';
 import { FakeKubeApi } from '../../proxy/lib/testkit/fake-kube';
-import { VirtOperatorModel } from '../../proxy/lib/testkit/virt-operator-model';
+import { CaIssuer, VirtOperatorModel } from '../../proxy/lib/testkit/virt-operator-model';
 import { ClusterTopology, NetnsLab, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './netns';
 import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './netns-cni';
-import { agentCommand, runtimeCommand } from './netns-agents';
+import { RUNTIME_UID, agentCommand, clusterApi, runtimeCommand } from './netns-agents';
 import {
   Guest, Hmp, MigrateInfo, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport,
-  ramSha256, waitMigration,
+  ramDiff, ramSha256, waitMigration,
 } from './qemu-guest';
 
 const ROOT = path.join(__dirname, '..', '..');
 const FLEET = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
 const PROXY_CLI = path.join(ROOT, 'proxy', 'lib', 'cli.js');
-const RUNTIME_UID = 65532;
-const API_ADDR = '10.244.0.1';
-const API_PORT = 6443;
 const H = 3600_000;
 const DIRECT = ['192.0.2.1', '192.0.2.2'];
 
@@ -69,6 +65,8 @@ interface LabCluster {
   api: FakeKubeApi;
   model: VirtOperatorModel;
   kubeconfig: string;
+  /** The key and certificate file of each CA the model issued, by the CA's sha256. */
+  caKeys: Map<string, { key: string; cert: string }>;
   /** kubevirt-ca's bundle before any trust container ran: what the cluster holds with the exchange off. */
   bundleWithoutExchange: string;
 }
@@ -78,6 +76,14 @@ interface Vm { at: number; proc: ChildProcess; hmp: Hmp; serial: string; qlog: s
 export interface MigrationResult {
   mode: PathMode; from: string; to: string; target: string; info: MigrateInfo;
   ramEqual?: boolean; ramSha?: [string, string];
+  /** When RAM differs: how many 4 KiB pages, and the first few guest-physical addresses. */
+  ramDiff?: string;
+  /**
+   * ms from `migrate` until the target's incoming migration reported completed (its RAM and device state all
+   * loaded). The source's `total time` ends when the source has written everything into its sockets: with
+   * gateways in the path, data still in their buffers is not counted there; this is counted here.
+   */
+  arrivedMs?: number;
   /** Target guest printed a tick after the source's last one within the bound. */
   resumed?: boolean; sourceLastTick?: number; targetTick?: number; trouble?: string;
   /** On failure: the source's VM status afterwards, and whether its guest kept ticking. */
@@ -158,45 +164,33 @@ export class VmMigrationLab {
       // the gateway: both attachments as its Multus selection asks, and eth0 on the pod network to the API server
       const gns = lab.addNs(`c${i}-g0`);
       for (const att of [g.inCluster, g.crossCluster]) attach(gns, g.deployment, att.selection.interface, multusDelegateConfig(att.config, att.selection));
-      lab.addBridge(node, 'br-pod');
-      lab.run(['ip', '-n', node, 'addr', 'add', `${API_ADDR}/24`, 'dev', 'br-pod']);
-      lab.addVeth({ hostNs: gns, ifname: 'eth0', addrs: ['10.244.0.10/24'], fabricNs: node, portName: 'pod0', bridge: 'br-pod' });
-
-      // the cluster's API server and virt-operator model, with the cluster's own openssl CA as its current CA
+      // the cluster's API server and virt-operator's model; its CAs are openssl CAs (own key) that issue the handler's certificate
       const namespace = g.trustArgs![g.trustArgs!.indexOf('--namespace') + 1];
-      const api = new FakeKubeApi(namespace);
-      await api.listenPath(path.join(this.tmp, `${t.name}-api.sock`));
-      const model = new VirtOperatorModel(api, t.name, 168 * H, 96 * H, Date.now);
+      const { api, kubeconfig } = await clusterApi(lab, this.tmp, node, t.name, namespace);
+      lab.addVeth({ hostNs: gns, ifname: 'eth0', addrs: ['10.244.0.10/24'], fabricNs: node, portName: 'pod0', bridge: 'br-pod' });
+      const caKeys = new Map<string, { key: string; cert: string }>();
+      const issueCa: CaIssuer = (id) => {
+        const ca = makeClusterCa(path.join(this.tmp, `${id}`), id);
+        const x = new crypto.X509Certificate(ca.pem);
+        const sim = { id, nb: Date.parse(x.validFrom), na: Date.parse(x.validTo), pem: ca.pem, sha256: crypto.createHash('sha256').update(x.raw).digest('hex') };
+        caKeys.set(sim.sha256, ca);
+        return sim;
+      };
+      const model = new VirtOperatorModel(api, t.name, 168 * H, 96 * H, Date.now, { issueCa });
       model.install(0);
-      const ca = makeClusterCa(path.join(this.tmp, `${t.name}-kubevirt-ca`), t.name);
-      const x = new crypto.X509Certificate(ca.pem);
-      model.ca = { id: `${t.name}-ca`, nb: Date.parse(x.validFrom), na: Date.parse(x.validTo), pem: ca.pem, sha256: crypto.createHash('sha256').update(x.raw).digest('hex') };
-      model.bundle = [model.ca];
-      api.put('kubevirt-ca', { 'ca-bundle': ca.pem }, { 'app.kubernetes.io/managed-by': 'virt-operator' });
-      const relay = lab.spawn(node, agentCommand('forward', API_ADDR, API_PORT, api.path!));
-      await lab.waitForLine(relay, /"listening"/, 10_000, `API relay of ${t.name}`);
-      const kubeconfig = path.join(this.tmp, `${t.name}-kubeconfig.yaml`);
-      fs.writeFileSync(kubeconfig, YAML.stringify({
-        apiVersion: 'v1', kind: 'Config', 'current-context': 'trust',
-        clusters: [{ name: t.name, cluster: { server: `http://${API_ADDR}:${API_PORT}`, 'insecure-skip-tls-verify': true } }],
-        users: [{ name: 'trust', user: { token: `token-of-${t.name}` } }],
-        contexts: [{ name: 'trust', context: { cluster: t.name, user: 'trust', namespace } }],
-      }), { mode: 0o600 });
-      fs.chownSync(kubeconfig, RUNTIME_UID, RUNTIME_UID);
       const runDir = path.join(this.tmp, `${t.name}-run`);
       fs.mkdirSync(runDir, { mode: 0o700 });
       fs.chownSync(runDir, RUNTIME_UID, RUNTIME_UID);
       for (const f of [pki[t.name].key, pki[t.name].cert]) fs.chownSync(f, RUNTIME_UID, RUNTIME_UID);
       fs.chmodSync(pki[t.name].key, 0o600);
-      const certDir = path.join(this.tmp, `${t.name}-handler-cert`);
-      issueHandlerCert(ca.key, ca.cert, certDir, `virt-handler.${t.name}`, `${hAddr.split('/')[0]},IP:${DIRECT[i]}`);
+      const handler = { ns: hns, addr: hAddr.split('/')[0], direct: DIRECT[i], certDir: path.join(this.tmp, `${t.name}-handler-cert`) };
       this.clusters.push({
-        name: t.name, topo: { 'mtls-splice': topos['mtls-splice'][i], mtls: topos.mtls[i], plaintext: topos.plaintext[i] }, node,
-        handler: { ns: hns, addr: hAddr.split('/')[0], direct: DIRECT[i], certDir },
+        name: t.name, topo: { 'mtls-splice': topos['mtls-splice'][i], mtls: topos.mtls[i], plaintext: topos.plaintext[i] }, node, handler, caKeys,
         gw: { ns: gns, cfgFile: path.join(this.tmp, `${t.name}-config.json`), log: path.join(this.tmp, `${t.name}-gw.log`), trustLog: path.join(this.tmp, `${t.name}-trust.log`), runDir },
         api, model, kubeconfig, bundleWithoutExchange: api.get('kubevirt-ca')!.data['ca-bundle'],
       });
       (this.clusters[i] as any).pki = pki[t.name];
+      this.issueHandlerCert(this.clusters[i]);
     }
     // direct: a veth pair between the two handlers, the migration network's MTU
     const [a, b] = this.clusters;
@@ -257,6 +251,33 @@ export class VmMigrationLab {
 
   async killGateway(c: LabCluster): Promise<void> { await this.killWait(c.gw.proc); }
 
+  /** The handler's certificate, issued by its cluster's current CA (virt-operator reissues it in the reconcile that rotates the CA). */
+  private issueHandlerCert(c: LabCluster): void {
+    const ca = c.caKeys.get(c.model.ca.sha256);
+    if (!ca) throw new Error(`${c.name}: no key for the current CA ${c.model.ca.id}`);
+    issueHandlerCert(ca.key, ca.cert, c.handler.certDir, `virt-handler.${c.name}`, `${c.handler.addr},IP:${c.handler.direct}`);
+  }
+
+  /**
+   * Rotate cluster `ci`'s KubeVirt CA ahead of schedule through virt-operator's model (`rotateNow`: a new
+   * CA with its own key, merged into kubevirt-ca with the old one kept for the overlap) and reissue its
+   * handler's certificate by the new CA. Nothing here touches the peer: resolves once the exchange has put
+   * the new CA into the peer's kubevirt-ca, with how long that took, and the peer's bundle before.
+   */
+  async rotateCa(ci: number, timeoutMs = 30_000): Promise<{ sha256: string; trustedByPeerMs: number; peerBundleBefore: string }> {
+    const c = this.clusters[ci];
+    const peer = this.clusters[1 - ci];
+    const peerBundleBefore = peer.api.get('kubevirt-ca')!.data['ca-bundle'];
+    const t0 = Date.now();
+    const ca = c.model.rotateNow();
+    this.issueHandlerCert(c);
+    while (!peer.model.trusts(ca.sha256)) {
+      if (Date.now() - t0 > timeoutMs) throw new Error(`${peer.name} does not trust ${c.name}'s rotated CA after ${timeoutMs} ms\n${this.tails()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return { sha256: ca.sha256, trustedByPeerMs: Date.now() - t0, peerBundleBefore };
+  }
+
   /** Spawn a QEMU in a handler namespace, connected to its monitor. */
   private async qemu(ci: number, incoming: boolean): Promise<Vm> {
     const id = `${this.clusters[ci].name}-${++this.seq}`;
@@ -280,6 +301,13 @@ export class VmMigrationLab {
       await new Promise((r) => setTimeout(r, 200));
     }
     return Date.now() - t0;
+  }
+
+  /** A fresh guest in place of the current one (one a migration left damaged), in the same handler namespace. */
+  async reboot(): Promise<number> {
+    const at = this.vm?.at ?? 0;
+    if (this.vm) { this.vm.hmp.close(); await this.killWait(this.vm.proc); }
+    return this.boot(at);
   }
 
   /**
@@ -326,16 +354,37 @@ export class VmMigrationLab {
       // KubeVirt's bandwidthPerMigration of the fleet (2Gi) unless the caller limits it
       const bw = await src.hmp.cmd(`migrate_set_parameter max-bandwidth ${o.maxBandwidth ?? 2 * 1024 ** 3}`);
       if (bw) throw new Error(`max-bandwidth: ${bw}`);
+      const started = Date.now();
       const mig = await src.hmp.cmd(`migrate -d tcp:${host}:${port}`);
       if (mig) throw new Error(`migrate: ${mig}`);
+      // the target's side, polled alongside: its RAM is compared only once it has loaded everything. A failed
+      // incoming migration may end the target QEMU (its monitor then never answers): that ends the polling
+      let stop = false;
+      const arrived = (async () => {
+        for (;;) {
+          const st = await dst.hmp.cmd('info migrate', 5000).then((t) => parseInfoMigrate(t).status, () => 'unreachable');
+          if (st === 'completed' || st === 'failed' || st === 'unreachable') return { st, ms: Date.now() - started };
+          if (stop) return { st, ms: NaN };
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
       if (o.whileRunning) await o.whileRunning(src.hmp);
       res.info = await waitMigration(src.hmp, o.timeoutMs ?? 180_000);
+      if (res.info.status !== 'completed') stop = true;
+      const bound = setTimeout(() => { stop = true; }, 60_000);
+      const target = await arrived;
+      clearTimeout(bound);
       if (res.info.status === 'completed') {
+        if (target.st !== 'completed') throw new Error(`source completed, the target's incoming migration is ${target.st} after 60 s`);
+        res.arrivedMs = target.ms;
         const bytes = this.shape.memMiB * 1024 * 1024;
-        const sa = await ramSha256(src.hmp, bytes, path.join(this.tmp, 'src.ram'));
-        const sb = await ramSha256(dst.hmp, bytes, path.join(this.tmp, 'dst.ram'));
+        const files = [path.join(this.tmp, 'src.ram'), path.join(this.tmp, 'dst.ram')];
+        const sa = await ramSha256(src.hmp, bytes, files[0], true);
+        const sb = await ramSha256(dst.hmp, bytes, files[1], true);
         res.ramSha = [sa, sb];
         res.ramEqual = sa === sb;
+        if (!res.ramEqual) res.ramDiff = ramDiff(files[0], files[1]);
+        for (const f of files) fs.rmSync(f, { force: true });
         res.sourceLastTick = lastTick(src.serial);
         const c = await dst.hmp.cmd('cont');
         if (c) throw new Error(`cont: ${c}`);

@@ -21,6 +21,11 @@
  *     labels, annotations, data keys and binaryData are gone after every reconcile.
  *   - a write that changes nothing is a no-op (no event), as at the API server.
  * `strict: false` is the old, lenient model (every object visible) for comparison.
+ *
+ * `rotateNow()` rotates ahead of schedule, as virt-operator does the moment the KubeVirt CR's CA duration
+ * changes (certificationNeedsRotation: the CA Secret's `kubevirt.io/duration` annotation differs, core.go
+ * 177-195; ../shared/reference/kubevirt-ca-trust.md 1.3); the merge then keeps the old CA for the overlap.
+ * `issueCa` lets a test issue the CAs itself (e.g. with openssl, keeping the key to issue leaf certs).
  */
 import * as crypto from 'node:crypto';
 import { FakeKubeApi } from './fake-kube';
@@ -62,17 +67,21 @@ export function mergeBundle(current: SimCa, bundle: SimCa[], overlapMs: number, 
   return [current, ...out];
 }
 
+/** Issues the CA `id` valid from `nb` to `na` (ms); the model's default is ca-certs' makeCert. */
+export type CaIssuer = (id: string, nb: number, na: number) => SimCa;
+
 export class VirtOperatorModel {
   ca!: SimCa;
   bundle: SimCa[] = [];
   rotations = 0;
   private k = 0;
+  private rotateAtNextReconcile = false;
 
   /** Reconciles run, and how many of them could not see kubevirt-external-ca (unlabelled). */
   readonly stats = { reconciles: 0, externalInvisible: 0 };
 
   constructor(readonly api: FakeKubeApi, readonly cluster: string, readonly durationMs: number, readonly renewBeforeMs: number, readonly clock: () => number,
-    readonly o: { strict?: boolean } = {}) {}
+    readonly o: { strict?: boolean; issueCa?: CaIssuer } = {}) {}
 
   private get strict(): boolean { return this.o.strict ?? true; }
 
@@ -110,7 +119,15 @@ export class VirtOperatorModel {
 
   private newCa(nb: number): SimCa {
     const id = `${this.cluster}-ca-${this.k++}`;
+    if (this.o.issueCa) return this.o.issueCa(id, nb, nb + this.durationMs);
     return toSim(makeCert(`kubevirt.io@${id}`, nb, nb + this.durationMs), id);
+  }
+
+  /** A rotation ahead of schedule (a changed CA duration): a new CA now, merged by a reconcile. Returns it. */
+  rotateNow(): SimCa {
+    this.rotateAtNextReconcile = true;
+    this.reconcile();
+    return this.ca;
   }
 
   /** The reconcile that ingests the external ConfigMap, then the one its clearing write triggers. */
@@ -127,7 +144,8 @@ export class VirtOperatorModel {
       if (!this.api.create(EXTERNAL, { 'ca-bundle': '' }, MANAGED)) this.stats.externalInvisible++;
     }
     const cached = this.cachedExternal();
-    if (now >= this.ca.nb + (this.durationMs - this.renewBeforeMs)) {
+    if (this.rotateAtNextReconcile || now >= this.ca.nb + (this.durationMs - this.renewBeforeMs)) {
+      this.rotateAtNextReconcile = false;
       this.ca = this.newCa(now);
       this.rotations++;
     }
