@@ -16,7 +16,7 @@ import { NetworkAttachment } from './network-attachment';
  * pod hardening cdk8s-plus-28 has no API for, and the placement of one-pod-per-replica Deployments.
  */
 
-/** The shared network's NAD in `namespace`: the cluster's site's attachment, static IPAM with its routes, `ips` capability (each replica its planned address). */
+/** The shared network's NAD in `namespace`: the cluster's site's attachment, static IPAM with its routes, `ips` capability (a planned address each). */
 export function crossClusterNad(scope: Construct, plan: FleetPlan, cluster: ClusterPlan, namespace: string): NetworkAttachment {
   return new NetworkAttachment(scope, 'CrossClusterNad', {
     name: plan.crossCluster.nadName,
