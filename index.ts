@@ -57,6 +57,8 @@ export * from './constructs/trust-agent-deployment';
 export * from './constructs/gateway-deployment';
 export * from './constructs/gateway-tls';
 export * from './constructs/gateway-policy';
+export * from './constructs/allow-network-policy';
+export * from './constructs/allow-multi-network-policy';
 export * from './constructs/gateway-metrics';
 export * from './constructs/projected-volume';
 export * from './constructs/gateway-pod-options';

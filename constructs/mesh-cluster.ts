@@ -8,7 +8,10 @@ import { rotationFragment } from '../src/trust/plan';
 import { GatewayPodOptions } from './gateway-pod-options';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { MigrationNetwork } from './migration-network';
-import { MigrationProxy } from './migration-proxy';
+import { DEFAULT_GATEWAY_NAMESPACE, MigrationProxy } from './migration-proxy';
+import { AllowMultiNetworkPolicy } from './allow-multi-network-policy';
+import { AllowNetworkPolicy } from './allow-network-policy';
+import { clusterPolicies } from '../src/kubevirt/network-policies';
 import { NetworkAttachment } from './network-attachment';
 import { SyncControllerPlacement } from './sync-controller-placement';
 import { TrustAgent } from './trust-agent';
@@ -111,6 +114,10 @@ export class MeshClusterChart extends Chart {
     }
     if (cluster.trustAgents.length > 0) {
       this.trustAgent = new TrustAgent(this, 'TrustAgent', { plan, cluster, imagePullPolicy: props.gatewayPod?.imagePullPolicy });
+    }
+    for (const policy of clusterPolicies(plan, cluster, this.proxy?.namespace ?? this.trustAgent?.namespace ?? DEFAULT_GATEWAY_NAMESPACE)) { // issue #29
+      if (policy.kind === 'NetworkPolicy') new AllowNetworkPolicy(this, `Allow-${policy.name}`, { policy });
+      else new AllowMultiNetworkPolicy(this, `Allow-${policy.name}`, { policy });
     }
   }
 }

@@ -5,7 +5,7 @@ import { InvalidPropsError } from '../src/base/errors';
 import { staticIpam } from '../src/addressing/cni';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, gatewayConfigFor } from '../src/gateway/config';
 import { GATEWAY_KEEPALIVED_FILE, keepalivedConfigFor } from '../src/gateway/failover';
-import { DEFAULT_GATEWAY_INTERFACES, gatewayRestartHash, gatewaySetLabels } from '../src/gateway/pod';
+import { DEFAULT_GATEWAY_INTERFACES, gatewayInClusterNadName, gatewayRestartHash, gatewaySetLabels } from '../src/gateway/pod';
 import { APP_NAME_LABEL, GATEWAY_NAME, NETWORK_LABEL, managedByLabels } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
 import { GATEWAY_RUN_AS, GatewayDeployment } from './gateway-deployment';
@@ -197,7 +197,7 @@ export class MigrationProxy extends Construct {
     const { plan, cluster } = props;
     const shared = crossClusterNad(this, plan, cluster, this.namespace);
     const inCluster = new NetworkAttachment(this, 'InClusterNad', {
-      name: `${cluster.migrationNetwork.nadName}-gateway`,
+      name: gatewayInClusterNadName(cluster.migrationNetwork.nadName),
       namespace: this.namespace,
       attachment: cluster.migrationNetwork.attachment,
       ipam: staticIpam(),

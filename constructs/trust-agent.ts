@@ -3,7 +3,7 @@ import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { InvalidPropsError } from '../src/base/errors';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, trustAgentConfigFor } from '../src/gateway/config';
-import { APP_NAME_LABEL, managedByLabels } from '../src/base/names';
+import { APP_NAME_LABEL, TRUST_AGENT_NAME, TRUST_AGENT_SET_LABEL, managedByLabels } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
 import { GATEWAY_RUN_AS } from './gateway-deployment';
@@ -15,10 +15,8 @@ import { NetworkAttachment } from './network-attachment';
 import { TrustAgentDeployment } from './trust-agent-deployment';
 import { crossClusterNad, crossClusterPolicyFor, replicaSetDisruptionBudget } from './replica-parts';
 
-/** Name of the trust agent's objects (ConfigMap, ServiceAccount, PDB, Role). */
-export const TRUST_AGENT_NAME = 'migration-mesh-trust';
-/** Label shared by every replica of one cluster's trust agent (PDB, anti-affinity, policy). */
-export const TRUST_AGENT_SET_LABEL = 'migrationmesh.dev/trust-agent-set';
+// the names live in src/base/names.ts (planning selects the agents' pods too); re-exported for the library API
+export { TRUST_AGENT_NAME, TRUST_AGENT_SET_LABEL };
 
 /**
  * Properties for `TrustAgent`.

@@ -105,7 +105,7 @@ function clusterPlan(p: ProblemCollector, a: Allocation, c: ResolvedCluster, ent
   const { ipam, ...parts } = c.datapath === 'gateway' ? gatewayParts(a, c, entry) : sliceParts(p, a, c, entry);
   return {
     name: c.name, datapath: c.datapath, nodes: c.nodes, syncReplicas: c.syncReplicas, syncPlacement: c.syncPlacement,
-    kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy, openshift: c.openshift,
+    kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy, networkPolicies: c.networkPolicies, openshift: c.openshift,
     migrationNetwork: {
       nadName: c.datapath === 'direct' ? cc.nadName : a.fleet.migrationNadName,
       attachment: c.datapath === 'direct' ? siteOf(a.fleet, c).attachment : c.migrationAttachment,

@@ -6,7 +6,7 @@
 import { Attachment, Datapath, SyncPlacement } from '../fleet/schema';
 import { Family } from '../base/ip';
 import { Ledger, LedgerChange } from './ledger';
-import { ResolvedFleet, ResolvedGateway, ResolvedKubevirt } from '../fleet/resolved';
+import { ResolvedFleet, ResolvedGateway, ResolvedKubevirt, ResolvedNetworkPolicies } from '../fleet/resolved';
 import { SitePlan } from './sites';
 
 export interface RoutePlan { readonly dst: string; readonly gw: string }
@@ -51,6 +51,8 @@ export interface ClusterPlan {
   readonly syncPlacement: SyncPlacement;
   readonly kubevirt: ResolvedKubevirt;
   readonly multiNetworkPolicy: boolean;
+  /** Policies the cluster enforces (the mesh emits the allow-policies its flows need). */
+  readonly networkPolicies: ResolvedNetworkPolicies;
   /** OpenShift cluster: the gateway gets an SCC and its binding. */
   readonly openshift: boolean;
   /** The NAD KubeVirt names in `migrations.network` (in-cluster in gateway/native mode, the shared network in direct mode). */

@@ -9,6 +9,11 @@ export const GATEWAY_NAME = 'migration-mesh-gateway';
 /** TCP port of the gateway's tunnel listener on the shared network, unless the fleet sets `gateway.tunnelPort`. */
 export const DEFAULT_TUNNEL_PORT = 15443;
 
+/** The trust agent's name: its Deployment, ConfigMap, ServiceAccount and PodDisruptionBudget. */
+export const TRUST_AGENT_NAME = 'migration-mesh-trust';
+/** Selects every trust-agent pod of one cluster. */
+export const TRUST_AGENT_SET_LABEL = 'migrationmesh.dev/trust-agent-set';
+
 /** Value of `app.kubernetes.io/managed-by` on what we own. */
 const MANAGED_BY = 'migration-mesh';
 const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';

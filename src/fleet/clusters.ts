@@ -10,7 +10,7 @@ import {
   DEFAULT_KUBEVIRT_VERSION, fieldSupported, hasCrossClusterProxyApi, parseKubevirtVersion, supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
 } from '../kubevirt/versions';
 import { resolveExistingKubevirt } from '../kubevirt/existing';
-import { DEFAULTS, ResolvedCluster, ResolvedKubevirt, inClusterBreakdown, inClusterNeeded } from './resolved';
+import { DEFAULTS, ResolvedCluster, ResolvedKubevirt, ResolvedNetworkPolicies, inClusterBreakdown, inClusterNeeded } from './resolved';
 import { checkAttachment, checkDialable, parseCidrField, parseRangeField } from './fields';
 import { SharedNetwork } from './shared-network';
 
@@ -46,6 +46,7 @@ export function resolveMigrationTemplate(p: ProblemCollector, mn: FleetSpec['mig
 
 export function resolveClusters(p: ProblemCollector, spec: FleetSpec, template: MigrationTemplate): ResolvedCluster[] {
   const seen = new Map<string, number>();
+  (spec.networkPolicies?.apiServerCidrs ?? []).forEach((t, j) => parseCidrField(p, `spec.networkPolicies.apiServerCidrs[${j}]`, t));
   return spec.clusters.map((c: ClusterSpec, i) => {
     if (seen.has(c.name)) p.add('duplicate-cluster-name', `spec.clusters[${i}].name`, `'${c.name}' is also the name of spec.clusters[${seen.get(c.name)}]`, 'give every cluster a unique name');
     else seen.set(c.name, i);
@@ -78,6 +79,13 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
   const serviceCidrs = cidrs(c.serviceCidrs, 'serviceCidrs');
   const sync = { ...spec.syncControllers, ...c.syncControllers };
   const gatewayReplicas = c.gateway?.replicas ?? spec.gateway?.replicas ?? DEFAULTS.gatewayReplicas;
+  const gatewayVip = datapath === 'gateway' && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip';
+  const networkPolicies = resolveNetworkPolicies(p, spec, c, cp);
+  if (gatewayVip && networkPolicies.installed === 'default-deny' && c.multiNetworkPolicy) {
+    p.add('network-policy-vrrp', c.networkPolicies ? `${cp}.networkPolicies.installed` : 'spec.networkPolicies.installed',
+      `cluster ${c.name} denies everything on its secondary networks (default-deny with multiNetworkPolicy: true), and its ${gatewayReplicas} gateways hand their VIP over by VRRP (IP protocol 112), which no NetworkPolicy or MultiNetworkPolicy can allow: every replica would claim the VIP`,
+      `set spec.gateway.failover.mode: none or ${cp}.gateway.replicas: 1; or allow VRRP on the in-cluster migration network with your CNI's own policy and declare installed: kubevirt`);
+  }
   return {
     name: c.name, index, nodes: c.nodes, datapath, kubevirt,
     syncReplicas: sync.replicas ?? DEFAULTS.syncReplicas,
@@ -85,13 +93,24 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
     migrationAttachment: (attachment ?? spec.crossClusterNetwork.attachment) as Attachment,
     migrationCidr, migrationExclude,
     gatewayReplicas,
-    gatewayVip: datapath === 'gateway' && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip',
+    gatewayVip,
     trustAgentReplicas: 0, // set once trust is resolved (resolveAndCheck)
     site: '', // set once the sites are resolved (resolveAndCheck)
     podCidrs, serviceCidrs,
     multiNetworkPolicy: c.multiNetworkPolicy ?? false,
+    networkPolicies,
     openshift: c.openshift ?? kubevirt.configDelivery === 'hco',
   };
+}
+
+/** `spec.networkPolicies`, or the cluster's own (replacing it whole); the fleet's CIDRs are reported once (resolveClusters). */
+function resolveNetworkPolicies(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, cp: string): ResolvedNetworkPolicies {
+  const own = c.networkPolicies !== undefined;
+  const np = c.networkPolicies ?? spec.networkPolicies;
+  const report = own ? p : new ProblemCollector();
+  const base = own ? `${cp}.networkPolicies` : 'spec.networkPolicies';
+  const apiServerCidrs = (np?.apiServerCidrs ?? []).filter((t, j) => parseCidrField(report, `${base}.apiServerCidrs[${j}]`, t) !== undefined);
+  return { installed: np?.installed ?? 'none', apiServerCidrs };
 }
 
 function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, cp: string, datapath: Datapath): ResolvedKubevirt {

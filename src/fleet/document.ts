@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { Checked, FleetProblem, ProblemCode, pathToString } from '../base/errors';
+import { FALLBACK_FIELD, fallbackProblem } from '../kubevirt/fallback';
 import { FleetDocument, FleetSpec, FLEET_API_VERSION, FLEET_KIND, fleetDocumentSchema } from './schema';
 
 /** A whole fleet document, or just a name and a spec. */
@@ -24,36 +25,45 @@ export function checkFleetDocument(input: unknown): Checked<FleetDocument> {
 
 /** The schema's issues as problems, each with its path, and a fix where one is known. */
 export function zodProblems(err: z.ZodError, input?: unknown): FleetProblem[] {
-  return err.issues.map((issue): FleetProblem => {
+  return err.issues.flatMap((issue): FleetProblem[] => {
     const path = pathToString(issue.path) || '(document)';
-    if (issue.code === 'unrecognized_keys') {
-      return {
-        code: 'unknown-field', path,
-        message: `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`,
-        fix: 'remove it or check its spelling against the fleet format in README',
-      };
+    if (issue.code === 'unrecognized_keys' && issue.keys.includes(FALLBACK_FIELD)) {
+      const others = issue.keys.filter((k) => k !== FALLBACK_FIELD);
+      const rest = others.length ? [problemOf({ ...issue, keys: others }, path, input)] : [];
+      return [fallbackProblem(`${path}.${FALLBACK_FIELD}`, `the field ${FALLBACK_FIELD}`), ...rest];
     }
-    if (issue.code === 'invalid_union' && 'note' in issue && issue.note === 'No matching discriminator') {
-      return { code: 'unknown-attachment-type', path, message: 'unknown attachment type', fix: 'use one of macvlan, bridge, ipvlan, host-device' };
-    }
-    // a record key the schema refuses: say which key and why (zod's own text is "Invalid key in record")
-    if (issue.code === 'invalid_key' && issue.issues.length) {
-      return { code: 'schema-invalid', path, message: `the key ${issue.issues.map((i) => i.message).join('; ')}` };
-    }
-    // YAML reads an unquoted 1.10 as the number 1.1, an unquoted 1 as 1: say so
-    const given = issue.path.reduce<unknown>((o, k) => (isRecord(o) || Array.isArray(o) ? (o as Record<string, unknown>)[k as string] : undefined), input);
-    if (issue.code === 'invalid_type' && issue.expected === 'string' && (typeof given === 'number' || typeof given === 'boolean')) {
-      return {
-        code: 'schema-invalid', path,
-        message: `${issue.message}: YAML read the unquoted ${String(given)} as a ${typeof given} (an unquoted 1.10 even becomes 1.1)`,
-        fix: `quote it: ${issue.path[issue.path.length - 1] as string}: "${String(given)}"`,
-      };
-    }
-    // a schema rule with a code of its own (params: {code, fix}), e.g. image-invalid
-    const own = issue.code === 'custom' ? (issue.params as { code?: ProblemCode; fix?: string } | undefined) : undefined;
-    if (own?.code) return { code: own.code, path, message: issue.message, fix: own.fix };
-    return { code: 'schema-invalid', path, message: issue.message };
+    return [problemOf(issue, path, input)];
   });
+}
+
+function problemOf(issue: z.core.$ZodIssue, path: string, input: unknown): FleetProblem {
+  if (issue.code === 'unrecognized_keys') {
+    return {
+      code: 'unknown-field', path,
+      message: `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`,
+      fix: 'remove it or check its spelling against the fleet format in README',
+    };
+  }
+  if (issue.code === 'invalid_union' && 'note' in issue && issue.note === 'No matching discriminator') {
+    return { code: 'unknown-attachment-type', path, message: 'unknown attachment type', fix: 'use one of macvlan, bridge, ipvlan, host-device' };
+  }
+  // a record key the schema refuses: say which key and why (zod's own text is "Invalid key in record")
+  if (issue.code === 'invalid_key' && issue.issues.length) {
+    return { code: 'schema-invalid', path, message: `the key ${issue.issues.map((i) => i.message).join('; ')}` };
+  }
+  // YAML reads an unquoted 1.10 as the number 1.1, an unquoted 1 as 1: say so
+  const given = issue.path.reduce<unknown>((o, k) => (isRecord(o) || Array.isArray(o) ? (o as Record<string, unknown>)[k as string] : undefined), input);
+  if (issue.code === 'invalid_type' && issue.expected === 'string' && (typeof given === 'number' || typeof given === 'boolean')) {
+    return {
+      code: 'schema-invalid', path,
+      message: `${issue.message}: YAML read the unquoted ${String(given)} as a ${typeof given} (an unquoted 1.10 even becomes 1.1)`,
+      fix: `quote it: ${issue.path[issue.path.length - 1] as string}: "${String(given)}"`,
+    };
+  }
+  // a schema rule with a code of its own (params: {code, fix}), e.g. image-invalid
+  const own = issue.code === 'custom' ? (issue.params as { code?: ProblemCode; fix?: string } | undefined) : undefined;
+  if (own?.code) return { code: own.code, path, message: issue.message, fix: own.fix };
+  return { code: 'schema-invalid', path, message: issue.message };
 }
 
 export const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;

@@ -4,6 +4,7 @@
  * phases live beside this file: the shared network (shared-network.ts), the in-cluster template and the
  * clusters (clusters.ts); this file runs them in order and resolves the gateway. Pure, no cdk8s import.
  */
+import { migrationNetworkFallbackProblems } from '../kubevirt/fallback';
 import { Checked, FleetProblem, ProblemCollector, Salvaged, checkedOf, orThrow } from '../base/errors';
 import { kubevirtAdmissionProblems } from '../kubevirt/admission';
 import { FleetDocument } from './schema';
@@ -80,6 +81,7 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
   // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
   p.addAll(kubevirtAdmissionProblems(doc));
   p.addAll(trustProblems);
+  p.addAll(migrationNetworkFallbackProblems(doc)); // issue #29 item 4
   for (const x of existingKubevirtProblems(doc)) p.add('existing-kubevirt-invalid', x.path, x.message, x.fix);
   const cc = spec.crossClusterNetwork;
   const gw = spec.gateway ?? {};

@@ -40,6 +40,12 @@ export interface ResolvedKubevirt {
   readonly existing: ExistingKubevirt;
 }
 
+export interface ResolvedNetworkPolicies {
+  readonly installed: 'none' | 'kubevirt' | 'default-deny';
+  /** Empty: TCP 443/6443 to any address. */
+  readonly apiServerCidrs: string[];
+}
+
 export interface ResolvedCluster {
   readonly name: string;
   /** Position in the fleet file. */
@@ -67,6 +73,8 @@ export interface ResolvedCluster {
   readonly podCidrs: Cidr[];
   readonly serviceCidrs: Cidr[];
   readonly multiNetworkPolicy: boolean;
+  /** Policies the cluster enforces that the mesh must open its paths through (src/kubevirt/network-policies.ts). */
+  readonly networkPolicies: ResolvedNetworkPolicies;
   /** OpenShift: the gateway pods need an SCC (declared, or implied by hco delivery). */
   readonly openshift: boolean;
 }

@@ -304,6 +304,27 @@ const harvesterSchema = z.object({
   vlan: z.number().int().min(0).max(4094, { message: 'must be 0-4094 (Harvester rejects larger VLAN ids)' }).optional(),
 }).strict();
 
+/**
+ * Network policies a cluster already enforces that would drop the fleet's paths (issue #29, docs/network-policies.md).
+ * When declared, the mesh emits exactly the allow-policies the fleet's flows need.
+ */
+const networkPoliciesSchema = z.object({
+  /**
+   * `kubevirt`: KubeVirt's optional `kubevirt-network-policies.yaml` (or HCO's bundled copy) is applied:
+   * virt-handler is isolated for ingress and egress, the sync controller for ingress. `default-deny`: every
+   * pod of KubeVirt's, the gateway's and the trust agent's namespaces is isolated both ways, on the pod
+   * network and (with `multiNetworkPolicy: true`) on the secondary networks. `none`: nothing is emitted.
+   * @default none
+   */
+  installed: z.enum(['none', 'kubevirt', 'default-deny']),
+  /**
+   * API server endpoints (CIDRs of the endpoint addresses, not the service IP) the gateway and trust agents
+   * reach to exchange CAs under `default-deny`.
+   * @default - TCP 443 and 6443 to any address
+   */
+  apiServerCidrs: z.array(z.string()).optional(),
+}).strict();
+
 const clusterSchema = z.object({
   name: dnsLabel,
   /** The site (`spec.crossClusterNetwork.sites[].name`) the cluster is in. @default - the only site */
@@ -331,6 +352,8 @@ const clusterSchema = z.object({
   podCidrs: z.array(z.string()).optional(),
   /** Declared service CIDR(s), checked for overlap. */
   serviceCidrs: z.array(z.string()).optional(),
+  /** Policies this cluster enforces (replaces `spec.networkPolicies` whole). @default - `spec.networkPolicies` */
+  networkPolicies: networkPoliciesSchema.optional(),
   /** The cluster runs the multi-networkpolicy controller (a MultiNetworkPolicy is emitted). @default false */
   multiNetworkPolicy: z.boolean().optional(),
   /**
@@ -356,6 +379,8 @@ export const fleetSpecSchema = z.object({
   migrationNetwork: migrationNetworkSchema.optional(),
   gateway: gatewaySchema.optional(),
   syncControllers: syncControllersSchema.optional(),
+  /** Policies every cluster enforces, unless it declares its own (docs/network-policies.md). @default {installed: none} */
+  networkPolicies: networkPoliciesSchema.optional(),
   /** Addresses held back per cluster for rollout surge and terminating pods. @default 2 */
   addressSurge: z.number().int().min(0).max(1000).optional(),
   clusters: z.array(clusterSchema).min(1, { message: 'must list at least one cluster' }),
@@ -396,4 +421,5 @@ export type Datapath = NonNullable<FleetSpec['datapath']>;
 export type ConfigDelivery = NonNullable<z.infer<typeof kubevirtSchema>['configDelivery']>;
 export type SyncPlacement = NonNullable<z.infer<typeof syncControllersSchema>['placement']>;
 export type GitopsSpec = z.infer<typeof gitopsSchema>;
+
 export type HarvesterSpec = z.infer<typeof harvesterSchema>;

@@ -55,6 +55,28 @@ export function checkMoves(p: ForkliftProblems, input: MovesInput, clusters: Rea
     } else if (other === undefined) {seenTarget.set(dst, i);}
   });
   checkAcrossMoves(p, input);
+  checkMacConflicts(p, input);
+}
+
+/**
+ * Two VMs with one MAC on one target cluster: Forklift made this check for KubeVirt-to-KubeVirt moves and
+ * dropped it (Forklift PR #8293), and a live move keeps the VM's MAC. Only MACs the moves declare are
+ * known; the same VM landing again on a cluster it left (same target name) is not a conflict.
+ */
+function checkMacConflicts(p: ForkliftProblems, input: MovesInput): void {
+  const seen = new Map<string, { index: number; vm: string }>();
+  input.moves.forEach((m, i) => {
+    const vm = `${m.targetNamespace ?? m.namespace}/${m.vm}`;
+    (m.macAddresses ?? []).forEach((mac, k) => {
+      const key = `${m.to}|${mac.toLowerCase()}`;
+      const first = seen.get(key);
+      if (!first) { seen.set(key, { index: i, vm }); return; }
+      if (first.vm === vm) return;
+      p.error('mac-conflict', `${input.path}[${i}].macAddresses[${k}]`,
+        `${mac.toLowerCase()} of ${m.namespace}/${m.vm} is also the MAC of ${first.vm}, moved to ${m.to} by ${input.path}[${first.index}]; two VMs with one MAC on one network lose traffic, and Forklift no longer checks this (PR #8293)`,
+        `give one of the VMs another MAC before moving it (spec.template.spec.domain.devices.interfaces[].macAddress), or move it to another cluster`);
+    });
+  });
 }
 
 /**

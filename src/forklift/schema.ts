@@ -96,6 +96,13 @@ export const moveSchema = z.object({
    * @default 1
    */
   run: z.number().int().min(1).max(999).optional(),
+  /**
+   * The VM's interface MAC addresses (`aa:bb:cc:dd:ee:ff`), where you pin them. Forklift no longer checks
+   * MAC conflicts for KubeVirt-to-KubeVirt moves (Forklift PR #8293); the fleet refuses a move whose MAC
+   * another move into the same target cluster uses (docs/migrations.md).
+   * @default - not known (not checked)
+   */
+  macAddresses: z.array(z.string().regex(/^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$/, { message: 'must be a MAC address such as 02:03:04:05:06:07' })).optional(),
 }).strict();
 
 export const movesSchema = z.array(moveSchema);

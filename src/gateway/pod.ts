@@ -42,6 +42,9 @@ function checkInterfaceName(field: string, name: string): void {
   }
 }
 
+/** The gateway's copy of the in-cluster migration NAD (in the gateway's namespace, with static IPAM). */
+export const gatewayInClusterNadName = (migrationNad: string): string => `${migrationNad}-gateway`;
+
 /** Name of the Deployment of one replica. */
 export const gatewayDeploymentName = (replica: number): string => `${GATEWAY_NAME}-${replica}`;
 

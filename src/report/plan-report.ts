@@ -4,6 +4,7 @@
  * as an aligned plain-text table. Pure, no cdk8s import.
  */
 import { Datapath } from '../fleet/schema';
+import { clusterFlows } from '../kubevirt/network-policies';
 import { FleetPlan } from '../addressing/planner';
 import { SitePlan } from '../addressing/sites';
 import { DEFAULT_SITE } from '../fleet/sites';
@@ -40,6 +41,8 @@ export interface PlanRow {
     readonly endpoints: string[];
     readonly rotation: 'emitted' | 'not-emitted-harvester' | 'none';
   };
+  /** Declared network policies and the flows the emitted allow-policies open, per workload (issue #29); absent when none. */
+  readonly networkPolicies?: { readonly installed: 'kubevirt' | 'default-deny'; readonly flows: Record<string, string[]> };
 }
 
 export interface PlanTotals {
@@ -110,6 +113,7 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
       directWouldNeed: c.nodes + c.syncReplicas + surge,
       peers: c.peers.length,
       trust: trustRow(plan, c, hv.has(c.name)),
+      ...policyRow(plan, c),
     };
   });
   const cap = plan.capacity;
@@ -146,6 +150,23 @@ function trustRow(plan: FleetPlan, c: FleetPlan['clusters'][number], harvester: 
   const keptBy = !t?.exchange ? 'none' : t.agent ? 'trust-agent' : 'gateway';
   const endpoints = keptBy === 'gateway' ? c.gateways.map((g) => g.crossCluster) : c.trustAgents.map((a) => a.crossCluster);
   return { keptBy, endpoints: endpoints.map((e) => e.replace(/\/\d+$/, '')), rotation: !t ? 'none' : harvester ? 'not-emitted-harvester' : 'emitted' };
+}
+
+function policyRow(plan: FleetPlan, c: FleetPlan['clusters'][number]): Pick<PlanRow, 'networkPolicies'> {
+  const installed = c.networkPolicies.installed;
+  if (installed === 'none') return {};
+  const flows: Record<string, string[]> = {};
+  for (const f of clusterFlows(plan, c, '')) (flows[f.workload.kind] ??= []).push(`${f.direction === 'ingress' ? 'in' : 'out'} ${f.id}`);
+  return { networkPolicies: { installed, flows } };
+}
+
+/** The clusters that declare network policies, and what the mesh opens through them; empty when none does. */
+function renderPolicies(r: PlanReport): string {
+  const rows = r.clusters.filter((c) => c.networkPolicies);
+  if (rows.length === 0) return '';
+  const line = (c: PlanRow): string => `  ${c.cluster} (${c.networkPolicies!.installed}):\n`
+    + Object.entries(c.networkPolicies!.flows).map(([w, fs]) => `    ${w}: ${fs.join(', ')}\n`).join('');
+  return `\nnetwork policies (allow-policies emitted for the declared ones, docs/network-policies.md):\n${rows.map(line).join('')}`;
 }
 
 /** Per cluster: how its trust is kept (the `plan` command prints it after the table). */
@@ -194,6 +215,7 @@ export function renderPlanTable(r: PlanReport): string {
     + `  all-direct would need ${t.wouldNeed.directWithSurge} (${t.wouldNeed.direct} without surge), all-native ${t.wouldNeed.native}, all-gateway ${t.wouldNeed.gateway}; `
     + `this plan saves ${t.savedVersusDirect} against direct\n`
     + renderTrust(r)
+    + renderPolicies(r)
     + renderMigrationGroups(t.migrationGroups);
 }
 
