@@ -31,6 +31,7 @@ import { createProgress } from './progress';
 import { FleetDocument } from '../src/fleet/schema';
 import { Ledger } from '../src/addressing/ledger';
 import { nodePrerequisites, renderNodePrerequisites } from '../src/addressing/cni';
+import { renderSiteRequirements } from '../src/addressing/sites';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { movesReport, renderMoves } from '../src/forklift/report';
 import { Args, UsageError, parseCommandLine, usageOf } from './args';
@@ -294,7 +295,7 @@ function planOne(args: Args, out: Sink, err: Sink): number {
   const prerequisites = nodePrerequisites(r.plan);
   const json = { ...report, nodePrerequisites: prerequisites, ...(mr ? { forklift: mr } : {}) };
   if (format === 'json') out(`${JSON.stringify(json, null, 2)}\n`);
-  else if (format === 'table') out(renderPlanTable(report) + renderNodePrerequisites(prerequisites) + (mr ? renderMoves(mr) : ''));
+  else if (format === 'table') out(renderPlanTable(report) + renderSiteRequirements(report.sites ?? []) + renderNodePrerequisites(prerequisites) + (mr ? renderMoves(mr) : ''));
   else throw new Error(`--output must be table or json, got '${format}'`);
   return 0;
 }

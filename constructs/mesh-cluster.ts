@@ -103,7 +103,7 @@ export class MeshClusterChart extends Chart {
       new NetworkAttachment(this, 'CrossClusterNetwork', {
         name: cluster.crossClusterSync!.nadName,
         namespace: kv.namespace,
-        attachment: plan.crossCluster.attachment,
+        attachment: cluster.site.attachment,
         ipam: whereaboutsIpam(cluster.crossClusterSync!.ipam),
         labels: { [NETWORK_LABEL]: 'cross-cluster' },
       });

@@ -195,7 +195,7 @@ export class MigrationProxy extends Construct {
   /** The gateway's two attachments: the shared network (planned static addresses, routes) and the in-cluster one. */
   private buildAttachments(props: MigrationProxyProps): [NetworkAttachment, NetworkAttachment] {
     const { plan, cluster } = props;
-    const shared = crossClusterNad(this, plan, this.namespace);
+    const shared = crossClusterNad(this, plan, cluster, this.namespace);
     const inCluster = new NetworkAttachment(this, 'InClusterNad', {
       name: gatewayInClusterNadName(cluster.migrationNetwork.nadName),
       namespace: this.namespace,

@@ -16,13 +16,13 @@ import { NetworkAttachment } from './network-attachment';
  * pod hardening cdk8s-plus-28 has no API for, and the placement of one-pod-per-replica Deployments.
  */
 
-/** The shared network's NAD in `namespace`: static IPAM with the fleet's routes, `ips` capability (each replica its planned address). */
-export function crossClusterNad(scope: Construct, plan: FleetPlan, namespace: string): NetworkAttachment {
+/** The shared network's NAD in `namespace`: the cluster's site's attachment, static IPAM with its routes, `ips` capability (a planned address each). */
+export function crossClusterNad(scope: Construct, plan: FleetPlan, cluster: ClusterPlan, namespace: string): NetworkAttachment {
   return new NetworkAttachment(scope, 'CrossClusterNad', {
     name: plan.crossCluster.nadName,
     namespace,
-    attachment: plan.crossCluster.attachment,
-    ipam: staticIpam(plan.crossCluster.routes),
+    attachment: cluster.site.attachment,
+    ipam: staticIpam(cluster.site.routes),
     ipsCapability: true,
     labels: { [NETWORK_LABEL]: 'cross-cluster' },
   });

@@ -116,7 +116,7 @@ export class TrustAgent extends Construct {
     this.namespaceObject = new kplus.Namespace(this, 'Namespace', {
       metadata: { name: this.namespace, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'restricted' } },
     });
-    this.crossClusterNad = crossClusterNad(this, plan, this.namespace);
+    this.crossClusterNad = crossClusterNad(this, plan, cluster, this.namespace);
     this.config = trustAgentConfigFor(plan, cluster);
     this.configMap = new kplus.ConfigMap(this, 'Config', {
       metadata: { name: TRUST_AGENT_NAME, namespace: this.namespace, labels },

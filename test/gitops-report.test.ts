@@ -103,8 +103,8 @@ describe('fleet SVG', () => {
 
   test('large fleets: compact tile grid up to GRID_MAX, then a "+N more" summary', () => {
     const doc = bigFleet(GRID_MAX + 20);
-    doc.spec.crossClusterNetwork.addresses.pool = ['10.50.0.0/20'];
-    doc.spec.crossClusterNetwork.addresses.prefixLength = 20;
+    doc.spec.crossClusterNetwork.addresses!.pool = ['10.50.0.0/20'];
+    doc.spec.crossClusterNetwork.addresses!.prefixLength = 20;
     const r = planReport(planFleet(resolveFleet(doc)).plan);
     const big = renderFleetSvg(r);
     expect(r.clusters.length).toBeGreaterThan(DETAILED_MAX);

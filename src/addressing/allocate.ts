@@ -11,6 +11,7 @@ import { Ledger } from './ledger';
 import { Quarantine } from './ledger-guard';
 import { ResolvedCluster, ResolvedFleet, crossClusterNeeded, inClusterBreakdown, inClusterNeeded } from '../fleet/resolved';
 import { AddressPool, AddressRequest, keepThenTake, keysOf, ledgerAddr, ledgerValues } from './address-pool';
+import { ResolvedSite, sitePath } from '../fleet/sites';
 
 const needsInCluster = (c: ResolvedCluster, surge: number): string => `cluster ${c.name} needs ${inClusterNeeded(c, surge)} in-cluster addresses`;
 
@@ -116,29 +117,37 @@ export interface SharedAddresses {
  * gains them (issue #30) keeps every address it had; each agent replica keeps its own ledger entry.
  */
 export function planSharedAddresses(p: ProblemCollector, fleet: ResolvedFleet, prev: Ledger, quarantine: Quarantine): SharedAddresses {
+  const out: SharedAddresses = { members: new Map(), trustAgents: new Map() };
+  // each site's members take addresses from its own pool (one site, `default`, unless the fleet declares sites)
+  for (const site of fleet.crossCluster.sites) planSiteAddresses(p, fleet, site, prev, quarantine, out);
+  return out;
+}
+
+function planSiteAddresses(p: ProblemCollector, fleet: ResolvedFleet, site: ResolvedSite, prev: Ledger, quarantine: Quarantine, out: SharedAddresses): void {
   const cc = fleet.crossCluster;
-  const requests = fleet.clusters.map((c): AddressRequest => {
+  const clusters = fleet.clusters.filter((c) => c.site === site.name);
+  const requests = clusters.map((c): AddressRequest => {
     const old = prev.clusters[c.name];
     return c.datapath === 'gateway'
       ? { want: c.gatewayReplicas, bySlot: true, ledger: (old?.gateways ?? []).map((g) => ledgerAddr(g.crossCluster, cc.family)) }
       : { want: crossClusterNeeded(c, fleet.addressSurge) - c.trustAgentReplicas, bySlot: false, ledger: ledgerValues(old?.crossClusterAddresses, cc.family) };
   });
-  const withAgents = fleet.clusters.filter((c) => c.trustAgentReplicas > 0);
+  const withAgents = clusters.filter((c) => c.trustAgentReplicas > 0);
   for (const c of withAgents) {
     const ledger = (prev.clusters[c.name]?.trustAgents ?? []).map((t) => ledgerAddr(t.crossCluster, cc.family));
     requests.push({ want: c.trustAgentReplicas, bySlot: true, ledger });
   }
-  const got = keepThenTake(new AddressPool(cc.usable), requests, keysOf(quarantine.crossKeys, cc.family));
+  const got = keepThenTake(new AddressPool(site.usable), requests, keysOf(quarantine.crossKeys, cc.family));
   if (got.some((slots) => slots.includes(undefined))) {
     // resolveFleet checks totals first; this guards against anything it could not see
-    p.add('pool-exhausted', 'spec.crossClusterNetwork.addresses.pool', `the pool ran out of free addresses (usable ${cc.usableCount})`, 'add addresses to the pool');
+    p.add('pool-exhausted', sitePath(site, 'pool'), `the pool ran out of free addresses (usable ${countIntervals(site.usable)})`, 'add addresses to the pool');
   }
-  const members = new Map(fleet.clusters.map((c, i) => {
+  clusters.forEach((c, i) => {
     const values = got[i].filter((v): v is bigint => v !== undefined);
-    return [c.name, c.datapath === 'gateway' ? values : values.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))];
-  }));
-  const agents = got.slice(fleet.clusters.length);
-  return { members, trustAgents: new Map(withAgents.map((c, i) => [c.name, agents[i].filter((v): v is bigint => v !== undefined)])) };
+    out.members.set(c.name, c.datapath === 'gateway' ? values : values.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
+  const agents = got.slice(clusters.length);
+  withAgents.forEach((c, i) => out.trustAgents.set(c.name, agents[i].filter((v): v is bigint => v !== undefined)));
 }
 
 // ---------------- phase 3: gateway addresses on the in-cluster network ----------------

@@ -13,6 +13,7 @@ import { Quarantine, LedgerFamilies, ledgerProblems, quarantineOf, quarantinedIn
 import { ResolvedCluster, ResolvedFleet, crossClusterNeeded, inClusterNeeded } from '../fleet/resolved';
 import { CapacityReport, ClusterPlan, PeerPlan, PlanResult, TrustAgentReplicaPlan, WhereaboutsPlan } from './fleet-plan';
 import { GatewayInCluster, planClusterCidrs, planGatewayInCluster, planSharedAddresses } from './allocate';
+import { SitePlan, siteOf, sitePlans } from './sites';
 
 // ---------------- phase 4: each cluster's plan and ledger entry ----------------
 
@@ -30,6 +31,7 @@ interface Allocation {
   readonly peers: PeerPlan[];
   /** The same entries for a trust agent's table: every one trust only. */
   readonly trustPeers: PeerPlan[];
+  readonly sites: SitePlan[];
 }
 
 function peerEntries(fleet: ResolvedFleet, cidrs: Map<string, Cidr>, shared: Map<string, bigint[]>, trustAgents: Map<string, bigint[]>): PeerPlan[] {
@@ -62,7 +64,7 @@ function gatewayParts(a: Allocation, c: ResolvedCluster, entry: LedgerCluster): 
     gateways: cross.map((x, i) => ({
       replica: i,
       inCluster: `${formatAddr(addr(fam, ins[i]))}/${cidr.prefix}`,
-      crossCluster: `${formatAddr(addr(cc.family, x))}/${cc.prefixLength}`,
+      crossCluster: `${formatAddr(addr(cc.family, x))}/${siteOf(a.fleet, c).prefixLength}`,
     })),
     gatewayVip: vip !== undefined ? `${formatAddr(addr(fam, vip))}/${cidr.prefix}` : undefined,
     peers: a.peers.filter((e) => e.cluster !== c.name && (exchanges || e.cidrs.length > 0)),
@@ -78,10 +80,12 @@ function sliceParts(p: ProblemCollector, a: Allocation, c: ResolvedCluster, entr
   const cc = a.fleet.crossCluster;
   const slice = a.shared.get(c.name)!;
   entry.crossClusterAddresses = compact(slice, cc.family);
-  const sliceRange = sliceIpam(p, slice, cc.family, cc.subnets, c);
+  const site = siteOf(a.fleet, c);
+  // direct handlers and native sync controllers sit on the shared network: they carry the site's routes
+  const sliceRange = { ...sliceIpam(p, slice, cc.family, site.subnets, c), routes: site.routes };
   const agents = a.trustAgents.get(c.name) ?? [];
   if (agents.length) entry.trustAgents = agents.map((x) => ({ crossCluster: formatAddr(addr(cc.family, x)) }));
-  const trustAgents = agents.map((x, i) => ({ replica: i, crossCluster: `${formatAddr(addr(cc.family, x))}/${cc.prefixLength}` }));
+  const trustAgents = agents.map((x, i) => ({ replica: i, crossCluster: `${formatAddr(addr(cc.family, x))}/${site.prefixLength}` }));
   const peers = agents.length ? a.trustPeers.filter((e) => e.cluster !== c.name) : [];
   if (c.datapath === 'direct') return { gateways: [], peers, trustAgents, ipam: sliceRange };
   const cidr = a.cidrs.get(c.name)!;
@@ -104,12 +108,13 @@ function clusterPlan(p: ProblemCollector, a: Allocation, c: ResolvedCluster, ent
     kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy, networkPolicies: c.networkPolicies, openshift: c.openshift,
     migrationNetwork: {
       nadName: c.datapath === 'direct' ? cc.nadName : a.fleet.migrationNadName,
-      attachment: c.datapath === 'direct' ? cc.attachment : c.migrationAttachment,
+      attachment: c.datapath === 'direct' ? siteOf(a.fleet, c).attachment : c.migrationAttachment,
       cidr: cidr ? formatCidr(cidr) : undefined,
       ipam,
     },
     crossClusterSync: parts.crossClusterSync, gateways: parts.gateways, gatewayVip: parts.gatewayVip, peers: parts.peers,
     trustAgents: parts.trustAgents ?? [],
+    site: a.sites.find((s) => s.name === c.site) ?? a.sites[0],
     capacity: {
       inCluster: usableIn !== undefined ? { needed: inClusterNeeded(c, surge), usable: usableIn.toString() } : undefined,
       crossCluster: crossClusterNeeded(c, surge),
@@ -166,7 +171,7 @@ export function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<Plan
   // a trust-only copy gets its own gateways array: the runtime-config peer cache (src/gateway/config.ts) is keyed by it
   const trustPeers = peers.filter((e) => fleet.trust.clusters[e.cluster]?.exchange)
     .map((e) => (e.cidrs.length ? { ...e, cidrs: [], gateways: [...e.gateways] } : e));
-  const allocation: Allocation = { fleet, cidrs, shared, trustAgents, gatewayIn, quarantine, peers, trustPeers };
+  const allocation: Allocation = { fleet, cidrs, shared, trustAgents, gatewayIn, quarantine, peers, trustPeers, sites: sitePlans(fleet) };
   const next: Record<string, LedgerCluster> = {};
   const clusters = fleet.clusters.map((c) => clusterPlan(p, allocation, c, (next[c.name] = {})));
   const released = nextQuarantine(prev, next);
@@ -180,7 +185,7 @@ export function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<Plan
       gateway: fleet.gateway,
       addressSurge: fleet.addressSurge,
       supernet: fleet.supernet ? formatCidr(fleet.supernet) : undefined,
-      clusters, trust: fleet.trust,
+      clusters, trust: fleet.trust, sites: allocation.sites,
       capacity: capacityReport(fleet),
     },
     ledger,

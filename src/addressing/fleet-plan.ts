@@ -7,6 +7,7 @@ import { Attachment, Datapath, SyncPlacement } from '../fleet/schema';
 import { Family } from '../base/ip';
 import { Ledger, LedgerChange } from './ledger';
 import { ResolvedFleet, ResolvedGateway, ResolvedKubevirt, ResolvedNetworkPolicies } from '../fleet/resolved';
+import { SitePlan } from './sites';
 
 export interface RoutePlan { readonly dst: string; readonly gw: string }
 
@@ -79,6 +80,8 @@ export interface ClusterPlan {
   readonly peers: PeerPlan[];
   /** direct/native/Harvester clusters that exchange CAs: the trust agent's replicas (empty otherwise). */
   readonly trustAgents: TrustAgentReplicaPlan[];
+  /** The cluster's site: the attachment, prefix and routes of its shared-network attachments (gateways, trust agents, direct/native slices). */
+  readonly site: SitePlan;
   readonly capacity: {
     /** In-cluster addresses needed vs usable in the CIDR (gateway/native). */
     readonly inCluster?: { needed: number; usable: string };
@@ -118,6 +121,8 @@ export interface FleetPlan {
   readonly capacity: CapacityReport;
   /** KubeVirt CA rotation and CA exchange per cluster (src/trust/plan.ts). */
   readonly trust: ResolvedFleet['trust'];
+  /** The sites of the shared network (one, `default`, unless the fleet declares sites). */
+  readonly sites: SitePlan[];
 }
 
 export interface PlanResult {

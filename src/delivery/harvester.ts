@@ -170,7 +170,15 @@ export function harvesterSettingFor(plan: FleetPlan, cluster: ClusterPlan, spec:
   const slice = subtractIntervals([{ family: range.family, start: lo, end: hi }], cut);
   const outside = subtractIntervals([range], slice);
   const exclude = mergeIntervals(outside).flatMap(intervalToCidrs).map(formatCidr);
-  const vlan = spec.vlan ?? attachmentVlan(plan.crossCluster.attachment);
+  const vlan = spec.vlan ?? attachmentVlan(cluster.site.attachment);
+  if (cluster.site.routes.length > 0) {
+    // Harvester writes the migration NAD itself, from range/exclude/vlan only: the site routes cannot be delivered
+    problems.push({
+      code: 'harvester-routes-unsupported', path: `${ctx.path}.harvester`,
+      message: `cluster ${cluster.name} is Harvester in site ${cluster.site.name}, whose handlers need routes (${cluster.site.routes.map((x) => `${x.dst} via ${x.gw}`).join(', ')}); Harvester's vm-migration-network setting has no routes, so its handlers could not reach the other sites`,
+      fix: `remove ${ctx.path}.harvester (deliver a NAD + KubeVirt patch, which carry the routes), or keep the Harvester clusters in a fleet of one site`,
+    });
+  }
   const value: HarvesterMigrationNetworkValue = {
     clusterNetwork: spec.clusterNetwork, ...(vlan ? { vlan } : {}), range: formatCidr(range), ...(exclude.length ? { exclude } : {}),
   };

@@ -95,6 +95,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
     gatewayReplicas,
     gatewayVip,
     trustAgentReplicas: 0, // set once trust is resolved (resolveAndCheck)
+    site: '', // set once the sites are resolved (resolveAndCheck)
     podCidrs, serviceCidrs,
     multiNetworkPolicy: c.multiNetworkPolicy ?? false,
     networkPolicies,

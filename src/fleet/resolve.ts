@@ -15,6 +15,7 @@ import { existingKubevirtProblems } from '../kubevirt/existing';
 import { DEFAULTS, ResolvedFleet, ResolvedGateway } from './resolved';
 import { checkSharedCapacity, resolveSharedNetwork } from './shared-network';
 import { checkCidrOverlaps, checkInClusterCapacity, resolveClusters, resolveMigrationTemplate } from './clusters';
+import { resolveSites, siteOfClusters, unionOfSites, withSitePaths } from './sites';
 
 function resolveGatewayTls(doc: FleetDocument): ResolvedGateway['tls'] {
   const tls = doc.spec.gateway?.tls;
@@ -59,17 +60,24 @@ export function checkFleet(doc: FleetDocument): Checked<ResolvedFleet> {
 export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
   const p = new ProblemCollector();
   const spec = doc.spec;
-  const shared = resolveSharedNetwork(p, spec.crossClusterNetwork);
+  // issue #24: one site per subnet (the default site when the fleet declares none), src/fleet/sites.ts
+  const siteParts = resolveSites(p, spec.crossClusterNetwork, resolveSharedNetwork);
+  const shared = unionOfSites(siteParts);
+  const siteOf = siteOfClusters(p, spec.clusters, siteParts.map((x) => x.site), spec.crossClusterNetwork.sites !== undefined);
   const template = resolveMigrationTemplate(p, spec.migrationNetwork, shared);
   const surge = spec.addressSurge ?? DEFAULTS.addressSurge;
   const resolved = resolveClusters(p, spec, template);
   const trustProblems: FleetProblem[] = [];
   const trust = resolveTrust(spec.trust, resolved.map((c) => ({ ...c, configDelivery: c.kubevirt.configDelivery })), trustProblems);
   // issue #30: a cluster without a gateway exchanges through a trust agent, one shared address per replica
-  const clusters = resolved.map((c) => (trust.clusters[c.name]?.agent ? { ...c, trustAgentReplicas: c.gatewayReplicas } : c));
+  const clusters = resolved.map((c) => ({
+    ...c, site: siteOf.get(c.name) ?? siteParts[0].site.name, ...(trust.clusters[c.name]?.agent ? { trustAgentReplicas: c.gatewayReplicas } : {}),
+  }));
   checkCidrOverlaps(p, clusters, shared.pool, template);
   checkInClusterCapacity(p, clusters, surge);
-  const counts = checkSharedCapacity(p, shared, clusters, surge);
+  const counts = siteParts
+    .map(({ site, net }) => withSitePaths(p, site, false, (q) => checkSharedCapacity(q, net, clusters.filter((c) => c.site === site.name), surge)))
+    .reduce((a, b) => ({ poolCount: a.poolCount + b.poolCount, excludedCount: a.excludedCount + b.excludedCount, usableCount: a.usableCount + b.usableCount }));
   // what KubeVirt's admission and Kubernetes' validation would refuse (src/admission/)
   p.addAll(kubevirtAdmissionProblems(doc));
   p.addAll(trustProblems);
@@ -92,7 +100,7 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
       crossCluster: {
         nadName: cc.name ?? DEFAULTS.crossClusterNadName, attachment: cc.attachment, family: shared.family, prefixLength: shared.prefixLength,
         usable: shared.usable, ...counts, reservedCount: shared.reservedInPool,
-        subnets: shared.subnets, gateway: shared.gateway, routes: shared.routes,
+        subnets: shared.subnets, gateway: shared.gateway, routes: shared.routes, sites: siteParts.map((x) => x.site),
       },
       migrationNadName: spec.migrationNetwork?.name ?? DEFAULTS.migrationNadName,
       supernet: template.supernet, clusterPrefixLength: template.clusterPrefixLength,

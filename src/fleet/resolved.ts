@@ -8,6 +8,7 @@ import { DEFAULT_TUNNEL_PORT } from '../base/names';
 import { KubevirtVersion } from '../kubevirt/versions';
 import { TrustPlan } from '../trust/plan';
 import { ExistingKubevirt } from '../kubevirt/existing';
+import { ResolvedSite } from './sites';
 
 export const DEFAULTS = {
   datapath: 'gateway' as Datapath,
@@ -67,6 +68,8 @@ export interface ResolvedCluster {
    * gateway exchanges) and when the fleet exchanges nothing.
    */
   readonly trustAgentReplicas: number;
+  /** The site the cluster is in: its shared-network addresses come from that site's pool. */
+  readonly site: string;
   readonly podCidrs: Cidr[];
   readonly serviceCidrs: Cidr[];
   readonly multiNetworkPolicy: boolean;
@@ -92,6 +95,8 @@ export interface ResolvedCrossCluster {
   readonly subnets: Cidr[];
   readonly gateway?: string;
   readonly routes: { dst: string; gw: string }[];
+  /** The sites of the shared network, in file order: one, `default`, when the fleet declares none (src/fleet/sites.ts). */
+  readonly sites: ResolvedSite[];
 }
 
 export interface ResolvedGateway {

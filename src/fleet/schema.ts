@@ -127,10 +127,42 @@ const migrationPolicySchema = z.object({
   disableTLS: z.boolean().optional(),
 }).strict();
 
+// ---- sites (issue #24): one block, so other schema edits merge cleanly ----
+
+/** The shared network at one site: its own subnet(s), its router to the other sites, its attachment and MTU. */
+const siteSchema = z.object({
+  /** Site name, as clusters name it in `site`. */
+  name: dnsLabel,
+  /** This site's part of the shared network: any mix of CIDRs, `a-b` ranges and single addresses, all in one subnet. */
+  pool: z.array(z.string()).min(1, { message: 'must list at least one CIDR, range or address' }),
+  /** Addresses inside the site's pool that must never be assigned. @default - none */
+  exclude: z.array(z.string()).optional(),
+  /** Prefix length of the site's subnet as configured on each interface. */
+  prefixLength: z.number().int().min(1).max(128),
+  /**
+   * The site's router on its subnet (outside the pool): the next hop of every route to the other sites'
+   * subnets (a VRRP address where the site has redundant routers). Needed when the fleet has 2+ sites.
+   * @default - none (a single site needs no router)
+   */
+  router: z.string().optional(),
+  /** This site's attachment (master, bridge, VLAN may differ per site). @default spec.crossClusterNetwork.attachment */
+  attachment: attachmentSchema.optional(),
+  /** MTU of the site's shared network (set on its attachment). @default - the attachment's own mtu, else the plugin default */
+  mtu: mtu.optional(),
+}).strict();
+export type SiteSpec = z.infer<typeof siteSchema>;
+
 const crossClusterNetworkSchema = z.object({
   /** NAD name of the shared cross-cluster network. @default lm-crosscluster */
   name: dnsLabel.optional(),
   attachment: attachmentSchema,
+  /**
+   * The shared network of a fleet spread over sites (data centres), each its own subnet joined by
+   * routers; every cluster names its `site`. Give either `sites` or `addresses`.
+   * @default - one site: `addresses`
+   */
+  sites: z.array(siteSchema).min(1, { message: 'must list at least one site' }).optional(),
+  /** The shared network of a fleet on one subnet. Required unless `sites` is given. */
   addresses: z.object({
     /** Any mix of CIDRs, `a-b` ranges and single addresses. */
     pool: z.array(z.string()).min(1, { message: 'must list at least one CIDR, range or address' }),
@@ -142,7 +174,7 @@ const crossClusterNetworkSchema = z.object({
     gateway: z.string().optional(),
     /** Static routes for the cross-cluster interface (e.g. to other sites' subnets via `gateway`). */
     routes: z.array(routeSchema).optional(),
-  }).strict(),
+  }).strict().optional(),
 }).strict();
 
 const migrationNetworkSchema = z.object({
@@ -295,6 +327,8 @@ const networkPoliciesSchema = z.object({
 
 const clusterSchema = z.object({
   name: dnsLabel,
+  /** The site (`spec.crossClusterNetwork.sites[].name`) the cluster is in. @default - the only site */
+  site: dnsLabel.optional(),
   /** Nodes running virt-handler (one migration address each in direct mode). */
   nodes: z.number().int().min(1, { message: 'must be at least 1' }).max(100_000),
   datapath: z.enum(['gateway', 'native', 'direct']).optional(),

@@ -3,7 +3,7 @@
  * routes, and its capacity against what every cluster holds. Pure, no cdk8s import.
  */
 import { ProblemCollector } from '../base/errors';
-import { FleetSpec } from './schema';
+import { Attachment, FleetSpec } from './schema';
 import {
   Cidr, Family, Interval, bits, cidrOf, contains, countIntervals, formatAddr, formatCidr, mergeIntervals, parseAddr,
   subtractIntervals, usableHosts,
@@ -29,26 +29,28 @@ export interface SharedNetwork {
   readonly routes: { dst: string; gw: string }[];
 }
 
-export function resolveSharedNetwork(p: ProblemCollector, cc: FleetSpec['crossClusterNetwork']): SharedNetwork {
-  const pool = parsePool(p, cc.addresses.pool);
+/** One subnet of the shared network (the fleet's `addresses`, or one site's, src/fleet/sites.ts), problems at `addresses`. */
+export function resolveSharedNetwork(p: ProblemCollector, attachment: Attachment, addresses: NonNullable<FleetSpec['crossClusterNetwork']['addresses']>): SharedNetwork {
+  const pool = parsePool(p, addresses.pool);
   const family: Family = (pool[0]?.family ?? 4) as Family;
-  const prefixLength = cc.addresses.prefixLength;
+  const prefixLength = addresses.prefixLength;
   if (prefixLength > bits(family)) p.add('prefix-too-long', `${SHARED}.prefixLength`, `${prefixLength} is longer than an IPv${family} address`, `use at most ${bits(family)}`);
-  const excluded = parseExclusions(p, cc.addresses, pool);
+  const excluded = parseExclusions(p, addresses, pool);
   const subnets = prefixLength <= bits(family) ? poolSubnets(pool, family, prefixLength) : [];
   const reserved = networkAndBroadcast(subnets);
-  const gateway = parseRouter(p, cc.addresses.gateway, subnets, prefixLength);
+  const gateway = parseRouter(p, addresses.gateway, subnets, prefixLength);
   if (gateway) reserved.push({ family: gateway.family, start: gateway.value, end: gateway.value });
-  const routes = parseRoutes(p, cc.addresses.routes ?? []);
-  if (subnets.length > 1 && routes.length === 0) {
+  const routes = parseRoutes(p, addresses.routes ?? [], subnets);
+  if (subnets.length > 1) {
+    // routes cannot mend it: a fleet-wide route's next hop is on-link in one subnet only (issue #24)
     const shown = `${subnets.slice(0, 4).map(formatCidr).join(', ')}${subnets.length > 4 ? ', ...' : ''}`;
     p.add('pool-spans-subnets', `${SHARED}.pool`,
-      `spans ${subnets.length} subnets of /${prefixLength} (${shown}); gateways in different subnets cannot reach each other without a route`,
-      'widen prefixLength so one subnet holds the pool, or add addresses.routes via a router');
+      `spans ${subnets.length} subnets of /${prefixLength} (${shown}); members in different subnets cannot reach each other, and one fleet-wide route cannot join them (its next hop is on-link in one subnet only)`,
+      'widen prefixLength so one subnet holds the pool, or, for subnets joined by routers, declare one site per subnet in spec.crossClusterNetwork.sites (each with its pool and router; README "Sites")');
   }
   const usable = subtractIntervals(subtractIntervals(pool, excluded), reserved);
   const reservedInPool = countIntervals(subtractIntervals(pool, excluded)) - countIntervals(usable);
-  checkAttachment(p, 'spec.crossClusterNetwork.attachment', cc.attachment, family);
+  checkAttachment(p, 'spec.crossClusterNetwork.attachment', attachment, family);
   return { pool, family, prefixLength, excluded, subnets, usable, reservedInPool, gateway: gateway && formatAddr(gateway), routes };
 }
 
@@ -65,7 +67,7 @@ function parsePool(p: ProblemCollector, items: readonly string[]): Interval[] {
   return parsed.map((x) => x.interval);
 }
 
-function parseExclusions(p: ProblemCollector, addresses: FleetSpec['crossClusterNetwork']['addresses'], pool: Interval[]): Interval[] {
+function parseExclusions(p: ProblemCollector, addresses: NonNullable<FleetSpec['crossClusterNetwork']['addresses']>, pool: Interval[]): Interval[] {
   const parsed: { interval: Interval; path: string }[] = [];
   (addresses.exclude ?? []).forEach((item, i) => {
     const path = `${SHARED}.exclude[${i}]`;
@@ -119,12 +121,18 @@ function parseRouter(p: ProblemCollector, text: string | undefined, subnets: Cid
   return g;
 }
 
-function parseRoutes(p: ProblemCollector, routes: readonly { dst: string; gw: string }[]): { dst: string; gw: string }[] {
+function parseRoutes(p: ProblemCollector, routes: readonly { dst: string; gw: string }[], subnets: readonly Cidr[]): { dst: string; gw: string }[] {
   const out: { dst: string; gw: string }[] = [];
   routes.forEach((r, i) => {
     const dst = parseCidrField(p, `${SHARED}.routes[${i}].dst`, r.dst);
     const gw = parseAddr(r.gw);
     if (!gw) p.add('address-syntax', `${SHARED}.routes[${i}].gw`, `'${r.gw}' is not an address`, 'give the next-hop router address');
+    // the kernel refuses a next hop that is not on the interface's subnet ("Nexthop has invalid gateway"): static IPAM ADD fails
+    if (gw && subnets.length && !subnets.some((sn) => sn.family === gw.family && sn.start <= gw.value && gw.value <= sn.end)) {
+      p.add('route-off-link', `${SHARED}.routes[${i}].gw`,
+        `next hop ${formatAddr(gw)} is not on the shared subnet ${subnets.map(formatCidr).join(', ')}: the kernel refuses the route (Nexthop has invalid gateway), so the pod's attachment fails`,
+        'give a router on the shared subnet as next hop; for subnets in other data centres declare spec.crossClusterNetwork.sites');
+    }
     if (dst && gw) out.push({ dst: formatCidr(dst), gw: formatAddr(gw) });
   });
   return out;

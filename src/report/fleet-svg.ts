@@ -32,7 +32,8 @@ function text(x: number, y: number, s: string, attrs = ''): string {
 
 /** Render the fleet picture. Deterministic: same report, same bytes. */
 export function renderFleetSvg(r: PlanReport): string {
-  return r.clusters.length <= DETAILED_MAX ? detailed(r) : grid(r);
+  if (r.clusters.length > DETAILED_MAX) return grid(r);
+  return r.sites && r.sites.length > 1 ? detailedSites(r, r.sites) : detailed(r);
 }
 
 function header(r: PlanReport, width: number): string[] {
@@ -97,6 +98,56 @@ function detailed(r: PlanReport): string {
     out.push(clusterBox(c, x, y, boxW, boxH, top ? y + boxH : y, busY, top));
   });
   out.push(...busLabels, '</svg>');
+  return out.join('\n') + '\n';
+}
+
+/**
+ * A fleet across sites (issue #24): one bus segment per site (its subnet, VLAN, MTU), the site's clusters
+ * above and below it, and a router between neighbouring segments with both routers' addresses.
+ */
+function detailedSites(r: PlanReport, sites: NonNullable<PlanReport['sites']>): string {
+  const boxW = 230;
+  const gap = 30;
+  const routerGap = 150;
+  const cols = sites.map((st) => Math.max(1, Math.ceil(st.clusters.length / 2)));
+  const blockW = (k: number) => cols[k] * boxW + (cols[k] - 1) * gap;
+  const total = sites.reduce((n, _, k) => n + blockW(k), 0) + routerGap * (sites.length - 1);
+  const width = Math.max(1000, 48 + total);
+  const maxGw = Math.max(1, ...r.clusters.map((c) => c.gateways.length + (c.gatewayVip ? 1 : 0)));
+  const boxH = 92 + 16 * maxGw;
+  const topY = 120;
+  const busY = topY + boxH + 70;
+  const bottomY = busY + 70;
+  const height = bottomY + boxH + 40;
+  const out: string[] = [...svgOpen(r, width, height)];
+  const labels: string[] = [];
+  let x0 = Math.round((width - total) / 2);
+  sites.forEach((st, k) => {
+    const w = blockW(k);
+    out.push(`<rect x="${x0 - 10}" y="${busY - 7}" width="${w + 20}" height="14" rx="7" fill="${BUS}"/>`);
+    const a = st.attachment;
+    const vlan = a.type === 'bridge' && a.vlan ? `, VLAN ${a.vlan}` : '';
+    labels.push(text(x0, busY + 26, `site ${st.name}: ${st.subnets.join(', ')}${vlan}${st.mtu ? `, MTU ${st.mtu}` : ''}`, `${FONT} font-size="12" font-weight="bold" fill="${BUS}" ${HALO}`));
+    st.clusters.forEach((name, j) => {
+      const c = r.clusters.find((x) => x.cluster === name);
+      if (!c) return;
+      const top = j < cols[k];
+      const x = x0 + (top ? j : j - cols[k]) * (boxW + gap);
+      const y = top ? topY : bottomY;
+      out.push(clusterBox(c, x, y, boxW, boxH, top ? y + boxH : y, busY, top));
+    });
+    const next = sites[k + 1];
+    if (next) {
+      const rx = x0 + w + routerGap / 2;
+      out.push(`<line x1="${x0 + w + 10}" y1="${busY}" x2="${rx + routerGap / 2 - 10}" y2="${busY}" stroke="#888" stroke-width="3" stroke-dasharray="6 4"/>`);
+      out.push(`<circle cx="${rx}" cy="${busY}" r="16" fill="#fff" stroke="#444" stroke-width="2"/>`, text(rx, busY + 4, 'R', `${FONT} font-size="13" font-weight="bold" fill="#444" text-anchor="middle"`));
+      labels.push(text(rx, busY - 48, 'routers', `${FONT} font-size="11" fill="#444" text-anchor="middle" ${HALO}`),
+        text(rx, busY - 34, `${st.router ?? '?'}`, `${MONO} font-size="10" fill="#444" text-anchor="middle" ${HALO}`),
+        text(rx, busY - 22, `${next.router ?? '?'}`, `${MONO} font-size="10" fill="#444" text-anchor="middle" ${HALO}`));
+    }
+    x0 += w + routerGap;
+  });
+  out.push(...labels, '</svg>');
   return out.join('\n') + '\n';
 }
 

@@ -6,6 +6,8 @@
 import { Datapath } from '../fleet/schema';
 import { clusterFlows } from '../kubevirt/network-policies';
 import { FleetPlan } from '../addressing/planner';
+import { SitePlan } from '../addressing/sites';
+import { DEFAULT_SITE } from '../fleet/sites';
 
 export interface PlanRow {
   readonly cluster: string;
@@ -75,6 +77,8 @@ export interface PlanReport {
   readonly fleet: string;
   readonly clusters: PlanRow[];
   readonly totals: PlanTotals;
+  /** The sites of a fleet that declares them (issue #24): subnet, router, attachment, MTU, routes, clusters. @default - absent for one subnet */
+  readonly sites?: SitePlan[];
 }
 
 export interface PlanReportOptions {
@@ -115,9 +119,11 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
   const cap = plan.capacity;
   const byModeCount: Record<Datapath, number> = { gateway: 0, native: 0, direct: 0 };
   for (const c of plan.clusters) byModeCount[c.datapath]++;
+  const declaresSites = plan.sites.length > 1 || plan.sites.some((s) => s.name !== DEFAULT_SITE);
   return {
     fleet: plan.fleet,
     clusters,
+    ...(declaresSites ? { sites: plan.sites } : {}),
     totals: {
       clusters: plan.clusters.length,
       nodes: plan.clusters.reduce((n, c) => n + c.nodes, 0),
