@@ -59,9 +59,15 @@ function plainBlockLiteral(v: string): string | undefined {
   return `${v.endsWith('\n') ? '|' : '|-'}\n${body.replace(/^(?=[^\n])/gm, '  ')}`;
 }
 
+/** Keys the fast path writes: what Kubernetes field names, label keys and data keys are made of. */
+const ORDINARY_KEY = /^[A-Za-z0-9_][A-Za-z0-9_./-]*$/;
+
 function keyText(k: string): string {
   const hit = keys.get(k);
   if (hit !== undefined) return hit;
+  // any other key (spaces, indicators, line breaks...) changes how the package lays out its value: the
+  // whole object goes to the package (test/yaml-text-property.test.ts found a key with leading spaces)
+  if (!ORDINARY_KEY.test(k)) throw new NotPlain();
   const text = YAML.stringify({ [k]: null }, OPTIONS);
   if (!text.endsWith(': null\n') || text.startsWith('? ') || text.slice(0, -7).includes('\n')) throw new NotPlain();
   return remember(keys, k, text.slice(0, -7));
