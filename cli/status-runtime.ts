@@ -76,6 +76,10 @@ export async function attachments(kc: k8s.KubeConfig, namespace: string, network
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const full = network.includes('/') ? network : `${namespace}/${network}`;
   const pods: AttachmentFacts['pods'][number][] = [];
+  // virt-operator labels the pod templates `kubevirt.io: <component>` (kubevirt/kubevirt
+  // pkg/virt-operator/resource/generate/components/deployments.go: `newPodTemplateSpec` sets
+  // `virtv1.AppLabel: podName`; `NewSynchronizationControllerDeployment` passes
+  // `VirtSynchronizationControllerName = "virt-synchronization-controller"`; `NewHandlerDaemonSet` of the same package likewise for `virt-handler`)
   for (const [role, app] of [['virt-handler', 'virt-handler'], ['sync-controller', 'virt-synchronization-controller']] as const) {
     const list = await core.listNamespacedPod({ namespace, labelSelector: `kubevirt.io=${app}` });
     for (const p of list.items) {

@@ -10,6 +10,7 @@ import * as k8s from '@kubernetes/client-node';
 import * as yaml from 'yaml';
 import { loadFleetFile } from '../src/fleet/load';
 import { resolveFleet } from '../src/fleet/resolve';
+import { hcoKubevirtOf } from '../src/kubevirt/config';
 import { FleetStatus, judgeFleet, ownedDifference } from '../src/report/status';
 import { CaCert, ClusterFacts, DriftEntry, GatewayFacts } from '../src/report/status-facts';
 import { GeneratedObject as Obj, generatedObjects } from './generated-objects';
@@ -46,10 +47,34 @@ function caCerts(bundle: string | undefined): CaCert[] {
 
 const codeOf = (e: unknown): number | undefined => (e as { code?: unknown })?.code as number | undefined;
 
-async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, objects: Obj[]): Promise<ClusterFacts> {
+type KubevirtFacts = NonNullable<Extract<ClusterFacts, { reachable: true }>['kubevirt']>;
+type Reader = (o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }) => Promise<Record<string, unknown> | undefined>;
+type KvConfig = { migrations?: { network?: string }; developerConfiguration?: { featureGates?: string[] } };
+const kvConfig = (o: unknown) => (o as { spec?: { configuration?: KvConfig } } | undefined)?.spec?.configuration;
+
+/**
+ * The live KubeVirt CR against what we want in it. KubeVirt delivery: the generated object itself. HCO
+ * delivery: the KubeVirt CR HCO writes from our HyperConverged CR (src/kubevirt/config.ts `hcoKubevirtOf`:
+ * its name, namespace and what our form puts there), since HCO, not we, writes it.
+ */
+async function kubevirtFacts(
+  kvObj: Obj, live: Record<string, unknown> | undefined, read: Reader, declaredGates: readonly string[],
+): Promise<KubevirtFacts | undefined> {
+  const facts = (got: unknown, wantNetwork: string | undefined, wantGates: string[]) => ({
+    found: got !== undefined, migrationNetwork: kvConfig(got)?.migrations?.network, featureGates: kvConfig(got)?.developerConfiguration?.featureGates ?? [],
+    wantNetwork, wantGates,
+  });
+  if (kvObj.kind === 'KubeVirt') return facts(live, kvConfig(kvObj)?.migrations?.network, kvConfig(kvObj)?.developerConfiguration?.featureGates ?? []);
+  if (kvObj.kind !== 'HyperConverged') return undefined;
+  const want = hcoKubevirtOf(kvObj, declaredGates);
+  const got = await read({ apiVersion: 'kubevirt.io/v1', kind: 'KubeVirt', metadata: { name: want.name, namespace: want.namespace } });
+  return { ...facts(got, want.network, want.gates), object: `${want.namespace}/${want.name}` };
+}
+
+async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, objects: Obj[], declaredGates: readonly string[] = []): Promise<ClusterFacts> {
   const api = k8s.KubernetesObjectApi.makeApiClient(kc);
   type Ref = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
-  const read = async (o: Ref): Promise<Record<string, unknown> | undefined> => {
+  const read: Reader = async (o: Ref) => {
     try {
       const got = await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace } });
       return JSON.parse(JSON.stringify(got));
@@ -87,17 +112,7 @@ async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, 
       ...await gatewayPods(kc, deployments.filter((d) => live.get(d))).then((pods) => ({ pods }), (e) => ({ podsError: why(e) })),
     }
     : undefined;
-  let kubevirt: Extract<ClusterFacts, { reachable: true }>['kubevirt'];
-  if (kvObj?.kind === 'KubeVirt') {
-    type KvConfig = { migrations?: { network?: string }; developerConfiguration?: { featureGates?: string[] } };
-    const cfg = (o: unknown) => (o as { spec?: { configuration?: KvConfig } } | undefined)?.spec?.configuration;
-    const got = live.get(kvObj);
-    kubevirt = {
-      found: got !== undefined,
-      migrationNetwork: cfg(got)?.migrations?.network, featureGates: cfg(got)?.developerConfiguration?.featureGates ?? [],
-      wantNetwork: cfg(kvObj)?.migrations?.network, wantGates: cfg(kvObj)?.developerConfiguration?.featureGates ?? [],
-    };
-  }
+  const kubevirt = kvObj && await kubevirtFacts(kvObj, live.get(kvObj), read, declaredGates);
   const network = kubevirt?.wantNetwork;
   const attached = network
     ? { attachments: await attachments(kc, kubevirtNs, network).catch((e) => ({ network: `${kubevirtNs}/${network}`, error: why(e), pods: [] })) }
@@ -131,7 +146,8 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
       kc.loadFromString(base.exportConfig());
       kc.setCurrentContext(context);
       kcs.set(c.name, kc);
-      facts = await withTimeout(askCluster(kc, c.name, context, objects).catch((e) => ({ cluster: c.name, context, reachable: false as const, error: why(e) })),
+      const asked = askCluster(kc, c.name, context, objects, c.kubevirt.existing.featureGates);
+      facts = await withTimeout(asked.catch((e) => ({ cluster: c.name, context, reachable: false as const, error: why(e) })),
         timeoutMs, () => ({ cluster: c.name, context, reachable: false, error: `no answer within ${timeoutMs / 1000} s` }));
     }
     progress.update(++done, fleet.clusters.length);

@@ -257,3 +257,39 @@ export function hcoFormWithExisting(kv: JsonObject, existingOps: readonly JsonOb
   const form = hcoFormOf(dedupePatches(kv), new Set([...existingGates, ...gatesAddedBy(existingOps)]));
   return { spec: form.spec, kubevirtJsonPatch: [...existingOps, ...form.kubevirtJsonPatch] };
 }
+
+/** The KubeVirt CR HCO writes from a HyperConverged CR, and what our HCO form puts into it. */
+export interface HcoKubevirt {
+  readonly name: string;
+  readonly namespace: string;
+  /** `spec.configuration.migrations.network` once HCO has applied our form. */
+  readonly network?: string;
+  /** Feature gates the KubeVirt CR must hold: those the fleet declares it has, then those the jsonpatch adds. */
+  readonly gates: string[];
+}
+
+/**
+ * Where HCO writes the KubeVirt CR of a HyperConverged CR, and what it must hold for our HCO form.
+ * HCO names it `kubevirt-<HyperConverged name>` in the HyperConverged's namespace
+ * (kubevirt/hyperconverged-cluster-operator controllers/handlers/kubevirt.go, `NewKubeVirtWithNameOnly`:
+ * `Name: "kubevirt-" + hc.Name`, `Namespace: operands.GetNamespace(hc.Namespace, opts)`; so
+ * `kubevirt-kubevirt-hyperconverged` for the default HyperConverged). `NewKubeVirt` there copies
+ * `spec.liveMigrationConfig.network` to `spec.configuration.migrations.network` (`hcLiveMigrationToKv`)
+ * and applies the `kubevirt.kubevirt.io/jsonpatch` annotation last (`ApplyPatchToSpec`), so the KubeVirt
+ * CR, not the HyperConverged, says whether HCO took what we own. `declaredGates`: the cluster's declared
+ * gates (`kubevirt.existing.featureGates`), which the form leaves out of the patch because they are there.
+ */
+export function hcoKubevirtOf(hc: { metadata: { name: string; namespace?: string }; spec?: unknown }, declaredGates: readonly string[] = []): HcoKubevirt {
+  const annotations = (hc.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+  let ops: JsonObject[] = [];
+  try { ops = JSON.parse(annotations[HCO_JSONPATCH_ANNOTATION] ?? '[]') as JsonObject[]; } catch { ops = []; }
+  const networkOp = ops.filter((o) => (o.op === 'add' || o.op === 'replace') && o.path === '/spec/configuration/migrations/network').pop();
+  const lm = ((hc.spec ?? {}) as { liveMigrationConfig?: { network?: string } }).liveMigrationConfig;
+  const network = typeof networkOp?.value === 'string' ? networkOp.value : lm?.network;
+  return {
+    name: `kubevirt-${hc.metadata.name}`,
+    namespace: hc.metadata.namespace ?? 'default',
+    ...(network !== undefined ? { network } : {}),
+    gates: [...new Set([...declaredGates, ...gatesAddedBy(ops)])],
+  };
+}

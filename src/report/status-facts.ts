@@ -75,9 +75,14 @@ export type ClusterFacts = {
   /** Generated objects checked, and the ones that are missing or different. */
   readonly checked: number;
   readonly drift: DriftEntry[];
-  /** The KubeVirt CR (KubeVirt delivery only; undefined when the fleet writes HCO or a patch). */
+  /**
+   * The live KubeVirt CR: the generated one (KubeVirt delivery) or the one HCO writes from our
+   * HyperConverged CR (HCO delivery); undefined when the fleet writes a kustomize patch.
+   */
   readonly kubevirt?: {
     readonly found: boolean; readonly migrationNetwork?: string; readonly featureGates: string[]; readonly wantNetwork?: string; readonly wantGates: string[];
+    /** HCO delivery: `namespace/name` of the KubeVirt CR HCO writes (not one of ours). */
+    readonly object?: string;
   };
   /** Gateway clusters. */
   readonly gateway?: GatewayFacts;

@@ -51,9 +51,10 @@ export function clusterFindings(c: ClusterFacts): StatusFinding[] {
 function kubevirtFindings(c: Reachable, add: (code: StatusCode, sev: 'error' | 'warning', m: string) => void): void {
   const kv = c.kubevirt;
   if (!kv) return;
-  if (!kv.found) { add('status/kubevirt-missing', 'error', `${c.cluster}: KubeVirt CR not found`); return; }
+  const which = kv.object ? ` ${kv.object} (written by HCO)` : '';
+  if (!kv.found) { add('status/kubevirt-missing', 'error', `${c.cluster}: KubeVirt CR${which} not found`); return; }
   if (kv.wantNetwork && kv.migrationNetwork !== kv.wantNetwork) {
-    add('status/kubevirt-network', 'error', `${c.cluster}: KubeVirt migration network is ${kv.migrationNetwork ?? 'unset'}, want ${kv.wantNetwork}`);
+    add('status/kubevirt-network', 'error', `${c.cluster}: KubeVirt${which} migration network is ${kv.migrationNetwork ?? 'unset'}, want ${kv.wantNetwork}`);
   }
-  for (const gate of kv.wantGates.filter((g) => !kv.featureGates.includes(g))) add('status/feature-gate-off', 'error', `${c.cluster}: KubeVirt feature gate ${gate} off`);
+  for (const gate of kv.wantGates.filter((g) => !kv.featureGates.includes(g))) add('status/feature-gate-off', 'error', `${c.cluster}: KubeVirt${which} feature gate ${gate} off`);
 }

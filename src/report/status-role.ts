@@ -2,7 +2,7 @@
  * The read-only ClusterRole `migration-mesh status` needs on one cluster (docs/status.md): `get` on every
  * kind synth wrote for it (drift), and what the runtime checks read: ConfigMaps (`kubevirt-ca`), pods
  * (`list`: gateway, virt-handler and sync controller pods) and `pods/proxy` (`get`: the gateways' admin
- * `/status`), and for `--moves` namespaces, VirtualMachines (`list`: MAC addresses across the cluster),
+ * `/status`), `kubevirts` (`get`) where HCO writes the KubeVirt CR, and for `--moves` namespaces, VirtualMachines (`list`: MAC addresses across the cluster),
  * NADs and StorageClasses. Pure: constructs/status-cluster-role.ts emits it.
  */
 
@@ -54,6 +54,8 @@ export function statusRoleRules(kinds: readonly { apiVersion: string; kind: stri
     if (!listed) add(group, pluralOf(k.kind), ['get']);
   }
   for (const [g, r, verbs] of RUNTIME) add(g, r, verbs);
+  // HCO delivery: status reads the KubeVirt CR HCO writes from our HyperConverged CR (src/kubevirt/config.ts hcoKubevirtOf)
+  if (kinds.some((k) => k.kind === 'HyperConverged')) add('kubevirt.io', 'kubevirts', ['get']);
   return [...want].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([key, resources]) => ({ apiGroups: [key.split('|')[0]], resources: [...resources].sort(), verbs: key.split('|')[1].split(',') }));
 }

@@ -138,7 +138,11 @@ function clusterLines(s: FleetStatus, c: ClusterFacts): string[] {
   if (!c.reachable) return [`${c.cluster} (context ${c.context}): unreachable: ${c.error}`];
   const parts = [`${c.checked - c.drift.length}/${c.checked} objects in sync`];
   if (c.gateway) parts.push(gatewayPart(c.gateway));
-  if (c.kubevirt) parts.push(c.kubevirt.found ? `KubeVirt migration network ${c.kubevirt.migrationNetwork ?? 'unset'}, gates ${c.kubevirt.featureGates.join(',') || 'none'}` : 'KubeVirt CR not found');
+  if (c.kubevirt) {
+    const kv = c.kubevirt;
+    const which = kv.object ? ` ${kv.object} (HCO)` : '';
+    parts.push(kv.found ? `KubeVirt${which} migration network ${kv.migrationNetwork ?? 'unset'}, gates ${kv.featureGates.join(',') || 'none'}` : `KubeVirt CR${which} not found`);
+  }
   if (c.attachments) parts.push(attachmentPart(c.attachments));
   if (c.ca) parts.push(c.ca[0] ? `CA ${c.ca[0].sha256.slice(0, 12)} until ${c.ca[0].notAfter}` : 'no kubevirt-ca');
   const lines = [`${c.cluster} (context ${c.context}): ${parts.join('; ')}`];

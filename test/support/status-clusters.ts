@@ -26,6 +26,36 @@ export interface ClusterOptions {
   detachedHandler?: string;
   /** Extra live objects (VMs, namespaces, NADs, storage classes). */
   extra?: any[];
+  /** HCO delivery: change the KubeVirt CR HCO wrote (from `hcoWrites`) before it is stored. */
+  editHcoKubevirt?: (kv: any) => void;
+}
+
+/** KubeVirt gates HCO always writes (hyperconverged-cluster-operator controllers/handlers/kubevirt.go `hardCodeKvFgs`). */
+const HCO_OWN_GATES = ['CPUManager', 'Snapshot', 'ExpandDisks', 'HostDevices', 'VMExport', 'KubevirtSeccompProfile'];
+
+/** JSON patch `add` (the only op our HCO form writes) on a plain object; anything else is a test error. */
+function jsonPatchAdd(doc: any, op: { op: string; path: string; value: unknown }): void {
+  if (op.op !== 'add') throw new Error(`this model applies only add, not ${op.op}`);
+  const keys = op.path.split('/').slice(1).map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const last = keys.pop()!;
+  const parent = keys.reduce((o, k) => o[k], doc);
+  if (Array.isArray(parent)) parent.splice(last === '-' ? parent.length : Number(last), 0, op.value);
+  else parent[last] = op.value;
+}
+
+/**
+ * The KubeVirt CR HCO writes from a HyperConverged CR, modelled from its code (not from ours):
+ * `kubevirt-<name>` in the HyperConverged's namespace, liveMigrationConfig copied to
+ * configuration.migrations, HCO's own gates, then the jsonpatch annotation applied.
+ */
+export function hcoWrites(hc: any): any {
+  const kv: any = {
+    apiVersion: 'kubevirt.io/v1', kind: 'KubeVirt',
+    metadata: { name: `kubevirt-${hc.metadata.name}`, namespace: hc.metadata.namespace, labels: { 'app.kubernetes.io/managed-by': 'hco-operator' } },
+    spec: { configuration: { migrations: { ...hc.spec?.liveMigrationConfig }, developerConfiguration: { featureGates: [...HCO_OWN_GATES] } } },
+  };
+  for (const op of JSON.parse(hc.metadata.annotations?.['kubevirt.kubevirt.io/jsonpatch'] ?? '[]')) jsonPatchAdd(kv, op);
+  return kv;
 }
 
 const KINDS = [
@@ -37,14 +67,14 @@ const KINDS = [
 
 const ready = (ip: string) => ({ phase: 'Running', podIP: ip, conditions: [{ type: 'Ready', status: 'True' }] });
 
-function kubevirtPods(api: FakeClusterApi, o: ClusterOptions): void {
+function kubevirtPods(api: FakeClusterApi, ns: string, o: ClusterOptions): void {
   const pods = [['virt-handler-4xk2p', 'virt-handler', '10.200.0.11'], ['virt-handler-9fz7q', 'virt-handler', '10.200.0.12'], ['virt-synchronization-controller-5c8d-x2', 'virt-synchronization-controller', '10.200.0.13']];
   for (const [name, app, ip] of pods) {
     const status = [{ name: 'ovn-kubernetes', interface: 'eth0', ips: ['10.128.0.9'], default: true }];
-    if (o.detachedHandler !== name) status.push({ name: 'kubevirt/lm-migration', interface: 'migration0', ips: [ip], default: false });
+    if (o.detachedHandler !== name) status.push({ name: `${ns}/lm-migration`, interface: 'migration0', ips: [ip], default: false });
     api.seed({
       apiVersion: 'v1', kind: 'Pod',
-      metadata: { name, namespace: 'kubevirt', labels: { 'kubevirt.io': app }, annotations: { 'k8s.v1.cni.cncf.io/network-status': JSON.stringify(status) } },
+      metadata: { name, namespace: ns, labels: { 'kubevirt.io': app }, annotations: { 'k8s.v1.cni.cncf.io/network-status': JSON.stringify(status) } },
       status: ready('10.128.0.9'),
     } as any);
   }
@@ -61,9 +91,14 @@ async function gatewayFor(objects: any[], held: string[]): Promise<GatewayHandle
   return startGateway(cfg, { logger: silent, interfaceAddresses: () => new Set(held) });
 }
 
-/** Start one fake cluster: its generated objects (gateways ready), kubevirt-ca = own CA + `trusts`. */
+/**
+ * Start one fake cluster: its generated objects (gateways ready), kubevirt-ca = own CA + `trusts`, in
+ * the KubeVirt (or HyperConverged) namespace; with HCO delivery also the KubeVirt CR HCO writes.
+ */
 export async function startCluster(objects: any[], ca: Cert, trusts: Cert[], o: ClusterOptions = {}): Promise<FakeCluster> {
-  const api = new FakeClusterApi('kubevirt');
+  const kvObj = objects.find((x) => x.kind === 'KubeVirt' || x.kind === 'HyperConverged');
+  const ns: string = kvObj?.metadata.namespace ?? 'kubevirt';
+  const api = new FakeClusterApi(ns);
   await api.listen();
   api.serveKinds([...objects.map((x) => ({ apiVersion: x.apiVersion, kind: x.kind, namespaced: x.metadata.namespace !== undefined })), ...KINDS]);
   for (const x of objects) {
@@ -74,7 +109,12 @@ export async function startCluster(objects: any[], ca: Cert, trusts: Cert[], o: 
   }
   for (const x of o.extra ?? []) api.seed(x);
   api.put('kubevirt-ca', { 'ca-bundle': [ca, ...trusts].map((c) => c.pem).join('') });
-  kubevirtPods(api, o);
+  kubevirtPods(api, ns, o);
+  if (kvObj?.kind === 'HyperConverged') {
+    const kv = hcoWrites(kvObj);
+    o.editHcoKubevirt?.(kv);
+    api.seed(kv);
+  }
   const conf: string | undefined = objects.find((x) => x.kind === 'ConfigMap' && x.data?.['keepalived.conf'])?.data['keepalived.conf'];
   const vip = conf && /virtual_ipaddress\s*\{\s*([0-9.]+)/.exec(conf)?.[1];
   const gateways: GatewayHandle[] = [];

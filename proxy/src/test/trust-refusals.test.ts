@@ -19,6 +19,7 @@ import { FakeKubeApi } from '../testkit/fake-kube';
 import { startAgent, simClock, type SimCluster } from '../testkit/trust-fleet';
 import { VirtOperatorModel } from '../testkit/virt-operator-model';
 import * as fs from 'node:fs';
+import { EventEmitter } from 'node:events';
 
 const H = 3600_000;
 
@@ -98,6 +99,15 @@ describe('trust container against the API contract', { timeout: 120_000 }, () =>
   let server: import('node:net').Server;
   let peerCa: ReturnType<typeof makeCert>;
   const sockets: import('node:net').Socket[] = [];
+  /** What the agents told the stand-in runtime, in order (`local` fingerprints, `written`, ...). */
+  const heard: { from: import('node:net').Socket; m: { type: string; fingerprints?: string[] } }[] = [];
+  const heardEvent = new EventEmitter();
+  /** Resolves once `ok()` holds, re-checked on each line the agents send (an event, not a timer). */
+  const until = (ok: () => boolean) => new Promise<void>((r) => {
+    if (ok()) { r(); return; }
+    const on = () => { if (ok()) { heardEvent.off('line', on); r(); } };
+    heardEvent.on('line', on);
+  });
 
   before(async () => {
     dir = tmpDir('mm-trust-api-');
@@ -109,7 +119,15 @@ describe('trust container against the API contract', { timeout: 120_000 }, () =>
     const net = await import('node:net');
     const socket = path.join(dir, 'trust.sock');
     peerCa = makeCert('kubevirt.io@west', Date.now() - H, Date.now() + 100 * H);
-    server = net.createServer((s) => { sockets.push(s); s.write(`${JSON.stringify({ type: 'peer', cluster: 'west', certs: [peerCa.pem], sequence: 1, receivedAt: Date.now() })}\n`); });
+    server = net.createServer((s) => {
+      sockets.push(s);
+      s.write(`${JSON.stringify({ type: 'peer', cluster: 'west', certs: [peerCa.pem], sequence: 1, receivedAt: Date.now() })}\n`);
+      let buf = '';
+      s.on('data', (c) => {
+        buf += c;
+        for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) { heard.push({ from: s, m: JSON.parse(buf.slice(0, i)) }); buf = buf.slice(i + 1); heardEvent.emit('line'); }
+      });
+    });
     await new Promise<void>((r) => server.listen(socket, () => r()));
     cluster = { name: 'east', api, model, gw: undefined as never, agents: [], socket };
   });
@@ -122,22 +140,35 @@ describe('trust container against the API contract', { timeout: 120_000 }, () =>
   });
 
   it('two replicas write the same peer CA without fighting (optimistic concurrency, 409 retried)', async () => {
-    api.onUpdate = undefined; // hold virt-operator back: both replicas see the CA missing
-    cluster.agents.push(await startAgent(cluster, clock), await startAgent(cluster, clock));
     const sha = crypto.createHash('sha256').update(peerCa.der).digest('hex');
-    const end = Date.now() + 5000;
-    while (!(api.get('kubevirt-external-ca')?.data['ca-bundle'] ?? '').includes(peerCa.pem.split('\n')[1]) && Date.now() < end) await sleep(20);
-    await sleep(300);
+    const line = peerCa.pem.split('\n')[1];
+    // hold virt-operator back (both replicas see the CA missing); the first write of the CA is the event awaited
+    const written = new Promise<void>((r) => { api.onUpdate = (name, _prev, next) => { if (name === 'kubevirt-external-ca' && (next.data['ca-bundle'] ?? '').includes(line)) r(); }; });
+    cluster.agents.push(await startAgent(cluster, clock), await startAgent(cluster, clock));
+    await written;
+    api.onUpdate = undefined;
+    // both replicas connected to the runtime (so both hold the peer bundle) and their write passes ended
+    await until(() => new Set(heard.map((h) => h.from)).size >= 2);
+    await Promise.all(cluster.agents.map((a) => a.idle()));
     const ext = api.get('kubevirt-external-ca')!.data['ca-bundle'];
     assert.equal(ext.split('BEGIN CERTIFICATE').length - 1, 1, 'the CA is written once, not once per replica');
     const writes = cluster.agents.reduce((n, a) => n + a.stats.writes, 0);
     assert.ok(writes >= 1 && writes <= 2, `${writes} writes`);
-    // virt-operator now merges it; nothing is written again
+    // virt-operator now merges it and empties kubevirt-external-ca; nothing is written again
+    const puts = api.counts.put;
     cluster.model.hook(); // virt-operator's informer again
     cluster.model.reconcileTwice();
     assert.ok(cluster.model.trusts(sha));
-    const puts = api.counts.put;
-    await sleep(500);
+    // a pass right now (no rewrite wait left), before any watch event can arrive: each replica's view of
+    // kubevirt-ca still lacks the CA and kubevirt-external-ca is empty; it must not write it again
+    clock.offset += 3000;
+    for (const a of cluster.agents) (a as unknown as { schedule(): void }).schedule();
+    await Promise.all(cluster.agents.map((a) => a.idle()));
+    assert.equal(api.counts.put, puts, 'no write on a stale view of kubevirt-ca');
+    // each replica's watch brings the merged kubevirt-ca (it tells the runtime), then its passes end
+    await until(() => sockets.every((s) => heard.some((h) => h.from === s && h.m.type === 'local' && h.m.fingerprints?.includes(sha))));
+    for (const a of cluster.agents) (a as unknown as { schedule(): void }).schedule(); // a rewrite timer's pass, now
+    await Promise.all(cluster.agents.map((a) => a.idle()));
     assert.equal(api.counts.put, puts, 'no write while kubevirt-ca holds the peer CA');
   });
 

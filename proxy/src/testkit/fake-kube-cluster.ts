@@ -18,7 +18,8 @@
  * node or service proxies, and still no authentication or RBAC.
  */
 import * as http from 'node:http';
-import { FakeKubeApi, matchesLabels, parseLabelSelector } from './fake-kube';
+import { FakeKubeApi } from './fake-kube';
+import { matchesLabels, parseLabelSelector } from './label-selector';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; status?: { podIP?: string } };
 

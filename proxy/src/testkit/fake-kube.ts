@@ -25,19 +25,15 @@
  * also after the blackhole ends); a watch event cut in half.
  *
  * For `migration-mesh status` (issue 28) it also serves, read-only, objects of any kind seeded with
- * `seed()` (any namespace, or cluster-scoped), and discovery for their group/versions and those named
- * by `serveKinds()` (a kind served with no object answers 404 NotFound, as for a CRD that is installed):
- *   GET /api/v1, /apis/GROUP/VERSION                                  APIResourceList (name, kind, namespaced, verbs)
- *   GET /api/v1/namespaces/NS/PLURAL/NAME, /apis/G/V/namespaces/NS/PLURAL/NAME, /api(s)/.../PLURAL/NAME
- * Not for these: lists, watches, writes, field/label selectors, subresources (status, scale, the pod
- * proxy), /apis group discovery, aggregated discovery, OpenAPI. FakeClusterApi (fake-kube-cluster.ts)
- * adds lists with label selectors and the pod proxy. Plurals are the lower-case kind + "s"
- * (a client must take them from discovery, as client-node's KubernetesObjectApi does).
+ * `seed()` and discovery for their kinds (fake-kube-seeded.ts says which calls). Label selectors:
+ * label-selector.ts.
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as net from 'node:net';
+import { matchesLabels, parseLabelSelector, type Requirement } from './label-selector';
+import { SeededObjects, kubeStatus as status } from './fake-kube-seeded';
 
 export interface ConfigMapObj {
   apiVersion: 'v1'; kind: 'ConfigMap';
@@ -55,39 +51,6 @@ export type ApiOp = 'get' | 'list' | 'watch' | 'put';
 export type Fault = { status: number; retryAfter?: string } | 'hang';
 
 interface Event { rv: number; type: 'ADDED' | 'MODIFIED' | 'DELETED'; object: ConfigMapObj; prev?: ConfigMapObj }
-
-const status = (code: number, reason: string, message: string) => ({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
-
-type Requirement = { key: string; op: 'exists' | '!exists' | '=' | '!='; value?: string };
-
-/** Parse an equality-based label selector (`a=b`, `a==b`, `a!=b`, `a`, `!a`, comma-separated); undefined if set-based or malformed. */
-export function parseLabelSelector(sel: string): Requirement[] | undefined {
-  const out: Requirement[] = [];
-  for (const raw of sel.split(',')) {
-    const t = raw.trim();
-    if (!t) continue;
-    if (/\s(in|notin)\s/.test(t)) return undefined;
-    let m: RegExpMatchArray | null;
-    if ((m = t.match(/^!\s*([\w./-]+)$/))) out.push({ key: m[1], op: '!exists' });
-    else if ((m = t.match(/^([\w./-]+)\s*!=\s*([\w.-]*)$/))) out.push({ key: m[1], op: '!=', value: m[2] });
-    else if ((m = t.match(/^([\w./-]+)\s*==?\s*([\w.-]*)$/))) out.push({ key: m[1], op: '=', value: m[2] });
-    else if ((m = t.match(/^([\w./-]+)$/))) out.push({ key: m[1], op: 'exists' });
-    else return undefined;
-  }
-  return out;
-}
-
-/** Does an object with `labels` match the parsed selector (Kubernetes semantics: `a!=b` also matches objects without `a`)? */
-export function matchesLabels(labels: Record<string, string> | undefined, sel: Requirement[]): boolean {
-  const l = labels ?? {};
-  return sel.every((r) => {
-    const has = Object.prototype.hasOwnProperty.call(l, r.key);
-    if (r.op === 'exists') return has;
-    if (r.op === '!exists') return !has;
-    if (r.op === '=') return has && l[r.key] === r.value;
-    return !has || l[r.key] !== r.value;
-  });
-}
 
 /** JSON with object keys sorted: equal for equal content whatever the key order. */
 function canonical(v: unknown): string {
@@ -284,21 +247,13 @@ export class FakeKubeApi {
     }
   }
 
-  private readonly extra = new Map<string, unknown>();
-  protected readonly kinds = new Map<string, Map<string, { plural: string; namespaced: boolean }>>();
+  /** Read-only objects of any kind and their discovery (fake-kube-seeded.ts); seeding takes a resourceVersion from this server's counter. */
+  private readonly seeded = new SeededObjects(() => ++this.rv, () => { this.counts.get++; });
+  /** Kinds served by discovery, per apiVersion. */
+  protected get kinds(): Map<string, Map<string, { plural: string; namespaced: boolean }>> { return this.seeded.kinds; }
 
   /** Serve discovery for these kinds (apiVersion, kind, namespaced) even with no object of theirs. */
-  serveKinds(kinds: { apiVersion: string; kind: string; namespaced?: boolean }[]): void {
-    for (const k of kinds) this.kindInfo(k.apiVersion, k.kind, k.namespaced ?? true);
-  }
-
-  private kindInfo(apiVersion: string, kind: string, namespaced: boolean): { plural: string; namespaced: boolean } {
-    const gv = this.kinds.get(apiVersion) ?? new Map<string, { plural: string; namespaced: boolean }>();
-    this.kinds.set(apiVersion, gv);
-    const info = gv.get(kind) ?? { plural: `${kind.toLowerCase()}s`, namespaced };
-    gv.set(kind, info);
-    return info;
-  }
+  serveKinds(kinds: { apiVersion: string; kind: string; namespaced?: boolean }[]): void { this.seeded.serveKinds(kinds); }
 
   /** Add or replace a read-only object of any kind (a ConfigMap of this namespace goes to the writable store). */
   seed(obj: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }, namespaced = obj.metadata.namespace !== undefined): void {
@@ -306,51 +261,16 @@ export class FakeKubeApi {
       this.put(obj.metadata.name, (obj as unknown as ConfigMapObj).data ?? {}, (obj as unknown as ConfigMapObj).metadata.labels);
       return;
     }
-    const info = this.kindInfo(obj.apiVersion, obj.kind, namespaced);
-    const stored = JSON.parse(JSON.stringify({ ...obj, metadata: { resourceVersion: String(++this.rv), ...obj.metadata } }));
-    this.extra.set(this.pathOf(obj.apiVersion, info.plural, obj.metadata.name, obj.metadata.namespace), stored);
+    this.seeded.seed(obj, namespaced);
   }
 
   /** Forget a seeded object (a deletion; no watch event: seeded objects are read-only). */
-  unseed(apiVersion: string, kind: string, name: string, namespace?: string): void {
-    const info = this.kinds.get(apiVersion)?.get(kind);
-    if (info) this.extra.delete(this.pathOf(apiVersion, info.plural, name, namespace));
-  }
-
-  private pathOf(apiVersion: string, plural: string, name: string, namespace?: string): string {
-    return `/${apiVersion.includes('/') ? 'apis' : 'api'}/${apiVersion}${namespace ? `/namespaces/${namespace}` : ''}/${plural}/${name}`.toLowerCase();
-  }
-
-  /** Discovery and seeded objects; undefined: not one of these paths. */
-  private serveExtra(pathname: string): { code: number; body: unknown } | undefined {
-    const gv = /^\/api\/v1$/.test(pathname) ? 'v1' : /^\/apis\/([^/]+\/[^/]+)$/.exec(pathname)?.[1];
-    if (gv !== undefined) {
-      const kinds = new Map(this.kinds.get(gv) ?? []);
-      if (gv === 'v1') kinds.set('ConfigMap', { plural: 'configmaps', namespaced: true });
-      if (kinds.size === 0) return { code: 404, body: status(404, 'NotFound', 'the server could not find the requested resource') };
-      return {
-        code: 200,
-        body: { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gv, resources: [...kinds].map(([kind, i]) => ({ name: i.plural, singularName: kind.toLowerCase(), namespaced: i.namespaced, kind, verbs: ['get'] })) },
-      };
-    }
-    const key = pathname.toLowerCase();
-    if (this.extra.has(key)) { this.counts.get++; return { code: 200, body: this.extra.get(key) }; }
-    for (const [apiVersion, kinds] of this.kinds) {
-      for (const [kind, i] of kinds) {
-        const prefix = `/${apiVersion.includes('/') ? 'apis' : 'api'}/${apiVersion}/`.toLowerCase();
-        if (key.startsWith(prefix) && key.split('/').slice(-2, -1)[0] === i.plural && !(kind === 'ConfigMap' && key.includes(`/namespaces/${this.namespace}/`))) {
-          this.counts.get++;
-          return { code: 404, body: status(404, 'NotFound', `${i.plural} "${key.split('/').pop()}" not found`) };
-        }
-      }
-    }
-    return undefined;
-  }
+  unseed(apiVersion: string, kind: string, name: string, namespace?: string): void { this.seeded.unseed(apiVersion, kind, name, namespace); }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://x');
     if (req.method === 'GET') {
-      const extra = this.serveExtra(url.pathname);
+      const extra = this.seeded.serve(url.pathname, this.namespace);
       if (extra) { res.writeHead(extra.code, { 'content-type': 'application/json' }).end(JSON.stringify(extra.body)); return; }
     }
     const base = `/api/v1/namespaces/${this.namespace}/configmaps`;

@@ -299,8 +299,9 @@ export class TrustAgent {
       // a certificate written before into this same object and dropped again waits; a new object (uid) does not
       const uid = cur.metadata.uid;
       const wait = all.filter((c) => { const r = this.rewrite.get(c.sha256); return r && now < r.after && r.uid === uid; });
-      const miss = all.filter((c) => !wait.includes(c));
       const nextCheck = wait.length ? Math.min(...wait.map((c) => this.rewrite.get(c.sha256)!.after)) : undefined;
+      const miss = await this.stillMissing(all.filter((c) => !wait.includes(c)));
+      if (this.stopped) return undefined;
       if (miss.length === 0) return nextCheck;
       const had = parseBundle(cur.data?.[CA_BUNDLE_KEY]);
       const keep = had.filter((c) => c.notAfter > now);
@@ -316,6 +317,20 @@ export class TrustAgent {
     }
     throw new Error('kubevirt-external-ca kept changing under us (5 conflicts in a row)');
   }
+
+  /**
+   * The watch's view of kubevirt-ca can lag behind virt-operator, which merges kubevirt-external-ca into
+   * kubevirt-ca and then empties it in one reconcile: a pass that reads the emptied ConfigMap before the
+   * watch brings the merged kubevirt-ca would write the CA again. So a write is decided on a fresh read.
+   */
+  private async stillMissing(miss: CaInfo[]): Promise<CaInfo[]> {
+    if (miss.length === 0) return miss;
+    const have = new Set(parseBundle((await this.o.api.get(KUBEVIRT_CA))?.data?.[CA_BUNDLE_KEY]).map((c) => c.sha256));
+    return miss.filter((c) => !have.has(c.sha256));
+  }
+
+  /** Resolves when the write passes queued so far have ended (tests await it instead of sleeping). */
+  idle(): Promise<void> { return this.writing; }
 
   private noteWritten(miss: CaInfo[], next: CaInfo[], uid: string | undefined): void {
     const now = this.now();
