@@ -1,6 +1,7 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../src/addressing/cni';
+import { featureGatesFor } from '../src/kubevirt/gates';
 import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt/config';
 import { FLEET_LABEL, NETWORK_LABEL } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
@@ -92,6 +93,7 @@ export class MeshClusterChart extends Chart {
       attachment: cluster.migrationNetwork.attachment,
       ipam: cluster.migrationNetwork.ipam,
       kubevirt: this.kubevirt,
+      featureGates: featureGatesFor({ datapath: cluster.datapath, version: kv.version, migrationPolicy: plan.migrationPolicy }),
     });
     new SyncControllerPlacement(this, 'SyncControllerPlacement', {
       kubevirt: this.kubevirt,
