@@ -8,7 +8,7 @@ import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { CAPABILITIES, capabilitiesFor } from '../src/kubevirt/capabilities';
 import { parseKubevirtVersion } from '../src/kubevirt/versions';
 import { planReport, renderPlanTable } from '../src/report/plan-report';
-import { baseFleet, mutate } from './support/fleets';
+import { baseFleet, mutate, problemsOf } from './support/fleets';
 
 type Obj = Record<string, any>;
 const GATE_OP = '/spec/configuration/developerConfiguration/featureGates/-';
@@ -83,5 +83,24 @@ describe('the table', () => {
     const text = renderPlanTable(planReport(synthesizeFleet(ocpFleet('4.21.1')).plan));
     expect(text).toContain('  a (openshift-virtualization 4.21.1):\n');
     expect(text).toMatch(/since 4\.21\.1: cross-cluster live migration is GA .*\[upstream-2026-09\.md s\.1\.1; openshift-docs PR #109154/);
+  });
+});
+
+describe('kubevirt-cn-skew: direct clusters before and from KubeVirt 1.7 are refused together', () => {
+  const twoVersions = (datapath: string, a: string, b: string) => mutate(baseFleet(), (d) => {
+    d.spec.datapath = datapath;
+    d.spec.clusters[0].kubevirt = { version: a };
+    d.spec.clusters[1].kubevirt = { version: b };
+  });
+  test('direct 1.6 beside 1.9: refused at the old cluster\'s version, with the reason and the fix', () => {
+    const p = problemsOf(twoVersions('direct', '1.6', '1.9'));
+    expect(p.map((x) => [x.code, x.path])).toEqual([['kubevirt-cn-skew', 'spec.clusters[0].kubevirt.version']]);
+    expect(p[0].message).toContain('CN types');
+    expect(p[0].fix).toContain('upgrade a to KubeVirt 1.7');
+  });
+  test('not refused: both before 1.7, both from 1.7, or the gateway datapath', () => {
+    expect(problemsOf(twoVersions('direct', '1.6', '1.6.3'))).toEqual([]);
+    expect(problemsOf(twoVersions('direct', '1.7', '1.9'))).toEqual([]);
+    expect(problemsOf(twoVersions('gateway', '1.6', '1.9'))).toEqual([]);
   });
 });

@@ -52,6 +52,7 @@ export const PROBLEM_CODES = {
   'duplicate-fleet-name': { stage: 'validate', meaning: 'Two fleet files given together with one metadata.name (their output directories would collide).' },
   'kubevirt-too-old': { stage: 'validate', meaning: 'A KubeVirt version without decentralized live migration (before 1.6).' },
   'native-needs-pr17922': { stage: 'validate', meaning: 'Native datapath on a KubeVirt version without the PR #17922 fields.' },
+  'kubevirt-cn-skew': { stage: 'validate', meaning: 'Direct-mode clusters mix KubeVirt older than 1.7 with 1.7 or later: their migration client certificate CN types differ.' },
   'migration-field-unsupported': { stage: 'validate', meaning: 'A migration policy field the cluster\'s KubeVirt version does not have.' },
   'network-policy-vrrp': { stage: 'validate', meaning: 'A gateway cluster with a VIP (VRRP failover) declares a default-deny on its secondary networks: VRRP cannot be allowed by any (Multi)NetworkPolicy.' },
   'migration-network-fallback': { stage: 'validate', meaning: 'The fleet would set KubeVirt\'s proposed migrations.allowMigrationNetworkFallback (PR #16940): migration traffic on the pod network when the migration network breaks; refused for security.' },

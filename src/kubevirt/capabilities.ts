@@ -4,6 +4,7 @@
  * the gates we leave to the product (HCO writes some itself) and are shown by `migration-mesh plan`.
  * Pure, no cdk8s import.
  */
+import { FleetProblem } from '../base/errors';
 import { FEATURE_GATE_DLM } from './gates';
 import { KubevirtVersion, parseKubevirtVersion } from './versions';
 
@@ -68,4 +69,33 @@ export function capabilitiesFor(p: ProductVersion): CapabilityRow[] {
 /** Feature gates the cluster's product already writes into its KubeVirt CR. */
 export function gatesWrittenByProduct(p: ProductVersion): string[] {
   return [...new Set(capabilitiesFor(p).flatMap((r) => r.writesGates))];
+}
+
+/** What the version-skew check reads of a resolved cluster, with the fleet path of its declared version. */
+export interface SkewInput {
+  readonly name: string;
+  readonly datapath: 'gateway' | 'direct' | 'native';
+  readonly version: KubevirtVersion;
+  readonly versionPath: string;
+}
+
+/**
+ * Direct mode: virt-handlers of different clusters talk migration mTLS to each other. From v1.7.0 the
+ * migration server accepts client CN types `virt-handler` and `migration` and uses a separate migration
+ * client secret; before it only the in-cluster transition was handled (upstream-2026-09.md s.1.3.5,
+ * virt-handler.go:141,807 @cc62b9425f; PR #18870). A direct fleet mixing both sides is refused.
+ */
+export function cnSkewProblems(clusters: readonly SkewInput[]): FleetProblem[] {
+  const direct = clusters.filter((c) => c.datapath === 'direct');
+  const before = (c: SkewInput) => c.version.major < 1 || (c.version.major === 1 && c.version.minor < 7);
+  const old = direct.filter(before);
+  const newer = direct.filter((c) => !before(c));
+  if (!old.length || !newer.length) return [];
+  return old.map((c) => ({
+    code: 'kubevirt-cn-skew' as const,
+    path: c.versionPath,
+    message: `cluster ${c.name} runs KubeVirt ${c.version.text} (before 1.7) in direct mode beside ${newer.map((x) => `${x.name} (${x.version.text})`).join(', ')}: `
+      + 'from 1.7 virt-handler presents and accepts migration client certificates with other CN types (a separate migration client secret), so cross-cluster migrations between the two sides are refused by mTLS',
+    fix: `upgrade ${c.name} to KubeVirt 1.7 or later before putting it in a direct fleet with 1.7+ clusters`,
+  }));
 }
