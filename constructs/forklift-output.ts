@@ -45,7 +45,9 @@ export function clusterFacts(
     const objs = objects.get(c.name) ?? [];
     // the gates the product writes itself (HCO on OpenShift Virtualization 4.21.1+) are in the CR Forklift reads
     const featureGates = [...new Set([...featureGatesOf(objs), ...gatesWrittenByProduct(c.kubevirt.product)])].sort();
-    return { name: c.name, index: index.get(c.name) ?? 0, datapath: c.datapath, featureGates, meshNads: nadsOf(objs) };
+    const v = c.kubevirt.version;
+    const libvirtHooksRisk = v.major === 1 && v.minor === 9; // issue #29: on by default in v1.9 (PR #18526)
+    return { name: c.name, index: index.get(c.name) ?? 0, datapath: c.datapath, featureGates, meshNads: nadsOf(objs), libvirtHooksRisk };
   });
 }
 

@@ -13,7 +13,7 @@ import { baseFleet, mutate, problemsOf } from './support/fleets';
 type Obj = Record<string, any>;
 const GATE_OP = '/spec/configuration/developerConfiguration/featureGates/-';
 
-function ocpFleet(productVersion: string | undefined, product = 'openshift-virtualization'): Obj {
+function ocpFleet(productVersion: string | undefined, product = 'openshift-virtualization') {
   return mutate(baseFleet(), (d) => {
     d.spec.datapath = 'direct';
     d.spec.kubevirt = { version: '1.9.0', configDelivery: 'hco', product, ...(productVersion ? { productVersion } : {}) };
@@ -102,5 +102,29 @@ describe('kubevirt-cn-skew: direct clusters before and from KubeVirt 1.7 are ref
     expect(problemsOf(twoVersions('direct', '1.6', '1.6.3'))).toEqual([]);
     expect(problemsOf(twoVersions('direct', '1.7', '1.9'))).toEqual([]);
     expect(problemsOf(twoVersions('gateway', '1.6', '1.9'))).toEqual([]);
+  });
+});
+
+describe('forklift/libvirt-hooks: a move into another namespace of a KubeVirt 1.9 target is warned', () => {
+  const withMove = (version: string, targetNamespace?: string) => mutate(baseFleet(), (d) => {
+    d.spec.kubevirt = { version };
+    d.spec.forklift = {
+      hub: { cluster: 'a', namespace: 'openshift-mtv' },
+      providers: { b: { url: 'https://api.b.example:6443', secret: 'b' } },
+      storage: [{ source: 'ceph-rbd', storageClass: 'ceph-rbd' }],
+      moves: [{ vm: 'db1', namespace: 'vms', from: 'b', to: 'a', batch: 'w1', ...(targetNamespace ? { targetNamespace } : {}) }],
+    };
+  });
+  const warned = (d: unknown) => synthesizeFleet(d as any).forklift.warnings.filter((w) => w.code === 'forklift/libvirt-hooks');
+  test('1.9.0 target, namespace vms -> prod: one warning at the move, naming PR #18526 and the mitigation', () => {
+    const w = warned(withMove('1.9.0', 'prod'));
+    expect(w.map((x) => x.path)).toEqual(['spec.forklift.moves[0].targetNamespace']);
+    expect(w[0].message).toContain('PR #18526');
+    expect(w[0].fix).toContain('disabledFeatureGates');
+  });
+  test('no warning: same namespace, or a 1.8 target', () => {
+    expect(warned(withMove('1.9.0'))).toEqual([]);
+    expect(warned(withMove('1.9.0', 'vms'))).toEqual([]);
+    expect(warned(withMove('1.8', 'prod'))).toEqual([]);
   });
 });

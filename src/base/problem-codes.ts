@@ -119,6 +119,7 @@ export const PROBLEM_CODES = {
   'forklift/hub-provider': { stage: 'moves', meaning: 'A provider entry for the hub cluster (Forklift reaches it through its host provider).' },
   'forklift/no-provider': { stage: 'moves', meaning: 'A cluster that moves use has no provider.' },
   'forklift/not-reachable': { stage: 'moves', meaning: 'Two clusters of a move cannot live-migrate to each other (datapath modes).' },
+  'forklift/libvirt-hooks': { stage: 'moves', meaning: 'Warning: a move into another namespace of a KubeVirt 1.9 target, where the libvirt hooks (on by default) break it until kubevirt PR #18526.' },
   'forklift/feature-gate': { stage: 'moves', meaning: 'A cluster of a move lacks the DecentralizedLiveMigration feature gate.' },
   'forklift/trust-disabled': { stage: 'moves', meaning: 'The trust exchange is off for a cluster pair that moves use.' },
   'forklift/live-disabled': { stage: 'moves', meaning: 'Live migration is turned off in the Forklift controller while moves are listed.' },
