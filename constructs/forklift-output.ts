@@ -3,6 +3,7 @@ import { FleetDocument } from '../src/fleet/schema';
 import { ResolvedGitops } from '../src/delivery/gitops';
 import { ClusterPlan } from '../src/addressing/planner';
 import { EmittedObject, featureGatesOf, nadsOf } from '../src/forklift/gates';
+import { gatesWrittenByProduct } from '../src/kubevirt/capabilities';
 import { ClusterFacts, ForkliftHubPlan } from '../src/forklift/model';
 import {
   FORKLIFT_DIR, FORKLIFT_STAGES, ForkliftStageName, driftFiles, forkliftArgoApplication, forkliftFluxKustomizations, forkliftStageOf, orderForklift,
@@ -42,7 +43,11 @@ export function clusterFacts(
   const index = new Map(document.spec.clusters.map((c, i) => [c.name, i]));
   return clusters.map((c) => {
     const objs = objects.get(c.name) ?? [];
-    return { name: c.name, index: index.get(c.name) ?? 0, datapath: c.datapath, featureGates: featureGatesOf(objs), meshNads: nadsOf(objs) };
+    // the gates the product writes itself (HCO on OpenShift Virtualization 4.21.1+) are in the CR Forklift reads
+    const featureGates = [...new Set([...featureGatesOf(objs), ...gatesWrittenByProduct(c.kubevirt.product)])].sort();
+    const v = c.kubevirt.version;
+    const libvirtHooksRisk = v.major === 1 && v.minor === 9; // issue #29: on by default in v1.9 (PR #18526)
+    return { name: c.name, index: index.get(c.name) ?? 0, datapath: c.datapath, featureGates, meshNads: nadsOf(objs), libvirtHooksRisk };
   });
 }
 

@@ -1,6 +1,8 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../src/addressing/cni';
+import { featureGatesFor } from '../src/kubevirt/gates';
+import { gatesWrittenByProduct } from '../src/kubevirt/capabilities';
 import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt/config';
 import { FLEET_LABEL, NETWORK_LABEL } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
@@ -80,7 +82,7 @@ export class MeshClusterChart extends Chart {
     const kv = cluster.kubevirt;
     this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', {
       namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery, existingJsonPatch: kv.existing.kubevirtJsonPatch as JsonObject[],
-      existingFeatureGates: kv.existing.featureGates,
+      existingFeatureGates: [...kv.existing.featureGates, ...gatesWrittenByProduct(kv.product)], // issue #29: HCO writes some itself
     });
     this.kubevirt.addSpec(existingListsFragment(cluster)); // the cluster's own gates/patches first (docs/field-ownership.md)
     this.kubevirt.addSpec(migrationPolicyFragment(plan));
@@ -92,6 +94,7 @@ export class MeshClusterChart extends Chart {
       attachment: cluster.migrationNetwork.attachment,
       ipam: cluster.migrationNetwork.ipam,
       kubevirt: this.kubevirt,
+      featureGates: featureGatesFor({ datapath: cluster.datapath, version: kv.version, migrationPolicy: plan.migrationPolicy }),
     });
     new SyncControllerPlacement(this, 'SyncControllerPlacement', {
       kubevirt: this.kubevirt,

@@ -3,7 +3,8 @@ import { InvalidPropsError } from '../src/base/errors';
 import { Attachment } from '../src/fleet/schema';
 import { whereaboutsIpam } from '../src/addressing/cni';
 import { WhereaboutsPlan } from '../src/addressing/planner';
-import { FEATURE_GATE_DLM } from '../src/kubevirt/config';
+import { FEATURE_GATE_DLM, featureGatesFragment } from '../src/kubevirt/gates';
+import { mergeSpec } from '../src/kubevirt/config';
 import { NETWORK_LABEL } from '../src/base/names';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { NetworkAttachment } from './network-attachment';
@@ -24,11 +25,18 @@ export interface MigrationNetworkProps {
    */
   readonly ipam: WhereaboutsPlan;
   /**
-   * Where to set `spec.configuration.migrations.network` (and the `DecentralizedLiveMigration` gate).
+   * Where to set `spec.configuration.migrations.network` (and the feature gates below).
    *
    * @default - only the NAD is emitted
    */
   readonly kubevirt?: KubevirtConfiguration;
+  /**
+   * The feature gates the KubeVirt configuration lists with the network. `MeshClusterChart` passes every
+   * gate of the cluster, decided in one place (`featureGatesFor`, src/kubevirt/gates.ts).
+   *
+   * @default ['DecentralizedLiveMigration']
+   */
+  readonly featureGates?: readonly string[];
 }
 
 /**
@@ -51,11 +59,9 @@ export class MigrationNetwork extends Construct {
       ipam: whereaboutsIpam(props.ipam),
       labels: { [NETWORK_LABEL]: 'migration' },
     });
-    props.kubevirt?.addSpec({
-      configuration: {
-        developerConfiguration: { featureGates: [FEATURE_GATE_DLM] },
-        migrations: { network: props.name },
-      },
-    });
+    props.kubevirt?.addSpec(mergeSpec(
+      featureGatesFragment(props.featureGates ?? [FEATURE_GATE_DLM]),
+      { configuration: { migrations: { network: props.name } } },
+    ));
   }
 }

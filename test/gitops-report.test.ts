@@ -45,6 +45,8 @@ describe('planReport', () => {
       gatewayVip: '10.200.0.3/24',
       sharedAddresses: 2, directWouldNeed: 14, peers: 9,
       trust: { keptBy: 'gateway', endpoints: ['192.168.50.10', '192.168.50.11'], rotation: 'emitted' },
+      // issue #29: plain KubeVirt 1.8 (declared nothing else) reads only the 1.6 row of the capability table
+      product: { name: 'kubevirt', version: '1.8.0', rows: [expect.objectContaining({ since: '1.6' })] },
     });
   });
 

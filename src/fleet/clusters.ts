@@ -7,9 +7,11 @@ import { ProblemCollector } from '../base/errors';
 import { Attachment, ClusterSpec, Datapath, FleetSpec } from './schema';
 import { Cidr, Family, Interval, bits, contains, countIntervals, formatCidr, overlaps, subtractIntervals, usableHosts } from '../base/ip';
 import {
-  DEFAULT_KUBEVIRT_VERSION, fieldSupported, hasCrossClusterProxyApi, parseKubevirtVersion, supportsDecentralizedMigration, MIGRATION_FIELD_SINCE,
+  DEFAULT_KUBEVIRT_VERSION, KubevirtVersion, fieldSupported, hasCrossClusterProxyApi, parseKubevirtVersion, supportsDecentralizedMigration,
+  MIGRATION_FIELD_SINCE,
 } from '../kubevirt/versions';
 import { resolveExistingKubevirt } from '../kubevirt/existing';
+import { Product, ProductVersion } from '../kubevirt/capabilities';
 import { DEFAULTS, ResolvedCluster, ResolvedKubevirt, ResolvedNetworkPolicies, inClusterBreakdown, inClusterNeeded } from './resolved';
 import { checkAttachment, checkDialable, parseCidrField, parseRangeField } from './fields';
 import { SharedNetwork } from './shared-network';
@@ -144,7 +146,15 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
     name: kv.name ?? (hco ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
     version, configDelivery, hasProxyApi,
     existing: resolveExistingKubevirt(spec.kubevirt?.existing, c.kubevirt?.existing),
+    product: resolveProduct(kv.product, kv.productVersion, parsed),
   };
+}
+
+/** Plain KubeVirt reads its rows with the KubeVirt version; other products only with their own declared one. */
+function resolveProduct(product: Product | undefined, productVersion: string | undefined, kubevirt: KubevirtVersion | undefined): ProductVersion {
+  const p = product ?? 'kubevirt';
+  const own = productVersion !== undefined ? parseKubevirtVersion(productVersion) : undefined;
+  return { product: p, productVersion: own ?? (p === 'kubevirt' ? kubevirt : undefined) };
 }
 
 function parseClusterExclusions(p: ProblemCollector, c: ClusterSpec, cp: string, cidr: Cidr | undefined): Interval[] {

@@ -4,6 +4,7 @@
  * phases live beside this file: the shared network (shared-network.ts), the in-cluster template and the
  * clusters (clusters.ts); this file runs them in order and resolves the gateway. Pure, no cdk8s import.
  */
+import { cnSkewProblems } from '../kubevirt/capabilities';
 import { migrationNetworkFallbackProblems } from '../kubevirt/fallback';
 import { Checked, FleetProblem, ProblemCollector, Salvaged, checkedOf, orThrow } from '../base/errors';
 import { kubevirtAdmissionProblems } from '../kubevirt/admission';
@@ -82,6 +83,10 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
   p.addAll(kubevirtAdmissionProblems(doc));
   p.addAll(trustProblems);
   p.addAll(migrationNetworkFallbackProblems(doc)); // issue #29 item 4
+  p.addAll(cnSkewProblems(resolved.map((c, i) => ({ // issue #29 item 2: migration CN types differ across 1.7
+    name: c.name, datapath: c.datapath, version: c.kubevirt.version,
+    versionPath: spec.clusters[i]?.kubevirt?.version !== undefined ? `spec.clusters[${i}].kubevirt.version` : 'spec.kubevirt.version',
+  }))));
   for (const x of existingKubevirtProblems(doc)) p.add('existing-kubevirt-invalid', x.path, x.message, x.fix);
   const cc = spec.crossClusterNetwork;
   const gw = spec.gateway ?? {};

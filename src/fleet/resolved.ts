@@ -9,6 +9,7 @@ import { KubevirtVersion } from '../kubevirt/versions';
 import { TrustPlan } from '../trust/plan';
 import { ExistingKubevirt } from '../kubevirt/existing';
 import { ResolvedSite } from './sites';
+import { ProductVersion } from '../kubevirt/capabilities';
 
 export const DEFAULTS = {
   datapath: 'gateway' as Datapath,
@@ -38,6 +39,8 @@ export interface ResolvedKubevirt {
   readonly hasProxyApi: boolean;
   /** What the cluster already has in the lists our KubeVirt object owns (src/kubevirt/existing.ts). */
   readonly existing: ExistingKubevirt;
+  /** The product and the version its capability rows are read with (src/kubevirt/capabilities.ts). */
+  readonly product: ProductVersion;
 }
 
 export interface ResolvedNetworkPolicies {

@@ -112,6 +112,15 @@ const kubevirtSchema = z.object({
    * @default - none
    */
   existing: existingKubevirtSchema.optional(),
+  // ---- issue #29: the product and its own version (src/kubevirt/capabilities.ts) ----
+  /** The virtualization product: `kubevirt`, `openshift-virtualization` (HCO) or `harvester`. @default kubevirt */
+  product: z.enum(['kubevirt', 'openshift-virtualization', 'harvester']).optional(),
+  /**
+   * The product's own version, e.g. OpenShift Virtualization `4.21.1`; selects the capability rows
+   * (`migration-mesh plan` shows them). For `kubevirt` the KubeVirt `version` is used.
+   * @default - none (no product-specific row applies)
+   */
+  productVersion: z.string().regex(/^v?\d+\.\d+(\.\d+)?$/, { message: 'must look like 4.21.1' }).optional(),
 }).strict();
 
 const migrationPolicySchema = z.object({

@@ -56,6 +56,22 @@ export function checkMoves(p: ForkliftProblems, input: MovesInput, clusters: Rea
   });
   checkAcrossMoves(p, input);
   checkMacConflicts(p, input);
+  checkLibvirtHooks(p, input, clusters);
+}
+
+/**
+ * KubeVirt v1.9 turns LibvirtHooksServerAndClient on by default (Beta); a decentralized migration whose
+ * target namespace (or name) differs from the source then fails until kubevirt PR #18526 (open) lands
+ * (upstream-2026-09.md s.1.3.3). Warned for moves into another namespace of a 1.9 target.
+ */
+function checkLibvirtHooks(p: ForkliftProblems, input: MovesInput, clusters: ReadonlyMap<string, ClusterFacts>): void {
+  input.moves.forEach((m, i) => {
+    const to = clusters.get(m.to);
+    if (!to?.libvirtHooksRisk || m.targetNamespace === undefined || m.targetNamespace === m.namespace) return;
+    p.warn('libvirt-hooks', `${input.path}[${i}].targetNamespace`,
+      `moves ${m.namespace}/${m.vm} into namespace ${m.targetNamespace} on ${m.to}, whose KubeVirt 1.9 has the LibvirtHooksServerAndClient gate on by default: decentralized migrations whose target namespace differs from the source fail until kubevirt PR #18526 lands`,
+      `keep the namespace, or list LibvirtHooksServerAndClient in ${m.to}'s KubeVirt developerConfiguration.disabledFeatureGates (the documented mitigation)`);
+  });
 }
 
 /**

@@ -83,13 +83,6 @@ export function kubevirtAdmissionProblems(doc: FleetDocument): FleetProblem[] {
   ];
 }
 
-/** `developerConfiguration.featureGates` fragment for the policy's gated fields on this cluster's version. */
-type GateFragment = { configuration?: { developerConfiguration: { featureGates: string[] } } };
-export function policyGateFragment(policy: Record<string, unknown>, version: KubevirtVersion): GateFragment {
-  const gate = policy.maxDowntimeMs !== undefined ? maxDowntimeGateFor(version) : undefined;
-  return gate ? { configuration: { developerConfiguration: { featureGates: [gate] } } } : {};
-}
-
 /** Alpha gates that let `maxDowntimeMs` change, per version (featuregate/active.go at v1.9.0 and main). */
 function maxDowntimeGatesKnown(v: KubevirtVersion): string[] {
   if (v.major > 1 || (v.major === 1 && v.minor >= 10)) return ['MigrationStallDetection', 'MigrationDowntimeTuning'];

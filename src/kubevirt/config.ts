@@ -8,13 +8,11 @@
 import { ClusterPlan, FleetPlan } from '../addressing/planner';
 import { Placement } from '../fleet/schema';
 import { InvalidPropsError } from '../base/errors';
-import { policyGateFragment } from './admission';
+import { featureGatesFor, featureGatesFragment } from './gates';
 import { Json, JsonObject } from '../base/json';
 
 export type { JsonObject } from '../base/json';
-
-export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
-const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
+export { FEATURE_GATE_DLM } from './gates';
 const SYNC_CONTROLLER_DEPLOYMENT = 'virt-synchronization-controller';
 export const HCO_JSONPATCH_ANNOTATION = 'kubevirt.kubevirt.io/jsonpatch';
 
@@ -38,14 +36,14 @@ export function mergeSpec(a: JsonObject, b: JsonObject): JsonObject {
 
 const isObject = (x: unknown): x is JsonObject => typeof x === 'object' && x !== null && !Array.isArray(x);
 
-/** `spec.configuration.migrations.network` and the feature gate. */
-function migrationNetworkFragment(cluster: ClusterPlan): JsonObject {
-  return {
-    configuration: {
-      developerConfiguration: { featureGates: [FEATURE_GATE_DLM] },
-      migrations: { network: cluster.migrationNetwork.nadName },
-    },
-  };
+/** `spec.configuration.migrations.network` and the cluster's feature gates (all of them: src/kubevirt/gates.ts). */
+function migrationNetworkFragment(plan: FleetPlan, cluster: ClusterPlan): JsonObject {
+  return mergeSpec(clusterGatesFragment(plan, cluster), { configuration: { migrations: { network: cluster.migrationNetwork.nadName } } });
+}
+
+/** The feature gates of one cluster, for every datapath and delivery form (the forms render this spec). */
+function clusterGatesFragment(plan: Pick<FleetPlan, 'migrationPolicy'>, cluster: Pick<ClusterPlan, 'datapath' | 'kubevirt'>): JsonObject {
+  return featureGatesFragment(featureGatesFor({ datapath: cluster.datapath, version: cluster.kubevirt.version, migrationPolicy: plan.migrationPolicy }));
 }
 
 /** Fleet migration policy into `spec.configuration.migrations` (field names are KubeVirt's). */
@@ -55,7 +53,7 @@ export function migrationPolicyFragment(plan: FleetPlan): JsonObject {
   return Object.keys(migrations).length ? { configuration: { migrations } } : {};
 }
 
-/** native mode: the PR #17922 fields. Only called for clusters whose version has them. */
+/** native mode: the PR #17922 fields (its gate comes from src/kubevirt/gates.ts). Only called for clusters whose version has them. */
 export function nativeDatapathFragment(cluster: ClusterPlan): JsonObject {
   if (cluster.datapath !== 'native') return {};
   if (!cluster.kubevirt.hasProxyApi) {
@@ -63,7 +61,6 @@ export function nativeDatapathFragment(cluster: ClusterPlan): JsonObject {
   }
   return {
     configuration: {
-      developerConfiguration: { featureGates: [FEATURE_GATE_DLM, FEATURE_GATE_PROXY] },
       migrations: {
         decentralizedLiveMigrationDatapath: 'Proxy',
         crossClusterNetwork: cluster.crossClusterSync!.nadName,
@@ -137,8 +134,7 @@ export function kubevirtSpecFor(plan: FleetPlan, cluster: ClusterPlan): JsonObje
   return dedupePatches([
     existingListsFragment(cluster),
     migrationPolicyFragment(plan),
-    policyGateFragment(plan.migrationPolicy, cluster.kubevirt.version) as JsonObject,
-    migrationNetworkFragment(cluster),
+    migrationNetworkFragment(plan, cluster),
     syncPlacementFragment(cluster),
     nativeDatapathFragment(cluster),
   ].reduce(mergeSpec, {} as JsonObject));

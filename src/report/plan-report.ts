@@ -5,6 +5,7 @@
  */
 import { Datapath } from '../fleet/schema';
 import { clusterFlows } from '../kubevirt/network-policies';
+import { ProductVersion, capabilitiesFor } from '../kubevirt/capabilities';
 import { FleetPlan } from '../addressing/planner';
 import { SitePlan } from '../addressing/sites';
 import { DEFAULT_SITE } from '../fleet/sites';
@@ -43,6 +44,11 @@ export interface PlanRow {
   };
   /** Declared network policies and the flows the emitted allow-policies open, per workload (issue #29); absent when none. */
   readonly networkPolicies?: { readonly installed: 'kubevirt' | 'default-deny'; readonly flows: Record<string, string[]> };
+  /** The product (and the version its rows are read with) and the capability rows that apply (src/kubevirt/capabilities.ts). */
+  readonly product: {
+    readonly name: string; readonly version?: string;
+    readonly rows: { readonly since: string; readonly fact: string; readonly source: string }[];
+  };
 }
 
 export interface PlanTotals {
@@ -114,6 +120,7 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
       peers: c.peers.length,
       trust: trustRow(plan, c, hv.has(c.name)),
       ...policyRow(plan, c),
+      product: productRow(c.kubevirt.product),
     };
   });
   const cap = plan.capacity;
@@ -170,6 +177,18 @@ function renderPolicies(r: PlanReport): string {
 }
 
 /** Per cluster: how its trust is kept (the `plan` command prints it after the table). */
+function productRow(p: ProductVersion): PlanRow['product'] {
+  const v = p.productVersion;
+  return { name: p.product, version: v ? `${v.major}.${v.minor}.${v.patch}` : undefined, rows: capabilitiesFor(p).map(({ since, fact, source }) => ({ since, fact, source })) };
+}
+
+/** The capability rows that apply to each cluster (issue #29). */
+function renderCapabilities(r: PlanReport): string {
+  const line = (c: PlanRow): string => `  ${c.cluster} (${c.product.name} ${c.product.version ?? 'version not declared'}):\n`
+    + (c.product.rows.length ? c.product.rows.map((x) => `    since ${x.since}: ${x.fact} [${x.source}]\n`).join('') : '    no row applies\n');
+  return `\nproducts (capability table, src/kubevirt/capabilities.ts):\n${r.clusters.map(line).join('')}`;
+}
+
 function renderTrust(r: PlanReport): string {
   const w = Math.max(...r.clusters.map((c) => c.cluster.length));
   const line = (c: PlanRow): string => {
@@ -215,6 +234,7 @@ export function renderPlanTable(r: PlanReport): string {
     + `  all-direct would need ${t.wouldNeed.directWithSurge} (${t.wouldNeed.direct} without surge), all-native ${t.wouldNeed.native}, all-gateway ${t.wouldNeed.gateway}; `
     + `this plan saves ${t.savedVersusDirect} against direct\n`
     + renderTrust(r)
+    + renderCapabilities(r)
     + renderPolicies(r)
     + renderMigrationGroups(t.migrationGroups);
 }

@@ -1,0 +1,101 @@
+/**
+ * What each virtualization product does about cross-cluster live migration, by version: one table, each
+ * row with its source in ../shared/reference/upstream-2026-09.md. The rows that apply to a cluster drive
+ * the gates we leave to the product (HCO writes some itself) and are shown by `migration-mesh plan`.
+ * Pure, no cdk8s import.
+ */
+import { FleetProblem } from '../base/errors';
+import { FEATURE_GATE_DLM } from './gates';
+import { KubevirtVersion, parseKubevirtVersion } from './versions';
+
+export type Product = 'kubevirt' | 'openshift-virtualization' | 'harvester';
+
+export interface CapabilityRow {
+  readonly product: Product;
+  /** First product version the row applies to (the product's own numbering). */
+  readonly since: string;
+  /** What holds from that version on, and what the generator does about it. */
+  readonly fact: string;
+  /** Feature gates the product writes into the KubeVirt CR itself: never added again. */
+  readonly writesGates: readonly string[];
+  /** Where the fact comes from (upstream-2026-09.md section, upstream PR or file). */
+  readonly source: string;
+}
+
+export const CAPABILITIES: readonly CapabilityRow[] = [
+  {
+    product: 'kubevirt', since: '1.6',
+    fact: `decentralized live migration exists; ${FEATURE_GATE_DLM} is Alpha/Beta and must be listed (Forklift reads the explicit list): we list it`,
+    writesGates: [], source: 'upstream-2026-09.md s.5 row 2; kubevirt-api-facts.md',
+  },
+  {
+    product: 'kubevirt', since: '1.9',
+    fact: 'LibvirtHooksServerAndClient is Beta, on by default: decentralized migrations whose target name or namespace differs from the source fail until kubevirt PR #18526 lands (mitigation: disabledFeatureGates: [LibvirtHooksServerAndClient])',
+    writesGates: [], source: 'upstream-2026-09.md s.1.3.3; kubevirt PR #18526 (open)',
+  },
+  {
+    product: 'openshift-virtualization', since: '4.20',
+    fact: `cross-cluster live migration is Technology Preview; the ${FEATURE_GATE_DLM} gate is set by us through HCO's jsonpatch`,
+    writesGates: [], source: 'upstream-2026-09.md s.1.1; forklift-documentation PRs #968/#969',
+  },
+  {
+    product: 'openshift-virtualization', since: '4.21.1',
+    fact: `cross-cluster live migration is GA with no feature flag; HCO defaults featureGates.decentralizedLiveMigration: true and writes ${FEATURE_GATE_DLM} itself: we do not append it`,
+    writesGates: [FEATURE_GATE_DLM],
+    source: 'upstream-2026-09.md s.1.1; openshift-docs PR #109154; HCO api/v1beta1/hyperconverged_types.go:70,630, controllers/handlers/kubevirt.go:949-950',
+  },
+  {
+    product: 'harvester', since: '1.0',
+    fact: 'Harvester renders its own KubeVirt CR: we write no KubeVirt featureGates (Forklift needs spec.forklift.providers.<cluster>.externalFeatureGates)',
+    writesGates: [], source: 'upstream-2026-09.md s.4',
+  },
+];
+
+/** A cluster's product and the version that table rows are compared with. */
+export interface ProductVersion {
+  readonly product: Product;
+  /** The product's own version (OpenShift Virtualization 4.21.1); for plain KubeVirt its KubeVirt version. */
+  readonly productVersion?: KubevirtVersion;
+}
+
+const notBefore = (v: KubevirtVersion, since: KubevirtVersion): boolean =>
+  v.major !== since.major ? v.major > since.major : v.minor !== since.minor ? v.minor > since.minor : v.patch >= since.patch;
+
+/** The rows that apply to this cluster, in table order. A product with no declared version matches no versioned row. */
+export function capabilitiesFor(p: ProductVersion): CapabilityRow[] {
+  return CAPABILITIES.filter((r) => r.product === p.product && p.productVersion !== undefined && notBefore(p.productVersion, parseKubevirtVersion(r.since)!));
+}
+
+/** Feature gates the cluster's product already writes into its KubeVirt CR. */
+export function gatesWrittenByProduct(p: ProductVersion): string[] {
+  return [...new Set(capabilitiesFor(p).flatMap((r) => r.writesGates))];
+}
+
+/** What the version-skew check reads of a resolved cluster, with the fleet path of its declared version. */
+export interface SkewInput {
+  readonly name: string;
+  readonly datapath: 'gateway' | 'direct' | 'native';
+  readonly version: KubevirtVersion;
+  readonly versionPath: string;
+}
+
+/**
+ * Direct mode: virt-handlers of different clusters talk migration mTLS to each other. From v1.7.0 the
+ * migration server accepts client CN types `virt-handler` and `migration` and uses a separate migration
+ * client secret; before it only the in-cluster transition was handled (upstream-2026-09.md s.1.3.5,
+ * virt-handler.go:141,807 @cc62b9425f; PR #18870). A direct fleet mixing both sides is refused.
+ */
+export function cnSkewProblems(clusters: readonly SkewInput[]): FleetProblem[] {
+  const direct = clusters.filter((c) => c.datapath === 'direct');
+  const before = (c: SkewInput) => c.version.major < 1 || (c.version.major === 1 && c.version.minor < 7);
+  const old = direct.filter(before);
+  const newer = direct.filter((c) => !before(c));
+  if (!old.length || !newer.length) return [];
+  return old.map((c) => ({
+    code: 'kubevirt-cn-skew' as const,
+    path: c.versionPath,
+    message: `cluster ${c.name} runs KubeVirt ${c.version.text} (before 1.7) in direct mode beside ${newer.map((x) => `${x.name} (${x.version.text})`).join(', ')}: `
+      + 'from 1.7 virt-handler presents and accepts migration client certificates with other CN types (a separate migration client secret), so cross-cluster migrations between the two sides are refused by mTLS',
+    fix: `upgrade ${c.name} to KubeVirt 1.7 or later before putting it in a direct fleet with 1.7+ clusters`,
+  }));
+}

@@ -1,0 +1,38 @@
+/**
+ * Every KubeVirt feature gate we emit, decided in one place for every datapath (gateway | direct |
+ * native) and every delivery form (partial KubeVirt CR, kustomize patch, HCO jsonpatch): the delivery
+ * forms only render the canonical spec, so a gate listed here reaches all three (issue #29). Sources:
+ * - `DecentralizedLiveMigration`: Alpha in KubeVirt 1.6-1.9, needed by sendTo/receive and checked by
+ *   Forklift (../shared/reference/kubevirt-api-facts.md, upstream-2026-09.md).
+ * - `CrossClusterMigrationProxy`: only in builds with kubevirt/kubevirt PR #17922 (native datapath).
+ * - `MigrationStallDetection`: `migrations.maxDowntimeMs` is refused by the update admitter without it
+ *   (src/kubevirt/admission.ts, `maxDowntimeGateFor`).
+ * Pure, no cdk8s import.
+ */
+import { JsonObject } from '../base/json';
+import { maxDowntimeGateFor } from './admission';
+import { KubevirtVersion } from './versions';
+
+export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
+const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
+
+/** What the gates of one cluster depend on: its datapath and version, and the fleet's migration policy. */
+export interface GateInputs {
+  readonly datapath: 'gateway' | 'direct' | 'native';
+  readonly version: KubevirtVersion;
+  readonly migrationPolicy: Readonly<Record<string, unknown>>;
+}
+
+/** The feature gates one cluster's KubeVirt configuration lists, in emission order. */
+export function featureGatesFor(x: GateInputs): string[] {
+  const gates = [FEATURE_GATE_DLM];
+  if (x.datapath === 'native') gates.push(FEATURE_GATE_PROXY);
+  const downtime = x.migrationPolicy.maxDowntimeMs !== undefined ? maxDowntimeGateFor(x.version) : undefined;
+  if (downtime) gates.push(downtime);
+  return gates;
+}
+
+/** `developerConfiguration.featureGates` fragment of the canonical KubeVirt spec. */
+export function featureGatesFragment(gates: readonly string[]): JsonObject {
+  return gates.length ? { configuration: { developerConfiguration: { featureGates: [...gates] } } } : {};
+}

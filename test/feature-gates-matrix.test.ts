@@ -1,0 +1,99 @@
+/**
+ * Issue #29 item 2: every feature gate comes from one place (src/kubevirt/gates.ts) for every datapath
+ * and delivery form. The admission model of KubeVirt's update admitter (src/kubevirt/admission.ts) runs
+ * over the synthesized output of a generated matrix of small fleets: datapath (gateway | direct | native)
+ * x delivery (kubevirt-cr | kustomize-patch | hco) x version (1.8, 1.9.0, 1.10) x maxDowntimeMs (set or
+ * not). For HCO the KubeVirt CR is what HCO builds: its own featureGates list and liveMigrationConfig,
+ * then the `kubevirt.kubevirt.io/jsonpatch` operations applied in order.
+ */
+import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { FleetDocument } from '../src/fleet/schema';
+import { kubevirtUpdateVerdict } from '../src/kubevirt/admission';
+import { parseKubevirtVersion } from '../src/kubevirt/versions';
+import { baseFleet, mutate } from './support/fleets';
+
+type Obj = Record<string, any>;
+const DATAPATHS = ['gateway', 'direct', 'native'] as const;
+const DELIVERIES = ['kubevirt-cr', 'kustomize-patch', 'hco'] as const;
+const VERSIONS = ['1.8', '1.9.0', '1.10'];
+/** Gates HCO itself writes into the KubeVirt CR it builds (a subset; the point is the list exists). */
+const HCO_OWN_GATES = ['CPUManager', 'Snapshot', 'HotplugVolumes'];
+
+/** Apply JSON patch `add` operations (what our annotation holds) the way HCO does, to a copy. */
+function applyAdds(doc: Obj, ops: Obj[]): Obj {
+  const out = JSON.parse(JSON.stringify(doc));
+  for (const op of ops) {
+    if (op.op !== 'add') throw new Error(`unexpected op ${op.op}`);
+    const keys = (op.path as string).split('/').slice(1).map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const last = keys.pop()!;
+    let at = out;
+    for (const k of keys) {
+      if (at[k] === undefined) throw new Error(`path ${op.path}: ${k} missing`);
+      at = at[k];
+    }
+    if (!Array.isArray(at)) at[last] = op.value;
+    else if (last === '-') at.push(op.value);
+    else at.splice(Number(last), 0, op.value);
+  }
+  return out;
+}
+
+/** The KubeVirt spec the cluster ends up with, from the emitted object of any delivery form. */
+function kubevirtSpecOf(objs: Obj[]): Obj {
+  const kv = objs.find((o) => o.kind === 'KubeVirt');
+  if (kv) return kv.spec;
+  const hco = objs.find((o) => o.kind === 'HyperConverged');
+  if (!hco) throw new Error('no KubeVirt configuration emitted');
+  const configuration = { developerConfiguration: { featureGates: [...HCO_OWN_GATES] }, migrations: { ...hco.spec.liveMigrationConfig } };
+  const built = { spec: { configuration, customizeComponents: {} } };
+  const ops = JSON.parse(hco.metadata.annotations?.['kubevirt.kubevirt.io/jsonpatch'] ?? '[]');
+  return applyAdds(built, ops).spec;
+}
+
+function fleet(datapath: string, delivery: string, version: string, maxDowntimeMs?: number): FleetDocument {
+  return mutate(baseFleet(), (d) => {
+    d.spec.datapath = datapath;
+    d.spec.kubevirt = { version: datapath === 'native' ? `${version}+pr17922` : version, configDelivery: delivery };
+    if (maxDowntimeMs !== undefined) d.spec.migrationPolicy = { maxDowntimeMs };
+  });
+}
+
+const matrix = DATAPATHS.flatMap((dp) => DELIVERIES.flatMap((del) => VERSIONS.flatMap((ver) => [undefined, 300].map((m) => [dp, del, ver, m] as const))))
+  // maxDowntimeMs exists from 1.9 (refused before, by the fleet checks); native needs a 1.9+ build with PR #17922
+  .filter(([dp, , ver, m]) => !(ver === '1.8' && (m !== undefined || dp === 'native')));
+
+describe('the admitter model accepts the KubeVirt configuration of every datapath x delivery x version', () => {
+  test.each(matrix)('%s / %s / KubeVirt %s / maxDowntimeMs %s', (dp, del, ver, m) => {
+    const r = synthesizeFleet(fleet(dp, del, ver, m));
+    expect(r.plan.clusters.length).toBe(2);
+    for (const c of r.plan.clusters) {
+      const spec = kubevirtSpecOf(r.objects.get(c.name)! as Obj[]);
+      const gates: string[] = spec.configuration.developerConfiguration.featureGates;
+      expect({ cluster: c.name, causes: kubevirtUpdateVerdict({}, spec, c.kubevirt.version) }).toEqual({ cluster: c.name, causes: [] });
+      // meaning, not only "no causes": the gates this configuration needs are each there, once
+      expect(gates).toContain('DecentralizedLiveMigration');
+      if (m !== undefined) {
+        expect(spec.configuration.migrations.maxDowntimeMs).toBe(m);
+        expect(gates).toContain('MigrationStallDetection');
+      } else {
+        expect(gates).not.toContain('MigrationStallDetection');
+      }
+      expect(gates.includes('CrossClusterMigrationProxy')).toBe(dp === 'native');
+      expect(new Set(gates).size).toBe(gates.length);
+    }
+  });
+});
+
+describe('the matrix test can fail', () => {
+  test('an output without the gate is refused by the model, in the KubeVirt CR and through the HCO jsonpatch', () => {
+    const v19 = parseKubevirtVersion('1.9.0')!;
+    const kv = kubevirtSpecOf(synthesizeFleet(fleet('direct', 'kubevirt-cr', '1.9.0', 300)).objects.get('a')! as Obj[]);
+    const stripped = { ...kv, configuration: { ...kv.configuration, developerConfiguration: { featureGates: ['DecentralizedLiveMigration'] } } };
+    expect(kubevirtUpdateVerdict({}, stripped, v19).map((c) => c.field)).toEqual(['spec.configuration.migrationConfiguration.maxDowntimeMs']);
+    const hcoObjs = synthesizeFleet(fleet('direct', 'hco', '1.9.0', 300)).objects.get('a')! as Obj[];
+    const hco = hcoObjs.find((o) => o.kind === 'HyperConverged')!;
+    const ops = JSON.parse(hco.metadata.annotations['kubevirt.kubevirt.io/jsonpatch']).filter((o: Obj) => o.value !== 'MigrationStallDetection');
+    const withoutGate = kubevirtSpecOf([{ ...hco, metadata: { ...hco.metadata, annotations: { 'kubevirt.kubevirt.io/jsonpatch': JSON.stringify(ops) } } }]);
+    expect(kubevirtUpdateVerdict({}, withoutGate, v19).map((c) => c.field)).toEqual(['spec.configuration.migrationConfiguration.maxDowntimeMs']);
+  });
+});
