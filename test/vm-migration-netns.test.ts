@@ -9,7 +9,12 @@
  * is its cluster's kubevirt-ca as the exchange left it.
  *
  * Checks: `completed`; the whole guest RAM of the paused target (-S) equals the paused source's (pmemsave,
- * sha256); the guest resumes on the target. Failures: with the exchange off (the bundles the clusters held
+ * sha256); the guest resumes on the target. The completed migrations start from a paused source (`stop`, then
+ * `migrate`): QEMU 7.2 under TCG on a loaded machine loses a guest write now and then in a LIVE migration
+ * (pages rewritten after their last send are never resent; seen over loopback with multifd off too, see
+ * MigrateOptions.pausedSource in vm-lab.ts), so only a paused source makes whole-RAM equality a check of the
+ * transport that cannot fail for QEMU's reasons. The failure cases below migrate live (the source must keep
+ * running); bench/vm-migration.bench.ts migrates live and reports RAM equality as a figure. Failures: with the exchange off (the bundles the clusters held
  * before any trust container ran) the TLS handshake fails and the source keeps running; the target's gateway
  * SIGKILLed mid-migration fails it, the source keeps running, and the retry through the restarted gateway
  * completes; a CA rotation in the target cluster between two migrations (virt-operator's model rotates it, the
@@ -72,7 +77,7 @@ d('a VM moves between clusters in network namespaces (real QEMU, every datapath 
   for (const mode of ['mtls-splice', 'mtls', 'plaintext', 'direct'] as PathMode[]) {
     test(`${mode}: completed, the paused target's whole RAM equals the source's, the guest resumes on the target`, async () => {
       const from = lab.vm!.at;
-      const r = await migrate(mode);
+      const r = await migrate(mode, { pausedSource: true });
       console.log(`[vm-migration-netns] ${line(r)}`);
       expect(r.info.status).toBe('completed');
       expect(r.ramSha![1]).toBe(r.ramSha![0]);
@@ -108,7 +113,7 @@ d('a VM moves between clusters in network namespaces (real QEMU, every datapath 
     expect(r.sourceStatus).toBe('running');
     expect(r.sourceKeptTicking).toBe(true);
     expect(lab.vm!.at).toBe(from);
-    const retry = await migrate('mtls-splice');
+    const retry = await migrate('mtls-splice', { pausedSource: true });
     expect(retry.info.status).toBe('completed');
     expect(retry.ramSha![1]).toBe(retry.ramSha![0]);
     expect(lab.vm!.at).toBe(1 - from);
@@ -131,7 +136,7 @@ d('a VM moves between clusters in network namespaces (real QEMU, every datapath 
     };
     expect(verify(rot.peerBundleBefore)).not.toBe(0);
     expect(verify(source.api.get('kubevirt-ca')!.data['ca-bundle'])).toBe(0);
-    const r = await migrate('mtls-splice');
+    const r = await migrate('mtls-splice', { pausedSource: true });
     console.log(`[vm-migration-netns] after the rotation: ${line(r)}`);
     expect(r.info.status).toBe('completed');
     expect(r.ramSha![1]).toBe(r.ramSha![0]);
