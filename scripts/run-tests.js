@@ -1,20 +1,22 @@
 #!/usr/bin/env node
 // `npm test`: runs every suite whatever the result of the others, so one failing suite never hides another's
-// results, in three lanes:
-//   - library (jest): every jest suite but the image test, one after another (jest's one worker on 2 cores;
-//     the network-namespace suites among them never overlap each other),
+// results. The suites are sorted into three lanes that run side by side:
 //   - image (jest): test/image.test.ts alone. Its cold start (stand-in bases, podman build) waits mostly on
 //     downloads and disk, so it overlaps the CPU-bound lanes instead of following them,
-//   - proxy (node:test): the proxy's suites, one file at a time.
-// The lanes share no network namespace or port: namespaces are named per process (mm<pid>-, mmimg<pid>,
-// mmp<random>- for the proxy's testkit, which the library's stale-namespace reaper never matches), fixed ports
-// are bound only inside those namespaces, and only the image lane runs podman. Each lane's output goes to a
-// file and is printed whole when the lane ends (no interleaved lines).
-// By default the image lane runs beside the other two, which run one after the other: both hold network-namespace
-// suites whose setup hooks have fixed time budgets, and on a loaded 2-core machine (load average 17+) running them
-// side by side made those hooks time out. MM_TEST_LANES=all runs all three at once; MM_TEST_SERIAL=1 runs the lanes one
-// after another instead. Arguments are passed to jest; with arguments there is one jest lane (no image lane).
-// Ends with one summary line per lane, the slowest ten tests and suites, and the combined closing line
+//   - network: the library's jest suites that make network namespaces or run QEMU (found by their imports:
+//     NETWORK_SUITE below), one after another, then the proxy's node:test files that use its netns testkit,
+//   - unit: every other library jest suite (one worker), then the proxy's other node:test files, one at a time.
+// So no two network-namespace suites ever run at the same time (their setup hooks have fixed time budgets, and
+// side by side on a loaded 2-core machine they timed out), while the unit lane, which needs no namespace,
+// fills the other core. Before this split the library and proxy lanes took turns: about 800 s end to end.
+// The lanes share no network namespace, port or written file: namespaces are named per process (mm<pid>-,
+// mmimg<pid>, mmp<random>- for the proxy's testkit, which the library's stale-namespace reaper never matches),
+// fixed ports are bound only inside those namespaces (the unit lane binds port 0 on loopback only), only the
+// image lane runs podman, and the network lane never reads the root lib/ that the unit lane's pack tests
+// rebuild (npm pack's prepack). Each step's output goes to a file and is printed whole when it ends.
+// MM_TEST_SERIAL=1 runs every step one after another; MM_TEST_LANES=all runs every step at once.
+// Arguments are passed to jest; with arguments there is one jest step, then the proxy's files, in turn.
+// Ends with one summary line per step, the slowest ten tests and suites, and the combined closing line
 // "N passed, N failed" (N counts tests, not suites). Exit code: non-zero when any test failed or a runner
 // could not run at all.
 'use strict';
@@ -29,6 +31,24 @@ const extra = process.argv.slice(2);
 const serial = process.env.MM_TEST_SERIAL === '1';
 const allAtOnce = process.env.MM_TEST_LANES === 'all';
 const IMAGE_TEST = 'test/image\\.test\\.ts$';
+/** A library suite that makes network namespaces or runs QEMU (test/support/netns.ts, vm-lab.ts, or `ip netns add`). */
+const NETWORK_SUITE = /\b(NetnsLab|netnsSupport|VmMigrationLab|vmLabSupport)\b|'netns', 'add'/;
+/** A proxy test file (compiled) that uses the proxy's network-namespace testkit. */
+const PROXY_NETWORK_FILE = /require\("\.\.\/testkit\/netns"\)/;
+
+/** Files under dir (recursively) whose names end in suffix, relative to base, sorted. */
+function filesUnder(dir, suffix, base) {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith(suffix))
+    .map((e) => path.relative(base, path.join(e.parentPath ?? e.path, e.name))).sort();
+}
+
+/** Splits files by whether their text matches re: [matching, others]. */
+function splitBy(files, base, re) {
+  const hit = files.filter((f) => re.test(fs.readFileSync(path.join(base, f), 'utf8')));
+  return [hit, files.filter((f) => !hit.includes(f))];
+}
 
 /** Runs one lane's command with its output in a file; resolves with exit status, output and seconds. */
 function run(name, cmd, args, cwd) {
@@ -93,12 +113,12 @@ function tapTests(t) {
   return tests;
 }
 
-/** node --test (proxy), reporter output teed: spec for people, tap for the counts and times. */
-async function proxyLane() {
-  const name = 'proxy (node:test)';
-  const tap = path.join(tmp, 'proxy.tap');
+/** node --test over the given proxy files (relative to proxy/), reporter output teed: spec for people, tap for counts and times. */
+async function proxyLane(name, files) {
+  const tap = path.join(tmp, `${name.replace(/\W+/g, '-')}.tap`);
+  if (files.length === 0) return { name, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [] };
   const r = await run(name, 'node', ['--test', '--test-concurrency=1', '--test-reporter=spec', '--test-reporter-destination=stdout',
-    '--test-reporter=tap', `--test-reporter-destination=${tap}`, 'lib/test/'], path.join(root, 'proxy'));
+    '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files], path.join(root, 'proxy'));
   let passed = 0; let failed = 0; let tests = [];
   try {
     const t = fs.readFileSync(tap, 'utf8');
@@ -113,17 +133,33 @@ async function proxyLane() {
   return { name, passed, failed, ok: r.status === 0 && failed === 0, status: r.status, seconds: r.seconds, tests, suites: [] };
 }
 
+/** The lanes: each a list of steps run in turn; the lanes run side by side (see the top of this file). */
+function lanes() {
+  const proxyFiles = filesUnder(path.join(root, 'proxy', 'lib', 'test'), '.test.js', path.join(root, 'proxy'));
+  if (extra.length > 0) return [[() => jestLane('library (jest)', extra), () => proxyLane('proxy (node:test)', proxyFiles)]];
+  const suites = filesUnder(path.join(root, 'test'), '.test.ts', root).filter((f) => !new RegExp(IMAGE_TEST).test(f));
+  const [network, unit] = splitBy(suites, root, NETWORK_SUITE);
+  const [proxyNetwork, proxyOther] = splitBy(proxyFiles, path.join(root, 'proxy'), PROXY_NETWORK_FILE);
+  const escape = (f) => `${f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
+  console.log(`[run-tests] network lane: ${[...network, ...proxyNetwork.map((f) => `proxy/${f}`)].join(' ')}`);
+  return [
+    [() => jestLane('image (jest)', [IMAGE_TEST])],
+    [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
+      () => proxyLane('proxy network suites (node:test)', proxyNetwork)],
+    [() => jestLane('library unit suites (jest)', [`--testPathIgnorePatterns=${[IMAGE_TEST, ...network.map(escape)].join('|')}`]),
+      () => proxyLane('proxy other suites (node:test)', proxyOther)],
+  ];
+}
+
 async function main() {
   const t0 = Date.now();
-  const lanes = extra.length > 0
-    ? [() => jestLane('library (jest)', extra), proxyLane]
-    : [() => jestLane('image (jest)', [IMAGE_TEST]),
-      () => jestLane('library (jest)', [`--testPathIgnorePatterns=${IMAGE_TEST}`]), proxyLane];
-  let results = [];
-  const inTurn = async (ls) => { const rs = []; for (const lane of ls) rs.push(await lane()); return rs; };
-  if (serial || lanes.length < 3) results = await inTurn(lanes);
-  else if (allAtOnce) results = await Promise.all(lanes.map((lane) => lane()));
-  else results = (await Promise.all([inTurn([lanes[0]]), inTurn(lanes.slice(1))])).flat();
+  const ls = lanes();
+  const inTurn = async (steps) => { const rs = []; for (const step of steps) rs.push(await step()); return rs; };
+  const how = serial || ls.length < 2 ? 'every step in turn' : allAtOnce ? 'every step at once' : `${ls.length} lanes side by side`;
+  let results;
+  if (serial || ls.length < 2) results = await inTurn(ls.flat());
+  else if (allAtOnce) results = await Promise.all(ls.flat().map((step) => step()));
+  else results = (await Promise.all(ls.map(inTurn))).flat();
 
   const fmt = (ms) => `${(ms / 1000).toFixed(1).padStart(6)} s`;
   const top = (xs) => xs.slice().sort((a, b) => b.ms - a.ms).slice(0, 10);
@@ -131,7 +167,7 @@ async function main() {
   for (const t of top(results.flatMap((x) => x.tests))) console.log(`  ${fmt(t.ms)}  ${t.name}`);
   console.log('[run-tests] slowest ten jest suites (whole file, hooks included)');
   for (const s of top(results.flatMap((x) => x.suites))) console.log(`  ${fmt(s.ms)}  ${s.name}`);
-  console.log(`\n[run-tests] summary (${serial || lanes.length < 3 ? 'lanes one after another' : allAtOnce ? 'lanes at once' : 'image lane beside the other two in turn'}, ${((Date.now() - t0) / 1000).toFixed(0)} s in all)`);
+  console.log(`\n[run-tests] summary (${how}, ${((Date.now() - t0) / 1000).toFixed(0)} s in all)`);
   for (const x of results) {
     console.log(`  ${x.ok ? 'ok  ' : 'FAIL'} ${x.name}: ${x.passed} passed, ${x.failed} failed (exit ${x.status}, ${x.seconds.toFixed(0)} s)`);
   }

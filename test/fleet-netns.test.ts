@@ -367,8 +367,9 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const [a, b] = clusters;
     const seconds = 4;
     const iperf = async (clientNs: string, serverNs: string, addr: string, port: number) => {
-      const srv = lab.spawn(serverNs, ['iperf3', '-s', '-1', '-p', String(port)]);
-      await new Promise((r) => setTimeout(r, 300));
+      // --forceflush: iperf3 buffers its stdout when it is a pipe; its 'Server listening' line is the sign it accepts
+      const srv = lab.spawn(serverNs, ['iperf3', '-s', '-1', '-p', String(port), '--forceflush']);
+      await lab.waitForLine(srv, /Server listening on/, 10_000, `iperf3 server in ${serverNs}`);
       const res = lab.exec(clientNs, ['iperf3', '-c', addr, '-p', String(port), '-t', String(seconds), '-J'], { timeoutMs: (seconds + 10) * 1000 });
       lab.kill(srv);
       const j = JSON.parse(res.stdout);
