@@ -3,6 +3,7 @@
  * routes, and its capacity against what every cluster holds. Pure, no cdk8s import.
  */
 import { ProblemCollector } from '../base/errors';
+import { SiteNetwork } from './sites';
 import { Attachment, FleetSpec } from './schema';
 import {
   Cidr, Family, Interval, bits, cidrOf, contains, countIntervals, formatAddr, formatCidr, mergeIntervals, parseAddr,
@@ -15,19 +16,11 @@ import { checkAttachment, checkDialable, checkPairwiseOverlaps, parseCidrField, 
 
 const SHARED = 'spec.crossClusterNetwork.addresses';
 
-/** The shared network as resolve sees it; capacity is checked once the clusters are known. */
-export interface SharedNetwork {
-  readonly pool: Interval[];
-  readonly family: Family;
-  readonly prefixLength: number;
-  readonly excluded: Interval[];
-  readonly subnets: Cidr[];
-  readonly usable: Interval[];
-  /** Reserved addresses the pool (after exclusions) held: what the capacity formula subtracts. */
-  readonly reservedInPool: bigint;
-  readonly gateway?: string;
-  readonly routes: { dst: string; gw: string }[];
-}
+/**
+ * The shared network as resolve sees it (one subnet: the fleet's `addresses` or one site's); capacity is
+ * checked once the clusters are known. Declared in sites.ts, which reads it and must not import this file.
+ */
+export type SharedNetwork = SiteNetwork;
 
 /** One subnet of the shared network (the fleet's `addresses`, or one site's, src/fleet/sites.ts), problems at `addresses`. */
 export function resolveSharedNetwork(p: ProblemCollector, attachment: Attachment, addresses: NonNullable<FleetSpec['crossClusterNetwork']['addresses']>): SharedNetwork {

@@ -17,7 +17,7 @@ const CC = 'spec.crossClusterNetwork';
 
 type Addresses = NonNullable<FleetSpec['crossClusterNetwork']['addresses']>;
 
-/** One site's shared network as resolve.ts parses it (the fields this file reads). */
+/** One subnet of the shared network as resolve parses it (a site's, or the fleet's `addresses`: shared-network.ts). */
 export interface SiteNetwork {
   readonly pool: Interval[];
   readonly family: Family;
@@ -25,6 +25,7 @@ export interface SiteNetwork {
   readonly excluded: Interval[];
   readonly subnets: Cidr[];
   readonly usable: Interval[];
+  /** Reserved addresses the pool (after exclusions) held: what the capacity formula subtracts. */
   readonly reservedInPool: bigint;
   readonly gateway?: string;
   readonly routes: { dst: string; gw: string }[];
