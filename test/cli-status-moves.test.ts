@@ -11,26 +11,14 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import * as yaml from 'yaml';
-import { spawn, execFileSync } from 'child_process';
+import { execFileSync } from 'child_process';
 import { generatedObjects } from '../cli/generated-objects';
 import { makeCert } from '../proxy/src/testkit/ca-certs';
 import { baseFleet, runCli } from './support/fleets';
-import { FakeCluster, kubeconfig, startCluster } from './support/status-clusters';
+import { FakeCluster, kubeconfig, runStatus, startCluster } from './support/status-clusters';
 
 const H = 3600_000;
 const ROOT = path.join(__dirname, '..');
-const BIN = path.join(ROOT, 'lib', 'cli', 'cli.js');
-
-function runStatus(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN, 'status', ...argv], { env: { ...process.env, CI: '1' } });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (c) => { out += c; });
-    p.stderr.on('data', (c) => { err += c; });
-    p.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
-}
 
 const vm = (name: string, namespace: string, mac: string) => ({
   apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', metadata: { name, namespace },

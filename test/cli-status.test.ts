@@ -17,7 +17,7 @@ import { makeCert } from '../proxy/src/testkit/ca-certs';
 import { ownedDifference } from '../src/report/status';
 import { baseFleet, runCli } from './support/fleets';
 import { hasCommand } from './support/netns';
-import { FakeCluster, closedPort, kubeconfig, startCluster } from './support/status-clusters';
+import { FakeCluster, closedPort, kubeconfig, runStatus, startCluster } from './support/status-clusters';
 
 const H = 3600_000;
 const sha = (c: { der: Buffer }) => crypto.createHash('sha256').update(c.der).digest('hex');
@@ -29,17 +29,6 @@ const BIN = path.join(ROOT, 'lib', 'cli', 'cli.js');
  * The built binary in a child process (client-node is an ES module: Node 20.19+ requires it, jest's
  * module loader cannot), asynchronously so the fake API servers in this process keep answering.
  */
-function runStatus(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN, 'status', ...argv], { env: { ...process.env, CI: '1' } });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (c) => { out += c; });
-    p.stderr.on('data', (c) => { err += c; });
-    p.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
-}
-
 describe('migration-mesh status', () => {
   let dir: string;
   const fakes: FakeCluster[] = [];

@@ -3,6 +3,10 @@
  * for the TypeScript props (types are inferred from it). Structural checks live here; checks that
  * relate several fields (overlaps, capacity, versions) live in resolve.ts and the phases it runs
  * (shared-network.ts, clusters.ts). No cdk8s import.
+ *
+ * Over 400 lines on purpose: this file is the fleet format a user reads top to bottom (README links here),
+ * so every field and its documented default stays in one place; parts owned by one domain already live
+ * with it (gateway/fleet-pod, forklift/schema, trust/schema, kubevirt/existing) and are imported.
  */
 import { z } from 'zod';
 import { gatewayPodSpecSchema, objectLabelsSpecSchema } from '../gateway/fleet-pod';

@@ -5,8 +5,10 @@
  * generated gateway Deployment whose admin endpoint, behind the fake's pod proxy, is a real gateway
  * runtime started from the generated config.json (listeners moved to loopback, plaintext, no trust).
  */
+import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as net from 'net';
+import * as path from 'path';
 import * as yaml from 'yaml';
 import { startGateway, type GatewayHandle } from '../../proxy/src/gateway';
 import { makeCert } from '../../proxy/src/testkit/ca-certs';
@@ -146,4 +148,21 @@ export async function closedPort(): Promise<number> {
   const port = (s.address() as net.AddressInfo).port;
   await new Promise<void>((r) => s.close(() => r()));
   return port;
+}
+
+/**
+ * `migration-mesh status ARGV` from the built binary in a child process (client-node is an ES module:
+ * Node 20.19+ requires it, jest's module loader cannot), asynchronously so the fake API servers in the
+ * test's process keep answering.
+ */
+export function runStatus(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const bin = path.join(__dirname, '..', '..', 'lib', 'cli', 'cli.js');
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [bin, 'status', ...argv], { env: { ...process.env, CI: '1' } });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (c) => { out += c; });
+    p.stderr.on('data', (c) => { err += c; });
+    p.on('close', (code) => resolve({ code: code ?? -1, out, err }));
+  });
 }
