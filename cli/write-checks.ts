@@ -49,7 +49,7 @@ export class OutputWriteError extends MigrationMeshError {
   }
 }
 
-export const sha256 = (s: string | Buffer): string => crypto.createHash('sha256').update(s).digest('hex');
+export const sha256 = (s: string | Uint8Array): string => crypto.createHash('sha256').update(s).digest('hex');
 
 /** Git's conflict markers, in the default and the diff3 style. */
 const CONFLICT = /^(<{7}|={7}|>{7}|\|{7})( |$)/;
