@@ -16,25 +16,12 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { closeSession, openSession } from '../cli/write-guard';
+import { files } from './support/tree';
 
 const ROOT = path.join(__dirname, '..');
 const BIN = path.join(ROOT, 'lib', 'cli', 'cli.js');
 const HOOK = path.join(__dirname, 'support', 'kill-at.js');
 const EXAMPLE = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
-
-/** Every file under `dir` (hidden ones included), relative, with its content. */
-function files(dir: string): Map<string, string> {
-  const m = new Map<string, string>();
-  const walk = (d: string, rel: string): void => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path.join(d, e.name), r);
-      else m.set(r, fs.readFileSync(path.join(d, e.name), 'utf8'));
-    }
-  };
-  if (fs.existsSync(dir)) walk(dir, '');
-  return m;
-}
 
 /** The state a user sees: the tree and the ledger. */
 const state = (dir: string) => ({ tree: Object.fromEntries(files(path.join(dir, 'out'))), ledger: fs.readFileSync(path.join(dir, 'sites.ledger.yaml'), 'utf8') });

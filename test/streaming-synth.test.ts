@@ -12,23 +12,10 @@ import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { MeshClusterChart } from '../constructs/mesh-cluster';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
+import { files } from './support/tree';
 
 const root = path.join(__dirname, '..');
 const examples = ['three-sites-vlan.fleet.yaml', 'gitops.fleet.yaml', 'metro-moves.fleet.yaml', 'harvester.fleet.yaml'];
-
-/** Every file under `dir`, relative, with its content (hidden ones included). */
-function files(dir: string): Map<string, string> {
-  const m = new Map<string, string>();
-  const walk = (d: string, rel: string): void => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path.join(d, e.name), r);
-      else m.set(r, fs.readFileSync(path.join(d, e.name), 'utf8'));
-    }
-  };
-  if (fs.existsSync(dir)) walk(dir, '');
-  return m;
-}
 
 const sidecar = { name: 'tcpdump', image: 'example.org/tcpdump:4.99', imagePullPolicy: kplus.ImagePullPolicy.IF_NOT_PRESENT, securityContext: { user: 1000, group: 1000 } };
 
