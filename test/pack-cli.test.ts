@@ -12,26 +12,22 @@ import * as os from 'os';
 import * as path from 'path';
 import { readTree } from '../cli/cli';
 
+import { installedApp, packedLibrary, versionOf } from './support/packed';
+
 const root = path.join(__dirname, '..');
 const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
-const npm = (args: string[], cwd: string): string =>
-  execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000, env: npmEnv });
-const versionOf = (pkg: string): string => require(path.join(root, 'node_modules', pkg, 'package.json')).version;
 const EXAMPLE = ['metro-moves.fleet.yaml', 'metro-moves.ledger.yaml', 'metro-moves.moves.yaml'];
 
 test('the packed root package alone installs, and its migration-mesh binary synthesizes what the repository does', () => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-pack-cli-'));
   try {
-    const tgz = npm(['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop()!;
-    const manifest = JSON.parse(execFileSync('tar', ['-xOzf', path.join(work, tgz), 'package/package.json'], { encoding: 'utf8' }));
+    const manifest = JSON.parse(execFileSync('tar', ['-xOzf', packedLibrary(), 'package/package.json'], { encoding: 'utf8' }));
     // nothing unpublished is asked for: the runtime workspace is no dependency of the library
     expect(Object.keys(manifest.dependencies ?? {}).filter((d) => d.startsWith('@migration-mesh/'))).toEqual([]);
 
+    // the packed tarball installed alone with the cdk8s peers (test/support/packed.ts: once per source state)
     const app = path.join(work, 'infra-repo');
-    fs.mkdirSync(app);
-    fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'infra-repo', private: true, version: '1.0.0' }));
-    npm(['install', '--no-audit', '--no-fund', '--prefer-offline', path.join(work, tgz),
-      `cdk8s@${versionOf('cdk8s')}`, `cdk8s-plus-28@${versionOf('cdk8s-plus-28')}`, `constructs@${versionOf('constructs')}`], app);
+    installedApp(app, [`cdk8s@${versionOf('cdk8s')}`, `cdk8s-plus-28@${versionOf('cdk8s-plus-28')}`, `constructs@${versionOf('constructs')}`]);
     expect(fs.existsSync(path.join(app, 'node_modules', '@migration-mesh'))).toBe(false);
 
     const npx = (...args: string[]) => {

@@ -10,10 +10,9 @@ import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
 
+import { installedApp, versionOf } from './support/packed';
+
 const root = path.join(__dirname, '..');
-const npm = (args: string[], cwd: string): string =>
-  execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000, env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false' } });
-const versionOf = (pkg: string): string => require(path.join(root, 'node_modules', pkg, 'package.json')).version;
 
 const APP = `
 import { App, Size } from 'cdk8s';
@@ -51,12 +50,9 @@ app.synth();
 test('a cdk8s app from the packed tarballs adds a sidecar, a toleration, resources and a pod label', () => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-userapp-'));
   try {
-    const libTgz = npm(['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop()!;
+    // the packed tarball installed alone with the cdk8s peers (test/support/packed.ts: once per source state)
     const app = path.join(work, 'infra-repo');
-    fs.mkdirSync(app);
-    fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'infra-repo', private: true, version: '1.0.0' }));
-    npm(['install', '--no-audit', '--no-fund', '--prefer-offline', path.join(work, libTgz),
-      `cdk8s@${versionOf('cdk8s')}`, `cdk8s-plus-28@${versionOf('cdk8s-plus-28')}`, `constructs@${versionOf('constructs')}`], app);
+    installedApp(app, [`cdk8s@${versionOf('cdk8s')}`, `cdk8s-plus-28@${versionOf('cdk8s-plus-28')}`, `constructs@${versionOf('constructs')}`]);
     // one copy of cdk8s-plus-28 (the user's), shared with the library: the handles are the user's types
     expect(fs.existsSync(path.join(app, 'node_modules', 'migration-mesh', 'node_modules', 'cdk8s-plus-28'))).toBe(false);
 

@@ -8,21 +8,17 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { installedApp, npm, versionOf } from './support/packed';
 
 const root = path.join(__dirname, '..');
-const npm = (args: string[], cwd: string): string =>
-  execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000, env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false' } });
 
 test('npm pack -> install into a scratch project -> import and synth', () => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-pack-'));
   try {
-    const libTgz = npm(['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop()!;
+    // the packed tarball (test/support/packed.ts: npm pack with prepack, once per source state), installed
+    // alone with the cdk8s peers a user names
     const app = path.join(work, 'infra-repo');
-    fs.mkdirSync(app);
-    fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'infra-repo', private: true, version: '1.0.0' }));
-    const cdk8sVersion = require(path.join(root, 'node_modules', 'cdk8s', 'package.json')).version;
-    const constructsVersion = require(path.join(root, 'node_modules', 'constructs', 'package.json')).version;
-    npm(['install', '--no-audit', '--no-fund', '--prefer-offline', path.join(work, libTgz), `cdk8s@${cdk8sVersion}`, `constructs@${constructsVersion}`], app);
+    installedApp(app, [`cdk8s@${versionOf('cdk8s')}`, `constructs@${versionOf('constructs')}`]);
 
     // the tarball holds compiled JS and types, not sources, tests or manifests
     const pkgDir = path.join(app, 'node_modules', 'migration-mesh');
