@@ -130,3 +130,15 @@ export function sendAndVerify(port: number, host: string, total: number, chunk =
 }
 
 export function openFds(): number { return fs.readdirSync('/proc/self/fd').length; }
+
+/**
+ * How many short connections the leak checks open (chain.test.ts, splice-binding.test.ts): 3,000 by
+ * default, MM_SOAK_CONNECTIONS to soak longer (they ran 10,000 each until the suite had to fit in 10
+ * minutes: about 150 s of the proxy lane). The checks allow at most 2 (5) descriptors more after than
+ * before, and every tunnel, socket and TLS session must be gone, so a leak of one per 1,000 connections
+ * or more still fails them; rarer leaks need the soak.
+ */
+export function shortConnections(fallback = 3_000): number {
+  const n = Number(process.env.MM_SOAK_CONNECTIONS ?? fallback);
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+}
