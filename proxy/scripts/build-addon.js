@@ -93,9 +93,31 @@ if (args.includes('--check')) {
   console.log('[build-addon] C toolchain found (C compiler, C++ driver, make, python3)');
   process.exit(0);
 }
+/**
+ * `rebuild` (clean, configure, compile everything: ~15 s of a core) only when the last configuration is not
+ * this one (another Node, other arguments, binding.gyp changed since, or MM_ADDON_REBUILD=1); otherwise
+ * `build`, i.e. make, whose dependency files recompile exactly the changed sources and headers. `npm test`
+ * builds again after CI's build, so this makes the second build nearly free.
+ */
+function verb(stampFile, stamp) {
+  if (process.env.MM_ADDON_REBUILD === '1') return 'rebuild';
+  try {
+    if (fs.readFileSync(stampFile, 'utf8') !== stamp) return 'rebuild';
+    const made = fs.statSync(path.join('build', 'Makefile')).mtimeMs;
+    return fs.statSync('binding.gyp').mtimeMs < made ? 'build' : 'rebuild';
+  } catch {
+    return 'rebuild';
+  }
+}
+
 const [cmd, ...pre] = nodeGyp();
-const r = spawnSync(cmd, [...pre, 'rebuild', '--loglevel=error', ...nodedirArgs(args), ...args], { stdio: 'inherit' });
+const stampFile = path.join('build', '.mm-configured');
+const stamp = JSON.stringify({ node: process.version, execPath: process.execPath, args: [...nodedirArgs(args), ...args], cc: process.env.CC || '', cxx: process.env.CXX || '' });
+const how = verb(stampFile, stamp);
+const r = spawnSync(cmd, [...pre, how, '--loglevel=error', ...nodedirArgs(args), ...args], { stdio: 'inherit' });
 if (r.status !== 0) {
-  console.error(`[build-addon] node-gyp rebuild failed (${r.error ? r.error.message : `exit ${r.status}`}); its messages are above`);
+  try { fs.rmSync(stampFile, { force: true }); } catch { /* the next build rebuilds anyway */ }
+  console.error(`[build-addon] node-gyp ${how} failed (${r.error ? r.error.message : `exit ${r.status}`}); its messages are above`);
   process.exit(r.status || 1);
 }
+fs.writeFileSync(stampFile, stamp);
