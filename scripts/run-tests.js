@@ -5,8 +5,10 @@
 //     downloads and disk, so it overlaps the CPU-bound lanes instead of following them,
 //   - network: the library's jest suites that make network namespaces or run QEMU (found by their imports:
 //     NETWORK_SUITE below), one after another, then the proxy's node:test files that use its netns testkit,
-//     then the proxy's other node:test files, one at a time (they need no namespace; this lane ends first),
-//   - unit: every other library jest suite (one worker).
+//   - unit: every other library jest suite (one worker),
+//   and then both the network and the unit lane take the proxy's other node:test files (no namespace) from one
+//   shared queue, a file at a time, longest first: whichever lane is free runs the next, so the two end
+//   together (fixed lanes ended 120-200 s apart in CI, the suite's length being the longer lane's).
 // So no two network-namespace suites ever run at the same time (their setup hooks have fixed time budgets, and
 // side by side on a loaded 2-core machine they timed out), while the unit lane, which needs no namespace,
 // fills the other core. Before this split the library and proxy lanes took turns: about 800 s end to end.
@@ -17,7 +19,7 @@
 // rebuild (npm pack's prepack). Each step's output goes to a file and is printed whole when it ends.
 // MM_TEST_SERIAL=1 runs every step one after another; MM_TEST_LANES=all runs every step at once.
 // Arguments are passed to jest; with arguments there is one jest step, then the proxy's files, in turn.
-// Ends with one summary line per step, the slowest ten tests and suites, and the combined closing line
+// Ends with one summary line per step (the queued proxy files as one), the slowest ten tests and suites, and the combined closing line
 // "N passed, N failed" (N counts tests, not suites). Exit code: non-zero when any test failed or a runner
 // could not run at all.
 'use strict';
@@ -134,35 +136,80 @@ async function proxyLane(name, files) {
   return { name, passed, failed, ok: r.status === 0 && failed === 0, status: r.status, seconds: r.seconds, tests, suites: [] };
 }
 
-/** The lanes: each a list of steps run in turn; the lanes run side by side (see the top of this file). */
+/**
+ * The proxy's namespace-free files, longest first where known (the longest job last would end its lane
+ * late): these names, then the rest in name order. Measured in CI (2 cores): chain ~100 s, the trust API
+ * fault tests ~55 s, the memory flood ~20 s, splice binding ~15 s.
+ */
+const PROXY_SLOW_FIRST = ['chain', 'trust-api-faults', 'security-memory', 'splice-binding', 'security-resets', 'security-dos', 'ops', 'splice-mode'];
+function slowFirst(files) {
+  const rank = (f) => { const i = PROXY_SLOW_FIRST.indexOf(path.basename(f).replace(/\.test\.js$/, '')); return i < 0 ? PROXY_SLOW_FIRST.length : i; };
+  return files.slice().sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+/**
+ * The lanes: each a list of steps run in turn; the lanes run side by side (see the top of this file). The
+ * proxy's namespace-free files are one shared queue that the network lane and the unit lane both take from
+ * (a file at a time) once their own suites are done: whichever lane is free first runs the next file, so the
+ * two lanes end within about one file of each other whatever this machine's speed.
+ */
 function lanes() {
-  const proxyFiles = filesUnder(path.join(root, 'proxy', 'lib', 'test'), '.test.js', path.join(root, 'proxy'));
+  const proxyFiles = filesUnder(path.join(root, 'proxy', 'lib', 'test'), '.test.js', path.join(root, 'proxy'))
+    .filter((f) => fs.existsSync(path.join(root, 'proxy', f.replace(/^lib\//, 'src/').replace(/\.js$/, '.ts'))));
   if (extra.length > 0) return [[() => jestLane('library (jest)', extra), () => proxyLane('proxy (node:test)', proxyFiles)]];
   const suites = filesUnder(path.join(root, 'test'), '.test.ts', root).filter((f) => !new RegExp(IMAGE_TEST).test(f));
   const [network, unit] = splitBy(suites, root, NETWORK_SUITE);
   const [proxyNetwork, proxyOther] = splitBy(proxyFiles, path.join(root, 'proxy'), PROXY_NETWORK_FILE);
   const escape = (f) => `${f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
   console.log(`[run-tests] network lane: ${[...network, ...proxyNetwork.map((f) => `proxy/${f}`)].join(' ')}`);
+  const queue = slowFirst(proxyOther);
+  const fromQueue = { queue, name: (f) => `proxy other suites (node:test): ${path.basename(f)}` };
   return [
     [() => jestLane('image (jest)', [IMAGE_TEST])],
-    // the proxy's other files follow the network suites, not the library's unit suites: in CI (fresh clone,
-    // 2 cores) the network lane ended after about 410 s and the library unit suites alone took about 530 s
     [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
-      () => proxyLane('proxy network suites (node:test)', proxyNetwork),
-      () => proxyLane('proxy other suites (node:test)', proxyOther)],
-    [() => jestLane('library unit suites (jest)', [`--testPathIgnorePatterns=${[IMAGE_TEST, ...network.map(escape)].join('|')}`])],
+      () => proxyLane('proxy network suites (node:test)', proxyNetwork), fromQueue],
+    [() => jestLane('library unit suites (jest)', [`--testPathIgnorePatterns=${[IMAGE_TEST, ...network.map(escape)].join('|')}`]), fromQueue],
   ];
+}
+
+/** Runs a lane's steps in turn; a queue step takes proxy files from the shared queue until it is empty. */
+async function inTurn(steps) {
+  const rs = [];
+  for (const step of steps) {
+    if (typeof step === 'function') { rs.push(await step()); continue; }
+    while (step.queue.length > 0) {
+      const f = step.queue.shift();
+      rs.push({ ...(await proxyLane(step.name(f), [f])), queued: true });
+    }
+  }
+  return rs;
+}
+
+/** The queued proxy files' results as one summary entry (their tests and times stay each their own). */
+function mergeQueued(results) {
+  const q = results.filter((x) => x.queued);
+  if (q.length === 0) return results;
+  const merged = {
+    name: `proxy other suites (node:test, ${q.length} files over 2 lanes)`, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [],
+  };
+  for (const x of q) {
+    merged.passed += x.passed; merged.failed += x.failed; merged.ok = merged.ok && x.ok;
+    if (x.status !== 0) merged.status = x.status;
+    merged.seconds += x.seconds; merged.tests.push(...x.tests);
+    if (!x.ok) merged.name += `; FAILED in ${x.name.replace(/^.*: /, '')}`;
+  }
+  return [...results.filter((x) => !x.queued), merged];
 }
 
 async function main() {
   const t0 = Date.now();
   const ls = lanes();
-  const inTurn = async (steps) => { const rs = []; for (const step of steps) rs.push(await step()); return rs; };
   const how = serial || ls.length < 2 ? 'every step in turn' : allAtOnce ? 'every step at once' : `${ls.length} lanes side by side`;
   let results;
   if (serial || ls.length < 2) results = await inTurn(ls.flat());
-  else if (allAtOnce) results = await Promise.all(ls.flat().map((step) => step()));
+  else if (allAtOnce) results = (await Promise.all(ls.flat().map((step) => inTurn([step])))).flat();
   else results = (await Promise.all(ls.map(inTurn))).flat();
+  results = mergeQueued(results);
 
   const fmt = (ms) => `${(ms / 1000).toFixed(1).padStart(6)} s`;
   const top = (xs) => xs.slice().sort((a, b) => b.ms - a.ms).slice(0, 10);
