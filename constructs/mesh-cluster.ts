@@ -10,6 +10,8 @@ import { rotationFragment } from '../src/trust/plan';
 import { GatewayPodOptions } from './gateway-pod-options';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { MigrationNetwork } from './migration-network';
+import { MigrationCompressionPolicy } from './migration-compression-policy';
+import { compressionPolicySpec } from '../src/kubevirt/compression';
 import { DEFAULT_GATEWAY_NAMESPACE, MigrationProxy } from './migration-proxy';
 import { AllowMultiNetworkPolicy } from './allow-multi-network-policy';
 import { AllowNetworkPolicy } from './allow-network-policy';
@@ -112,6 +114,8 @@ export class MeshClusterChart extends Chart {
       });
       this.kubevirt.addSpec(nativeDatapathFragment(cluster));
     }
+    const compression = compressionPolicySpec(plan.migrationPolicy); // issue #29: a MigrationPolicy, not a KubeVirt field
+    if (compression) new MigrationCompressionPolicy(this, 'CompressionPolicy', { fleet: plan.fleet, spec: compression });
     if (cluster.datapath === 'gateway') {
       this.proxy = new MigrationProxy(this, 'Gateway', { plan, cluster, ...props.gatewayPod });
     }

@@ -3,12 +3,13 @@
  * and delivery form. The admission model of KubeVirt's update admitter (src/kubevirt/admission.ts) runs
  * over the synthesized output of a generated matrix of small fleets: datapath (gateway | direct | native)
  * x delivery (kubevirt-cr | kustomize-patch | hco) x version (1.8, 1.9.0, 1.10) x maxDowntimeMs (set or
- * not). For HCO the KubeVirt CR is what HCO builds: its own featureGates list and liveMigrationConfig,
+ * not) x compression (zstd or not, from 1.9: a MigrationPolicy, judged by the MigrationPolicy admitter
+ * model). For HCO the KubeVirt CR is what HCO builds: its own featureGates list and liveMigrationConfig,
  * then the `kubevirt.kubevirt.io/jsonpatch` operations applied in order.
  */
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { FleetDocument } from '../src/fleet/schema';
-import { kubevirtUpdateVerdict } from '../src/kubevirt/admission';
+import { kubevirtUpdateVerdict, migrationPolicyVerdict } from '../src/kubevirt/admission';
 import { parseKubevirtVersion } from '../src/kubevirt/versions';
 import { baseFleet, mutate } from './support/fleets';
 
@@ -50,21 +51,21 @@ function kubevirtSpecOf(objs: Obj[]): Obj {
   return applyAdds(built, ops).spec;
 }
 
-function fleet(datapath: string, delivery: string, version: string, maxDowntimeMs?: number): FleetDocument {
+function fleet(datapath: string, delivery: string, version: string, maxDowntimeMs?: number, compression?: string): FleetDocument {
   return mutate(baseFleet(), (d) => {
     d.spec.datapath = datapath;
     d.spec.kubevirt = { version: datapath === 'native' ? `${version}+pr17922` : version, configDelivery: delivery };
-    if (maxDowntimeMs !== undefined) d.spec.migrationPolicy = { maxDowntimeMs };
+    d.spec.migrationPolicy = { ...(maxDowntimeMs !== undefined ? { maxDowntimeMs } : {}), ...(compression ? { compression } : {}) };
   });
 }
 
-const matrix = DATAPATHS.flatMap((dp) => DELIVERIES.flatMap((del) => VERSIONS.flatMap((ver) => [undefined, 300].map((m) => [dp, del, ver, m] as const))))
-  // maxDowntimeMs exists from 1.9 (refused before, by the fleet checks); native needs a 1.9+ build with PR #17922
-  .filter(([dp, , ver, m]) => !(ver === '1.8' && (m !== undefined || dp === 'native')));
+const matrix = DATAPATHS.flatMap((dp) => DELIVERIES.flatMap((del) => VERSIONS.flatMap((ver) => [undefined, 300].flatMap((m) => [undefined, 'zstd'].map((z) => [dp, del, ver, m, z] as const)))))
+  // maxDowntimeMs and compression exist from 1.9 (refused before, by the fleet checks); native needs a 1.9+ build with PR #17922
+  .filter(([dp, , ver, m, z]) => !(ver === '1.8' && (m !== undefined || z !== undefined || dp === 'native')));
 
 describe('the admitter model accepts the KubeVirt configuration of every datapath x delivery x version', () => {
-  test.each(matrix)('%s / %s / KubeVirt %s / maxDowntimeMs %s', (dp, del, ver, m) => {
-    const r = synthesizeFleet(fleet(dp, del, ver, m));
+  test.each(matrix)('%s / %s / KubeVirt %s / maxDowntimeMs %s / compression %s', (dp, del, ver, m, z) => {
+    const r = synthesizeFleet(fleet(dp, del, ver, m, z));
     expect(r.plan.clusters.length).toBe(2);
     for (const c of r.plan.clusters) {
       const spec = kubevirtSpecOf(r.objects.get(c.name)! as Obj[]);
@@ -80,6 +81,12 @@ describe('the admitter model accepts the KubeVirt configuration of every datapat
       }
       expect(gates.includes('CrossClusterMigrationProxy')).toBe(dp === 'native');
       expect(new Set(gates).size).toBe(gates.length);
+      // compression: never in the KubeVirt configuration (it has no such field), one MigrationPolicy the admitter accepts, no gate of its own
+      expect(JSON.stringify(spec)).not.toContain('compression');
+      const policies = (r.objects.get(c.name)! as Obj[]).filter((o) => o.kind === 'MigrationPolicy');
+      expect(policies.map((p) => p.spec.experimental?.compression)).toEqual(z ? [z] : []);
+      for (const p of policies) expect(migrationPolicyVerdict({}, p.spec, c.kubevirt.version, gates)).toEqual([]);
+      expect(gates.filter((g) => !HCO_OWN_GATES.includes(g)).length).toBe(1 + (m !== undefined ? 1 : 0) + (dp === 'native' ? 1 : 0));
     }
   });
 });

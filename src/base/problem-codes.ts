@@ -65,6 +65,7 @@ export const PROBLEM_CODES = {
   'native-needs-pr17922': { stage: 'validate', meaning: 'Native datapath on a KubeVirt version without the PR #17922 fields.' },
   'kubevirt-cn-skew': { stage: 'validate', meaning: 'Direct-mode clusters mix KubeVirt older than 1.7 with 1.7 or later: their migration client certificate CN types differ.' },
   'migration-field-unsupported': { stage: 'validate', meaning: 'A migration policy field the cluster\'s KubeVirt version does not have.' },
+  'compression-unsupported': { stage: 'validate', meaning: 'migrationPolicy.compression for a cluster whose KubeVirt predates 1.9 (MigrationPolicy spec.experimental.compression, capability table).' },
   'network-policy-vrrp': { stage: 'validate', meaning: 'A gateway cluster with a VIP (VRRP failover) declares a default-deny on its secondary networks: VRRP cannot be allowed by any (Multi)NetworkPolicy.' },
   'migration-network-fallback': { stage: 'validate', meaning: 'The fleet would set KubeVirt\'s proposed migrations.allowMigrationNetworkFallback (PR #16940): migration traffic on the pod network when the migration network breaks; refused for security.' },
   'existing-kubevirt-invalid': { stage: 'validate', meaning: 'kubevirt.existing patches that are not JSON, jsonpatch operations for a cluster not delivered through HCO, or so many that the HCO annotation would pass the API server\'s 256 KiB limit.' },

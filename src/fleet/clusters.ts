@@ -11,7 +11,7 @@ import {
   MIGRATION_FIELD_SINCE,
 } from '../kubevirt/versions';
 import { resolveExistingKubevirt } from '../kubevirt/existing';
-import { Product, ProductVersion } from '../kubevirt/capabilities';
+import { Product, ProductVersion, kubevirtHas, kubevirtSinceFor } from '../kubevirt/capabilities';
 import { DEFAULTS, ResolvedCluster, ResolvedKubevirt, ResolvedNetworkPolicies, inClusterBreakdown, inClusterNeeded } from './resolved';
 import { checkAttachment, checkDialable, parseCidrField, parseRangeField } from './fields';
 import { SharedNetwork } from './shared-network';
@@ -139,6 +139,13 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
       p.add('migration-field-unsupported', `spec.migrationPolicy.${field}`,
         `KubeVirt ${versionText} (cluster ${c.name}) has no migrations.${field} (added in v${ma}.${mi}); the API server would prune it`, `remove it, or upgrade the cluster to ${ma}.${mi}`);
     }
+  }
+  const compression = (spec.migrationPolicy as Record<string, unknown> | undefined)?.compression;
+  if (parsed && compression !== undefined && !kubevirtHas(version, 'migration-compression')) {
+    const since = kubevirtSinceFor('migration-compression');
+    p.add('compression-unsupported', 'spec.migrationPolicy.compression',
+      `cluster ${c.name} runs KubeVirt ${versionText}, which has no migration compression (MigrationPolicy spec.experimental.compression arrived in ${since}; capability table, src/kubevirt/capabilities.ts): the API server would prune it`,
+      `remove spec.migrationPolicy.compression, or upgrade ${c.name} to KubeVirt ${since} or later`);
   }
   const hco = configDelivery === 'hco';
   return {

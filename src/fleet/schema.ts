@@ -138,6 +138,13 @@ const migrationPolicySchema = z.object({
   allowPostCopy: z.boolean().optional(),
   allowWorkloadDisruption: z.boolean().optional(),
   disableTLS: z.boolean().optional(),
+  /**
+   * Compress migration data (`zstd` on libvirt's multifd channels; KubeVirt 1.9+, refused for older
+   * clusters). KubeVirt has the field only in `MigrationPolicy` (`spec.experimental.compression`), not
+   * in the KubeVirt CR, so each cluster gets one MigrationPolicy that selects every VMI (docs/compression.md).
+   * @default - not set (no MigrationPolicy; KubeVirt does not compress)
+   */
+  compression: z.enum(['none', 'zstd']).optional(),
 }).strict();
 
 // ---- sites (issue #24): one block, so other schema edits merge cleanly ----

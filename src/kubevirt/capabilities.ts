@@ -20,7 +20,12 @@ export interface CapabilityRow {
   readonly writesGates: readonly string[];
   /** Where the fact comes from (upstream-2026-09.md section, upstream PR or file). */
   readonly source: string;
+  /** Fleet options the row makes available (checked per cluster: `productHas`). @default - none */
+  readonly features?: readonly Feature[];
 }
+
+/** Fleet options that exist only from some product version on. */
+export type Feature = 'migration-compression';
 
 export const CAPABILITIES: readonly CapabilityRow[] = [
   {
@@ -32,6 +37,12 @@ export const CAPABILITIES: readonly CapabilityRow[] = [
     product: 'kubevirt', since: '1.9',
     fact: 'LibvirtHooksServerAndClient is Beta, on by default: decentralized migrations whose target name or namespace differs from the source fail until kubevirt PR #18526 lands (mitigation: disabledFeatureGates: [LibvirtHooksServerAndClient])',
     writesGates: [], source: 'upstream-2026-09.md s.1.3.3; kubevirt PR #18526 (open)',
+  },
+  {
+    product: 'kubevirt', since: '1.9',
+    fact: 'migration compression (none|zstd, libvirt multifd) exists in MigrationPolicy spec.experimental.compression only, not in the KubeVirt CR; no feature gate or admitter guards it: spec.migrationPolicy.compression becomes one MigrationPolicy per cluster',
+    writesGates: [], features: ['migration-compression'],
+    source: 'kubevirt v1.9.0 @79d34c17 staging/src/kubevirt.io/api/core/v1/types.go:3454-3475 (ExperimentalMigrationOptions), :3545-3601 (MigrationConfiguration, no experimental), api/migrations/v1alpha1/types.go:60-63; merge of PR #17509',
   },
   {
     product: 'openshift-virtualization', since: '4.20',
@@ -64,6 +75,19 @@ const notBefore = (v: KubevirtVersion, since: KubevirtVersion): boolean =>
 /** The rows that apply to this cluster, in table order. A product with no declared version matches no versioned row. */
 export function capabilitiesFor(p: ProductVersion): CapabilityRow[] {
   return CAPABILITIES.filter((r) => r.product === p.product && p.productVersion !== undefined && notBefore(p.productVersion, parseKubevirtVersion(r.since)!));
+}
+
+/**
+ * Whether the KubeVirt a cluster runs has a fleet option. Read with the KubeVirt version whatever the
+ * product (OpenShift Virtualization and Harvester run a KubeVirt of that version too).
+ */
+export function kubevirtHas(version: KubevirtVersion, feature: Feature): boolean {
+  return capabilitiesFor({ product: 'kubevirt', productVersion: version }).some((r) => r.features?.includes(feature));
+}
+
+/** The first KubeVirt version the table gives a fleet option. */
+export function kubevirtSinceFor(feature: Feature): string {
+  return CAPABILITIES.find((r) => r.product === 'kubevirt' && r.features?.includes(feature))!.since;
 }
 
 /** Feature gates the cluster's product already writes into its KubeVirt CR. */

@@ -10,6 +10,7 @@ import { Placement } from '../fleet/schema';
 import { InvalidPropsError } from '../base/errors';
 import { featureGatesFor, featureGatesFragment } from './gates';
 import { Json, JsonObject } from '../base/json';
+import { NOT_IN_KUBEVIRT_CR } from './compression';
 
 export type { JsonObject } from '../base/json';
 export { FEATURE_GATE_DLM } from './gates';
@@ -46,10 +47,10 @@ function clusterGatesFragment(plan: Pick<FleetPlan, 'migrationPolicy'>, cluster:
   return featureGatesFragment(featureGatesFor({ datapath: cluster.datapath, version: cluster.kubevirt.version, migrationPolicy: plan.migrationPolicy }));
 }
 
-/** Fleet migration policy into `spec.configuration.migrations` (field names are KubeVirt's). */
+/** Fleet migration policy into `spec.configuration.migrations` (field names are KubeVirt's; `compression` is a MigrationPolicy: ./compression.ts). */
 export function migrationPolicyFragment(plan: FleetPlan): JsonObject {
   const migrations: JsonObject = {};
-  for (const [k, v] of Object.entries(plan.migrationPolicy)) if (v !== undefined) migrations[k] = v as Json;
+  for (const [k, v] of Object.entries(plan.migrationPolicy)) if (v !== undefined && !NOT_IN_KUBEVIRT_CR.includes(k)) migrations[k] = v as Json;
   return Object.keys(migrations).length ? { configuration: { migrations } } : {};
 }
 
