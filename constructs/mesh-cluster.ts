@@ -1,8 +1,8 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../src/addressing/cni';
-import { featureGatesFor } from '../src/kubevirt/gates';
-import { gatesWrittenByProduct } from '../src/kubevirt/capabilities';
+import { disabledGatesFragment, featureGatesFor } from '../src/kubevirt/gates';
+import { gatesWrittenByProduct, hcoDisabledGates } from '../src/kubevirt/capabilities';
 import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt/config';
 import { FLEET_LABEL, NETWORK_LABEL } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
@@ -85,9 +85,11 @@ export class MeshClusterChart extends Chart {
     this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', {
       namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery, existingJsonPatch: kv.existing.kubevirtJsonPatch as JsonObject[],
       existingFeatureGates: [...kv.existing.featureGates, ...gatesWrittenByProduct(kv.product)], // issue #29: HCO writes some itself
+      hcoDisabledGates: hcoDisabledGates(kv.version),
     });
     this.kubevirt.addSpec(existingListsFragment(cluster)); // the cluster's own gates/patches first (docs/field-ownership.md)
     this.kubevirt.addSpec(migrationPolicyFragment(plan));
+    this.kubevirt.addSpec(disabledGatesFragment(kv.disabledFeatureGates)); // issue #29: e.g. LibvirtHooksServerAndClient on 1.9
     const trust = plan.trust.clusters[cluster.name];
     if (trust) this.kubevirt.addSpec(rotationFragment(trust.rotation));
     this.migrationNetwork = new MigrationNetwork(this, 'MigrationNetwork', {

@@ -12,44 +12,12 @@ import { FleetDocument } from '../src/fleet/schema';
 import { kubevirtUpdateVerdict, migrationPolicyVerdict } from '../src/kubevirt/admission';
 import { parseKubevirtVersion } from '../src/kubevirt/versions';
 import { baseFleet, mutate } from './support/fleets';
+import { HCO_OWN_GATES, kubevirtSpecOf } from './support/hco-kubevirt';
 
 type Obj = Record<string, any>;
 const DATAPATHS = ['gateway', 'direct', 'native'] as const;
 const DELIVERIES = ['kubevirt-cr', 'kustomize-patch', 'hco'] as const;
 const VERSIONS = ['1.8', '1.9.0', '1.10'];
-/** Gates HCO itself writes into the KubeVirt CR it builds (a subset; the point is the list exists). */
-const HCO_OWN_GATES = ['CPUManager', 'Snapshot', 'HotplugVolumes'];
-
-/** Apply JSON patch `add` operations (what our annotation holds) the way HCO does, to a copy. */
-function applyAdds(doc: Obj, ops: Obj[]): Obj {
-  const out = JSON.parse(JSON.stringify(doc));
-  for (const op of ops) {
-    if (op.op !== 'add') throw new Error(`unexpected op ${op.op}`);
-    const keys = (op.path as string).split('/').slice(1).map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
-    const last = keys.pop()!;
-    let at = out;
-    for (const k of keys) {
-      if (at[k] === undefined) throw new Error(`path ${op.path}: ${k} missing`);
-      at = at[k];
-    }
-    if (!Array.isArray(at)) at[last] = op.value;
-    else if (last === '-') at.push(op.value);
-    else at.splice(Number(last), 0, op.value);
-  }
-  return out;
-}
-
-/** The KubeVirt spec the cluster ends up with, from the emitted object of any delivery form. */
-function kubevirtSpecOf(objs: Obj[]): Obj {
-  const kv = objs.find((o) => o.kind === 'KubeVirt');
-  if (kv) return kv.spec;
-  const hco = objs.find((o) => o.kind === 'HyperConverged');
-  if (!hco) throw new Error('no KubeVirt configuration emitted');
-  const configuration = { developerConfiguration: { featureGates: [...HCO_OWN_GATES] }, migrations: { ...hco.spec.liveMigrationConfig } };
-  const built = { spec: { configuration, customizeComponents: {} } };
-  const ops = JSON.parse(hco.metadata.annotations?.['kubevirt.kubevirt.io/jsonpatch'] ?? '[]');
-  return applyAdds(built, ops).spec;
-}
 
 function fleet(datapath: string, delivery: string, version: string, maxDowntimeMs?: number, compression?: string): FleetDocument {
   return mutate(baseFleet(), (d) => {

@@ -11,7 +11,8 @@ import {
   MIGRATION_FIELD_SINCE,
 } from '../kubevirt/versions';
 import { resolveExistingKubevirt } from '../kubevirt/existing';
-import { Product, ProductVersion, kubevirtHas, kubevirtSinceFor } from '../kubevirt/capabilities';
+import { Product, ProductVersion, disabledGateProblems, kubevirtHas, kubevirtSinceFor } from '../kubevirt/capabilities';
+import { featureGatesFor } from '../kubevirt/gates';
 import { DEFAULTS, ResolvedCluster, ResolvedKubevirt, ResolvedNetworkPolicies, inClusterBreakdown, inClusterNeeded } from './resolved';
 import { checkAttachment, checkDialable, parseCidrField, parseRangeField } from './fields';
 import { SharedNetwork } from './shared-network';
@@ -147,12 +148,19 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
       `cluster ${c.name} runs KubeVirt ${versionText}, which has no migration compression (MigrationPolicy spec.experimental.compression arrived in ${since}; capability table, src/kubevirt/capabilities.ts): the API server would prune it`,
       `remove spec.migrationPolicy.compression, or upgrade ${c.name} to KubeVirt ${since} or later`);
   }
+  const existing = resolveExistingKubevirt(spec.kubevirt?.existing, c.kubevirt?.existing);
+  const disabledFeatureGates = [...new Set(kv.disabledFeatureGates ?? [])];
+  if (parsed) {
+    const enabled = [...featureGatesFor({ datapath, version, migrationPolicy: spec.migrationPolicy ?? {} }), ...existing.featureGates];
+    const path = c.kubevirt?.disabledFeatureGates !== undefined ? `${cp}.kubevirt.disabledFeatureGates` : 'spec.kubevirt.disabledFeatureGates';
+    for (const x of disabledGateProblems({ cluster: c.name, version, disabled: disabledFeatureGates, path, enabled })) p.add(x.code, x.path, x.message, x.fix);
+  }
   const hco = configDelivery === 'hco';
   return {
     namespace: kv.namespace ?? (hco ? DEFAULTS.hcoNamespace : DEFAULTS.kubevirtNamespace),
     name: kv.name ?? (hco ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
     version, configDelivery, hasProxyApi,
-    existing: resolveExistingKubevirt(spec.kubevirt?.existing, c.kubevirt?.existing),
+    existing, disabledFeatureGates,
     product: resolveProduct(kv.product, kv.productVersion, parsed),
   };
 }

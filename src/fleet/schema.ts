@@ -116,6 +116,14 @@ const kubevirtSchema = z.object({
    * @default - none
    */
   existing: existingKubevirtSchema.optional(),
+  /**
+   * KubeVirt feature gates to turn off (`developerConfiguration.disabledFeatureGates`), e.g.
+   * `[LibvirtHooksServerAndClient]` on KubeVirt 1.9 (the mitigation for kubevirt PR #18526). Names must
+   * be gates the capability table knows for the cluster's version, neither GA nor enabled by us or
+   * `existing.featureGates`. A per-cluster list replaces the fleet's. HCO: see docs/field-ownership.md.
+   * @default - none
+   */
+  disabledFeatureGates: z.array(z.string().regex(/^[A-Za-z0-9]+$/, { message: 'must be a KubeVirt feature gate name such as LibvirtHooksServerAndClient' })).optional(),
   // ---- issue #29: the product and its own version (src/kubevirt/capabilities.ts) ----
   /** The virtualization product: `kubevirt`, `openshift-virtualization` (HCO) or `harvester`. @default kubevirt */
   product: z.enum(['kubevirt', 'openshift-virtualization', 'harvester']).optional(),

@@ -123,3 +123,99 @@ export function cnSkewProblems(clusters: readonly SkewInput[]): FleetProblem[] {
     fix: `upgrade ${c.name} to KubeVirt 1.7 or later before putting it in a direct fleet with 1.7+ clusters`,
   }));
 }
+
+// ---- feature gates the table knows, by KubeVirt version (issue #29: disabledFeatureGates) ----------
+
+export type GateState = 'Alpha' | 'Beta' | 'GA';
+
+export interface GateRow {
+  readonly name: string;
+  /** The gate's state from each KubeVirt version on (ascending). */
+  readonly states: readonly { readonly since: string; readonly state: GateState }[];
+  /** Only in builds carrying this semver build tag (PR #17922's gate). */
+  readonly build?: string;
+  readonly source: string;
+}
+
+/** Every KubeVirt feature gate the generator reads or writes, with its state per version ("1.10" is main @d923fdb8). */
+const KNOWN_GATES: readonly GateRow[] = [
+  { name: FEATURE_GATE_DLM, states: [{ since: '1.6', state: 'Alpha' }, { since: '1.10', state: 'Beta' }], source: 'pkg/virt-config/featuregate/active.go v1.9.0:315 (Alpha), main:310 (Beta)' },
+  { name: 'CrossClusterMigrationProxy', states: [{ since: '1.9', state: 'Alpha' }], build: 'pr17922', source: 'kubevirt PR #17922 (open)' },
+  { name: 'MigrationStallDetection', states: [{ since: '1.9', state: 'Alpha' }], source: 'active.go v1.9.0:337, main:331' },
+  { name: 'MigrationDowntimeTuning', states: [{ since: '1.10', state: 'Alpha' }], source: 'active.go main:332' },
+  {
+    name: 'LibvirtHooksServerAndClient', states: [{ since: '1.8', state: 'Alpha' }, { since: '1.9', state: 'Beta' }, { since: '1.10', state: 'GA' }],
+    source: 'active.go v1.8.0:236 (Alpha), v1.9.0:293 (Beta); main inactive.go:253 (GA)',
+  },
+];
+
+/** The gate's state on this KubeVirt version; undefined when the version does not have it. */
+function gateStateAt(name: string, v: KubevirtVersion): GateState | undefined {
+  const row = KNOWN_GATES.find((g) => g.name === name);
+  if (!row || (row.build && !v.build.includes(row.build))) return undefined;
+  return [...row.states].reverse().find((s) => notBefore(v, parseKubevirtVersion(s.since)!))?.state;
+}
+
+/**
+ * HCO from release-1.19 (PR #4223, 2026-05-19; it vendors kubevirt.io/api v1.9.0) writes
+ * `disabledFeatureGates` itself: every KubeVirt Beta gate it does not enable
+ * (controllers/handlers/kubevirt.go getKVDevConfig:842-843, getKvDisabledFeatureGateList:1128, HCO main
+ * @03da3cff). HCO 1.18 (KubeVirt 1.8.4) writes no such list. HCO enables DecentralizedLiveMigration.
+ */
+export function hcoDisabledGates(v: KubevirtVersion): { readonly listWritten: boolean; readonly gates: string[] } {
+  if (!notBefore(v, parseKubevirtVersion('1.9')!)) return { listWritten: false, gates: [] };
+  return { listWritten: true, gates: KNOWN_GATES.filter((g) => g.name !== FEATURE_GATE_DLM && gateStateAt(g.name, v) === 'Beta').map((g) => g.name) };
+}
+
+/** What the disabled-gate check reads of one cluster. */
+export interface DisabledGatesInput {
+  readonly cluster: string;
+  readonly version: KubevirtVersion;
+  readonly disabled: readonly string[];
+  /** Fleet path of the list (`spec.kubevirt.disabledFeatureGates` or the cluster's). */
+  readonly path: string;
+  /** Gates the cluster's KubeVirt lists as enabled: ours (src/kubevirt/gates.ts) and `existing.featureGates`. */
+  readonly enabled: readonly string[];
+}
+
+/** Names the table does not know for the version, GA gates (KubeVirt ignores disabling them), gates also enabled. */
+export function disabledGateProblems(x: DisabledGatesInput): FleetProblem[] {
+  return x.disabled.flatMap((g, j): FleetProblem[] => {
+    const path = `${x.path}[${j}]`;
+    const state = gateStateAt(g, x.version);
+    if (!state) {
+      const row = KNOWN_GATES.find((r) => r.name === g);
+      const known = KNOWN_GATES.filter((r) => gateStateAt(r.name, x.version)).map((r) => r.name).join(', ');
+      return [{
+        code: 'unknown-feature-gate', path,
+        message: row
+          ? `cluster ${x.cluster}'s KubeVirt ${x.version.text} has no ${g} gate (it arrives in ${row.build ? `builds with +${row.build}` : row.states[0].since})`
+          : `${g} is not a feature gate the capability table knows (src/kubevirt/capabilities.ts KNOWN_GATES); KubeVirt ignores unknown names, so a typo disables nothing`,
+        fix: `use one the table knows for KubeVirt ${x.version.text}: ${known}`,
+      }];
+    }
+    if (state === 'GA') {
+      return [{ code: 'feature-gate-ga', path, message: `${g} is GA in KubeVirt ${x.version.text} (cluster ${x.cluster}): KubeVirt treats GA gates as always on and ignores disabling them`, fix: `remove ${g} from the list` }];
+    }
+    if (x.enabled.includes(g)) {
+      return [{
+        code: 'feature-gate-conflict', path,
+        message: `${g} would be in both featureGates and disabledFeatureGates of cluster ${x.cluster}'s KubeVirt (we enable it, or kubevirt.existing.featureGates lists it): KubeVirt's update admitter refuses that (validateFeatureGates)`,
+        fix: `remove ${g} from disabledFeatureGates${g === FEATURE_GATE_DLM ? ' (cross-cluster migration needs it)' : ', or the setting that enables it'}`,
+      }];
+    }
+    return [];
+  });
+}
+
+interface HooksInput { readonly version: KubevirtVersion; readonly disabledFeatureGates: readonly string[]; readonly configDelivery: string }
+
+/**
+ * LibvirtHooksServerAndClient is on for a KubeVirt 1.9 cluster (Beta, on by default: kubevirt PR #18526
+ * risk) unless the fleet disables it or HCO does (HCO writes it into disabledFeatureGates itself).
+ */
+export function libvirtHooksOn(kv: HooksInput): boolean {
+  const g = 'LibvirtHooksServerAndClient';
+  if (gateStateAt(g, kv.version) !== 'Beta' || kv.disabledFeatureGates.includes(g)) return false;
+  return !(kv.configDelivery === 'hco' && hcoDisabledGates(kv.version).gates.includes(g));
+}
