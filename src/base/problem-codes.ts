@@ -65,6 +65,8 @@ export const PROBLEM_CODES = {
   'native-needs-pr17922': { stage: 'validate', meaning: 'Native datapath on a KubeVirt version without the PR #17922 fields.' },
   'kubevirt-cn-skew': { stage: 'validate', meaning: 'Direct-mode clusters mix KubeVirt older than 1.7 with 1.7 or later: their migration client certificate CN types differ.' },
   'migration-field-unsupported': { stage: 'validate', meaning: 'A migration policy field the cluster\'s KubeVirt version does not have.' },
+  'unknown-product-version': { stage: 'validate', meaning: 'A product/version the capability table does not know (another major, before the product had cross-cluster migration, or not a version); the fix lists the known ones.' },
+  'product-version-newer': { stage: 'validate', meaning: 'Warning: a newer minor than the capability table knows for the product; its later facts are not checked (shown by validate, synth and plan).' },
   'unknown-feature-gate': { stage: 'validate', meaning: 'A disabledFeatureGates name the capability table does not know for the cluster\'s KubeVirt version (a typo disables nothing).' },
   'feature-gate-ga': { stage: 'validate', meaning: 'A disabledFeatureGates entry that is GA in the cluster\'s KubeVirt version: KubeVirt ignores disabling it.' },
   'feature-gate-conflict': { stage: 'validate', meaning: 'A gate both enabled (by the fleet or kubevirt.existing.featureGates) and disabled: KubeVirt\'s admitter refuses it.' },

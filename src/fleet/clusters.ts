@@ -11,7 +11,7 @@ import {
   MIGRATION_FIELD_SINCE,
 } from '../kubevirt/versions';
 import { resolveExistingKubevirt } from '../kubevirt/existing';
-import { Product, ProductVersion, disabledGateProblems, kubevirtHas, kubevirtSinceFor } from '../kubevirt/capabilities';
+import { Product, ProductVersion, disabledGateProblems, kubevirtHas, kubevirtSinceFor, productVersionVerdict } from '../kubevirt/capabilities';
 import { featureGatesFor } from '../kubevirt/gates';
 import { DEFAULTS, ResolvedCluster, ResolvedKubevirt, ResolvedNetworkPolicies, inClusterBreakdown, inClusterNeeded } from './resolved';
 import { checkAttachment, checkDialable, parseCidrField, parseRangeField } from './fields';
@@ -161,15 +161,37 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
     name: kv.name ?? (hco ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
     version, configDelivery, hasProxyApi,
     existing, disabledFeatureGates,
-    product: resolveProduct(kv.product, kv.productVersion, parsed),
+    product: resolveProduct(p, { product: kv.product, productVersion: kv.productVersion, kubevirt: parsed, versionPath, productPath: c.kubevirt?.productVersion !== undefined ? `${cp}.kubevirt.productVersion` : 'spec.kubevirt.productVersion' }),
   };
 }
 
-/** Plain KubeVirt reads its rows with the KubeVirt version; other products only with their own declared one. */
-function resolveProduct(product: Product | undefined, productVersion: string | undefined, kubevirt: KubevirtVersion | undefined): ProductVersion {
-  const p = product ?? 'kubevirt';
-  const own = productVersion !== undefined ? parseKubevirtVersion(productVersion) : undefined;
-  return { product: p, productVersion: own ?? (p === 'kubevirt' ? kubevirt : undefined) };
+interface ProductInput {
+  readonly product?: Product;
+  readonly productVersion?: string;
+  readonly kubevirt?: KubevirtVersion;
+  readonly versionPath: string;
+  readonly productPath: string;
+}
+
+/**
+ * Plain KubeVirt reads its rows with the KubeVirt version; other products only with their own declared
+ * one. A version the capability table does not know is refused; a newer minor is kept for the warning.
+ */
+function resolveProduct(p: ProblemCollector, x: ProductInput): ProductVersion {
+  const product = x.product ?? 'kubevirt';
+  const kv = product !== 'kubevirt' && x.kubevirt ? productVersionVerdict('kubevirt', x.kubevirt.text, x.versionPath).problem : undefined;
+  if (kv) p.add(kv.code, kv.path, kv.message, kv.fix); // the KubeVirt every product runs is checked too
+  const declared = x.productVersion !== undefined ? { text: x.productVersion, path: x.productPath }
+    : product === 'kubevirt' && x.kubevirt ? { text: x.kubevirt.text, path: x.versionPath } : undefined;
+  if (!declared) return { product };
+  const verdict = productVersionVerdict(product, declared.text, declared.path);
+  if (verdict.problem) {
+    p.add(verdict.problem.code, verdict.problem.path, verdict.problem.message, verdict.problem.fix);
+    return { product };
+  }
+  const own = x.productVersion !== undefined ? parseKubevirtVersion(x.productVersion) : undefined;
+  const productVersion = own ?? x.kubevirt;
+  return { product, productVersion, ...(verdict.newest ? { newer: { newest: verdict.newest, path: declared.path } } : {}) };
 }
 
 function parseClusterExclusions(p: ProblemCollector, c: ClusterSpec, cp: string, cidr: Cidr | undefined): Interval[] {

@@ -129,10 +129,12 @@ const kubevirtSchema = z.object({
   product: z.enum(['kubevirt', 'openshift-virtualization', 'harvester']).optional(),
   /**
    * The product's own version, e.g. OpenShift Virtualization `4.21.1`; selects the capability rows
-   * (`migration-mesh plan` shows them). For `kubevirt` the KubeVirt `version` is used.
+   * (`migration-mesh plan` shows them). For `kubevirt` the KubeVirt `version` is used. A version the
+   * table does not know is refused (the error lists the known ones); a newer minor is warned.
    * @default - none (no product-specific row applies)
    */
-  productVersion: z.string().regex(/^v?\d+\.\d+(\.\d+)?$/, { message: 'must look like 4.21.1' }).optional(),
+  // checked against the capability table in resolve (`unknown-product-version`, which lists the known versions)
+  productVersion: z.string().optional(),
 }).strict();
 
 const migrationPolicySchema = z.object({

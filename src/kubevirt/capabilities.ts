@@ -67,6 +67,61 @@ export interface ProductVersion {
   readonly product: Product;
   /** The product's own version (OpenShift Virtualization 4.21.1); for plain KubeVirt its KubeVirt version. */
   readonly productVersion?: KubevirtVersion;
+  /** Set when the version is a newer minor than the table knows: the table's newest, and the fleet path that declares it. */
+  readonly newer?: { readonly newest: string; readonly path: string };
+}
+
+/**
+ * The versions the table knows per product: one major, from the first version the product has
+ * cross-cluster live migration to the newest one the rows were read against.
+ */
+const KNOWN_VERSIONS: Readonly<Record<Product, { readonly oldest: string; readonly newest: string }>> = {
+  // decentralized live migration from v1.6.0; main @d923fdb8 is 1.10 development (kubevirt-api-facts.md, upstream-2026-09.md)
+  'kubevirt': { oldest: '1.6', newest: '1.10' },
+  // TP in 4.20, GA in 4.21.1 and 4.22 (upstream-2026-09.md s.1.1)
+  'openshift-virtualization': { oldest: '4.20', newest: '4.22' },
+  // the stored docs are v1.6 (upstream-2026-09.md s.4); CCLM is only a v1.10 candidate (#9792)
+  'harvester': { oldest: '1.0', newest: '1.6' },
+};
+
+const knownList = (): string => Object.entries(KNOWN_VERSIONS).map(([p, k]) => `${p} ${k.oldest}-${k.newest}`).join(', ');
+
+/**
+ * A declared product version against the table: refused (`unknown-product-version`) when it is not
+ * semver-like, of another major, or older than the product's first known version (plain KubeVirt older
+ * than 1.6 is `kubevirt-too-old`, reported elsewhere); `newest` when it is a newer minor than the table knows.
+ */
+export function productVersionVerdict(product: Product, text: string, path: string): { problem?: FleetProblem; newest?: string } {
+  const k = KNOWN_VERSIONS[product];
+  const oldest = parseKubevirtVersion(k.oldest)!;
+  const newest = parseKubevirtVersion(k.newest)!;
+  const v = /^v?\d+\.\d+(\.\d+)?$/.test(text) || product === 'kubevirt' ? parseKubevirtVersion(text) : undefined;
+  const tooOld = v && !notBefore(v, oldest) && product !== 'kubevirt';
+  if (!v || v.major !== oldest.major || tooOld) {
+    return {
+      problem: {
+        code: 'unknown-product-version', path,
+        message: `${product} ${text} is not a version the capability table knows (src/kubevirt/capabilities.ts): ${!v ? 'not a version like 4.21.1' : tooOld ? `before ${k.oldest}, the first with cross-cluster live migration` : `${product} versions are ${oldest.major}.x`}; its facts (gates, GA or not) are unknown`,
+        fix: `declare a version the table knows: ${knownList()} (a newer minor of a known major is accepted with a warning)`,
+      },
+    };
+  }
+  return v.minor > newest.minor ? { newest: k.newest } : {};
+}
+
+interface PlanClusters { readonly clusters: readonly { readonly name: string; readonly kubevirt: { readonly product: ProductVersion } }[] }
+
+/** The `product-version-newer` warnings of a plan: clusters declaring a newer minor than the table knows. */
+export function productVersionWarnings(plan: PlanClusters): FleetProblem[] {
+  return plan.clusters.flatMap((c) => {
+    const p = c.kubevirt.product;
+    if (!p.newer || !p.productVersion) return [];
+    return [{
+      code: 'product-version-newer' as const, path: p.newer.path,
+      message: `cluster ${c.name} declares ${p.product} ${p.productVersion.text}: the newest the capability table knows is ${p.newer.newest}, so facts of later versions (gates that changed state, fields added or removed) are not checked`,
+      fix: `check the cluster against the release notes of ${p.product} after ${p.newer.newest}, or declare ${p.newer.newest} if it behaves the same`,
+    }];
+  });
 }
 
 const notBefore = (v: KubevirtVersion, since: KubevirtVersion): boolean =>
