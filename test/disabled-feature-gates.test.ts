@@ -72,6 +72,23 @@ describe('emitted in every delivery form, accepted by the admitter model', () =>
   });
 });
 
+describe('every datapath x delivery form on KubeVirt 1.9.0 and 1.8: the cluster ends up with the gate disabled, and the admitter model accepts it', () => {
+  const cases = ['gateway', 'direct', 'native'].flatMap((dp) => ['kubevirt-cr', 'kustomize-patch', 'hco'].flatMap((del) => ['1.8', '1.9.0'].map((v) => [dp, del, v])))
+    .filter(([dp, , v]) => !(dp === 'native' && v === '1.8'));
+  test.each(cases)('%s / %s / %s', (dp, del, v) => {
+    const d = mutate(fleet(dp === 'native' ? `${v}+pr17922` : v, [LH], del), (x) => { x.spec.datapath = dp; });
+    const r = synthesizeFleet(d);
+    for (const c of r.plan.clusters) {
+      // HCO release-1.19 (KubeVirt 1.9) writes its Beta gates into the list; HCO 1.18 (KubeVirt 1.8) writes none
+      const spec = kubevirtSpecOf(r.objects.get(c.name)! as Obj[], v === '1.9.0' ? [LH, 'NodeRestriction'] : undefined);
+      const dev = spec.configuration.developerConfiguration;
+      expect(dev.disabledFeatureGates.filter((g: string) => g === LH)).toEqual([LH]);
+      expect(dev.featureGates).toContain('DecentralizedLiveMigration');
+      expect(kubevirtUpdateVerdict({}, spec, c.kubevirt.version)).toEqual([]);
+    }
+  });
+});
+
 describe('the libvirt-hooks warning points to the option and goes away once it is set for the target', () => {
   const withMove = (disabled: string[] | undefined, on: 'a' | 'b' | 'fleet', delivery = 'kubevirt-cr') => mutate(baseFleet(), (d) => {
     d.spec.kubevirt = { version: '1.9.0', configDelivery: delivery, ...(disabled && on === 'fleet' ? { disabledFeatureGates: disabled } : {}) };
