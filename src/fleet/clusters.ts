@@ -146,7 +146,7 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
     const since = kubevirtSinceFor('migration-compression');
     p.add('compression-unsupported', 'spec.migrationPolicy.compression',
       `cluster ${c.name} runs KubeVirt ${versionText}, which has no migration compression (MigrationPolicy spec.experimental.compression arrived in ${since}; capability table, src/kubevirt/capabilities.ts): the API server would prune it`,
-      `remove spec.migrationPolicy.compression, or upgrade ${c.name} to KubeVirt ${since} or later`);
+      `remove spec.migrationPolicy.compression, or upgrade ${c.name} to KubeVirt ${since} or later and declare it (kubevirt.version, default ${DEFAULT_KUBEVIRT_VERSION})`);
   }
   const existing = resolveExistingKubevirt(spec.kubevirt?.existing, c.kubevirt?.existing);
   const disabledFeatureGates = [...new Set(kv.disabledFeatureGates ?? [])];
