@@ -59,6 +59,7 @@ export * from './constructs/gateway-tls';
 export * from './constructs/gateway-policy';
 export * from './constructs/allow-network-policy';
 export * from './constructs/allow-multi-network-policy';
+export * from './constructs/migration-compression-policy';
 export * from './constructs/gateway-metrics';
 export * from './constructs/projected-volume';
 export * from './constructs/gateway-pod-options';

@@ -3,7 +3,7 @@ import { FleetDocument } from '../src/fleet/schema';
 import { ResolvedGitops } from '../src/delivery/gitops';
 import { ClusterPlan } from '../src/addressing/planner';
 import { EmittedObject, featureGatesOf, nadsOf } from '../src/forklift/gates';
-import { gatesWrittenByProduct } from '../src/kubevirt/capabilities';
+import { gatesWrittenByProduct, libvirtHooksOn } from '../src/kubevirt/capabilities';
 import { ClusterFacts, ForkliftHubPlan } from '../src/forklift/model';
 import {
   FORKLIFT_DIR, FORKLIFT_STAGES, ForkliftStageName, driftFiles, forkliftArgoApplication, forkliftFluxKustomizations, forkliftStageOf, orderForklift,
@@ -45,8 +45,7 @@ export function clusterFacts(
     const objs = objects.get(c.name) ?? [];
     // the gates the product writes itself (HCO on OpenShift Virtualization 4.21.1+) are in the CR Forklift reads
     const featureGates = [...new Set([...featureGatesOf(objs), ...gatesWrittenByProduct(c.kubevirt.product)])].sort();
-    const v = c.kubevirt.version;
-    const libvirtHooksRisk = v.major === 1 && v.minor === 9; // issue #29: on by default in v1.9 (PR #18526)
+    const libvirtHooksRisk = libvirtHooksOn(c.kubevirt); // issue #29: on by default in v1.9 (PR #18526)
     return { name: c.name, index: index.get(c.name) ?? 0, datapath: c.datapath, featureGates, meshNads: nadsOf(objs), libvirtHooksRisk };
   });
 }

@@ -1,7 +1,7 @@
 import { ApiObject, ApiObjectProps, Lazy } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ConfigDelivery } from '../src/fleet/schema';
-import { HCO_JSONPATCH_ANNOTATION, JsonObject, dedupePatches, hcoFormWithExisting, mergeSpec } from '../src/kubevirt/config';
+import { HCO_JSONPATCH_ANNOTATION, HcoDisabledGates, JsonObject, dedupePatches, hcoFormWithExisting, mergeSpec } from '../src/kubevirt/config';
 
 /**
  * Properties for `KubevirtConfiguration`.
@@ -33,6 +33,14 @@ export interface KubevirtConfigurationProps {
    * @default - none
    */
   readonly existingFeatureGates?: readonly string[];
+  /**
+   * `hco` only: the `disabledFeatureGates` list HCO writes into the KubeVirt CR itself (from HCO
+   * release-1.19: every KubeVirt Beta gate it does not enable). Where HCO writes it, our disabled gates
+   * are appended to it; where not, the annotation adds the list.
+   *
+   * @default - HCO writes no such list
+   */
+  readonly hcoDisabledGates?: HcoDisabledGates;
 }
 
 /**
@@ -49,7 +57,7 @@ export class KubevirtConfiguration extends Construct {
     super(scope, id);
     this.delivery = props.delivery ?? 'kubevirt-cr';
     if (this.delivery === 'hco') {
-      const form = () => hcoFormWithExisting(this.spec, props.existingJsonPatch ?? [], props.existingFeatureGates);
+      const form = () => hcoFormWithExisting(this.spec, props.existingJsonPatch ?? [], props.existingFeatureGates, props.hcoDisabledGates);
       this.apiObject = new HyperConvergedObject(this, 'Resource', () => form().kubevirtJsonPatch, {
         apiVersion: 'hco.kubevirt.io/v1beta1',
         kind: 'HyperConverged',

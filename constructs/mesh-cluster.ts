@@ -1,8 +1,8 @@
 import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../src/addressing/cni';
-import { featureGatesFor } from '../src/kubevirt/gates';
-import { gatesWrittenByProduct } from '../src/kubevirt/capabilities';
+import { disabledGatesFragment, featureGatesFor } from '../src/kubevirt/gates';
+import { gatesWrittenByProduct, hcoDisabledGates } from '../src/kubevirt/capabilities';
 import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../src/kubevirt/config';
 import { FLEET_LABEL, NETWORK_LABEL } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
@@ -10,6 +10,8 @@ import { rotationFragment } from '../src/trust/plan';
 import { GatewayPodOptions } from './gateway-pod-options';
 import { KubevirtConfiguration } from './kubevirt-configuration';
 import { MigrationNetwork } from './migration-network';
+import { MigrationCompressionPolicy } from './migration-compression-policy';
+import { compressionPolicySpec } from '../src/kubevirt/compression';
 import { DEFAULT_GATEWAY_NAMESPACE, MigrationProxy } from './migration-proxy';
 import { AllowMultiNetworkPolicy } from './allow-multi-network-policy';
 import { AllowNetworkPolicy } from './allow-network-policy';
@@ -83,9 +85,11 @@ export class MeshClusterChart extends Chart {
     this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', {
       namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery, existingJsonPatch: kv.existing.kubevirtJsonPatch as JsonObject[],
       existingFeatureGates: [...kv.existing.featureGates, ...gatesWrittenByProduct(kv.product)], // issue #29: HCO writes some itself
+      hcoDisabledGates: hcoDisabledGates(kv.version),
     });
     this.kubevirt.addSpec(existingListsFragment(cluster)); // the cluster's own gates/patches first (docs/field-ownership.md)
     this.kubevirt.addSpec(migrationPolicyFragment(plan));
+    this.kubevirt.addSpec(disabledGatesFragment(kv.disabledFeatureGates)); // issue #29: e.g. LibvirtHooksServerAndClient on 1.9
     const trust = plan.trust.clusters[cluster.name];
     if (trust) this.kubevirt.addSpec(rotationFragment(trust.rotation));
     this.migrationNetwork = new MigrationNetwork(this, 'MigrationNetwork', {
@@ -112,6 +116,8 @@ export class MeshClusterChart extends Chart {
       });
       this.kubevirt.addSpec(nativeDatapathFragment(cluster));
     }
+    const compression = compressionPolicySpec(plan.migrationPolicy); // issue #29: a MigrationPolicy, not a KubeVirt field
+    if (compression) new MigrationCompressionPolicy(this, 'CompressionPolicy', { fleet: plan.fleet, spec: compression });
     if (cluster.datapath === 'gateway') {
       this.proxy = new MigrationProxy(this, 'Gateway', { plan, cluster, ...props.gatewayPod });
     }

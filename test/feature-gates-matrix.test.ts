@@ -3,68 +3,37 @@
  * and delivery form. The admission model of KubeVirt's update admitter (src/kubevirt/admission.ts) runs
  * over the synthesized output of a generated matrix of small fleets: datapath (gateway | direct | native)
  * x delivery (kubevirt-cr | kustomize-patch | hco) x version (1.8, 1.9.0, 1.10) x maxDowntimeMs (set or
- * not). For HCO the KubeVirt CR is what HCO builds: its own featureGates list and liveMigrationConfig,
+ * not) x compression (zstd or not, from 1.9: a MigrationPolicy, judged by the MigrationPolicy admitter
+ * model). For HCO the KubeVirt CR is what HCO builds: its own featureGates list and liveMigrationConfig,
  * then the `kubevirt.kubevirt.io/jsonpatch` operations applied in order.
  */
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { FleetDocument } from '../src/fleet/schema';
-import { kubevirtUpdateVerdict } from '../src/kubevirt/admission';
+import { kubevirtUpdateVerdict, migrationPolicyVerdict } from '../src/kubevirt/admission';
 import { parseKubevirtVersion } from '../src/kubevirt/versions';
 import { baseFleet, mutate } from './support/fleets';
+import { HCO_OWN_GATES, kubevirtSpecOf } from './support/hco-kubevirt';
 
 type Obj = Record<string, any>;
 const DATAPATHS = ['gateway', 'direct', 'native'] as const;
 const DELIVERIES = ['kubevirt-cr', 'kustomize-patch', 'hco'] as const;
 const VERSIONS = ['1.8', '1.9.0', '1.10'];
-/** Gates HCO itself writes into the KubeVirt CR it builds (a subset; the point is the list exists). */
-const HCO_OWN_GATES = ['CPUManager', 'Snapshot', 'HotplugVolumes'];
 
-/** Apply JSON patch `add` operations (what our annotation holds) the way HCO does, to a copy. */
-function applyAdds(doc: Obj, ops: Obj[]): Obj {
-  const out = JSON.parse(JSON.stringify(doc));
-  for (const op of ops) {
-    if (op.op !== 'add') throw new Error(`unexpected op ${op.op}`);
-    const keys = (op.path as string).split('/').slice(1).map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
-    const last = keys.pop()!;
-    let at = out;
-    for (const k of keys) {
-      if (at[k] === undefined) throw new Error(`path ${op.path}: ${k} missing`);
-      at = at[k];
-    }
-    if (!Array.isArray(at)) at[last] = op.value;
-    else if (last === '-') at.push(op.value);
-    else at.splice(Number(last), 0, op.value);
-  }
-  return out;
-}
-
-/** The KubeVirt spec the cluster ends up with, from the emitted object of any delivery form. */
-function kubevirtSpecOf(objs: Obj[]): Obj {
-  const kv = objs.find((o) => o.kind === 'KubeVirt');
-  if (kv) return kv.spec;
-  const hco = objs.find((o) => o.kind === 'HyperConverged');
-  if (!hco) throw new Error('no KubeVirt configuration emitted');
-  const configuration = { developerConfiguration: { featureGates: [...HCO_OWN_GATES] }, migrations: { ...hco.spec.liveMigrationConfig } };
-  const built = { spec: { configuration, customizeComponents: {} } };
-  const ops = JSON.parse(hco.metadata.annotations?.['kubevirt.kubevirt.io/jsonpatch'] ?? '[]');
-  return applyAdds(built, ops).spec;
-}
-
-function fleet(datapath: string, delivery: string, version: string, maxDowntimeMs?: number): FleetDocument {
+function fleet(datapath: string, delivery: string, version: string, maxDowntimeMs?: number, compression?: string): FleetDocument {
   return mutate(baseFleet(), (d) => {
     d.spec.datapath = datapath;
     d.spec.kubevirt = { version: datapath === 'native' ? `${version}+pr17922` : version, configDelivery: delivery };
-    if (maxDowntimeMs !== undefined) d.spec.migrationPolicy = { maxDowntimeMs };
+    d.spec.migrationPolicy = { ...(maxDowntimeMs !== undefined ? { maxDowntimeMs } : {}), ...(compression ? { compression } : {}) };
   });
 }
 
-const matrix = DATAPATHS.flatMap((dp) => DELIVERIES.flatMap((del) => VERSIONS.flatMap((ver) => [undefined, 300].map((m) => [dp, del, ver, m] as const))))
-  // maxDowntimeMs exists from 1.9 (refused before, by the fleet checks); native needs a 1.9+ build with PR #17922
-  .filter(([dp, , ver, m]) => !(ver === '1.8' && (m !== undefined || dp === 'native')));
+const matrix = DATAPATHS.flatMap((dp) => DELIVERIES.flatMap((del) => VERSIONS.flatMap((ver) => [undefined, 300].flatMap((m) => [undefined, 'zstd'].map((z) => [dp, del, ver, m, z] as const)))))
+  // maxDowntimeMs and compression exist from 1.9 (refused before, by the fleet checks); native needs a 1.9+ build with PR #17922
+  .filter(([dp, , ver, m, z]) => !(ver === '1.8' && (m !== undefined || z !== undefined || dp === 'native')));
 
 describe('the admitter model accepts the KubeVirt configuration of every datapath x delivery x version', () => {
-  test.each(matrix)('%s / %s / KubeVirt %s / maxDowntimeMs %s', (dp, del, ver, m) => {
-    const r = synthesizeFleet(fleet(dp, del, ver, m));
+  test.each(matrix)('%s / %s / KubeVirt %s / maxDowntimeMs %s / compression %s', (dp, del, ver, m, z) => {
+    const r = synthesizeFleet(fleet(dp, del, ver, m, z));
     expect(r.plan.clusters.length).toBe(2);
     for (const c of r.plan.clusters) {
       const spec = kubevirtSpecOf(r.objects.get(c.name)! as Obj[]);
@@ -80,6 +49,12 @@ describe('the admitter model accepts the KubeVirt configuration of every datapat
       }
       expect(gates.includes('CrossClusterMigrationProxy')).toBe(dp === 'native');
       expect(new Set(gates).size).toBe(gates.length);
+      // compression: never in the KubeVirt configuration (it has no such field), one MigrationPolicy the admitter accepts, no gate of its own
+      expect(JSON.stringify(spec)).not.toContain('compression');
+      const policies = (r.objects.get(c.name)! as Obj[]).filter((o) => o.kind === 'MigrationPolicy');
+      expect(policies.map((p) => p.spec.experimental?.compression)).toEqual(z ? [z] : []);
+      for (const p of policies) expect(migrationPolicyVerdict({}, p.spec, c.kubevirt.version, gates)).toEqual([]);
+      expect(gates.filter((g) => !HCO_OWN_GATES.includes(g)).length).toBe(1 + (m !== undefined ? 1 : 0) + (dp === 'native' ? 1 : 0));
     }
   });
 });

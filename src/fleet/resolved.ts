@@ -39,6 +39,8 @@ export interface ResolvedKubevirt {
   readonly hasProxyApi: boolean;
   /** What the cluster already has in the lists our KubeVirt object owns (src/kubevirt/existing.ts). */
   readonly existing: ExistingKubevirt;
+  /** `developerConfiguration.disabledFeatureGates` (checked against the capability table; empty: none). */
+  readonly disabledFeatureGates: string[];
   /** The product and the version its capability rows are read with (src/kubevirt/capabilities.ts). */
   readonly product: ProductVersion;
 }

@@ -116,15 +116,25 @@ const kubevirtSchema = z.object({
    * @default - none
    */
   existing: existingKubevirtSchema.optional(),
+  /**
+   * KubeVirt feature gates to turn off (`developerConfiguration.disabledFeatureGates`), e.g.
+   * `[LibvirtHooksServerAndClient]` on KubeVirt 1.9 (the mitigation for kubevirt PR #18526). Names must
+   * be gates the capability table knows for the cluster's version, neither GA nor enabled by us or
+   * `existing.featureGates`. A per-cluster list replaces the fleet's. HCO: see docs/field-ownership.md.
+   * @default - none
+   */
+  disabledFeatureGates: z.array(z.string().regex(/^[A-Za-z0-9]+$/, { message: 'must be a KubeVirt feature gate name such as LibvirtHooksServerAndClient' })).optional(),
   // ---- issue #29: the product and its own version (src/kubevirt/capabilities.ts) ----
   /** The virtualization product: `kubevirt`, `openshift-virtualization` (HCO) or `harvester`. @default kubevirt */
   product: z.enum(['kubevirt', 'openshift-virtualization', 'harvester']).optional(),
   /**
    * The product's own version, e.g. OpenShift Virtualization `4.21.1`; selects the capability rows
-   * (`migration-mesh plan` shows them). For `kubevirt` the KubeVirt `version` is used.
+   * (`migration-mesh plan` shows them). For `kubevirt` the KubeVirt `version` is used. A version the
+   * table does not know is refused (the error lists the known ones); a newer minor is warned.
    * @default - none (no product-specific row applies)
    */
-  productVersion: z.string().regex(/^v?\d+\.\d+(\.\d+)?$/, { message: 'must look like 4.21.1' }).optional(),
+  // checked against the capability table in resolve (`unknown-product-version`, which lists the known versions)
+  productVersion: z.string().optional(),
 }).strict();
 
 const migrationPolicySchema = z.object({
@@ -138,6 +148,13 @@ const migrationPolicySchema = z.object({
   allowPostCopy: z.boolean().optional(),
   allowWorkloadDisruption: z.boolean().optional(),
   disableTLS: z.boolean().optional(),
+  /**
+   * Compress migration data (`zstd` on libvirt's multifd channels; KubeVirt 1.9+, refused for older
+   * clusters). KubeVirt has the field only in `MigrationPolicy` (`spec.experimental.compression`), not
+   * in the KubeVirt CR, so each cluster gets one MigrationPolicy that selects every VMI (docs/compression.md).
+   * @default - not set (no MigrationPolicy; KubeVirt does not compress)
+   */
+  compression: z.enum(['none', 'zstd']).optional(),
 }).strict();
 
 // ---- sites (issue #24): one block, so other schema edits merge cleanly ----

@@ -62,7 +62,8 @@ export function checkMoves(p: ForkliftProblems, input: MovesInput, clusters: Rea
 /**
  * KubeVirt v1.9 turns LibvirtHooksServerAndClient on by default (Beta); a decentralized migration whose
  * target namespace (or name) differs from the source then fails until kubevirt PR #18526 (open) lands
- * (upstream-2026-09.md s.1.3.3). Warned for moves into another namespace of a 1.9 target.
+ * (upstream-2026-09.md s.1.3.3). Warned for moves into another namespace of a 1.9 target where the gate
+ * is still on (not in the fleet's `kubevirt.disabledFeatureGates`, not disabled by HCO).
  */
 function checkLibvirtHooks(p: ForkliftProblems, input: MovesInput, clusters: ReadonlyMap<string, ClusterFacts>): void {
   input.moves.forEach((m, i) => {
@@ -70,7 +71,7 @@ function checkLibvirtHooks(p: ForkliftProblems, input: MovesInput, clusters: Rea
     if (!to?.libvirtHooksRisk || m.targetNamespace === undefined || m.targetNamespace === m.namespace) return;
     p.warn('libvirt-hooks', `${input.path}[${i}].targetNamespace`,
       `moves ${m.namespace}/${m.vm} into namespace ${m.targetNamespace} on ${m.to}, whose KubeVirt 1.9 has the LibvirtHooksServerAndClient gate on by default: decentralized migrations whose target namespace differs from the source fail until kubevirt PR #18526 lands`,
-      `keep the namespace, or list LibvirtHooksServerAndClient in ${m.to}'s KubeVirt developerConfiguration.disabledFeatureGates (the documented mitigation)`);
+      `keep the namespace, or set spec.clusters[${to.index}].kubevirt.disabledFeatureGates: [LibvirtHooksServerAndClient] (or fleet-wide spec.kubevirt.disabledFeatureGates): the documented mitigation, emitted as ${m.to}'s KubeVirt developerConfiguration.disabledFeatureGates`);
   });
 }
 

@@ -21,7 +21,10 @@ export interface ClusterFacts {
   readonly featureGates: readonly string[];
   /** `namespace/name` of the NADs the fleet creates on the cluster (the live-migration networks). */
   readonly meshNads: readonly string[];
-  /** KubeVirt 1.9: LibvirtHooksServerAndClient on by default breaks renamed moves (PR #18526). @default false */
+  /**
+   * KubeVirt 1.9 with LibvirtHooksServerAndClient still on (src/kubevirt/capabilities.ts `libvirtHooksOn`):
+   * it breaks renamed moves (PR #18526). @default false
+   */
   readonly libvirtHooksRisk?: boolean;
 }
 

@@ -130,3 +130,33 @@ export function kubevirtUpdateVerdict(oldSpec: Spec, newSpec: Spec, v: KubevirtV
   }
   return causes;
 }
+
+/**
+ * virt-api's MigrationPolicy admitter (pkg/virt-api/webhooks/validating-webhook/admitters/
+ * migrationpolicy-admitter.go, Admit at v1.9.0:54-167 and main:56-200): a negative completionTimeoutPerGiB;
+ * maxDowntimeMs, experimental.stallDetector (and on main experimental.downtimeTuning, never both) changed
+ * without their Alpha gate among the cluster's `enabledGates`. `experimental.compression` is checked by
+ * nothing but the CRD enum (none|zstd): no gate guards it in v1.9.0 or main (featuregate/active.go).
+ */
+export function migrationPolicyVerdict(oldSpec: Spec, newSpec: Spec, v: KubevirtVersion, enabledGates: readonly string[]): AdmissionCause[] {
+  const causes: AdmissionCause[] = [];
+  const on = (g: string) => enabledGates.includes(g);
+  const changed = (f: (s: Spec) => unknown) => JSON.stringify(f(oldSpec) ?? null) !== JSON.stringify(f(newSpec) ?? null);
+  if (typeof newSpec.completionTimeoutPerGiB === 'number' && newSpec.completionTimeoutPerGiB < 0) {
+    causes.push({ field: 'spec.completionTimeoutPerGiB', message: 'must not be negative' });
+  }
+  if (newSpec.maxDowntimeMs !== undefined && changed((s) => s.maxDowntimeMs) && !maxDowntimeGatesKnown(v).some(on)) {
+    causes.push({ field: 'spec.maxDowntimeMs', message: `maxDowntimeMs cannot be modified without enabling the ${maxDowntimeGatesKnown(v).join(' or ') || FEATURE_GATE_MAX_DOWNTIME} feature gate` });
+  }
+  const exp = newSpec.experimental ?? {};
+  if (exp.stallDetector !== undefined && changed((s) => s.experimental?.stallDetector) && !on(FEATURE_GATE_MAX_DOWNTIME)) {
+    causes.push({ field: 'spec.experimental.stallDetector', message: `experimental.stallDetector cannot be modified without enabling the ${FEATURE_GATE_MAX_DOWNTIME} feature gate` });
+  }
+  if (exp.downtimeTuning !== undefined && changed((s) => s.experimental?.downtimeTuning) && !on('MigrationDowntimeTuning')) {
+    causes.push({ field: 'spec.experimental.downtimeTuning', message: 'experimental.downtimeTuning cannot be modified without enabling the MigrationDowntimeTuning feature gate' });
+  }
+  if (exp.stallDetector !== undefined && exp.downtimeTuning !== undefined) {
+    causes.push({ field: 'spec.experimental', message: 'experimental.stallDetector and experimental.downtimeTuning are mutually exclusive' });
+  }
+  return causes;
+}

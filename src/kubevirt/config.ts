@@ -8,8 +8,9 @@
 import { ClusterPlan, FleetPlan } from '../addressing/planner';
 import { Placement } from '../fleet/schema';
 import { InvalidPropsError } from '../base/errors';
-import { featureGatesFor, featureGatesFragment } from './gates';
+import { disabledGatesFragment, featureGatesFor, featureGatesFragment } from './gates';
 import { Json, JsonObject } from '../base/json';
+import { NOT_IN_KUBEVIRT_CR } from './compression';
 
 export type { JsonObject } from '../base/json';
 export { FEATURE_GATE_DLM } from './gates';
@@ -46,10 +47,10 @@ function clusterGatesFragment(plan: Pick<FleetPlan, 'migrationPolicy'>, cluster:
   return featureGatesFragment(featureGatesFor({ datapath: cluster.datapath, version: cluster.kubevirt.version, migrationPolicy: plan.migrationPolicy }));
 }
 
-/** Fleet migration policy into `spec.configuration.migrations` (field names are KubeVirt's). */
+/** Fleet migration policy into `spec.configuration.migrations` (field names are KubeVirt's; `compression` is a MigrationPolicy: ./compression.ts). */
 export function migrationPolicyFragment(plan: FleetPlan): JsonObject {
   const migrations: JsonObject = {};
-  for (const [k, v] of Object.entries(plan.migrationPolicy)) if (v !== undefined) migrations[k] = v as Json;
+  for (const [k, v] of Object.entries(plan.migrationPolicy)) if (v !== undefined && !NOT_IN_KUBEVIRT_CR.includes(k)) migrations[k] = v as Json;
   return Object.keys(migrations).length ? { configuration: { migrations } } : {};
 }
 
@@ -135,6 +136,7 @@ export function kubevirtSpecFor(plan: FleetPlan, cluster: ClusterPlan): JsonObje
     existingListsFragment(cluster),
     migrationPolicyFragment(plan),
     migrationNetworkFragment(plan, cluster),
+    disabledGatesFragment(cluster.kubevirt.disabledFeatureGates),
     syncPlacementFragment(cluster),
     nativeDatapathFragment(cluster),
   ].reduce(mergeSpec, {} as JsonObject));
@@ -157,7 +159,7 @@ export interface HcoForm {
  * feature gates the KubeVirt HCO builds already holds before the annotation is applied (declared, or
  * added by the declared operations): never appended again.
  */
-function hcoFormOf(kv: JsonObject, present: ReadonlySet<string>): HcoForm {
+function hcoFormOf(kv: JsonObject, present: ReadonlySet<string>, hcoDisabled: HcoDisabledGates): HcoForm {
   const spec: JsonObject = {};
   const ops: JsonObject[] = [];
   const cfg = (kv.configuration ?? {}) as JsonObject;
@@ -176,6 +178,7 @@ function hcoFormOf(kv: JsonObject, present: ReadonlySet<string>): HcoForm {
   for (const g of gates.filter((x) => !present.has(x))) {
     ops.push({ op: 'add', path: '/spec/configuration/developerConfiguration/featureGates/-', value: g });
   }
+  ops.push(...disabledGateOps(((cfg.developerConfiguration as JsonObject | undefined)?.disabledFeatureGates ?? []) as string[], hcoDisabled));
   const infra = kv.infra as JsonObject | undefined;
   if (infra?.nodePlacement !== undefined) spec.infra = { nodePlacement: infra.nodePlacement };
   if (infra?.replicas !== undefined) {
@@ -195,6 +198,27 @@ function hcoFormOf(kv: JsonObject, present: ReadonlySet<string>): HcoForm {
     }
   }
   return { spec, kubevirtJsonPatch: ops };
+}
+
+/** What HCO writes into the KubeVirt CR's `disabledFeatureGates` itself (src/kubevirt/capabilities.ts `hcoDisabledGates`). */
+export interface HcoDisabledGates {
+  /** HCO writes the list (from release-1.19, KubeVirt 1.9): ours are appended to it. */
+  readonly listWritten: boolean;
+  /** The gates HCO's list already holds: never appended again. */
+  readonly gates: readonly string[];
+}
+
+const DISABLED_GATES_PATH = '/spec/configuration/developerConfiguration/disabledFeatureGates';
+
+/**
+ * `disabledFeatureGates` through the jsonpatch. HCO applies the whole annotation or fails the KubeVirt
+ * CR, so the form depends on whether HCO writes the list: where it does, append ("-", replacing it would
+ * re-enable the Beta gates HCO turns off); where it does not, add the list (appending would fail).
+ */
+function disabledGateOps(disabled: readonly string[], hco: HcoDisabledGates): JsonObject[] {
+  const todo = disabled.filter((g) => !hco.gates.includes(g));
+  if (!todo.length) return [];
+  return hco.listWritten ? todo.map((g) => ({ op: 'add', path: `${DISABLED_GATES_PATH}/-`, value: g })) : [{ op: 'add', path: DISABLED_GATES_PATH, value: todo }];
 }
 
 /**
@@ -249,8 +273,10 @@ function gatesAddedBy(ops: readonly JsonObject[]): string[] {
  * gate operations add only what the cluster's list lacks: the declared gates (`kubevirt.existing.featureGates`,
  * HCO's own among them) and those the declared operations add are there already.
  */
-export function hcoFormWithExisting(kv: JsonObject, existingOps: readonly JsonObject[], existingGates: readonly string[] = []): HcoForm {
-  const form = hcoFormOf(dedupePatches(kv), new Set([...existingGates, ...gatesAddedBy(existingOps)]));
+export function hcoFormWithExisting(
+  kv: JsonObject, existingOps: readonly JsonObject[], existingGates: readonly string[] = [], hcoDisabled: HcoDisabledGates = { listWritten: false, gates: [] },
+): HcoForm {
+  const form = hcoFormOf(dedupePatches(kv), new Set([...existingGates, ...gatesAddedBy(existingOps)]), hcoDisabled);
   return { spec: form.spec, kubevirtJsonPatch: [...existingOps, ...form.kubevirtJsonPatch] };
 }
 

@@ -7,6 +7,8 @@
  * - `CrossClusterMigrationProxy`: only in builds with kubevirt/kubevirt PR #17922 (native datapath).
  * - `MigrationStallDetection`: `migrations.maxDowntimeMs` is refused by the update admitter without it
  *   (src/kubevirt/admission.ts, `maxDowntimeGateFor`).
+ * And the gates the fleet turns off (`kubevirt.disabledFeatureGates`, checked against the capability
+ * table in src/kubevirt/capabilities.ts), e.g. `LibvirtHooksServerAndClient` on KubeVirt 1.9.
  * Pure, no cdk8s import.
  */
 import { JsonObject } from '../base/json';
@@ -35,4 +37,9 @@ export function featureGatesFor(x: GateInputs): string[] {
 /** `developerConfiguration.featureGates` fragment of the canonical KubeVirt spec. */
 export function featureGatesFragment(gates: readonly string[]): JsonObject {
   return gates.length ? { configuration: { developerConfiguration: { featureGates: [...gates] } } } : {};
+}
+
+/** `developerConfiguration.disabledFeatureGates` fragment: the gates the fleet turns off (`kubevirt.disabledFeatureGates`). */
+export function disabledGatesFragment(disabled: readonly string[]): JsonObject {
+  return disabled.length ? { configuration: { developerConfiguration: { disabledFeatureGates: [...disabled] } } } : {};
 }

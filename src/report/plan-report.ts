@@ -47,6 +47,8 @@ export interface PlanRow {
   /** The product (and the version its rows are read with) and the capability rows that apply (src/kubevirt/capabilities.ts). */
   readonly product: {
     readonly name: string; readonly version?: string;
+    /** The table's newest version, when the declared one is a newer minor (warning `product-version-newer`). */
+    readonly newerThan?: string;
     readonly rows: { readonly since: string; readonly fact: string; readonly source: string }[];
   };
 }
@@ -179,12 +181,16 @@ function renderPolicies(r: PlanReport): string {
 /** Per cluster: how its trust is kept (the `plan` command prints it after the table). */
 function productRow(p: ProductVersion): PlanRow['product'] {
   const v = p.productVersion;
-  return { name: p.product, version: v ? `${v.major}.${v.minor}.${v.patch}` : undefined, rows: capabilitiesFor(p).map(({ since, fact, source }) => ({ since, fact, source })) };
+  return {
+    name: p.product, version: v ? `${v.major}.${v.minor}.${v.patch}` : undefined, ...(p.newer ? { newerThan: p.newer.newest } : {}),
+    rows: capabilitiesFor(p).map(({ since, fact, source }) => ({ since, fact, source })),
+  };
 }
 
 /** The capability rows that apply to each cluster (issue #29). */
 function renderCapabilities(r: PlanReport): string {
-  const line = (c: PlanRow): string => `  ${c.cluster} (${c.product.name} ${c.product.version ?? 'version not declared'}):\n`
+  const newer = (c: PlanRow): string => (c.product.newerThan ? `, newer than the newest the capability table knows (${c.product.newerThan})` : '');
+  const line = (c: PlanRow): string => `  ${c.cluster} (${c.product.name} ${c.product.version ?? 'version not declared'}${newer(c)}):\n`
     + (c.product.rows.length ? c.product.rows.map((x) => `    since ${x.since}: ${x.fact} [${x.source}]\n`).join('') : '    no row applies\n');
   return `\nproducts (capability table, src/kubevirt/capabilities.ts):\n${r.clusters.map(line).join('')}`;
 }
