@@ -19,6 +19,7 @@ import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, hasCommand, inCidr4, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
 import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
 import { AgentServers, agentCommand, runtimeCommand } from './support/netns-agents';
+import { RoutedSites, SiteLeg } from './support/netns-sites';
 
 const ROOT = path.join(__dirname, '..');
 const FLEET = path.join(ROOT, 'examples', 'two-sites.fleet.yaml');
@@ -56,8 +57,8 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
   let cni: CniRunner;
   let servers: AgentServers;
   let clusters: ClusterLab[] = [];
-  let sites: { name: string; router: string; subnet: string; fab: string; rtrIf: string }[] = [];
-  let rtr: string;
+  let routed: RoutedSites;
+  let sites: SiteLeg[] = [];
   const t0 = Date.now();
 
   const vipHolders = (c: ClusterLab): string[] => c.gateways.filter((g) => {
@@ -69,10 +70,7 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
     return r;
   };
   /** Bytes the router forwarded out of each site's interface. */
-  const routerTx = (): Record<string, number> => Object.fromEntries(sites.map((s) => {
-    const l = JSON.parse(lab.exec(rtr, ['ip', '-j', '-s', 'link', 'show', 'dev', s.rtrIf]).stdout)[0];
-    return [s.name, l.stats64.tx.bytes as number];
-  }));
+  const routerTx = () => routed.txBytes();
 
   beforeAll(async () => {
     const step = (what: string) => { if (process.env.MM_NETNS_LOGS) console.log(`[fleet-sites-netns] ${what} at ${Date.now() - t0} ms`); };
@@ -93,27 +91,16 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
     // the sites: one fabric bridge each (its own L2 segment), and one router namespace with a leg on each,
     // holding the site's router address from the plan; nothing else joins the segments
     step('PKI made');
-    rtr = lab.addNs('rtr');
-    lab.exec(rtr, ['sysctl', '-qw', 'net.ipv4.ip_forward=1']);
-    sites = result.plan.sites.map((s, k) => {
-      const fab = lab.addNs(`fab-${s.name}`);
-      lab.addBridge(fab, 'br-xc', s.mtu);
-      const rtrIf = `to-${s.name}`;
-      lab.addVeth({ hostNs: rtr, ifname: rtrIf, addrs: [`${s.router}/${s.prefixLength}`], fabricNs: fab, portName: `rtr${k}`, bridge: 'br-xc', mtu: s.mtu });
-      return { name: s.name, router: s.router!, subnet: s.subnets[0], fab, rtrIf };
-    });
+    routed = new RoutedSites(lab, result.plan.sites);
+    sites = routed.sites;
     const siteOf = (cluster: string) => result.plan.clusters.find((c) => c.name === cluster)!.site;
 
     const kernelCfg = (cfg: Record<string, unknown>) => (vlanFiltering ? cfg : withoutVlan(cfg));
     let seq = 0;
     clusters = topo.map((t, i) => {
       const site = siteOf(t.name);
-      const fab = sites.find((s) => s.name === site.name)!.fab;
       const node = lab.addNs(`c${i}-node`);
-      const xcBridge = t.gateways[0].crossCluster.config.bridge;
-      lab.addBridge(node, xcBridge, site.mtu);
-      lab.addVeth({ hostNs: node, ifname: `xc-up${i}`, addrs: [], fabricNs: fab, portName: `c${i}xc`, bridge: 'br-xc', mtu: site.mtu });
-      lab.run(['ip', '-n', node, 'link', 'set', `xc-up${i}`, 'master', xcBridge]);
+      routed.uplink(site.name, node, t.gateways[0].crossCluster.config.bridge, `xc-up${i}`, `c${i}xc`);
       const attach = (podNs: string, pod: string, ifname: string, config: Record<string, unknown>) => cni.add({
         nodeNs: node, podNs, ifname, containerId: `mm-${process.pid}-${++seq}`, config: kernelCfg(config), pod: { namespace: 'kubevirt', name: pod },
       });
@@ -201,7 +188,7 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
         const routes = JSON.parse(lab.exec(g.ns, ['ip', '-j', 'route', 'show', 'dev', g.xcIfname]).stdout);
         expect(routes).toContainEqual(expect.objectContaining({ dst: other.subnet, gateway: own.router }));
         const far = clusters.find((o) => o.site !== c.site)!.gateways[0].xcAddr;
-        const via = JSON.parse(lab.exec(g.ns, ['ip', '-j', 'route', 'get', far]).stdout)[0];
+        const via = routed.routeGet(g.ns, far);
         expect({ from: g.ns, gateway: via.gateway, dev: via.dev }).toEqual({ from: g.ns, gateway: own.router, dev: g.xcIfname });
       }
     }
@@ -245,7 +232,7 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
     expect({ ok: last?.ok, error: last?.error }).toEqual({ ok: true, error: undefined });
     expect(vipHolders(a)).toEqual([other.ns]);
     // the reply came back over the router to the surviving replica's own site address
-    const back = JSON.parse(lab.exec(b.gateways[0].ns, ['ip', '-j', 'route', 'get', other.xcAddr]).stdout)[0];
+    const back = routed.routeGet(b.gateways[0].ns, other.xcAddr);
     expect(back.gateway).toBe(sites.find((s) => s.name === b.site)!.router);
   }, 30_000);
 });

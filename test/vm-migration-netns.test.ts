@@ -3,8 +3,10 @@
  * mutual TLS with tls-creds-x509 verify-peer=on, 4 multifd channels) from the "virt-handler" namespace of
  * ams-1 to the one of fra-1 and back, addressed as KubeVirt addresses the target (its migration-network
  * address; through the gateways in the gateway modes), in every mode: mtls-splice, mtls, plaintext tunnel and
- * direct (a veth pair between the handlers). The lab (test/support/vm-lab.ts) realizes two clusters of the
- * synthesized three-sites-vlan example with the real CNI plugins and gateway runtime, and runs the trust
+ * direct (the migration NAD the planner emits for the fleet with `datapath: direct`). The lab
+ * (test/support/vm-lab.ts, layout `routed-sites`) realizes ams-1 (site ams) and fra-1 (site fra) of the
+ * synthesized two-sites example, each site its own L2 segment joined only by a router namespace with real
+ * forwarding (issue 24), with the real CNI plugins and gateway runtime, and runs the trust
  * exchange (real trust containers, fake API servers with virt-operator's merge modelled): each QEMU's CA file
  * is its cluster's kubevirt-ca as the exchange left it.
  *
@@ -19,7 +21,10 @@
  * SIGKILLed mid-migration fails it, the source keeps running, and the retry through the restarted gateway
  * completes; a CA rotation in the target cluster between two migrations (virt-operator's model rotates it, the
  * handler's certificate is reissued by the new CA) reaches the source's kubevirt-ca through the exchange alone,
- * and the next migration completes. Needs root, the netns tools, the CNI plugins, qemu-system-x86, busybox-static, cpio and apt
+ * and the next migration completes. Across the sites: `ip route get` names each side's own site router as the
+ * next hop to the other site; the router's forwarding off (mtls-splice) or rejecting (direct) fails the
+ * migration with the source running; every completed migration's bytes were forwarded by the router into
+ * the target's site. Needs root, the netns tools, the CNI plugins, qemu-system-x86, busybox-static, cpio and apt
  * (the guest kernel is `apt-get download`ed once and cached); skips with a message otherwise. Run it under
  * `flock /tmp/mm-net.lock` beside other network tests.
  */
@@ -36,14 +41,19 @@ const MiB = (r: MigrationResult) => ((r.info.transferredKiB ?? 0) / 1024).toFixe
 const line = (r: MigrationResult) => `${r.mode.padEnd(12)} ${r.from} -> ${r.to} (${r.target}): ${r.info.status}${r.info.reason ? ` (${r.info.reason})` : ''}, total ${r.info.totalMs} ms, downtime ${r.info.downtimeMs} ms, ${MiB(r)} MiB, arrived ${r.arrivedMs} ms, RAM equal ${r.ramEqual}${r.ramDiff ? ` (${r.ramDiff})` : ''}, resumed ${r.resumed}, wall ${r.wallMs} ms${r.trouble ? ` [guest: ${r.trouble}]` : ''}`;
 
 d('a VM moves between clusters in network namespaces (real QEMU, every datapath mode)', () => {
-  const lab = new VmMigrationLab({ memMiB: 256, fillMiB: 64, dirtyMiB: 2, cpu: 'qemu64' });
+  const lab = new VmMigrationLab({ memMiB: 256, fillMiB: 64, dirtyMiB: 2, cpu: 'qemu64' }, 4, console.log, 'routed-sites');
   const results: MigrationResult[] = [];
   // a migration that left the guest damaged (RAM differing, no tick after resuming) fails its own test only:
   // the next test starts from a freshly booted guest instead of carrying the damage on
   let damaged = false;
+  // bytes the router forwarded into the target's site during each migration (ams-1 and fra-1 are in different sites)
+  const forwarded = new Map<MigrationResult, number>();
   const migrate = async (...a: Parameters<VmMigrationLab['migrate']>) => {
     if (damaged) console.log(`[vm-migration-netns] guest damaged by the last migration: rebooted in ${await lab.reboot()} ms`);
+    const before = lab.routed!.txBytes();
     const r = await lab.migrate(...a);
+    const into = lab.routed!.siteOf(r.to).name;
+    forwarded.set(r, lab.routed!.txBytes()[into] - before[into]);
     results.push(r);
     if (r.info.status === 'completed') damaged = !r.ramEqual || !r.resumed;
     return r;
@@ -142,4 +152,49 @@ d('a VM moves between clusters in network namespaces (real QEMU, every datapath 
     expect(r.ramSha![1]).toBe(r.ramSha![0]);
     expect(lab.vm!.at).toBe(1 - from);
   }, 240_000);
+  // across the sites (issue #24): ams-1 is in site ams, fra-1 in site fra, segments only the router joins
+  test('the planned paths cross the router: from each side, the next hop to the other site is its own site\'s router', () => {
+    const routed = lab.routed!;
+    const [ams, fra] = lab.clusters;
+    expect([ams.name, fra.name]).toEqual(['ams-1', 'fra-1']);
+    const xc = (c: typeof ams) => c.topo['mtls-splice'].gateways[0].crossCluster.address.split('/')[0];
+    // gateway modes: the handler sends fra-1's CIDR to its gateway (in-cluster), the gateway sends site fra via ams's router
+    expect(routed.routeGet(ams.handler.ns, fra.handler.addr)).toMatchObject({ gateway: ams.topo['mtls-splice'].gateways[0].inCluster.address.split('/')[0], dev: 'migration0' });
+    expect(routed.routeGet(ams.gw.ns, xc(fra))).toMatchObject({ gateway: routed.site('ams').router });
+    expect(routed.routeGet(fra.gw.ns, xc(ams))).toMatchObject({ gateway: routed.site('fra').router });
+    // direct: each handler's shared-network address (the direct fleet's migration NAD) routes the other site via its own router
+    expect(routed.routeGet(ams.handler.ns, fra.handler.direct)).toMatchObject({ gateway: routed.site('ams').router, dev: 'direct0' });
+    expect(routed.routeGet(fra.handler.ns, ams.handler.direct)).toMatchObject({ gateway: routed.site('fra').router, dev: 'direct0' });
+  });
+
+  // mtls-splice: forwarding off (the router drops silently; the source's gateway gives up dialing the peer);
+  // direct: the router rejects (ICMP admin-prohibited; with forwarding off QEMU's connect would hang in SYN_SENT)
+  for (const [mode, state] of [['mtls-splice', 'off'], ['direct', 'reject']] as const) {
+    test(`${mode}, the router's forwarding ${state}: the migration fails, the source keeps running`, async () => {
+      const from = lab.vm!.at;
+      lab.routed!.setForwarding(state);
+      let r: MigrationResult;
+      try {
+        r = await migrate(mode, { timeoutMs: 30_000 });
+      } finally {
+        lab.routed!.setForwarding('on');
+      }
+      console.log(`[vm-migration-netns] router forwarding ${state}: ${line(r)}`);
+      expect(r.info.status).toBe('failed');
+      expect(r.sourceStatus).toBe('running');
+      expect(r.sourceKeptTicking).toBe(true);
+      expect(lab.vm!.at).toBe(from);
+    }, 120_000);
+  }
+
+  test('every completed migration crossed the router: the router forwarded at least its bytes into the target\'s site', () => {
+    const done = results.filter((r) => r.info.status === 'completed');
+    expect([...new Set(done.map((r) => r.mode))].sort()).toEqual(['direct', 'mtls', 'mtls-splice', 'plaintext']);
+    for (const r of done) {
+      const bytes = forwarded.get(r)!;
+      console.log(`[vm-migration-netns] ${r.mode} ${r.from} -> ${r.to}: ${((r.info.transferredKiB ?? 0) / 1024).toFixed(1)} MiB migrated, the router forwarded ${(bytes / 1024 / 1024).toFixed(1)} MiB into site ${lab.routed!.siteOf(r.to).name}`);
+      // every migrated byte (and its TLS/TCP framing) crossed the router
+      expect({ mode: r.mode, to: r.to, crossed: bytes > r.info.transferredKiB! * 1024 }).toEqual({ mode: r.mode, to: r.to, crossed: true });
+    }
+  });
 });

@@ -8,6 +8,10 @@
  * (a fake API server per cluster with virt-operator's merge modelled on it, reached over a pod network, and
  * the real trust container beside each runtime).
  *
+ * Layout (`VmLabLayout`, test/support/vm-lab-sites.ts): `one-segment` (the default, above) or `routed-sites`:
+ * ams-1 and fra-1 of the two-sites example, each site its own segment, joined only by a router namespace
+ * (test/support/netns-sites.ts), and `direct` over the direct fleet's migration NAD across that router.
+ *
  * One network setup serves every mode: the example is synthesized three times (`payload: splice`,
  * `payload: tls`, `tls: {plaintext: true}`), the addresses must come out identical, and switching modes
  * restarts the runtimes with that synthesis' config.json. `direct` is a veth pair between the two handler
@@ -36,12 +40,13 @@ import {
   Guest, Hmp, MigrateInfo, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport,
   ramDiff, ramSha256, waitMigration,
 } from './qemu-guest';
+import { RoutedSites } from './netns-sites';
+import { LAYOUT_FLEET, ONE_SEGMENT_DIRECT, VmLabLayout, addDirectPath, labSegments, routedDirectVariant } from './vm-lab-sites';
+import type { SitePlan } from '../../src/addressing/sites';
 
 const ROOT = path.join(__dirname, '..', '..');
-const FLEET = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
 const PROXY_CLI = path.join(ROOT, 'proxy', 'lib', 'cli.js');
 const H = 3600_000;
-const DIRECT = ['192.0.2.1', '192.0.2.2'];
 
 export type GatewayMode = 'mtls-splice' | 'mtls' | 'plaintext';
 export type PathMode = GatewayMode | 'direct';
@@ -119,8 +124,11 @@ export class VmMigrationLab {
   private port = 49152 + (process.pid % 1000);
   private readonly qemus = new Set<ChildProcess>();
   exchangeMs = 0;
+  /** The router and the sites' segments (`routed-sites` layout only). */
+  routed?: RoutedSites;
 
-  constructor(readonly shape: VmShape, readonly channels = 4, readonly log: (s: string) => void = console.log) {}
+  /** `layout`: see vm-lab-sites.ts (default `one-segment`: three-sites-vlan on one segment). */
+  constructor(readonly shape: VmShape, readonly channels = 4, readonly log: (s: string) => void = console.log, readonly layout: VmLabLayout = 'one-segment') {}
 
   private async killWait(p: ChildProcess | undefined, ms = 10_000): Promise<void> {
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
@@ -141,13 +149,17 @@ export class VmMigrationLab {
     const kernelCfg = (cfg: Record<string, unknown>) => (vlanFiltering ? cfg : withoutVlan(cfg));
 
     // the example, synthesized once per gateway mode; only ams-1 and fra-1 are realized
+    const FLEET = LAYOUT_FLEET[this.layout];
     const base = loadFleetFile(FLEET) as any;
     const ledger = loadLedgerFile(ledgerPathFor(FLEET));
     const topos = {} as Record<GatewayMode, ClusterTopology[]>;
+    let sites: SitePlan[] = [];
     for (const m of Object.keys(VARIANTS) as GatewayMode[]) {
       const f = JSON.parse(JSON.stringify(base));
       f.spec.gateway = { ...f.spec.gateway, replicas: 1, failover: { mode: 'none' }, ...VARIANTS[m] };
-      topos[m] = topologyFromFiles(synthesizeFleet(f, { ledger }).files).filter((t) => t.name === 'ams-1' || t.name === 'fra-1');
+      const synth = synthesizeFleet(f, { ledger });
+      sites = synth.plan.sites;
+      topos[m] = topologyFromFiles(synth.files).filter((t) => t.name === 'ams-1' || t.name === 'fra-1');
       if (topos[m].map((t) => t.gatewayConfig.tls.mode).join() !== `${m},${m}`) throw new Error(`variant ${m}: tls.mode ${topos[m].map((t) => t.gatewayConfig.tls.mode)}`);
     }
     const addrs = (m: GatewayMode) => JSON.stringify(topos[m].map((t) => [
@@ -157,17 +169,16 @@ export class VmMigrationLab {
     const fleet = first[0].gatewayConfig.fleet;
     const pki = makeFleetPki(this.tmp, fleet, first.map((t) => t.name));
 
-    const fab = this.lab.addNs('fab');
     const xcMtu = first[0].gateways[0].crossCluster.mtu;
-    this.lab.addBridge(fab, 'br-xc', xcMtu);
+    const { uplink, routed } = labSegments(this.lab, this.layout, sites, xcMtu);
+    this.routed = routed;
+    const direct = this.layout === 'routed-sites' ? routedDirectVariant(base, first.map((t) => t.name)) : undefined;
     const H0 = Date.now();
     for (const [i, t] of first.entries()) {
       const lab = this.lab;
       const node = lab.addNs(`c${i}-node`);
       const g = t.gateways[0];
-      lab.addBridge(node, g.crossCluster.config.bridge, xcMtu);
-      lab.addVeth({ hostNs: node, ifname: `xc-up${i}`, addrs: [], fabricNs: fab, portName: `c${i}xc`, bridge: 'br-xc', mtu: xcMtu });
-      lab.run(['ip', '-n', node, 'link', 'set', `xc-up${i}`, 'master', g.crossCluster.config.bridge]);
+      uplink(t.name, i, node, g.crossCluster.config.bridge);
       const attach = (podNs: string, pod: string, ifname: string, config: Record<string, unknown>) => this.cni.add({
         nodeNs: node, podNs, ifname, containerId: `mm-${process.pid}-vm-${++this.seq}`, config: kernelCfg(config), pod: { namespace: 'kubevirt', name: pod },
       });
@@ -197,7 +208,7 @@ export class VmMigrationLab {
       fs.chownSync(runDir, RUNTIME_UID, RUNTIME_UID);
       for (const f of [pki[t.name].key, pki[t.name].cert]) fs.chownSync(f, RUNTIME_UID, RUNTIME_UID);
       fs.chmodSync(pki[t.name].key, 0o600);
-      const handler = { ns: hns, addr: hAddr.split('/')[0], direct: DIRECT[i], certDir: path.join(this.tmp, `${t.name}-handler-cert`) };
+      const handler = { ns: hns, addr: hAddr.split('/')[0], direct: direct ? direct[t.name].address.split('/')[0] : ONE_SEGMENT_DIRECT[i], certDir: path.join(this.tmp, `${t.name}-handler-cert`) };
       this.clusters.push({
         name: t.name, topo: { 'mtls-splice': topos['mtls-splice'][i], mtls: topos.mtls[i], plaintext: topos.plaintext[i] }, node, handler, caKeys,
         gw: { ns: gns, cfgFile: path.join(this.tmp, `${t.name}-config.json`), log: path.join(this.tmp, `${t.name}-gw.log`), trustLog: path.join(this.tmp, `${t.name}-trust.log`), runDir },
@@ -206,9 +217,8 @@ export class VmMigrationLab {
       (this.clusters[i] as any).pki = pki[t.name];
       this.issueHandlerCert(this.clusters[i]);
     }
-    // direct: a veth pair between the two handlers, the migration network's MTU
+    addDirectPath(this.lab, this.cni, this.clusters, { mtu: first[0].migrationNad.mtu, direct, kernelCfg, containerId: () => `mm-${process.pid}-vm-${++this.seq}` });
     const [a, b] = this.clusters;
-    this.lab.addVeth({ hostNs: b.handler.ns, ifname: 'direct0', addrs: [`${DIRECT[1]}/30`], fabricNs: a.handler.ns, portName: 'direct0', mtu: first[0].migrationNad.mtu, peerAddrs: [`${DIRECT[0]}/30`] });
 
     // the rule-setup step once (its rules are the same in every variant), then the runtimes in mtls-splice
     for (const c of this.clusters) {
