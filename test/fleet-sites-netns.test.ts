@@ -140,7 +140,7 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
       g.proc = lab.spawn(g.ns, runtimeCommand(c.topo.runArgs, g.cfgFile), { asUser: RUNTIME_UID, logFile: g.log });
     })));
     await Promise.all(clusters.flatMap((c) => c.gateways.map(async (g) => {
-      const [r] = await lab.execJson(g.ns, agentCommand('probe', `http://127.0.0.1:${c.topo.gatewayConfig.listen.admin.port}/readyz`, 10000), 15000);
+      const [r] = await lab.execJson(g.ns, agentCommand('probe', `http://127.0.0.1:${c.topo.gatewayConfig.listen.admin.port}/readyz`, 30000), 35000);
       if (!r?.ok) throw new Error(`gateway ${g.ns} not ready: ${JSON.stringify(r)}\n${fs.existsSync(g.log) ? fs.readFileSync(g.log, 'utf8').slice(-2000) : ''}`);
     })));
     step('gateways ready (init steps run, runtimes answer /readyz)');
