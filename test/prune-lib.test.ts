@@ -31,7 +31,7 @@ test('outputs without a source are removed; outputs of existing sources, other f
   try {
     const r = prune(d, 'lib', 'src');
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/3 stale file\(s\) removed; 0 source\(s\) without output/);
+    expect(r.stderr).toMatch(/3 stale file\(s\) removed; 0 source\(s\) without output/);
     for (const f of ['lib/t/gone.test.js', 'lib/t/gone.test.js.map', 'lib/t/gone.d.ts']) expect([f, exists(d, f)]).toEqual([f, false]);
     for (const f of ['lib/a.js', 'lib/a.d.ts', 'lib/a.js.map', 'lib/t/b.test.js', 'lib/.tsbuildinfo', 'lib/data.json']) expect([f, exists(d, f)]).toEqual([f, true]);
   } finally { fs.rmSync(d, { recursive: true, force: true }); }
@@ -44,13 +44,13 @@ test('a source without output drops the build-info (full compile); skipped paths
   });
   try {
     let r = prune(d, 'lib', '.', '^(node_modules|lib|test)/|\\.bench\\.ts$');
-    expect(r.stdout).toMatch(/1 source\(s\) without output \(src\/a\.ts\.\.\.\): full compile/);
+    expect(r.stderr).toMatch(/1 source\(s\) without output \(src\/a\.ts\.\.\.\): full compile/);
     expect(exists(d, 'lib/.tsbuildinfo')).toBe(false);
     fs.mkdirSync(path.join(d, 'lib', 'src'));
     fs.writeFileSync(path.join(d, 'lib', 'src', 'a.js'), '');
     fs.writeFileSync(path.join(d, 'lib', '.tsbuildinfo'), '{}');
     r = prune(d, 'lib', '.', '^(node_modules|lib|test)/|\\.bench\\.ts$');
-    expect(r.stdout).toBe('');
+    expect(`${r.stdout}${r.stderr}`).toBe('');
     expect(exists(d, 'lib/.tsbuildinfo')).toBe(true);
   } finally { fs.rmSync(d, { recursive: true, force: true }); }
 });

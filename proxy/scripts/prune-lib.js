@@ -13,6 +13,7 @@ const path = require('path');
 const [outDir, rootDir, skipRe] = process.argv.slice(2);
 if (!outDir || !rootDir) { console.error('usage: prune-lib.js <outDir> <rootDir> [skip-regex]'); process.exit(2); }
 const skip = skipRe ? new RegExp(skipRe) : undefined;
+if (!fs.existsSync(outDir)) process.exit(0); // nothing compiled yet: tsc compiles everything anyway
 const OUT = /\.(d\.ts|js\.map|js)$/;
 
 /** Files under dir, relative to it, not entering paths that match skip (tested with a trailing '/' for directories). */
@@ -38,5 +39,5 @@ const sources = walk(rootDir).filter((f) => /\.tsx?$/.test(f) && !f.endsWith('.d
 const missing = sources.filter((f) => !fs.existsSync(path.join(outDir, f.replace(/\.tsx?$/, '.js'))));
 if (missing.length) fs.rmSync(path.join(outDir, '.tsbuildinfo'), { force: true });
 if (pruned || missing.length) {
-  console.log(`[prune-lib] ${outDir}: ${pruned} stale file(s) removed; ${missing.length} source(s) without output${missing.length ? ` (${missing[0]}...): full compile` : ''}`);
+  console.error(`[prune-lib] ${outDir}: ${pruned} stale file(s) removed; ${missing.length} source(s) without output${missing.length ? ` (${missing[0]}...): full compile` : ''}`);
 }

@@ -50,6 +50,20 @@ describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS
     };
   };
 
+  /** The gateway's mm_proxy_active_tunnels for one side, read from its /metrics inside its namespace. */
+  const activeTunnels = async (where: string, side: 'origin' | 'terminus'): Promise<number> => {
+    const m = await lab.exec(where, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], 10_000);
+    return Number(new RegExp(`mm_proxy_active_tunnels\\{[^}]*side="${side}"[^}]*\\} (\\d+)`).exec(m)?.[1] ?? 0);
+  };
+  /** Polls cond every 100 ms until it holds; fails naming what was awaited after ms. */
+  const until = async (cond: () => Promise<boolean>, ms: number, what: string): Promise<void> => {
+    const t0 = Date.now();
+    while (!(await cond())) {
+      if (Date.now() - t0 > ms) throw new Error(`waited ${ms} ms for ${what}\n${logs()}`);
+      await sleep(100);
+    }
+  };
+
   const startGw = async (which: 'a' | 'b') => {
     const g = await lab.start(which === 'a' ? ns.ga : ns.gb, [node, CLI, 'run', '--config', gw[which].cfgFile], 'gateway listening');
     gw[which].child = g.child;
@@ -127,10 +141,12 @@ describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS
 
   it('SIGTERM drains: a tunnel in flight finishes, new connections are not taken, exit code 0', async () => {
     const inflight = send(ns.c, '10.2.0.10', 9185, 40 * 65536 * 16, 40); // ~40 MiB paced over ~2.5 s
-    await sleep(500);
+    // the transfer is in flight once east's gateway counts an origin tunnel (a fixed 500 ms was not enough
+    // for the sender to connect at load 15: it was still starting when SIGTERM came, and sent nothing)
+    await until(async () => (await activeTunnels(ns.ga, 'origin')) >= 1, 15_000, 'the in-flight tunnel to open');
     const exited = new Promise<number | null>((r) => gw.a.child!.on('exit', (c) => r(c)));
     gw.a.child!.kill('SIGTERM');
-    await sleep(200);
+    await until(async () => /draining/.test(gw.a.out?.() ?? ''), 10_000, 'the gateway to say it drains');
     const late = await send(ns.c, '10.2.0.10', 9185, 1000);
     assert.ok(late.error, 'no new tunnels while draining');
     const r = await withTimeout(inflight, 30_000, 'in-flight transfer');
