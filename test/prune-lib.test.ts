@@ -43,14 +43,30 @@ test('a source without output drops the build-info (full compile); skipped paths
     'lib/index.js': '', 'lib/.tsbuildinfo': '{}',
   });
   try {
+    // the build-info is newer than the sources: src/a.ts was compiled once and its output deleted since
+    const later = new Date(Date.now() + 60_000);
+    fs.utimesSync(path.join(d, 'lib', '.tsbuildinfo'), later, later);
     let r = prune(d, 'lib', '.', '^(node_modules|lib|test)/|\\.bench\\.ts$');
     expect(r.stderr).toMatch(/1 source\(s\) without output \(src\/a\.ts\.\.\.\): full compile/);
     expect(exists(d, 'lib/.tsbuildinfo')).toBe(false);
     fs.mkdirSync(path.join(d, 'lib', 'src'));
     fs.writeFileSync(path.join(d, 'lib', 'src', 'a.js'), '');
     fs.writeFileSync(path.join(d, 'lib', '.tsbuildinfo'), '{}');
+    fs.utimesSync(path.join(d, 'lib', '.tsbuildinfo'), later, later);
     r = prune(d, 'lib', '.', '^(node_modules|lib|test)/|\\.bench\\.ts$');
     expect(`${r.stdout}${r.stderr}`).toBe('');
+    expect(exists(d, 'lib/.tsbuildinfo')).toBe(true);
+  } finally { fs.rmSync(d, { recursive: true, force: true }); }
+});
+
+test('a source added since the last compile (newer than the build-info) keeps the build-info: tsc compiles it anyway', () => {
+  const d = tree({ 'src/a.ts': '', 'lib/a.js': '', 'lib/.tsbuildinfo': '{}' });
+  try {
+    const earlier = new Date(Date.now() - 60_000);
+    fs.utimesSync(path.join(d, 'lib', '.tsbuildinfo'), earlier, earlier);
+    fs.writeFileSync(path.join(d, 'src', 'new.ts'), '');
+    const r = prune(d, 'lib', 'src');
+    expect([r.status, r.stderr]).toEqual([0, '']);
     expect(exists(d, 'lib/.tsbuildinfo')).toBe(true);
   } finally { fs.rmSync(d, { recursive: true, force: true }); }
 });

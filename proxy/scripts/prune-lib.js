@@ -3,7 +3,8 @@
 // never runs or ships from a stale lib/ (the build used to delete lib/ whole and compile everything, about
 // 10 s of a core per build, twice per CI run). And if any source's output is missing (someone deleted a
 // file from lib/), drops tsc's build-info so the next compile emits everything: incremental tsc trusts its
-// build-info and would not re-emit it.
+// build-info and would not re-emit it. A source newer than the build-info is new or changed since the last
+// compile, so its missing output is no sign of a deletion (tsc compiles it anyway).
 // Usage: node prune-lib.js <outDir> <rootDir> [<regex of rootDir-relative paths that tsc does not compile>]
 // (paths relative to the cwd; directories matching the regex are not even entered).
 'use strict';
@@ -36,8 +37,12 @@ for (const f of walk(outDir).filter((x) => OUT.test(x))) {
   }
 }
 const sources = walk(rootDir).filter((f) => /\.tsx?$/.test(f) && !f.endsWith('.d.ts') && !(skip && skip.test(f)));
-const missing = sources.filter((f) => !fs.existsSync(path.join(outDir, f.replace(/\.tsx?$/, '.js'))));
-if (missing.length) fs.rmSync(path.join(outDir, '.tsbuildinfo'), { force: true });
+// a source newer than the build-info is new or changed since the last compile: tsc compiles it anyway
+const info = path.join(outDir, '.tsbuildinfo');
+const built = fs.existsSync(info) ? fs.statSync(info).mtimeMs : 0;
+const missing = sources.filter((f) => fs.statSync(path.join(rootDir, f)).mtimeMs < built
+  && !fs.existsSync(path.join(outDir, f.replace(/\.tsx?$/, '.js'))));
+if (missing.length) fs.rmSync(info, { force: true });
 if (pruned || missing.length) {
   console.error(`[prune-lib] ${outDir}: ${pruned} stale file(s) removed; ${missing.length} source(s) without output${missing.length ? ` (${missing[0]}...): full compile` : ''}`);
 }
