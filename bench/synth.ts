@@ -7,7 +7,7 @@
  *   npm run bench            (prints tables; writes bench/results/synth.json)
  *   BENCH_SIZES=100 BENCH_ROUNDS=5 npm run bench
  */
-import { execFileSync } from 'child_process';
+import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -50,8 +50,24 @@ function treeSize(dir: string, skip = ''): { files: number; bytes: number } {
   return { files, bytes };
 }
 
+/**
+ * The CPU every child runs on (`taskset -c`), so no path gets two cores while another gets one, and no
+ * child migrates between cores mid-run: BENCH_CPU (default the last CPU; `none`: not pinned). Unpinned
+ * where `taskset` is missing or refuses.
+ */
+function pinning(): string[] {
+  const cpu = process.env.BENCH_CPU ?? String(os.cpus().length - 1);
+  if (cpu === 'none') return [];
+  return spawnSync('taskset', ['-c', cpu, 'true']).status === 0 ? ['taskset', '-c', cpu] : [];
+}
+const PIN = pinning();
+
 function child(mode: Mode, n: number, objectsFile = ''): Row {
-  const out = execFileSync(process.execPath, ['--max-old-space-size=8192', __filename, '--child', mode, String(n), objectsFile], { encoding: 'utf8', maxBuffer: 1 << 24, timeout: 900_000 });
+  // the previous child's written files to disk first (untimed): synth's one flush then pays for its own writes, not
+  // for the dirty pages plain cdk8s (which never flushes) left behind a moment before
+  spawnSync('sync', { stdio: 'ignore' });
+  const argv = [process.execPath, '--max-old-space-size=8192', __filename, '--child', mode, String(n), objectsFile];
+  const out = execFileSync(PIN.length ? PIN[0] : argv[0], [...PIN.slice(1), ...(PIN.length ? argv : argv.slice(1))], { encoding: 'utf8', maxBuffer: 1 << 24, timeout: 900_000 });
   return JSON.parse(out.trim().split('\n').pop()!);
 }
 
@@ -123,6 +139,7 @@ const spread = (xs: number[], digits = 2): string => (xs.length > 1
 function main(): void {
   const sizes = (process.env.BENCH_SIZES ?? '10,100,1000').split(',').map(Number);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  const startLoad = os.loadavg().map((l) => l.toFixed(2)).join(' ');
   const out: { clusters: number; rounds: Round[] }[] = [];
   for (const n of sizes) {
     const objectsFile = path.join(os.tmpdir(), `mm-bench-objects-${process.pid}.json`);
@@ -140,8 +157,9 @@ function main(): void {
     out.push({ clusters: n, rounds: rs });
   }
   const med = (rs: Round[], f: (x: Round) => number, d = 0): string => median(rs.map(f)).toFixed(d);
-  console.log(`Synthesis benchmark (node ${process.version}, ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end; ` +
-    `gateway mode, 10 nodes/cluster; ${rounds} interleaved rounds, times are medians, ratios the median of per-round ratios (range))`);
+  console.log(`Synthesis benchmark, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (node ${process.version}, ${os.cpus().length} cores, ` +
+    `load average ${startLoad} at the start, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end; children ${PIN.length ? `pinned to CPU ${PIN[2]}` : 'not pinned'}; ` +
+    `gateway mode, 10 nodes/cluster; ${rounds} interleaved rounds, each path in a fresh process; times are medians, ratios the median of per-round ratios (min-max))`);
   console.log([
     '| clusters | files | output MiB | migration-mesh ms | peak MiB | plain cdk8s ms | peak MiB | synth / cdk8s | validate ms | validate / synth |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',

@@ -213,7 +213,7 @@ export function readTarget(full: string, root: string, io: WriterFs, verified?: 
   }
 }
 
-/** The writer's own temp and backup files (./write-guard.ts `sideName`): this write's, while it prepares. */
+/** The writer's own temp and backup files and staging directories (./write-guard.ts `sideName`): this write's, while it prepares. */
 const SIDE_FILE = /^\..+\.mm-(tmp|old)-\d+-[0-9a-f]{8}$/;
 
 /** Files under `dir` that are neither generated nor the manifest (bounded: a tree's own files). */
@@ -222,8 +222,9 @@ export function foreignFiles(dir: string, generated: { has(rel: string): boolean
   const walk = (d: string, rel: string): void => {
     for (const e of io.readdirSync(d, { withFileTypes: true })) {
       const r = rel ? `${rel}/${e.name}` : e.name;
+      if (SIDE_FILE.test(e.name)) continue; // this write's temp files and staging directories
       if (e.isDirectory()) walk(path.join(d, e.name), r);
-      else if (!generated.has(r) && r !== MANIFEST_FILE && !SIDE_FILE.test(e.name)) out.push(r);
+      else if (!generated.has(r) && r !== MANIFEST_FILE) out.push(r);
     }
   };
   try { walk(dir, ''); } catch { /* a tree we cannot list has no foreign files to report; the writes say why */ }

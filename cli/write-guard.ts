@@ -7,7 +7,8 @@
  *   - a journal beside every lock (`.<name>.mm-journal`), written and flushed once every new file is
  *     prepared and before the first rename, removed when the commit is done: the next writer that
  *     finds one finishes that commit (redo: every prepared file is renamed into place);
- *   - under the lock, leftovers of a killed run (`.*.mm-tmp-*`, `.*.mm-old-*`) are removed, and said so;
+ *   - under the lock, leftovers of a killed run (`.*.mm-tmp-*` files and staging directories, `.*.mm-old-*`)
+ *     are removed, and said so;
  *   - SIGINT / SIGTERM / SIGHUP arriving during a write are held until the write has ended (committed
  *     or rolled back: the writer is synchronous, so the handler runs after it), then the process
  *     exits 130 / 143 / 129 with one line saying which.
@@ -20,6 +21,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { FleetProblem } from '../src/base/errors';
+import type { WriterFs } from './write-checks';
 
 /** Side-file suffixes: a random start, then counted (a random draw per file cost more than the file's own checks). */
 let sideCounter = crypto.randomBytes(4).readUInt32BE(0);
@@ -29,6 +31,18 @@ export const sideName = (target: string, what: string): string => {
   sideCounter = (sideCounter + 1) >>> 0;
   return path.join(path.dirname(target), `.${path.basename(target)}.mm-${what}-${process.pid}-${sideCounter.toString(16).padStart(8, '0')}`);
 };
+
+/** Remove `dir` and everything below it (a staging directory of this write; best effort). */
+export function removeTree(dir: string, io: Pick<WriterFs, 'readdirSync' | 'unlinkSync' | 'rmdirSync'>): void {
+  try {
+    for (const e of io.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) removeTree(p, io);
+      else try { io.unlinkSync(p); } catch { /* gone */ }
+    }
+    io.rmdirSync(dir);
+  } catch { /* gone, or cannot be listed: nothing more to do */ }
+}
 
 const LEFTOVER = /^\..+\.mm-(tmp|old)-(\d+)-[0-9a-f]{8}$/;
 
@@ -176,7 +190,7 @@ function recover(t: Target, notices: string[]): void {
   const strays = t.tree ? leftoversIn(t.tree, true) : [];
   strays.push(...leftoversIn(path.dirname(t.lock), false).filter((p) => path.basename(p).startsWith(`.${path.basename(t.tree ?? t.file!)}.mm-`)
     || path.basename(p).startsWith(`.${path.basename(t.journal)}.mm-`)));
-  for (const p of strays) try { fs.unlinkSync(p); } catch { /* gone */ }
+  for (const p of strays) try { fs.rmSync(p, { recursive: true, force: true }); } catch { /* gone */ }
   if (t.tree) pruneEmpty(t.tree, strays);
   if (strays.length) {
     const pids = [...new Set(strays.map((p) => LEFTOVER.exec(path.basename(p))![2]))];
@@ -184,18 +198,15 @@ function recover(t: Target, notices: string[]): void {
   }
 }
 
-/** Temp and backup files of the writer in `dir` (and below, when `deep`). */
+/** Temp and backup files and staging directories of the writer in `dir` (and below, when `deep`). */
 function leftoversIn(dir: string, deep: boolean): string[] {
   const out: string[] = [];
   const walk = (d: string): void => {
     let entries: fs.Dirent[];
     try { entries = fs.readdirSync(d, { withFileTypes: true }); } catch { return; }
     for (const e of entries) {
-      if (e.isDirectory()) {
-        if (deep) walk(path.join(d, e.name));
-      } else if (LEFTOVER.test(e.name)) {
-        out.push(path.join(d, e.name));
-      }
+      if (LEFTOVER.test(e.name)) out.push(path.join(d, e.name)); // a file, or a staging directory (removed whole)
+      else if (e.isDirectory() && deep) walk(path.join(d, e.name));
     }
   };
   walk(dir);

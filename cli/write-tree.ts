@@ -9,14 +9,16 @@
  *      remove must be ours (listed in the manifest with the content we wrote; or, in a tree from before
  *      manifests, identical to what we generate or one of this fleet's objects); files that are not ours
  *      are left alone;
- *   2. prepares it at once (new names only): missing directories, the changed file as a temp file beside
- *      its target, a hard link keeping the old content; then the manifest (built from each file's hash
- *      as it passed) and the ledger the same way, and one flush to disk. Files arrive one cluster at a
+ *   2. prepares it at once (new names only): a changed file as a temp file beside its target and a hard
+ *      link keeping the old content; a file in a directory that does not exist yet (a new fleet
+ *      directory, a new cluster) straight into that directory built whole under a staging name beside
+ *      its final one (`.<name>.mm-tmp-*`: one rename commits it, not one per file); then the manifest
+ *      (built from each file's hash as it passed) and the ledger the same way, and one flush to disk. Files arrive one cluster at a
  *      time (`writeStreamedOutputs`), so no whole tree is held in memory. Once one problem is found,
  *      nothing more is prepared (the rest is only checked, so every problem is listed); any problem or
  *      failure removes what was created and touches nothing else;
- *   3. commits by renames (atomic per file), the manifest and the ledger last; a failure rolls every
- *      done step back from the kept links.
+ *   3. commits by renames (atomic per file or staged directory), the manifest and the ledger last; a
+ *      failure rolls every done step back from the kept links (a staged directory back to its staging name).
  *
  * Around the three (./write-guard.ts): a lock beside every fleet directory and ledger (a second writer
  * is refused with `write/locked`), a journal written before the first rename (a run killed during the
@@ -31,7 +33,7 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { FleetProblem } from '../src/base/errors';
-import { closeSession, dropJournal, guardSignals, openSession, sideName, writeJournal } from './write-guard';
+import { closeSession, dropJournal, guardSignals, openSession, removeTree, sideName, writeJournal } from './write-guard';
 import {
   MANIFEST_FILE, OutputWriteError, WriterFs, checkFleetDir, foreignFiles, inside, ioProblem, legacyOurs, listedAs, missingDirs, problem,
   readManifest, readTarget, renderManifest, sha256,
@@ -87,38 +89,57 @@ export interface WriteHooks {
   readonly onNotice?: (line: string) => void;
 }
 
-/** A prepared change to one path (its new content is already in `temp`). */
+/**
+ * A prepared change to one path: a file's new content in `temp`, or (`dir`) a new directory built whole
+ * under the staging name `temp` beside its final place, files and all, and renamed into place at once.
+ */
 type Op =
-  | { kind: 'write'; target: string; temp?: string; backup?: string }
+  | { kind: 'write'; target: string; temp?: string; backup?: string; dir?: true }
   | { kind: 'remove'; target: string; backup?: string };
 
-/** The transaction so far: what was prepared (in commit order), the directories created, the problems. */
+/** The transaction so far: what was prepared (in commit order), the directories staged, the problems. */
 class Prepared {
   /** In commit order: each tree's writes, removals and manifest, then the ledger. */
   readonly ops: Op[] = [];
   /** Every op prepared so far (what a failure must undo). */
   readonly all: Op[] = [];
-  readonly created: string[] = [];
   readonly problems: FleetProblem[] = [];
-  /** Directories that exist (or were created) as real directories. */
+  /** Directories that exist (or were created) as real directories, or are staged (final paths). */
   readonly dirs = new Set<string>();
+  /** Each directory created by this write (its final path) and where it is until the commit (inside a staging directory). */
+  private readonly placed = new Map<string, string>();
+  /** Staging directories created since the last `write` returned (ops the caller puts in commit order). */
+  private staged: Op[] = [];
   /** Directories that may be left empty by removals, each with its fleet directory. */
   readonly pruneRoots: { dir: string; root: string }[] = [];
   /** The directory being created (where a failure is reported). */
   private mkdirAt?: string;
   constructor(readonly io: WriterFs) {}
 
-  /** Missing directories down to `dir`, checked (a problem) or created now. */
+  /**
+   * Missing directories down to `dir`, checked (a problem) or created now: the first missing one under a
+   * staging name beside it (one op, renamed into place at the commit), those below it inside that one.
+   */
   ensureDir(dir: string, create: boolean): boolean {
     const abs = path.resolve(dir);
     if (this.dirs.has(abs)) return true;
-    const missing = missingDirs(abs, this.io);
+    let known = abs;
+    const below: string[] = [];
+    while (!this.dirs.has(known) && known !== path.dirname(known)) { below.unshift(known); known = path.dirname(known); }
+    const missing = this.placed.has(known) ? below : missingDirs(abs, this.io); // below a staged directory nothing exists yet
     if (!Array.isArray(missing)) { this.problems.push(missing); return false; }
     if (!create) return true;
     for (const d of missing) {
       this.mkdirAt = d;
-      this.io.mkdirSync(d);
-      this.created.push(d);
+      const parent = this.placed.get(path.dirname(d));
+      const at = parent ? path.join(parent, path.basename(d)) : sideName(d, 'tmp');
+      this.io.mkdirSync(at);
+      if (!parent) {
+        const op: Op = { kind: 'write', target: d, temp: at, dir: true };
+        this.all.push(op);
+        this.staged.push(op);
+      }
+      this.placed.set(d, at);
       this.dirs.add(d);
     }
     this.mkdirAt = undefined;
@@ -126,12 +147,21 @@ class Prepared {
     return true;
   }
 
-  /** New content beside `target` (and a link keeping the old one), unless a problem was already found. */
-  write(target: string, content: string, exists: boolean): Op | undefined {
-    if (this.problems.length) return undefined;
+  /**
+   * New content beside `target` (and a link keeping the old one), or straight into a staged directory,
+   * unless a problem was already found. Returns the ops to commit, in order: staging directories this
+   * created, then the file's own (none when it went into a staged directory).
+   */
+  write(target: string, content: string, exists: boolean): Op[] {
+    if (this.problems.length) return [];
     const op: Op = { kind: 'write', target };
     try {
       this.ensureDir(path.dirname(target), true);
+      const inStaged = this.placed.get(path.dirname(path.resolve(target)));
+      if (inStaged && !exists) {
+        this.io.writeFileSync(path.join(inStaged, path.basename(target)), content, { flag: 'wx' });
+        return this.staged.splice(0);
+      }
       op.temp = sideName(target, 'tmp');
       this.io.writeFileSync(op.temp, content, { flag: 'wx' });
       if (exists) { op.backup = sideName(target, 'old'); this.io.linkSync(target, op.backup); }
@@ -140,7 +170,7 @@ class Prepared {
       this.abandon([op]);
       throw new OutputWriteError([ioProblem(e, this.mkdirAt ?? target)]);
     }
-    return op;
+    return [...this.staged.splice(0), op];
   }
 
   remove(target: string): Op | undefined {
@@ -154,14 +184,14 @@ class Prepared {
     return op;
   }
 
-  /** Remove every temp file, backup link and created directory (nothing was committed). */
+  /** Remove every temp file, backup link and staging directory (nothing was committed). */
   abandon(extra: Op[] = []): void {
     for (const op of [...this.all, ...extra]) {
+      if (op.kind === 'write' && op.dir) { if (op.temp) removeTree(op.temp, this.io); continue; }
       for (const p of [op.kind === 'write' ? op.temp : undefined, op.backup]) {
         if (p) try { this.io.unlinkSync(p); } catch { /* already gone */ }
       }
     }
-    for (const d of [...this.created].reverse()) try { this.io.rmdirSync(d); } catch { /* not empty or gone: leave it */ }
   }
 }
 
@@ -252,8 +282,7 @@ function streamTree(tree: StreamedTree, p: Prepared): TreeWriteReport | undefine
       if (listed !== undefined && !listedAs(listed, found.content)) { notOurs(rel, 'was edited since synth wrote it (its hash differs from the manifest)'); return; }
       if (listed === undefined && (manifest || !legacyOurs(found.content, tree.fleet))) { notOurs(rel, 'exists and is not a file synth generated (not in its manifest)'); return; }
     }
-    const op = p.write(full, content, found.content !== undefined);
-    if (op) writes.push(op);
+    writes.push(...p.write(full, content, found.content !== undefined));
     report.written.push(rel);
   });
   report.written.sort();
@@ -262,9 +291,9 @@ function streamTree(tree: StreamedTree, p: Prepared): TreeWriteReport | undefine
   const manifestText = renderManifest(tree.fleet, hashes);
   hashes.clear();
   const oldManifest = readTarget(path.join(dir, MANIFEST_FILE), dir, io);
-  const manifestOp = !('code' in oldManifest) && oldManifest.content !== manifestText
-    ? p.write(path.join(dir, MANIFEST_FILE), manifestText, oldManifest.content !== undefined) : undefined;
-  p.ops.push(...writes, ...removes, ...(manifestOp ? [manifestOp] : []));
+  const manifestOps = !('code' in oldManifest) && oldManifest.content !== manifestText
+    ? p.write(path.join(dir, MANIFEST_FILE), manifestText, oldManifest.content !== undefined) : [];
+  p.ops.push(...writes, ...removes, ...manifestOps);
   return report;
 }
 
@@ -301,14 +330,14 @@ function checkFile(f: OutputFile, p: Prepared): void {
     if (!p.ensureDir(path.dirname(target), false)) return;
     exists = false;
   }
-  const op = p.write(target, f.content, exists);
-  if (op) p.ops.push(op);
+  p.ops.push(...p.write(target, f.content, exists));
 }
 
 
 /**
  * Data to disk before the renames: one `sync --file-system` per file system (syncfs(2); an fsync per
- * file costs about 2.5 ms each on ext4, 30 s for 13000 files); fsync per file where `sync` is missing.
+ * file costs about 2.5 ms each on ext4, 30 s for 13000 files); fsync per file where `sync` is missing
+ * (every file and directory inside a staging directory, then the directory).
  */
 function flush(temps: string[], io: WriterFs): void {
   if (!temps.length || io !== fs) return;
@@ -317,14 +346,16 @@ function flush(temps: string[], io: WriterFs): void {
   try {
     execFileSync('sync', ['--file-system', ...devs.values()], { stdio: 'ignore', timeout: 120_000 });
   } catch {
-    for (const t of temps) {
-      const fd = fs.openSync(t, 'r');
+    const fsyncAll = (p: string): void => {
+      if (fs.lstatSync(p).isDirectory()) for (const e of fs.readdirSync(p)) fsyncAll(path.join(p, e));
+      const fd = fs.openSync(p, 'r');
       try { fs.fsyncSync(fd); } finally { fs.closeSync(fd); }
-    }
+    };
+    for (const t of temps) fsyncAll(t);
   }
 }
 
-/** Phase 3: renames in order; on a failure every done step is undone from the kept links. */
+/** Phase 3: renames in order (a staged directory is one rename); on a failure every done step is undone from the kept links. */
 function commit(c: Prepared): void {
   const { io } = c;
   const done: Op[] = [];
@@ -338,10 +369,11 @@ function commit(c: Prepared): void {
     const failed = c.ops[done.length];
     for (const op of done.reverse()) {
       try {
-        if (op.backup) io.renameSync(op.backup, op.target);
+        if (op.kind === 'write' && op.dir) io.renameSync(op.target, op.temp!); // back to its staging name: abandon removes it
+        else if (op.backup) io.renameSync(op.backup, op.target);
         else io.unlinkSync(op.target);
       } catch { /* best effort: the error below names the first failure */ }
-      if (op.kind === 'write') op.temp = undefined;
+      if (op.kind === 'write' && !op.dir) op.temp = undefined;
       op.backup = undefined;
     }
     c.abandon();

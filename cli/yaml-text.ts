@@ -39,8 +39,6 @@ function scalarText(v: string | number | boolean | null): string {
   if (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0)) return String(v);
   if (v === null) return 'null';
   if (typeof v === 'boolean') return v ? 'true' : 'false';
-  const block = typeof v === 'string' ? plainBlockLiteral(v) : undefined;
-  if (block !== undefined) return block;
   const hit = scalars.get(v);
   if (hit !== undefined) return hit;
   const text = YAML.stringify({ k: v }, OPTIONS);
@@ -49,14 +47,22 @@ function scalarText(v: string | number | boolean | null): string {
 
 /**
  * A multi-line string of printable ASCII with no space at a line's end or the start, ending in at most one
- * newline: the package writes it as a literal block (`|` or `|-`, lines indented by two, empty lines
- * empty) and so does this, without asking (a gateway's peer table is one such string per cluster, unique,
- * so asking meant the package's whole scalar analysis once per cluster).
+ * newline: the package writes it as a literal block (`|` or `|-`, lines indented by two past the key, empty
+ * lines empty) and so does this, without asking (a gateway's peer table is one such string per cluster,
+ * unique, so asking meant the package's whole scalar analysis once per cluster). Its lines go to `out` one
+ * by one, so the only copy of a large string (a peer table at 1000 clusters is 140 KB) is the file's text.
  */
-function plainBlockLiteral(v: string): string | undefined {
-  if (v.length < 64 || !v.includes('\n') || !/^[\x21-\x7e][\x20-\x7e\n]*$/.test(v) || / \n| $|\n\n$/.test(v) || v.startsWith('\n')) return undefined;
-  const body = v.endsWith('\n') ? v.slice(0, -1) : v;
-  return `${v.endsWith('\n') ? '|' : '|-'}\n${body.replace(/^(?=[^\n])/gm, '  ')}`;
+function pushBlockLiteral(v: string, indent: string, out: string[]): boolean {
+  if (v.length < 64 || !v.includes('\n') || !/^[\x21-\x7e][\x20-\x7e\n]*$/.test(v) || / \n| $|\n\n$/.test(v) || v.startsWith('\n')) return false;
+  const clip = v.endsWith('\n');
+  const lineIndent = `${indent}  `;
+  out.push(clip ? ' |' : ' |-');
+  for (const line of (clip ? v.slice(0, -1) : v).split('\n')) {
+    out.push('\n');
+    if (line) out.push(lineIndent, line);
+  }
+  out.push('\n');
+  return true;
 }
 
 /** Keys the fast path writes: what Kubernetes field names, label keys and data keys are made of. */
@@ -88,6 +94,7 @@ function scalarAt(v: string | number | boolean | null, indent: string): string {
 /** A value after `key:` or `- ` at column `indent.length`; appends to `out`. */
 function value(v: unknown, indent: string, out: string[], inSeq: boolean): void {
   if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') {
+    if (typeof v === 'string' && pushBlockLiteral(v, indent, out)) return;
     out.push(' ', scalarAt(v, indent), '\n');
     return;
   }

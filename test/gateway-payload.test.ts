@@ -3,7 +3,7 @@
  * default follows migrationPolicy.disableTLS; the contradicting combinations are refused with stable codes.
  */
 import { FleetValidationError } from '../src/base/errors';
-import { gatewayConfigFor } from '../src/gateway/config';
+import { formatGatewayConfig, gatewayConfigFor } from '../src/gateway/config';
 import { planFleetDocument } from '../src/addressing/planner';
 import { baseFleet } from './support/fleets';
 
@@ -51,5 +51,22 @@ describe('gateway payload mode', () => {
   test('both mistakes at once are both reported', () => {
     const ps = problemsOf({ gateway: { payload: 'splice', tls: { plaintext: true } }, migrationPolicy: { disableTLS: true } });
     expect(ps.map((p) => p.code).sort()).toEqual(['splice-without-kubevirt-tls', 'splice-without-mtls']);
+  });
+});
+
+describe('the peer table in the ConfigMap text', () => {
+  test('each peer is one line, the same bytes as its JSON; the shared, cached peer objects are frozen (no hook can change one cluster\'s table through another\'s)', () => {
+    const r = planFleetDocument(baseFleet({}));
+    const [a, b] = r.plan.clusters.map((c) => gatewayConfigFor(r.plan, c));
+    for (const cfg of [a, b]) {
+      const text = formatGatewayConfig(cfg);
+      expect(JSON.parse(text)).toEqual(cfg);
+      for (const p of cfg.peers) expect(text).toContain(`\n    ${JSON.stringify(p)}`);
+      expect(Object.isFrozen(cfg.peers[0]) && Object.isFrozen(cfg.peers[0].gateways[0]) && Object.isFrozen(cfg.peers[0].cidrs)).toBe(true);
+      expect(() => { (cfg.peers[0].cidrs as string[]).push('10.9.0.0/16'); }).toThrow(TypeError);
+    }
+    // a peer object not made by gatewayConfigFor (a config of your own) is formatted from what it holds now
+    const own = { ...a, peers: [{ ...a.peers[0], cidrs: ['10.9.0.0/16'] }] };
+    expect(JSON.parse(formatGatewayConfig(own)).peers[0].cidrs).toEqual(['10.9.0.0/16']);
   });
 });

@@ -11,6 +11,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { renderFleetDirectory, writeFleetDirectories } from '../cli/fleet-directory';
 import { MANIFEST_FILE, OutputWriteError, WriterFs } from '../cli/write-tree';
+import { closeSession, openSession } from '../cli/write-guard';
 import { runCli } from './support/fleets';
 
 const root = path.join(__dirname, '..');
@@ -126,6 +127,68 @@ describe('output and ledger: together or not at all', () => {
     expect(snapshot(s.out)).toEqual(before); // no new cluster directory, no temp or backup file left
     expect(fs.readFileSync(s.ledger, 'utf8')).toBe(ledgerBefore);
     expect(fs.readdirSync(s.dir).filter((f) => f.includes('.mm-'))).toEqual([]);
+  });
+
+  test('a new directory (the fleet\'s, a new cluster\'s) is built whole under a staging name and committed by one rename', () => {
+    const s = track(scratch());
+    const renames: [string, string][] = [];
+    const counting: WriterFs = {
+      ...fs, renameSync: (from: fs.PathLike, to: fs.PathLike) => { renames.push([String(from), String(to)]); fs.renameSync(from, to); },
+    };
+    const first = writeFleetDirectories([renderFleetDirectory({ fleetFile: s.fleet, outdir: s.out })], counting)[0];
+    const tree = path.join(s.out, 'sites');
+    expect(renames.filter(([, to]) => to.startsWith(s.out))).toEqual([[expect.stringMatching(/\/out\/\.sites\.mm-tmp-\d+-[0-9a-f]{8}$/), tree]]);
+    expect(first.report.written).toHaveLength(first.fileCount + 1); // every file and fleet.svg (and the manifest), in that one rename
+    expect([...snapshot(tree).keys()].filter((f) => !f.endsWith('/') && fs.statSync(path.join(tree, f)).isFile())).toHaveLength(first.fileCount + 2);
+    expect([...snapshot(s.out).keys()].filter((f) => f.includes('.mm-'))).toEqual([]);
+    expect(execFileSync('sha256sum', ['--quiet', '-c', MANIFEST_FILE], { cwd: tree, encoding: 'utf8' })).toBe('');
+    // a cluster added to the existing tree: its directory is one rename, the changed files one each
+    renames.length = 0;
+    grow(s.fleet);
+    const second = writeFleetDirectories([renderFleetDirectory({ fleetFile: s.fleet, outdir: s.out })], counting)[0];
+    const intoNew = renames.filter(([, to]) => to.startsWith(path.join(tree, 'osl-1')));
+    expect(intoNew).toEqual([[expect.stringMatching(/\/sites\/\.osl-1\.mm-tmp-\d+-[0-9a-f]{8}$/), path.join(tree, 'osl-1')]]);
+    const changedElsewhere = second.report.written.filter((f) => !f.startsWith('osl-1/'));
+    expect(changedElsewhere.length).toBeGreaterThan(0); // the peers' gateway tables, the kustomizations, the manifest
+    expect(renames.filter(([, to]) => to.startsWith(tree) && !to.startsWith(path.join(tree, 'osl-1'))).map(([, to]) => path.relative(tree, to)).sort())
+      .toEqual([...changedElsewhere, MANIFEST_FILE].sort());
+    expect(execFileSync('sha256sum', ['--quiet', '-c', MANIFEST_FILE], { cwd: tree, encoding: 'utf8' })).toBe('');
+  });
+
+  test('a failed rename of a staged fleet directory: rolled back, nothing left (no directory, no staging directory, the ledger as it was)', () => {
+    const s = track(scratch());
+    grow(s.fleet); // the ledger changes too
+    const ledgerBefore = fs.readFileSync(s.ledger, 'utf8');
+    const failing: WriterFs = { ...fs, renameSync: (from: fs.PathLike, to: fs.PathLike) => {
+      if (String(to) === path.join(s.out, 'sites')) throw Object.assign(new Error(`EIO: i/o error, rename '${from}' -> '${to}'`), { code: 'EIO' });
+      fs.renameSync(from, to);
+    } };
+    let err: unknown;
+    try { writeFleetDirectories([renderFleetDirectory({ fleetFile: s.fleet, outdir: s.out })], failing); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(OutputWriteError);
+    expect((err as OutputWriteError).codes).toEqual(['write/failed']);
+    expect(fs.existsSync(s.out)).toBe(false); // the staging directory removed, and the output root made for the lock
+    expect(fs.readFileSync(s.ledger, 'utf8')).toBe(ledgerBefore);
+    expect(fs.readdirSync(s.dir).filter((f) => f.includes('.mm-'))).toEqual([]);
+  });
+
+  test('staging directories a killed run left (a new fleet directory, a new cluster) are removed whole by the next writer, and said so', () => {
+    const s = track(scratch());
+    expect(run(['synth', s.fleet, '--out', s.out]).code).toBe(0);
+    const before = snapshot(s.out);
+    // what a run killed before its journal leaves: half-filled staging directories (pid 1 is never this process)
+    const strays = [path.join(s.out, '.other.mm-tmp-1-0000abcd'), path.join(s.out, 'sites', '.osl-1.mm-tmp-1-0000abce')];
+    for (const d of strays) {
+      fs.mkdirSync(path.join(d, 'sub'), { recursive: true });
+      fs.writeFileSync(path.join(d, 'sub', 'ConfigMap.x.y.yaml'), 'half\n');
+    }
+    fs.mkdirSync(path.join(s.out, '.sites.mm-tmp-1-0000abcf')); // the fleet directory's own staging name
+    const session = openSession([path.join(s.out, 'sites')], []);
+    if (Array.isArray(session)) throw new Error(JSON.stringify(session));
+    closeSession(session);
+    expect(session.notices.join('\n')).toMatch(/removed 2 leftover .* of an interrupted run \(pid 1\)/);
+    expect(snapshot(s.out)).toEqual(new Map([...before, ['.other.mm-tmp-1-0000abcd', '<dir>'], ['.other.mm-tmp-1-0000abcd/sub', '<dir>'],
+      ['.other.mm-tmp-1-0000abcd/sub/ConfigMap.x.y.yaml', 'half\n']])); // another fleet's staging directory is that fleet's writer's to remove
   });
 
   test('ENOSPC and EACCES while preparing: coded, and nothing is touched', () => {

@@ -50,10 +50,13 @@ describe.each(examples)('%s', (example) => {
     synthesizeFleetToDirectory({
       fleetFile, ledgerFile, outdir: out,
       customizeCluster: (chart) => {
-        // the chart's App holds this cluster alone; every earlier cluster's files are prepared (temp files beside their targets)
+        // the chart's App holds this cluster alone; every earlier cluster's files are prepared (in the new
+        // fleet directory's staging directory, not yet in place)
         expect(chart.node.root.node.children.map((c) => c.node.id)).toEqual([chart.cluster.name]);
-        const prepared = [...files(path.join(out, doc.metadata.name)).keys()];
-        for (const earlier of seen) expect(prepared.some((f) => f.startsWith(`${earlier}/`) && /\.mm-tmp-/.test(f))).toBe(true);
+        expect(fs.existsSync(path.join(out, doc.metadata.name))).toBe(false);
+        const prepared = [...files(out).keys()];
+        const staged = new RegExp(`^\\.${doc.metadata.name}\\.mm-tmp-\\d+-[0-9a-f]{8}/`);
+        for (const earlier of seen) expect(prepared.some((f) => staged.test(f) && f.replace(staged, '').startsWith(`${earlier}/`))).toBe(true);
         seen.push(chart.cluster.name);
         if (MeshClusterChart.isMeshClusterChart(chart)) chart.proxy?.addSidecar(sidecar);
       },

@@ -99,7 +99,9 @@ class BlockCursor {
 
   claim(block: Cidr): void {
     this.taken.push(block);
-    this.merged = this.sortedTaken();
+    // merged into the merged ranges (few: carved blocks are adjacent and coalesce), not every taken range
+    // sorted again: n claims cost n short merges, not n sorts of up to n ranges
+    if (block.family === this.supernet.family && overlaps(block, this.supernet)) this.merged = mergeIntervals([...this.merged, block]);
   }
 }
 

@@ -103,13 +103,28 @@ function withPeers(cfg: ProxyConfig, cluster: ClusterPlan): ProxyConfig {
 }
 
 const peerCache = new WeakMap<object, Map<string, PeerConfig>>();
+/** Each validated peer's line in the ConfigMap (every cluster lists the same peer objects: n clusters, n lines made, not n²). */
+const peerLine = new WeakMap<PeerConfig, string>();
 
+const deepFreeze = <T>(v: T): T => {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
+  }
+  return v;
+};
+
+/** Each peer validated once per fleet and frozen (shared by every cluster's table; its line is cached). */
 function validatedPeers(cluster: ClusterPlan): PeerConfig[] {
   return cluster.peers.map((p) => {
     let byCluster = peerCache.get(p.gateways);
     if (!byCluster) { byCluster = new Map(); peerCache.set(p.gateways, byCluster); }
     let v = byCluster.get(p.cluster);
-    if (!v) { v = peerSchema.parse(p); byCluster.set(p.cluster, v); }
+    if (!v) {
+      v = deepFreeze(peerSchema.parse(p));
+      peerLine.set(v, `    ${JSON.stringify(v)}`);
+      byCluster.set(p.cluster, v);
+    }
     return v;
   });
 }
@@ -121,6 +136,6 @@ function validatedPeers(cluster: ClusterPlan): PeerConfig[] {
 export function formatGatewayConfig(cfg: ProxyConfig): string {
   const { peers, ...rest } = cfg;
   const head = JSON.stringify(rest, null, 2).replace(/\n}$/, '');
-  const body = peers.map((p) => `    ${JSON.stringify(p)}`).join(',\n');
+  const body = peers.map((p) => peerLine.get(p) ?? `    ${JSON.stringify(p)}`).join(',\n');
   return `${head},\n  "peers": [${peers.length ? `\n${body}\n  ` : ''}]\n}\n`;
 }
