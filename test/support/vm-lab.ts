@@ -117,8 +117,9 @@ export interface MigrationResult {
  * A clue for whoever goes on: differing pages recur at the same guest-physical addresses across
  * independent boots and settings (0x1970000-0x1985000 in all three settings, 0x29c1000-0x29f7000 in two;
  * the others lie at 0x72xxxxx-0x8cxxxxx), likely inside the kernel image (loaded at 16 MiB): kernel static
- * data written in kernel mode, which `pti=on` does not make flush, rather than the workload's buffers. Without the hogs (load average about 11 from other jobs) the
- * 12 live migrations of one `npm run bench:vm` run were all RAM-equal. Resumption: every RAM-equal
+ * data written in kernel mode, which `pti=on` does not make flush, rather than the workload's buffers.
+ * Without the hogs (load average about 11 from other jobs) the 12 live migrations of one `npm run bench:vm`
+ * run were all RAM-equal. Resumption: every RAM-equal
  * migration of these runs resumed and ticked on; of the 4 that differed, 3 ticked on within 15 s and one
  * (`pti=on`) hit the BUG above: damage follows the lost pages, it was not seen without them.
  */
