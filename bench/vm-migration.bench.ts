@@ -2,7 +2,9 @@
  * `npm run bench:vm` (issue 30 part 3): real QEMU live migrations (TCG guest, mutual TLS, 4 multifd channels)
  * between two clusters' handler namespaces, through each gateway mode and over a direct veth pair, from one
  * run: several interleaved rounds (direct, mtls-splice, mtls, plaintext, then again), the median of each
- * mode's total time, downtime and MiB moved, and each as a ratio to direct. The lab is the test's
+ * mode's total time, downtime and MiB moved, and its total (and arrival) time as a ratio to direct: the median
+ * of the per-round ratios (each mode against the same round's direct run, so load drifting across rounds on
+ * this shared machine cancels out) with their min-max spread. The lab is the test's
  * (test/support/vm-lab.ts); run as root, under `flock /tmp/mm-net.lock` beside other network tests.
  * MM_VM_ROUNDS (default 3) sets the rounds. Writes the table to bench/results/vm-migration.json only with
  * MM_RECORD_BENCH=1.
@@ -40,25 +42,32 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
         console.log(`[bench:vm] round ${round + 1} ${m}: total ${r.info.totalMs} ms, arrived ${r.arrivedMs} ms, downtime ${r.info.downtimeMs} ms, ${((r.info.transferredKiB ?? 0) / 1024).toFixed(1)} MiB, RAM equal ${r.ramEqual}${r.ramDiff ? ` (${r.ramDiff})` : ''}`);
       }
     }
+    // each round's ratio to that round's direct run (the load on this shared machine drifts between rounds), then
+    // the median of those ratios and their spread; times, downtime and MiB as medians over the rounds
+    const perRound = (m: PathMode, f: (r: MigrationResult) => number) => runs[m].map((r, i) => f(r) / f(runs.direct[i]));
+    const spread = (xs: number[]) => ({ median: +median(xs).toFixed(2), min: +Math.min(...xs).toFixed(2), max: +Math.max(...xs).toFixed(2) });
     const rows = MODES.map((m) => ({
       mode: m,
       totalMs: median(runs[m].map((r) => r.info.totalMs ?? NaN)),
+      totalRatio: spread(perRound(m, (r) => r.info.totalMs ?? NaN)),
       arrivedMs: median(runs[m].map((r) => r.arrivedMs ?? NaN)),
+      arrivedRatio: spread(perRound(m, (r) => r.arrivedMs ?? NaN)),
       downtimeMs: median(runs[m].map((r) => r.info.downtimeMs ?? NaN)),
       mib: +median(runs[m].map((r) => (r.info.transferredKiB ?? NaN) / 1024)).toFixed(1),
       ramEqual: `${runs[m].filter((r) => r.ramEqual).length}/${runs[m].length}`,
       resumed: `${runs[m].filter((r) => r.resumed).length}/${runs[m].length}`,
     }));
-    const direct = rows[0];
-    const ratio = (a: number, b: number) => (b ? (a / b).toFixed(2) : 'n/a');
+    const x = (s: { median: number; min: number; max: number }) => `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`;
+    const load = os.loadavg().map((l) => l.toFixed(1)).join(' ');
     console.log([
-      `[bench:vm] ${ROUNDS} interleaved rounds, medians; guest ${shape.memMiB} MiB (${shape.fillMiB} MiB random, ${shape.dirtyMiB} MiB rewritten per second), TCG ${shape.cpu}, TLS + ${lab.channels} multifd channels, ${os.cpus().length} CPUs (shared)`,
-      `  ${'mode'.padEnd(12)} ${'total ms'.padStart(9)} ${'x direct'.padStart(8)} ${'arrived ms'.padStart(10)} ${'x direct'.padStart(8)} ${'downtime ms'.padStart(12)} ${'x direct'.padStart(8)} ${'MiB'.padStart(7)} ${'x direct'.padStart(8)}  RAM equal  resumed`,
-      ...rows.map((r) => `  ${r.mode.padEnd(12)} ${String(r.totalMs).padStart(9)} ${ratio(r.totalMs, direct.totalMs).padStart(8)} ${String(r.arrivedMs).padStart(10)} ${ratio(r.arrivedMs, direct.arrivedMs).padStart(8)} ${String(r.downtimeMs).padStart(12)} ${ratio(r.downtimeMs, direct.downtimeMs).padStart(8)} ${String(r.mib).padStart(7)} ${ratio(r.mib, direct.mib).padStart(8)}  ${r.ramEqual.padStart(9)}  ${r.resumed.padStart(7)}`),
+      `[bench:vm] ${new Date().toISOString()}, load average ${load}; ${ROUNDS} interleaved rounds (${MODES.join(', ')}), medians; ratios: median of the per-round ratios to that round's direct run (min-max)`,
+      `  guest ${shape.memMiB} MiB (${shape.fillMiB} MiB random, ${shape.dirtyMiB} MiB rewritten per second), TCG ${shape.cpu}, TLS + ${lab.channels} multifd channels, ${os.cpus().length} CPUs (shared)`,
+      `  ${'mode'.padEnd(12)} ${'total ms'.padStart(9)} ${'total x direct'.padStart(18)} ${'arrived ms'.padStart(10)} ${'arrived x direct'.padStart(18)} ${'downtime ms'.padStart(11)} ${'MiB'.padStart(7)}  RAM equal  resumed`,
+      ...rows.map((r) => `  ${r.mode.padEnd(12)} ${String(r.totalMs).padStart(9)} ${x(r.totalRatio).padStart(18)} ${String(r.arrivedMs).padStart(10)} ${x(r.arrivedRatio).padStart(18)} ${String(r.downtimeMs).padStart(11)} ${String(r.mib).padStart(7)}  ${r.ramEqual.padStart(9)}  ${r.resumed.padStart(7)}`),
     ].join('\n'));
     const outDir = process.env.MM_RECORD_BENCH === '1' ? path.join(__dirname, 'results') : os.tmpdir();
     fs.writeFileSync(path.join(outDir, 'vm-migration.json'), `${JSON.stringify({
-      bench: 'bench/vm-migration.bench.ts', rounds: ROUNDS, shape, channels: lab.channels, cpus: os.cpus().length, kernel: os.release(), guestKernel: lab.guest.kernelVersion, date: new Date().toISOString(), rows,
+      bench: 'bench/vm-migration.bench.ts', rounds: ROUNDS, shape, channels: lab.channels, cpus: os.cpus().length, kernel: os.release(), guestKernel: lab.guest.kernelVersion, date: new Date().toISOString(), loadavg: os.loadavg(), rows,
     }, null, 2)}\n`);
   }, 1_800_000);
 });

@@ -36,12 +36,26 @@ export interface GatewayAlertsProps {
    * @default - none
    */
   readonly labels?: Record<string, string>;
+  /**
+   * Whose pods `job` scrapes: `trust-agent` (a cluster without a gateway) gives `MigrationMeshTrustAgentDown`
+   * and the trust alerts only.
+   *
+   * @default gateway
+   */
+  readonly role?: 'gateway' | 'trust-agent';
+  /**
+   * Name of the PrometheusRule.
+   *
+   * @default migration-mesh-gateway
+   */
+  readonly ruleName?: string;
 }
 
 /**
  * A Prometheus Operator `PrometheusRule` (monitoring.coreos.com/v1) with the gateway's alerts: no replica
  * ready, VIP unheld, refusals and resets rising, a peer CA untrusted too long or expiring, the trust
- * container unable to write `kubevirt-external-ca`. Runbook: docs/alerts.md.
+ * container unable to write `kubevirt-external-ca`; for a trust agent (`role`), no replica ready and the
+ * trust alerts. Runbook: docs/alerts.md.
  */
 export class GatewayAlerts extends Construct {
   /** The PrometheusRule (L1: a Prometheus Operator CRD, no cdk8s-plus construct). */
@@ -52,13 +66,13 @@ export class GatewayAlerts extends Construct {
   constructor(scope: Construct, id: string, props: GatewayAlertsProps) {
     super(scope, id);
     this.groups = gatewayAlertGroups({
-      cluster: props.cluster, namespace: props.namespace, job: props.job, vip: props.vip, runbookBaseUrl: props.runbookBaseUrl,
+      cluster: props.cluster, namespace: props.namespace, job: props.job, vip: props.vip, runbookBaseUrl: props.runbookBaseUrl, role: props.role,
       trust: props.trustRepushIntervalSeconds !== undefined ? { repushIntervalSeconds: props.trustRepushIntervalSeconds } : undefined,
     });
     this.rule = new ApiObject(this, 'PrometheusRule', {
       apiVersion: 'monitoring.coreos.com/v1',
       kind: 'PrometheusRule',
-      metadata: { name: 'migration-mesh-gateway', namespace: props.namespace, labels: props.labels },
+      metadata: { name: props.ruleName ?? 'migration-mesh-gateway', namespace: props.namespace, labels: props.labels },
       spec: { groups: this.groups },
     });
   }

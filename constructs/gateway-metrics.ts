@@ -30,6 +30,18 @@ export interface GatewayMetricsProps {
    * @default - none
    */
   readonly labels?: Record<string, string>;
+  /**
+   * Name of the metrics Service: Prometheus Operator names the scrape job after it, and the alerts select that job.
+   *
+   * @default migration-mesh-gateway-metrics (`GATEWAY_METRICS_SERVICE_NAME`)
+   */
+  readonly serviceName?: string;
+  /**
+   * Name of the ServiceMonitor.
+   *
+   * @default migration-mesh-gateway
+   */
+  readonly serviceMonitorName?: string;
 }
 
 /** Name of the metrics Service (also the scrape job's name under a ServiceMonitor). */
@@ -40,7 +52,8 @@ export const GATEWAY_METRICS_PORT_NAME = 'metrics';
 
 /**
  * The metrics Service (ClusterIP on the pod network, port `metrics` = the runtime's admin port), and when
- * asked a `ServiceMonitor` that scrapes `/metrics` on every gateway replica.
+ * asked a `ServiceMonitor` that scrapes `/metrics` on every selected pod: the gateway replicas
+ * (`MigrationProxy`), or a trust agent's replicas (`TrustAgent`, with its own names).
  */
 export class GatewayMetrics extends Construct {
   /** The metrics Service (cdk8s-plus-28). */
@@ -50,7 +63,7 @@ export class GatewayMetrics extends Construct {
 
   constructor(scope: Construct, id: string, props: GatewayMetricsProps) {
     super(scope, id);
-    const name = GATEWAY_METRICS_SERVICE_NAME;
+    const name = props.serviceName ?? GATEWAY_METRICS_SERVICE_NAME;
     const labels = { ...props.labels, 'app.kubernetes.io/component': 'metrics' };
     // targetPort is the admin port's number: cdk8s-plus-28 takes numeric target ports only
     this.service = new kplus.Service(this, 'Service', {
@@ -63,7 +76,7 @@ export class GatewayMetrics extends Construct {
       this.serviceMonitor = new ApiObject(this, 'ServiceMonitor', {
         apiVersion: 'monitoring.coreos.com/v1',
         kind: 'ServiceMonitor',
-        metadata: { name: 'migration-mesh-gateway', namespace: props.namespace, labels: props.labels },
+        metadata: { name: props.serviceMonitorName ?? 'migration-mesh-gateway', namespace: props.namespace, labels: props.labels },
         spec: {
           selector: { matchLabels: labels },
           namespaceSelector: { matchNames: [props.namespace] },

@@ -5,6 +5,8 @@ import { InvalidPropsError } from '../src/base/errors';
 import { GATEWAY_CONFIG_FILE, formatGatewayConfig, trustAgentConfigFor } from '../src/gateway/config';
 import { APP_NAME_LABEL, TRUST_AGENT_NAME, TRUST_AGENT_SET_LABEL, managedByLabels } from '../src/base/names';
 import { ClusterPlan, FleetPlan } from '../src/addressing/planner';
+import { GatewayAlerts } from './gateway-alerts';
+import { GatewayMetrics } from './gateway-metrics';
 import { GatewayCrossClusterPolicy } from './gateway-policy';
 import { GATEWAY_RUN_AS } from './gateway-deployment';
 import { GatewaySecurityContextConstraints } from './gateway-security-context-constraints';
@@ -14,6 +16,9 @@ import { DEFAULT_GATEWAY_NAMESPACE } from './migration-proxy';
 import { NetworkAttachment } from './network-attachment';
 import { TrustAgentDeployment } from './trust-agent-deployment';
 import { crossClusterNad, crossClusterPolicyFor, replicaSetDisruptionBudget } from './replica-parts';
+
+/** Name of the trust agent's metrics Service (also the scrape job's name under its ServiceMonitor). */
+export const TRUST_AGENT_METRICS_SERVICE_NAME = 'migration-mesh-trust-metrics';
 
 // the names live in src/base/names.ts (planning selects the agents' pods too); re-exported for the library API
 export { TRUST_AGENT_NAME, TRUST_AGENT_SET_LABEL };
@@ -71,6 +76,10 @@ export interface TrustAgentProps {
  * - the fleet mTLS identity of the cluster (`GatewayTls`: the same `spiffe://<fleet>/cluster/<cluster>`);
  * - `GatewayTrust`: the trust container in each pod, the only one with a token, and its Role limited by
  *   `resourceNames` to `kubevirt-ca` and `kubevirt-external-ca`;
+ * - the metrics Service (`migration-mesh-trust-metrics`, port `metrics` = the runtime's admin port, which
+ *   serves the `mm_trust_*` metrics) and, when the fleet sets `gateway.serviceMonitor`, its ServiceMonitor;
+ *   when the fleet sets `gateway.alerts` (default: `serviceMonitor`), a PrometheusRule with
+ *   `MigrationMeshTrustAgentDown` and the trust alerts, as the gateway has;
  * - a MultiNetworkPolicy on the attachment when the cluster runs the controller;
  * - on OpenShift, an SCC without capabilities admitting the pods' fixed uid and fsGroup (`restricted-v2`
  *   assigns uids from the namespace's range and refuses 65532), usable by this ServiceAccount alone.
@@ -99,6 +108,10 @@ export class TrustAgent extends Construct {
   public readonly trust: GatewayTrust;
   /** L1: cdk8s-plus-28 has no PodDisruptionBudget construct. */
   public readonly podDisruptionBudget: ApiObject;
+  /** The metrics Service (`metrics.service`) and, when the fleet enables it, the ServiceMonitor. */
+  public readonly metrics: GatewayMetrics;
+  /** The PrometheusRule; undefined unless the fleet enables `gateway.alerts`. */
+  public readonly alerts?: GatewayAlerts;
   /** The MultiNetworkPolicy; undefined unless the cluster runs the multi-networkpolicy controller. */
   public readonly crossClusterPolicy?: GatewayCrossClusterPolicy;
   /** OpenShift only: the SCC admitting the trust agent's pods, and its binding. */
@@ -146,6 +159,16 @@ export class TrustAgent extends Construct {
     });
     this.deployments.forEach((d, i) => this.trust.attach(d, i));
     this.podDisruptionBudget = replicaSetDisruptionBudget(this, TRUST_AGENT_NAME, this.namespace, labels, setLabels);
+    this.metrics = new GatewayMetrics(this, 'Metrics', {
+      namespace: this.namespace, podSelector: setLabels, adminPort: this.config.listen.admin.port, serviceMonitor: plan.gateway.serviceMonitor,
+      labels, serviceName: TRUST_AGENT_METRICS_SERVICE_NAME, serviceMonitorName: TRUST_AGENT_NAME,
+    });
+    if (plan.gateway.alerts) {
+      this.alerts = new GatewayAlerts(this, 'Alerts', {
+        cluster: cluster.name, namespace: this.namespace, job: TRUST_AGENT_METRICS_SERVICE_NAME, role: 'trust-agent', ruleName: TRUST_AGENT_NAME, labels,
+        trustRepushIntervalSeconds: plan.trust.clusters[cluster.name]?.exchange ? plan.trust.repushIntervalSeconds : undefined,
+      });
+    }
     if (props.openshift ?? cluster.openshift) {
       this.securityContextConstraints = new GatewaySecurityContextConstraints(this, 'OpenShift', {
         namespace: this.namespace, serviceAccountName: TRUST_AGENT_NAME, runAsId: GATEWAY_RUN_AS, name: TRUST_AGENT_NAME, allowedCapabilities: [], labels,

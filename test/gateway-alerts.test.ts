@@ -11,7 +11,9 @@ import * as os from 'os';
 import * as path from 'path';
 import * as yaml from 'yaml';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { GATEWAY_ALERTS, gatewayAlertGroups, promDuration } from '../src/gateway/alerts';
+import { Registry } from 'prom-client';
+import { GATEWAY_ALERTS, TRUST_AGENT_ALERTS, gatewayAlertGroups, promDuration } from '../src/gateway/alerts';
+import { TrustHub } from '../proxy/lib/trust/hub';
 import { baseFleet } from './support/fleets';
 import { hasCommand } from './support/netns';
 import { describeSchema, validateObject } from './support/schemas';
@@ -50,6 +52,27 @@ describe('PrometheusRule beside the ServiceMonitor', () => {
     broken.spec.groups[0].rules[0].for = '5 minutes';
     delete broken.spec.groups[1].rules[0].expr;
     expect(validateObject(broken).join('\n')).toMatch(/for.*pattern[\s\S]*expr/);
+  });
+
+  test("a trust agent's rule: its own job, MigrationMeshTrustAgentDown and the trust alerts, each documented, on metrics the runtime serves", () => {
+    const r = synthesizeFleet(baseFleet({ datapath: 'direct', gateway: { serviceMonitor: true } }));
+    const rules = [...r.objects.values()].flat().filter((o) => o.kind === 'PrometheusRule');
+    expect(rules.map((x) => x.metadata.name)).toEqual(['migration-mesh-trust', 'migration-mesh-trust']);
+    const alerts = rules[0].spec.groups.flatMap((g: any) => g.rules);
+    expect(alerts.map((x: any) => x.alert)).toEqual([...TRUST_AGENT_ALERTS]);
+    const doc = fs.readFileSync(path.join(__dirname, '..', 'docs', 'alerts.md'), 'utf8');
+    for (const n of TRUST_AGENT_ALERTS) expect({ n, documented: doc.includes(`### ${n}`) }).toEqual({ n, documented: true });
+    // every selector names the job of the trust agent's metrics Service, never the gateway's
+    const svc = r.objects.get('a')!.find((o) => o.kind === 'Service')!;
+    for (const a of alerts) expect(a.expr).toContain(`job="${svc.metadata.name}"`);
+    // the mm_trust_* series the rules read are registered by the runtime's trust hub (served on the admin port's /metrics)
+    const registry = new Registry();
+    new TrustHub({ config: () => ({ cluster: 'a' }) as any, tlsFiles: () => undefined, log: { child: () => ({}) } as any, registry });
+    const served = new Set(registry.getMetricsAsArray().map((m) => m.name));
+    const read = alerts.flatMap((a: any) => [...a.expr.matchAll(/\b(mm_\w+)\{/g)].map((m: RegExpMatchArray) => m[1]));
+    expect(read.length).toBeGreaterThan(0);
+    expect(read.filter((n: string) => !served.has(n))).toEqual([]);
+    expect(validateObject(rules[0])).toEqual([]);
   });
 
   test('promDuration', () => {
@@ -149,6 +172,37 @@ if (skip) console.warn(`[gateway-alerts] SKIPPED promtool checks: ${skip}`);
     });
     fs.writeFileSync(path.join(dir, 'tests.yaml'), yaml.stringify({ rule_files: ['rules.yaml'], evaluation_interval: '1m', tests }));
     const r = promtool('test', 'rules', 'tests.yaml');
+    expect({ status: r.status, out: r.stdout + r.stderr }).toEqual({ status: 0, out: expect.stringMatching(/SUCCESS/) });
+  });
+
+  test("a trust agent's rules: check rules accepts them; its Down alert and a trust alert fire on its own job's series", () => {
+    const job = 'migration-mesh-trust-metrics';
+    const agent = gatewayAlertGroups({ cluster: 'd', namespace: 'migration-mesh', job, role: 'trust-agent', trust: { repushIntervalSeconds: 300 } });
+    fs.writeFileSync(path.join(dir, 'agent.yaml'), yaml.stringify({ groups: agent }));
+    const ok = promtool('check', 'rules', 'agent.yaml');
+    expect({ status: ok.status, out: ok.stdout + ok.stderr }).toMatchObject({ status: 0, out: expect.stringMatching(/SUCCESS: 4 rules found/) });
+    fs.writeFileSync(path.join(dir, 'agent-rules.yaml'), yaml.stringify({ groups: agent.map((g) => ({ ...g, rules: g.rules.map(({ annotations: _a, ...r }) => r) })) }));
+    const at = (extra: string) => `{job="${job}",namespace="migration-mesh",${extra}}`;
+    const D = { mesh_cluster: 'd' };
+    const t = (series: [string, string][], checks: { eval_time: string; alertname: string; exp_alerts: { exp_labels: Record<string, string> }[] }[]) => ({
+      interval: '1m', input_series: series.map(([x, values]) => ({ series: x, values })), alert_rule_test: checks,
+    });
+    const tests = [
+      // both replicas stop answering at minute 10; a gateway's job answering does not count
+      t([['up' + at('pod="trust-0"'), '1x9 0x20'], ['up' + at('pod="trust-1"'), '1x9 _x20'], ['up{job="migration-mesh-gateway-metrics",namespace="migration-mesh"}', '1x30']], [
+        { eval_time: '15m', alertname: 'MigrationMeshTrustAgentDown', exp_alerts: [] },
+        { eval_time: '25m', alertname: 'MigrationMeshTrustAgentDown', exp_alerts: [{ exp_labels: { severity: 'warning', ...D } }] },
+      ]),
+      t([['mm_trust_write_failures_total' + at('pod="trust-0"'), '0x5 1+1x30'], ['mm_trust_write_failures_total' + at('pod="trust-1"'), '0x35']], [
+        { eval_time: '12m', alertname: 'MigrationMeshTrustWriteFailing', exp_alerts: [] },
+        { eval_time: '20m', alertname: 'MigrationMeshTrustWriteFailing', exp_alerts: [{ exp_labels: { severity: 'critical', ...D, namespace: 'migration-mesh', pod: 'trust-0' } }] },
+      ]),
+      // healthy: quiet
+      t([['up' + at('pod="trust-0"'), '1x30'], ['mm_trust_peer_ca_untrusted_seconds' + at('pod="trust-0",peer="a"'), '0x30'], ['mm_trust_peer_ca_expiring' + at('pod="trust-0",peer="a"'), '0x30'],
+        ['mm_trust_write_failures_total' + at('pod="trust-0"'), '0x30']], TRUST_AGENT_ALERTS.map((a) => ({ eval_time: '30m', alertname: a, exp_alerts: [] }))),
+    ];
+    fs.writeFileSync(path.join(dir, 'agent-tests.yaml'), yaml.stringify({ rule_files: ['agent-rules.yaml'], evaluation_interval: '1m', tests }));
+    const r = promtool('test', 'rules', 'agent-tests.yaml');
     expect({ status: r.status, out: r.stdout + r.stderr }).toEqual({ status: 0, out: expect.stringMatching(/SUCCESS/) });
   });
 

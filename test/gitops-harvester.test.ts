@@ -25,7 +25,7 @@ describe('Harvester setting value', () => {
   test('a Harvester cluster gets the vm-migration-network Setting and its trust agent: no KubeVirt NAD, no KubeVirt patch', () => {
     const agent = ['Namespace/migration-mesh', 'NetworkAttachmentDefinition/lm-crosscluster', 'ConfigMap/migration-mesh-trust', 'ServiceAccount/migration-mesh-trust',
       'Certificate/migration-mesh-gateway', 'Role/migration-mesh-trust', 'RoleBinding/migration-mesh-trust', 'Deployment/migration-mesh-trust-0',
-      'Deployment/migration-mesh-trust-1', 'PodDisruptionBudget/migration-mesh-trust'];
+      'Deployment/migration-mesh-trust-1', 'PodDisruptionBudget/migration-mesh-trust', 'Service/migration-mesh-trust-metrics'];
     for (const name of ['hv-a', 'hv-b']) {
       const objs = r.objects.get(name)!;
       expect(objs.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([...agent, 'Setting/vm-migration-network']);

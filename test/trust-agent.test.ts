@@ -164,3 +164,49 @@ test('`migration-mesh plan` shows per cluster how its trust is kept', () => {
   const gw = runCli(['plan', 'examples/gitops.fleet.yaml']);
   expect(gw.out).toMatch(/east\s+exchanged by its gateway \(/);
 });
+
+describe('metrics: the trust agent is scraped as the gateway is (Service, ServiceMonitor, alerts)', () => {
+  const withMonitor = synthesizeFleet(direct({ gateway: { serviceMonitor: true } }));
+  const objs = withMonitor.objects.get('a')!;
+  const of = (kind: string) => objs.filter((o) => o.kind === kind) as any[];
+
+  test("the Service's port is the runtime container's metrics port (the config's admin port) and selects every replica", () => {
+    const [svc] = of('Service');
+    expect(svc.metadata).toMatchObject({ name: 'migration-mesh-trust-metrics', namespace: 'migration-mesh' });
+    const admin = configOf(objs, 'migration-mesh-trust').listen.admin.port;
+    expect(svc.spec.ports).toEqual([{ name: 'metrics', port: admin, targetPort: admin, protocol: 'TCP' }]);
+    for (const d of of('Deployment')) {
+      const labels = d.spec.template.metadata.labels;
+      for (const [k, v] of Object.entries(svc.spec.selector)) expect(labels[k]).toBe(v);
+      const runtime = d.spec.template.spec.containers.find((c: any) => c.name === 'runtime');
+      expect(runtime.ports).toContainEqual({ name: 'metrics', containerPort: admin, protocol: 'TCP' });
+      expect(runtime.readinessProbe.httpGet.port).toBe(admin);
+    }
+  });
+
+  test("the ServiceMonitor selects that Service (not a gateway's) and scrapes its metrics port at /metrics", () => {
+    const [sm] = of('ServiceMonitor');
+    const [svc] = of('Service');
+    expect(sm.metadata).toMatchObject({ name: 'migration-mesh-trust', namespace: 'migration-mesh' });
+    expect(Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => svc.metadata.labels[k] === v)).toBe(true);
+    expect(sm.spec.endpoints).toEqual([{ port: svc.spec.ports[0].name, path: '/metrics', interval: '30s', scheme: 'http' }]);
+    expect(sm.spec.namespaceSelector).toEqual({ matchNames: ['migration-mesh'] });
+    expect([...withMonitor.objects.values()].flat().flatMap((o) => validateObject(o).map((e) => `${o.kind}/${o.metadata.name}: ${e}`))).toEqual([]);
+  });
+
+  test('without serviceMonitor: the Service, no ServiceMonitor, no PrometheusRule (as for a gateway)', () => {
+    const plain = synthesizeFleet(direct()).objects.get('a')!;
+    expect(plain.filter((o) => o.kind === 'Service').map((o) => o.metadata.name)).toEqual(['migration-mesh-trust-metrics']);
+    expect(plain.filter((o) => o.kind === 'ServiceMonitor' || o.kind === 'PrometheusRule')).toEqual([]);
+  });
+
+  test('a mixed fleet: the gateway clusters keep their names, the direct cluster gets the trust agent\'s', () => {
+    const fleet = mixed();
+    const m = synthesizeFleet({ ...fleet, spec: { ...fleet.spec, gateway: { serviceMonitor: true } } });
+    const names = (c: string, kind: string) => m.objects.get(c)!.filter((o) => o.kind === kind).map((o) => o.metadata.name);
+    expect(names('a', 'ServiceMonitor')).toEqual(['migration-mesh-gateway']);
+    expect(names('d', 'ServiceMonitor')).toEqual(['migration-mesh-trust']);
+    expect(names('d', 'PrometheusRule')).toEqual(['migration-mesh-trust']);
+    expect(names('d', 'Service')).toEqual(['migration-mesh-trust-metrics']);
+  });
+});

@@ -20,6 +20,12 @@ export interface GatewayAlertsInput {
   readonly trust?: { readonly repushIntervalSeconds: number };
   /** Base of each alert's `runbook_url` (`<base>#<alert name in lower case>`). @default docs/alerts.md */
   readonly runbookBaseUrl?: string;
+  /**
+   * Whose pods `job` scrapes: the gateway replicas, or a trust agent's (a cluster without a gateway, issue
+   * #30): its rules are `MigrationMeshTrustAgentDown` and the trust alerts, no VIP or tunnel alerts (it
+   * carries no migration). @default gateway
+   */
+  readonly role?: 'gateway' | 'trust-agent';
 }
 
 export interface AlertRule {
@@ -38,6 +44,9 @@ export const GATEWAY_ALERTS = [
   'MigrationMeshPeerCaUntrusted', 'MigrationMeshPeerCaExpiring', 'MigrationMeshTrustWriteFailing',
 ] as const;
 
+/** A trust agent's alerts (`role: 'trust-agent'`), in the order docs/alerts.md lists them. */
+export const TRUST_AGENT_ALERTS = ['MigrationMeshTrustAgentDown', 'MigrationMeshPeerCaUntrusted', 'MigrationMeshPeerCaExpiring', 'MigrationMeshTrustWriteFailing'] as const;
+
 /** A peer's CA may stay missing from kubevirt-ca this many publication periods (at least 15 minutes). */
 const UNTRUSTED_PERIODS = 3;
 
@@ -54,14 +63,20 @@ export function promDuration(seconds: number): string {
 
 const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
 
-/** The rule groups for one cluster's gateway. */
+/** The rule groups for one cluster's gateway, or its trust agent (`role`). */
 export function gatewayAlertGroups(i: GatewayAlertsInput): RuleGroup[] {
   const sel = (extra = '') => `{job="${esc(i.job)}",namespace="${esc(i.namespace)}"${extra}}`;
-  const rule = (alert: (typeof GATEWAY_ALERTS)[number], expr: string, forDuration: string, severity: 'critical' | 'warning', summary: string, description: string): AlertRule => ({
+  const rule: RuleOf = (alert, expr, forDuration, severity, summary, description) => ({
     alert, expr, for: forDuration,
     labels: { severity, mesh_cluster: i.cluster },
     annotations: { summary, description, runbook_url: `${i.runbookBaseUrl ?? DEFAULT_RUNBOOK}#${alert.toLowerCase()}` },
   });
+  if (i.role === 'trust-agent') {
+    const down = rule('MigrationMeshTrustAgentDown', `absent(up${sel()} == 1)`, '10m', 'warning',
+      `No trust agent replica of cluster ${i.cluster} is ready`,
+      `No ready trust agent replica has been scraped in namespace ${i.namespace} for 10 minutes: ${i.cluster} neither publishes its KubeVirt CA nor takes in its peers' rotations.`);
+    return [{ name: 'migration-mesh-trust-agent', rules: [down] }, ...(i.trust ? [trustGroup(i, i.trust.repushIntervalSeconds, rule)] : [])];
+  }
   const gateway: AlertRule[] = [
     // Service endpoints hold ready pods only, so no target with up == 1 means no ready replica
     rule('MigrationMeshGatewayDown', `absent(up${sel()} == 1)`, '5m', 'critical',
@@ -86,23 +101,27 @@ export function gatewayAlertGroups(i: GatewayAlertsInput): RuleGroup[] {
       `Tunnels between ${i.cluster} and {{ $labels.peer }} keep being reset`,
       `More than 5 established tunnels with {{ $labels.peer }} ended in a reset in 10 minutes ({{ $value | humanize }}): migrations in flight fail.`),
   );
-  const groups: RuleGroup[] = [{ name: 'migration-mesh-gateway', rules: gateway }];
-  if (i.trust) {
-    const limit = Math.max(900, UNTRUSTED_PERIODS * i.trust.repushIntervalSeconds);
-    groups.push({
-      name: 'migration-mesh-trust',
-      rules: [
-        rule('MigrationMeshPeerCaUntrusted', `min by (namespace, peer) (mm_trust_peer_ca_untrusted_seconds${sel()}) > ${limit}`, '1m', 'critical',
-          `Cluster ${i.cluster} does not trust the current CA of {{ $labels.peer }}`,
-          `The current KubeVirt CA of {{ $labels.peer }} has been missing from ${i.cluster}'s kubevirt-ca for more than ${promDuration(limit)} (${UNTRUSTED_PERIODS} publication periods): migrations between them fail in the TLS handshake once its leaf certificates use it.`),
-        rule('MigrationMeshPeerCaExpiring', `max by (namespace, peer) (mm_trust_peer_ca_expiring${sel()}) == 1`, '5m', 'warning',
-          `A CA of {{ $labels.peer }} expires before its next publication to ${i.cluster}`,
-          `The CA bundle last accepted from {{ $labels.peer }} expires before the next publication expected from it: that peer stopped publishing or stopped rotating.`),
-        rule('MigrationMeshTrustWriteFailing', `sum by (namespace, pod) (increase(mm_trust_write_failures_total${sel()}[15m])) > 0`, '10m', 'critical',
-          `The trust container of ${i.cluster} cannot write kubevirt-external-ca`,
-          `Pod {{ $labels.pod }} has failed to write kubevirt-external-ca for 10 minutes: new peer CAs do not reach ${i.cluster}'s kubevirt-ca.`),
-      ],
-    });
-  }
-  return groups;
+  return [{ name: 'migration-mesh-gateway', rules: gateway }, ...(i.trust ? [trustGroup(i, i.trust.repushIntervalSeconds, rule)] : [])];
+}
+
+type RuleOf = (alert: (typeof GATEWAY_ALERTS)[number] | (typeof TRUST_AGENT_ALERTS)[number], expr: string, forDuration: string, severity: 'critical' | 'warning', summary: string, description: string) => AlertRule;
+
+/** The trust exchange's alerts (gateway or trust agent alike: the same runtime serves mm_trust_*). */
+function trustGroup(i: GatewayAlertsInput, repushIntervalSeconds: number, rule: RuleOf): RuleGroup {
+  const sel = (extra = '') => `{job="${esc(i.job)}",namespace="${esc(i.namespace)}"${extra}}`;
+  const limit = Math.max(900, UNTRUSTED_PERIODS * repushIntervalSeconds);
+  return {
+    name: 'migration-mesh-trust',
+    rules: [
+      rule('MigrationMeshPeerCaUntrusted', `min by (namespace, peer) (mm_trust_peer_ca_untrusted_seconds${sel()}) > ${limit}`, '1m', 'critical',
+        `Cluster ${i.cluster} does not trust the current CA of {{ $labels.peer }}`,
+        `The current KubeVirt CA of {{ $labels.peer }} has been missing from ${i.cluster}'s kubevirt-ca for more than ${promDuration(limit)} (${UNTRUSTED_PERIODS} publication periods): migrations between them fail in the TLS handshake once its leaf certificates use it.`),
+      rule('MigrationMeshPeerCaExpiring', `max by (namespace, peer) (mm_trust_peer_ca_expiring${sel()}) == 1`, '5m', 'warning',
+        `A CA of {{ $labels.peer }} expires before its next publication to ${i.cluster}`,
+        `The CA bundle last accepted from {{ $labels.peer }} expires before the next publication expected from it: that peer stopped publishing or stopped rotating.`),
+      rule('MigrationMeshTrustWriteFailing', `sum by (namespace, pod) (increase(mm_trust_write_failures_total${sel()}[15m])) > 0`, '10m', 'critical',
+        `The trust container of ${i.cluster} cannot write kubevirt-external-ca`,
+        `Pod {{ $labels.pod }} has failed to write kubevirt-external-ca for 10 minutes: new peer CAs do not reach ${i.cluster}'s kubevirt-ca.`),
+    ],
+  };
 }
