@@ -45,6 +45,10 @@ class FilesFailed extends Error {
   constructor(messages: string[]) { super(messages.join('\n')); }
 }
 
+/** Whether the command line asks for JSON output (`--output json` or `--output=json`), read before parsing succeeds. */
+const asksForJson = (argv: string[]): boolean =>
+  argv.some((a, i) => a === '--output=json' || (a === '--output' && argv[i + 1] === 'json'));
+
 /** The whole usage, for the errors the command functions raise themselves. */
 const USAGE = usageOf();
 
@@ -58,7 +62,13 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
     args = line.args;
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    err(`migration-mesh: ${e.message}\n\n${e.usage}`);
+    if (asksForJson(argv)) {
+      // a pipeline reading stdout gets data (failure-json.ts), a person the one line; no usage text
+      out(failureJson(e));
+      err(`migration-mesh: ${e.message}\n`);
+    } else {
+      err(`migration-mesh: ${e.message}\n\n${e.usage}`);
+    }
     return 2;
   }
   try {

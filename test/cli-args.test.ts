@@ -111,6 +111,21 @@ describe('usage errors name the problem and the fix (exit 2)', () => {
     expect(r.code).toBe(2);
   });
 
+  // a pipeline that asked for JSON reads stdout: the usage error comes as data there, one line on stderr
+  test.each([
+    [['validate', 'a.yaml', '--output', 'json', '--frob'], /validate: unknown option --frob/],
+    [['plan', 'a.yaml', 'b.yaml', '--output=json'], /plan: takes one fleet file, got 2/],
+    [['diff', 'a.yaml', 'b.yaml', 'c.yaml', '--output', 'json'], /diff: takes 1 or 2 fleet files, got 3/],
+    [['status', '--output', 'json'], /status: takes one fleet file, got none/],
+  ])('with --output json: %j is a JSON failure on stdout and one line on stderr', (argv, message) => {
+    const r = run(argv as string[]);
+    expect(r.code).toBe(2);
+    const j = JSON.parse(r.out);
+    expect(j).toEqual({ ok: false, message: expect.stringMatching(message as RegExp), problems: [] });
+    expect(r.err.trim().split('\n')).toEqual([expect.stringMatching(message as RegExp)]);
+    expect(r.err).not.toMatch(/usage:/);
+  });
+
   test('an empty CDK8S_OUTDIR is refused for synth and diff (it would write into the current directory)', () => {
     const { dir, cli } = scratch();
     try {
