@@ -32,6 +32,7 @@ import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, hasCommand, makeFleetPki, topologyFromFiles } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, multusDelegateConfig, whereaboutsAsStatic } from './support/netns-cni';
 import { AgentServers, agentCommand, runtimeCommand } from './support/netns-agents';
+import { loseNode, vipHolders as vipHoldersIn } from './support/netns-failover';
 import { addNs6, attachableConfig, cidr6, fmt6, inCidr6, netns6Support, nodeBridgeOf, whereaboutsFirstFree6 } from './support/netns6';
 
 const ROOT = path.join(__dirname, '..');
@@ -94,10 +95,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
   const metrics = (g: Gw) => lab.exec(g.ns, ['curl', '-fsS', '--max-time', '3', `http://127.0.0.1:${clusters[0].topo.gatewayConfig.listen.admin.port}/metrics`]).stdout;
 
   /** Replicas whose in-cluster interface is up and holds the VIP. */
-  const vipHolders = (c: ClusterLab): string[] => c.gateways.filter((g) => {
-    const r = lab.exec(g.ns, ['ip', '-j', 'addr', 'show', 'dev', g.ifname]);
-    return r.status === 0 && JSON.parse(r.stdout || '[]').some((l: any) => (l.flags ?? []).includes('UP') && (l.addr_info ?? []).some((a: any) => a.local === c.vip));
-  }).map((g) => g.ns);
+  const vipHolders = (c: ClusterLab): string[] => vipHoldersIn(lab, c);
 
   /** Established TCP connections in `ns` matching an `ss` filter: [local, peer] addresses. */
   const established = (ns: string, filter: string): { local: string; peer: string }[] =>
@@ -374,10 +372,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
     const other = a.gateways.find((g) => g !== holder)!;
     expect((await client(a.handlers[0], c.handlers[1].addr, HIGH_PORT, 64 * 1024, 5000)).ok).toBe(true);
     const killedAt = Date.now();
-    lab.kill(holder.ka!);
-    lab.kill(holder.proc!);
-    lab.run(['ip', '-n', holder.ns, 'link', 'set', holder.ifname, 'down']);
-    lab.run(['ip', '-n', holder.ns, 'link', 'set', holder.xcIfname, 'down']);
+    loseNode(lab, holder, holder.xcIfname);
     let last: any;
     let ms: number | undefined;
     while (Date.now() - killedAt < 15_000) {

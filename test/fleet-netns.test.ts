@@ -33,6 +33,7 @@ import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, cidr4, fmt4, hasCommand, inCidr4, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
 import { AgentServers, agentCommand, runtimeCommand } from './support/netns-agents';
+import { loseNode, vipHolders as vipHoldersIn } from './support/netns-failover';
 
 const ROOT = path.join(__dirname, '..');
 const FLEET = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
@@ -94,14 +95,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
 
 
 
-  /**
-   * Namespaces of the replicas of `c` whose in-cluster interface is up and holds the VIP (a replica
-   * whose "node" the test took away keeps the address on a downed link: it answers nobody).
-   */
-  const vipHolders = (c: ClusterLab): string[] => c.gateways.filter((g) => {
-    const r = lab.exec(g.ns, ['ip', '-j', 'addr', 'show', 'dev', g.ifname]);
-    return r.status === 0 && JSON.parse(r.stdout || '[]').some((l: any) => (l.flags ?? []).includes('UP') && (l.addr_info ?? []).some((a: any) => a.local === c.vip));
-  }).map((g) => g.ns);
+  const vipHolders = (c: ClusterLab): string[] => vipHoldersIn(lab, c);
 
   const client = async (from: Host, to: string, port: number, bytes: number, timeoutMs = 15000) => {
     const [r] = await lab.execJson(from.ns, agent('client', to, port, bytes, timeoutMs), timeoutMs + 5000);
@@ -457,10 +451,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const other = a.gateways.find((g) => g !== holder)!;
     expect((await client(a.handlers[0], c.handlers[1].addr, HIGH_PORT, 64 * 1024, 5000)).ok).toBe(true);
     const killedAt = Date.now();
-    lab.kill(holder.ka!);
-    lab.kill(holder.proc!);
-    lab.run(['ip', '-n', holder.ns, 'link', 'set', holder.ifname, 'down']);
-    lab.run(['ip', '-n', holder.ns, 'link', 'set', a.topo.gateways[0].crossCluster.ifname, 'down']);
+    loseNode(lab, holder, a.topo.gateways[0].crossCluster.ifname);
     const r = await firstSuccess(a.handlers[0], c.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
     console.log(`[fleet-netns] ${a.topo.name}: VIP holder lost; first new connection through the other replica after ${r.ms} ms (${r.tries} tries)`);
     expect({ ok: r.last?.ok, error: r.last?.error }).toEqual({ ok: true, error: undefined });

@@ -20,6 +20,7 @@ import { ClusterTopology, NetnsLab, hasCommand, inCidr4, makeFleetPki, netnsSupp
 import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
 import { AgentServers, agentCommand, runtimeCommand } from './support/netns-agents';
 import { RoutedSites, SiteLeg } from './support/netns-sites';
+import { loseNode, vipHolders as vipHoldersIn } from './support/netns-failover';
 
 const ROOT = path.join(__dirname, '..');
 const FLEET = path.join(ROOT, 'examples', 'two-sites.fleet.yaml');
@@ -61,10 +62,7 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
   let sites: SiteLeg[] = [];
   const t0 = Date.now();
 
-  const vipHolders = (c: ClusterLab): string[] => c.gateways.filter((g) => {
-    const r = lab.exec(g.ns, ['ip', '-j', 'addr', 'show', 'dev', g.ifname]);
-    return r.status === 0 && JSON.parse(r.stdout || '[]').some((l: any) => (l.flags ?? []).includes('UP') && (l.addr_info ?? []).some((a: any) => a.local === c.vip));
-  }).map((g) => g.ns);
+  const vipHolders = (c: ClusterLab): string[] => vipHoldersIn(lab, c);
   const client = async (from: Host, to: string, port: number, bytes: number, timeoutMs = 15000) => {
     const [r] = await lab.execJson(from.ns, agentCommand('client', to, port, bytes, timeoutMs), timeoutMs + 5000);
     return r;
@@ -217,10 +215,7 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
     const holder = a.gateways.find((g) => vipHolders(a).includes(g.ns))!;
     const other = a.gateways.find((g) => g !== holder)!;
     const killedAt = Date.now();
-    lab.kill(holder.ka!);
-    lab.kill(holder.proc!);
-    lab.run(['ip', '-n', holder.ns, 'link', 'set', holder.ifname, 'down']);
-    lab.run(['ip', '-n', holder.ns, 'link', 'set', holder.xcIfname, 'down']);
+    loseNode(lab, holder, holder.xcIfname);
     let last: any;
     let ms: number | undefined;
     while (Date.now() - killedAt < 15_000) {
