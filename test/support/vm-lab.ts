@@ -145,6 +145,8 @@ export class VmMigrationLab {
   private cni = new CniRunner();
   private seq = 0;
   private port = 49152 + (process.pid % 1000);
+  /** The previous migration's target, whose channels must be gone before the next `migrate`. */
+  private lastTarget?: { host: string; port: number };
   private readonly qemus = new Set<ChildProcess>();
   exchangeMs = 0;
   /** The router and the sites' segments (`routed-sites` layout only). */
@@ -390,7 +392,9 @@ export class VmMigrationLab {
     const ti = 1 - src.at;
     const to = this.clusters[ti];
     const host = mode === 'direct' ? to.handler.direct : to.handler.addr;
+    await this.previousChannelsClosed(src);
     const port = ++this.port;
+    this.lastTarget = { host, port };
     const dst = await this.qemu(ti, true);
     const res: MigrationResult = { mode, from: this.clusters[src.at].name, to: to.name, target: `${host}:${port}`, info: parseInfoMigrate(''), wallMs: 0 };
     try {
@@ -463,6 +467,25 @@ export class VmMigrationLab {
     }
     res.wallMs = Date.now() - t0;
     return res;
+  }
+
+  /**
+   * A failed migration's channels can outlive its `failed` status: QEMU unregisters the migration (its yank
+   * instance) only when every channel has closed, and a channel into a tunnel whose far gateway died closes
+   * only when the reset comes back. A `migrate` before that fails with `duplicate yank instance` and leaves
+   * the source stuck "in progress" (seen once in CI). So wait, bounded, until the source's namespace holds
+   * no connection to the previous target but TIME-WAIT ones.
+   */
+  private async previousChannelsClosed(src: Vm): Promise<void> {
+    const t = this.lastTarget;
+    if (!t) return;
+    const ns = this.clusters[src.at].handler.ns;
+    const open = () => (this.lab.exec(ns, ['ss', '-Htan', 'dst', `${t.host}:${t.port}`]).stdout ?? '')
+      .split('\n').filter((l) => l.trim() && !l.startsWith('TIME-WAIT')).length;
+    for (const end = Date.now() + 30_000; open() > 0;) {
+      if (Date.now() > end) throw new Error(`the source still holds ${open()} connection(s) to ${t.host}:${t.port} 30 s after that migration ended`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 
   async cleanup(): Promise<void> {

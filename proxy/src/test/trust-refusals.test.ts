@@ -180,7 +180,9 @@ describe('trust container against the API contract', { timeout: 120_000 }, () =>
     while (a.stats.gone < 1 && Date.now() < end0) await sleep(20);
     assert.equal(a.stats.gone, 1, 'the agent saw the 410');
     await api.restart();
-    const end = Date.now() + 10_000;
+    // a bound on the wait, not a goal (trust-api-faults holds the 10 s goals): under load (a CI run beside a
+    // QEMU migration test) the relist after the restart came later than 10 s once
+    const end = Date.now() + 30_000;
     while (a.stats.relists < relists0 + 2 && Date.now() < end) await sleep(50);
     assert.ok(a.stats.relists >= relists0 + 2, `relisted after the 410 and after the restart (${a.stats.relists - relists0})`);
     clock.offset += 80 * H; // past the rotation deadline
