@@ -10,8 +10,9 @@
  * exchange (real trust containers, fake API servers with virt-operator's merge modelled): each QEMU's CA file
  * is its cluster's kubevirt-ca as the exchange left it.
  *
- * Checks: `completed`; the whole guest RAM of the paused target (-S) equals the paused source's (pmemsave,
- * sha256); the guest resumes on the target. The completed migrations start from a paused source (`stop`, then
+ * Checks: `completed`; the whole guest RAM of the paused target (-S) equals the paused source's (each guest's
+ * RAM is a shared memory file in /dev/shm, read and hashed with sha256); the guest resumes on the target.
+ * The completed migrations start from a paused source (`stop`, then
  * `migrate`): QEMU 7.2 under TCG on a loaded machine loses a guest write now and then in a LIVE migration
  * (pages rewritten after their last send are never resent; seen over loopback with multifd off too, see
  * MigrateOptions.pausedSource in vm-lab.ts), so only a paused source makes whole-RAM equality a check of the
@@ -38,7 +39,7 @@ if (!support.ok) console.warn(`[vm-migration-netns] SKIPPED: ${support.reason}`)
 const d = support.ok ? describe : describe.skip;
 
 const MiB = (r: MigrationResult) => ((r.info.transferredKiB ?? 0) / 1024).toFixed(1);
-const line = (r: MigrationResult) => `${r.mode.padEnd(12)} ${r.from} -> ${r.to} (${r.target}): ${r.info.status}${r.info.reason ? ` (${r.info.reason})` : ''}, total ${r.info.totalMs} ms, downtime ${r.info.downtimeMs} ms, ${MiB(r)} MiB, arrived ${r.arrivedMs} ms, RAM equal ${r.ramEqual}${r.ramDiff ? ` (${r.ramDiff})` : ''}, resumed ${r.resumed}, wall ${r.wallMs} ms${r.trouble ? ` [guest: ${r.trouble}]` : ''}`;
+const line = (r: MigrationResult) => `${r.mode.padEnd(12)} ${r.from} -> ${r.to} (${r.target}): ${r.info.status}${r.info.reason ? ` (${r.info.reason})` : ''}, total ${r.info.totalMs} ms, downtime ${r.info.downtimeMs} ms, ${MiB(r)} MiB, arrived ${r.arrivedMs} ms, RAM equal ${r.ramEqual}${r.ramDiff ? ` (${r.ramDiff})` : ''}, resumed ${r.resumed}, wall ${r.wallMs} ms (${Object.entries(r.phases).map(([k, v]) => `${k} ${v}`).join(', ')})${r.trouble ? ` [guest: ${r.trouble}]` : ''}`;
 
 d('a VM moves between clusters in network namespaces (real QEMU, every datapath mode)', () => {
   const lab = new VmMigrationLab({ memMiB: 256, fillMiB: 64, dirtyMiB: 2, cpu: 'qemu64' }, 4, console.log, 'routed-sites');

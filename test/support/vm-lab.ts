@@ -38,7 +38,7 @@ import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConf
 import { RUNTIME_UID, agentCommand, clusterApi, runtimeCommand } from './netns-agents';
 import {
   Guest, Hmp, MigrateInfo, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport,
-  ramDiff, ramSha256, waitMigration,
+  ramDiff, ramFileSha256, waitMigration,
 } from './qemu-guest';
 import { RoutedSites } from './netns-sites';
 import { LAYOUT_FLEET, ONE_SEGMENT_DIRECT, VmLabLayout, addDirectPath, labSegments, routedDirectVariant } from './vm-lab-sites';
@@ -76,7 +76,8 @@ interface LabCluster {
   bundleWithoutExchange: string;
 }
 
-interface Vm { at: number; proc: ChildProcess; hmp: Hmp; serial: string; qlog: string }
+/** `ram`: the guest's RAM as a shared memory file in /dev/shm (removed when the QEMU is gone). */
+interface Vm { at: number; proc: ChildProcess; hmp: Hmp; serial: string; qlog: string; ram: string }
 
 export interface MigrationResult {
   mode: PathMode; from: string; to: string; target: string; info: MigrateInfo;
@@ -94,6 +95,8 @@ export interface MigrationResult {
   /** On failure: the source's VM status afterwards, and whether its guest kept ticking. */
   sourceStatus?: string; sourceKeptTicking?: boolean;
   wallMs: number;
+  /** Where the wall time went, ms per step in order (gateways, channels, target, creds, migrate, arrive, ram, resume, stop). */
+  phases: Record<string, number>;
 }
 
 /**
@@ -148,6 +151,8 @@ export class VmMigrationLab {
   /** The previous migration's target, whose channels must be gone before the next `migrate`. */
   private lastTarget?: { host: string; port: number };
   private readonly qemus = new Set<ChildProcess>();
+  /** The guests' RAM files in /dev/shm, removed when their QEMU exits and at cleanup whatever happened. */
+  private readonly ramFiles = new Set<string>();
   exchangeMs = 0;
   /** The router and the sites' segments (`routed-sites` layout only). */
   routed?: RoutedSites;
@@ -285,7 +290,8 @@ export class VmMigrationLab {
 
   /** (Re)start both runtimes with `m`'s config.json; ready when /readyz answers. */
   async setMode(m: GatewayMode): Promise<void> {
-    for (const c of this.clusters) await this.startGateway(c, m);
+    // both clusters' gateways at once: each lives in its own namespace with its own config file and log
+    await Promise.all(this.clusters.map((c) => this.startGateway(c, m)));
     this.mode = m;
   }
 
@@ -333,12 +339,15 @@ export class VmMigrationLab {
     const monitor = path.join(this.tmp, `${id}.mon`);
     const serial = path.join(this.tmp, `${id}.serial`);
     const qlog = path.join(this.tmp, `${id}.qemu.log`);
-    const proc = this.lab.spawn(this.clusters[ci].handler.ns, qemuCommand(this.guest, this.shape, { monitor, serial, incoming }), { logFile: qlog });
+    const ram = path.join('/dev/shm', `${path.basename(this.tmp)}-${id}.ram`);
+    const cmd = qemuCommand(this.guest, this.shape, { monitor, serial, incoming, ramFile: ram });
+    const proc = this.lab.spawn(this.clusters[ci].handler.ns, cmd, { logFile: qlog });
     this.qemus.add(proc);
-    proc.once('exit', () => this.qemus.delete(proc));
+    this.ramFiles.add(ram);
+    proc.once('exit', () => { this.qemus.delete(proc); fs.rmSync(ram, { force: true }); this.ramFiles.delete(ram); });
     const hmp = new Hmp(monitor);
     await hmp.connect(20_000);
-    return { at: ci, proc, hmp, serial, qlog };
+    return { at: ci, proc, hmp, serial, qlog, ram };
   }
 
   /** Boot the VM in cluster `ci`'s handler namespace; resolves once the guest ticks. */
@@ -386,20 +395,26 @@ export class VmMigrationLab {
    */
   async migrate(mode: PathMode, o: MigrateOptions = {}): Promise<MigrationResult> {
     if (!this.vm) throw new Error('no VM');
-    if (mode !== 'direct' && mode !== this.mode) await this.setMode(mode);
     const t0 = Date.now();
+    let tp = t0;
+    const phases: Record<string, number> = {};
+    const mark = (name: string) => { const now = Date.now(); phases[name] = (phases[name] ?? 0) + now - tp; tp = now; };
+    if (mode !== 'direct' && mode !== this.mode) { await this.setMode(mode); mark('gateways'); }
     const src = this.vm;
     const ti = 1 - src.at;
     const to = this.clusters[ti];
     const host = mode === 'direct' ? to.handler.direct : to.handler.addr;
     await this.previousChannelsClosed(src);
+    mark('channels');
     const port = ++this.port;
     this.lastTarget = { host, port };
     const dst = await this.qemu(ti, true);
-    const res: MigrationResult = { mode, from: this.clusters[src.at].name, to: to.name, target: `${host}:${port}`, info: parseInfoMigrate(''), wallMs: 0 };
+    mark('target');
+    const res: MigrationResult = { mode, from: this.clusters[src.at].name, to: to.name, target: `${host}:${port}`, info: parseInfoMigrate(''), wallMs: 0, phases };
     try {
       await this.tlsCreds(dst, 'server', !!o.withoutExchange);
       await this.tlsCreds(src, 'client', !!o.withoutExchange);
+      mark('creds');
       const inc = await dst.hmp.cmd(`migrate_incoming tcp:${host}:${port}`);
       if (inc) throw new Error(`migrate_incoming: ${inc}`);
       // KubeVirt's bandwidthPerMigration of the fleet (2Gi) unless the caller limits it
@@ -425,21 +440,23 @@ export class VmMigrationLab {
       })();
       if (o.whileRunning) await o.whileRunning(src.hmp);
       res.info = await waitMigration(src.hmp, o.timeoutMs ?? 180_000);
+      mark('migrate');
       if (res.info.status !== 'completed') stop = true;
       const bound = setTimeout(() => { stop = true; }, 60_000);
       const target = await arrived;
       clearTimeout(bound);
+      mark('arrive');
       if (res.info.status === 'completed') {
         if (target.st !== 'completed') throw new Error(`source completed, the target's incoming migration is ${target.st} after 60 s`);
         res.arrivedMs = target.ms;
+        // both paused: the source by the migration's end (postmigrate), the target (-S) until `cont` below
         const bytes = this.shape.memMiB * 1024 * 1024;
-        const files = [path.join(this.tmp, 'src.ram'), path.join(this.tmp, 'dst.ram')];
-        const sa = await ramSha256(src.hmp, bytes, files[0], true);
-        const sb = await ramSha256(dst.hmp, bytes, files[1], true);
+        const sa = ramFileSha256(src.ram, bytes);
+        const sb = ramFileSha256(dst.ram, bytes);
         res.ramSha = [sa, sb];
         res.ramEqual = sa === sb;
-        if (!res.ramEqual) res.ramDiff = ramDiff(files[0], files[1]);
-        for (const f of files) fs.rmSync(f, { force: true });
+        if (!res.ramEqual) res.ramDiff = ramDiff(src.ram, dst.ram);
+        mark('ram');
         res.sourceLastTick = lastTick(src.serial);
         const c = await dst.hmp.cmd('cont');
         if (c) throw new Error(`cont: ${c}`);
@@ -448,8 +465,10 @@ export class VmMigrationLab {
         res.targetTick = lastTick(dst.serial);
         res.resumed = res.targetTick > res.sourceLastTick;
         res.trouble = guestTrouble(dst.serial);
+        mark('resume');
         src.hmp.close();
         await this.killWait(src.proc);
+        mark('stop');
         this.vm = dst;
       } else {
         const before = lastTick(src.serial);
@@ -457,8 +476,10 @@ export class VmMigrationLab {
         const end = Date.now() + 20_000;
         while (Date.now() < end && lastTick(src.serial) <= before) await new Promise((r) => setTimeout(r, 200));
         res.sourceKeptTicking = lastTick(src.serial) > before;
+        mark('source');
         dst.hmp.close();
         await this.killWait(dst.proc);
+        mark('stop');
       }
     } catch (e) {
       dst.hmp.close();
@@ -495,6 +516,7 @@ export class VmMigrationLab {
     this.cni.delAll();
     this.lab?.cleanup();
     for (const c of this.clusters) await c.api.close();
+    for (const f of this.ramFiles) fs.rmSync(f, { force: true });
     if (this.tmp && !process.env.MM_NETNS_KEEP) fs.rmSync(this.tmp, { recursive: true, force: true });
   }
 }

@@ -2,10 +2,11 @@
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { makePki, openFds, sendAndVerify, shortConnections, sleep, startSink, withTimeout, type Pki } from '../testkit/helpers';
+import { bulkBytes, makePki, openFds, sendAndVerify, shortConnections, sleep, startSink, withTimeout, type Pki } from '../testkit/helpers';
 import { startPair, type Pair } from '../testkit/gateways';
 
-const GiB = 1 << 30;
+const BULK = bulkBytes();
+const BULK_TEXT = `${BULK / 2 ** 20} MiB`;
 let pki: Pki;
 before(() => { pki = makePki('fleet', ['east', 'west', 'north']); });
 
@@ -28,14 +29,14 @@ for (const variant of ['plaintext', 'mtls', 'mtls-splice', 'plaintext-js'] as co
     });
     after(async () => { await pair?.close(); await sink?.close(); });
 
-    it('carries 1 GiB with equal sha256 at both ends, and half-close both ways', { timeout: 60_000 }, async () => {
-      const r = await withTimeout(sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', GiB), 55_000, '1 GiB');
+    it(`carries ${BULK_TEXT} with equal sha256 at both ends, and half-close both ways`, { timeout: 60_000 + BULK / 2 ** 20 * 50 }, async () => {
+      const r = await withTimeout(sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', BULK), 55_000 + BULK / 2 ** 20 * 50, BULK_TEXT);
       assert.equal(r.reply, r.sent, 'sink hash equals source hash');
-      assert.ok(r.reply.endsWith(` ${GiB}`));
-      console.log(`# ${variant}: 1 GiB in ${r.ms} ms (${(8 * GiB / r.ms / 1e6).toFixed(1)} Gbit/s incl. hashing)`);
+      assert.ok(r.reply.endsWith(` ${BULK}`));
+      console.log(`# ${variant}: ${BULK_TEXT} in ${r.ms} ms (${(8 * BULK / r.ms / 1e6).toFixed(1)} Gbit/s incl. hashing)`);
       await sleep(50);
-      assert.equal(await metric(pair.a, 'mm_proxy_tunnel_bytes_total', { peer: 'west', direction: 'tx' }), GiB);
-      assert.equal(await metric(pair.b, 'mm_proxy_tunnel_bytes_total', { peer: 'east', direction: 'rx' }), GiB);
+      assert.equal(await metric(pair.a, 'mm_proxy_tunnel_bytes_total', { peer: 'west', direction: 'tx' }), BULK);
+      assert.equal(await metric(pair.b, 'mm_proxy_tunnel_bytes_total', { peer: 'east', direction: 'rx' }), BULK);
       assert.equal(pair.a.activeTunnels(), 0);
       assert.equal(pair.b.activeTunnels(), 0);
       assert.equal(pair.a.nativeDataPath, variant !== 'plaintext-js', 'native addon is built and used unless dataPath=js');
