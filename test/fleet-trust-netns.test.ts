@@ -69,6 +69,26 @@ const d = skipReason ? describe.skip : describe;
 interface Replica { ns: string; xcAddr: string; cfgFile: string; log: string; proc?: ChildProcess; trust?: ChildProcess; trustLog: string }
 interface Cluster { topo: ClusterTopology; node: string; api: FakeKubeApi; model: VirtOperatorModel; replicas: Replica[]; kubeconfig: string }
 
+const suiteStart = Date.now();
+
+/**
+ * libfaketime 0.9.10 (Debian's) gives each process it starts in a shared memory segment and a semaphore in
+ * /dev/shm (`faketime_shm_<pid>`, `sem.faketime_sem_<pid>`) and removes them only at a normal exit; the
+ * gateways here end by signal, so each run left 4-24 of them behind (0.9.11's FAKETIME_DISABLE_SHM is not
+ * in Debian yet). Removes the ones this suite's processes made (the runtime uid's, since `since`), once they
+ * are killed: a process that still maps one keeps its mapping.
+ */
+function removeFaketimeLeftovers(since: number): void {
+  for (const f of fs.readdirSync('/dev/shm')) {
+    if (!/^(?:faketime_shm_|sem\.faketime_sem_)\d+$/.test(f)) continue;
+    const file = path.join('/dev/shm', f);
+    try {
+      const st = fs.statSync(file);
+      if (st.uid === RUNTIME_UID && st.mtimeMs >= since - 1000) fs.rmSync(file, { force: true });
+    } catch { /* removed meanwhile */ }
+  }
+}
+
 /** The simulated clock: real time plus an offset, written for the gateway processes' libfaketime. */
 class SimClock {
   offset = 0;
@@ -216,6 +236,7 @@ d('trust exchange in network namespaces (three-sites-vlan: 3 clusters x 2 gatewa
     lab?.cleanup();
     for (const c of clusters) await c.api.close();
     if (tmp && !process.env.MM_NETNS_KEEP) fs.rmSync(tmp, { recursive: true, force: true });
+    removeFaketimeLeftovers(suiteStart);
   });
 
   test('every current CA is trusted by every peer >= 99.9% of the time under our settings; each rotation is trusted at every peer within 10 s', async () => {
