@@ -46,7 +46,7 @@ export function planSynthesis(fleet: FleetInput, opts: Omit<SynthOptions, 'custo
   const { value: { planning, fk }, gitops } = checkedBuild(fleet, opts, () => {
     const p = planMesh({
       fleet, ledger: opts.ledger, frozen: opts.frozen, renamedFrom: opts.renamedFrom,
-      labels: opts.labels, gatewayPod: opts.gatewayPod, clusters: opts.clusters,
+      labels: opts.labels, gatewayPod: opts.gatewayPod, clusters: opts.clusters, moves: opts.moves,
     });
     return { planning: p, fk: p.forklift(p.document.spec.forklift ? forkliftFacts(p) : new Map(), opts.moves) };
   });

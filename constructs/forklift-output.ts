@@ -3,7 +3,7 @@ import { FleetDocument } from '../src/fleet/schema';
 import { ResolvedGitops } from '../src/delivery/gitops';
 import { ClusterPlan } from '../src/addressing/planner';
 import { EmittedObject, featureGatesOf, nadsOf } from '../src/forklift/gates';
-import { gatesWrittenByProduct, libvirtHooksOn } from '../src/kubevirt/capabilities';
+import { gatesWrittenByProduct, kubevirtHas, libvirtHooksOn } from '../src/kubevirt/capabilities';
 import { ClusterFacts, ForkliftHubPlan } from '../src/forklift/model';
 import {
   FORKLIFT_DIR, FORKLIFT_STAGES, ForkliftStageName, driftFiles, forkliftArgoApplication, forkliftFluxKustomizations, forkliftStageOf, orderForklift,
@@ -41,12 +41,17 @@ export function clusterFacts(
   document: FleetDocument, clusters: readonly ClusterPlan[], objects: ReadonlyMap<string, readonly EmittedObject[]>,
 ): ClusterFacts[] {
   const index = new Map(document.spec.clusters.map((c, i) => [c.name, i]));
+  const harvester = new Set(document.spec.clusters.filter((c) => c.harvester).map((c) => c.name));
   return clusters.map((c) => {
     const objs = objects.get(c.name) ?? [];
     // the gates the product writes itself (HCO on OpenShift Virtualization 4.21.1+) are in the CR Forklift reads
     const featureGates = [...new Set([...featureGatesOf(objs), ...gatesWrittenByProduct(c.kubevirt.product)])].sort();
     const libvirtHooksRisk = libvirtHooksOn(c.kubevirt); // issue #29: on by default in v1.9 (PR #18526)
-    return { name: c.name, index: index.get(c.name) ?? 0, datapath: c.datapath, featureGates, meshNads: nadsOf(objs), libvirtHooksRisk };
+    return {
+      name: c.name, index: index.get(c.name) ?? 0, datapath: c.datapath, featureGates, meshNads: nadsOf(objs), libvirtHooksRisk,
+      kubevirtVersion: c.kubevirt.version.text, migrationCompression: kubevirtHas(c.kubevirt.version, 'migration-compression'), // issue #29: per-move compression
+      harvester: harvester.has(c.name),
+    };
   });
 }
 

@@ -12,6 +12,7 @@ import { KubevirtConfiguration } from './kubevirt-configuration';
 import { MigrationNetwork } from './migration-network';
 import { MigrationCompressionPolicy } from './migration-compression-policy';
 import { compressionPolicySpec } from '../src/kubevirt/compression';
+import { MoveCompressionPolicy, moveCompressionPolicySpec } from '../src/forklift/compression';
 import { DEFAULT_GATEWAY_NAMESPACE, MigrationProxy } from './migration-proxy';
 import { AllowMultiNetworkPolicy } from './allow-multi-network-policy';
 import { AllowNetworkPolicy } from './allow-network-policy';
@@ -48,6 +49,13 @@ export interface MeshClusterChartProps extends MeshClusterOptions {
   readonly plan: FleetPlan;
   /** This cluster's plan. */
   readonly cluster: ClusterPlan;
+  /**
+   * The MigrationPolicies of the moves INTO this cluster that ask for compression
+   * (src/forklift/compression.ts `moveCompressionPolicies`, checked by `planForklift`).
+   *
+   * @default - none
+   */
+  readonly moveCompression?: readonly MoveCompressionPolicy[];
 }
 
 /**
@@ -118,6 +126,9 @@ export class MeshClusterChart extends Chart {
     }
     const compression = compressionPolicySpec(plan.migrationPolicy); // issue #29: a MigrationPolicy, not a KubeVirt field
     if (compression) new MigrationCompressionPolicy(this, 'CompressionPolicy', { fleet: plan.fleet, spec: compression });
+    for (const p of props.moveCompression ?? []) { // issue #29: compression per move, on the move's target
+      new MigrationCompressionPolicy(this, `MoveCompression-${p.namespace}.${p.vm}`, { fleet: plan.fleet, name: p.name, spec: moveCompressionPolicySpec(p) });
+    }
     if (cluster.datapath === 'gateway') {
       this.proxy = new MigrationProxy(this, 'Gateway', { plan, cluster, ...props.gatewayPod });
     }

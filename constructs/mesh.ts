@@ -8,7 +8,8 @@ import { GatewayDashboard } from './gateway-dashboard';
 import { GATEWAY_METRICS_SERVICE_NAME } from './gateway-metrics';
 import { GatewayPodOptions, gatewayPodOptionsOf, mergeGatewayPodOptions } from './gateway-pod-options';
 import { HarvesterClusterChart } from './harvester-cluster';
-import { MeshClusterChart, MeshClusterOptions } from './mesh-cluster';
+import { MeshClusterChart, MeshClusterChartProps, MeshClusterOptions } from './mesh-cluster';
+import { moveCompressionPolicies } from '../src/forklift/compression';
 import { MigrationProxy } from './migration-proxy';
 import { ForkliftHubChart } from './forklift-hub';
 import { clusterFacts } from './forklift-output';
@@ -165,10 +166,13 @@ export function planMesh(props: CrossClusterMigrationMeshProps): MeshPlanning {
   const harvester = harvesterValues(document, plan);
   const unknown = Object.keys(props.clusters ?? {}).filter((n) => !plan.clusters.some((c) => c.name === n));
   if (unknown.length) throw new Error(`clusters: ${unknown.join(', ')} not in fleet ${plan.fleet}; use one of ${plan.clusters.map((c) => c.name).join(', ')}`);
+  // issue #29: a move's compression is a MigrationPolicy in its target cluster's chart (refusals: planForklift)
+  const moveCompression = moveCompressionPolicies(plan.fleet, props.moves?.moves ?? document.spec.forklift?.moves ?? []);
   return {
     plan, ledger: result.ledger, changes: result.changes, document,
     chart: (scope, c) => {
-      const chart = clusterChart(scope, plan, c, harvester.get(c.name), clusterOptionsFor(document, c.name, props));
+      const options = { ...clusterOptionsFor(document, c.name, props), moveCompression: moveCompression.get(c.name) };
+      const chart = clusterChart(scope, plan, c, harvester.get(c.name), options);
       addOperatorView(document, [chart], plan);
       return chart;
     },
@@ -202,7 +206,8 @@ function clusterOptionsFor(document: FleetDocument, cluster: string, props: Pick
  * chart. `options` (see `clusterOptionsFor`) carries the user's labels and gateway pod customizations.
  */
 function clusterChart(
-  scope: Construct, plan: FleetPlan, cluster: ClusterPlan, harvesterValue?: HarvesterMigrationNetworkValue, options: MeshClusterOptions = {},
+  scope: Construct, plan: FleetPlan, cluster: ClusterPlan, harvesterValue?: HarvesterMigrationNetworkValue,
+  options: MeshClusterOptions & Pick<MeshClusterChartProps, 'moveCompression'> = {},
 ): MeshClusterChart | HarvesterClusterChart {
   return harvesterValue !== undefined
     ? new HarvesterClusterChart(scope, cluster.name, { plan, cluster, value: harvesterValue, labels: options.labels })

@@ -6,7 +6,10 @@
  * feature gate guards it. So the fleet option is emitted as one MigrationPolicy per cluster, never in
  * the KubeVirt configuration, and refused for a cluster whose KubeVirt predates 1.9.
  */
+import * as path from 'path';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { migrationPolicyVerdict } from '../src/kubevirt/admission';
 import { parseKubevirtVersion } from '../src/kubevirt/versions';
 import { baseFleet, mutate, problemsOf } from './support/fleets';
@@ -68,5 +71,18 @@ describe('spec.migrationPolicy.compression', () => {
 
   test('a value other than none|zstd is refused by the schema', () => {
     expect(problemsOf(fleet('1.9.0', 'lz4')).map((x) => [x.code, x.path])).toEqual([['schema-invalid', 'spec.migrationPolicy.compression']]);
+  });
+
+  test('a move\'s compression (metro-moves example): its MigrationPolicy on the target only, valid against the CRD and the admitter model', () => {
+    const file = path.join(__dirname, '..', 'examples', 'metro-moves.fleet.yaml');
+    const doc = loadFleetFile(file);
+    const r = synthesizeFleet(doc, { ledger: loadLedgerFile(ledgerPathFor(file)), moves: loadMovesFile(movesPathFor(file), doc.metadata.name) });
+    const byCluster = Object.fromEntries([...r.objects].map(([c, objs]) => [c, policiesOf(objs as Obj[])]));
+    expect(Object.fromEntries(Object.entries(byCluster).map(([c, ps]) => [c, ps.map((p) => p.metadata.name)])))
+      .toEqual({ east: ['migration-mesh-metro-compression.vms.db1'], west: [], edge: [] }); // db1 moves west -> east
+    const p = byCluster.east[0];
+    expect(p.spec.selectors).toEqual({ namespaceSelector: { 'kubernetes.io/metadata.name': 'vms' }, virtualMachineInstanceSelector: { 'app': 'db', 'example.org/vm': 'db1' } });
+    expect(validateObject(p)).toEqual([]);
+    expect(migrationPolicyVerdict({}, p.spec, parseKubevirtVersion('1.9')!, [])).toEqual([]);
   });
 });

@@ -26,6 +26,12 @@ export interface ClusterFacts {
    * it breaks renamed moves (PR #18526). @default false
    */
   readonly libvirtHooksRisk?: boolean;
+  /** The declared KubeVirt version, for messages. @default - unknown */
+  readonly kubevirtVersion?: string;
+  /** KubeVirt has MigrationPolicy `experimental.compression` (1.9+, capability table). @default false */
+  readonly migrationCompression?: boolean;
+  /** A Harvester cluster (we emit no MigrationPolicy there). @default false */
+  readonly harvester?: boolean;
 }
 
 export interface ProviderPlan {
@@ -61,7 +67,15 @@ export interface PairPlan {
   readonly storage: readonly StoragePair[];
 }
 
-export interface MovePlanVm { readonly name: string; readonly namespace: string }
+export interface MovePlanVm {
+  readonly name: string;
+  readonly namespace: string;
+  /**
+   * The compression its migration gets: the move's own (`policy` is the per-move MigrationPolicy on the
+   * target) or the fleet's `migrationPolicy.compression`. @default - none asked for
+   */
+  readonly compression?: { readonly value: 'none' | 'zstd'; readonly policy: string };
+}
 
 /** One Forklift `Plan` (type live): one batch, one pair, one target namespace. */
 export interface LivePlan {

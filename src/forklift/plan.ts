@@ -7,11 +7,13 @@
 import { FleetDocument } from '../fleet/schema';
 import { Move } from './schema';
 import {
-  ClusterFacts, DEFAULT_CONTROLLER_NAME, ForkliftHubPlan, ForkliftPlanResult, HOST_PROVIDER, LivePlan, ObjectRef, PairPlan, ProviderPlan,
+  ClusterFacts, DEFAULT_CONTROLLER_NAME, ForkliftHubPlan, ForkliftPlanResult, HOST_PROVIDER, LivePlan, MovePlanVm, ObjectRef, PairPlan, ProviderPlan,
 } from './model';
 import { ForkliftProblems, MovesInput, checkController, checkMoves, checkPairs, checkProviders } from './checks';
 import { checkStorage, declaredNetworks, networkOverrides, networkPairs, storagePairs } from './maps';
 import { migrationName, pairName, planName } from './names';
+import { checkMoveCompression, moveCompressionPolicyName } from './compression';
+import { compressionPolicyName } from '../kubevirt/compression';
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -31,6 +33,7 @@ export function planForklift(doc: FleetDocument, facts: readonly ClusterFacts[],
   const input: MovesInput = movesFile ?? { moves: spec.moves ?? [], path: 'spec.forklift.moves' };
   const clusters = new Map(facts.map((f) => [f.name, f]));
   checkMoves(p, input, clusters);
+  checkMoveCompression(p, input, clusters); // issue #29: compression per move
   checkProviders(p, spec, input, clusters);
   checkController(p, spec, input);
   checkStorage(p, spec, clusters);
@@ -52,7 +55,7 @@ export function planForklift(doc: FleetDocument, facts: readonly ClusterFacts[],
       storage: storagePairs(p, spec, from, to, `${input.path}[${first}]`),
     };
   });
-  const plans = livePlans(p, input, valid, pairs);
+  const plans = livePlans(p, input, valid, pairs, compressionOf(doc, clusters));
   const providers: ProviderPlan[] = Object.entries(spec.providers ?? {})
     .filter(([c]) => clusters.has(c) && !(hubMember && c === spec.hub.cluster))
     .map(([c, v]) => ({ cluster: c, name: c, url: v.url, secret: v.secret }))
@@ -69,8 +72,22 @@ export function planForklift(doc: FleetDocument, facts: readonly ClusterFacts[],
   return { plan, problems: [], warnings: p.warnings };
 }
 
+type CompressionOf = (m: Move) => MovePlanVm['compression'];
+
+/**
+ * What compression a move's migration gets: its own (the per-move policy on the target), else the fleet's,
+ * which every cluster but a Harvester one has as a policy (src/kubevirt/compression.ts).
+ */
+function compressionOf(doc: FleetDocument, clusters: ReadonlyMap<string, ClusterFacts>): CompressionOf {
+  const fleet = doc.spec.migrationPolicy?.compression;
+  return (m) => {
+    if (m.compression) return { value: m.compression, policy: moveCompressionPolicyName(doc.metadata.name, m.targetNamespace ?? m.namespace, m.vm) };
+    return fleet && !clusters.get(m.to)?.harvester ? { value: fleet, policy: compressionPolicyName(doc.metadata.name) } : undefined;
+  };
+}
+
 /** Group moves into Plans (batch, pair, target namespace); moves of one Plan must agree on start/run. */
-function livePlans(p: ForkliftProblems, input: MovesInput, valid: readonly Move[], pairs: readonly PairPlan[]): LivePlan[] {
+function livePlans(p: ForkliftProblems, input: MovesInput, valid: readonly Move[], pairs: readonly PairPlan[], compression: CompressionOf): LivePlan[] {
   const groups = new Map<string, Move[]>();
   for (const m of valid) {
     const key = `${m.batch}|${m.from}|${m.to}|${m.targetNamespace ?? m.namespace}`;
@@ -97,7 +114,10 @@ function livePlans(p: ForkliftProblems, input: MovesInput, valid: readonly Move[
     const m0 = moves[0];
     plans.push({
       name, batch, from, to, targetNamespace, maps: pair.name, source: pair.source, destination: pair.destination,
-      vms: moves.map((m) => ({ name: m.vm, namespace: m.namespace })).sort((a, b) => byKey(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`)),
+      vms: moves.map((m): MovePlanVm => {
+        const c = compression(m);
+        return { name: m.vm, namespace: m.namespace, ...(c ? { compression: c } : {}) };
+      }).sort((a, b) => byKey(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`)),
       ...(m0.start ? { migration: { name: migrationName(name, m0.run ?? 1), run: m0.run ?? 1 } } : {}),
     });
   }

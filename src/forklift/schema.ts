@@ -73,6 +73,23 @@ export const forkliftStorageSchema = z.object({
   volumeMode: z.enum(['Filesystem', 'Block']).optional(),
 }).strict();
 
+/** A Kubernetes label key: an optional DNS-subdomain prefix (at most 253) and `/`, then a name of at most 63. */
+const vmiLabelKey = z.string()
+  .refine((k) => {
+    const slash = k.lastIndexOf('/');
+    const prefix = slash < 0 ? undefined : k.slice(0, slash);
+    const name = k.slice(slash + 1);
+    return (prefix === undefined || (prefix.length <= 253 && DNS1123_SUBDOMAIN.test(prefix)))
+      && name.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(name);
+  }, { message: 'must be a label key: an optional DNS subdomain prefix and "/", then at most 63 of [A-Za-z0-9_.-] starting and ending alphanumeric (e.g. example.org/vm)' })
+  .refine((k) => !KUBEVIRT_SET_LABELS.includes(k), { message: 'is a label KubeVirt sets on the VMI itself, with a value that changes with the node (kubevirt.io/nodeName, kubevirt.io/migrationTargetNodeName): name one of the VM\'s spec.template.metadata.labels' });
+
+/** VMI labels virt-controller and virt-handler set per node (types.go NodeNameLabel, MigrationTargetNodeNameLabel). */
+const KUBEVIRT_SET_LABELS = ['kubevirt.io/nodeName', 'kubevirt.io/migrationTargetNodeName'];
+
+const vmiLabelValue = z.string().max(63, { message: 'must be at most 63 characters (a label value)' })
+  .regex(/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/, { message: 'must be a label value: [A-Za-z0-9_.-], starting and ending alphanumeric (or empty)' });
+
 /** One VM to move. Moves of one batch between one pair into one target namespace become one Plan. */
 export const moveSchema = z.object({
   /** VirtualMachine name (also the target VM's name). */
@@ -103,6 +120,21 @@ export const moveSchema = z.object({
    * @default - not known (not checked)
    */
   macAddresses: z.array(z.string().regex(/^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$/, { message: 'must be a MAC address such as 02:03:04:05:06:07' })).optional(),
+  /**
+   * Migration compression for this VM (KubeVirt 1.9+ on both clusters): one MigrationPolicy on the
+   * TARGET cluster, whose virt-controller picks the policy of a cross-cluster migration
+   * (docs/compression.md). Needs `vmiLabels`. Overrides `spec.migrationPolicy.compression` for this VM.
+   * @default - the fleet's `spec.migrationPolicy.compression` (not set: no compression)
+   */
+  compression: z.enum(['none', 'zstd']).optional(),
+  /**
+   * Labels the moved VM's VMI carries (its `spec.template.metadata.labels`: KubeVirt copies exactly
+   * those to the VMI, and adds none naming the VM). The move's MigrationPolicy selects VMIs of the
+   * target namespace that carry all of them: name labels no other VM there carries. Read only with
+   * `compression`.
+   * @default - none (compression is then refused: nothing could select the VMI)
+   */
+  vmiLabels: z.record(vmiLabelKey, vmiLabelValue).optional(),
 }).strict();
 
 export const movesSchema = z.array(moveSchema);

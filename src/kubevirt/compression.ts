@@ -9,7 +9,9 @@
  * the matched policy's `experimental.compression` into the migration's options
  * (watch/migration/migrationpolicy.go:148-160) and the source virt-handler passes it to virt-launcher
  * (virt-handler/migration-source.go:578-580). So the fleet option becomes one MigrationPolicy per
- * cluster; a cluster is the source of the migrations whose policy it applies. Pure, no cdk8s import.
+ * cluster. In a cross-cluster migration the TARGET cluster's virt-controller matches the policy and the
+ * sync controller copies the result to the source VMI (docs/compression.md; per-move policies:
+ * src/forklift/compression.ts); the source's policies decide its in-cluster migrations. Pure, no cdk8s import.
  */
 import { JsonObject } from '../base/json';
 
