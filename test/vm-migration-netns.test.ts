@@ -11,7 +11,8 @@
  * is its cluster's kubevirt-ca as the exchange left it.
  *
  * Checks: `completed`; the whole guest RAM of the paused target (-S) equals the paused source's (each guest's
- * RAM is a shared memory file in /dev/shm, read and hashed with sha256); the guest resumes on the target.
+ * RAM is a shared memory file in /dev/shm, read and hashed with sha256; in the first mode QEMU's own
+ * `pmemsave` of both sides must give the same hashes); the guest resumes on the target.
  * The completed migrations start from a paused source (`stop`, then
  * `migrate`): QEMU 7.2 under TCG on a loaded machine loses a guest write now and then in a LIVE migration
  * (pages rewritten after their last send are never resent; seen over loopback with multifd off too, see
@@ -88,10 +89,12 @@ d('a VM moves between clusters in network namespaces (real QEMU, every datapath 
   for (const mode of ['mtls-splice', 'mtls', 'plaintext', 'direct'] as PathMode[]) {
     test(`${mode}: completed, the paused target's whole RAM equals the source's, the guest resumes on the target`, async () => {
       const from = lab.vm!.at;
-      const r = await migrate(mode, { pausedSource: true });
+      // the first mode also checks that the RAM files are the bytes QEMU's own pmemsave gives on each side
+      const r = await migrate(mode, { pausedSource: true, pmemsave: mode === 'mtls-splice' });
       console.log(`[vm-migration-netns] ${line(r)}`);
       expect(r.info.status).toBe('completed');
       expect(r.ramSha![1]).toBe(r.ramSha![0]);
+      if (mode === 'mtls-splice') expect(r.pmemsaveSha).toEqual(r.ramSha);
       expect(lab.vm!.at).toBe(1 - from);
       expect(r.info.transferredKiB! / 1024).toBeGreaterThan(60); // the guest's 64 MiB of random data crossed
       // resumption: see the README ("a VM moves") for what TCG does to a resumed guest now and then

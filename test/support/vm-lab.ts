@@ -82,6 +82,8 @@ interface Vm { at: number; proc: ChildProcess; hmp: Hmp; serial: string; qlog: s
 export interface MigrationResult {
   mode: PathMode; from: string; to: string; target: string; info: MigrateInfo;
   ramEqual?: boolean; ramSha?: [string, string];
+  /** With `pmemsave`: sha256 of QEMU's own pmemsave copy of the source's and the target's RAM. */
+  pmemsaveSha?: [string, string];
   /** When RAM differs: how many 4 KiB pages, and the first few guest-physical addresses. */
   ramDiff?: string;
   /**
@@ -136,6 +138,12 @@ export interface MigrationResult {
  */
 export interface MigrateOptions {
   withoutExchange?: boolean; maxBandwidth?: number; whileRunning?: (src: Hmp) => Promise<void>; timeoutMs?: number; pausedSource?: boolean;
+  /**
+   * Also have each QEMU copy its guest RAM out with `pmemsave 0 <size>` (into /dev/shm) and record its sha256 in
+   * `pmemsaveSha`: the RAM the memory-backend files hold must be the bytes QEMU itself reports (default false:
+   * about 2-3 s more).
+   */
+  pmemsave?: boolean;
 }
 
 export class VmMigrationLab {
@@ -456,6 +464,7 @@ export class VmMigrationLab {
         res.ramSha = [sa, sb];
         res.ramEqual = sa === sb;
         if (!res.ramEqual) res.ramDiff = ramDiff(src.ram, dst.ram);
+        if (o.pmemsave) res.pmemsaveSha = [await pmemsaveSha256(src, bytes), await pmemsaveSha256(dst, bytes)];
         mark('ram');
         res.sourceLastTick = lastTick(src.serial);
         const c = await dst.hmp.cmd('cont');
@@ -519,4 +528,14 @@ export class VmMigrationLab {
     for (const f of this.ramFiles) fs.rmSync(f, { force: true });
     if (this.tmp && !process.env.MM_NETNS_KEEP) fs.rmSync(this.tmp, { recursive: true, force: true });
   }
+}
+
+/** sha256 of QEMU's own copy of a paused VM's guest-physical RAM [0, bytes): `pmemsave` into /dev/shm, hashed, removed. */
+async function pmemsaveSha256(vm: Vm, bytes: number): Promise<string> {
+  const file = `${vm.ram}.pmemsave`;
+  try {
+    const out = await vm.hmp.cmd(`pmemsave 0 ${bytes} "${file}"`, 60_000);
+    if (out) throw new Error(`pmemsave: ${out}`);
+    return ramFileSha256(file, bytes);
+  } finally { fs.rmSync(file, { force: true }); }
 }
