@@ -3,31 +3,11 @@
  * #8293). Where the moves declare the VMs' MACs, a move whose MAC another move into the same target
  * cluster uses is refused.
  */
-import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { FleetValidationError } from '../src/base/errors';
 import { FleetDocument } from '../src/fleet/schema';
-import { baseFleet, mutate } from './support/fleets';
+import { movesFleet, synthProblemsOf } from './support/fleets';
 
-function fleet(moves: unknown[]): FleetDocument {
-  return mutate(baseFleet({ clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }, { name: 'c', nodes: 3 }] }), (d) => {
-    d.spec.forklift = {
-      hub: { cluster: 'a', namespace: 'openshift-mtv' },
-      providers: { b: { url: 'https://api.b.example:6443', secret: 'b-provider' }, c: { url: 'https://api.c.example:6443', secret: 'c-provider' } },
-      storage: [{ source: 'ceph-rbd', storageClass: 'ceph-rbd' }],
-      moves,
-    };
-  });
-}
-
-function problems(doc: unknown): { code?: string; path: string; message: string; fix?: string }[] {
-  try {
-    synthesizeFleet(doc as FleetDocument, { render: false });
-    return [];
-  } catch (e) {
-    if (e instanceof FleetValidationError) return [...e.problems];
-    throw e;
-  }
-}
+const fleet = (moves: unknown[]): FleetDocument => movesFleet(moves);
+const problems = synthProblemsOf;
 
 const mv = (vm: string, from: string, to: string, batch: string, macAddresses?: string[], extra: Record<string, unknown> = {}) =>
   ({ vm, namespace: 'vms', from, to, batch, ...(macAddresses ? { macAddresses } : {}), ...extra });

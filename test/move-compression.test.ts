@@ -12,13 +12,12 @@
  * then VMI labels), `matchPolicy` :44-80 (best score, ties to the lexicographically first name).
  */
 import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { FleetValidationError } from '../src/base/errors';
 import { FleetDocument } from '../src/fleet/schema';
 import { migrationPolicyVerdict } from '../src/kubevirt/admission';
 import { parseKubevirtVersion } from '../src/kubevirt/versions';
 import { movesReport, renderMoves } from '../src/forklift/report';
 import { moveCompressionPolicyName } from '../src/forklift/compression';
-import { baseFleet, mutate } from './support/fleets';
+import { movesFleet, mutate, synthProblemsOf } from './support/fleets';
 import { validateObject } from './support/schemas';
 
 type Obj = Record<string, any>;
@@ -66,28 +65,13 @@ const mv = (vm: string, from: string, to: string, extra: Record<string, unknown>
 const DB1 = { 'app': 'db', 'example.org/vm': 'db1' };
 
 function fleet(moves: unknown[], opts: { version?: string; fleetCompression?: string; versions?: Record<string, string> } = {}): FleetDocument {
-  return mutate(baseFleet({ clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }, { name: 'c', nodes: 3 }] }), (d) => {
+  return movesFleet(moves, (d) => {
     d.spec.kubevirt = { version: opts.version ?? '1.9.0' };
     if (opts.fleetCompression) d.spec.migrationPolicy = { compression: opts.fleetCompression };
     for (const c of d.spec.clusters) if (opts.versions?.[c.name]) c.kubevirt = { version: opts.versions[c.name] };
-    d.spec.forklift = {
-      hub: { cluster: 'a', namespace: 'openshift-mtv' },
-      providers: { b: { url: 'https://api.b.example:6443', secret: 'b-provider' }, c: { url: 'https://api.c.example:6443', secret: 'c-provider' } },
-      storage: [{ source: 'ceph-rbd', storageClass: 'ceph-rbd' }],
-      moves,
-    };
   });
 }
-
-function problems(doc: unknown): { code?: string; path: string; message: string; fix?: string }[] {
-  try {
-    synthesizeFleet(doc as FleetDocument, { render: false });
-    return [];
-  } catch (e) {
-    if (e instanceof FleetValidationError) return [...e.problems];
-    throw e;
-  }
-}
+const problems = synthProblemsOf;
 const policiesOf = (r: ReturnType<typeof synthesizeFleet>, c: string): Obj[] => (r.objects.get(c) as Obj[]).filter((o) => o.kind === 'MigrationPolicy');
 // virt-controller labels the target VMI before it matches (migration.go:1241-1244): never nil at match time
 const atHandoff = (l: Record<string, string>) => ({ ...l, 'kubevirt.io/migrationTargetNodeName': 'node-1' });

@@ -4,6 +4,7 @@ import { planFleet } from '../../src/addressing/planner';
 import { resolveFleet } from '../../src/fleet/resolve';
 import { parseFleetDocument } from '../../src/fleet/load';
 import { main } from '../../cli/cli';
+import { synthesizeFleet } from '../../cli/synthesize-fleet';
 
 /** A small valid gateway-mode fleet; tests override parts of it. */
 /** The CLI in process: exit code and everything it wrote to stdout and stderr. */
@@ -47,4 +48,28 @@ export function problemsOf(doc: unknown): FleetProblem[] {
     if (e instanceof FleetValidationError) return [...e.problems];
     throw e;
   }
+}
+
+/** Validation, planning and the whole synthesis in memory (no YAML): every problem (empty when valid). Moves are judged here. */
+export function synthProblemsOf(doc: unknown): FleetProblem[] {
+  try {
+    synthesizeFleet(doc as FleetDocument, { render: false });
+    return [];
+  } catch (e) {
+    if (e instanceof FleetValidationError) return [...e.problems];
+    throw e;
+  }
+}
+
+/** Clusters a, b, c (3 nodes each); Forklift's hub on a, providers for b and c, one storage mapping, these moves. */
+export function movesFleet(moves: unknown[], edit: (d: any) => void = () => undefined): FleetDocument {
+  return mutate(baseFleet({ clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }, { name: 'c', nodes: 3 }] }), (d) => {
+    edit(d);
+    d.spec.forklift = {
+      hub: { cluster: 'a', namespace: 'openshift-mtv' },
+      providers: { b: { url: 'https://api.b.example:6443', secret: 'b-provider' }, c: { url: 'https://api.c.example:6443', secret: 'c-provider' } },
+      storage: [{ source: 'ceph-rbd', storageClass: 'ceph-rbd' }],
+      moves,
+    };
+  });
 }
