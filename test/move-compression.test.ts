@@ -200,6 +200,26 @@ describe('compression per move: refusals, all at once with codes and paths', () 
     expect(p.find((x) => x.code === 'forklift/compression-harvester')!.message).toContain('emit no MigrationPolicy on Harvester');
   });
 
+  test('the fleet\'s zstd and a move into a Harvester cluster without its own compression: warned (it migrates uncompressed), nothing refused', () => {
+    const harvesterTarget = (moves: unknown[], fleetCompression?: string) => mutate(fleet(moves, { fleetCompression }), (d) => {
+      d.spec.datapath = 'direct';
+      d.spec.clusters[0].harvester = { clusterNetwork: 'migration' };
+      d.spec.forklift.providers.b.externalFeatureGates = true;
+      d.spec.forklift.hub.cluster = 'hub';
+      d.spec.forklift.providers.a = { url: 'https://api.a.example:6443', secret: 'a-provider', externalFeatureGates: true };
+    });
+    const warned = (doc: unknown) => synthesizeFleet(doc as FleetDocument, { render: false }).forklift.warnings
+      .filter((w) => w.code === 'forklift/compression-uncovered').map((w) => w.path);
+    // moves[0] b -> a (Harvester): uncompressed; moves[1] a -> b: b has the fleet's policy
+    const doc = harvesterTarget([mv('db1', 'b', 'a'), mv('web1', 'a', 'b', { batch: 'w2' })], 'zstd');
+    expect(problems(doc)).toEqual([]);
+    expect(warned(doc)).toEqual(['spec.forklift.moves[0].to']);
+    expect(synthesizeFleet(doc, { render: false }).forklift.warnings.find((w) => w.code === 'forklift/compression-uncovered')!.message)
+      .toContain('vms/db1 moves into the Harvester cluster a uncompressed');
+    expect(warned(harvesterTarget([mv('db1', 'b', 'a')]))).toEqual([]); // no fleet compression: nothing lost
+    expect(warned(harvesterTarget([mv('db1', 'b', 'a')], 'none'))).toEqual([]);
+  });
+
   test('vmiLabels are Kubernetes labels: a bad key, a bad value, a label KubeVirt sets per node, each at its path', () => {
     const p = problems(fleet([
       mv('db1', 'b', 'a', { compression: 'zstd', vmiLabels: { 'Bad_Prefix/x': 'a' } }),

@@ -139,6 +139,7 @@ export const PROBLEM_CODES = {
   'forklift/libvirt-hooks': { stage: 'moves', meaning: 'Warning: a move into another namespace of a KubeVirt 1.9 target, where the libvirt hooks (on by default) break it until kubevirt PR #18526.' },
   'forklift/compression-no-selector': { stage: 'moves', meaning: 'A move asks for compression but names no vmiLabels (a MigrationPolicy selects VMIs only by labels; a VMI carries none naming its VM).' },
   'forklift/compression-unsupported': { stage: 'moves', meaning: 'A move asks for compression while its source or target KubeVirt predates 1.9 (capability table).' },
+  'forklift/compression-uncovered': { stage: 'moves', meaning: 'Warning: spec.migrationPolicy.compression is set, but a move into a Harvester cluster migrates uncompressed (the target\'s MigrationPolicy decides; we emit none there).' },
   'forklift/compression-harvester': { stage: 'moves', meaning: 'A move asks for compression into a Harvester cluster, where the target\'s MigrationPolicy would decide and we emit none.' },
   'forklift/compression-conflict': { stage: 'moves', meaning: 'Two moves\' compression policies select the same VMIs of one target namespace (label sets nest) with different compression, or one VM twice with other labels.' },
   'forklift/feature-gate': { stage: 'moves', meaning: 'A cluster of a move lacks the DecentralizedLiveMigration feature gate.' },

@@ -126,6 +126,22 @@ function checkSides(p: ForkliftProblems, m: Move, at: string, clusters: Readonly
 }
 
 /**
+ * The fleet's compression reaches a move only through a MigrationPolicy on its target, and a Harvester
+ * cluster gets none: such a move, without its own compression, migrates uncompressed. A warning per move.
+ */
+export function warnUncompressedMoves(
+  p: ForkliftProblems, input: MovesInput, clusters: ReadonlyMap<string, ClusterFacts>, fleetCompression?: Compression,
+): void {
+  if (fleetCompression !== 'zstd') return;
+  input.moves.forEach((m, i) => {
+    if (m.compression || !clusters.get(m.to)?.harvester) return;
+    p.warn('compression-uncovered', `${input.path}[${i}].to`,
+      `${m.namespace}/${m.vm} moves into the Harvester cluster ${m.to} uncompressed, although spec.migrationPolicy.compression is zstd: the target cluster's MigrationPolicy decides a cross-cluster migration, and we emit none on Harvester clusters (Harvester owns their migration settings)`,
+      `accept it, or give ${m.to} a MigrationPolicy with spec.experimental.compression: zstd through Harvester's own means (docs/compression.md)`);
+  });
+}
+
+/**
  * Two policies of one target cluster and namespace whose label sets nest (one holds the other) select the
  * same VMIs: refused when their compression differs. Two moves of one VM into one namespace and cluster
  * are one policy (one name): refused unless they agree on labels and compression.

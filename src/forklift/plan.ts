@@ -12,7 +12,7 @@ import {
 import { ForkliftProblems, MovesInput, checkController, checkMoves, checkPairs, checkProviders } from './checks';
 import { checkStorage, declaredNetworks, networkOverrides, networkPairs, storagePairs } from './maps';
 import { migrationName, pairName, planName } from './names';
-import { checkMoveCompression, moveCompressionPolicyName } from './compression';
+import { checkMoveCompression, moveCompressionPolicyName, warnUncompressedMoves } from './compression';
 import { compressionPolicyName } from '../kubevirt/compression';
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -34,6 +34,7 @@ export function planForklift(doc: FleetDocument, facts: readonly ClusterFacts[],
   const clusters = new Map(facts.map((f) => [f.name, f]));
   checkMoves(p, input, clusters);
   checkMoveCompression(p, input, clusters); // issue #29: compression per move
+  warnUncompressedMoves(p, input, clusters, doc.spec.migrationPolicy?.compression);
   checkProviders(p, spec, input, clusters);
   checkController(p, spec, input);
   checkStorage(p, spec, clusters);
