@@ -99,7 +99,16 @@ export function buildGuest(cacheRoot = path.join(__dirname, '..', '..', 'node_mo
 }
 
 /** The guest's machine: the same on source and target (a migration needs identical devices). */
-export interface VmShape { memMiB: number; fillMiB: number; dirtyMiB: number; cpu: string; append?: string }
+export interface VmShape {
+  memMiB: number; fillMiB: number; dirtyMiB: number; cpu: string; append?: string;
+  /**
+   * Where the guest's RAM lives: `shm-file`, a shared memory-backend file in /dev/shm that a test reads whole
+   * in well under a second; `anonymous`, ordinary process memory as a VM's (@default 'shm-file'). Benchmarks
+   * take `anonymous`: a file-backed target loads incoming pages slower (on this machine a direct migration
+   * arrived in 1.5 s instead of 0.6 s), which would hide the gateways' cost behind the target's.
+   */
+  ram?: 'shm-file' | 'anonymous';
+}
 
 /**
  * QEMU's command line for the guest; `incoming` starts it paused (-S), waiting for `migrate_incoming`. The TLS

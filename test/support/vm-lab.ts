@@ -77,7 +77,11 @@ interface LabCluster {
 }
 
 /** `ram`: the guest's RAM as a shared memory file in /dev/shm (removed when the QEMU is gone). */
-interface Vm { at: number; proc: ChildProcess; hmp: Hmp; serial: string; qlog: string; ram: string }
+interface Vm {
+  at: number; proc: ChildProcess; hmp: Hmp; serial: string; qlog: string;
+  /** Where a copy of its RAM goes (pmemsave), or, with a shm-file RAM, the RAM itself: /dev/shm/<lab>-<id>.ram */
+  ram: string; ramIsFile: boolean;
+}
 
 export interface MigrationResult {
   mode: PathMode; from: string; to: string; target: string; info: MigrateInfo;
@@ -348,14 +352,15 @@ export class VmMigrationLab {
     const serial = path.join(this.tmp, `${id}.serial`);
     const qlog = path.join(this.tmp, `${id}.qemu.log`);
     const ram = path.join('/dev/shm', `${path.basename(this.tmp)}-${id}.ram`);
-    const cmd = qemuCommand(this.guest, this.shape, { monitor, serial, incoming, ramFile: ram });
+    const ramIsFile = this.shape.ram !== 'anonymous';
+    const cmd = qemuCommand(this.guest, this.shape, { monitor, serial, incoming, ramFile: ramIsFile ? ram : undefined });
     const proc = this.lab.spawn(this.clusters[ci].handler.ns, cmd, { logFile: qlog });
     this.qemus.add(proc);
     this.ramFiles.add(ram);
     proc.once('exit', () => { this.qemus.delete(proc); fs.rmSync(ram, { force: true }); this.ramFiles.delete(ram); });
     const hmp = new Hmp(monitor);
     await hmp.connect(20_000);
-    return { at: ci, proc, hmp, serial, qlog, ram };
+    return { at: ci, proc, hmp, serial, qlog, ram, ramIsFile };
   }
 
   /** Boot the VM in cluster `ci`'s handler namespace; resolves once the guest ticks. */
@@ -459,11 +464,11 @@ export class VmMigrationLab {
         res.arrivedMs = target.ms;
         // both paused: the source by the migration's end (postmigrate), the target (-S) until `cont` below
         const bytes = this.shape.memMiB * 1024 * 1024;
-        const sa = ramFileSha256(src.ram, bytes);
-        const sb = ramFileSha256(dst.ram, bytes);
+        const sa = await ramSha256(src, bytes);
+        const sb = await ramSha256(dst, bytes);
         res.ramSha = [sa, sb];
         res.ramEqual = sa === sb;
-        if (!res.ramEqual) res.ramDiff = ramDiff(src.ram, dst.ram);
+        if (!res.ramEqual) res.ramDiff = await ramDiffOf(src, dst, bytes);
         if (o.pmemsave) res.pmemsaveSha = [await pmemsaveSha256(src, bytes), await pmemsaveSha256(dst, bytes)];
         mark('ram');
         res.sourceLastTick = lastTick(src.serial);
@@ -530,12 +535,26 @@ export class VmMigrationLab {
   }
 }
 
-/** sha256 of QEMU's own copy of a paused VM's guest-physical RAM [0, bytes): `pmemsave` into /dev/shm, hashed, removed. */
-async function pmemsaveSha256(vm: Vm, bytes: number): Promise<string> {
+/** QEMU's own copy of a paused VM's guest-physical RAM [0, bytes) in /dev/shm (`pmemsave`); the caller removes it. */
+async function pmemsave(vm: Vm, bytes: number): Promise<string> {
   const file = `${vm.ram}.pmemsave`;
-  try {
-    const out = await vm.hmp.cmd(`pmemsave 0 ${bytes} "${file}"`, 60_000);
-    if (out) throw new Error(`pmemsave: ${out}`);
-    return ramFileSha256(file, bytes);
-  } finally { fs.rmSync(file, { force: true }); }
+  const out = await vm.hmp.cmd(`pmemsave 0 ${bytes} "${file}"`, 60_000);
+  if (out) { fs.rmSync(file, { force: true }); throw new Error(`pmemsave: ${out}`); }
+  return file;
+}
+
+/** sha256 of `pmemsave`'s copy of a paused VM's RAM. */
+async function pmemsaveSha256(vm: Vm, bytes: number): Promise<string> {
+  const file = await pmemsave(vm, bytes);
+  try { return ramFileSha256(file, bytes); } finally { fs.rmSync(file, { force: true }); }
+}
+
+/** sha256 of a paused VM's whole RAM: its memory-backend file, or (anonymous RAM) `pmemsave`'s copy. */
+const ramSha256 = (vm: Vm, bytes: number): Promise<string> => (vm.ramIsFile ? Promise.resolve(ramFileSha256(vm.ram, bytes)) : pmemsaveSha256(vm, bytes));
+
+/** Which 4 KiB pages differ between two paused VMs' RAM (copies made and removed for anonymous RAM). */
+async function ramDiffOf(a: Vm, b: Vm, bytes: number): Promise<string> {
+  if (a.ramIsFile && b.ramIsFile) return ramDiff(a.ram, b.ram);
+  const [fa, fb] = [await pmemsave(a, bytes), await pmemsave(b, bytes)];
+  try { return ramDiff(fa, fb); } finally { for (const f of [fa, fb]) fs.rmSync(f, { force: true }); }
 }
