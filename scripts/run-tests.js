@@ -150,9 +150,11 @@ const PROXY_SLOW_FIRST = ['chain', 'security-memory', 'splice-binding', 'securit
  * the waiting lane, after the image test, beside the two CPU lanes.
  */
 const PROXY_MOSTLY_WAITING = ['trust-api-faults', 'security', 'limits'];
-const mostlyWaiting = (f) => PROXY_MOSTLY_WAITING.includes(path.basename(f).replace(/\.test\.js$/, ''));
+/** A proxy test file's name without directory and `.test.js` (how the lists above name it). */
+const stem = (f) => path.basename(f).replace(/\.test\.js$/, '');
+const mostlyWaiting = (f) => PROXY_MOSTLY_WAITING.includes(stem(f));
 function slowFirst(files) {
-  const rank = (f) => { const i = PROXY_SLOW_FIRST.indexOf(path.basename(f).replace(/\.test\.js$/, '')); return i < 0 ? PROXY_SLOW_FIRST.length : i; };
+  const rank = (f) => { const i = PROXY_SLOW_FIRST.indexOf(stem(f)); return i < 0 ? PROXY_SLOW_FIRST.length : i; };
   return files.slice().sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
 

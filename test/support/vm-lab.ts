@@ -76,7 +76,6 @@ interface LabCluster {
   bundleWithoutExchange: string;
 }
 
-/** `ram`: the guest's RAM as a shared memory file in /dev/shm (removed when the QEMU is gone). */
 interface Vm {
   at: number; proc: ChildProcess; hmp: Hmp; serial: string; qlog: string;
   /** Where a copy of its RAM goes (pmemsave), or, with a shm-file RAM, the RAM itself: /dev/shm/<lab>-<id>.ram */
@@ -405,6 +404,7 @@ export class VmMigrationLab {
    * Migrate the VM to the other cluster's handler over `mode` (a gateway mode must be the running one).
    * Completed: RAM of both paused sides compared, the target resumed, the source killed; the VM lives on.
    * Failed: the source must still run; the target is killed (SIGKILL: it ignores SIGTERM while incoming).
+   * About 90 lines: one migration's steps in the order they run, each timed into `phases` by `mark`.
    */
   async migrate(mode: PathMode, o: MigrateOptions = {}): Promise<MigrationResult> {
     if (!this.vm) throw new Error('no VM');
@@ -463,13 +463,7 @@ export class VmMigrationLab {
         if (target.st !== 'completed') throw new Error(`source completed, the target's incoming migration is ${target.st} after 60 s`);
         res.arrivedMs = target.ms;
         // both paused: the source by the migration's end (postmigrate), the target (-S) until `cont` below
-        const bytes = this.shape.memMiB * 1024 * 1024;
-        const sa = await ramSha256(src, bytes);
-        const sb = await ramSha256(dst, bytes);
-        res.ramSha = [sa, sb];
-        res.ramEqual = sa === sb;
-        if (!res.ramEqual) res.ramDiff = await ramDiffOf(src, dst, bytes);
-        if (o.pmemsave) res.pmemsaveSha = [await pmemsaveSha256(src, bytes), await pmemsaveSha256(dst, bytes)];
+        await compareRam(res, src, dst, this.shape.memMiB * 1024 * 1024, !!o.pmemsave);
         mark('ram');
         res.sourceLastTick = lastTick(src.serial);
         const c = await dst.hmp.cmd('cont');
@@ -535,26 +529,32 @@ export class VmMigrationLab {
   }
 }
 
-/** QEMU's own copy of a paused VM's guest-physical RAM [0, bytes) in /dev/shm (`pmemsave`); the caller removes it. */
-async function pmemsave(vm: Vm, bytes: number): Promise<string> {
+/**
+ * A paused VM's whole RAM as a file: its memory-backend file, or (anonymous RAM, or `copy`) QEMU's own
+ * `pmemsave` copy of guest-physical [0, bytes) in /dev/shm, which `done` removes.
+ */
+async function ramImage(vm: Vm, bytes: number, copy = !vm.ramIsFile): Promise<{ file: string; done(): void }> {
+  if (!copy) return { file: vm.ram, done: () => undefined };
   const file = `${vm.ram}.pmemsave`;
+  const done = () => fs.rmSync(file, { force: true });
   const out = await vm.hmp.cmd(`pmemsave 0 ${bytes} "${file}"`, 60_000);
-  if (out) { fs.rmSync(file, { force: true }); throw new Error(`pmemsave: ${out}`); }
-  return file;
+  if (out) { done(); throw new Error(`pmemsave: ${out}`); }
+  return { file, done };
 }
 
-/** sha256 of `pmemsave`'s copy of a paused VM's RAM. */
-async function pmemsaveSha256(vm: Vm, bytes: number): Promise<string> {
-  const file = await pmemsave(vm, bytes);
-  try { return ramFileSha256(file, bytes); } finally { fs.rmSync(file, { force: true }); }
-}
-
-/** sha256 of a paused VM's whole RAM: its memory-backend file, or (anonymous RAM) `pmemsave`'s copy. */
-const ramSha256 = (vm: Vm, bytes: number): Promise<string> => (vm.ramIsFile ? Promise.resolve(ramFileSha256(vm.ram, bytes)) : pmemsaveSha256(vm, bytes));
-
-/** Which 4 KiB pages differ between two paused VMs' RAM (copies made and removed for anonymous RAM). */
-async function ramDiffOf(a: Vm, b: Vm, bytes: number): Promise<string> {
-  if (a.ramIsFile && b.ramIsFile) return ramDiff(a.ram, b.ram);
-  const [fa, fb] = [await pmemsave(a, bytes), await pmemsave(b, bytes)];
-  try { return ramDiff(fa, fb); } finally { for (const f of [fa, fb]) fs.rmSync(f, { force: true }); }
+/** Both paused sides' RAM into `res`: hashes, equality, the differing pages; with `pmemsave`, also the hashes of QEMU's own copies. */
+async function compareRam(res: MigrationResult, src: Vm, dst: Vm, bytes: number, pmemsave: boolean): Promise<void> {
+  const [a, b] = [await ramImage(src, bytes), await ramImage(dst, bytes)];
+  try {
+    res.ramSha = [ramFileSha256(a.file, bytes), ramFileSha256(b.file, bytes)];
+    res.ramEqual = res.ramSha[0] === res.ramSha[1];
+    if (!res.ramEqual) res.ramDiff = ramDiff(a.file, b.file);
+  } finally { a.done(); b.done(); }
+  if (!pmemsave) return;
+  const sha: string[] = [];
+  for (const vm of [src, dst]) {
+    const c = await ramImage(vm, bytes, true);
+    try { sha.push(ramFileSha256(c.file, bytes)); } finally { c.done(); }
+  }
+  res.pmemsaveSha = [sha[0], sha[1]];
 }

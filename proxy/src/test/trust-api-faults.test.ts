@@ -18,7 +18,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { makeCert, type TestCert } from '../testkit/ca-certs';
 import { FakeKubeApi } from '../testkit/fake-kube';
-import { silent, sleep, tmpDir } from '../testkit/helpers';
+import { silent, sleep, tmpDir, waitUntil } from '../testkit/helpers';
 import { kubeConfigFor } from '../testkit/trust-fleet';
 import { MANAGED, VirtOperatorModel } from '../testkit/virt-operator-model';
 import { Registry } from 'prom-client';
@@ -34,14 +34,7 @@ const figures: string[] = [];
 const sha = (c: TestCert) => crypto.createHash('sha256').update(c.der).digest('hex');
 
 /** ms until fn() holds (polling every 20 ms), or -1 after `ms`. */
-async function until(fn: () => boolean, ms: number): Promise<number> {
-  const t0 = Date.now();
-  while (!fn()) {
-    if (Date.now() - t0 > ms) return -1;
-    await sleep(20);
-  }
-  return Date.now() - t0;
-}
+const until = waitUntil;
 
 /** A stand-in runtime on the local channel: hands every connected trust container the current peer bundle. */
 async function standInRuntime(socket: string) {

@@ -14,7 +14,7 @@ import { CONNECTION_ID_BYTES, encodeTrustPublish, refusalName } from '../protoco
 import { publishOnce, type PublishContext } from '../trust/publisher';
 import { configFor } from '../testkit/gateways';
 import { makeCert } from '../testkit/ca-certs';
-import { makePki, silent, sleep, tmpDir, type Pki } from '../testkit/helpers';
+import { makePki, silent, sleep, tmpDir, waitUntil, type Pki } from '../testkit/helpers';
 import { FakeKubeApi } from '../testkit/fake-kube';
 import { startAgent, simClock, type SimCluster } from '../testkit/trust-fleet';
 import { VirtOperatorModel } from '../testkit/virt-operator-model';
@@ -103,12 +103,8 @@ describe('trust container against the API contract', { timeout: 120_000 }, () =>
   const heard: { from: import('node:net').Socket; m: { type: string; fingerprints?: string[] } }[] = [];
   const heardEvent = new EventEmitter();
   /** Resolves once `ok()` holds, re-checked on each line the agents send (an event, not a timer). */
-  /** Polls `ok` every 20 ms; a bound of 30 s (not a goal: trust-api-faults holds the 10 s goals), then fails naming `what`. */
-  const poll = async (ok: () => boolean, what: string) => {
-    const end = Date.now() + 30_000;
-    while (!ok() && Date.now() < end) await sleep(20);
-    assert.ok(ok(), `${what} within 30 s`);
-  };
+  /** Waits for `ok`, bounded at 30 s (not a goal: trust-api-faults holds the 10 s goals), then fails naming `what`. */
+  const poll = async (ok: () => boolean, what: string) => assert.ok(await waitUntil(ok, 30_000) >= 0, `${what} within 30 s`);
   const until = (ok: () => boolean) => new Promise<void>((r) => {
     if (ok()) { r(); return; }
     const on = () => { if (ok()) { heardEvent.off('line', on); r(); } };

@@ -153,3 +153,13 @@ export function bulkBytes(fallbackMiB = 256): number {
   const n = Number(process.env.MM_BULK_MIB ?? fallbackMiB);
   return (Number.isInteger(n) && n > 0 ? n : fallbackMiB) * 1024 * 1024;
 }
+
+/** Polls `ok` every 20 ms: resolves with the ms it took to hold, or -1 once `ms` passed without. */
+export async function waitUntil(ok: () => boolean, ms: number): Promise<number> {
+  const t0 = Date.now();
+  while (!ok()) {
+    if (Date.now() - t0 > ms) return -1;
+    await sleep(20);
+  }
+  return Date.now() - t0;
+}
