@@ -58,3 +58,10 @@ export function profileBreakdown(file: string): Map<Part, number> {
   p.samples.forEach((id, i) => out.set(resolve(id), out.get(resolve(id))! + (p.timeDeltas[i] ?? 0) / 1000));
   return out;
 }
+
+/** Milliseconds a profiled thread was busy: every sample but those of an idle thread (`(idle)`). */
+export function busyMs(file: string): number {
+  const p = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
+  const idle = new Set(p.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
+  return p.samples.reduce((ms, id, i) => (idle.has(id) ? ms : ms + (p.timeDeltas[i] ?? 0) / 1000), 0);
+}

@@ -4,14 +4,15 @@
  * is that run's own. Baseline in the same run: plain cdk8s synthesizing the same objects (precomputed,
  * no validation or planning): what a user writing the YAML with cdk8s by hand would pay.
  *
- *   npm run bench            (prints tables; writes bench/results/synth.json)
+ *   npm run bench            (prints tables; writes bench/results/synth.json, unless BENCH_SIZES is set)
  *   BENCH_SIZES=100 BENCH_ROUNDS=5 npm run bench
+ *   BENCH_CPU=1 npm run bench   (every child on CPU 1 only: the single-core comparison; writes synth-1cpu.json)
  */
 import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { PARTS, profileBreakdown } from './profile';
+import { PARTS, busyMs, profileBreakdown } from './profile';
 
 export function fleetOfSize(n: number): any {
   return {
@@ -51,13 +52,15 @@ function treeSize(dir: string, skip = ''): { files: number; bytes: number } {
 }
 
 /**
- * The CPU every child runs on (`taskset -c`), so no path gets two cores while another gets one, and no
- * child migrates between cores mid-run: BENCH_CPU (default the last CPU; `none`: not pinned). Unpinned
- * where `taskset` is missing or refuses.
+ * Where the children run. Default (`BENCH_CPU` unset or `all`): every child on every CPU of the machine, as a
+ * user's synth runs; each path gets the same CPUs (plain cdk8s uses one, synth also its writer thread, which
+ * creates files on a second core while the main thread builds the next cluster). `BENCH_CPU=1` pins every
+ * child to that one CPU (`taskset -c`): the single-core comparison, where synth starts no writer thread.
+ * Unpinned where `taskset` is missing or refuses.
  */
 function pinning(): string[] {
-  const cpu = process.env.BENCH_CPU ?? String(os.cpus().length - 1);
-  if (cpu === 'none') return [];
+  const cpu = process.env.BENCH_CPU ?? 'all';
+  if (cpu === 'all' || cpu === 'none') return [];
   return spawnSync('taskset', ['-c', cpu, 'true']).status === 0 ? ['taskset', '-c', cpu] : [];
 }
 const PIN = pinning();
@@ -158,7 +161,7 @@ function main(): void {
   }
   const med = (rs: Round[], f: (x: Round) => number, d = 0): string => median(rs.map(f)).toFixed(d);
   console.log(`Synthesis benchmark, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (node ${process.version}, ${os.cpus().length} cores, ` +
-    `load average ${startLoad} at the start, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end; children ${PIN.length ? `pinned to CPU ${PIN[2]}` : 'not pinned'}; ` +
+    `load average ${startLoad} at the start, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} at the end; children ${PIN.length ? `pinned to CPU ${PIN[2]} (no writer thread)` : `on all ${os.availableParallelism()} CPUs`}; ` +
     `gateway mode, 10 nodes/cluster; ${rounds} interleaved rounds, each path in a fresh process; times are medians, ratios the median of per-round ratios (min-max))`);
   console.log([
     '| clusters | files | output MiB | migration-mesh ms | peak MiB | plain cdk8s ms | peak MiB | synth / cdk8s | validate ms | validate / synth |',
@@ -174,9 +177,10 @@ function main(): void {
     ...out.map(({ clusters, rounds: rs }) => `| ${clusters} | ${med(rs, (x) => x.ours.renderMs!)} | ${med(rs, (x) => x.ours.writeMs!)} |`),
   ].join('\n'));
   printProfiles(sizes.filter((n) => (process.env.BENCH_PROFILE ?? '100,1000').split(',').map(Number).includes(n)));
+  if (process.env.BENCH_SIZES) return; // a partial run does not replace the recorded one
   const resDir = path.join(__dirname, '..', '..', 'bench', 'results');
   fs.mkdirSync(resDir, { recursive: true });
-  fs.writeFileSync(path.join(resDir, 'synth.json'), `${JSON.stringify(out, null, 2)}\n`);
+  fs.writeFileSync(path.join(resDir, PIN.length ? 'synth-1cpu.json' : 'synth.json'), `${JSON.stringify(out, null, 2)}\n`);
 }
 
 /**
@@ -190,10 +194,13 @@ function printProfiles(sizes: number[]): void {
     const out = execFileSync(process.execPath, ['--max-old-space-size=8192', '--cpu-prof', '--cpu-prof-dir', dir, __filename, '--child', 'ours', String(n)],
       { encoding: 'utf8', timeout: 900_000, env: { ...process.env, MM_BENCH_PROFILED: '1' } });
     fs.rmSync(JSON.parse(out.trim().split('\n').pop()!).tmp, { recursive: true, force: true });
-    const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!;
-    const parts = profileBreakdown(path.join(dir, file));
+    // one profile per thread, named CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile: the main thread is 0
+    const profiles = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+    const main = profiles.find((f) => f.split('.')[4] === '0')!;
+    const parts = profileBreakdown(path.join(dir, main));
+    const threadMs = profiles.filter((f) => f !== main).reduce((sum, f) => sum + busyMs(path.join(dir, f)), 0);
     fs.rmSync(dir, { recursive: true, force: true });
-    return { n, parts, total: [...parts.values()].reduce((a, b) => a + b, 0) };
+    return { n, parts, threadMs, total: [...parts.values()].reduce((a, b) => a + b, 0) };
   });
   console.log('\nWhere synth\'s time goes: a CPU profile (node --cpu-prof) of one synth run per size, each sample given to the innermost ' +
     'frame that names a part (bench/profile.ts); the whole process (module loading included) up to the end of the write');
@@ -202,6 +209,7 @@ function printProfiles(sizes: number[]): void {
     `|---|${cols.map(() => '---:|---:').join('|')}|`,
     ...PARTS.map((part) => `| ${part} | ${cols.map((c) => `${c.parts.get(part)!.toFixed(0)} | ${(100 * c.parts.get(part)! / c.total).toFixed(1)}%`).join(' | ')} |`),
     `| total | ${cols.map((c) => `${c.total.toFixed(0)} | 100%`).join(' | ')} |`,
+    `| writer thread, beside the total (files it created on another core) | ${cols.map((c) => `${c.threadMs.toFixed(0)} | |`).join(' | ')} |`,
   ].join('\n'));
 }
 

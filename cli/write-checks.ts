@@ -28,7 +28,8 @@ export interface WriterFs {
   lstatSync(p: string): StatLike;
   statSync(p: string): StatLike;
   readFileSync(p: string, encoding: 'utf8'): string;
-  writeFileSync(p: string, data: string, options: { flag: string }): void;
+  /** Always given `encoding: 'utf8'`: with it, Node writes a string in one native call (without, it converts and writes from JS). */
+  writeFileSync(p: string, data: string, options: { flag: string; encoding: 'utf8' }): void;
   linkSync(existing: string, link: string): void;
   renameSync(from: string, to: string): void;
   unlinkSync(p: string): void;

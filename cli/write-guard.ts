@@ -87,12 +87,31 @@ const ageMs = (p: string): number => {
   try { return Date.now() - fs.statSync(p).mtimeMs; } catch { return 0; }
 };
 
+/**
+ * Create `file` holding `text`, or fail with EEXIST: written beside it first and hard-linked into place, so
+ * the lock is never seen empty (a writer killed between creating a lock and filling it left one that only
+ * age could clear, and refused the next writer for 10 s). Where hard links are refused, created in place.
+ */
+function createWhole(file: string, text: string): void {
+  const tmp = sideName(file, 'tmp');
+  fs.writeFileSync(tmp, text, { flag: 'wx' });
+  try {
+    fs.linkSync(tmp, file);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw e;
+    fs.writeFileSync(file, text, { flag: 'wx' });
+  } finally {
+    try { fs.unlinkSync(tmp); } catch { /* gone */ }
+  }
+}
+
 /** Take one lock: true, a problem (held by a live writer), or false (the place cannot hold a lock: the write will say why). */
 function takeLock(lock: string, created: string[]): true | false | FleetProblem {
   const me = `${process.pid} ${os.hostname()}\n`;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      fs.writeFileSync(lock, me, { flag: 'wx' });
+      createWhole(lock, me);
       return true;
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
@@ -105,7 +124,8 @@ function takeLock(lock: string, created: string[]): true | false | FleetProblem 
     let held = '';
     try { held = fs.readFileSync(lock, 'utf8'); } catch { continue; }
     const [pid, host] = held.trim().split(' ');
-    // dead on this host, or never written whole (a writer killed between creating and filling it) and old
+    // dead on this host, or never written whole (created in place where links are refused, by a writer killed
+    // between creating and filling it) and old
     const dead = host === os.hostname() && /^\d+$/.test(pid) && !alive(Number(pid));
     if (dead || (!host && ageMs(lock) > 10_000)) {
       try { fs.unlinkSync(lock); } catch { /* another writer took it over first */ }
@@ -189,7 +209,7 @@ function recover(t: Target, notices: string[]): void {
   }
   const strays = t.tree ? leftoversIn(t.tree, true) : [];
   strays.push(...leftoversIn(path.dirname(t.lock), false).filter((p) => path.basename(p).startsWith(`.${path.basename(t.tree ?? t.file!)}.mm-`)
-    || path.basename(p).startsWith(`.${path.basename(t.journal)}.mm-`)));
+    || path.basename(p).startsWith(`.${path.basename(t.journal)}.mm-`) || path.basename(p).startsWith(`.${path.basename(t.lock)}.mm-`)));
   for (const p of strays) try { fs.rmSync(p, { recursive: true, force: true }); } catch { /* gone */ }
   if (t.tree) pruneEmpty(t.tree, strays);
   if (strays.length) {

@@ -32,6 +32,15 @@ const remember = <K, V>(m: Map<K, V>, k: K, v: V): V => {
 };
 
 /**
+ * Strings the package writes as they are, without asking it: a letter, then letters, digits and `_./-`
+ * (names, kinds, label values: most of an object's distinct strings, and unique per cluster so no cache
+ * helps). Such a string can be no number of the YAML 1.2 core schema (those start with a digit, a sign or
+ * a dot) and holds no indicator; only the core schema's booleans and nulls among them are quoted.
+ */
+const PLAIN_WORD = /^[A-Za-z][A-Za-z0-9_./-]*$/;
+const CORE_WORDS = new Set(['true', 'True', 'TRUE', 'false', 'False', 'FALSE', 'null', 'Null', 'NULL']);
+
+/**
  * A scalar as a block map value with the key at column 0 (`k: <text>`), continuation lines (a block
  * literal's) as written there: their indent is relative to the key's.
  */
@@ -39,6 +48,7 @@ function scalarText(v: string | number | boolean | null): string {
   if (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0)) return String(v);
   if (v === null) return 'null';
   if (typeof v === 'boolean') return v ? 'true' : 'false';
+  if (typeof v === 'string' && PLAIN_WORD.test(v) && !CORE_WORDS.has(v)) return v;
   const hit = scalars.get(v);
   if (hit !== undefined) return hit;
   const text = YAML.stringify({ k: v }, OPTIONS);

@@ -135,4 +135,20 @@ describe('an interrupt at any point of a synth leaves the old tree and ledger or
     }
     expect([...seen].sort()).toEqual(['new', 'old']); // the points fell both before and after the journal
   }, 600_000);
+
+  test('SIGKILL at each of the first 4 calls (taking the first lock): the next synth takes over at once, nothing left over', () => {
+    // a lock created empty and filled after (two calls) left, when killed between them, a lock only age could
+    // clear: the next writer was refused (write/locked, "has not yet written its pid") for 10 s
+    for (let at = 1; at <= 4; at++) {
+      const dir = path.join(work, `LOCK-${at}`);
+      fs.cpSync(template, dir, { recursive: true });
+      const r = cli(['synth', 'sites.fleet.yaml', '--out', 'out'], dir, { MM_KILL_AT: String(at), MM_KILL_SIGNAL: 'SIGKILL' });
+      expect({ at, signal: r.signal }).toEqual({ at, signal: 'SIGKILL' });
+      const after = cli(['synth', 'sites.fleet.yaml', '--out', 'out'], dir);
+      expect({ at, status: after.status, err: after.stderr }).toEqual({ at, status: 0, err: '' });
+      expect(state(dir)).toEqual(newState);
+      expect({ at, left: leftovers(dir) }).toEqual({ at, left: [] });
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
 });

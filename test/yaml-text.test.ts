@@ -27,6 +27,13 @@ describe('yamlText', () => {
   const awkward = ['a\nb', 'a\nb\n', '  x\ny', 'x: y', '', 'null', '1', '0x1', 'yes', '~', '#a', 'a #b', ' lead', 'trail ',
     'a\n\nb\n\n\n', 'line\n  indented\n', '\t', 'a\r\nb', '\u2028', '\n', '\n\n', ' \n', '- a', '? a', ':a', 'a:', '{a', '*a', '\u0000', 'é'];
 
+  test('words written without asking the package: the same as its text, and its booleans and nulls still quoted', () => {
+    const words = ['true', 'True', 'TRUE', 'tRue', 'false', 'False', 'FALSE', 'null', 'Null', 'NULL', 'nULL', 'y', 'n', 'yes', 'No', 'on', 'OFF',
+      'Infinity', 'NaN', 'nan', 'inf', 'e3', 'E', 'x-1e3', 'a-', 'a.', 'a/', 'a_b', 'a--b', 'a..b', 'c0000', 'v1', 'abc/def.ghi', 'x'.repeat(300)];
+    for (const w of words) expect(yamlText({ k: w, s: [w], [w]: { m: w } })).toBe(yamlPackageText({ k: w, s: [w], [w]: { m: w } }));
+    expect(yamlText({ k: 'True' })).toBe('k: "True"\n');
+  });
+
   test('strings the package quotes, escapes or writes as block literals, at every depth', () => {
     const shapes: unknown[] = [
       { a: awkward },
