@@ -65,13 +65,23 @@ function pinning(): string[] {
 }
 const PIN = pinning();
 
+/** Children's output trees, removed when the whole bench has run (see runChild). */
+const written: string[] = [];
+const KEEP_MARK = 'mm-bench-keep ';
+process.on('exit', () => { for (const d of written) fs.rmSync(d, { recursive: true, force: true }); });
+
 function child(mode: Mode, n: number, objectsFile = ''): Row {
   // the previous child's written files to disk first (untimed): synth's one flush then pays for its own writes, not
   // for the dirty pages plain cdk8s (which never flushes) left behind a moment before
   spawnSync('sync', { stdio: 'ignore' });
   const argv = [process.execPath, '--max-old-space-size=8192', __filename, '--child', mode, String(n), objectsFile];
-  const out = execFileSync(PIN.length ? PIN[0] : argv[0], [...PIN.slice(1), ...(PIN.length ? argv : argv.slice(1))], { encoding: 'utf8', maxBuffer: 1 << 24, timeout: 900_000 });
-  return JSON.parse(out.trim().split('\n').pop()!);
+  const r = spawnSync(PIN.length ? PIN[0] : argv[0], [...PIN.slice(1), ...(PIN.length ? argv : argv.slice(1))], { encoding: 'utf8', maxBuffer: 1 << 24, timeout: 900_000 });
+  for (const line of r.stderr.split('\n')) {
+    if (line.startsWith(KEEP_MARK)) written.push(line.slice(KEEP_MARK.length));
+    else if (line.trim()) process.stderr.write(`${line}\n`);
+  }
+  if (r.status !== 0) throw new Error(`bench child ${mode} ${n}: ${r.error?.message ?? `exit ${r.status}`}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
 
 function runChild(mode: Mode, n: number): void {
@@ -117,7 +127,11 @@ function runChild(mode: Mode, n: number): void {
     size = treeSize(path.join(tmp, 'out'));
   }
   const peakMiB = process.resourceUsage().maxRSS / 1024;
-  fs.rmSync(tmp, { recursive: true, force: true });
+  // the tree stays until the whole bench has run (the parent removes it): ext4 steps over inodes deleted in the
+  // last 60-300 s when it allocates new ones (recently_deleted), so removing 15000 files here made the next
+  // children's file creation slower by an amount that depended on what ran before them
+  if (mode === 'validate') fs.rmSync(tmp, { recursive: true, force: true });
+  else process.stderr.write(`${KEEP_MARK}${tmp}\n`);
   const tool = { ours: 'migration-mesh synth', validate: 'migration-mesh validate', baseline: 'plain cdk8s (same objects)' }[mode];
   const row: Row = { clusters: n, tool, ms, peakMiB, files: size.files, outMiB: size.bytes / 1048576, renderMs, writeMs };
   console.log(JSON.stringify(row));
@@ -193,7 +207,7 @@ function printProfiles(sizes: number[]): void {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-bench-prof-'));
     const out = execFileSync(process.execPath, ['--max-old-space-size=8192', '--cpu-prof', '--cpu-prof-dir', dir, __filename, '--child', 'ours', String(n)],
       { encoding: 'utf8', timeout: 900_000, env: { ...process.env, MM_BENCH_PROFILED: '1' } });
-    fs.rmSync(JSON.parse(out.trim().split('\n').pop()!).tmp, { recursive: true, force: true });
+    written.push(JSON.parse(out.trim().split('\n').pop()!).tmp);
     // one profile per thread, named CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile: the main thread is 0
     const profiles = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
     const main = profiles.find((f) => f.split('.')[4] === '0')!;
@@ -209,7 +223,7 @@ function printProfiles(sizes: number[]): void {
     `|---|${cols.map(() => '---:|---:').join('|')}|`,
     ...PARTS.map((part) => `| ${part} | ${cols.map((c) => `${c.parts.get(part)!.toFixed(0)} | ${(100 * c.parts.get(part)! / c.total).toFixed(1)}%`).join(' | ')} |`),
     `| total | ${cols.map((c) => `${c.total.toFixed(0)} | 100%`).join(' | ')} |`,
-    `| writer thread, beside the total (files it created on another core) | ${cols.map((c) => `${c.threadMs.toFixed(0)} | |`).join(' | ')} |`,
+    `| ${['writer thread, beside the total (files it created on another core)', ...cols.flatMap((c) => [c.threadMs.toFixed(0), ''])].join(' | ')} |`,
   ].join('\n'));
 }
 

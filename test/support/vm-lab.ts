@@ -100,6 +100,13 @@ export interface MigrationResult {
   /** On failure: the source's VM status afterwards, and whether its guest kept ticking. */
   sourceStatus?: string; sourceKeptTicking?: boolean;
   wallMs: number;
+  /**
+   * CPU the whole machine spent from `migrate` until the target completed (ms of busy CPU over every core,
+   * from /proc/stat: user, system, irq and softirq; idle and iowait not counted), and the part of it the two
+   * gateway runtimes' processes were charged (their own threads; the kernel's softirq work for their sockets
+   * is charged to whichever process a core was running, so part of it lands on the QEMUs).
+   */
+  cpuMs?: number; gatewayCpuMs?: number;
   /** Where the wall time went, ms per step in order (gateways, channels, target, creds, migrate, arrive, ram, resume, stop). */
   phases: Record<string, number>;
 }
@@ -168,8 +175,13 @@ export class VmMigrationLab {
   /** The router and the sites' segments (`routed-sites` layout only). */
   routed?: RoutedSites;
 
-  /** `layout`: see vm-lab-sites.ts (default `one-segment`: three-sites-vlan on one segment). */
-  constructor(readonly shape: VmShape, readonly channels = 4, readonly log: (s: string) => void = console.log, readonly layout: VmLabLayout = 'one-segment') {}
+  /**
+   * `layout`: see vm-lab-sites.ts (default `one-segment`: three-sites-vlan on one segment). `cpus`: where the
+   * QEMUs and the gateway runtimes run (`taskset -c` lists); default everywhere. `{ qemu: '0', gateway: '1' }`
+   * gives the gateways a core of their own, as on gateway nodes, while the two guests share the other.
+   */
+  constructor(readonly shape: VmShape, readonly channels = 4, readonly log: (s: string) => void = console.log, readonly layout: VmLabLayout = 'one-segment',
+    readonly cpus: { qemu?: string; gateway?: string } = {}) {}
 
   private async killWait(p: ChildProcess | undefined, ms = 10_000): Promise<void> {
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
@@ -309,7 +321,7 @@ export class VmMigrationLab {
   async startGateway(c: LabCluster, m: GatewayMode): Promise<void> {
     await this.killWait(c.gw.proc);
     this.writeConfig(c, m);
-    c.gw.proc = this.lab.spawn(c.gw.ns, runtimeCommand(c.topo[m].runArgs, c.gw.cfgFile), { asUser: RUNTIME_UID, logFile: c.gw.log });
+    c.gw.proc = this.lab.spawn(c.gw.ns, pinned(this.cpus.gateway, runtimeCommand(c.topo[m].runArgs, c.gw.cfgFile)), { asUser: RUNTIME_UID, logFile: c.gw.log });
     const port = c.topo[m].gatewayConfig.listen.admin.port;
     const [r] = await this.lab.execJson(c.gw.ns, agentCommand('probe', `http://127.0.0.1:${port}/readyz`, 20_000), 25_000);
     if (!r?.ok) throw new Error(`gateway ${c.gw.ns} (${m}) not ready: ${JSON.stringify(r)}\n${this.tails()}`);
@@ -353,7 +365,7 @@ export class VmMigrationLab {
     const ram = path.join('/dev/shm', `${path.basename(this.tmp)}-${id}.ram`);
     const ramIsFile = this.shape.ram !== 'anonymous';
     const cmd = qemuCommand(this.guest, this.shape, { monitor, serial, incoming, ramFile: ramIsFile ? ram : undefined });
-    const proc = this.lab.spawn(this.clusters[ci].handler.ns, cmd, { logFile: qlog });
+    const proc = this.lab.spawn(this.clusters[ci].handler.ns, pinned(this.cpus.qemu, cmd), { logFile: qlog });
     this.qemus.add(proc);
     this.ramFiles.add(ram);
     proc.once('exit', () => { this.qemus.delete(proc); fs.rmSync(ram, { force: true }); this.ramFiles.delete(ram); });
@@ -437,6 +449,8 @@ export class VmMigrationLab {
         const stop = await src.hmp.cmd('stop');
         if (stop) throw new Error(`stop: ${stop}`);
       }
+      const gateways = mode === 'direct' ? [] : this.clusters.map((c) => c.gw.proc?.pid).filter((x): x is number => x !== undefined);
+      const cpu0 = { machine: machineBusyMs(), gateways: gateways.map(processCpuMs) };
       const started = Date.now();
       const mig = await src.hmp.cmd(`migrate -d tcp:${host}:${port}`);
       if (mig) throw new Error(`migrate: ${mig}`);
@@ -462,6 +476,8 @@ export class VmMigrationLab {
       if (res.info.status === 'completed') {
         if (target.st !== 'completed') throw new Error(`source completed, the target's incoming migration is ${target.st} after 60 s`);
         res.arrivedMs = target.ms;
+        res.cpuMs = machineBusyMs() - cpu0.machine;
+        res.gatewayCpuMs = gateways.reduce((sum, pid, i) => sum + processCpuMs(pid) - cpu0.gateways[i], 0);
         // both paused: the source by the migration's end (postmigrate), the target (-S) until `cont` below
         await compareRam(res, src, dst, this.shape.memMiB * 1024 * 1024, !!o.pmemsave);
         mark('ram');
@@ -526,6 +542,29 @@ export class VmMigrationLab {
     for (const c of this.clusters) await c.api.close();
     for (const f of this.ramFiles) fs.rmSync(f, { force: true });
     if (this.tmp && !process.env.MM_NETNS_KEEP) fs.rmSync(this.tmp, { recursive: true, force: true });
+  }
+}
+
+/** `cmd` under `taskset -c cpus`, or as it is. */
+const pinned = (cpus: string | undefined, cmd: string[]): string[] => (cpus ? ['taskset', '-c', cpus, ...cmd] : cmd);
+
+const TICK_MS = 1000 / 100; // USER_HZ: /proc's clock ticks are 1/100 s on Linux
+
+/** Busy CPU of the whole machine since boot, ms: user, nice, system, irq, softirq and steal ticks of /proc/stat's `cpu` line. */
+function machineBusyMs(): number {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = f;
+  return (user + nice + system + irq + softirq + (steal ?? 0)) * TICK_MS;
+}
+
+/** CPU a process (all its threads) has used, ms: utime + stime of /proc/<pid>/stat; 0 once it is gone. */
+function processCpuMs(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * TICK_MS; // fields 14 and 15 of stat(5), counted after the command name
+  } catch {
+    return 0;
   }
 }
 
