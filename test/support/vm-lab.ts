@@ -438,6 +438,7 @@ export class VmMigrationLab {
     const res: MigrationResult = { mode, from: this.clusters[src.at].name, to: to.name, target: `${host}:${port}`, info: parseInfoMigrate(''), wallMs: 0, phases };
     try {
       await this.tlsCreds(dst, 'server', !!o.withoutExchange);
+      await sourceSettled(src, this.log);
       await this.tlsCreds(src, 'client', !!o.withoutExchange);
       mark('creds');
       const inc = await dst.hmp.cmd(`migrate_incoming tcp:${host}:${port}`);
@@ -452,7 +453,7 @@ export class VmMigrationLab {
       const gateways = mode === 'direct' ? [] : this.clusters.map((c) => c.gw.proc?.pid).filter((x): x is number => x !== undefined);
       const cpu0 = { machine: machineBusyMs(), gateways: gateways.map(processCpuMs) };
       const started = Date.now();
-      const mig = await src.hmp.cmd(`migrate -d tcp:${host}:${port}`);
+      const mig = await startMigration(src, `tcp:${host}:${port}`, this.log);
       if (mig) throw new Error(`migrate: ${mig}`);
       // the target's side, polled alongside: its RAM is compared only once it has loaded everything. A failed
       // incoming migration may end the target QEMU (its monitor then never answers): that ends the polling
@@ -542,6 +543,44 @@ export class VmMigrationLab {
     for (const c of this.clusters) await c.api.close();
     for (const f of this.ramFiles) fs.rmSync(f, { force: true });
     if (this.tmp && !process.env.MM_NETNS_KEEP) fs.rmSync(this.tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A failed migration is not over when `info migrate` says `failed`: QEMU 7.2 clears the migration's state
+ * (its multifd channels, its yank instance) in a cleanup that runs after, and under load that took seconds
+ * (a CI run: the gateway killed mid-migration, the retry's `migrate` refused with `duplicate yank
+ * instance`, and every later migration with `There's a migration process in progress`). So before a source
+ * is given new credentials its migration must not be running, and `migrate` is retried while QEMU still
+ * holds the last one's yank instance; both bounded (30 s).
+ */
+const SETTLE_MS = 30_000;
+const RUNNING = new Set(['setup', 'active', 'cancelling', 'pre-switchover', 'device', 'wait-unplug', 'postcopy-active', 'postcopy-paused', 'postcopy-recover']);
+
+async function sourceSettled(src: Vm, log: (s: string) => void): Promise<void> {
+  const t0 = Date.now();
+  const end = t0 + SETTLE_MS;
+  for (;;) {
+    const st = parseInfoMigrate(await src.hmp.cmd('info migrate')).status;
+    if (!RUNNING.has(st)) {
+      if (Date.now() - t0 > 500) log(`[vm-lab] the source's last migration ran on for ${Date.now() - t0} ms before this one`);
+      return;
+    }
+    if (Date.now() > end) throw new Error(`the source's previous migration is still ${st} after ${SETTLE_MS / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** `migrate -d uri`: '' once started, or QEMU's error (retried while the last migration's clean-up holds its yank instance). */
+async function startMigration(src: Vm, uri: string, log: (s: string) => void): Promise<string> {
+  const t0 = Date.now();
+  for (let tries = 1; ; tries++) {
+    const out = await src.hmp.cmd(`migrate -d ${uri}`);
+    if (!/duplicate yank instance/.test(out) || Date.now() - t0 > SETTLE_MS) {
+      if (tries > 1) log(`[vm-lab] migrate ${uri}: QEMU held the last migration's yank instance for ${Date.now() - t0} ms (${tries} tries)`);
+      return out;
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
