@@ -16,7 +16,9 @@
  *      (built from each file's hash as it passed) and the ledger the same way, and one flush to disk. Files arrive one cluster at a
  *      time (`writeStreamedOutputs`), so no whole tree is held in memory. Once one problem is found,
  *      nothing more is prepared (the rest is only checked, so every problem is listed); any problem or
- *      failure removes what was created and touches nothing else;
+ *      failure removes what was created and touches nothing else. With two or more CPUs, files into
+ *      staging directories past the first 64 are created by a writer thread (./write-worker.ts) while
+ *      the next cluster is built; the flush waits for it, and its failures are this write's;
  *   3. commits by renames (atomic per file or staged directory), the manifest and the ledger last; a
  *      failure rolls every done step back from the kept links (a staged directory back to its staging name).
  *
@@ -92,10 +94,6 @@ export interface WriteHooks {
 }
 
 /**
- * A prepared change to one path: a file's new content in `temp`, or (`dir`) a new directory built whole
- * under the staging name `temp` beside its final place, files and all, and renamed into place at once.
- */
-/**
  * Files written into staging directories on the main thread before the rest go to a writer thread
  * (./write-worker.ts): a small write (an example, a test's fleet) is over before a thread would have started.
  */
@@ -107,6 +105,10 @@ const THREAD_AFTER_FILES = 64;
  */
 const threadWorthIt = (): boolean => process.env.MM_WRITE_THREAD !== 'off' && os.availableParallelism() >= 2;
 
+/**
+ * A prepared change to one path: a file's new content in `temp`, or (`dir`) a new directory built whole
+ * under the staging name `temp` beside its final place, files and all, and renamed into place at once.
+ */
 type Op =
   | { kind: 'write'; target: string; temp?: string; backup?: string; dir?: true }
   | { kind: 'remove'; target: string; backup?: string };
