@@ -133,6 +133,8 @@ class Prepared {
   /** Files written into staging directories so far; past THREAD_AFTER_FILES (with Node's own fs) the thread writes them. */
   private stagedFiles = 0;
   private thread?: FileWriterThread;
+  /** Whether this write uses a writer thread: decided once, at the first file past THREAD_AFTER_FILES. */
+  private threaded?: boolean;
   constructor(readonly io: WriterFs) {}
 
   /**
@@ -194,7 +196,7 @@ class Prepared {
 
   /** A new file inside a staging directory: here, or by the writer thread once there are many (Node's fs only). */
   private writeStaged(file: string, target: string, content: string): void {
-    if (this.io !== fs || ++this.stagedFiles <= THREAD_AFTER_FILES || !(this.thread || threadWorthIt())) {
+    if (this.io !== fs || ++this.stagedFiles <= THREAD_AFTER_FILES || !(this.threaded ??= threadWorthIt())) {
       this.io.writeFileSync(file, content, { flag: 'wx', encoding: 'utf8' });
       return;
     }
