@@ -136,10 +136,10 @@ describe('an interrupt at any point of a synth leaves the old tree and ledger or
     expect([...seen].sort()).toEqual(['new', 'old']); // the points fell both before and after the journal
   }, 600_000);
 
-  test('SIGKILL at each of the first 4 calls (taking the first lock): the next synth takes over at once, nothing left over', () => {
+  test('SIGKILL at each of the first 3 calls (taking the first lock: its text beside it, the link, the unlink): the next synth takes over at once, nothing left over', () => {
     // a lock created empty and filled after (two calls) left, when killed between them, a lock only age could
     // clear: the next writer was refused (write/locked, "has not yet written its pid") for 10 s
-    for (let at = 1; at <= 4; at++) {
+    for (let at = 1; at <= 3; at++) {
       const dir = path.join(work, `LOCK-${at}`);
       fs.cpSync(template, dir, { recursive: true });
       const r = cli(['synth', 'sites.fleet.yaml', '--out', 'out'], dir, { MM_KILL_AT: String(at), MM_KILL_SIGNAL: 'SIGKILL' });
@@ -172,10 +172,10 @@ describe('an interrupt while the writer thread creates files (a fresh 10-cluster
   });
   afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
 
-  // 0.8 and 0.85 of the main thread's counted calls fall among its last clusters' mkdirs, after the first 64
+  // 0.8 of the main thread's counted calls falls among its last clusters' mkdirs, after the first 64
   // files, while the thread writes the earlier clusters' (seen here: SIGKILL at 0.8 left 65 of 152 files); how
   // far the thread has got at that instant depends on timing, and every assertion holds wherever it is
-  test.each([['SIGTERM', 0.8], ['SIGKILL', 0.8], ['SIGKILL', 0.85]] as const)('%s at %p of the main thread\'s calls: nothing or everything, and the next synth completes the same tree', (sig, at) => {
+  test.each([['SIGTERM', 0.8], ['SIGKILL', 0.8]] as const)('%s at %p of the main thread\'s calls: nothing or everything, and the next synth completes the same tree', (sig, at) => {
     const dir = path.join(work, `${sig}-${at}`);
     fs.mkdirSync(dir);
     fs.copyFileSync(VEP, path.join(dir, 'vep.fleet.yaml'));
