@@ -8,7 +8,7 @@
  *   BENCH_SIZES=100 BENCH_ROUNDS=5 npm run bench
  *   BENCH_CPU=1 npm run bench   (every child on CPU 1 only: the single-core comparison; writes synth-1cpu.json)
  */
-import { execFileSync, spawnSync } from 'child_process';
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -70,18 +70,22 @@ const written: string[] = [];
 const KEEP_MARK = 'mm-bench-keep ';
 process.on('exit', () => { for (const d of written) fs.rmSync(d, { recursive: true, force: true }); });
 
+/** Run a child (`cmd`, then its arguments); its output tree is kept for the end, its other stderr passed on. Its last stdout line. */
+function runChildProcess(cmd: string[], env: NodeJS.ProcessEnv = process.env): string {
+  const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', maxBuffer: 1 << 24, timeout: 900_000, env });
+  for (const line of (r.stderr ?? '').split('\n')) {
+    if (line.startsWith(KEEP_MARK)) written.push(line.slice(KEEP_MARK.length));
+    else if (line.trim()) process.stderr.write(`${line}\n`);
+  }
+  if (r.status !== 0) throw new Error(`bench child ${cmd.slice(-3).join(' ')}: ${r.error?.message ?? `exit ${r.status}`}`);
+  return r.stdout.trim().split('\n').pop() ?? '';
+}
+
 function child(mode: Mode, n: number, objectsFile = ''): Row {
   // the previous child's written files to disk first (untimed): synth's one flush then pays for its own writes, not
   // for the dirty pages plain cdk8s (which never flushes) left behind a moment before
   spawnSync('sync', { stdio: 'ignore' });
-  const argv = [process.execPath, '--max-old-space-size=8192', __filename, '--child', mode, String(n), objectsFile];
-  const r = spawnSync(PIN.length ? PIN[0] : argv[0], [...PIN.slice(1), ...(PIN.length ? argv : argv.slice(1))], { encoding: 'utf8', maxBuffer: 1 << 24, timeout: 900_000 });
-  for (const line of r.stderr.split('\n')) {
-    if (line.startsWith(KEEP_MARK)) written.push(line.slice(KEEP_MARK.length));
-    else if (line.trim()) process.stderr.write(`${line}\n`);
-  }
-  if (r.status !== 0) throw new Error(`bench child ${mode} ${n}: ${r.error?.message ?? `exit ${r.status}`}`);
-  return JSON.parse(r.stdout.trim().split('\n').pop()!);
+  return JSON.parse(runChildProcess([...PIN, process.execPath, '--max-old-space-size=8192', __filename, '--child', mode, String(n), objectsFile]));
 }
 
 function runChild(mode: Mode, n: number): void {
@@ -103,7 +107,7 @@ function runChild(mode: Mode, n: number): void {
     const t2 = process.hrtime.bigint();
     ms = Number(t2 - t0) / 1e6; renderMs = Number(t1 - t0) / 1e6; writeMs = Number(t2 - t1) / 1e6;
     if (process.env.MM_BENCH_PROFILED) { // profiled (printProfiles): the timed part only; the parent removes the tree
-      console.log(JSON.stringify({ tmp }));
+      process.stderr.write(`${KEEP_MARK}${tmp}\n`);
       return;
     }
     size = treeSize(written.dir, '.migration-mesh.manifest'); // outside the timed part: what was written (the manifest not counted)
@@ -205,9 +209,8 @@ function printProfiles(sizes: number[]): void {
   if (!sizes.length) return;
   const cols = sizes.map((n) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-bench-prof-'));
-    const out = execFileSync(process.execPath, ['--max-old-space-size=8192', '--cpu-prof', '--cpu-prof-dir', dir, __filename, '--child', 'ours', String(n)],
-      { encoding: 'utf8', timeout: 900_000, env: { ...process.env, MM_BENCH_PROFILED: '1' } });
-    written.push(JSON.parse(out.trim().split('\n').pop()!).tmp);
+    runChildProcess([process.execPath, '--max-old-space-size=8192', '--cpu-prof', '--cpu-prof-dir', dir, __filename, '--child', 'ours', String(n)],
+      { ...process.env, MM_BENCH_PROFILED: '1' });
     // one profile per thread, named CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile: the main thread is 0
     const profiles = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
     const main = profiles.find((f) => f.split('.')[4] === '0')!;

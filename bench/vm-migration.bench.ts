@@ -41,16 +41,19 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
     // one warm-up migration per mode, not counted: the run's first migrations (the freshly booted guest, the
     // first gateways) took 1.1-2.5 s where later ones of the same mode took 0.5-1.1 s, and the first is always
     // direct's, which flattered every gateway mode's first-round ratio
-    for (const m of MODES) {
+    const completed = async (m: PathMode, what: string): Promise<MigrationResult> => {
       const r = await lab.migrate(m);
-      if (r.info.status !== 'completed') throw new Error(`${m} warm-up: ${r.info.status} ${r.info.reason ?? ''}`);
+      if (r.info.status !== 'completed') throw new Error(`${m} ${what}: ${r.info.status} ${r.info.reason ?? ''}`);
+      return r;
+    };
+    for (const m of MODES) {
+      const r = await completed(m, 'warm-up');
       console.log(`[bench:vm] warm-up ${m}: total ${r.info.totalMs} ms, arrived ${r.arrivedMs} ms (not counted)`);
     }
     const runs: Record<string, MigrationResult[]> = Object.fromEntries(MODES.map((m) => [m, []]));
     for (let round = 0; round < ROUNDS; round++) {
       for (const m of MODES) {
-        const r = await lab.migrate(m);
-        if (r.info.status !== 'completed') throw new Error(`${m} round ${round}: ${r.info.status} ${r.info.reason ?? ''}`);
+        const r = await completed(m, `round ${round}`);
         runs[m].push(r);
         console.log(`[bench:vm] round ${round + 1} ${m}: total ${r.info.totalMs} ms, arrived ${r.arrivedMs} ms, CPU ${r.cpuMs} ms (gateways ${r.gatewayCpuMs}), downtime ${r.info.downtimeMs} ms, ${((r.info.transferredKiB ?? 0) / 1024).toFixed(1)} MiB, RAM equal ${r.ramEqual}${r.ramDiff ? ` (${r.ramDiff})` : ''}`);
       }

@@ -42,7 +42,7 @@ import {
   readManifest, readTarget, renderManifest, sha256,
 } from './write-checks';
 import { oncePerPath } from './problems-once';
-import { FileWriterThread } from './write-worker';
+import { FileWriterThread, ThreadWriteError } from './write-worker';
 
 export { MANIFEST_FILE, OutputWriteError } from './write-checks';
 export type { WriterFs } from './write-checks';
@@ -205,19 +205,19 @@ class Prepared {
     this.throwIfFailed(this.thread.take());
   }
 
-  /** Wait for the writer thread's files (before the flush); throws its first failure. */
-  drainThread(): void {
-    this.throwIfFailed(this.thread?.drain());
-  }
-
-  /** End the writer thread (after waiting for what it was given): before removing what it writes into, and at the end. */
-  closeThread(): void {
+  /** Wait for the writer thread's files and end it (before the flush); throws its first failure. */
+  finishThread(): void {
     const t = this.thread;
     this.thread = undefined;
-    try { t?.close(); } catch { /* stalled: its staging directories are removed all the same */ }
+    this.throwIfFailed(t?.close());
   }
 
-  private throwIfFailed(failed: { target: string; code?: string; message: string } | undefined): void {
+  /** End the writer thread after what it was given, its failures moot: before removing what it writes into. */
+  private dropThread(): void {
+    try { this.finishThread(); } catch { /* a failure or a stall: its staging directories are removed all the same */ }
+  }
+
+  private throwIfFailed(failed: ThreadWriteError | undefined): void {
     if (failed) throw new OutputWriteError([ioProblem(Object.assign(new Error(failed.message), { code: failed.code }), failed.target)]);
   }
 
@@ -234,7 +234,7 @@ class Prepared {
 
   /** Remove every temp file, backup link and staging directory (nothing was committed). */
   abandon(extra: Op[] = []): void {
-    this.closeThread();
+    this.dropThread();
     for (const op of [...this.all, ...extra]) {
       if (op.kind === 'write' && op.dir) { if (op.temp) removeTree(op.temp, this.io); continue; }
       for (const p of [op.kind === 'write' ? op.temp : undefined, op.backup]) {
@@ -273,8 +273,7 @@ export function writeStreamedOutputs(
     try {
       for (const tree of trees) { const r = streamTree(tree, p); if (r) reports.push(r); }
       for (const f of files) checkFile(f, p);
-      p.drainThread();
-      p.closeThread();
+      p.finishThread();
       if (p.problems.length) throw new OutputWriteError(oncePerPath(p.problems));
       const temps = p.ops.flatMap((o) => (o.kind === 'write' ? [o.temp!] : []));
       try { flush(temps, io); } catch (e) { throw new OutputWriteError([ioProblem(e, p.ops[0]?.target ?? '')]); }

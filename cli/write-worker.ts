@@ -52,7 +52,6 @@ export class FileWriterThread {
   private readonly errors: MessagePort;
   private batch: [string, string, string][] = [];
   private queued = 0;
-  private closed = false;
 
   constructor() {
     const { port1, port2 } = new MessageChannel();
@@ -82,11 +81,9 @@ export class FileWriterThread {
     return this.take();
   }
 
-  /** Wait for what is queued, then end the thread (the process need not wait for it). */
-  close(): void {
-    if (this.closed) return;
-    try { this.drain(); } finally {
-      this.closed = true;
+  /** Wait for what is queued, then end the thread (the process need not wait for it); returns the first failure, if any. */
+  close(): ThreadWriteError | undefined {
+    try { return this.drain(); } finally {
       this.errors.close();
       void this.worker.terminate();
     }

@@ -416,7 +416,7 @@ export class VmMigrationLab {
    * Migrate the VM to the other cluster's handler over `mode` (a gateway mode must be the running one).
    * Completed: RAM of both paused sides compared, the target resumed, the source killed; the VM lives on.
    * Failed: the source must still run; the target is killed (SIGKILL: it ignores SIGTERM while incoming).
-   * About 90 lines: one migration's steps in the order they run, each timed into `phases` by `mark`.
+   * About 100 lines: one migration's steps in the order they run, each timed into `phases` by `mark`.
    */
   async migrate(mode: PathMode, o: MigrateOptions = {}): Promise<MigrationResult> {
     if (!this.vm) throw new Error('no VM');
