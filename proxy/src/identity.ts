@@ -71,6 +71,7 @@ function sanExtensions(der: Buffer): Tlv[] {
   const exts = children(der, tbs).find((t) => t.tag === 0xa3); // [3] EXPLICIT Extensions
   if (!exts) return [];
   const list = children(der, exts)[0];
+  if (!list || list.tag !== 0x30) throw new Error('DER: Extensions is not a SEQUENCE');
   const out: Tlv[] = [];
   for (const ext of children(der, list)) {
     const parts = children(der, ext);

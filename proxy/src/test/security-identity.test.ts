@@ -117,6 +117,13 @@ describe('identity from structured SANs', () => {
     assert.deepEqual(certificateIdentity(der(odd.rsa2048), 'fleet'), { cluster: 'east' });
   });
 
+  it('an empty or non-SEQUENCE Extensions field is a DER error, not a TypeError (found by the garbage-DER fuzz in CI)', () => {
+    // Certificate { tbsCertificate { [3] Extensions } } with the [3] empty, then holding an INTEGER instead of a SEQUENCE
+    for (const bytes of [[0x30, 0x04, 0x30, 0x02, 0xa3, 0x00], [0x30, 0x07, 0x30, 0x05, 0xa3, 0x03, 0x02, 0x01, 0x00]]) {
+      assert.throws(() => uriSansOfDer(Buffer.from(bytes)), /^Error: DER: /);
+    }
+  });
+
   it('never throws on garbage DER', () => {
     for (let i = 0; i < 2000; i++) {
       const b = Buffer.from(der({ ...pki.certs.east, ca: pki.ca }));
