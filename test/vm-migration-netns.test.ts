@@ -23,7 +23,9 @@
  * SIGKILLed mid-migration fails it, the source keeps running, and the retry through the restarted gateway
  * completes; a CA rotation in the target cluster between two migrations (virt-operator's model rotates it, the
  * handler's certificate is reissued by the new CA) reaches the source's kubevirt-ca through the exchange alone,
- * and the next migration completes. Across the sites: `ip route get` names each side's own site router as the
+ * and the next migration completes. Before every migration the lab waits until the source's QEMU no longer holds
+ * the last migration's yank instance (QMP `query-yank`): a `migrate` refused for it leaves QEMU 7.2 stuck
+ * "in progress" for good, and a test shows the wait sees a held instance. Across the sites: `ip route get` names each side's own site router as the
  * next hop to the other site; the router's forwarding off (mtls-splice) or rejecting (direct) fails the
  * migration with the source running; every completed migration's bytes were forwarded by the router into
  * the target's site. Needs root, the netns tools, the CNI plugins, qemu-system-x86, busybox-static, cpio and apt
@@ -101,6 +103,12 @@ d('a VM moves between clusters in network namespaces (real QEMU, every datapath 
       if (!r.resumed) console.warn(`[vm-migration-netns] ${mode}: guest did not tick after resuming on the target (${r.trouble ?? 'no oops seen'})`);
     }, 240_000);
   }
+
+  test('before each migrate, the lab waits while QEMU holds a migration\'s yank instance (a migrate refused for it would leave the source stuck)', async () => {
+    const p = await lab.yankWaitProbe(1 - lab.vm!.at);
+    expect(p.idle).toBe('released');
+    expect(p.held).toMatch(/still holds its yank instance after 1000 ms/);
+  }, 60_000);
 
   test('the target\'s gateway SIGKILLed mid-migration fails it, the source keeps running; the retry through the restarted gateway completes', async () => {
     const from = lab.vm!.at;

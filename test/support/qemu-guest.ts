@@ -115,7 +115,7 @@ export interface VmShape {
  * credentials are added over the monitor right before each migration (`object_add tls-creds-x509,...`), so each
  * migration reads the CA bundle its cluster holds at that moment.
  */
-export function qemuCommand(g: Guest, shape: VmShape, o: { monitor: string; serial: string; incoming?: boolean; ramFile?: string }): string[] {
+export function qemuCommand(g: Guest, shape: VmShape, o: { monitor: string; qmp?: string; serial: string; incoming?: boolean; ramFile?: string }): string[] {
   // `ramFile`: the guest's RAM is that file (a shared memory backend, best in /dev/shm), so a test reads the
   // whole RAM of a paused VM there instead of asking QEMU for a pmemsave copy. It migrates like any RAM.
   const machine = o.ramFile
@@ -124,7 +124,7 @@ export function qemuCommand(g: Guest, shape: VmShape, o: { monitor: string; seri
   return [QEMU, ...machine, '-cpu', shape.cpu, '-m', String(shape.memMiB), '-smp', '1', '-kernel', g.kernel, '-initrd', g.initrd,
     '-append', `console=ttyS0 quiet panic=-1 mm_fill=${shape.fillMiB} mm_dirty=${shape.dirtyMiB}${shape.append ? ` ${shape.append}` : ''}`,
     '-display', 'none', '-vga', 'none', '-nic', 'none', '-no-user-config', '-nodefaults', '-serial', `file:${o.serial}`,
-    '-monitor', `unix:${o.monitor},server,nowait`,
+    '-monitor', `unix:${o.monitor},server,nowait`, ...(o.qmp ? ['-qmp', `unix:${o.qmp},server=on,wait=off`] : []),
     ...(o.incoming ? ['-incoming', 'defer', '-S'] : [])];
 }
 
@@ -183,6 +183,33 @@ export class Hmp {
   }
 
   close(): void { this.sock?.destroy(); this.sock = undefined; }
+}
+
+/**
+ * One QMP command on a fresh connection to QEMU's `-qmp` socket: the greeting, `qmp_capabilities`, the command;
+ * resolves with its `return`, rejects with its `error` or after `timeoutMs`. For what HMP cannot tell (`query-yank`).
+ */
+export function qmpExecute(socketPath: string, execute: string, timeoutMs = 10_000): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(socketPath);
+    let buf = '';
+    let step = 0; // 0: greeting, 1: capabilities answered, 2: the command answered
+    const end = (f: () => void) => { clearTimeout(timer); s.destroy(); f(); };
+    const timer = setTimeout(() => end(() => reject(new Error(`qmp ${socketPath} ${execute}: no answer after ${timeoutMs} ms`))), timeoutMs);
+    s.on('error', (e) => end(() => reject(new Error(`qmp ${socketPath}: ${e.message}`))));
+    s.on('data', (d) => {
+      buf += d.toString('utf8');
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+        const msg = JSON.parse(buf.slice(0, i)) as { QMP?: unknown; return?: unknown; error?: { desc?: string }; event?: string };
+        buf = buf.slice(i + 1);
+        if (msg.event) continue;
+        if (msg.error) return end(() => reject(new Error(`qmp ${execute}: ${msg.error?.desc}`)));
+        if (step === 0 && msg.QMP) { step = 1; s.write('{"execute":"qmp_capabilities"}\n'); continue; }
+        if (step === 1 && 'return' in msg) { step = 2; s.write(`${JSON.stringify({ execute })}\n`); continue; }
+        if (step === 2 && 'return' in msg) return end(() => resolve(msg.return));
+      }
+    });
+  });
 }
 
 export interface MigrateInfo { status: string; reason?: string; totalMs?: number; downtimeMs?: number; transferredKiB?: number; raw: string }

@@ -37,7 +37,7 @@ import { ClusterTopology, NetnsLab, makeFleetPki, netnsSupport, topologyFromFile
 import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './netns-cni';
 import { RUNTIME_UID, agentCommand, clusterApi, runtimeCommand } from './netns-agents';
 import {
-  Guest, Hmp, MigrateInfo, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport,
+  Guest, Hmp, MigrateInfo, qmpExecute, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport,
   ramDiff, ramFileSha256, waitMigration,
 } from './qemu-guest';
 import { RoutedSites } from './netns-sites';
@@ -78,6 +78,8 @@ interface LabCluster {
 
 interface Vm {
   at: number; proc: ChildProcess; hmp: Hmp; serial: string; qlog: string;
+  /** Its QMP socket, for what HMP cannot tell (`query-yank`). */
+  qmp: string;
   /** Where a copy of its RAM goes (pmemsave), or, with a shm-file RAM, the RAM itself: /dev/shm/<lab>-<id>.ram */
   ram: string; ramIsFile: boolean;
 }
@@ -166,8 +168,6 @@ export class VmMigrationLab {
   private cni = new CniRunner();
   private seq = 0;
   private port = 49152 + (process.pid % 1000);
-  /** The previous migration's target, whose channels must be gone before the next `migrate`. */
-  private lastTarget?: { host: string; port: number };
   private readonly qemus = new Set<ChildProcess>();
   /** The guests' RAM files in /dev/shm, removed when their QEMU exits and at cleanup whatever happened. */
   private readonly ramFiles = new Set<string>();
@@ -360,18 +360,19 @@ export class VmMigrationLab {
   private async qemu(ci: number, incoming: boolean): Promise<Vm> {
     const id = `${this.clusters[ci].name}-${++this.seq}`;
     const monitor = path.join(this.tmp, `${id}.mon`);
+    const qmp = path.join(this.tmp, `${id}.qmp`);
     const serial = path.join(this.tmp, `${id}.serial`);
     const qlog = path.join(this.tmp, `${id}.qemu.log`);
     const ram = path.join('/dev/shm', `${path.basename(this.tmp)}-${id}.ram`);
     const ramIsFile = this.shape.ram !== 'anonymous';
-    const cmd = qemuCommand(this.guest, this.shape, { monitor, serial, incoming, ramFile: ramIsFile ? ram : undefined });
+    const cmd = qemuCommand(this.guest, this.shape, { monitor, qmp, serial, incoming, ramFile: ramIsFile ? ram : undefined });
     const proc = this.lab.spawn(this.clusters[ci].handler.ns, pinned(this.cpus.qemu, cmd), { logFile: qlog });
     this.qemus.add(proc);
     this.ramFiles.add(ram);
     proc.once('exit', () => { this.qemus.delete(proc); fs.rmSync(ram, { force: true }); this.ramFiles.delete(ram); });
     const hmp = new Hmp(monitor);
     await hmp.connect(20_000);
-    return { at: ci, proc, hmp, serial, qlog, ram, ramIsFile };
+    return { at: ci, proc, hmp, qmp, serial, qlog, ram, ramIsFile };
   }
 
   /** Boot the VM in cluster `ci`'s handler namespace; resolves once the guest ticks. */
@@ -429,16 +430,14 @@ export class VmMigrationLab {
     const ti = 1 - src.at;
     const to = this.clusters[ti];
     const host = mode === 'direct' ? to.handler.direct : to.handler.addr;
-    await this.previousChannelsClosed(src);
-    mark('channels');
+    await migrationReleased(src, this.log);
+    mark('released');
     const port = ++this.port;
-    this.lastTarget = { host, port };
     const dst = await this.qemu(ti, true);
     mark('target');
     const res: MigrationResult = { mode, from: this.clusters[src.at].name, to: to.name, target: `${host}:${port}`, info: parseInfoMigrate(''), wallMs: 0, phases };
     try {
       await this.tlsCreds(dst, 'server', !!o.withoutExchange);
-      await sourceSettled(src, this.log);
       await this.tlsCreds(src, 'client', !!o.withoutExchange);
       mark('creds');
       const inc = await dst.hmp.cmd(`migrate_incoming tcp:${host}:${port}`);
@@ -453,7 +452,7 @@ export class VmMigrationLab {
       const gateways = mode === 'direct' ? [] : this.clusters.map((c) => c.gw.proc?.pid).filter((x): x is number => x !== undefined);
       const cpu0 = { machine: machineBusyMs(), gateways: gateways.map(processCpuMs) };
       const started = Date.now();
-      const mig = await startMigration(src, `tcp:${host}:${port}`, this.log);
+      const mig = await src.hmp.cmd(`migrate -d tcp:${host}:${port}`);
       if (mig) throw new Error(`migrate: ${mig}`);
       // the target's side, polled alongside: its RAM is compared only once it has loaded everything. A failed
       // incoming migration may end the target QEMU (its monitor then never answers): that ends the polling
@@ -516,21 +515,22 @@ export class VmMigrationLab {
   }
 
   /**
-   * A failed migration's channels can outlive its `failed` status: QEMU unregisters the migration (its yank
-   * instance) only when every channel has closed, and a channel into a tunnel whose far gateway died closes
-   * only when the reset comes back. A `migrate` before that fails with `duplicate yank instance` and leaves
-   * the source stuck "in progress" (seen once in CI). So wait, bounded, until the source's namespace holds
-   * no connection to the previous target but TIME-WAIT ones.
+   * The wait before each `migrate` (migrationReleased) on two QEMUs: the running VM, whose last migration is
+   * over, and a paused target in cluster `ci` listening in `migrate_incoming`, which holds the migration yank
+   * instance for sure (incoming and outgoing migrations share it). What the wait said for each, bounded at
+   * 1 s; the target is killed after.
    */
-  private async previousChannelsClosed(src: Vm): Promise<void> {
-    const t = this.lastTarget;
-    if (!t) return;
-    const ns = this.clusters[src.at].handler.ns;
-    const open = () => (this.lab.exec(ns, ['ss', '-Htan', 'dst', `${t.host}:${t.port}`]).stdout ?? '')
-      .split('\n').filter((l) => l.trim() && !l.startsWith('TIME-WAIT')).length;
-    for (const end = Date.now() + 30_000; open() > 0;) {
-      if (Date.now() > end) throw new Error(`the source still holds ${open()} connection(s) to ${t.host}:${t.port} 30 s after that migration ended`);
-      await new Promise((r) => setTimeout(r, 200));
+  async yankWaitProbe(ci: number): Promise<{ idle: string; held: string }> {
+    const said = (vm: Vm) => migrationReleased(vm, this.log, 1000).then(() => 'released', (e: Error) => e.message);
+    const idle = await said(this.vm!);
+    const vm = await this.qemu(ci, true);
+    try {
+      const inc = await vm.hmp.cmd(`migrate_incoming tcp:${this.clusters[ci].handler.addr}:${++this.port}`);
+      if (inc) throw new Error(`migrate_incoming: ${inc}`);
+      return { idle, held: await said(vm) };
+    } finally {
+      vm.hmp.close();
+      await this.killWait(vm.proc);
     }
   }
 
@@ -547,39 +547,28 @@ export class VmMigrationLab {
 }
 
 /**
- * A failed migration is not over when `info migrate` says `failed`: QEMU 7.2 clears the migration's state
- * (its multifd channels, its yank instance) in a cleanup that runs after, and under load that took seconds
- * (a CI run: the gateway killed mid-migration, the retry's `migrate` refused with `duplicate yank
- * instance`, and every later migration with `There's a migration process in progress`). So before a source
- * is given new credentials its migration must not be running, and `migrate` is retried while QEMU still
- * holds the last one's yank instance; both bounded (30 s).
+ * A failed migration is not over when `info migrate` says `failed`: QEMU 7.2 drops the migration's yank
+ * instance only at the end of its clean-up, after the multifd channels are joined, and under load that came
+ * seconds later (a CI run: the gateway killed mid-migration). A `migrate` before that is refused with
+ * `duplicate yank instance`, and the refusal is for good: `migrate_init` has already moved the state to
+ * `setup`, which nothing moves back, so every later `migrate` is "in progress" (QEMU 7.2 `qmp_migrate`).
+ * Retrying the refused `migrate` cannot help. So before a migration starts, wait (bounded) until the
+ * source's QMP `query-yank` lists no migration instance and its status is not a running one.
  */
-const SETTLE_MS = 30_000;
+const RELEASE_MS = 30_000;
 const RUNNING = new Set(['setup', 'active', 'cancelling', 'pre-switchover', 'device', 'wait-unplug', 'postcopy-active', 'postcopy-paused', 'postcopy-recover']);
 
-async function sourceSettled(src: Vm, log: (s: string) => void): Promise<void> {
+async function migrationReleased(src: Vm, log: (s: string) => void, boundMs = RELEASE_MS): Promise<void> {
   const t0 = Date.now();
-  const end = t0 + SETTLE_MS;
   for (;;) {
+    const yank = await qmpExecute(src.qmp, 'query-yank') as { type: string }[];
     const st = parseInfoMigrate(await src.hmp.cmd('info migrate')).status;
-    if (!RUNNING.has(st)) {
-      if (Date.now() - t0 > 500) log(`[vm-lab] the source's last migration ran on for ${Date.now() - t0} ms before this one`);
+    const held = yank.some((y) => y.type === 'migration');
+    if (!held && !RUNNING.has(st)) {
+      if (Date.now() - t0 > 500) log(`[vm-lab] the source's last migration (${st}) held its yank instance ${Date.now() - t0} ms`);
       return;
     }
-    if (Date.now() > end) throw new Error(`the source's previous migration is still ${st} after ${SETTLE_MS / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/** `migrate -d uri`: '' once started, or QEMU's error (retried while the last migration's clean-up holds its yank instance). */
-async function startMigration(src: Vm, uri: string, log: (s: string) => void): Promise<string> {
-  const t0 = Date.now();
-  for (let tries = 1; ; tries++) {
-    const out = await src.hmp.cmd(`migrate -d ${uri}`);
-    if (!/duplicate yank instance/.test(out) || Date.now() - t0 > SETTLE_MS) {
-      if (tries > 1) log(`[vm-lab] migrate ${uri}: QEMU held the last migration's yank instance for ${Date.now() - t0} ms (${tries} tries)`);
-      return out;
-    }
+    if (Date.now() - t0 > boundMs) throw new Error(`the source's last migration is ${st}${held ? ' and still holds its yank instance' : ''} after ${boundMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
