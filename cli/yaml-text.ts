@@ -59,19 +59,17 @@ function scalarText(v: string | number | boolean | null): string {
  * A multi-line string of printable ASCII with no space at a line's end or the start, ending in at most one
  * newline: the package writes it as a literal block (`|` or `|-`, lines indented by two past the key, empty
  * lines empty) and so does this, without asking (a gateway's peer table is one such string per cluster,
- * unique, so asking meant the package's whole scalar analysis once per cluster). Its lines go to `out` one
- * by one, so the only copy of a large string (a peer table at 1000 clusters is 140 KB) is the file's text.
+ * unique, so asking meant the package's whole scalar analysis once per cluster). Its indented text is one
+ * string in `out` (a peer table at 1000 clusters is 140 KB).
  */
 function pushBlockLiteral(v: string, indent: string, out: string[]): boolean {
   if (v.length < 64 || !v.includes('\n') || !/^[\x21-\x7e][\x20-\x7e\n]*$/.test(v) || / \n| $|\n\n$/.test(v) || v.startsWith('\n')) return false;
   const clip = v.endsWith('\n');
-  const lineIndent = `${indent}  `;
-  out.push(clip ? ' |' : ' |-');
-  for (const line of (clip ? v.slice(0, -1) : v).split('\n')) {
-    out.push('\n');
-    if (line) out.push(lineIndent, line);
-  }
-  out.push('\n');
+  const text = `\n${clip ? v.slice(0, -1) : v}`;
+  // every non-empty line indented, empty lines left empty; without empty lines one native replaceAll (2-3x
+  // faster than splitting into lines: a 1000-cluster fleet has 1000 peer tables of 1000 lines)
+  const body = text.includes('\n\n') ? text.replace(/\n(?=[^\n])/g, `\n${indent}  `) : text.replaceAll('\n', `\n${indent}  `);
+  out.push(clip ? ' |' : ' |-', body, '\n');
   return true;
 }
 
