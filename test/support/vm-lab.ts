@@ -169,6 +169,8 @@ export class VmMigrationLab {
   private seq = 0;
   private port = 49152 + (process.pid % 1000);
   private readonly qemus = new Set<ChildProcess>();
+  /** The running migration's source: its namespace and QEMU's pid (for `openStreams`). */
+  private inFlight?: { ns: string; pid: number };
   /** The guests' RAM files in /dev/shm, removed when their QEMU exits and at cleanup whatever happened. */
   private readonly ramFiles = new Set<string>();
   exchangeMs = 0;
@@ -433,6 +435,7 @@ export class VmMigrationLab {
     await migrationReleased(src, this.log);
     mark('released');
     const port = ++this.port;
+    this.inFlight = { ns: this.clusters[src.at].handler.ns, pid: src.proc.pid! };
     const dst = await this.qemu(ti, true);
     mark('target');
     const res: MigrationResult = { mode, from: this.clusters[src.at].name, to: to.name, target: `${host}:${port}`, info: parseInfoMigrate(''), wallMs: 0, phases };
@@ -534,6 +537,18 @@ export class VmMigrationLab {
     }
   }
 
+  /**
+   * Established TCP connections of the running migration's source QEMU (to its target, or in a gateway mode
+   * to the gateway that intercepts them): the main channel and one per multifd channel once the migration is
+   * fully under way (1 + `channels`).
+   */
+  openStreams(): number {
+    const f = this.inFlight;
+    if (!f) return 0;
+    const out = this.lab.exec(f.ns, ['ss', '-Htnp', 'state', 'established']).stdout ?? '';
+    return out.split('\n').filter((l) => l.includes(`pid=${f.pid},`)).length;
+  }
+
   async cleanup(): Promise<void> {
     this.vm?.hmp.close();
     for (const p of this.qemus) await this.killWait(p);
@@ -568,8 +583,21 @@ async function migrationReleased(src: Vm, log: (s: string) => void, boundMs = RE
       if (Date.now() - t0 > 500) log(`[vm-lab] the source's last migration (${st}) held its yank instance ${Date.now() - t0} ms`);
       return;
     }
-    if (Date.now() - t0 > boundMs) throw new Error(`the source's last migration is ${st}${held ? ' and still holds its yank instance' : ''} after ${boundMs} ms`);
+    if (Date.now() - t0 > boundMs) throw new Error(`the source's last migration is ${st}${held ? ' and still holds its yank instance' : ''} after ${boundMs} ms${held ? `\n${qemuThreads(src)}` : ''}`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** What each of a QEMU's threads is blocked in (/proc/<pid>/task/<tid>/wchan), for a failure that names why it is stuck. */
+function qemuThreads(vm: Vm): string {
+  const pid = vm.proc.pid;
+  try {
+    return `QEMU ${pid} threads: ${fs.readdirSync(`/proc/${pid}/task`).map((t) => {
+      const at = (f: string) => fs.readFileSync(`/proc/${pid}/task/${t}/${f}`, 'utf8').trim();
+      return `${t} ${at('comm')} in ${at('wchan') || 'running'}`;
+    }).join('; ')}`;
+  } catch (e) {
+    return `QEMU ${pid}: ${(e as Error).message}`;
   }
 }
 
