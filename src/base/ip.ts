@@ -27,8 +27,33 @@ export interface Cidr extends Interval {
 
 export const bits = (f: Family): number => (f === 4 ? 32 : 128);
 
+/**
+ * `f` with its results remembered by argument: a fleet names the same few thousand addresses and CIDRs over
+ * and over (planning, its checks, every cluster's configs), and ipaddr.js parses each anew. Results are
+ * frozen (they are shared); the memory is bounded (cleared past 50 000 entries).
+ */
+function remembered<R>(f: (text: string) => R): (text: string) => R {
+  const memo = new Map<string, R>();
+  return (text) => {
+    let r = memo.get(text);
+    if (r === undefined) {
+      if (memo.size >= 50_000) memo.clear();
+      r = deepFrozen(f(text));
+      memo.set(text, r);
+    }
+    return r;
+  };
+}
+
+function deepFrozen<T>(v: T): T {
+  if (v && typeof v === 'object') { for (const x of Object.values(v)) deepFrozen(x); Object.freeze(v); }
+  return v;
+}
+
 /** Parse an address; undefined when it is not an IPv4 or IPv6 literal. */
-export function parseAddr(text: string): Addr | undefined {
+export const parseAddr = remembered(parseAddrText);
+
+function parseAddrText(text: string): Addr | undefined {
   const s = text.trim();
   // a zone id (fe80::1%eth0) means nothing off its host: refused, never dropped silently
   if (s.includes('%')) return undefined;
@@ -50,14 +75,18 @@ function bytesToBig(b: number[]): bigint {
 
 /** Canonical text of an address (IPv6 compressed, RFC 5952). */
 export function formatAddr(a: Addr): string {
-  const n = a.family === 4 ? 4 : 16;
+  if (a.family === 4) { // dotted decimal, as ipaddr.js writes it, without its byte arrays
+    const v = Number(a.value);
+    return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+  }
+  const n = 16;
   const bytes: number[] = [];
   let v = a.value;
   for (let i = 0; i < n; i++) {
     bytes.unshift(Number(v & 0xffn));
     v >>= 8n;
   }
-  return a.family === 4 ? ipaddr.fromByteArray(bytes).toString() : (ipaddr.fromByteArray(bytes) as ipaddr.IPv6).toRFC5952String();
+  return (ipaddr.fromByteArray(bytes) as ipaddr.IPv6).toRFC5952String();
 }
 
 export const addr = (family: Family, value: bigint): Addr => ({ family, value });
@@ -72,7 +101,9 @@ export type CidrParse =
   | { ok: false; reason: 'syntax' | 'prefix' | 'unmasked'; suggestion?: string };
 
 /** Parse `a.b.c.d/n` or `x::/n`. Unmasked input (host bits set) is refused with the masked suggestion. */
-export function parseCidr(text: string): CidrParse {
+export const parseCidr = remembered(parseCidrText);
+
+function parseCidrText(text: string): CidrParse {
   const m = /^([^/\s]+)\/(\d{1,3})$/.exec(text.trim());
   if (!m) return { ok: false, reason: 'syntax' };
   const a = parseAddr(m[1]);
