@@ -169,8 +169,8 @@ export class VmMigrationLab {
   private seq = 0;
   private port = 49152 + (process.pid % 1000);
   private readonly qemus = new Set<ChildProcess>();
-  /** The running migration's source: its namespace and QEMU's pid (for `openStreams`). */
-  private inFlight?: { ns: string; pid: number };
+  /** The running migration's source QEMU's pid (for `openStreams`). */
+  private inFlight?: { pid: number };
   /** The guests' RAM files in /dev/shm, removed when their QEMU exits and at cleanup whatever happened. */
   private readonly ramFiles = new Set<string>();
   exchangeMs = 0;
@@ -435,7 +435,7 @@ export class VmMigrationLab {
     await migrationReleased(src, this.log);
     mark('released');
     const port = ++this.port;
-    this.inFlight = { ns: this.clusters[src.at].handler.ns, pid: src.proc.pid! };
+    this.inFlight = { pid: src.proc.pid! };
     const dst = await this.qemu(ti, true);
     mark('target');
     const res: MigrationResult = { mode, from: this.clusters[src.at].name, to: to.name, target: `${host}:${port}`, info: parseInfoMigrate(''), wallMs: 0, phases };
@@ -543,10 +543,25 @@ export class VmMigrationLab {
    * fully under way (1 + `channels`).
    */
   openStreams(): number {
-    const f = this.inFlight;
-    if (!f) return 0;
-    const out = this.lab.exec(f.ns, ['ss', '-Htnp', 'state', 'established']).stdout ?? '';
-    return out.split('\n').filter((l) => l.includes(`pid=${f.pid},`)).length;
+    const pid = this.inFlight?.pid;
+    if (!pid) return 0;
+    // its socket inodes (/proc/<pid>/fd) against its namespace's TCP tables: `ss -p` reads every process's
+    // fds to name owners, which took seconds on a loaded machine, long enough for the migration to end
+    try {
+      const inodes = new Set(fs.readdirSync(`/proc/${pid}/fd`).map((fd) => {
+        try { return /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1]; } catch { return undefined; }
+      }).filter((x): x is string => !!x));
+      let n = 0;
+      for (const table of ['tcp', 'tcp6']) {
+        for (const line of fs.readFileSync(`/proc/${pid}/net/${table}`, 'utf8').split('\n').slice(1)) {
+          const col = line.trim().split(/\s+/);
+          if (col[3] === '01' && inodes.has(col[9])) n++; // 01: ESTABLISHED; column 9: the socket's inode
+        }
+      }
+      return n;
+    } catch {
+      return 0; // the process is gone
+    }
   }
 
   async cleanup(): Promise<void> {
@@ -564,7 +579,8 @@ export class VmMigrationLab {
 /**
  * A failed migration is not over when `info migrate` says `failed`: QEMU 7.2 drops the migration's yank
  * instance only at the end of its clean-up, after the multifd channels are joined, and under load that came
- * seconds later (a CI run: the gateway killed mid-migration). A `migrate` before that is refused with
+ * seconds later (a CI run: the gateway killed mid-migration), or once, after a kill, not at all (the wait then
+ * fails naming what each QEMU thread is blocked in). A `migrate` before that is refused with
  * `duplicate yank instance`, and the refusal is for good: `migrate_init` has already moved the state to
  * `setup`, which nothing moves back, so every later `migrate` is "in progress" (QEMU 7.2 `qmp_migrate`).
  * Retrying the refused `migrate` cannot help. So before a migration starts, wait (bounded) until the
