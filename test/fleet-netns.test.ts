@@ -30,7 +30,7 @@ import * as path from 'path';
 import { ChildProcess } from 'child_process';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { ClusterTopology, NetnsLab, cidr4, fmt4, hasCommand, inCidr4, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
+import { ClusterTopology, NetnsLab, cidr4, fmt4, hasCommand, inCidr4, makeFleetPki, netnsSupport, STARTUP_MS, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
 import { AgentServers, agentCommand, runtimeCommand } from './support/netns-agents';
 import { loseNode, vipHolders as vipHoldersIn } from './support/netns-failover';
@@ -363,7 +363,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const iperf = async (clientNs: string, serverNs: string, addr: string, port: number) => {
       // --forceflush: iperf3 buffers its stdout when it is a pipe; its 'Server listening' line is the sign it accepts
       const srv = lab.spawn(serverNs, ['iperf3', '-s', '-1', '-p', String(port), '--forceflush']);
-      await lab.waitForLine(srv, /Server listening on/, 10_000, `iperf3 server in ${serverNs}`);
+      await lab.waitForLine(srv, /Server listening on/, STARTUP_MS, `iperf3 server in ${serverNs}`);
       const res = lab.exec(clientNs, ['iperf3', '-c', addr, '-p', String(port), '-t', String(seconds), '-J'], { timeoutMs: (seconds + 10) * 1000 });
       lab.kill(srv);
       const j = JSON.parse(res.stdout);

@@ -36,7 +36,7 @@ import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { FakeKubeApi } from '../proxy/lib/testkit/fake-kube';
 import { VirtOperatorModel } from '../proxy/lib/testkit/virt-operator-model';
 import { makeCert } from '../proxy/lib/testkit/ca-certs';
-import { ClusterTopology, NetnsLab, cidr4, fmt4, makeFleetPki, netnsSupport, topologyFromFiles } from './support/netns';
+import { ClusterTopology, NetnsLab, cidr4, fmt4, makeFleetPki, netnsSupport, STARTUP_MS, topologyFromFiles } from './support/netns';
 
 const ROOT = path.join(__dirname, '..');
 const FLEET = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
@@ -196,7 +196,7 @@ d('trust exchange in network namespaces (three-sites-vlan: 3 clusters x 2 gatewa
     const model = new VirtOperatorModel(api, t.name, OURS.durationMs, OURS.renewBeforeMs, clock.now);
     model.install(AGES[i]);
     const relay = lab.spawn(node, agent('forward', API_ADDR, API_PORT, api.path!));
-    await lab.waitForLine(relay, /"listening"/, 5000, `API relay of ${t.name}`);
+    await lab.waitForLine(relay, /"listening"/, STARTUP_MS, `API relay of ${t.name}`);
     const kubeconfig = path.join(tmp, `${t.name}-kubeconfig.yaml`);
     fs.writeFileSync(kubeconfig, YAML.stringify({
       apiVersion: 'v1', kind: 'Config', 'current-context': 'trust',

@@ -294,7 +294,7 @@ d('gateway image, run as the generated Deployment runs it', () => {
     const model = new VirtOperatorModel(api, cfg.cluster, 168 * H, 96 * H, Date.now);
     model.install(H);
     relay = spawn('ip', ['netns', 'exec', apiNetns, process.execPath, AGENT, 'forward', API_ADDR, '443', api.path!], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
-    await until('API relay listening', 10_000, () => (relay!.stdout!.read()?.toString().includes('listening') ? true : undefined));
+    await until('API relay listening', 30_000, () => (relay!.stdout!.read()?.toString().includes('listening') ? true : undefined));
     // the projected token volume as the kubelet writes it; the container env the kubelet sets for the API server
     const token = crypto.randomBytes(16).toString('hex');
     expect(writeTokenVolume(pod, 'trust-token', path.join(work, 'trust-token'), { token, caCrt: fs.readFileSync(path.join(pki, 'ca.crt'), 'utf8'), namespace: ns }))

@@ -9,7 +9,7 @@ import * as path from 'path';
 import { ChildProcess } from 'child_process';
 import * as YAML from 'yaml';
 import { FakeKubeApi } from '../../proxy/lib/testkit/fake-kube';
-import { NetnsLab } from './netns';
+import { NetnsLab, STARTUP_MS } from './netns';
 
 const AGENT = path.join(__dirname, 'netns-agent.js');
 const PROXY_CLI = path.join(__dirname, '..', '..', 'proxy', 'lib', 'cli.js');
@@ -53,7 +53,7 @@ export async function clusterApi(lab: NetnsLab, tmp: string, node: string, name:
   const api = new FakeKubeApi(namespace);
   await api.listenPath(path.join(tmp, `${name}-api.sock`));
   const relay = lab.spawn(node, agentCommand('forward', API_ADDR, API_PORT, api.path!));
-  await lab.waitForLine(relay, /"listening"/, 10_000, `API relay of ${name}`);
+  await lab.waitForLine(relay, /"listening"/, STARTUP_MS, `API relay of ${name}`);
   const kubeconfig = path.join(tmp, `${name}-kubeconfig.yaml`);
   fs.writeFileSync(kubeconfig, YAML.stringify({
     apiVersion: 'v1', kind: 'Config', 'current-context': 'trust',
@@ -79,7 +79,7 @@ export class AgentServers {
     const lines: any[] = [];
     this.lines.set(p, lines);
     p.stdout!.on('data', (b) => { for (const l of b.toString().split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l)); });
-    await this.lab.waitForLine(p, /"listening"/, 5000, `${mode} server in ${ns}`);
+    await this.lab.waitForLine(p, /"listening"/, STARTUP_MS, `${mode} server in ${ns}`);
     this.byPlace.set(`${ns}:${port}`, p);
     return p;
   }

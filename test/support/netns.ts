@@ -54,6 +54,12 @@ function privWrap(cmd: string[], o: SpawnOpts): string[] {
   return cmd;
 }
 
+/**
+ * How long a background process may take to start and say so (a node process printing "listening"): 5 s
+ * was once not enough in CI with both cores busy. Only a process that never starts waits this long.
+ */
+export const STARTUP_MS = 30_000;
+
 export class NetnsLab {
   public readonly prefix: string;
   private readonly namespaces: string[] = [];
@@ -151,7 +157,10 @@ export class NetnsLab {
     try { process.kill(-p.pid, signal); } catch { /* already gone */ }
   }
 
-  /** Wait (bounded) until a background process prints a line matching `re`. */
+  /**
+   * Wait (bounded) until a background process prints a line matching `re`. For a process that only has to
+   * start, pass STARTUP_MS: a bound that bites only when it never does.
+   */
   waitForLine(p: ChildProcess, re: RegExp, timeoutMs: number, what: string): Promise<string> {
     return new Promise((resolve, reject) => {
       let buf = '';
