@@ -4,6 +4,7 @@
  * Pure functions, no I/O.
  */
 import * as ipaddr from 'ipaddr.js';
+import { deepFreeze } from './json';
 
 export type Family = 4 | 6;
 
@@ -38,16 +39,11 @@ function remembered<R>(f: (text: string) => R): (text: string) => R {
     let r = memo.get(text);
     if (r === undefined) {
       if (memo.size >= 50_000) memo.clear();
-      r = deepFrozen(f(text));
+      r = deepFreeze(f(text));
       memo.set(text, r);
     }
     return r;
   };
-}
-
-function deepFrozen<T>(v: T): T {
-  if (v && typeof v === 'object') { for (const x of Object.values(v)) deepFrozen(x); Object.freeze(v); }
-  return v;
 }
 
 /** Parse an address; undefined when it is not an IPv4 or IPv6 literal. */

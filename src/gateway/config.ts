@@ -6,6 +6,7 @@ import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput
 import { ClusterPlan, FleetPlan } from '../addressing/planner';
 import { InvalidPropsError } from '../base/errors';
 import { Family, parseCidr } from '../base/ip';
+import { deepFreeze } from '../base/json';
 
 export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
 export const GATEWAY_CONFIG_FILE = 'config.json';
@@ -105,14 +106,6 @@ function withPeers(cfg: ProxyConfig, cluster: ClusterPlan): ProxyConfig {
 const peerCache = new WeakMap<object, Map<string, PeerConfig>>();
 /** Each validated peer's line in the ConfigMap (every cluster lists the same peer objects: n clusters, n lines made, not n²). */
 const peerLine = new WeakMap<PeerConfig, string>();
-
-const deepFreeze = <T>(v: T): T => {
-  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
-    for (const x of Object.values(v)) deepFreeze(x);
-    Object.freeze(v);
-  }
-  return v;
-};
 
 /** Each peer validated once per fleet and frozen (shared by every cluster's table; its line is cached). */
 function validatedPeers(cluster: ClusterPlan): PeerConfig[] {
