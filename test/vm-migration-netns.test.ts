@@ -46,8 +46,8 @@ const MiB = (r: MigrationResult) => ((r.info.transferredKiB ?? 0) / 1024).toFixe
 const line = (r: MigrationResult) => `${r.mode.padEnd(12)} ${r.from} -> ${r.to} (${r.target}): ${r.info.status}${r.info.reason ? ` (${r.info.reason})` : ''}, total ${r.info.totalMs} ms, downtime ${r.info.downtimeMs} ms, ${MiB(r)} MiB, arrived ${r.arrivedMs} ms, RAM equal ${r.ramEqual}${r.ramDiff ? ` (${r.ramDiff})` : ''}, resumed ${r.resumed}, wall ${r.wallMs} ms (${Object.entries(r.phases).map(([k, v]) => `${k} ${v}`).join(', ')})${r.trouble ? ` [guest: ${r.trouble}]` : ''}`;
 
 d('a VM moves between clusters in network namespaces (real QEMU, every datapath mode)', () => {
-  // 128 MiB with 16 MiB random: about 79 MiB per migration (256 MiB with 64 MiB random moved 130 MiB and made
-  // the suite about 10 % slower in CPU, with no check depending on the size); bench:vm keeps the larger guest
+  // 128 MiB with 16 MiB random: about 79 MiB per migration (256 MiB with 64 MiB random moved 130 MiB, and this
+  // suite ran 65 s alone instead of 58 s; no check depends on the size); bench:vm keeps the larger guest
   const lab = new VmMigrationLab({ memMiB: 128, fillMiB: 16, dirtyMiB: 2, cpu: 'qemu64' }, 4, console.log, 'routed-sites');
   const results: MigrationResult[] = [];
   // a migration that left the guest damaged (RAM differing, no tick after resuming) fails its own test only:

@@ -169,8 +169,8 @@ export class VmMigrationLab {
   private seq = 0;
   private port = 49152 + (process.pid % 1000);
   private readonly qemus = new Set<ChildProcess>();
-  /** The running migration's source QEMU's pid (for `openStreams`). */
-  private inFlight?: { pid: number };
+  /** The running migration's source QEMU (for `openStreams`). */
+  private sourcePid?: number;
   /** The guests' RAM files in /dev/shm, removed when their QEMU exits and at cleanup whatever happened. */
   private readonly ramFiles = new Set<string>();
   exchangeMs = 0;
@@ -435,7 +435,7 @@ export class VmMigrationLab {
     await migrationReleased(src, this.log);
     mark('released');
     const port = ++this.port;
-    this.inFlight = { pid: src.proc.pid! };
+    this.sourcePid = src.proc.pid;
     const dst = await this.qemu(ti, true);
     mark('target');
     const res: MigrationResult = { mode, from: this.clusters[src.at].name, to: to.name, target: `${host}:${port}`, info: parseInfoMigrate(''), wallMs: 0, phases };
@@ -543,7 +543,7 @@ export class VmMigrationLab {
    * fully under way (1 + `channels`).
    */
   openStreams(): number {
-    const pid = this.inFlight?.pid;
+    const pid = this.sourcePid;
     if (!pid) return 0;
     // its socket inodes (/proc/<pid>/fd) against its namespace's TCP tables: `ss -p` reads every process's
     // fds to name owners, which took seconds on a loaded machine, long enough for the migration to end
