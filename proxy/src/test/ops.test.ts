@@ -15,6 +15,19 @@ import { freePort, sendAndVerify, silent, sleep, startSink, tmpDir, withTimeout 
 
 const CLI = path.join(__dirname, '..', 'cli.js');
 
+/**
+ * A preload for the CLI that writes, at exit, every module file the process loaded (one per line) to `out`:
+ * what each command pulls in, seen from outside.
+ */
+function loadedModulesHook(dir: string, out: string): string {
+  const hook = path.join(dir, 'loaded-modules.js');
+  fs.writeFileSync(hook, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, Object.keys(require.cache).join('\\n')));\n`);
+  return hook;
+}
+/** The packages (node_modules/<name>) among the loaded module files. */
+const packagesIn = (file: string): Set<string> =>
+  new Set([...fs.readFileSync(file, 'utf8').matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)].map((m) => m[1]));
+
 function get(port: number, p: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     http.get({ host: '127.0.0.1', port, path: p }, (res) => {
@@ -105,13 +118,18 @@ describe('setup-rules', () => {
     assert.equal(state.get('iptables:MIGRATION_MESH')!.length, 2);
     assert.equal(state.get('ip6tables:MIGRATION_MESH')!.length, 1);
   });
-  it('CLI --dry-run prints the rules', () => {
+  it('CLI --dry-run prints the rules, loading neither the gateway runtime nor the Kubernetes client', () => {
     const dir = tmpDir();
     const f = path.join(dir, 'c.json');
     fs.writeFileSync(f, JSON.stringify(cfg));
-    const r = spawnSync(process.execPath, [CLI, 'setup-rules', '--config', f, '--dry-run'], { encoding: 'utf8', timeout: 10_000 });
+    const loaded = path.join(dir, 'loaded.txt');
+    const r = spawnSync(process.execPath, ['-r', loadedModulesHook(dir, loaded), CLI, 'setup-rules', '--config', f, '--dry-run'], { encoding: 'utf8', timeout: 10_000 });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /REDIRECT --to-ports 15001/);
+    // the init container runs this on every gateway start: the config's own parser and nothing else
+    const pkgs = packagesIn(loaded);
+    for (const heavy of ['@kubernetes/client-node', 'pino', 'prom-client']) assert.ok(!pkgs.has(heavy), `setup-rules loaded ${heavy}`);
+    assert.ok(pkgs.has('zod'), 'the hook saw the config parser load'); // the hook works: it sees what did load
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });
@@ -209,7 +227,8 @@ describe('reload, drain, admin', { timeout: 90_000 }, () => {
     const cfg = await configFor('east', 'west', await freePort(), 'plaintext', undefined, { limits: { drainTimeoutMs: 5000 } });
     const f = path.join(dir, 'config.json');
     fs.writeFileSync(f, JSON.stringify(cfg));
-    const child = spawn(process.execPath, [CLI, 'run', '--config', f], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const loaded = path.join(dir, 'loaded.txt');
+    const child = spawn(process.execPath, ['-r', loadedModulesHook(dir, loaded), CLI, 'run', '--config', f], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => { out += d; });
     try {
@@ -220,6 +239,9 @@ describe('reload, drain, admin', { timeout: 90_000 }, () => {
       child.kill('SIGTERM');
       assert.equal(await withTimeout(exited, 10_000, 'exit after SIGTERM'), 0);
       assert.match(out, /"msg":"draining"/);
+      // the process that accepts connections from the shared network does not even load a Kubernetes client
+      const pkgs = packagesIn(loaded);
+      assert.ok(pkgs.has('pino') && !pkgs.has('@kubernetes/client-node'), [...pkgs].join(' '));
     } finally { child.kill('SIGKILL'); fs.rmSync(dir, { recursive: true, force: true }); }
   });
 });
