@@ -16,21 +16,26 @@
  */
 import { MessageChannel, MessagePort, Worker, receiveMessageOnPort } from 'worker_threads';
 
-/** What the thread runs: write each file of a batch ('wx': never over anything), count it, report failures. */
+/**
+ * What the thread runs: write each file of a batch ('wx': never over anything) from the batch's one buffer of
+ * UTF-8 bytes, count it, report failures.
+ */
 const THREAD = `
 const { parentPort, workerData } = require('worker_threads');
 const fs = require('fs');
 const state = new Int32Array(workerData.state);
 const errors = workerData.errors;
 parentPort.on('message', (b) => {
-  let bytes = 0;
+  const data = Buffer.from(b.data);
+  let at = 0;
   for (let i = 0; i < b.files.length; i++) {
-    const [file, target, content] = b.files[i];
-    bytes += content.length;
-    try { fs.writeFileSync(file, content, { flag: 'wx', encoding: 'utf8' }); }
+    const [file, target] = b.files[i];
+    const end = at + b.sizes[i];
+    try { fs.writeFileSync(file, data.subarray(at, end), { flag: 'wx' }); }
     catch (e) { errors.postMessage({ target, code: e.code, message: e.message }); }
+    at = end;
   }
-  Atomics.sub(state, 1, bytes);
+  Atomics.sub(state, 1, b.chars);
   Atomics.add(state, 0, b.files.length);
   Atomics.notify(state, 0);
 });
@@ -51,6 +56,7 @@ export class FileWriterThread {
   private readonly worker: Worker;
   private readonly errors: MessagePort;
   private batch: [string, string, string][] = [];
+  private batchChars = 0;
   private queued = 0;
 
   constructor() {
@@ -63,6 +69,7 @@ export class FileWriterThread {
   /** Write `content` into `file` (a new path inside a staging directory); `target` names it in errors. */
   queue(file: string, target: string, content: string): void {
     this.batch.push([file, target, content]);
+    this.batchChars += content.length;
     Atomics.add(this.state, 1, content.length);
     if (this.batch.length >= BATCH) this.send();
     while (Atomics.load(this.state, 1) > MAX_PENDING_BYTES) this.waitForProgress();
@@ -89,11 +96,20 @@ export class FileWriterThread {
     }
   }
 
+  /**
+   * The batch to the thread: its contents encoded into one buffer whose memory is moved, not copied (cloning the
+   * strings cost the main thread about 20 µs per file, 28 ms at 100 clusters; encoding ASCII costs a tenth of that).
+   */
   private send(): void {
     if (!this.batch.length) return;
+    const sizes = this.batch.map(([, , content]) => Buffer.byteLength(content, 'utf8'));
+    const data = Buffer.allocUnsafeSlow(sizes.reduce((a, b) => a + b, 0)); // its own ArrayBuffer (not the pool's): transferable
+    let at = 0;
+    for (const [, , content] of this.batch) at += data.write(content, at, 'utf8');
     this.queued += this.batch.length;
-    this.worker.postMessage({ files: this.batch });
+    this.worker.postMessage({ files: this.batch.map(([file, target]) => [file, target]), sizes, data: data.buffer, chars: this.batchChars }, [data.buffer]);
     this.batch = [];
+    this.batchChars = 0;
   }
 
   private waitForProgress(): void {

@@ -20,11 +20,15 @@ afterEach(() => {
 });
 const scratch = (): string => { const d = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-write-thread-')); dirs.push(d); return d; };
 
-/** A fleet directory of `clusters` new cluster directories with `perCluster` files each; file i's text is its own. */
+/**
+ * A fleet directory of `clusters` new cluster directories with `perCluster` files each; file i's text is its own,
+ * every third one with characters of 2, 3 and 4 UTF-8 bytes (the thread gets a batch's contents as one buffer of
+ * bytes: a wrong offset shows as a neighbour's bytes).
+ */
 function tree(dir: string, clusters: number, perCluster: number, bytes = 200): OutputTree {
   const m = new Map<string, string>();
   for (let c = 0; c < clusters; c++) {
-    for (let i = 0; i < perCluster; i++) m.set(`c${c}/f${i}.yaml`, `# c${c} f${i}\n${'x'.repeat(bytes)}\n`);
+    for (let i = 0; i < perCluster; i++) m.set(`c${c}/f${i}.yaml`, `# c${c} f${i}${i % 3 ? '' : ' é ✓ 😀'}\n${'x'.repeat(bytes)}\n`);
   }
   return { dir, fleet: 'wt', files: m };
 }
@@ -48,6 +52,7 @@ describe('the writer thread writes what the main thread would, byte for byte', (
     expect(la).toEqual(lb);
     expect(la.filter(([n]) => /mm-(tmp|old)/.test(n))).toEqual([]);
     expect(la.find(([n]) => n === 'c39/f14.yaml')![1]).toBe(`# c39 f14\n${'x'.repeat(200)}\n`);
+    expect(la.find(([n]) => n === 'c39/f12.yaml')![1]).toBe(`# c39 f12 é ✓ 😀\n${'x'.repeat(200)}\n`);
   });
 
   test('more content than the queue holds (48 MiB, over its 32 MiB): the main thread waits, every byte arrives', () => {
