@@ -27,7 +27,7 @@ function partOf(f: CallFrame): Part | undefined {
   if (u.includes('/cli/write-tree.js') && (fn === 'commit' || fn === 'prune')) return 'writer: renames, lock, journal';
   if (u.includes('/cli/write-guard.js')) return 'writer: renames, lock, journal';
   if (u.includes('/cli/write-tree.js') || u.includes('/cli/write-checks.js')) return 'writer: checks, temp files, links';
-  if (u.includes('/cli/yaml-text.js') || u.includes('/node_modules/yaml/')) return 'YAML text';
+  if (u.includes('/src/base/yaml-text.js') || u.includes('/node_modules/yaml/')) return 'YAML text';
   if (u.includes('/node_modules/cdk8s-plus-')) return 'cdk8s-plus';
   if (u.includes('/node_modules/cdk8s/') && fn === 'toJson') return 'objects to JSON (cdk8s toJson)';
   if (u.includes('/lib/constructs/') || u.includes('/node_modules/cdk8s/') || u.includes('/node_modules/constructs/') || u.includes('/lib/imports/')) return 'constructs (ours, cdk8s)';

@@ -23,7 +23,7 @@ import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fl
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/delivery/rollout';
 import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
 import { MovesInput } from '../src/forklift/checks';
-import { yamlText } from './yaml-text';
+import { yamlText } from '../src/base/yaml-text';
 
 export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> {
   /** Called after each cluster is rendered (progress display for large fleets). */

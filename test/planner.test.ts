@@ -1,4 +1,7 @@
 import * as fc from 'fast-check';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as YAML from 'yaml';
 import { FleetDocument } from '../src/fleet/schema';
 import { Ledger, diffLedgers, parseLedger, reclaimReleased, serializeLedger } from '../src/addressing/ledger';
 import { planFleet, PlanResult } from '../src/addressing/planner';
@@ -91,6 +94,20 @@ describe('planner', () => {
     const first = plan(doc);
     const grown = mutate(doc, (d) => { d.spec.clusters[0].nodes = 20; });
     expect(() => plan(grown, first.ledger)).toThrow(/cluster a needs 27 in-cluster addresses but its ledger CIDR 10.200.0.0\/28 holds 14; it will not be renumbered silently/);
+  });
+
+  test('every committed example ledger re-serializes to its own bytes, which are the yaml package\'s text of it', () => {
+    const dir = path.join(__dirname, '..', 'examples');
+    const ledgers = fs.readdirSync(dir).filter((f) => f.endsWith('.ledger.yaml'));
+    expect(ledgers.length).toBeGreaterThanOrEqual(10);
+    for (const f of ledgers) {
+      const text = fs.readFileSync(path.join(dir, f), 'utf8');
+      const out = serializeLedger(parseLedger(text, f));
+      expect({ f, out }).toEqual({ f, out: text });
+      // the serializer's own block layout against the package's (what it used before), header aside
+      const body = out.replace(/^(#.*\n)+/, '');
+      expect({ f, body }).toEqual({ f, body: YAML.stringify(YAML.parse(body), { lineWidth: 0, flow: false }) });
+    }
   });
 
   test('ledger round-trips through YAML and the diff names what moved', () => {

@@ -5,7 +5,7 @@
  * printable strings (the block-literal fast path). The example-based cases are in yaml-text.test.ts.
  */
 import fc from 'fast-check';
-import { yamlPackageText, yamlText } from '../cli/yaml-text';
+import { yamlPackageText, yamlText } from '../src/base/yaml-text';
 
 const awkwardChar = fc.constantFrom(
   'a', 'Z', '0', '9', ' ', '\n', '\t', '\r', ':', '#', '-', '?', '{', '}', '[', ']', ',', '&', '*', '!', '|', '>',

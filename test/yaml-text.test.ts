@@ -8,7 +8,7 @@ import * as path from 'path';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { yamlPackageText, yamlText } from '../cli/yaml-text';
+import { yamlPackageText, yamlText } from '../src/base/yaml-text';
 
 const root = path.join(__dirname, '..');
 const examples = fs.readdirSync(path.join(root, 'examples')).filter((f) => f.endsWith('.fleet.yaml')).sort();
@@ -32,6 +32,15 @@ describe('yamlText', () => {
       'Infinity', 'NaN', 'nan', 'inf', 'e3', 'E', 'x-1e3', 'a-', 'a.', 'a/', 'a_b', 'a--b', 'a..b', 'c0000', 'v1', 'abc/def.ghi', 'x'.repeat(300)];
     for (const w of words) expect(yamlText({ k: w, s: [w], [w]: { m: w } })).toBe(yamlPackageText({ k: w, s: [w], [w]: { m: w } }));
     expect(yamlText({ k: 'True' })).toBe('k: "True"\n');
+  });
+
+  test('JSON text in strings (Multus selections, NAD configs): written single-quoted without asking, same bytes as the package', () => {
+    const json = ['[{"name":"mig","namespace":"kv","ips":["10.0.0.1/24"]}]', '{"cniVersion":"0.3.1","type":"bridge"}', '{"a":"b"}', '["x"]',
+      // the cases the shortcut must leave to the package: no double quote, a single quote, a line break, a control
+      // character, non-ASCII, a trailing space (the package quotes each of them its own way)
+      '{}', '[]', '{a: 1}', '[1, 2]', '{"a":"it\'s"}', '{"a":\n"b"}', '{"a":"\t"}', '{"a":"é"}', '{"a":"b"} ', '{"a": "b #c"}', '[{"k":"x: y"}]'];
+    for (const j of json) expect({ j, text: yamlText({ k: j, s: [j, { q: j }] }) }).toEqual({ j, text: yamlPackageText({ k: j, s: [j, { q: j }] }) });
+    expect(yamlText({ k: '{"a":"b"}' })).toBe('k: \'{"a":"b"}\'\n');
   });
 
   test('strings the package quotes, escapes or writes as block literals, at every depth', () => {

@@ -4,7 +4,7 @@
  * Pure data + (de)serialization; the allocation itself is in allocate.ts.
  */
 import { z } from 'zod';
-import * as YAML from 'yaml';
+import { yamlText } from '../base/yaml-text';
 import { MigrationMeshError } from '../base/errors';
 import { parseYamlInput } from '../base/yaml-input';
 import { FLEET_API_VERSION } from '../fleet/schema';
@@ -91,7 +91,8 @@ export function serializeLedger(l: Ledger): string {
     + '# until `migration-mesh reclaim`. Do not edit by hand.\n';
   const released = sortReleased(l.released ?? []);
   const doc = { apiVersion: l.apiVersion, kind: l.kind, fleet: l.fleet, clusters, ...(released.length ? { released } : {}) };
-  return header + YAML.stringify(doc, { lineWidth: 0, flow: false });
+  // the `yaml` package's bytes (lineWidth 0, block style), several times faster: 25 ms of a 100-cluster synth before
+  return header + yamlText(doc);
 }
 
 /** One recorded change between two ledgers. */
