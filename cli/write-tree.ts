@@ -154,7 +154,9 @@ class Prepared {
       this.mkdirAt = d;
       const parent = this.placed.get(path.dirname(d));
       const at = parent ? path.join(parent, path.basename(d)) : sideName(d, 'tmp');
-      this.io.mkdirSync(at);
+      // inside a staging directory, once the writer thread runs, the thread makes it before the files queued after it
+      if (parent && this.thread) this.thread.mkdir(at, d);
+      else this.io.mkdirSync(at);
       if (!parent) {
         const op: Op = { kind: 'write', target: d, temp: at, dir: true };
         this.all.push(op);

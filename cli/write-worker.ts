@@ -4,10 +4,10 @@
  *
  * Creating a file costs this machine about 0.3 ms of kernel time (ext4), half of synth's time at 100
  * clusters; done on the main thread it adds to the build, done here it overlaps it on a second core (on
- * one core it costs about what it did). Only files inside a staging directory this write created come
- * here (nobody else can see or write there before the commit renames it); files beside existing ones and
- * every directory stay on the main thread, in order, so a directory always exists before its files are
- * queued. The main thread never waits on an event: it counts what it queued, and `drain` blocks on a
+ * one core it costs about what it did). Only files and directories inside a staging directory this write
+ * created come here (nobody else can see or write there before the commit renames it), in the order queued,
+ * so a directory exists before the files queued after it; files beside existing ones and the staging
+ * directories themselves stay on the main thread. The main thread never waits on an event: it counts what it queued, and `drain` blocks on a
  * shared counter (Atomics) until the thread has written all of it, with a bound. A write that fails is
  * reported with its final path (as the synchronous path reports it) at the next `take` or at `drain`.
  *
@@ -17,8 +17,8 @@
 import { MessageChannel, MessagePort, Worker, receiveMessageOnPort } from 'worker_threads';
 
 /**
- * What the thread runs: write each file of a batch ('wx': never over anything) from the batch's one buffer of
- * UTF-8 bytes, count it, report failures.
+ * What the thread runs: make each directory (size -1) and write each file ('wx': never over anything, its bytes
+ * from the batch's one buffer of UTF-8) of a batch in order, count them, report failures.
  */
 const THREAD = `
 const { parentPort, workerData } = require('worker_threads');
@@ -30,10 +30,12 @@ parentPort.on('message', (b) => {
   let at = 0;
   for (let i = 0; i < b.files.length; i++) {
     const [file, target] = b.files[i];
-    const end = at + b.sizes[i];
-    try { fs.writeFileSync(file, data.subarray(at, end), { flag: 'wx' }); }
-    catch (e) { errors.postMessage({ target, code: e.code, message: e.message }); }
-    at = end;
+    const size = b.sizes[i];
+    try {
+      if (size < 0) fs.mkdirSync(file);
+      else fs.writeFileSync(file, data.subarray(at, at + size), { flag: 'wx' });
+    } catch (e) { errors.postMessage({ target, code: e.code, message: e.message }); }
+    if (size > 0) at += size;
   }
   Atomics.sub(state, 1, b.chars);
   Atomics.add(state, 0, b.files.length);
@@ -55,7 +57,8 @@ export class FileWriterThread {
   private readonly state = new Int32Array(new SharedArrayBuffer(8)); // [files written, bytes pending]
   private readonly worker: Worker;
   private readonly errors: MessagePort;
-  private batch: [string, string, string][] = [];
+  /** [path, final path, content: null for a directory] */
+  private batch: [string, string, string | null][] = [];
   private batchChars = 0;
   private queued = 0;
 
@@ -73,6 +76,15 @@ export class FileWriterThread {
     Atomics.add(this.state, 1, content.length);
     if (this.batch.length >= BATCH) this.send();
     while (Atomics.load(this.state, 1) > MAX_PENDING_BYTES) this.waitForProgress();
+  }
+
+  /**
+   * Make directory `dir` (a new path inside a staging directory) before anything queued after it; `target`
+   * names it in errors. The thread works in order, so files queued after it go into it.
+   */
+  mkdir(dir: string, target: string): void {
+    this.batch.push([dir, target, null]);
+    if (this.batch.length >= BATCH) this.send();
   }
 
   /** The first failure reported so far, if any (does not wait). */
@@ -102,10 +114,10 @@ export class FileWriterThread {
    */
   private send(): void {
     if (!this.batch.length) return;
-    const sizes = this.batch.map(([, , content]) => Buffer.byteLength(content, 'utf8'));
-    const data = Buffer.allocUnsafeSlow(sizes.reduce((a, b) => a + b, 0)); // its own ArrayBuffer (not the pool's): transferable
+    const sizes = this.batch.map(([, , content]) => (content === null ? -1 : Buffer.byteLength(content, 'utf8')));
+    const data = Buffer.allocUnsafeSlow(sizes.reduce((a, b) => a + Math.max(b, 0), 0)); // its own ArrayBuffer (not the pool's): transferable
     let at = 0;
-    for (const [, , content] of this.batch) at += data.write(content, at, 'utf8');
+    for (const [, , content] of this.batch) if (content !== null) at += data.write(content, at, 'utf8');
     this.queued += this.batch.length;
     this.worker.postMessage({ files: this.batch.map(([file, target]) => [file, target]), sizes, data: data.buffer, chars: this.batchChars }, [data.buffer]);
     this.batch = [];

@@ -39,9 +39,14 @@ const listing = (dir: string) => [...files(dir)].sort(([a], [b]) => a.localeComp
 describe('the writer thread writes what the main thread would, byte for byte', () => {
   test('600 files over 40 new directories: the same tree with the thread and without, and the thread did write', () => {
     const queued = jest.spyOn(threadModule.FileWriterThread.prototype, 'queue');
+    const mkdirs = jest.spyOn(threadModule.FileWriterThread.prototype, 'mkdir');
     const a = path.join(scratch(), 'wt');
     writeOutputs([tree(a, 40, 15)]);
     expect(queued.mock.calls.length).toBe(601 - 64); // 600 files and the manifest: the first 64 on the main thread, the rest in the thread
+    // written in name order (c0, c1, c10, c11, c12, ...): the thread starts at the 5th directory's 5th file (the
+    // 65th) and makes the other 35 directories itself, each before its files
+    const inOrder = Array.from({ length: 40 }, (_, i) => `c${i}`).sort();
+    expect(mkdirs.mock.calls.map(([, target]) => path.basename(target))).toEqual(inOrder.slice(5));
     queued.mockClear();
     process.env.MM_WRITE_THREAD = 'off';
     const b = path.join(scratch(), 'wt');
@@ -114,5 +119,32 @@ describe('a write that fails in the thread fails the whole write, as on the main
     } finally {
       spawnSync('umount', [small]);
     }
+  });
+
+  test('out of inodes, once at a directory the thread makes and once at a file: each named by its final path, nothing left', () => {
+    // one file per directory, so the thread alternates mkdir and write; one more inode moves the failure to the other kind
+    const got: string[] = [];
+    for (const inodes of [160, 161]) {
+      const small = path.join(scratch(), `inodes-${inodes}`);
+      fs.mkdirSync(small, { recursive: true });
+      const r = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=8m,nr_inodes=${inodes}`, 'mm-write-thread', small], { encoding: 'utf8' });
+      if (r.status !== 0) { process.stdout.write(`tmpfs mounts unavailable here: ${r.stderr.trim()}: not checked\n`); return; }
+      try {
+        const mkdirs = jest.spyOn(threadModule.FileWriterThread.prototype, 'mkdir');
+        let err: unknown;
+        try { writeOutputs([tree(path.join(small, 'wt'), 200, 1)]); } catch (e) { err = e; }
+        expect(err).toBeInstanceOf(OutputWriteError);
+        const p = (err as OutputWriteError).problems;
+        expect(p).toHaveLength(1);
+        expect(p[0].code).toBe('write/no-space');
+        expect(mkdirs.mock.calls.length).toBeGreaterThan(0);
+        got.push(path.relative(small, p[0].path));
+        expect(fs.readdirSync(small)).toEqual([]);
+        mkdirs.mockRestore();
+      } finally {
+        spawnSync('umount', [small]);
+      }
+    }
+    expect(got.map((g) => (/^wt\/c\d+$/.test(g) ? 'directory' : /^wt\/c\d+\/f0\.yaml$/.test(g) ? 'file' : g)).sort()).toEqual(['directory', 'file']);
   });
 });
