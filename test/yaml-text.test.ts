@@ -34,6 +34,14 @@ describe('yamlText', () => {
     expect(yamlText({ k: 'True' })).toBe('k: "True"\n');
   });
 
+  test('IPv4 addresses and CIDRs: written plain without asking, as the package writes them; numbers and near misses still asked', () => {
+    const texts = ['10.0.0.1', '10.0.0.0/24', '172.16.0.0/20', '1.2.3', '0.0.0.0/0', '255.255.255.255',
+      // near misses the shortcut must leave to the package (some are numbers, some quoted for other reasons)
+      '1.2', '1.5e3', '10.0.0.1 ', '10.0.0.1/', '/24', '10.0.0.1/24/', '10..0.1', '.1.2', '1.2.', '10.0.0.1:80', '-1.2.3', '1.2.3e4'];
+    for (const t of texts) expect({ t, text: yamlText({ k: t, s: [t] }) }).toEqual({ t, text: yamlPackageText({ k: t, s: [t] }) });
+    expect(yamlText({ k: '1.2' })).toBe('k: "1.2"\n');
+  });
+
   test('JSON text in strings (Multus selections, NAD configs): written single-quoted without asking, same bytes as the package', () => {
     const json = ['[{"name":"mig","namespace":"kv","ips":["10.0.0.1/24"]}]', '{"cniVersion":"0.3.1","type":"bridge"}', '{"a":"b"}', '["x"]',
       // the cases the shortcut must leave to the package: no double quote, a single quote, a line break, a control

@@ -41,6 +41,13 @@ const PLAIN_WORD = /^[A-Za-z][A-Za-z0-9_./-]*$/;
 const CORE_WORDS = new Set(['true', 'True', 'TRUE', 'false', 'False', 'FALSE', 'null', 'Null', 'NULL']);
 
 /**
+ * IPv4 addresses and CIDRs (digits with two dots or more, a prefix length after `/`): unique per cluster, so
+ * asking the package for each (about 50 µs) was most of the ledger's time. Two dots make no number of the core
+ * schema, and digits, dots and `/` hold no indicator: the package writes them plain.
+ */
+const IPV4_TEXT = /^[0-9]+(?:\.[0-9]+){2,}(?:\/[0-9]+)?$/;
+
+/**
  * JSON text in a string (a Multus network selection, a NetworkAttachmentDefinition's config: unique per cluster
  * and replica, so no cache helps, and the package's scalar analysis of such a string cost about 0.1 ms, a third of
  * YAML time at 100 clusters). It starts with a flow indicator, so the package cannot write it plain; holding `"`
@@ -58,7 +65,7 @@ function scalarText(v: string | number | boolean | null): string {
   if (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0)) return String(v);
   if (v === null) return 'null';
   if (typeof v === 'boolean') return v ? 'true' : 'false';
-  if (typeof v === 'string' && PLAIN_WORD.test(v) && !CORE_WORDS.has(v)) return v;
+  if (typeof v === 'string' && ((PLAIN_WORD.test(v) && !CORE_WORDS.has(v)) || IPV4_TEXT.test(v))) return v;
   if (typeof v === 'string' && JSON_TEXT.test(v) && v.includes('"')) return `'${v}'`;
   const hit = scalars.get(v);
   if (hit !== undefined) return hit;
@@ -88,6 +95,8 @@ function pushBlockLiteral(v: string, indent: string, out: string[]): boolean {
 const ORDINARY_KEY = /^[A-Za-z0-9_][A-Za-z0-9_./-]*$/;
 
 function keyText(k: string): string {
+  // a plain word is a key as it is a value (names of clusters, labels: unique, so the cache would only miss)
+  if (PLAIN_WORD.test(k) && !CORE_WORDS.has(k)) return k;
   const hit = keys.get(k);
   if (hit !== undefined) return hit;
   // any other key (spaces, indicators, line breaks...) changes how the package lays out its value: the
