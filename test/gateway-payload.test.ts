@@ -65,6 +65,14 @@ describe('the peer table in the ConfigMap text', () => {
       expect(Object.isFrozen(cfg.peers[0]) && Object.isFrozen(cfg.peers[0].gateways[0]) && Object.isFrozen(cfg.peers[0].cidrs)).toBe(true);
       expect(() => { (cfg.peers[0].cidrs as string[]).push('10.9.0.0/16'); }).toThrow(TypeError);
     }
+    // the layout: the config pretty-printed, then one line per peer (0, 1 and 3 peers)
+    for (const peers of [[], a.peers.slice(0, 1), [...a.peers, ...b.peers, ...a.peers]]) {
+      const cfg = { ...a, peers };
+      const { peers: _, ...rest } = cfg;
+      const head = JSON.stringify(rest, null, 2).slice(0, -2);
+      const table = peers.length ? `\n${peers.map((p) => `    ${JSON.stringify(p)}`).join(',\n')}\n  ` : '';
+      expect(formatGatewayConfig(cfg)).toBe(`${head},\n  "peers": [${table}]\n}\n`);
+    }
     // a peer object not made by gatewayConfigFor (a config of your own) is formatted from what it holds now
     const own = { ...a, peers: [{ ...a.peers[0], cidrs: ['10.9.0.0/16'] }] };
     expect(JSON.parse(formatGatewayConfig(own)).peers[0].cidrs).toEqual(['10.9.0.0/16']);

@@ -129,6 +129,11 @@ function validatedPeers(cluster: ClusterPlan): PeerConfig[] {
 export function formatGatewayConfig(cfg: ProxyConfig): string {
   const { peers, ...rest } = cfg;
   const head = JSON.stringify(rest, null, 2).replace(/\n}$/, '');
-  const body = peers.map((p) => peerLine.get(p) ?? `    ${JSON.stringify(p)}`).join(',\n');
-  return `${head},\n  "peers": [${peers.length ? `\n${body}\n  ` : ''}]\n}\n`;
+  if (!peers.length) return `${head},\n  "peers": []\n}\n`;
+  // one join, head and tail in its first and last pieces: the text is made flat once (140 KB at 1000 clusters,
+  // a large object for V8 and about 1 ms per copy here; a template around the joined table copied it again)
+  const lines = peers.map((p) => peerLine.get(p) ?? `    ${JSON.stringify(p)}`);
+  lines[0] = `${head},\n  "peers": [\n${lines[0]}`;
+  lines[lines.length - 1] += '\n  ]\n}\n';
+  return lines.join(',\n');
 }
