@@ -4,13 +4,18 @@
 //   - waiting: test/image.test.ts, then the proxy files that mostly wait on timers (PROXY_MOSTLY_WAITING).
 //     The image's cold start (stand-in bases, podman build) waits mostly on downloads and disk, and the
 //     trust API fault tests sleep through fault windows and backoffs (83 s of wall time for 5 s of CPU), so
-//     this lane overlaps the CPU-bound lanes instead of taking a core's turn in them,
+//     this lane overlaps the CPU-bound lanes instead of taking a core's turn in them; then the library's
+//     in-process unit suites (below), which fill what the waiting left of a core,
 //   - network: the library's jest suites that make network namespaces or run QEMU (found by their imports:
 //     NETWORK_SUITE below), one after another, then the proxy's node:test files that use its netns testkit,
-//   - unit: every other library jest suite (one worker),
-//   and then both the network and the unit lane take the proxy's other node:test files (no namespace) from one
-//   shared queue, a file at a time, longest first: whichever lane is free runs the next, so the two end
-//   together (fixed lanes ended 120-200 s apart in CI, the suite's length being the longer lane's).
+//   - unit: the library's unit suites that start processes or read the built lib/ (the CLI's binary, npm
+//     pack, tsc: RUNS_PROCESSES below), one after another,
+//   and then all three lanes take the proxy's other node:test files (no namespace) from one shared queue, a file
+//   at a time, longest first: whichever lane is free runs the next, so the lanes end together (fixed lanes ended
+//   120-200 s apart in CI, the suite's length being the longer lane's). The unit suites were one jest run of
+//   about 520 s in CI, the suite's critical path, while the waiting lane sat idle from about 180 s on; the
+//   in-process half (no process, no lib/, no fixed path: each writes only in its own temp directories) now runs
+//   there.
 // So no two network-namespace suites ever run at the same time (their setup hooks have fixed time budgets, and
 // side by side on a loaded 2-core machine they timed out), while the unit lane, which needs no namespace,
 // fills the other core. Before this split the library and proxy lanes took turns: about 800 s end to end.
@@ -31,6 +36,9 @@ const os = require('os');
 const path = require('path');
 
 const root = path.resolve(__dirname, '..');
+const START = Date.now();
+/** When each step ended, in seconds since the start: the summary shows how evenly the lanes ended. */
+const endedAt = new Map();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-tests-'));
 const extra = process.argv.slice(2);
 const serial = process.env.MM_TEST_SERIAL === '1';
@@ -38,6 +46,12 @@ const allAtOnce = process.env.MM_TEST_LANES === 'all';
 const IMAGE_TEST = 'test/image\\.test\\.ts$';
 /** A library suite that makes network namespaces or runs QEMU (test/support/netns.ts, vm-lab.ts, or `ip netns add`). */
 const NETWORK_SUITE = /\b(NetnsLab|netnsSupport|VmMigrationLab|vmLabSupport)\b|'netns', 'add'/;
+/**
+ * A library unit suite that starts processes or reads the built lib/ (the CLI's binary, npm pack and its
+ * prepack, tsc, npx): these stay in one jest run, one after another, as the pack tests rebuild lib/ and the
+ * others run it. The rest run in-process only.
+ */
+const RUNS_PROCESSES = /'lib'|lib\/cli|packedLibrary|installedApp|npx|'tsc'|cli\.js|spawn|execFile|exec\(/;
 /** A proxy test file (compiled) that uses the proxy's network-namespace testkit. */
 const PROXY_NETWORK_FILE = /require\("\.\.\/testkit\/netns"\)/;
 
@@ -66,6 +80,7 @@ function run(name, cmd, args, cwd) {
     const done = (status) => {
       fs.closeSync(fd);
       const seconds = (Date.now() - t0) / 1000;
+      endedAt.set(name, (Date.now() - START) / 1000);
       console.log(`\n[run-tests] ===== ${name}: ended (exit ${status}) after ${seconds.toFixed(0)} s =====`);
       process.stdout.write(fs.readFileSync(logFile, 'utf8'));
       resolve({ status, seconds });
@@ -170,17 +185,19 @@ function lanes() {
   if (extra.length > 0) return [[() => jestLane('library (jest)', extra), () => proxyLane('proxy (node:test)', proxyFiles)]];
   const suites = filesUnder(path.join(root, 'test'), '.test.ts', root).filter((f) => !new RegExp(IMAGE_TEST).test(f));
   const [network, unit] = splitBy(suites, root, NETWORK_SUITE);
+  const [unitProcesses, unitInProcess] = splitBy(unit, root, RUNS_PROCESSES);
   const [proxyNetwork, proxyOther] = splitBy(proxyFiles, path.join(root, 'proxy'), PROXY_NETWORK_FILE);
-  const escape = (f) => `${f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
   console.log(`[run-tests] network lane: ${[...network, ...proxyNetwork.map((f) => `proxy/${f}`)].join(' ')}`);
   const queue = slowFirst(proxyOther.filter((f) => !mostlyWaiting(f)));
   const fromQueue = { queue, name: (f) => `proxy other suites (node:test): ${path.basename(f)}` };
   const waiting = { queue: proxyOther.filter(mostlyWaiting), name: fromQueue.name };
+  const unitLane = (name, files) => () => (files.length ? jestLane(name, ['--runTestsByPath', ...files])
+    : { name, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [] });
   return [
-    [() => jestLane('image (jest)', [IMAGE_TEST]), waiting],
+    [() => jestLane('image (jest)', [IMAGE_TEST]), waiting, unitLane('library unit suites, in-process (jest)', unitInProcess), fromQueue],
     [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
       () => proxyLane('proxy network suites (node:test)', proxyNetwork), fromQueue],
-    [() => jestLane('library unit suites (jest)', [`--testPathIgnorePatterns=${[IMAGE_TEST, ...network.map(escape)].join('|')}`]), fromQueue],
+    [unitLane('library unit suites, with processes (jest)', unitProcesses), fromQueue],
   ];
 }
 
@@ -210,6 +227,7 @@ function mergeQueued(results) {
     merged.seconds += x.seconds; merged.tests.push(...x.tests);
     if (!x.ok) merged.name += `; FAILED in ${x.name.replace(/^.*: /, '')}`;
   }
+  endedAt.set(merged.name, Math.max(...q.map((x) => endedAt.get(x.name) ?? 0)));
   return [...results.filter((x) => !x.queued), merged];
 }
 
@@ -231,7 +249,8 @@ async function main() {
   for (const s of top(results.flatMap((x) => x.suites))) console.log(`  ${fmt(s.ms)}  ${s.name}`);
   console.log(`\n[run-tests] summary (${how}, ${((Date.now() - t0) / 1000).toFixed(0)} s in all)`);
   for (const x of results) {
-    console.log(`  ${x.ok ? 'ok  ' : 'FAIL'} ${x.name}: ${x.passed} passed, ${x.failed} failed (exit ${x.status}, ${x.seconds.toFixed(0)} s)`);
+    const at = endedAt.get(x.name);
+    console.log(`  ${x.ok ? 'ok  ' : 'FAIL'} ${x.name}: ${x.passed} passed, ${x.failed} failed (exit ${x.status}, ${x.seconds.toFixed(0)} s${at === undefined ? '' : `, ended at ${at.toFixed(0)} s`})`);
   }
   const passed = results.reduce((a, x) => a + x.passed, 0);
   const failed = results.reduce((a, x) => a + x.failed, 0);
