@@ -1,21 +1,21 @@
 #!/usr/bin/env node
 // `npm test`: runs every suite whatever the result of the others, so one failing suite never hides another's
-// results. The suites are sorted into three lanes that run side by side:
-//   - waiting: test/image.test.ts, then the proxy files that mostly wait on timers (PROXY_MOSTLY_WAITING).
-//     The image's cold start (stand-in bases, podman build) waits mostly on downloads and disk, and the
-//     trust API fault tests sleep through fault windows and backoffs (83 s of wall time for 5 s of CPU), so
-//     this lane overlaps the CPU-bound lanes instead of taking a core's turn in them; then the library's
-//     in-process unit suites (below), which fill what the waiting left of a core,
+// results. The suites are sorted into four lanes that run side by side:
+//   - waiting: the proxy files that mostly wait on timers (PROXY_MOSTLY_WAITING): the trust API fault tests sleep
+//     through fault windows and backoffs (83 s of wall time for 5 s of CPU), so this lane overlaps the others
+//     instead of taking a core's turn in them,
+//   - image: test/image.test.ts (its cold start, stand-in bases and the podman build, waits mostly on downloads
+//     and disk), then the library's unit suites that leave the built lib/ alone (below),
 //   - network: the library's jest suites that make network namespaces or run QEMU (found by their imports:
 //     NETWORK_SUITE below), one after another, then the proxy's node:test files that use its netns testkit,
-//   - unit: the library's unit suites that start processes or read the built lib/ (the CLI's binary, npm
-//     pack, tsc: RUNS_PROCESSES below), one after another,
-//   and then all three lanes take the proxy's other node:test files (no namespace) from one shared queue, a file
-//   at a time, longest first: whichever lane is free runs the next, so the lanes end together (fixed lanes ended
-//   120-200 s apart in CI, the suite's length being the longer lane's). The unit suites were one jest run of
-//   about 520 s in CI, the suite's critical path, while the waiting lane sat idle from about 180 s on; the
-//   in-process half (no process, no lib/, no fixed path: each writes only in its own temp directories) now runs
-//   there.
+//   - unit: the library's unit suites that run the built lib/ or rebuild it (the CLI's binary, npm pack and its
+//     prepack, tsc, npx: USES_BUILT_LIB below), one after another, as the pack tests rebuild what the others run,
+//   and then the image, network and unit lanes take the proxy's other node:test files (no namespace) from one
+//   shared queue, a file at a time, longest first: whichever lane is free runs the next, so the lanes end
+//   together (fixed lanes ended 120-200 s apart in CI, the suite's length being the longer lane's). The unit
+//   suites were one jest run of about 520 s in CI, the suite's critical path, while the lane of the image test
+//   and the waiting files sat idle from about 180 s on: the suites that leave lib/ alone (each writes only in
+//   its own temp directories) now run there, from the image test's end.
 // So no two network-namespace suites ever run at the same time (their setup hooks have fixed time budgets, and
 // side by side on a loaded 2-core machine they timed out), while the unit lane, which needs no namespace,
 // fills the other core. Before this split the library and proxy lanes took turns: about 800 s end to end.
@@ -47,11 +47,12 @@ const IMAGE_TEST = 'test/image\\.test\\.ts$';
 /** A library suite that makes network namespaces or runs QEMU (test/support/netns.ts, vm-lab.ts, or `ip netns add`). */
 const NETWORK_SUITE = /\b(NetnsLab|netnsSupport|VmMigrationLab|vmLabSupport)\b|'netns', 'add'/;
 /**
- * A library unit suite that starts processes or reads the built lib/ (the CLI's binary, npm pack and its
- * prepack, tsc, npx): these stay in one jest run, one after another, as the pack tests rebuild lib/ and the
- * others run it. The rest run in-process only.
+ * A library unit suite that runs the built lib/ or rebuilds it (the CLI's binary, npm pack and its prepack,
+ * tsc, npx; any mention of 'lib' counts): these stay in one jest run, one after another, as the pack tests
+ * rebuild lib/ and the others run it. The rest leave lib/ alone (some run other tools: promtool, kubectl, tsc
+ * over the tests with noEmit, the addon's build in a scratch copy).
  */
-const RUNS_PROCESSES = /'lib'|lib\/cli|packedLibrary|installedApp|npx|'tsc'|cli\.js|spawn|execFile|exec\(/;
+const USES_BUILT_LIB = /'lib'|lib\/cli|packedLibrary|installedApp|npx|'tsc'|cli\.js/;
 /** A proxy test file (compiled) that uses the proxy's network-namespace testkit. */
 const PROXY_NETWORK_FILE = /require\("\.\.\/testkit\/netns"\)/;
 
@@ -185,7 +186,7 @@ function lanes() {
   if (extra.length > 0) return [[() => jestLane('library (jest)', extra), () => proxyLane('proxy (node:test)', proxyFiles)]];
   const suites = filesUnder(path.join(root, 'test'), '.test.ts', root).filter((f) => !new RegExp(IMAGE_TEST).test(f));
   const [network, unit] = splitBy(suites, root, NETWORK_SUITE);
-  const [unitProcesses, unitInProcess] = splitBy(unit, root, RUNS_PROCESSES);
+  const [unitBuiltLib, unitOther] = splitBy(unit, root, USES_BUILT_LIB);
   const [proxyNetwork, proxyOther] = splitBy(proxyFiles, path.join(root, 'proxy'), PROXY_NETWORK_FILE);
   console.log(`[run-tests] network lane: ${[...network, ...proxyNetwork.map((f) => `proxy/${f}`)].join(' ')}`);
   const queue = slowFirst(proxyOther.filter((f) => !mostlyWaiting(f)));
@@ -194,10 +195,11 @@ function lanes() {
   const unitLane = (name, files) => () => (files.length ? jestLane(name, ['--runTestsByPath', ...files])
     : { name, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [] });
   return [
-    [() => jestLane('image (jest)', [IMAGE_TEST]), waiting, unitLane('library unit suites, in-process (jest)', unitInProcess), fromQueue],
+    [waiting],
+    [() => jestLane('image (jest)', [IMAGE_TEST]), unitLane('library unit suites, lib/ left alone (jest)', unitOther), fromQueue],
     [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
       () => proxyLane('proxy network suites (node:test)', proxyNetwork), fromQueue],
-    [unitLane('library unit suites, with processes (jest)', unitProcesses), fromQueue],
+    [unitLane('library unit suites, running the built lib/ (jest)', unitBuiltLib), fromQueue],
   ];
 }
 
@@ -219,7 +221,7 @@ function mergeQueued(results) {
   const q = results.filter((x) => x.queued);
   if (q.length === 0) return results;
   const merged = {
-    name: `proxy other suites (node:test, ${q.length} files over 3 lanes)`, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [],
+    name: `proxy other suites (node:test, ${q.length} files: the waiting lane's and the shared queue)`, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [],
   };
   for (const x of q) {
     merged.passed += x.passed; merged.failed += x.failed; merged.ok = merged.ok && x.ok;
