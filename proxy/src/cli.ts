@@ -5,8 +5,8 @@ import * as path from 'node:path';
 import { loadConfigFile } from './config-file';
 // Each command loads only its own modules (below, where it runs): `setup-rules` runs as an init container on
 // every gateway start, and loading the gateway (pino, prom-client) and the trust agent's Kubernetes client
-// with it took 1.5 s of CPU instead of 0.4 s; the runtime (`run`), which accepts connections from the shared
-// network, never loads the Kubernetes client at all. test/cli-lazy.test.ts checks what each command loads.
+// with it took 1.5 s of CPU instead of 0.24 s; the runtime (`run`), which accepts connections from the shared
+// network, never loads the Kubernetes client at all. test/ops.test.ts checks what setup-rules and run load.
 
 const USAGE = `usage: migration-mesh-proxy <command> [options]
 
