@@ -17,13 +17,12 @@
 //   and the waiting files sat idle from about 180 s on: the suites that leave lib/ alone (each writes only in
 //   its own temp directories) now run there, from the image test's end.
 // So no two network-namespace suites ever run at the same time (their setup hooks have fixed time budgets, and
-// side by side on a loaded 2-core machine they timed out), while the unit lane, which needs no namespace,
-// fills the other core. Before this split the library and proxy lanes took turns: about 800 s end to end.
+// side by side on a loaded 2-core machine they timed out), while the unit suites, which need no namespace,
+// fill the other core. Before this split the library and proxy lanes took turns: about 800 s end to end.
 // The lanes share no network namespace, port or written file: namespaces are named per process (mm<pid>-,
 // mmimg<pid>, mmp<random>- for the proxy's testkit, which the library's stale-namespace reaper never matches),
-// fixed ports are bound only inside those namespaces (the unit lane binds port 0 on loopback only), only the
-// image lane runs podman, and the network lane never reads the root lib/ that the unit lane's pack tests
-// rebuild (npm pack's prepack). Each step's output goes to a file and is printed whole when it ends.
+// fixed ports are bound only inside those namespaces (unit suites bind port 0 on loopback only), only the
+// image lane runs podman, and only the unit lane runs or rebuilds the root lib/ (npm pack's prepack). Each step's output goes to a file and is printed whole when it ends.
 // MM_TEST_SERIAL=1 runs every step one after another; MM_TEST_LANES=all runs every step at once.
 // Arguments are passed to jest; with arguments there is one jest step, then the proxy's files, in turn.
 // Ends with one summary line per step (the queued proxy files as one), the slowest ten tests and suites, and the combined closing line
@@ -113,6 +112,9 @@ async function jestLane(name, args) {
   return { name, passed, failed, ok, status: r.status, seconds: r.seconds, tests, suites };
 }
 
+/** A step with no files to run: passed, with nothing in it. */
+const nothingRun = (name) => ({ name, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [] });
+
 /** Leaf tests of node:test's TAP output with their durations ("parent > child" names). */
 function tapTests(t) {
   const stack = []; const tests = [];
@@ -137,7 +139,7 @@ function tapTests(t) {
 /** node --test over the given proxy files (relative to proxy/), reporter output teed: spec for people, tap for counts and times. */
 async function proxyLane(name, files) {
   const tap = path.join(tmp, `${name.replace(/\W+/g, '-')}.tap`);
-  if (files.length === 0) return { name, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [] };
+  if (files.length === 0) return nothingRun(name);
   const r = await run(name, 'node', ['--test', '--test-concurrency=1', '--test-reporter=spec', '--test-reporter-destination=stdout',
     '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files], path.join(root, 'proxy'));
   let passed = 0; let failed = 0; let tests = [];
@@ -192,8 +194,7 @@ function lanes() {
   const queue = slowFirst(proxyOther.filter((f) => !mostlyWaiting(f)));
   const fromQueue = { queue, name: (f) => `proxy other suites (node:test): ${path.basename(f)}` };
   const waiting = { queue: proxyOther.filter(mostlyWaiting), name: fromQueue.name };
-  const unitLane = (name, files) => () => (files.length ? jestLane(name, ['--runTestsByPath', ...files])
-    : { name, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [] });
+  const unitLane = (name, files) => () => (files.length ? jestLane(name, ['--runTestsByPath', ...files]) : nothingRun(name));
   return [
     [waiting],
     [() => jestLane('image (jest)', [IMAGE_TEST]), unitLane('library unit suites, lib/ left alone (jest)', unitOther), fromQueue],
@@ -234,7 +235,6 @@ function mergeQueued(results) {
 }
 
 async function main() {
-  const t0 = Date.now();
   const ls = lanes();
   const how = serial || ls.length < 2 ? 'every step in turn' : allAtOnce ? 'every step at once' : `${ls.length} lanes side by side`;
   let results;
@@ -249,7 +249,7 @@ async function main() {
   for (const t of top(results.flatMap((x) => x.tests))) console.log(`  ${fmt(t.ms)}  ${t.name}`);
   console.log('[run-tests] slowest ten jest suites (whole file, hooks included)');
   for (const s of top(results.flatMap((x) => x.suites))) console.log(`  ${fmt(s.ms)}  ${s.name}`);
-  console.log(`\n[run-tests] summary (${how}, ${((Date.now() - t0) / 1000).toFixed(0)} s in all)`);
+  console.log(`\n[run-tests] summary (${how}, ${((Date.now() - START) / 1000).toFixed(0)} s in all)`);
   for (const x of results) {
     const at = endedAt.get(x.name);
     console.log(`  ${x.ok ? 'ok  ' : 'FAIL'} ${x.name}: ${x.passed} passed, ${x.failed} failed (exit ${x.status}, ${x.seconds.toFixed(0)} s${at === undefined ? '' : `, ended at ${at.toFixed(0)} s`})`);

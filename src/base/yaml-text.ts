@@ -39,6 +39,7 @@ const remember = <K, V>(m: Map<K, V>, k: K, v: V): V => {
  */
 const PLAIN_WORD = /^[A-Za-z][A-Za-z0-9_./-]*$/;
 const CORE_WORDS = new Set(['true', 'True', 'TRUE', 'false', 'False', 'FALSE', 'null', 'Null', 'NULL']);
+const isPlainWord = (s: string): boolean => PLAIN_WORD.test(s) && !CORE_WORDS.has(s);
 
 /**
  * IPv4 addresses and CIDRs (digits with two dots or more, a prefix length after `/`): unique per cluster, so
@@ -65,7 +66,7 @@ function scalarText(v: string | number | boolean | null): string {
   if (typeof v === 'number' && Number.isSafeInteger(v) && !Object.is(v, -0)) return String(v);
   if (v === null) return 'null';
   if (typeof v === 'boolean') return v ? 'true' : 'false';
-  if (typeof v === 'string' && ((PLAIN_WORD.test(v) && !CORE_WORDS.has(v)) || IPV4_TEXT.test(v))) return v;
+  if (typeof v === 'string' && (isPlainWord(v) || IPV4_TEXT.test(v))) return v;
   if (typeof v === 'string' && JSON_TEXT.test(v) && v.includes('"')) return `'${v}'`;
   const hit = scalars.get(v);
   if (hit !== undefined) return hit;
@@ -101,7 +102,7 @@ const ORDINARY_KEY = /^[A-Za-z0-9_][A-Za-z0-9_./-]*$/;
 
 function keyText(k: string): string {
   // a plain word is a key as it is a value (names of clusters, labels: unique, so the cache would only miss)
-  if (PLAIN_WORD.test(k) && !CORE_WORDS.has(k)) return k;
+  if (isPlainWord(k)) return k;
   const hit = keys.get(k);
   if (hit !== undefined) return hit;
   // any other key (spaces, indicators, line breaks...) changes how the package lays out its value: the
