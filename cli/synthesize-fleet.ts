@@ -9,9 +9,9 @@
  */
 import * as os from 'os';
 import { ApiObject, App } from 'cdk8s';
-import { CrossClusterMigrationMesh, CrossClusterMigrationMeshProps } from '../constructs/mesh';
-import { MeshClusterChart } from '../constructs/mesh-cluster';
-import { HarvesterClusterChart } from '../constructs/harvester-cluster';
+import { CrossClusterMigrationMesh, CrossClusterMigrationMeshProps } from '../constructs/fleet/mesh';
+import { MeshClusterChart } from '../constructs/fleet/mesh-cluster';
+import { HarvesterClusterChart } from '../constructs/delivery/harvester-cluster';
 import { FleetProblem, FleetValidationError, InvalidPropsError, MigrationMeshError, ProblemCollector } from '../src/base/errors';
 import { Ledger, LedgerChange } from '../src/addressing/ledger';
 import { Manifest } from '../src/delivery/manifest';
@@ -21,7 +21,7 @@ import { salvageFleetInput } from '../src/fleet/salvage';
 import { checkHarvesterValues } from '../src/delivery/harvester';
 import { GITOPS_DIR, ResolvedGitops, annotateForGitops, argocdApplicationSet, fluxKustomizations, resolveGitops } from '../src/delivery/gitops';
 import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollout, stageOfWave } from '../src/delivery/rollout';
-import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
+import { ForkliftOutput, forkliftOutput } from '../constructs/forklift/output';
 import { MovesInput } from '../src/forklift/checks';
 import { yamlText } from '../src/base/yaml-text';
 

@@ -7,9 +7,9 @@
  */
 import * as os from 'os';
 import { App } from 'cdk8s';
-import { MeshPlanning, planMesh } from '../constructs/mesh';
-import { ForkliftHubChart } from '../constructs/forklift-hub';
-import { ForkliftOutput, forkliftOutput } from '../constructs/forklift-output';
+import { MeshPlanning, planMesh } from '../constructs/fleet/mesh';
+import { ForkliftHubChart } from '../constructs/forklift/hub';
+import { ForkliftOutput, forkliftOutput } from '../constructs/forklift/output';
 import { FleetDocument } from '../src/fleet/schema';
 import { FleetInput, FleetPlan } from '../src/addressing/planner';
 import { Ledger, LedgerChange } from '../src/addressing/ledger';

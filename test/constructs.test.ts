@@ -1,9 +1,9 @@
 import { Testing, Chart } from 'cdk8s';
-import { KubevirtConfiguration } from '../constructs/kubevirt-configuration';
-import { MigrationNetwork } from '../constructs/migration-network';
-import { SyncControllerPlacement } from '../constructs/sync-controller-placement';
-import { MigrationProxy } from '../constructs/migration-proxy';
-import { CrossClusterMigrationMesh } from '../constructs/mesh';
+import { KubevirtConfiguration } from '../constructs/kubevirt/configuration';
+import { MigrationNetwork } from '../constructs/addressing/migration-network';
+import { SyncControllerPlacement } from '../constructs/kubevirt/sync-controller-placement';
+import { MigrationProxy } from '../constructs/gateway/migration-proxy';
+import { CrossClusterMigrationMesh } from '../constructs/fleet/mesh';
 import { parseProxyConfig } from '@migration-mesh/proxy/config';
 import { FleetValidationError } from '../src/base/errors';
 import { baseFleet, mutate } from './support/fleets';

@@ -6,9 +6,9 @@
  */
 import { App, Chart, Size, Testing } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-28';
-import { CrossClusterMigrationMesh } from '../constructs/mesh';
-import { MeshClusterChart } from '../constructs/mesh-cluster';
-import { HarvesterClusterChart } from '../constructs/harvester-cluster';
+import { CrossClusterMigrationMesh } from '../constructs/fleet/mesh';
+import { MeshClusterChart } from '../constructs/fleet/mesh-cluster';
+import { HarvesterClusterChart } from '../constructs/delivery/harvester-cluster';
 import { FleetValidationError } from '../src/base/errors';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { baseFleet, mutate } from './support/fleets';

@@ -3,6 +3,8 @@
  *
  *   src/ (pure planning)  <-  constructs/ (cdk8s)  <-  cli/ (CLI and writer)  <-  index.ts (package entry)
  *
+ * src/ and constructs/ share their concern folders (fleet, addressing, kubevirt, gateway, ...).
+ *
  * Every import of every file is read (TypeScript's own pre-processor: static imports, re-exports,
  * `require` and `import()`), resolved to a folder, and checked against what that layer may use.
  */
@@ -124,11 +126,11 @@ describe('layers', () => {
     expect(violations(f('src'), "import { App } from 'cdk8s';")).toHaveLength(1);
     expect(violations(f('src'), "import { Construct } from 'constructs';")).toHaveLength(1);
     expect(violations(f('src'), "import { Deployment } from 'cdk8s-plus-28';")).toHaveLength(1);
-    expect(violations(f('src'), "export * from '../constructs/mesh';")).toHaveLength(1);
+    expect(violations(f('src'), "export * from '../constructs/fleet/mesh';")).toHaveLength(1);
     expect(violations(f('src'), "const m = require('../cli/cli');")).toHaveLength(1);
-    expect(violations(f('src'), "const m = import('../constructs/mesh');")).toHaveLength(1);
-    expect(violations(f('constructs'), "import { writeFiles } from '../cli/synthesize-fleet';")).toHaveLength(1);
-    expect(violations(f('constructs'), "import * as api from '..';")).toHaveLength(1);
+    expect(violations(f('src'), "const m = import('../constructs/fleet/mesh');")).toHaveLength(1);
+    expect(violations(f('constructs/fleet'), "import { writeFiles } from '../../cli/synthesize-fleet';")).toHaveLength(1);
+    expect(violations(f('constructs/fleet'), "import * as api from '../..';")).toHaveLength(1);
     expect(violations(f('cli'), "import * as api from '../index';")).toHaveLength(1);
     expect(violations(f('src'), "import { parseProxyConfig } from '../proxy/src/config';")).toHaveLength(1); // not the door
     expect(violations(f('src'), "import { startGateway } from '../proxy/src/gateway';")).toHaveLength(1);
@@ -136,14 +138,21 @@ describe('layers', () => {
     expect(violations(path.join(root, 'src', 'gateway', 'runtime-config.ts'), "export { parseProxyConfig } from '../proxy/src/config';")).toEqual([]);
     // the allowed directions
     expect(violations(f('src'), "import { z } from 'zod';\nimport { parseAddr } from './ip';")).toEqual([]);
-    expect(violations(f('constructs'), "import { Chart } from 'cdk8s';\nimport { ClusterPlan } from '../src/addressing/planner';")).toEqual([]);
-    expect(violations(f('cli'), "import { clusterChart } from '../constructs/mesh';\nimport { Ledger } from '../src/addressing/ledger';")).toEqual([]);
+    expect(violations(f('constructs/gateway'), "import { Chart } from 'cdk8s';\nimport { ClusterPlan } from '../../src/addressing/planner';")).toEqual([]);
+    expect(violations(f('cli'), "import { clusterChart } from '../constructs/fleet/mesh';\nimport { Ledger } from '../src/addressing/ledger';")).toEqual([]);
   });
 
   test('every file in src/, constructs/ and cli/ keeps to its layer', () => {
     expect(allFiles.length).toBeGreaterThan(30);
     const found = allFiles.flatMap((file) => violations(file, fs.readFileSync(file, 'utf8')));
     expect(found).toEqual([]);
+  });
+
+  test('constructs/ is grouped by the concerns of src/: each construct sits in a folder src/ has too', () => {
+    const concerns = fs.readdirSync(path.join(root, 'src'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    const misplaced = sourceFiles(path.join(root, 'constructs')).map((file) => path.relative(path.join(root, 'constructs'), file).split(path.sep))
+      .filter((rel) => rel.length !== 2 || !concerns.includes(rel[0])).map((rel) => rel.join('/'));
+    expect(misplaced).toEqual([]);
   });
 
   test('the package entry re-exports every layer (and no layer may import it: see above)', () => {

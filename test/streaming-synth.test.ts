@@ -9,7 +9,7 @@ import * as path from 'path';
 import * as kplus from 'cdk8s-plus-28';
 import { renderFleetDirectory, synthesizeFleetToDirectory, writeFleetDirectories } from '../cli/fleet-directory';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { MeshClusterChart } from '../constructs/mesh-cluster';
+import { MeshClusterChart } from '../constructs/fleet/mesh-cluster';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { files } from './support/tree';

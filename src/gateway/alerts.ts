@@ -1,6 +1,6 @@
 /**
  * The alerting rules of one cluster's gateway (issue 28), from the runtime's own metrics only (names in
- * proxy/src/metrics.ts and proxy/src/trust/hub.ts). Pure: `constructs/gateway-alerts.ts` wraps them in a
+ * proxy/src/metrics.ts and proxy/src/trust/hub.ts). Pure: `constructs/gateway/alerts.ts` wraps them in a
  * Prometheus Operator `PrometheusRule`; the tests run them through `promtool check rules` and
  * `promtool test rules`. Each alert's runbook is a section of docs/alerts.md (anchor = alert name in
  * lower case).

@@ -84,7 +84,7 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyCo
     ],
     peers: [],
     tls,
-    // issue #10: the trust container beside the runtime (constructs/gateway-trust.ts)
+    // issue #10: the trust container beside the runtime (constructs/gateway/trust.ts)
     ...(plan.trust.clusters[cluster.name]?.exchange ? { trust: trustSection(plan) } : {}),
   };
   return withPeers(parseProxyConfig(input), cluster);

@@ -2,7 +2,7 @@
  * The Grafana dashboard of one cluster's gateway (issue 28), from the runtime's own metrics only (names
  * in proxy/src/metrics.ts and proxy/src/trust/hub.ts; test/gateway-dashboard.test.ts checks each against
  * a running gateway's /metrics): tunnels, bytes and resets per peer, handshake refusals by reason, trust
- * age per peer, the VIP holder. Pure: constructs/gateway-dashboard.ts ships it in a ConfigMap for the
+ * age per peer, the VIP holder. Pure: constructs/gateway/dashboard.ts ships it in a ConfigMap for the
  * Grafana sidecar.
  */
 

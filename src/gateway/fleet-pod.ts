@@ -98,7 +98,7 @@ export interface GatewayTolerationSpec {
  * Customizations of the gateway pods (`spec.gateway.pod` fleet-wide, `spec.clusters[].gateway.pod` per
  * cluster). Per cluster, maps (`labels`, `annotations`) are merged key by key over the fleet's, lists
  * (`imagePullSecrets`, `tolerations`) are appended to the fleet's, and the other fields replace the
- * fleet's value (`mergeGatewayPodOptions` in constructs/gateway-pod-options.ts).
+ * fleet's value (`mergeGatewayPodOptions` in constructs/gateway/pod-options.ts).
  */
 export interface GatewayPodSpec {
   /**

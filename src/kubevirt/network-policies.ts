@@ -246,7 +246,7 @@ function policyOf(kind: PolicyPlan['kind'], name: string, w: Workload, flows: Fl
 function nadOf(plan: FleetPlan, cluster: ClusterPlan, w: Workload, via: Via): string | undefined {
   if (via === 'pod') return undefined;
   if (w.kind === 'gateway' || w.kind === 'trust-agent') {
-    // the shared attachment of the gateways and agents already has its MultiNetworkPolicy (constructs/gateway-policy.ts)
+    // the shared attachment of the gateways and agents already has its MultiNetworkPolicy (constructs/gateway/policy.ts)
     return via === 'migration' ? `${w.namespace}/${gatewayInClusterNadName(cluster.migrationNetwork.nadName)}` : undefined;
   }
   const nad = via === 'migration' ? cluster.migrationNetwork.nadName : cluster.crossClusterSync?.nadName;

@@ -3,7 +3,7 @@
  * kind synth wrote for it (drift), and what the runtime checks read: ConfigMaps (`kubevirt-ca`), pods
  * (`list`: gateway, virt-handler and sync controller pods) and `pods/proxy` (`get`: the gateways' admin
  * `/status`), `kubevirts` (`get`) where HCO writes the KubeVirt CR, and for `--moves` namespaces, VirtualMachines (`list`: MAC addresses across the cluster),
- * NADs and StorageClasses. Pure: constructs/status-cluster-role.ts emits it.
+ * NADs and StorageClasses. Pure: constructs/report/status-cluster-role.ts emits it.
  */
 
 export interface PolicyRule { readonly apiGroups: string[]; readonly resources: string[]; readonly verbs: string[] }
