@@ -139,6 +139,68 @@ describe('rules, with stable codes', () => {
     expect(bad.join('\n')).toMatch(/spec\.trust\.rotation\.ca\.duration/);
   });
 
+  describe('every fix is an action a person can take: positive numbers that satisfy every rule at once (issue #39)', () => {
+    const only = (trust: object) => problemsOf(baseFleet({ trust })).map((p) => ({ code: p.code, path: p.path, fix: p.fix }));
+    /** A fix that suggests a negative or zero duration, or a re-push below the 10s the rules allow. */
+    const nonsense = /(^|[^\w.])-\d|at most 0s|at most [1-9]s\b/;
+
+    test('renewBefore longer than duration: one problem, with ranges that pass KubeVirt and our overlap rule (not "use at most -12s")', () => {
+      const ps = only({ rotation: { ca: { duration: '24h', renewBefore: '24h20m' } } });
+      expect(ps).toEqual([{
+        code: 'trust/kubevirt-ca-renew-exceeds-duration', path: 'spec.trust.rotation.ca.renewBefore',
+        fix: 'lower ca.renewBefore to between 12h and 15h40m, or raise ca.duration to between 32h40m and 48h40m (renewBefore at least half of duration keeps pushed peer CAs; a rotation period, duration - renewBefore, of at least 8h20m leaves room for the 5m repushInterval)',
+      }]);
+    });
+
+    test('renewBefore equal to duration (a rotation period of 0s): the re-push fix changes the rotation, not "use at most 0s"', () => {
+      expect(only({ rotation: { ca: { duration: '24h', renewBefore: '24h' } } })).toEqual([{
+        code: 'trust/repush-too-slow', path: 'spec.trust.exchange.repushInterval',
+        fix: 'no repushInterval of 10s or more fits a CA rotation period (ca.duration - ca.renewBefore) of 0s: set spec.trust.rotation.ca.renewBefore to 15h40m, so the CA rotation period is 8h20m (100 x the repushInterval of 5m)',
+      }]);
+    });
+
+    test('a rotation too short for any re-push of 10s or more: both durations raised, not "use at most 6s" (which the 10s minimum refuses)', () => {
+      expect(only({ rotation: { ca: { duration: '20m', renewBefore: '10m' }, server: { duration: '20m', renewBefore: '10m' } }, exchange: { repushInterval: '10s' } })).toEqual([{
+        code: 'trust/repush-too-slow', path: 'spec.trust.exchange.repushInterval',
+        fix: 'no repushInterval of 10s or more fits a CA rotation period (ca.duration - ca.renewBefore) of 10m: set spec.trust.rotation.ca.duration to 33m20s and ca.renewBefore to 16m40s, so the CA rotation period is 16m40s (100 x the repushInterval of 10s)',
+      }]);
+    });
+
+    test("a peer's overlap shorter than another's rotation, and raising renewBefore alone would pass the cluster's own duration", () => {
+      // a: 48h/24h; b (default 168h/96h) rotates every 72h. "raise a's renewBefore to 72h" alone: KubeVirt refuses renewBefore > duration
+      expect(only({ clusters: { a: { ca: { duration: '48h', renewBefore: '24h' } } } })).toEqual([{
+        code: 'trust/peer-rotation-exceeds-overlap', path: 'spec.trust.clusters.a.ca.renewBefore',
+        fix: "raise a's ca.renewBefore to 72h and its ca.duration to 96h (its own rotation period stays 24h), or rotate b more often (its ca.duration - ca.renewBefore at most 24h)",
+      }]);
+      // where a's duration leaves room, renewBefore alone
+      expect(only({ clusters: { a: { ca: { duration: '100h', renewBefore: '50h' } } } })[0].fix)
+        .toBe("raise a's ca.renewBefore to at least 72h, or rotate b more often (its ca.duration - ca.renewBefore at most 50h)");
+    });
+
+    test('the server certificate: numbers in both directions', () => {
+      const ps = only({ rotation: { ca: { duration: '24h', renewBefore: '12h' }, server: { duration: '30h', renewBefore: '40h' } } });
+      expect(ps).toEqual(expect.arrayContaining([
+        // raising server.duration to 40h would outlive the CA: only the way down
+        { code: 'trust/kubevirt-server-renew-exceeds-duration', path: 'spec.trust.rotation.server.renewBefore', fix: 'lower server.renewBefore to at most 24h' },
+        { code: 'trust/kubevirt-server-outlives-ca', path: 'spec.trust.rotation.server.duration', fix: 'lower server.duration to at most 24h (ca.duration)' },
+      ]));
+      expect(only({ rotation: { server: { duration: '24h', renewBefore: '30h' } } })).toEqual([
+        { code: 'trust/kubevirt-server-renew-exceeds-duration', path: 'spec.trust.rotation.server.renewBefore', fix: 'lower server.renewBefore to at most 24h, or raise server.duration to between 30h and 168h' },
+      ]);
+    });
+
+    test.each<[string, object]>([
+      ['renewBefore past duration, per cluster', { clusters: { a: { ca: { duration: '10h', renewBefore: '30h' } } } }],
+      ['renewBefore past duration, fleet-wide', { rotation: { ca: { duration: '1h', renewBefore: '2h' } } }],
+      ['a tiny rotation, default re-push', { rotation: { ca: { duration: '30m', renewBefore: '20m' }, server: { duration: '10m', renewBefore: '5m' } } }],
+      ['overlap too short, server renewing past its duration', { rotation: { ca: { duration: '15m', renewBefore: '5m' }, server: { duration: '5m', renewBefore: '6m' } } }],
+    ])('%s: no fix suggests a negative, zero or refused number', (_name, trust) => {
+      const ps = only(trust);
+      expect(ps.length).toBeGreaterThan(0);
+      for (const p of ps) expect(`${p.code}: ${p.fix}`).not.toMatch(nonsense);
+    });
+  });
+
   test('every problem at once, with the other fleet problems', () => {
     const doc = mutate(baseFleet({ trust: { rotation: { ca: { duration: '168h', renewBefore: '10h' } }, clusters: { nope: {} } } }), (d) => { d.spec.clusters[0].nodes = 0; });
     const all = problemsOf(doc);

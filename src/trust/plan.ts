@@ -47,6 +47,8 @@ const TRUST_DEFAULTS = {
 const HCO_MIN_SECONDS = 600;
 /** A re-push at most every 1/REPUSH_FRACTION of the shortest rotation period. */
 const REPUSH_FRACTION = 100;
+/** The shortest re-push interval allowed (every gateway publishes to every peer that often). */
+const REPUSH_MIN_SECONDS = 10;
 
 /** The cluster fields trust planning reads. */
 export interface TrustClusterInput {
@@ -98,6 +100,9 @@ export function rotationFragment(r: Rotation): JsonObject {
 
 type Add = (code: ProblemCode, path: string, message: string, fix: string) => void;
 
+/** One cluster's trust settings, where they are written, and its plan. */
+interface TrustEntry { readonly c: TrustClusterInput; readonly path: string; readonly plan: ClusterTrustPlan }
+
 function timing(add: Add, path: string, spec: { duration?: string; renewBefore?: string } | undefined, dflt: CertTiming): CertTiming {
   const read = (key: 'duration' | 'renewBefore'): number => {
     const text = spec?.[key];
@@ -122,22 +127,70 @@ function rotationOf(add: Add, path: string, fleet: RotationSpec | undefined, own
   return { ca: timing(add, ca.p, ca.s, TRUST_DEFAULTS.ca), server: timing(add, server.p, server.s, TRUST_DEFAULTS.server) };
 }
 
+/**
+ * The values a fix may suggest for one CA: `renewBefore` at least half of `duration` (ours), at most
+ * `duration` (KubeVirt's), and a rotation period (`duration - renewBefore`) of at least `minPeriod` (the
+ * re-push rule's 100 x repushInterval when the cluster exchanges; 0 otherwise). Every fix names values
+ * inside these bounds, so following one fix never trips another rule (issue #39: "use at most -12s").
+ */
+interface CaBounds {
+  /** `renewBefore` for the given duration: [lo, hi], or undefined when none fits. */
+  readonly renewBefore?: readonly [number, number];
+  /** `duration` for the given renewBefore: [lo, hi], or undefined when none fits. */
+  readonly duration?: readonly [number, number];
+  /** A pair that always fits: the shortest rotation the re-push allows, overlap equal to it. */
+  readonly pair: { readonly duration: number; readonly renewBefore: number };
+}
+
+function caBounds(ca: CertTiming, minPeriod: number): CaBounds {
+  const range = (lo: number, hi: number): readonly [number, number] | undefined => (lo <= hi ? [lo, hi] : undefined);
+  const p = Math.max(minPeriod, 1);
+  return {
+    renewBefore: range(Math.ceil(ca.duration / 2), ca.duration - minPeriod),
+    duration: range(ca.renewBefore + minPeriod, ca.renewBefore * 2),
+    pair: { duration: 2 * p, renewBefore: p },
+  };
+}
+
+const between = ([lo, hi]: readonly [number, number]): string => (lo === hi ? human(lo) : `between ${human(lo)} and ${human(hi)}`);
+
+/** Why the bounds are what they are, for the fixes that name them. */
+function boundsReason(minPeriod: number, repush: number): string {
+  return `renewBefore at least half of duration keeps pushed peer CAs${minPeriod > 0 ? `; a rotation period, duration - renewBefore, of at least ${human(minPeriod)} leaves room for the ${human(repush)} repushInterval` : ''}`;
+}
+
+/** The re-push rule's shortest CA rotation period for a re-push interval (never below the 10s minimum's). */
+const minRotationFor = (repush: number): number => REPUSH_FRACTION * Math.max(REPUSH_MIN_SECONDS, repush);
+
 /** KubeVirt's webhook (kubevirt-update-admitter.go:220-248), HCO's (validator.go:252-280) and our per-cluster rule. */
-function checkRotation(add: Add, path: string, r: Rotation, c: TrustClusterInput): void {
+function checkRotation(add: Add, path: string, r: Rotation, c: TrustClusterInput, exchange: { on: boolean; repush: number }): void {
   const { ca, server } = r;
+  const minPeriod = exchange.on ? minRotationFor(exchange.repush) : 0;
   if (ca.renewBefore > ca.duration) {
-    add('trust/kubevirt-ca-renew-exceeds-duration', `${path}.ca.renewBefore`, `${human(ca.renewBefore)} is longer than ca.duration ${human(ca.duration)}; KubeVirt's webhook refuses it (ca.duration must be >= ca.renewBefore)`, 'lower ca.renewBefore, or raise ca.duration');
+    const b = caBounds(ca, minPeriod);
+    const ways = [
+      ...(b.renewBefore ? [`lower ca.renewBefore to ${between(b.renewBefore)}`] : []),
+      ...(b.duration ? [`raise ca.duration to ${between(b.duration)}`] : []),
+    ];
+    const fix = ways.length ? ways.join(', or ') : `set ca.duration to ${human(b.pair.duration)} and ca.renewBefore to ${human(b.pair.renewBefore)}`;
+    add('trust/kubevirt-ca-renew-exceeds-duration', `${path}.ca.renewBefore`, `${human(ca.renewBefore)} is longer than ca.duration ${human(ca.duration)}; KubeVirt's webhook refuses it (ca.duration must be >= ca.renewBefore)`,
+      `${fix} (${boundsReason(minPeriod, exchange.repush)})`);
   }
   if (server.renewBefore > server.duration) {
-    add('trust/kubevirt-server-renew-exceeds-duration', `${path}.server.renewBefore`, `${human(server.renewBefore)} is longer than server.duration ${human(server.duration)}; KubeVirt's webhook refuses it`, 'lower server.renewBefore, or raise server.duration');
+    // a server certificate must not outlive its CA either: the way up stops at ca.duration
+    const up = server.renewBefore <= ca.duration ? `, or raise server.duration to ${between([server.renewBefore, ca.duration])}` : '';
+    add('trust/kubevirt-server-renew-exceeds-duration', `${path}.server.renewBefore`, `${human(server.renewBefore)} is longer than server.duration ${human(server.duration)}; KubeVirt's webhook refuses it`,
+      `lower server.renewBefore to at most ${human(Math.min(server.duration, ca.duration))}${up}`);
   }
   if (server.duration > ca.duration) {
-    add('trust/kubevirt-server-outlives-ca', `${path}.server.duration`, `${human(server.duration)} is longer than ca.duration ${human(ca.duration)}; KubeVirt's and HCO's webhooks refuse it (a leaf must not outlive its CA)`, 'lower server.duration to at most ca.duration');
+    add('trust/kubevirt-server-outlives-ca', `${path}.server.duration`, `${human(server.duration)} is longer than ca.duration ${human(ca.duration)}; KubeVirt's and HCO's webhooks refuse it (a leaf must not outlive its CA)`, `lower server.duration to at most ${human(ca.duration)} (ca.duration)`);
   }
   if (ca.renewBefore * 2 < ca.duration) {
+    const b = caBounds(ca, minPeriod);
     add('trust/ca-overlap-too-short', `${path}.ca.renewBefore`,
       `${human(ca.renewBefore)} is less than half of ca.duration ${human(ca.duration)}: virt-operator drops every non-current CA, peer CAs included, once the local CA is older than renewBefore, so a pushed peer CA would be removed again for ${Math.round(100 * (1 - (ca.renewBefore / (ca.duration - ca.renewBefore))))}% of each CA's life`,
-      `set ca.renewBefore to at least ${human(Math.ceil(ca.duration / 2))}`);
+      b.renewBefore ? `set ca.renewBefore to at least ${human(b.renewBefore[0])}`
+        : `set ca.duration to ${human(b.pair.duration)} and ca.renewBefore to ${human(b.pair.renewBefore)} (${boundsReason(minPeriod, exchange.repush)})`);
   }
   if (c.configDelivery === 'hco') checkHco(add, path, r, c);
 }
@@ -153,40 +206,69 @@ function checkHco(add: Add, path: string, r: Rotation, c: TrustClusterInput): vo
 }
 
 /** Ours, across clusters: every exchanging cluster's overlap must outlast every exchanging cluster's rotation period. */
-function checkPairs(add: Add, entries: { c: TrustClusterInput; path: string; plan: ClusterTrustPlan }[]): void {
-  const ex = entries.filter((e) => e.plan.exchange);
+function checkPairs(add: Add, entries: TrustEntry[], minPeriod: number): void {
+  // a cluster whose renewBefore passes its duration has no rotation period to compare: reported above
+  const ex = entries.filter((e) => e.plan.exchange && caRotationPeriod(e.plan.rotation) >= 0);
   if (ex.length < 2) return;
   const longest = ex.reduce((a, b) => (caRotationPeriod(b.plan.rotation) > caRotationPeriod(a.plan.rotation) ? b : a));
   for (const e of ex) {
     const rot = caRotationPeriod(longest.plan.rotation);
+    const { ca } = e.plan.rotation;
     // a cluster that breaks its own overlap rule, or shares the longest one's setting, is reported once above
-    const ownRuleBroken = e.plan.rotation.ca.renewBefore * 2 < e.plan.rotation.ca.duration;
-    if (e.plan.rotation.ca.renewBefore < rot && e.path !== longest.path && !ownRuleBroken) {
+    const ownRuleBroken = ca.renewBefore * 2 < ca.duration;
+    if (ca.renewBefore < rot && e.path !== longest.path && !ownRuleBroken) {
+      // renewBefore up to the longest rotation; where the cluster's duration leaves no room for that, the
+      // duration goes up with it, keeping the cluster's own rotation period (or the re-push's minimum)
+      const own = caRotationPeriod(e.plan.rotation);
+      const raise = ca.duration - rot >= minPeriod
+        ? `raise ${e.c.name}'s ca.renewBefore to at least ${human(rot)}`
+        : `raise ${e.c.name}'s ca.renewBefore to ${human(rot)} and its ca.duration to ${human(rot + Math.max(own, minPeriod))} (its own rotation period ${own >= minPeriod ? 'stays' : 'becomes'} ${human(Math.max(own, minPeriod))})`;
+      const other = ca.renewBefore >= minPeriod ? `, or rotate ${longest.c.name} more often (its ca.duration - ca.renewBefore at most ${human(ca.renewBefore)})` : '';
       add('trust/peer-rotation-exceeds-overlap', `${e.path}.ca.renewBefore`,
-        `cluster ${e.c.name} keeps other CAs for ${human(e.plan.rotation.ca.renewBefore)}, but cluster ${longest.c.name}'s CA lives ${human(rot)} before it is replaced; once that CA is older than ${human(e.plan.rotation.ca.renewBefore)}, virt-operator on ${e.c.name} drops it`,
-        `raise ${e.c.name}'s ca.renewBefore to at least ${human(rot)}, or rotate ${longest.c.name} more often`);
+        `cluster ${e.c.name} keeps other CAs for ${human(ca.renewBefore)}, but cluster ${longest.c.name}'s CA lives ${human(rot)} before it is replaced; once that CA is older than ${human(ca.renewBefore)}, virt-operator on ${e.c.name} drops it`,
+        `${raise}${other}`);
     }
   }
 }
 
-function repushOf(add: Add, trust: TrustSpec, plans: ClusterTrustPlan[]): number {
+/** The re-push interval as written, in seconds: undefined when it is not a Go duration. */
+function repushSeconds(trust: TrustSpec): number | undefined {
   const text = trust.exchange?.repushInterval;
-  const v = text === undefined ? TRUST_DEFAULTS.repushIntervalSeconds : parseGoDuration(text);
+  return text === undefined ? TRUST_DEFAULTS.repushIntervalSeconds : parseGoDuration(text);
+}
+
+function repushOf(add: Add, trust: TrustSpec, entries: TrustEntry[]): number {
+  const text = trust.exchange?.repushInterval;
+  const v = repushSeconds(trust);
   const path = 'spec.trust.exchange.repushInterval';
   if (v === undefined) {
     add('trust/bad-duration', path, `'${text}' is not a Go duration (at most 2562047h, Go's time.Duration range)`, 'write it like 5m or 90s');
     return TRUST_DEFAULTS.repushIntervalSeconds;
   }
-  if (v < 10) add('trust/repush-too-fast', path, `${human(v)} is below 10s; every gateway would publish to every peer that often`, 'use 10s or more (the watch already publishes within seconds of a change)');
-  const exchanging = plans.filter((p) => p.exchange);
+  if (v < REPUSH_MIN_SECONDS) add('trust/repush-too-fast', path, `${human(v)} is below 10s; every gateway would publish to every peer that often`, 'use 10s or more (the watch already publishes within seconds of a change)');
+  // a cluster whose renewBefore passes its duration has no rotation period: reported as KubeVirt refuses it
+  const exchanging = entries.filter((e) => e.plan.exchange && caRotationPeriod(e.plan.rotation) >= 0);
   if (exchanging.length === 0) return v;
-  const shortest = Math.min(...exchanging.map((p) => caRotationPeriod(p.rotation)));
+  const shortestEntry = exchanging.reduce((a, b) => (caRotationPeriod(b.plan.rotation) < caRotationPeriod(a.plan.rotation) ? b : a));
+  const shortest = caRotationPeriod(shortestEntry.plan.rotation);
   if (v * REPUSH_FRACTION > shortest) {
+    const most = Math.floor(shortest / REPUSH_FRACTION);
     add('trust/repush-too-slow', path,
       `${human(v)} is more than 1/${REPUSH_FRACTION} of the shortest CA rotation period in the fleet (${human(shortest)}): if the watch missed a rotation, a peer could distrust the new CA for over 1% of its life`,
-      `use at most ${human(Math.floor(shortest / REPUSH_FRACTION))}`);
+      most >= REPUSH_MIN_SECONDS ? `use at most ${human(most)}` : lengthenRotation(shortestEntry, Math.max(v, REPUSH_MIN_SECONDS)));
   }
   return v;
+}
+
+/** No re-push of 10s or more fits the cluster's rotation: the CA settings that give it one, the fewest changed. */
+function lengthenRotation(e: TrustEntry, repush: number): string {
+  const { ca } = e.plan.rotation;
+  const need = minRotationFor(repush);
+  const b = caBounds(ca, need);
+  const set = b.renewBefore ? `set ${e.path}.ca.renewBefore to ${human(b.renewBefore[1])}`
+    : b.duration ? `set ${e.path}.ca.duration to ${human(b.duration[0])}`
+      : `set ${e.path}.ca.duration to ${human(b.pair.duration)} and ca.renewBefore to ${human(b.pair.renewBefore)}`;
+  return `no repushInterval of ${REPUSH_MIN_SECONDS}s or more fits a CA rotation period (ca.duration - ca.renewBefore) of ${human(caRotationPeriod(e.plan.rotation))}: ${set}, so the CA rotation period is ${human(need)} (${REPUSH_FRACTION} x the repushInterval of ${human(repush)})`;
 }
 
 /**
@@ -219,14 +301,16 @@ export function resolveTrust(trust: TrustSpec | undefined, clusters: readonly Tr
     }
   }
   const exchangeOn = trust.exchange?.enabled ?? true;
-  const entries = clusters.map((c) => {
+  // the fixes name values that the re-push rule accepts too (an unreadable interval: the default's)
+  const exchange = { on: exchangeOn, repush: repushSeconds(trust) ?? TRUST_DEFAULTS.repushIntervalSeconds };
+  const entries = clusters.map((c): TrustEntry => {
     const own = trust.clusters?.[c.name];
     const path = own !== undefined ? `spec.trust.clusters.${c.name}` : 'spec.trust.rotation';
     const rotation = rotationOf(add, path, trust.rotation, own);
-    checkRotation(add, path, rotation, c);
+    checkRotation(add, path, rotation, c, exchange);
     return { c, path, plan: { rotation, exchange: exchangeOn, agent: exchangeOn && c.datapath !== 'gateway' } };
   });
-  checkPairs(add, entries);
-  const repushIntervalSeconds = repushOf(add, trust, entries.map((e) => e.plan));
+  checkPairs(add, entries, exchangeOn ? minRotationFor(exchange.repush) : 0);
+  const repushIntervalSeconds = repushOf(add, trust, entries);
   return { clusters: Object.fromEntries(entries.map((e) => [e.c.name, e.plan])), repushIntervalSeconds };
 }
