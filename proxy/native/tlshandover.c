@@ -43,14 +43,6 @@ void tlsr_unref(tlsr_t *t) {
   }
 }
 
-void tlsr_fail(tlsr_t *t, int side, int err) {
-  t->reason = (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT || err == ECONNABORTED || err == ENOTCONN) ? T_RESET : T_ERROR;
-  t->side = side;
-  t->err = err;
-  /* side 0 = TLS socket failed -> reset the plaintext one, and vice versa (the thread's end resets both) */
-  mm_arm_reset(side == 0 ? t->pfd : t->fd);
-}
-
 /* one direction's keys where OpenSSL left them: generation `gen` of the keylog secret, record `seq` */
 static int dir_at(tls13_dir_t *d, uint16_t suite, const unsigned char *secret, size_t len, unsigned gen, uint64_t seq, int enc) {
   if (!tls13_dir_init(d, suite, secret, len, 0, enc)) return 0;
@@ -104,6 +96,7 @@ static int relay_own(tlsr_t *t) {
 static void relay(tlsr_t *t) {
   if (relay_own(t)) return;
   tlsr_wipe_secrets(t); /* OpenSSL relays: it has its own copy of the keys */
+  __atomic_add_fetch(&tlsr_record_stats[1], 1, __ATOMIC_RELAXED);
   tlsr_relay_openssl(t);
 }
 

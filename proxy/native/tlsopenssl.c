@@ -1,5 +1,6 @@
 /* The mTLS relay on OpenSSL's own records (see tlsr.h): MMPROXY_TLS_RECORDS=openssl (the benchmark's comparison
- * row), or a session whose suite tls13rec.c does not run. */
+ * row), or a session whose suite tls13rec.c does not run. One way: tlshandover.c calls tlsr_relay_openssl (and
+ * counts the session in tlsr_record_stats); nothing here calls back into tlshandover.c. */
 #define _GNU_SOURCE
 #include "tlsr.h"
 #include "relaybio.h"
@@ -34,6 +35,14 @@ typedef struct {
   int enc_wait;                  /* SSL_write/SSL_shutdown stopped on a full io.out: wait until it is sent */
   int dec_wait_in, dec_wait_out; /* SSL_read stopped: needs more of io.in / needs io.out sent */
 } rs_t;
+
+/* a socket failed: side 0 = TLS socket failed -> reset the plaintext one, and vice versa (the thread's end resets both) */
+static void tlsr_fail(tlsr_t *t, int side, int err) {
+  t->reason = (err == ECONNRESET || err == EPIPE || err == ETIMEDOUT || err == ECONNABORTED || err == ENOTCONN) ? T_RESET : T_ERROR;
+  t->side = side;
+  t->err = err;
+  mm_arm_reset(side == 0 ? t->pfd : t->fd);
+}
 
 /* errno to report when OpenSSL fails on the TLS side: the recv(2) error behind it, else a reset (a stream cut
  * without close_notify, or records that do not decrypt, are a peer that died or an attack: never a clean end) */
@@ -211,7 +220,6 @@ static void relay_loop(tlsr_t *t, rs_t *s) {
 
 
 void tlsr_relay_openssl(tlsr_t *t) {
-  __atomic_add_fetch(&tlsr_record_stats[1], 1, __ATOMIC_RELAXED);
   rs_t s;
   memset(&s, 0, sizeof s);
   s.p_rd = s.p_wr = s.t_rd = s.t_wr = 1;

@@ -111,9 +111,8 @@ void tlsr_wipe_secrets(tlsr_t *t);
 void *tlsr_thread(void *arg);
 void tlsr_unref(tlsr_t *t);
 void tlsr_free_phase1(tlsr_t *t);
-void tlsr_fail(tlsr_t *t, int side, int err);
 
-/* tlsopenssl.c */
+/* tlsopenssl.c (called by tlshandover.c only; it calls nothing there) */
 void tlsr_relay_openssl(tlsr_t *t);
 
 #endif
