@@ -26,6 +26,49 @@ describe('fleet validation', () => {
     expect(q.fix).toContain('192.168.50.0/29');
   });
 
+  describe('a CIDR with host bits, in every CIDR field: the fix names the masked CIDR, and in a field that takes ranges the range from the given address (issue #39)', () => {
+    const v6 = (d: any) => {
+      d.spec.crossClusterNetwork.addresses = { pool: ['fd00:5:0:400::100-fd00:5:0:400::1ff'], prefixLength: 64 };
+      d.spec.migrationNetwork.supernet = 'fd00:200:0:100::/56';
+    };
+    const range = (given: string, masked: string, whole: string, rest: string) =>
+      `write '${masked}' (the whole ${masked.slice(masked.indexOf('/'))}: ${whole}), or '${rest}' (from ${given} to the end of that block)`;
+    const cidrOnly = (masked: string, whole: string) => `use the masked network address '${masked}' (${whole})`;
+    const cases: [string, (d: any) => void, string, string, string][] = [
+      ['IPv4 pool', (d) => { d.spec.crossClusterNetwork.addresses.pool = ['192.168.60.20/28']; }, 'spec.crossClusterNetwork.addresses.pool[0]', 'address-syntax',
+        range('192.168.60.20', '192.168.60.16/28', '192.168.60.16-192.168.60.31', '192.168.60.20-192.168.60.31')],
+      ['IPv4 pool, the last address of its block', (d) => { d.spec.crossClusterNetwork.addresses.pool = ['192.168.50.0/25', '192.168.60.31/28']; }, 'spec.crossClusterNetwork.addresses.pool[1]', 'address-syntax',
+        range('192.168.60.31', '192.168.60.16/28', '192.168.60.16-192.168.60.31', '192.168.60.31')],
+      ['IPv4 exclusion', (d) => { d.spec.crossClusterNetwork.addresses.exclude = ['192.168.50.5/30']; }, 'spec.crossClusterNetwork.addresses.exclude[0]', 'address-syntax',
+        range('192.168.50.5', '192.168.50.4/30', '192.168.50.4-192.168.50.7', '192.168.50.5-192.168.50.7')],
+      ['IPv4 site pool', (d) => {
+        d.spec.crossClusterNetwork.addresses = undefined;
+        d.spec.crossClusterNetwork.sites = [{ name: 'x', pool: ['192.168.60.20/28'], prefixLength: 24 }];
+      }, 'spec.crossClusterNetwork.sites[0].pool[0]', 'address-syntax', range('192.168.60.20', '192.168.60.16/28', '192.168.60.16-192.168.60.31', '192.168.60.20-192.168.60.31')],
+      ['IPv4 cluster exclusion', (d) => { d.spec.clusters[0].migrationNetwork = { cidr: '10.200.9.0/24', exclude: ['10.200.9.9/29'] }; }, 'spec.clusters[0].migrationNetwork.exclude[0]', 'address-syntax',
+        range('10.200.9.9', '10.200.9.8/29', '10.200.9.8-10.200.9.15', '10.200.9.9-10.200.9.15')],
+      ['IPv6 pool', (d) => { v6(d); d.spec.crossClusterNetwork.addresses.pool = ['fd00:5:0:400::120/120']; }, 'spec.crossClusterNetwork.addresses.pool[0]', 'address-syntax',
+        range('fd00:5:0:400::120', 'fd00:5:0:400::100/120', 'fd00:5:0:400::100-fd00:5:0:400::1ff', 'fd00:5:0:400::120-fd00:5:0:400::1ff')],
+      ['IPv6 exclusion', (d) => { v6(d); d.spec.crossClusterNetwork.addresses.exclude = ['fd00:5:0:400::101/126']; }, 'spec.crossClusterNetwork.addresses.exclude[0]', 'address-syntax',
+        range('fd00:5:0:400::101', 'fd00:5:0:400::100/126', 'fd00:5:0:400::100-fd00:5:0:400::103', 'fd00:5:0:400::101-fd00:5:0:400::103')],
+      ['IPv4 supernet', (d) => { d.spec.migrationNetwork.supernet = '10.200.3.0/16'; }, 'spec.migrationNetwork.supernet', 'cidr-host-bits', cidrOnly('10.200.0.0/16', '10.200.0.0-10.200.255.255')],
+      ['IPv6 supernet', (d) => { v6(d); d.spec.migrationNetwork.supernet = 'fd00:200:0:101::/56'; }, 'spec.migrationNetwork.supernet', 'cidr-host-bits',
+        cidrOnly('fd00:200:0:100::/56', 'fd00:200:0:100::-fd00:200:0:1ff:ffff:ffff:ffff:ffff')],
+      ['IPv4 cluster CIDR', (d) => { d.spec.clusters[0].migrationNetwork = { cidr: '10.200.9.1/24' }; }, 'spec.clusters[0].migrationNetwork.cidr', 'cidr-host-bits', cidrOnly('10.200.9.0/24', '10.200.9.0-10.200.9.255')],
+      ['IPv4 pod CIDR', (d) => { d.spec.clusters[0].podCidrs = ['10.128.1.0/14']; }, 'spec.clusters[0].podCidrs[0]', 'cidr-host-bits', cidrOnly('10.128.0.0/14', '10.128.0.0-10.131.255.255')],
+      ['IPv4 service CIDR', (d) => { d.spec.clusters[0].serviceCidrs = ['172.30.0.1/16']; }, 'spec.clusters[0].serviceCidrs[0]', 'cidr-host-bits', cidrOnly('172.30.0.0/16', '172.30.0.0-172.30.255.255')],
+      ['IPv4 API server CIDR', (d) => { d.spec.networkPolicies = { installed: 'kubevirt', apiServerCidrs: ['10.0.0.1/24'] }; }, 'spec.networkPolicies.apiServerCidrs[0]', 'cidr-host-bits', cidrOnly('10.0.0.0/24', '10.0.0.0-10.0.0.255')],
+      ['IPv4 route destination', (d) => { d.spec.crossClusterNetwork.addresses.routes = [{ dst: '172.31.2.9/24', gw: '192.168.50.1' }]; }, 'spec.crossClusterNetwork.addresses.routes[0].dst', 'cidr-host-bits', cidrOnly('172.31.2.0/24', '172.31.2.0-172.31.2.255')],
+    ];
+
+    test.each(cases)('%s', (_name, change, path, code, fix) => {
+      const ps = problemsOf(mutate(baseFleet(), change));
+      expect(ps.filter((p) => p.path === path)).toEqual([{ code, path, message: expect.stringMatching(/has host bits set$/), fix }]);
+      // the entry's family is still known: no problem follows from reading it as IPv4 (an IPv6 pool's prefixLength 64 "longer than an IPv4 address")
+      expect(ps.map((p) => `${p.code} ${p.path}: ${p.fix}`).join('\n')).not.toMatch(/prefix-too-long|family-mismatch/);
+    });
+  });
+
   test('fails on a malformed CIDR and a reversed range', () => {
     expectProblem(mutate(baseFleet(), (d) => { d.spec.clusters[0].migrationNetwork = { cidr: '10.300.0.0/24' }; }),
       'spec.clusters[0].migrationNetwork.cidr', /not a CIDR/);

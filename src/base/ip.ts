@@ -92,9 +92,15 @@ export function mask(family: Family, prefix: number): bigint {
   return ((1n << BigInt(total)) - 1n) ^ ((1n << BigInt(total - prefix)) - 1n);
 }
 
+/** A CIDR written with host bits: the address as given, and the network it lies in. */
+export interface HostBits {
+  readonly given: Addr;
+  readonly masked: Cidr;
+}
+
 export type CidrParse =
   | { ok: true; cidr: Cidr }
-  | { ok: false; reason: 'syntax' | 'prefix' | 'unmasked'; suggestion?: string };
+  | { ok: false; reason: 'syntax' | 'prefix' | 'unmasked'; suggestion?: string; hostBits?: HostBits; family?: Family };
 
 /** Parse `a.b.c.d/n` or `x::/n`. Unmasked input (host bits set) is refused with the masked suggestion. */
 export const parseCidr = remembered(parseCidrText);
@@ -105,10 +111,11 @@ function parseCidrText(text: string): CidrParse {
   const a = parseAddr(m[1]);
   if (!a) return { ok: false, reason: 'syntax' };
   const prefix = Number(m[2]);
-  if (prefix > bits(a.family)) return { ok: false, reason: 'prefix' };
+  if (prefix > bits(a.family)) return { ok: false, reason: 'prefix', family: a.family };
   const start = a.value & mask(a.family, prefix);
   if (start !== a.value) {
-    return { ok: false, reason: 'unmasked', suggestion: `${formatAddr(addr(a.family, start))}/${prefix}` };
+    const masked = cidrOf(a.family, start, prefix);
+    return { ok: false, reason: 'unmasked', suggestion: formatCidr(masked), hostBits: { given: a, masked }, family: a.family };
   }
   return { ok: true, cidr: cidrOf(a.family, start, prefix) };
 }
@@ -193,7 +200,8 @@ export function aggregateCidrs(list: readonly Cidr[]): Cidr[] {
 
 export type RangeParse =
   | { ok: true; interval: Interval; form: 'cidr' | 'range' | 'single' }
-  | { ok: false; reason: string; suggestion?: string };
+  /** `family`: the family the text is written in, where it shows one (a CIDR with host bits, a reversed range). */
+  | { ok: false; reason: string; suggestion?: string; hostBits?: HostBits; family?: Family };
 
 /** Parse a pool item: a CIDR, an `a-b` range (inclusive), or a single address. */
 export function parsePoolItem(text: string): RangeParse {
@@ -201,8 +209,8 @@ export function parsePoolItem(text: string): RangeParse {
   if (s.includes('/')) {
     const c = parseCidr(s);
     if (c.ok) return { ok: true, interval: c.cidr, form: 'cidr' };
-    if (c.reason === 'unmasked') return { ok: false, reason: 'has host bits set', suggestion: c.suggestion };
-    if (c.reason === 'prefix') return { ok: false, reason: 'prefix length is too long for the address family' };
+    if (c.reason === 'unmasked') return { ok: false, reason: 'has host bits set', suggestion: c.suggestion, hostBits: c.hostBits, family: c.family };
+    if (c.reason === 'prefix') return { ok: false, reason: 'prefix length is too long for the address family', family: c.family };
     return { ok: false, reason: 'is not a CIDR' };
   }
   const dash = s.indexOf('-');
@@ -212,7 +220,7 @@ export function parsePoolItem(text: string): RangeParse {
     if (!a || !b) return { ok: false, reason: 'is not an address range `first-last`' };
     if (a.family !== b.family) return { ok: false, reason: 'mixes IPv4 and IPv6' };
     if (a.value > b.value) {
-      return { ok: false, reason: 'starts after it ends', suggestion: `${formatAddr(b)}-${formatAddr(a)}` };
+      return { ok: false, reason: 'starts after it ends', suggestion: `${formatAddr(b)}-${formatAddr(a)}`, family: a.family };
     }
     return { ok: true, interval: { family: a.family, start: a.value, end: b.value }, form: 'range' };
   }

@@ -4,13 +4,29 @@
  */
 import { ProblemCollector } from '../base/errors';
 import { Attachment } from './schema';
-import { Cidr, Family, Interval, formatInterval, overlaps, parseCidr, parsePoolItem } from '../base/ip';
+import { Cidr, Family, HostBits, Interval, addr, formatAddr, formatCidr, formatInterval, overlaps, parseCidr, parsePoolItem } from '../base/ip';
 import { FORBIDDEN_CIDRS } from '../gateway/runtime-config';
+
+/** `first-last` of an interval, or the one address. */
+const spanText = (i: Interval): string =>
+  (i.start === i.end ? formatAddr(addr(i.family, i.start)) : `${formatAddr(addr(i.family, i.start))}-${formatAddr(addr(i.family, i.end))}`);
+
+/**
+ * The fix of a CIDR written with host bits (`192.168.60.20/28`): the masked network it lies in, with the
+ * addresses that holds, so the widening is seen; where the field takes ranges too, also the range from
+ * the given address to the end of that network, which is often what was meant (issue #39).
+ */
+function hostBitsFix(h: HostBits, ranges: boolean): string {
+  const masked = formatCidr(h.masked);
+  if (!ranges) return `use the masked network address '${masked}' (${spanText(h.masked)})`;
+  const rest = spanText({ family: h.given.family, start: h.given.value, end: h.masked.end });
+  return `write '${masked}' (the whole /${h.masked.prefix}: ${spanText(h.masked)}), or '${rest}' (from ${formatAddr(h.given)} to the end of that block)`;
+}
 
 export function parseCidrField(p: ProblemCollector, path: string, text: string): Cidr | undefined {
   const r = parseCidr(text);
   if (r.ok) return r.cidr;
-  if (r.reason === 'unmasked') p.add('cidr-host-bits', path, `'${text}' has host bits set`, `use the masked network address '${r.suggestion}'`);
+  if (r.reason === 'unmasked') p.add('cidr-host-bits', path, `'${text}' has host bits set`, r.hostBits ? hostBitsFix(r.hostBits, false) : `use the masked network address '${r.suggestion}'`);
   else if (r.reason === 'prefix') p.add('cidr-syntax', path, `'${text}' has a prefix length longer than the address allows`, 'use /0-/32 for IPv4, /0-/128 for IPv6');
   else p.add('cidr-syntax', path, `'${text}' is not a CIDR`, 'write it as address/prefix, e.g. 10.200.0.0/16 or fd00:200::/48');
   return undefined;
@@ -35,7 +51,7 @@ export function checkDialable(p: ProblemCollector, path: string, iv: Interval, w
 export function parseRangeField(p: ProblemCollector, path: string, text: string, fix: string): Interval | undefined {
   const r = parsePoolItem(text);
   if (r.ok) return r.interval;
-  p.add('address-syntax', path, `'${text}' ${r.reason}`, r.suggestion ? `write '${r.suggestion}'` : fix);
+  p.add('address-syntax', path, `'${text}' ${r.reason}`, r.hostBits ? hostBitsFix(r.hostBits, true) : r.suggestion ? `write '${r.suggestion}'` : fix);
   return undefined;
 }
 

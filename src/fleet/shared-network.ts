@@ -7,7 +7,7 @@ import { SiteNetwork } from './sites';
 import { Attachment, FleetSpec } from './schema';
 import {
   Cidr, Family, Interval, bits, cidrOf, contains, countIntervals, formatAddr, formatCidr, mergeIntervals, parseAddr,
-  subtractIntervals, usableHosts,
+  parsePoolItem, subtractIntervals, usableHosts,
 } from '../base/ip';
 import { ResolvedCluster, crossClusterNeeded } from './resolved';
 import { checkAttachment, checkDialable, checkPairwiseOverlaps, parseCidrField, parseRangeField } from './fields';
@@ -25,9 +25,11 @@ export type SharedNetwork = SiteNetwork;
 /** One subnet of the shared network (the fleet's `addresses`, or one site's, src/fleet/sites.ts), problems at `addresses`. */
 export function resolveSharedNetwork(p: ProblemCollector, attachment: Attachment, addresses: NonNullable<FleetSpec['crossClusterNetwork']['addresses']>): SharedNetwork {
   const pool = parsePool(p, addresses.pool);
-  const family: Family = (pool[0]?.family ?? 4) as Family;
+  // the family as written, even where no entry parses (a CIDR with host bits): an IPv6 pool's /64 is not "longer than an IPv4 address"
+  const written = pool[0]?.family ?? writtenFamily(addresses.pool);
+  const family: Family = written ?? 4;
   const prefixLength = addresses.prefixLength;
-  if (prefixLength > bits(family)) p.add('prefix-too-long', `${SHARED}.prefixLength`, `${prefixLength} is longer than an IPv${family} address`, `use at most ${bits(family)}`);
+  if (written && prefixLength > bits(family)) p.add('prefix-too-long', `${SHARED}.prefixLength`, `${prefixLength} is longer than an IPv${family} address`, `use at most ${bits(family)}`);
   const excluded = parseExclusions(p, addresses, pool);
   const subnets = prefixLength <= bits(family) ? poolSubnets(pool, family, prefixLength) : [];
   const reserved = networkAndBroadcast(subnets);
@@ -45,6 +47,16 @@ export function resolveSharedNetwork(p: ProblemCollector, attachment: Attachment
   const reservedInPool = countIntervals(subtractIntervals(pool, excluded)) - countIntervals(usable);
   checkAttachment(p, 'spec.crossClusterNetwork.attachment', attachment, family);
   return { pool, family, prefixLength, excluded, subnets, usable, reservedInPool, gateway: gateway && formatAddr(gateway), routes };
+}
+
+/** The family the first entry that shows one is written in (refused entries included), if any. */
+function writtenFamily(items: readonly string[]): Family | undefined {
+  for (const item of items) {
+    const r = parsePoolItem(item);
+    const f = r.ok ? r.interval.family : r.family;
+    if (f) return f;
+  }
+  return undefined;
 }
 
 function parsePool(p: ProblemCollector, items: readonly string[]): Interval[] {
