@@ -4,11 +4,11 @@
  * (as a user would from the registry), type-check and run a consumer that
  * imports CrossClusterMigrationMesh and synthesizes.
  */
-import { execFileSync } from 'child_process';
+import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { installedApp, npm, versionOf } from './support/packed';
+import { installedApp, npm, npmEnv, versionOf } from './support/packed';
 
 const root = path.join(__dirname, '..');
 
@@ -51,16 +51,22 @@ console.log(JSON.stringify({ charts: mesh.charts.map((c) => c.node.id), gw: mesh
   }
 }, 300_000);
 
+/** The tracked files only, as `git clone` gives them (no node_modules, no lib/), in dir/clone. */
+function freshClone(dir: string): string {
+  const clone = path.join(dir, 'clone');
+  const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter((f) => f && fs.existsSync(path.join(root, f)));
+  for (const f of tracked) {
+    fs.mkdirSync(path.dirname(path.join(clone, f)), { recursive: true });
+    fs.copyFileSync(path.join(root, f), path.join(clone, f));
+  }
+  return clone;
+}
+
 test('npm pack of a fresh clone (no lib/ yet) builds in prepack: the tarball carries lib/ and the CLI', () => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-pack-fresh-'));
   try {
-    // the tracked files only, as `git clone` gives them; node_modules as `npm ci` would leave it
-    const clone = path.join(work, 'clone');
-    const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter((f) => f && fs.existsSync(path.join(root, f)));
-    for (const f of tracked) {
-      fs.mkdirSync(path.dirname(path.join(clone, f)), { recursive: true });
-      fs.copyFileSync(path.join(root, f), path.join(clone, f));
-    }
+    // node_modules as `npm ci` would leave it
+    const clone = freshClone(work);
     fs.symlinkSync(path.join(root, 'node_modules'), path.join(clone, 'node_modules'));
     expect(fs.existsSync(path.join(clone, 'lib'))).toBe(false);
     const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', work], clone).replace(/^[^[]*/, ''))[0] as { files: { path: string }[] };
@@ -71,3 +77,22 @@ test('npm pack of a fresh clone (no lib/ yet) builds in prepack: the tarball car
     fs.rmSync(work, { recursive: true, force: true });
   }
 }, 300_000);
+
+test('npm pack of a fresh clone before `npm ci`: one line says to run npm ci first, and nothing is packed (issue #39)', () => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-pack-noci-'));
+  try {
+    const clone = freshClone(work);
+    const r = spawnSync('npm', ['pack', '--pack-destination', work], { cwd: clone, encoding: 'utf8', timeout: 120_000, env: npmEnv });
+    expect(r.status).not.toBe(0);
+    const said = `${r.stdout}\n${r.stderr}`;
+    // one line of ours, not tsc's "not found" deep in npm's log
+    expect(said.split('\n').filter((l) => /npm ci/.test(l))).toEqual([
+      'migration-mesh: building lib/ needs the dependencies of package.json, and none is installed: run `npm ci` first',
+    ]);
+    expect(said).not.toMatch(/tsc: not found|command not found|Cannot find module/);
+    expect(fs.readdirSync(work).filter((f) => f.endsWith('.tgz'))).toEqual([]);
+    expect(fs.existsSync(path.join(clone, 'lib'))).toBe(false);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}, 120_000);

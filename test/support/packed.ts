@@ -19,7 +19,7 @@ import * as path from 'path';
 
 const root = path.join(__dirname, '..', '..');
 const cacheDir = path.join(os.tmpdir(), 'mm-packed');
-const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+export const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
 
 /** Runs npm in cwd; its stdout. */
 export function npm(args: string[], cwd: string): string {
