@@ -4,11 +4,11 @@
  * asked in parallel and given at most `timeoutMs`; an unreachable cluster becomes one line.
  */
 import * as crypto from 'crypto';
-import * as fs from 'fs';
 import * as path from 'path';
 import * as k8s from '@kubernetes/client-node';
-import * as yaml from 'yaml';
 import { loadFleetFile } from '../src/fleet/load';
+import { readInputBytes } from '../src/base/input-file';
+import { decodeInput, parseYamlInput } from '../src/base/yaml-input';
 import { resolveFleet } from '../src/fleet/resolve';
 import { hcoKubevirtOf } from '../src/kubevirt/config';
 import { FleetStatus, judgeFleet, ownedDifference } from '../src/report/status';
@@ -130,7 +130,13 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   const doc = loadFleetFile(o.fleetFile);
   const fleet = resolveFleet(doc, o.fleetFile);
   const base = new k8s.KubeConfig();
-  if (o.kubeconfig) base.loadFromFile(o.kubeconfig); else base.loadFromDefault();
+  if (o.kubeconfig) {
+    // what loadFromFile does, with the file read as every input is
+    base.loadFromString(inputText(o.kubeconfig, 'kubeconfig'));
+    base.makePathsAbsolute(path.dirname(o.kubeconfig));
+  } else {
+    base.loadFromDefault();
+  }
   const timeoutMs = o.timeoutMs ?? 10_000;
   const progress = createProgress('status: clusters answered', { minTotal: 2 });
   let done = 0;
@@ -163,9 +169,14 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   return judgeFleet(fleet.name, clusters, groups, moves);
 }
 
+/** An input file's text, read as every input is (src/base/input-file.ts: bounded in size and time, whatever the path is). */
+function inputText(file: string, what: string): string {
+  return decodeInput(readInputBytes(file, what, file), file, file);
+}
+
 /** `--context-map FILE`: a YAML/JSON mapping of cluster name to kubeconfig context. */
 export function loadContextMap(file: string): Record<string, string> {
-  const m = yaml.parse(fs.readFileSync(file, 'utf8')) as unknown;
+  const m = parseYamlInput(inputText(file, 'context map'), file, 'yaml-syntax', 'context map', file);
   if (typeof m !== 'object' || m === null || Array.isArray(m) || Object.values(m).some((v) => typeof v !== 'string')) {
     throw new Error(`${file}: a context map is a mapping of cluster name to kubeconfig context name (east-1: prod-east)`);
   }

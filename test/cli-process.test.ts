@@ -4,7 +4,7 @@
  * a module-order defect that breaks the real binary (a `const` used by a command but defined below
  * the line that starts the CLI).
  */
-import { execFileSync, spawnSync } from 'child_process';
+import { execFileSync, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -43,6 +43,91 @@ describe('the built migration-mesh binary', () => {
     for (const f of fs.readdirSync(path.join(fleetDir, east))) {
       if (!fs.statSync(path.join(fleetDir, east, f)).isFile()) continue;
       expect(fs.readFileSync(path.join(outDir, east, f), 'utf8')).toBe(fs.readFileSync(path.join(fleetDir, east, f), 'utf8'));
+    }
+  });
+});
+
+/**
+ * An input that is not a regular file (issue #39): the 4 MiB cap holds whatever the path is, and a pipe
+ * that never sends is given up on in bounded time, each with its code. In a child process: before the
+ * fix, /dev/zero was read for good (a FIFO without a writer blocked in open()), which in-process would
+ * hang the test runner itself.
+ */
+describe('inputs that are devices, FIFOs or pipes: bounded in size and time', () => {
+  let tmp: string;
+  let fleet: string;
+  beforeAll(() => {
+    if (!fs.existsSync(BIN)) execFileSync('npx', ['tsc', '-p', '.'], { cwd: ROOT, stdio: 'inherit' });
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-dev-'));
+    fleet = path.join(tmp, 'sites.fleet.yaml');
+    fs.copyFileSync(FLEET, fleet);
+  });
+  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+  /** The CLI with a hard stop well past the bound under test; its JSON, status and seconds taken. */
+  const timed = (args: string[], cwd = tmp) => {
+    const t0 = Date.now();
+    const r = spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL' });
+    return { ...r, seconds: (Date.now() - t0) / 1000 };
+  };
+  const problemsIn = (out: string) => (JSON.parse(out) as { problems: { code: string; path: string; message: string; fix?: string }[] }[])[0].problems;
+
+  test('/dev/zero as the fleet file: refused as file-too-large within 5 s, having read at most 4 MiB + 1', () => {
+    const r = timed(['validate', '/dev/zero', '--output', 'json']);
+    expect(r.signal).toBeNull();
+    expect(r.seconds).toBeLessThan(5);
+    expect(r.status).toBe(1);
+    expect(problemsIn(r.stdout)).toEqual([{
+      code: 'file-too-large', path: '(document)',
+      message: 'the fleet file is a character device that gave more than 4194304 bytes; inputs are limited to 4194304 (4 MiB)',
+      fix: 'give the path of the fleet file itself: a device such as /dev/zero or /dev/urandom never ends',
+    }]);
+  });
+
+  test('a FIFO that no process writes to: refused as file-stalled after 3 s, not blocked in open() for good', () => {
+    const fifo = path.join(tmp, 'nobody.fleet.yaml');
+    execFileSync('mkfifo', [fifo]);
+    const r = timed(['validate', fifo, '--output', 'json']);
+    expect(r.signal).toBeNull();
+    expect(r.seconds).toBeGreaterThanOrEqual(3);
+    expect(r.seconds).toBeLessThan(8);
+    expect(r.status).toBe(1);
+    expect(problemsIn(r.stdout)).toEqual([{
+      code: 'file-stalled', path: '(document)',
+      message: 'the fleet file is a FIFO (or pipe) and nothing was written to it within 3 s: no process has it open for writing, or its writer closed it without writing',
+      fix: `start what writes it before or right after migration-mesh (e.g. \`cat prod.fleet.yaml > ${fifo} &\`), or give the path of the fleet file itself`,
+    }]);
+  });
+
+  test('a FIFO with a writer, as process substitution gives: read whole and validated', () => {
+    const fifo = path.join(tmp, 'fed.fleet.yaml');
+    execFileSync('mkfifo', [fifo]);
+    const writer = spawn('sh', ['-c', 'cat "$0" > "$1"', FLEET, fifo], { stdio: 'ignore' });
+    const r = timed(['validate', fifo]);
+    writer.kill();
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe(`${fifo}: valid\n`);
+    expect(r.status).toBe(0);
+  });
+
+  test('every other input read too: the ledger, the moves file (here links to /dev/zero), --context-map and --kubeconfig', () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'inputs-'));
+    const f = path.join(dir, 'x.fleet.yaml');
+    fs.copyFileSync(FLEET, f);
+    fs.symlinkSync('/dev/zero', path.join(dir, 'x.ledger.yaml'));
+    let r = timed(['validate', f, '--output', 'json']);
+    expect(r.seconds).toBeLessThan(5);
+    expect(problemsIn(r.stdout)).toEqual([expect.objectContaining({ code: 'file-too-large', path: path.join(dir, 'x.ledger.yaml'), message: expect.stringMatching(/^the ledger is a character device that gave more than 4194304 bytes/) })]);
+    fs.unlinkSync(path.join(dir, 'x.ledger.yaml'));
+    fs.symlinkSync('/dev/zero', path.join(dir, 'x.moves.yaml'));
+    r = timed(['validate', f, '--output', 'json']);
+    expect(r.seconds).toBeLessThan(5);
+    expect(problemsIn(r.stdout)).toEqual([expect.objectContaining({ code: 'file-too-large', path: path.join(dir, 'x.moves.yaml'), message: expect.stringMatching(/^the moves file is a character device/) })]);
+    fs.unlinkSync(path.join(dir, 'x.moves.yaml'));
+    for (const flag of ['--context-map', '--kubeconfig']) {
+      r = timed(['status', f, flag, '/dev/zero', '--out', path.join(dir, 'dist'), '--timeout', '1']);
+      expect({ flag, seconds: r.seconds < 5, status: r.status }).toEqual({ flag, seconds: true, status: 1 });
+      expect(r.stderr).toMatch(/\/dev\/zero: .*\[file-too-large\]|\[file-too-large\] .*\/dev\/zero/);
     }
   });
 });

@@ -4,11 +4,14 @@
  * results in a multi-file run. Each case failed on the old code (a crash, a wrong code, or the run
  * stopped at the bad file).
  */
+import { execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import { PROBLEM_CODES } from '../src/base/problem-codes';
+import { MigrationMeshError } from '../src/base/errors';
+import { MAX_INPUT_BYTES } from '../src/base/yaml-input';
 import { baseFleet, mutate, runCli } from './support/fleets';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-input-'));
@@ -80,4 +83,72 @@ test('a ledger that is several documents or an alias bomb is refused with a code
   expect(entry.problems).toEqual([expect.objectContaining({ code: 'yaml-aliases', path: ledger })]);
   fs.writeFileSync(ledger, 'a: 1\n---\nb: 2\n');
   expect(JSON.parse(runCli(['validate', f, '--output', 'json']).out)[0].problems[0]).toMatchObject({ code: 'yaml-multi-document', path: ledger });
+});
+
+/**
+ * The one reader of every input (issue #39): whatever the path is, it stops at 4 MiB + 1 byte and never
+ * blocks for good. The CLI's bounds (3 s without a writer, 30 s of silence) are shortened here; the
+ * built CLI is held to them in test/cli-process.test.ts.
+ */
+describe('readInputBytes: the size cap and the time bounds hold for every kind of path', () => {
+  const { readInputBytes } = require('../src/base/input-file') as typeof import('../src/base/input-file');
+  const wait = { noWriterMs: 400, idleMs: 600, totalMs: 5000 };
+  const fifo = (name: string): string => {
+    const f = path.join(dir, name);
+    execFileSync('mkfifo', [f]);
+    return f;
+  };
+  const refusal = (fn: () => unknown): { ms: number; problem?: { code: string; path: string; message: string; fix?: string } } => {
+    const t0 = Date.now();
+    try { fn(); } catch (e) { return { ms: Date.now() - t0, problem: (e as MigrationMeshError).problems?.[0] }; }
+    return { ms: Date.now() - t0 };
+  };
+
+  test('a regular file is read whole; one over 4 MiB is refused from its size, before it is read', () => {
+    expect(Buffer.from(readInputBytes(write('r.fleet.yaml', good), 'fleet file')).toString()).toBe(good);
+    const big = write('huge.fleet.yaml', Buffer.alloc(MAX_INPUT_BYTES + 1, 'a'));
+    expect(refusal(() => readInputBytes(big, 'fleet file')).problem).toEqual({
+      code: 'file-too-large', path: '(document)', message: `the file has ${MAX_INPUT_BYTES + 1} bytes; inputs are limited to ${MAX_INPUT_BYTES} (4 MiB)`, fix: expect.any(String),
+    });
+  });
+
+  test('a /proc file (size 0 in its stat) is read to its end', () => {
+    expect(Buffer.from(readInputBytes('/proc/self/status', 'fleet file')).toString()).toMatch(/^Name:/);
+  });
+
+  test('/dev/urandom: cut off after 4 MiB + 1 byte, refused as file-too-large', () => {
+    const r = refusal(() => readInputBytes('/dev/urandom', 'ledger', '/dev/urandom'));
+    expect(r.ms).toBeLessThan(3000);
+    expect(r.problem).toMatchObject({ code: 'file-too-large', path: '/dev/urandom', message: /^the ledger is a character device that gave more than 4194304 bytes/ });
+  });
+
+  test('a FIFO whose writer holds it open and sends nothing: file-stalled after the silence bound', () => {
+    const f = fifo('silent.fleet.yaml');
+    const writer = spawn('sh', ['-c', 'exec 3>"$0"; printf "a: 1\\n" >&3; sleep 5', f], { stdio: 'ignore' });
+    const r = refusal(() => readInputBytes(f, 'fleet file', undefined, wait));
+    writer.kill();
+    expect(r.ms).toBeGreaterThanOrEqual(600);
+    expect(r.ms).toBeLessThan(3000);
+    expect(r.problem).toEqual({
+      code: 'file-stalled', path: '(document)',
+      message: 'the fleet file is a FIFO (or pipe) whose writer sent 5 bytes, then nothing for 0.6 s without closing it',
+      fix: 'check the process writing to it (it must close the pipe when it is done), or give the path of the fleet file itself',
+    });
+  });
+
+  test('a FIFO written in two parts with a pause shorter than the bound, by a writer that starts late: read whole', () => {
+    const f = fifo('late.fleet.yaml');
+    const writer = spawn('sh', ['-c', 'sleep 0.2; exec 3>"$0"; printf "a: 1\\n" >&3; sleep 0.3; printf "b: 2\\n" >&3', f], { stdio: 'ignore' });
+    const text = Buffer.from(readInputBytes(f, 'fleet file', undefined, wait)).toString();
+    writer.kill();
+    expect(text).toBe('a: 1\nb: 2\n');
+  });
+
+  test('a socket or a directory: refused at once as file-unreadable, saying what the path is', () => {
+    const sock = path.join(dir, 'fleet.sock');
+    const server = execFileSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(sock)}, () => process.exit(0))`]);
+    expect(server).toBeDefined();
+    expect(refusal(() => readInputBytes(sock, 'fleet file')).problem).toMatchObject({ code: 'file-unreadable', path: sock, message: `cannot read fleet file ${sock}: it is a Unix socket, not a file` });
+    expect(refusal(() => readInputBytes(dir, 'ledger')).problem).toMatchObject({ code: 'file-unreadable', path: dir, message: `cannot read ledger ${dir}: it is a directory` });
+  });
 });

@@ -1,11 +1,12 @@
 /**
  * A fleet as given (a file, YAML/JSON text or an object) to a checked document, and reading ledger
- * files. The only module of the planning side that touches the file system.
+ * files. Files are read through src/base/input-file.ts (bounded in size and time, whatever the path is).
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { FleetValidationError, MigrationMeshError } from '../base/errors';
-import { MAX_INPUT_BYTES, decodeInput, parseYamlInput } from '../base/yaml-input';
+import { FleetValidationError } from '../base/errors';
+import { decodeInput, parseYamlInput } from '../base/yaml-input';
+import { readInputBytes } from '../base/input-file';
 import { FleetDocument } from './schema';
 import { Ledger, parseLedger } from '../addressing/ledger';
 import { checkFleetDocument } from './document';
@@ -30,18 +31,13 @@ function parseYaml(text: string, source: string): unknown {
   return parseYamlInput(text, source, 'yaml-syntax', 'fleet file');
 }
 
-/** A file's text: refused with a code when unreadable, too large (checked before reading) or not UTF-8. */
+/**
+ * A file's text: refused with a code when unreadable, too large (a regular file checked before reading;
+ * anything else cut off at the cap), a FIFO or pipe that sends nothing, or not UTF-8.
+ */
 function readInputText(file: string, what = 'fleet file'): string {
-  try {
-    const size = fs.statSync(file).size;
-    const at = what === 'fleet file' ? undefined : file;
-    if (size > MAX_INPUT_BYTES) return decodeInput(new Uint8Array(size), file, at);
-    return decodeInput(fs.readFileSync(file), file, at);
-  } catch (e) {
-    if (e instanceof MigrationMeshError) throw e;
-    const message = `cannot read ${what} ${file}: ${(e as Error).message}`;
-    throw new MigrationMeshError(message, [{ code: 'file-unreadable', path: file, message, fix: 'check the path and its permissions' }]);
-  }
+  const at = what === 'fleet file' ? undefined : file;
+  return decodeInput(readInputBytes(file, what, at), file, at);
 }
 
 function readText(file: string): string {

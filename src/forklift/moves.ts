@@ -1,11 +1,12 @@
 /**
  * The moves file beside a fleet file (`prod.fleet.yaml` -> `prod.moves.yaml`): read, checked with the
- * same zod schema as `spec.forklift.moves`, every problem with its path. Touches the file system (like
- * load.ts), no cdk8s import.
+ * same zod schema as `spec.forklift.moves`, every problem with its path. Reads through
+ * src/base/input-file.ts (like load.ts), no cdk8s import.
  */
 import * as fs from 'fs';
 import * as path from 'path';
 import { decodeInput, parseYamlInput } from '../base/yaml-input';
+import { readInputBytes } from '../base/input-file';
 import { FleetProblem, FleetValidationError, pathToString } from '../base/errors';
 import { movesDocumentSchema } from './schema';
 import { MovesInput } from './checks';
@@ -32,5 +33,5 @@ export function parseMovesText(text: string, source: string, fleet: string): Mov
 /** The moves file beside a fleet file, if there is one. */
 export function loadMovesFile(file: string, fleet: string): MovesInput | undefined {
   if (!fs.existsSync(file)) return undefined;
-  return parseMovesText(decodeInput(fs.readFileSync(file), file, file), file, fleet);
+  return parseMovesText(decodeInput(readInputBytes(file, 'moves file', file), file, file), file, fleet);
 }
