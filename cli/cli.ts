@@ -25,7 +25,7 @@ import { OutputWriteError, writeOutputs } from './write-tree';
 import { svgTargetProblem } from './svg-target';
 import { planReport, renderPlanTable } from '../src/report/plan-report';
 import { renderFleetSvg } from '../src/report/fleet-svg';
-import { diffTrees, renderDiff, FleetDiff } from '../src/report/tree-diff';
+import { diffTrees, renderDiff, FleetDiff, NotCompared } from '../src/report/tree-diff';
 import { diffFleets } from './diff-fleets';
 import { createProgress } from './progress';
 import { FleetDocument } from '../src/fleet/schema';
@@ -350,8 +350,9 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
       const after = readFleetFile(files[1]);
       const moves = [oldMoves, movesFor(files[1], after)] as const;
       current = undefined;
-      notes.push(...oldInputsMissing(args, files[0], files[1]));
-      d = diffFleets(before, after, { ledger, renamedFrom: renamedFrom(args), moves, sources: [files[0], files[1]] });
+      const missing = oldInputsMissing(args, files[0], files[1]);
+      notes.push(...missing.notes);
+      d = diffFleets(before, after, { ledger, renamedFrom: renamedFrom(args), moves, sources: [files[0], files[1]], unknown: missing.unknown });
     } else if (files.length === 1) {
       const doc = readFleetFile(files[0]);
       const ledger = ledgerFor(args, files[0]);
@@ -366,8 +367,8 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
       throw new Error(`diff takes OLD NEW or one fleet file, got ${files.length} files`);
     }
     if (format === 'json') {
-      const { clusters, summary, changed, counts, moves } = d;
-      out(`${JSON.stringify({ changed, summary, counts, clusters, moves, ...(notes.length ? { notes: notes.map(problemJson) } : {}) }, null, 2)}\n`);
+      const { clusters, summary, changed, counts, moves, unknown } = d;
+      out(`${JSON.stringify({ changed, summary, counts, clusters, moves, ...(unknown ? { unknown } : {}), ...(notes.length ? { notes: notes.map(problemJson) } : {}) }, null, 2)}\n`);
     } else {
       for (const n of notes) err(`warning: ${formatProblem(n)}\n`);
       out(renderDiff(d));
@@ -382,23 +383,28 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
 }
 
 /**
- * Two-file diff reads OLD's ledger and moves file the way synth does (beside OLD, or --ledger); where
- * they are missing but NEW has its own, OLD is planned without them: say so, the diff then shows
- * addresses OLD already holds as moving and moves already made as new.
+ * Two-file diff reads OLD's ledger and moves file the way synth does (beside OLD, or --ledger). Where
+ * they are missing but NEW has its own (OLD taken out of Git on its own), what they decide cannot be
+ * known (issue #39): a warning with the fix, and the diff claims nothing about it (`unknown`): OLD is
+ * planned from scratch and its address moves are not compared; OLD takes NEW's moves and no move or
+ * run is called new.
  */
-function oldInputsMissing(args: Args, oldFile: string, newFile: string): FleetProblem[] {
+function oldInputsMissing(args: Args, oldFile: string, newFile: string): { notes: FleetProblem[]; unknown: NotCompared } {
   const notes: FleetProblem[] = [];
+  const unknown: { moves?: string; addresses?: string } = {};
   const oldLedger = ledgerPath(args, oldFile);
   if (!fs.existsSync(oldLedger) && fs.existsSync(ledgerPathFor(newFile))) {
-    notes.push({ code: 'diff/old-ledger-missing', path: oldLedger, message: `OLD has no ledger (${oldLedger} does not exist; NEW's is ${ledgerPathFor(newFile)}): OLD is planned from scratch, so addresses it already holds may show as moving`,
+    unknown.addresses = `OLD has no ledger (${oldLedger} does not exist)`;
+    notes.push({ code: 'diff/old-ledger-missing', path: oldLedger, message: `OLD has no ledger (${oldLedger} does not exist; NEW's is ${ledgerPathFor(newFile)}): OLD is planned from scratch, so addresses it already holds may show as moving; address moves are not compared`,
       fix: `put OLD's committed ledger there (e.g. git show REV:${ledgerPathFor(newFile)} > ${oldLedger}), or give --ledger FILE` });
   }
   const oldMoves = movesPathFor(oldFile);
   if (!fs.existsSync(oldMoves) && fs.existsSync(movesPathFor(newFile))) {
-    notes.push({ code: 'diff/old-moves-missing', path: oldMoves, message: `OLD has no moves file (${oldMoves} does not exist; NEW's is ${movesPathFor(newFile)}): every move of NEW shows as new`,
+    unknown.moves = `OLD has no moves file (${oldMoves} does not exist)`;
+    notes.push({ code: 'diff/old-moves-missing', path: oldMoves, message: `OLD has no moves file (${oldMoves} does not exist; NEW's is ${movesPathFor(newFile)}): OLD is synthesized with NEW's moves, and moves and runs are not compared`,
       fix: `put OLD's moves file there (e.g. git show REV:${movesPathFor(newFile)} > ${oldMoves})` });
   }
-  return notes;
+  return { notes, unknown };
 }
 
 function renamedFrom(args: Args): string | undefined {

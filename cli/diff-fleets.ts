@@ -5,7 +5,7 @@
  */
 import { FleetDocument } from '../src/fleet/schema';
 import { Ledger } from '../src/addressing/ledger';
-import { FleetDiff, TreeSnapshot, diffTrees } from '../src/report/tree-diff';
+import { FleetDiff, NotCompared, TreeSnapshot, diffTrees } from '../src/report/tree-diff';
 import { SynthResult, synthesizeFleet } from './synthesize-fleet';
 import { MovesInput } from '../src/forklift/checks';
 import { FleetValidationError } from '../src/base/errors';
@@ -19,6 +19,13 @@ export interface DiffFleetsOptions {
   readonly renamedFrom?: string;
   /** The two fleets' files: a fleet's problems are thrown naming the file they belong to. @default - not named */
   readonly sources?: readonly [string, string];
+  /**
+   * What the `before` side's inputs cannot tell, and why (its ledger or moves file was not there to read).
+   * With `moves` set and no moves given for `before`, `before` is synthesized with `after`'s moves (those
+   * between its own clusters), so the files the moves make do not show as changes, and the diff claims
+   * no move and no run. @default - everything is known
+   */
+  readonly unknown?: NotCompared;
 }
 
 export interface DiffFleetsResult extends FleetDiff {
@@ -34,10 +41,20 @@ function snapshotOf(r: SynthResult): TreeSnapshot {
 
 /** What changing `before` into `after` does to the synthesized tree and the ledger. */
 export function diffFleets(before: FleetDocument, after: FleetDocument, opts: DiffFleetsOptions = {}): DiffFleetsResult {
-  const b = inSource(opts.sources?.[0], () => synthesizeFleet(before, { ledger: opts.ledger, moves: opts.moves?.[0] }));
+  const unknown = opts.unknown ?? {};
+  const oldMoves = opts.moves?.[0] ?? (unknown.moves ? movesBetween(opts.moves?.[1], before) : undefined);
+  const b = inSource(opts.sources?.[0], () => synthesizeFleet(before, { ledger: opts.ledger, moves: oldMoves }));
   const renamed = after.metadata.name !== before.metadata.name ? (opts.renamedFrom ?? undefined) : undefined;
   const a = inSource(opts.sources?.[1], () => synthesizeFleet(after, { ledger: b.ledger, renamedFrom: renamed, moves: opts.moves?.[1] }));
-  return { ...diffTrees(snapshotOf(b), snapshotOf(a)), before: b, after: a };
+  return { ...diffTrees(snapshotOf(b), snapshotOf(a), unknown), before: b, after: a };
+}
+
+/** The moves of `after` that `before` could have held: those between two of its clusters. */
+function movesBetween(moves: MovesInput | undefined, fleet: FleetDocument): MovesInput | undefined {
+  if (!moves) return undefined;
+  const names = new Set(fleet.spec.clusters.map((c) => c.name));
+  const kept = moves.moves.filter((m) => names.has(m.from) && names.has(m.to));
+  return kept.length ? { ...moves, moves: kept } : undefined;
 }
 
 /** `fn()`, its fleet problems thrown as belonging to `source` (the file of that side of the diff). */

@@ -259,6 +259,61 @@ describe('migration-mesh diff', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  test('OLD taken out of Git on its own (no ledger or moves beside it): the diff says what it cannot know and never claims a run (issue #39)', () => {
+    const dir = tmp();
+    const now = path.join(dir, 'm.fleet.yaml');
+    for (const ext of ['fleet', 'ledger', 'moves']) fs.copyFileSync(path.join(EX, `metro-moves.${ext}.yaml`), path.join(dir, `m.${ext}.yaml`));
+    // NEW really starts a second run: wave-2 gets start: true
+    const moves = path.join(dir, 'm.moves.yaml');
+    fs.writeFileSync(moves, fs.readFileSync(moves, 'utf8').replace('batch: wave-2}', 'batch: wave-2, start: true}'));
+    const away = path.join(dir, 'away');
+    fs.mkdirSync(away);
+    const old = path.join(away, 'old.fleet.yaml');
+    fs.copyFileSync(now, old);
+    const unknownMoves = `moves and runs not compared: OLD has no moves file (${path.join(away, 'old.moves.yaml')} does not exist), so which moves are new and which runs a merge starts cannot be told from these files`;
+    const unknownAddresses = `existing addresses not compared: OLD has no ledger (${path.join(away, 'old.ledger.yaml')} does not exist), so OLD is planned from scratch and addresses it already holds may show as moving`;
+
+    const r = run('diff', old, now);
+    // wave-1's run, already in Git, is not "new"; wave-2's, really new, cannot be told either
+    expect(r.out).not.toMatch(/run starts on merge|runs? starts? on merge|move planned|move dropped/);
+    expect(r.out).toContain(unknownMoves);
+    // the fleet is the same: nothing else changes, and the summary says what was not compared
+    expect(r.out).toBe(`no change\n${unknownMoves}\n${unknownAddresses}\n`);
+    expect(r.code).toBe(0);
+    const j = JSON.parse(run('diff', old, now, '--output', 'json').out);
+    expect(j.changed).toBe(false);
+    expect(j.moves).toEqual({ added: [], removed: [], started: [] });
+    expect(j.unknown).toEqual({
+      moves: `OLD has no moves file (${path.join(away, 'old.moves.yaml')} does not exist)`,
+      addresses: `OLD has no ledger (${path.join(away, 'old.ledger.yaml')} does not exist)`,
+    });
+
+    // NEW also changes the fleet: its changes are shown, the summary claims no move or run
+    const after = YAML.parse(fs.readFileSync(now, 'utf8'));
+    after.spec.clusters.find((c: { name: string }) => c.name === 'edge').gateway.replicas = 2;
+    fs.writeFileSync(now, YAML.stringify(after));
+    const changed = run('diff', old, now);
+    expect(changed.code).toBe(1);
+    expect(changed.out).toMatch(/^edge \(changed\)\n {2}\+ 10-gateway\/Deployment\.migration-mesh\.migration-mesh-gateway-1\.yaml$/m);
+    expect(changed.out).not.toMatch(/run starts on merge|move planned/);
+    const [moveLine, addressLine, summary] = changed.out.trim().split('\n').slice(-3);
+    expect([moveLine, addressLine]).toEqual([unknownMoves, unknownAddresses]);
+    expect(summary).toMatch(/^changing 3 clusters: existing addresses not compared, .*; moves: not compared$/);
+    fs.copyFileSync(old, now);
+
+    // with OLD's moves and ledger beside it, the one new run is named, and only it
+    fs.copyFileSync(path.join(EX, 'metro-moves.moves.yaml'), path.join(away, 'old.moves.yaml'));
+    fs.copyFileSync(path.join(EX, 'metro-moves.ledger.yaml'), path.join(away, 'old.ledger.yaml'));
+    const known = run('diff', old, now);
+    expect(known.out.split('\n').filter((l) => /run starts on merge/.test(l))).toEqual([
+      '  run starts on merge: wave-2-east-to-edge-run-1 (plan wave-2-east-to-edge)',
+      'changing the Forklift hub: 0 existing addresses move, 1 files added, 0 removed, 1 changed; moves: 0 planned, 0 dropped, 1 run starts on merge',
+    ]);
+    expect(known.out).not.toMatch(/not compared/);
+    expect(JSON.parse(run('diff', old, now, '--output', 'json').out).unknown).toBeUndefined();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   test('one-file form compares against the written tree and the committed ledger', () => {
     const dir = tmp();
     const f = path.join(dir, 'vep.fleet.yaml');

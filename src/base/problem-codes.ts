@@ -165,8 +165,8 @@ export const PROBLEM_CODES = {
   'write/read-only': { stage: 'write', meaning: 'The output or the ledger is on a read-only file system (EROFS).' },
   'write/no-space': { stage: 'write', meaning: 'No space left (ENOSPC, EDQUOT) while writing the output or the ledger.' },
   'write/failed': { stage: 'write', meaning: 'Another file system error while writing the output or the ledger (the message names it).' },
-  'diff/old-ledger-missing': { stage: 'parse', meaning: 'Warning of two-file `diff`: OLD has no ledger beside it (nor --ledger) while NEW has one; OLD is planned from scratch.' },
-  'diff/old-moves-missing': { stage: 'parse', meaning: 'Warning of two-file `diff`: OLD has no moves file beside it while NEW has one; every move shows as new.' },
+  'diff/old-ledger-missing': { stage: 'parse', meaning: 'Warning of two-file `diff`: OLD has no ledger beside it (nor --ledger) while NEW has one; OLD is planned from scratch and address moves are not compared.' },
+  'diff/old-moves-missing': { stage: 'parse', meaning: 'Warning of two-file `diff`: OLD has no moves file beside it while NEW has one; OLD takes NEW\'s moves, and no move or run is called new (moves are not compared).' },
   'write/locked': { stage: 'write', meaning: 'Another migration-mesh writer holds the lock beside the output or the ledger (a live process; a dead one\'s lock is taken over).' },
   'write/input': { stage: 'write', meaning: 'A file to write is one of the run\'s inputs (the fleet, its ledger or moves file): `plan --svg` never overwrites an input.' },
   // ---- `migration-mesh status`: findings about live clusters (docs/status.md) ----

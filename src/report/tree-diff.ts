@@ -34,13 +34,26 @@ export interface ClusterDiff {
   readonly nodes?: { readonly from?: number; readonly to?: number };
 }
 
+/**
+ * What the diff cannot tell because an input of the `before` side was not there to read (a fleet taken
+ * out of Git on its own, issue #39): each field says why. Set, the diff claims nothing about it.
+ */
+export interface NotCompared {
+  /** OLD's moves file is unknown: no move is "planned" or "dropped", no run "starts on merge". */
+  readonly moves?: string;
+  /** OLD's ledger is unknown: OLD is planned from scratch, so whether existing addresses move is not told. */
+  readonly addresses?: string;
+}
+
 export interface FleetDiff {
   /** Only clusters with a change, sorted by name. */
   readonly clusters: ClusterDiff[];
   readonly summary: string;
   readonly changed: boolean;
-  /** VMs whose moves are planned or dropped, runs a merge starts (`_forklift/`). */
+  /** VMs whose moves are planned or dropped, runs a merge starts (`_forklift/`); empty when `unknown.moves`. */
   readonly moves: MovesDiff;
+  /** What was not compared, and why. @default - everything was */
+  readonly unknown?: NotCompared;
   readonly counts: {
     readonly filesAdded: number; readonly filesRemoved: number; readonly filesChanged: number;
     /** Addresses held before and after at a different place. */
@@ -85,8 +98,11 @@ function peerTables(files: ReadonlyMap<string, string>): Map<string, string> {
 
 const sorted = (xs: Iterable<string>): string[] => [...xs].sort();
 
-/** Compare two trees. `changed` is true exactly when a file or a ledger entry differs. */
-export function diffTrees(before: TreeSnapshot, after: TreeSnapshot): FleetDiff {
+/**
+ * Compare two trees. `changed` is true exactly when a file or a ledger entry differs. `unknown`: what the
+ * `before` side's inputs could not tell (summary and moves then claim nothing about it).
+ */
+export function diffTrees(before: TreeSnapshot, after: TreeSnapshot, unknown: NotCompared = {}): FleetDiff {
   const a = byCluster(before.files);
   const b = byCluster(after.files);
   const ledgerA = before.ledger ?? emptyLedger(after.ledger?.fleet ?? '');
@@ -132,10 +148,20 @@ export function diffTrees(before: TreeSnapshot, after: TreeSnapshot): FleetDiff 
     peerTablesLosing: clusters.filter((c) => existing(c) && c.peers.lost.length > 0).length,
     peerTablesUpdated: clusters.filter((c) => existing(c) && c.peers.updated.length > 0).length,
   };
-  const moves = diffMoves(before.files, after.files);
-  const movesNote = moves.added.length || moves.removed.length || moves.started.length
+  const moves = unknown.moves ? { added: [], removed: [], started: [] } : diffMoves(before.files, after.files);
+  const movesNote = unknown.moves ? '; moves: not compared' : moves.added.length || moves.removed.length || moves.started.length
     ? `; moves: ${moves.added.length} planned, ${moves.removed.length} dropped, ${plural(moves.started.length, 'run')} ${moves.started.length === 1 ? 'starts' : 'start'} on merge` : '';
-  return { clusters, summary: summarize(clusters, counts) + movesNote, changed: clusters.length > 0, moves, counts };
+  const notCompared = unknown.moves || unknown.addresses ? { unknown: { ...unknown } } : {};
+  const summary = clusters.length ? summarize(clusters, counts, !!unknown.addresses) + movesNote : 'no change';
+  return { clusters, summary, changed: clusters.length > 0, moves, counts, ...notCompared };
+}
+
+/** What was not compared, one line each, for the text diff. */
+function notComparedLines(u: NotCompared | undefined): string[] {
+  return [
+    ...(u?.moves ? [`moves and runs not compared: ${u.moves}, so which moves are new and which runs a merge starts cannot be told from these files`] : []),
+    ...(u?.addresses ? [`existing addresses not compared: ${u.addresses}, so OLD is planned from scratch and addresses it already holds may show as moving`] : []),
+  ];
 }
 
 const intervals = (list: string): Interval[] => list.split(',').map((x) => parsePoolItem(x.trim())).flatMap((r) => (r.ok ? [r.interval] : []));
@@ -153,8 +179,7 @@ function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
-function summarize(clusters: ClusterDiff[], k: FleetDiff['counts']): string {
-  if (clusters.length === 0) return 'no change';
+function summarize(clusters: ClusterDiff[], k: FleetDiff['counts'], addressesUnknown: boolean): string {
   const real = clusters.filter((c) => !c.name.startsWith('_')); // _gitops, _forklift: not clusters
   const actions: string[] = [];
   const addedC = real.filter((c) => c.status === 'added').map((c) => c.name);
@@ -168,7 +193,7 @@ function summarize(clusters: ClusterDiff[], k: FleetDiff['counts']): string {
   const gainSizes = new Set(real.filter((c) => c.status === 'changed' && c.peers.gained.length).map((c) => c.peers.gained.length));
   const loseSizes = new Set(real.filter((c) => c.status === 'changed' && c.peers.lost.length).map((c) => c.peers.lost.length));
   const entries = (sizes: Set<number>): string => (sizes.size === 1 ? (sizes.has(1) ? 'one entry' : `${[...sizes][0]} entries`) : 'entries');
-  const parts = [`${plural(k.addressesMoved, 'existing address', 'existing addresses')} ${k.addressesMoved === 1 ? 'moves' : 'move'}`];
+  const parts = [addressesUnknown ? 'existing addresses not compared' : `${plural(k.addressesMoved, 'existing address', 'existing addresses')} ${k.addressesMoved === 1 ? 'moves' : 'move'}`];
   if (k.peerTablesGaining) parts.push(`${plural(k.peerTablesGaining, 'peer table')} gain ${entries(gainSizes)}`);
   if (k.peerTablesLosing) parts.push(`${plural(k.peerTablesLosing, 'peer table')} lose ${entries(loseSizes)}`);
   if (k.peerTablesUpdated) parts.push(`${plural(k.peerTablesUpdated, 'peer table')} update an entry`);
@@ -178,7 +203,7 @@ function summarize(clusters: ClusterDiff[], k: FleetDiff['counts']): string {
 
 /** Human-readable diff: per cluster its files and addresses, then the summary line. */
 export function renderDiff(d: FleetDiff): string {
-  if (!d.changed) return 'no change\n';
+  if (!d.changed) return `${['no change', ...notComparedLines(d.unknown)].join('\n')}\n`;
   const lines: string[] = [];
   for (const c of d.clusters) {
     lines.push(`${c.name} (${c.status}${c.nodes && c.nodes.from !== undefined && c.nodes.to !== undefined ? `, ${c.nodes.from} -> ${c.nodes.to} nodes` : ''})`);
@@ -193,6 +218,6 @@ export function renderDiff(d: FleetDiff): string {
     }
     if (c.name === FORKLIFT_DIR) lines.push(...renderMovesDiff(d.moves));
   }
-  lines.push('', d.summary);
+  lines.push('', ...notComparedLines(d.unknown), d.summary);
   return lines.join('\n') + '\n';
 }
