@@ -1,0 +1,107 @@
+/**
+ * The upstream CustomResourceDefinitions a real API server needs before it accepts every object we emit:
+ *   - ../shared/schemas: Forklift, OVN-Kubernetes, NAD (Multus' copy), whereabouts, IPAMClaim, nmstate;
+ *   - test/fixtures/crds: HyperConverged (whole), PrometheusRule, SCC, MultiNetworkPolicy, cert-manager
+ *     Certificate, Harvester Setting;
+ *   - read from the Go module cache at test time, pinned by real/crd-sources/go.mod: KubeVirt's own CRD
+ *     (kubevirt.io/kubevirt manifests/generated/kv-resource.yaml), Argo CD's Application, ApplicationSet and
+ *     AppProject, Flux's Kustomization, OCIRepository and GitRepository, Prometheus Operator's ServiceMonitor.
+ * `kubevirtCrdWith(schema)` swaps the KubeVirt CRD's schema for the proposed one of KubeVirt PR #17922, which a
+ * native-datapath fleet declares (a build that carries the proxy serves that schema).
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { sharedSchemasDir } from './schemas';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+export type Crd = { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, any> };
+
+const moduleDirs = new Map<string, string>();
+/** Where the Go module cache holds a module pinned by real/crd-sources (downloaded on first use, checked against go.sum). */
+export function moduleDir(mod: string): string {
+  let dir = moduleDirs.get(mod);
+  if (!dir) {
+    const out = execFileSync('go', ['mod', 'download', '-json', mod], {
+      cwd: path.join(ROOT, 'real', 'crd-sources'), encoding: 'utf8', env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' }, timeout: 600_000,
+    });
+    const info = JSON.parse(out) as { Dir?: string; Error?: string };
+    if (!info.Dir) throw new Error(`go mod download ${mod} (real/crd-sources): ${info.Error ?? out}`);
+    dir = info.Dir;
+    moduleDirs.set(mod, dir);
+  }
+  return dir;
+}
+
+function crdsIn(file: string): Crd[] {
+  return parseAllDocuments(repairedText(fs.readFileSync(file, 'utf8')))
+    .map((d) => d.toJS() as Crd)
+    .filter((d) => d?.kind === 'CustomResourceDefinition');
+}
+
+const yamlFiles = (dir: string) => fs.readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => path.join(dir, f));
+
+/** Module-shipped CRD files: module path and the files inside it. */
+const FROM_MODULES: ReadonlyArray<readonly [string, readonly string[]]> = [
+  ['kubevirt.io/kubevirt', ['manifests/generated/kv-resource.yaml']],
+  ['github.com/argoproj/argo-cd/v3', ['manifests/crds/application-crd.yaml', 'manifests/crds/applicationset-crd.yaml', 'manifests/crds/appproject-crd.yaml']],
+  ['github.com/fluxcd/kustomize-controller', ['config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml']],
+  ['github.com/fluxcd/source-controller', ['config/crd/bases/source.toolkit.fluxcd.io_ocirepositories.yaml', 'config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml']],
+  ['github.com/prometheus-operator/prometheus-operator', ['example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml']],
+];
+
+/**
+ * The MultiNetworkPolicy CRD (k8snetworkplumbingwg/multi-networkpolicy scheme.yml at c42a39e, the newest stored)
+ * has a double-quoted description (`egress.to.items`) whose second line is indented less than its key. Go's YAML
+ * reader (kubectl, the API server) accepts it; the `yaml` package reads the line as a new key that swallows the
+ * `properties` and `type` after it, and the API server then refuses the re-serialized CRD ("items.type: must not
+ * be empty"). The line is joined before parsing; the verbatim fixture is left as upstream ships it.
+ */
+const repairedText = (text: string) => text.replace(/(describes a peer to allow traffic)\n\s+(from\. Only certain)/g, '$1 $2');
+
+/**
+ * KubeVirt's MigrationPolicy CRD: virt-operator creates it at install from Go code (no YAML ships in the module),
+ * so it is the schema shared/schemas/kubevirt/migrationpolicy.schema.yaml (extracted from virt-operator's
+ * generated validations) in the envelope virt-operator gives it (components.NewMigrationPolicyCrd: cluster-scoped,
+ * group migrations.kubevirt.io, version v1alpha1, status subresource).
+ */
+function migrationPolicyCrd(shared: string): Crd {
+  const file = path.join(shared, 'kubevirt', 'migrationpolicy.schema.yaml');
+  const schema = (parseAllDocuments(fs.readFileSync(file, 'utf8'))[0].toJS() as { openAPIV3Schema: unknown }).openAPIV3Schema;
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'migrationpolicies.migrations.kubevirt.io' },
+    spec: {
+      group: 'migrations.kubevirt.io', scope: 'Cluster',
+      names: { kind: 'MigrationPolicy', plural: 'migrationpolicies', singular: 'migrationpolicy', listKind: 'MigrationPolicyList', categories: ['all'] },
+      versions: [{ name: 'v1alpha1', served: true, storage: true, schema: { openAPIV3Schema: schema }, subresources: { status: {} } }],
+    },
+  };
+}
+
+/** Every CRD, one per name (the first source wins: shared, fixtures, modules), with where it came from. */
+export function upstreamCrds(): Array<{ crd: Crd; origin: string }> {
+  const shared = sharedSchemasDir();
+  const files = [
+    ...['forklift', 'ovn-k', 'whereabouts', 'ipamclaims', 'nmstate'].flatMap((d) => yamlFiles(path.join(shared, d))),
+    path.join(shared, 'nad', 'network-attachment-definitions.crd.multus-thick.yaml'),
+    ...yamlFiles(path.join(ROOT, 'test', 'fixtures', 'crds')).filter((f) => !f.includes('.excerpt.')),
+    ...FROM_MODULES.flatMap(([mod, rels]) => rels.map((r) => path.join(moduleDir(mod), r))),
+  ];
+  const byName = new Map<string, { crd: Crd; origin: string }>();
+  for (const f of files) {
+    for (const crd of crdsIn(f)) if (!byName.has(crd.metadata.name)) byName.set(crd.metadata.name, { crd, origin: f });
+  }
+  byName.set('migrationpolicies.migrations.kubevirt.io', { crd: migrationPolicyCrd(shared), origin: path.join(shared, 'kubevirt', 'migrationpolicy.schema.yaml') });
+  return [...byName.values()];
+}
+
+/** The KubeVirt CRD with `openAPIV3Schema` replaced (e.g. the proposed PR #17922 schema in shared/schemas/kubevirt/proposed). */
+export function kubevirtCrdWith(schemaFile: string): Crd {
+  const kv = upstreamCrds().find((c) => c.crd.metadata.name === 'kubevirts.kubevirt.io');
+  if (!kv) throw new Error('no kubevirts.kubevirt.io CRD among the upstream CRDs');
+  const schema = (parseAllDocuments(fs.readFileSync(schemaFile, 'utf8'))[0].toJS() as { openAPIV3Schema: unknown }).openAPIV3Schema;
+  const crd = structuredClone(kv.crd);
+  for (const v of crd.spec.versions as Array<{ schema: { openAPIV3Schema: unknown } }>) v.schema = { openAPIV3Schema: schema };
+  return crd;
+}

@@ -1,0 +1,335 @@
+/**
+ * Real Kubernetes control planes for the tests: one etcd and one kube-apiserver per simulated cluster (each its
+ * own etcd prefix, serving certificate, ServiceAccount signing key and RBAC), built from the Go module proxy by
+ * scripts/ensure-go-bins.js (real/kube-bins). No model: server-side apply, field managers, CRD schemas with CEL,
+ * admission and the RBAC authorizer are Kubernetes' own code.
+ *
+ * Identities: `admin` is a client certificate in `system:masters`; `identity(user, groups)` issues a client
+ * certificate (CN = user, O = groups) that meets real RBAC; `serviceAccountToken` asks the API server for a
+ * bound token through TokenRequest, as the kubelet does for a pod.
+ *
+ * Ports: etcd and the API servers listen on 127.0.0.1 at ports drawn from 20000-32767, below the kernel's
+ * ephemeral range, so no test that binds port 0 can take them; a port found taken is drawn again. Every wait is
+ * bounded; `stop()` kills every process and removes every file, and a process exit kills what is left.
+ * The binaries are required: when they cannot be built the harness throws (the lane fails, it never skips).
+ */
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+let binDirMemo: string | undefined;
+
+/** The directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (built once, cached). */
+export function kubeBinDir(): string {
+  if (!binDirMemo) {
+    binDirMemo = execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'ensure-go-bins.js'), '--print-dir', 'kube-bins'],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000 }).trim();
+  }
+  return binDirMemo;
+}
+
+const openssl = (args: string[], cwd: string) => execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+
+/** A CA that signs the serving certificates and the client certificates of every control plane in a fleet. */
+class Pki {
+  private serial = 1;
+  constructor(readonly dir: string) {
+    openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt',
+      '-days', '2', '-subj', '/CN=migration-mesh-test-ca'], dir);
+  }
+
+  get caFile(): string { return path.join(this.dir, 'ca.crt'); }
+
+  /** A leaf signed by the CA: `name.crt` and `name.key`; subject CN and O (groups), SANs for a server. */
+  issue(name: string, cn: string, groups: string[] = [], sans?: string): { cert: string; key: string } {
+    const subj = `/CN=${cn}${groups.map((g) => `/O=${g}`).join('')}`;
+    openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj], this.dir);
+    const ext = path.join(this.dir, `${name}.ext`);
+    fs.writeFileSync(ext, sans ? `subjectAltName=${sans}\nextendedKeyUsage=serverAuth\n` : 'extendedKeyUsage=clientAuth\n');
+    openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-set_serial', String(this.serial++),
+      '-days', '2', '-extfile', ext, '-out', `${name}.crt`], this.dir);
+    return { cert: path.join(this.dir, `${name}.crt`), key: path.join(this.dir, `${name}.key`) };
+  }
+}
+
+/** A free port on 127.0.0.1 below the ephemeral range (see the header), checked by binding it. */
+async function freePort(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = 20000 + Math.floor(Math.random() * 12768);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.createServer().once('error', () => resolve(false)).listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (ok) return port;
+  }
+  throw new Error('no free port in 20000-32767 on 127.0.0.1 after 50 draws');
+}
+
+const live = new Set<ChildProcess>();
+process.once('exit', () => { for (const p of live) p.kill('SIGKILL'); });
+
+/** Starts a binary with its output in a log file; the process is killed at stop or exit. */
+function launch(bin: string, args: string[], log: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  const fd = fs.openSync(log, 'a');
+  const child = spawn(bin, args, { stdio: ['ignore', fd, fd], env });
+  fs.closeSync(fd);
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+const tail = (file: string, lines = 25) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim().split('\n').slice(-lines).join('\n') : '(no log)');
+
+/** Polls `probe` every 100 ms until it resolves true, the process exits, or `ms` pass; the error names what and shows the log. */
+async function waitFor(what: string, probe: () => Promise<boolean>, proc: ChildProcess, log: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${what} exited (${proc.exitCode ?? proc.signalCode}) before it was ready:\n${tail(log)}`);
+    if (await probe().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} was not ready after ${ms} ms:\n${tail(log)}`);
+}
+
+/** One GET over TLS with a client certificate (or a bearer token); resolves status and body. */
+export function httpsGet(url: string, ca: string, auth: { cert?: string; key?: string; token?: string }, timeoutMs = 5000)
+  : Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.get(url, {
+      ca: fs.readFileSync(ca), cert: auth.cert && fs.readFileSync(auth.cert), key: auth.key && fs.readFileSync(auth.key),
+      headers: auth.token ? { authorization: `Bearer ${auth.token}` } : {}, timeout: timeoutMs,
+    }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c) => { body += c; }).on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.once('timeout', () => req.destroy(new Error(`GET ${url}: no answer in ${timeoutMs} ms`))).once('error', reject);
+  });
+}
+
+/** etcd 3.6, one for the whole fleet (each API server has its own prefix), data on tmpfs when there is one. */
+class Etcd {
+  private constructor(readonly url: string, private readonly proc: ChildProcess) {}
+
+  static async start(dir: string, bin: string): Promise<Etcd> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const [client, peer] = [await freePort(), await freePort()];
+      const log = path.join(dir, `etcd-${attempt}.log`);
+      const url = `http://127.0.0.1:${client}`;
+      const proc = launch(bin, ['--data-dir', path.join(dir, `etcd-data-${attempt}`), '--listen-client-urls', url, '--advertise-client-urls', url,
+        '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
+        '--initial-cluster', `default=http://127.0.0.1:${peer}`, '--unsafe-no-fsync', '--quota-backend-bytes', String(2 ** 31), '--log-level', 'warn'], log);
+      try {
+        await waitFor('etcd', () => plainGet(`${url}/health`), proc, log, 30_000);
+        return new Etcd(url, proc);
+      } catch (e) {
+        proc.kill('SIGKILL');
+        if (!/address already in use/.test(tail(log))) throw e;
+      }
+    }
+    throw new Error('etcd: three pairs of ports were taken');
+  }
+
+  stop(): Promise<void> { return stopProcess(this.proc); }
+}
+
+function plainGet(url: string): Promise<boolean> {
+  return fetch(url, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok);
+}
+
+async function stopProcess(proc: ChildProcess, graceMs = 5000): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  proc.kill('SIGTERM');
+  const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Options of a fleet of real control planes. */
+export interface RealFleetOptions {
+  /** Extra kube-apiserver flags, e.g. `--disable-admission-plugins=...` for virt-operator. [none] */
+  readonly apiserverFlags?: readonly string[];
+  /** How long each API server may take to become ready. [90000 ms] */
+  readonly readyTimeoutMs?: number;
+}
+
+export type Identity = { readonly user: string; readonly cert: string; readonly key: string } | { readonly user: string; readonly token: string };
+
+/** One simulated cluster: a real kube-apiserver with RBAC on, reachable at `url`. */
+export class RealCluster {
+  private proc!: ChildProcess;
+  url = '';
+  readonly dir: string;
+  readonly admin: Identity;
+  private readonly log: string;
+
+  constructor(readonly name: string, private readonly fleet: RealFleet) {
+    this.dir = path.join(fleet.dir, name);
+    fs.mkdirSync(this.dir, { recursive: true });
+    this.log = path.join(this.dir, 'kube-apiserver.log');
+    const c = fleet.pki.issue(`${name}-admin`, 'mm-admin', ['system:masters']);
+    this.admin = { user: 'mm-admin', ...c };
+    openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'sa.key'], this.dir);
+    openssl(['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], this.dir);
+  }
+
+  get caFile(): string { return this.fleet.pki.caFile; }
+
+  /** Starts (or restarts, keeping its data) the API server; resolves when /readyz answers ok. */
+  async start(): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const port = this.url ? Number(new URL(this.url).port) : await freePort();
+      const proc = launch(path.join(this.fleet.bin, 'kube-apiserver'), this.flags(port), this.log);
+      try {
+        await waitFor(`kube-apiserver of ${this.name}`, async () => (await httpsGet(`https://127.0.0.1:${port}/readyz`, this.caFile, this.admin as never)).status === 200,
+          proc, this.log, this.fleet.options.readyTimeoutMs ?? 90_000);
+        this.proc = proc;
+        this.url = `https://127.0.0.1:${port}`;
+        return;
+      } catch (e) {
+        proc.kill('SIGKILL');
+        if (this.url || !/address already in use/.test(tail(this.log))) throw e;
+      }
+    }
+    throw new Error(`kube-apiserver of ${this.name}: three ports were taken`);
+  }
+
+  private flags(port: number): string[] {
+    const serving = this.fleet.pki.issue(`${this.name}-serving`, 'kube-apiserver', [], 'IP:127.0.0.1,DNS:localhost');
+    return [
+      `--etcd-servers=${this.fleet.etcd.url}`, `--etcd-prefix=/mm/${this.name}`,
+      '--bind-address=127.0.0.1', `--secure-port=${port}`, '--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none',
+      `--tls-cert-file=${serving.cert}`, `--tls-private-key-file=${serving.key}`, `--client-ca-file=${this.caFile}`,
+      '--authorization-mode=RBAC', '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${path.join(this.dir, 'sa.pub')}`, `--service-account-signing-key-file=${path.join(this.dir, 'sa.key')}`,
+      '--service-cluster-ip-range=10.0.0.0/24', '--disable-admission-plugins=ServiceAccount', '--enable-priority-and-fairness=false',
+      '--profiling=false', `--cert-dir=${this.dir}`,
+      ...(this.fleet.options.apiserverFlags ?? []),
+    ];
+  }
+
+  /** SIGKILL, as a crash: the data stays in etcd for `start()`. */
+  kill(): void {
+    for (const a of this.agents.values()) a.destroy();
+    this.agents.clear();
+    this.proc.kill('SIGKILL');
+  }
+
+  async stop(): Promise<void> {
+    for (const a of this.agents.values()) a.destroy();
+    this.agents.clear();
+    if (this.proc) await stopProcess(this.proc);
+  }
+
+  /** A client certificate for `user` in `groups` (never system:masters unless asked): real RBAC decides. */
+  identity(user: string, groups: string[] = []): Identity {
+    return { user, ...this.fleet.pki.issue(`${this.name}-${user.replace(/[^\w.-]/g, '_')}`, user, groups) };
+  }
+
+  /** A kubeconfig file for `who` (admin by default), written once. */
+  kubeconfig(who: Identity = this.admin): string {
+    const file = path.join(this.dir, `kubeconfig-${who.user.replace(/[^\w.-]/g, '_')}`);
+    const user = 'token' in who ? { token: who.token } : { 'client-certificate': who.cert, 'client-key': who.key };
+    fs.writeFileSync(file, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': this.name,
+      clusters: [{ name: this.name, cluster: { server: this.url, 'certificate-authority': this.caFile } }],
+      users: [{ name: who.user, user }], contexts: [{ name: this.name, context: { cluster: this.name, user: who.user } }],
+    }));
+    return file;
+  }
+
+  private readonly agents = new Map<string, https.Agent>();
+
+  /** One API request as `who` (admin by default) over a kept-alive TLS connection; the body is JSON (or the text given). */
+  request(method: string, urlPath: string, body?: unknown, opts: { as?: Identity; contentType?: string; timeoutMs?: number } = {})
+    : Promise<{ status: number; json: any; text: string }> {
+    const who = opts.as ?? this.admin;
+    let agent = this.agents.get(who.user);
+    if (!agent) {
+      agent = new https.Agent({
+        keepAlive: true, ca: fs.readFileSync(this.caFile),
+        ...('token' in who ? {} : { cert: fs.readFileSync(who.cert), key: fs.readFileSync(who.key) }),
+      });
+      this.agents.set(who.user, agent);
+    }
+    const data = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    const headers: Record<string, string> = { accept: 'application/json', ...('token' in who ? { authorization: `Bearer ${who.token}` } : {}) };
+    if (data !== undefined) headers['content-type'] = opts.contentType ?? 'application/json';
+    return new Promise((resolve, reject) => {
+      const req = https.request(`${this.url}${urlPath}`, { method, agent, headers, timeout: opts.timeoutMs ?? 30_000 }, (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (c) => { text += c; }).on('end', () => {
+          let json: unknown;
+          try { json = JSON.parse(text); } catch { json = undefined; }
+          resolve({ status: res.statusCode ?? 0, json, text });
+        });
+      });
+      req.once('timeout', () => req.destroy(new Error(`${method} ${urlPath}: no answer in ${opts.timeoutMs ?? 30_000} ms`))).once('error', reject);
+      req.end(data);
+    });
+  }
+
+  /** Runs the real kubectl against this cluster; resolves stdout, rejects with stderr. */
+  kubectl(args: string[], opts: { as?: Identity; input?: string; timeoutMs?: number } = {}): string {
+    const cacheDir = path.join(this.dir, 'kubectl-cache');
+    return execFileSync(path.join(this.fleet.bin, 'kubectl'), ['--kubeconfig', this.kubeconfig(opts.as), '--cache-dir', cacheDir, ...args],
+      { encoding: 'utf8', input: opts.input, stdio: ['pipe', 'pipe', 'pipe'], timeout: opts.timeoutMs ?? 60_000, maxBuffer: 256 * 2 ** 20 });
+  }
+
+  /** A ServiceAccount token from TokenRequest (audience: the API server), as the kubelet mounts it. */
+  serviceAccountToken(namespace: string, name: string, seconds = 3600): string {
+    return this.kubectl(['create', 'token', name, '-n', namespace, `--duration=${seconds}s`]).trim();
+  }
+
+  /** A pod's service-account directory (token, ca.crt, namespace), as the kubelet projects it. */
+  serviceAccountDir(namespace: string, name: string): string {
+    const dir = path.join(this.dir, 'sa', namespace, name);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'token'), this.serviceAccountToken(namespace, name));
+    fs.copyFileSync(this.caFile, path.join(dir, 'ca.crt'));
+    fs.writeFileSync(path.join(dir, 'namespace'), namespace);
+    return dir;
+  }
+}
+
+/** Several real clusters on one etcd. Always `stop()` it (afterAll), also when a test failed. */
+export class RealFleet {
+  readonly pki: Pki;
+  readonly bin: string;
+  etcd!: Etcd;
+  readonly clusters = new Map<string, RealCluster>();
+
+  private constructor(readonly dir: string, readonly options: RealFleetOptions) {
+    this.bin = kubeBinDir();
+    this.pki = new Pki(dir);
+  }
+
+  static async start(names: readonly string[], options: RealFleetOptions = {}): Promise<RealFleet> {
+    const base = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+    const fleet = new RealFleet(fs.mkdtempSync(path.join(base, 'mm-kube-')), options);
+    try {
+      fleet.etcd = await Etcd.start(fleet.dir, path.join(fleet.bin, 'etcd'));
+      for (const n of names) fleet.clusters.set(n, new RealCluster(n, fleet));
+      await Promise.all([...fleet.clusters.values()].map((c) => c.start()));
+      return fleet;
+    } catch (e) {
+      await fleet.stop();
+      throw e;
+    }
+  }
+
+  cluster(name: string): RealCluster {
+    const c = this.clusters.get(name);
+    if (!c) throw new Error(`no cluster ${name} in this fleet (${[...this.clusters.keys()].join(', ')})`);
+    return c;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.clusters.values()].map((c) => c.stop().catch(() => undefined)));
+    await this.etcd?.stop().catch(() => undefined);
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
