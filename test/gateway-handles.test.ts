@@ -131,7 +131,7 @@ describe('props flow from CrossClusterMigrationMesh, fleet-wide and per cluster'
     const b = podOf(deployments(out.get('b')!)[0]);
     for (const t of [a, b]) {
       const main = t.spec.containers[0];
-      expect(main.resources).toEqual({ requests: { cpu: '1', memory: '512Mi' }, limits: { memory: '2048Mi' } });
+      expect(main.resources).toEqual({ requests: { cpu: '1', memory: '512Mi' }, limits: { memory: '2Gi' } });
       expect(t.spec.containers.map((c: any) => c.imagePullPolicy)).toEqual(['Always', 'Always', 'Always']);
       expect(t.spec.initContainers[0].imagePullPolicy).toBe('Always');
       expect(t.spec.priorityClassName).toBe('gw-high');
@@ -178,7 +178,7 @@ describe('the fleet file offers the same (CLI users)', () => {
     for (const o of r.objects.get('b')!) expect([o.kind, o.metadata.labels['example.org/site']]).toEqual([o.kind, 'b']);
     const a = podOf(deployments(r.objects.get('a')!)[0]);
     const b = podOf(deployments(r.objects.get('b')!)[0]);
-    expect(a.spec.containers[0].resources).toEqual({ requests: { cpu: '250m', memory: '1024Mi' }, limits: { memory: '2048Mi' } });
+    expect(a.spec.containers[0].resources).toEqual({ requests: { cpu: '250m', memory: '1Gi' }, limits: { memory: '2Gi' } });
     expect(a.spec.containers[0].imagePullPolicy).toBe('Always');
     expect(a.spec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
     expect(a.spec.priorityClassName).toBe('gw-high');

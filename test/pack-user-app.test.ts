@@ -71,7 +71,7 @@ test('a cdk8s app from the packed tarballs adds a sidecar, a toleration, resourc
         expect(t.metadata.labels['example.org/team']).toBe(`${cluster}-net`);
         expect(t.spec.containers.map((c: any) => c.name)).toEqual(['gateway', 'failover', 'trust', 'tcpdump']);
         const [main, , , tcpdump] = t.spec.containers;
-        expect(main.resources).toEqual({ requests: { cpu: '750m', memory: '384Mi' }, limits: { memory: '2048Mi' } });
+        expect(main.resources).toEqual({ requests: { cpu: '750m', memory: '384Mi' }, limits: { memory: '2Gi' } });
         expect(tcpdump).toMatchObject({ image: 'example.org/tcpdump:4.99', securityContext: { runAsUser: 1000, runAsGroup: 1000, runAsNonRoot: true } });
         expect(t.spec.tolerations).toEqual([{ key: 'migration-only', operator: 'Exists', effect: 'NoSchedule' }]);
         expect(t.spec.imagePullSecrets).toEqual([{ name: 'regcred' }]);

@@ -1,4 +1,5 @@
 import { ApiObject, Duration, JsonPatch, Size } from 'cdk8s';
+import { canonicalQuantitiesOf } from '../base/canonical-quantities';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { Placement } from '../../src/fleet/schema';
@@ -185,7 +186,7 @@ export class GatewayDeployment extends Construct {
       securityContext: { ensureNonRoot: true, user: GATEWAY_RUN_AS, group: GATEWAY_RUN_AS, fsGroup: GATEWAY_RUN_AS },
     });
     this.deployment.select(kplus.LabelSelector.of({ labels: selector }));
-    this.apiObject = ApiObject.of(this.deployment);
+    this.apiObject = canonicalQuantitiesOf(ApiObject.of(this.deployment));
     hardenPodSpec(this.apiObject);
     this.configVolume = this.buildConfigVolume(props);
     const containers = this.addGatewayContainers(props);

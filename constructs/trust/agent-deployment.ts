@@ -1,4 +1,5 @@
 import { ApiObject, Duration, Size } from 'cdk8s';
+import { canonicalQuantitiesOf } from '../base/canonical-quantities';
 import * as kplus from 'cdk8s-plus-28';
 import { Construct } from 'constructs';
 import { Placement } from '../../src/fleet/schema';
@@ -101,7 +102,7 @@ export class TrustAgentDeployment extends Construct implements TrustPod {
       securityContext: { ensureNonRoot: true, user: GATEWAY_RUN_AS, group: GATEWAY_RUN_AS, fsGroup: GATEWAY_RUN_AS },
     });
     this.deployment.select(kplus.LabelSelector.of({ labels: selector }));
-    this.apiObject = ApiObject.of(this.deployment);
+    this.apiObject = canonicalQuantitiesOf(ApiObject.of(this.deployment));
     hardenPodSpec(this.apiObject);
     const sources: Record<string, unknown>[] = [{ configMap: { name: props.configMapName, items: [{ key: GATEWAY_CONFIG_FILE, path: GATEWAY_CONFIG_FILE }] } }];
     if (props.tlsSecretName) {
