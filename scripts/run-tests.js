@@ -3,7 +3,7 @@
 // results. The suites are sorted into four lanes that run side by side:
 //   - waiting: the proxy files that mostly wait on timers (PROXY_MOSTLY_WAITING): the trust API fault tests sleep
 //     through fault windows and backoffs (83 s of wall time for 5 s of CPU), so this lane overlaps the others
-//     instead of taking a core's turn in them,
+//     instead of taking a core's turn in them; then the suites on real control planes (REAL_SUITE),
 //   - image: test/image.test.ts (its cold start, stand-in bases and the podman build, waits mostly on downloads
 //     and disk), then the library's unit suites that leave the built lib/ alone (below),
 //   - network: the library's jest suites that make network namespaces or run QEMU (found by their imports:
@@ -52,6 +52,13 @@ const NETWORK_SUITE = /\b(NetnsLab|netnsSupport|VmMigrationLab|vmLabSupport)\b|'
  * over the tests with noEmit, the addon's build in a scratch copy).
  */
 const USES_BUILT_LIB = /'lib'|lib\/cli|packedLibrary|installedApp|npx|'tsc'|cli\.js/;
+/**
+ * A library suite that starts real control planes (test/support/real-kube.ts: etcd, kube-apiserver, virt-operator
+ * built from the Go module proxy by scripts/ensure-go-bins.js). They run one after another in the waiting lane,
+ * after the waiting proxy files: their API servers listen on loopback ports below the ephemeral range, their
+ * files are under /dev/shm/mm-kube-*, so they share nothing with the other lanes.
+ */
+const REAL_SUITE = /support\/real-kube'/;
 /** A proxy test file (compiled) that uses the proxy's network-namespace testkit. */
 const PROXY_NETWORK_FILE = /require\("\.\.\/testkit\/netns"\)/;
 
@@ -187,7 +194,8 @@ function lanes() {
     .filter((f) => fs.existsSync(path.join(root, 'proxy', f.replace(/^lib\//, 'src/').replace(/\.js$/, '.ts'))));
   if (extra.length > 0) return [[() => jestLane('library (jest)', extra), () => proxyLane('proxy (node:test)', proxyFiles)]];
   const suites = filesUnder(path.join(root, 'test'), '.test.ts', root).filter((f) => !new RegExp(IMAGE_TEST).test(f));
-  const [network, unit] = splitBy(suites, root, NETWORK_SUITE);
+  const [network, notNetwork] = splitBy(suites, root, NETWORK_SUITE);
+  const [real, unit] = splitBy(notNetwork, root, REAL_SUITE);
   const [unitBuiltLib, unitOther] = splitBy(unit, root, USES_BUILT_LIB);
   const [proxyNetwork, proxyOther] = splitBy(proxyFiles, path.join(root, 'proxy'), PROXY_NETWORK_FILE);
   console.log(`[run-tests] network lane: ${[...network, ...proxyNetwork.map((f) => `proxy/${f}`)].join(' ')}`);
@@ -196,7 +204,7 @@ function lanes() {
   const waiting = { queue: proxyOther.filter(mostlyWaiting), name: fromQueue.name };
   const unitLane = (name, files) => () => (files.length ? jestLane(name, ['--runTestsByPath', ...files]) : nothingRun(name));
   return [
-    [waiting],
+    [waiting, unitLane('library real-API suites (jest: real etcd, kube-apiserver, virt-operator)', real)],
     [() => jestLane('image (jest)', [IMAGE_TEST]), unitLane('library unit suites, lib/ left alone (jest)', unitOther), fromQueue],
     [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
       () => proxyLane('proxy network suites (node:test)', proxyNetwork), fromQueue],

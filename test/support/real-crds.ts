@@ -24,7 +24,8 @@ export function moduleDir(mod: string): string {
   let dir = moduleDirs.get(mod);
   if (!dir) {
     const out = execFileSync('go', ['mod', 'download', '-json', mod], {
-      cwd: path.join(ROOT, 'real', 'crd-sources'), encoding: 'utf8', env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' }, timeout: 600_000,
+      cwd: path.join(ROOT, 'real', 'crd-sources'), encoding: 'utf8', timeout: 600_000,
+      env: { ...process.env, PATH: `${process.env.PATH}:/usr/local/go/bin`, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
     });
     const info = JSON.parse(out) as { Dir?: string; Error?: string };
     if (!info.Dir) throw new Error(`go mod download ${mod} (real/crd-sources): ${info.Error ?? out}`);
