@@ -9,6 +9,7 @@
  */
 import * as os from 'os';
 import { ApiObject, App } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-28';
 import { CrossClusterMigrationMesh, CrossClusterMigrationMeshProps } from '../constructs/fleet/mesh';
 import { MeshClusterChart } from '../constructs/fleet/mesh-cluster';
 import { HarvesterClusterChart } from '../constructs/delivery/harvester-cluster';
@@ -24,6 +25,7 @@ import { STAGES, StageName, kindWave, kubevirtNadKeys, rolloutWave, sortForRollo
 import { ForkliftOutput, forkliftOutput } from '../constructs/forklift/output';
 import { MovesInput } from '../src/forklift/checks';
 import { yamlText } from '../src/base/yaml-text';
+import { apiLimitProblems } from '../src/delivery/api-limits';
 
 export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> {
   /** Called after each cluster is rendered (progress display for large fleets). */
@@ -53,7 +55,8 @@ export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMes
   readonly customizeCluster?: (chart: MeshClusterChart | HarvesterClusterChart) => NotAPromise;
   /**
    * false: judge only (what `validate` needs): plan, ledger, constructs, file names and every problem, but
-   * no object is rendered to JSON or YAML and `files` stays empty; `objects` is rendered when first read.
+   * no YAML is rendered (nor a workload's spec: its metadata is read from its constructs) and `files` stays
+   * empty; `objects` is rendered when first read.
    *
    * @default true
    */
@@ -163,7 +166,7 @@ export function refuseAsync(hooked: unknown, hook: 'customize' | 'customizeClust
 }
 
 function renderMesh(mesh: CrossClusterMigrationMesh, gitops: ResolvedGitops | undefined, onCluster: SynthOptions['onCluster'], render: boolean): SynthResult {
-  const r = rendering(gitops, render);
+  const r = rendering(gitops, render, mesh.plan.fleet);
   const files = new Map<string, string>();
   const objects = new Map<string, Manifest[]>();
   const stagesOf: ClusterStages[] = [];
@@ -176,6 +179,7 @@ function renderMesh(mesh: CrossClusterMigrationMesh, gitops: ResolvedGitops | un
   const forklift = forkliftOutput({ chart: mesh.forklift, warnings: mesh.forkliftWarnings, gitops }, { toYaml: r.toYaml, objectFileName });
   for (const [k, v] of forklift.files) files.set(k, v);
   fleetFiles(mesh.plan, forklift, stagesOf, r, (rel, text) => files.set(rel, text));
+  throwRefused(r);
   const { plan, ledger, changes } = mesh;
   const result = { files: render ? files : new Map<string, string>(), plan, ledger, changes, objects, gitops, forklift, mesh };
   if (render) return result;
@@ -192,27 +196,48 @@ function clusterObjects(chart: MeshClusterChart | HarvesterClusterChart, gitops:
   return sortForRollout(chart.toJson() as Manifest[], nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
 }
 
-/** What names a chart's files (kind, namespace, name), read from its ApiObjects without rendering them. */
-function identities(chart: MeshClusterChart | HarvesterClusterChart): Manifest[] {
-  return chart.node.findAll().filter((c): c is ApiObject => c instanceof ApiObject).map((o) => ({
-    apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, ...(o.metadata.namespace !== undefined ? { namespace: o.metadata.namespace } : {}) },
-  }) as Manifest);
+/**
+ * A chart's objects as far as judging needs them (validate): what names their files and what the API
+ * server's limits read (src/delivery/api-limits.ts), with their GitOps annotations. A workload
+ * (cdk8s-plus: its spec is most of the rendering's cost) is read from its constructs, its metadata and its
+ * pod template's, without rendering the spec; every other object is rendered (a few per cluster, and
+ * one may add to its metadata when rendered, as the HyperConverged's jsonpatch annotation does).
+ */
+function judgedObjects(chart: MeshClusterChart | HarvesterClusterChart, gitops: ResolvedGitops | undefined): Manifest[] {
+  const nads = kubevirtNadKeys(chart.cluster);
+  const judged = chart.node.findAll().filter((c): c is ApiObject => c instanceof ApiObject).map((o): Manifest => {
+    const owner = o.node.scope;
+    return owner instanceof kplus.Workload
+      ? { apiVersion: o.apiVersion, kind: o.kind, metadata: o.metadata.toJson(), spec: { template: { metadata: owner.podMetadata.toJson() } } }
+      : o.toJson();
+  });
+  // the order synth renders them in, so both find the same problems in the same order
+  return sortForRollout(judged, nads).map((o) => annotateForGitops(o, rolloutWave(o, nads), gitops));
 }
 
 /** How files are rendered: YAML text (or none, judging only) and the GitOps layout. */
 export interface Rendering {
   readonly toYaml: (o: unknown) => string;
-  /** Only file names are needed (validate): objects are named from their constructs, not rendered. */
+  /** Only file names and the API server's limits are needed (validate): workloads are judged from their constructs, not rendered. */
   readonly judgeOnly: boolean;
+  /** The fleet's name, for the paths of problems found in the objects (`(output) <fleet>/<cluster>/<file>`). */
+  readonly fleet: string;
+  /** What the API server would refuse of the objects rendered so far (`clusterFiles` adds; the caller throws them once). */
+  readonly refused: FleetProblem[];
   readonly kustomization: (resources: string[]) => string;
   readonly gitops?: ResolvedGitops;
   /** Flux has no waves inside one Kustomization: the staged layout gives each stage its own directory. */
   readonly staged: boolean;
 }
 
-export function rendering(gitops: ResolvedGitops | undefined, render: boolean): Rendering {
+export function rendering(gitops: ResolvedGitops | undefined, render: boolean, fleet: string): Rendering {
   // judging only: every file name (and its collisions) as in synth, but no YAML text
-  return { toYaml: render ? toYamlText : () => '', judgeOnly: !render, kustomization: render ? kustomizationText : () => '', gitops, staged: !!gitops?.flux };
+  return { toYaml: render ? toYamlText : () => '', judgeOnly: !render, fleet, refused: [], kustomization: render ? kustomizationText : () => '', gitops, staged: !!gitops?.flux };
+}
+
+/** The problems `clusterFiles` found, thrown once for every cluster (nothing is written). */
+export function throwRefused(r: Rendering): void {
+  if (r.refused.length) throw new FleetValidationError(r.refused);
 }
 
 export interface ClusterStages { readonly name: string; readonly stages: StageName[] }
@@ -226,7 +251,7 @@ export function clusterFiles(
 ): ClusterStages & { objects: Manifest[] } {
   const name = chart.cluster.name;
   const nads = kubevirtNadKeys(chart.cluster);
-  const objs = r.judgeOnly ? identities(chart) : clusterObjects(chart, r.gitops);
+  const objs = r.judgeOnly ? judgedObjects(chart, r.gitops) : clusterObjects(chart, r.gitops);
   const resources = new Map<string, string[]>();
   const seen = new Set<string>();
   const patchForm = chart.cluster.kubevirt.configDelivery === 'kustomize-patch';
@@ -248,6 +273,7 @@ export function clusterFiles(
       throw new MigrationMeshError(message, [{ code: 'plan-inconsistent', path: `${name}/${f}`, message }]);
     }
     seen.add(rel);
+    r.refused.push(...apiLimitProblems(o, `(output) ${r.fleet}/${rel}`));
     emit(rel, r.toYaml(o));
     resources.set(dir, [...(resources.get(dir) ?? []), f]);
   }
@@ -267,14 +293,15 @@ export function fleetFiles(
   plan: FleetPlan, forklift: ForkliftOutput, stagesOf: readonly ClusterStages[], r: Rendering, emit: (rel: string, text: string) => void,
 ): void {
   const { gitops } = r;
+  const checked = (rel: string, o: Manifest): void => { r.refused.push(...apiLimitProblems(o, `(output) ${r.fleet}/${rel}`)); emit(rel, r.toYaml(o)); };
   if (gitops?.argocd) {
     const apps = [argocdApplicationSet(gitops, plan.clusters.map((c) => c.name)), ...forklift.gitops.argocd];
-    for (const a of apps) emit(`${GITOPS_DIR}/argocd/${objectFileName(a)}`, r.toYaml(a));
+    for (const a of apps) checked(`${GITOPS_DIR}/argocd/${objectFileName(a)}`, a);
     emit(`${GITOPS_DIR}/argocd/kustomization.yaml`, r.kustomization(apps.map(objectFileName)));
   }
   if (gitops?.flux) {
     const ks = [...fluxKustomizations(gitops, stagesOf), ...forklift.gitops.flux];
-    for (const k of ks) emit(`${GITOPS_DIR}/flux/${objectFileName(k)}`, r.toYaml(k));
+    for (const k of ks) checked(`${GITOPS_DIR}/flux/${objectFileName(k)}`, k);
     emit(`${GITOPS_DIR}/flux/kustomization.yaml`, r.kustomization(ks.map(objectFileName)));
   }
 }

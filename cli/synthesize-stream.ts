@@ -14,7 +14,7 @@ import { FleetDocument } from '../src/fleet/schema';
 import { FleetInput, FleetPlan } from '../src/addressing/planner';
 import { Ledger, LedgerChange } from '../src/addressing/ledger';
 import { ResolvedGitops } from '../src/delivery/gitops';
-import { ClusterStages, SynthOptions, checkedBuild, clusterFiles, fleetFiles, objectFileName, refuseAsync, rendering } from './synthesize-fleet';
+import { ClusterStages, SynthOptions, checkedBuild, clusterFiles, fleetFiles, objectFileName, refuseAsync, rendering, throwRefused } from './synthesize-fleet';
 
 /** A fleet planned, no cluster built yet: what `stream` builds the files from, one cluster at a time. */
 export interface PlannedSynthesis {
@@ -51,7 +51,7 @@ export function planSynthesis(fleet: FleetInput, opts: Omit<SynthOptions, 'custo
     return { planning: p, fk: p.forklift(p.document.spec.forklift ? forkliftFacts(p) : new Map(), opts.moves) };
   });
   const chart = fk.plan ? new ForkliftHubChart(newApp(), '_forklift', { plan: fk.plan }) : undefined;
-  const r = rendering(gitops, true);
+  const r = rendering(gitops, true, planning.plan.fleet);
   const forklift = forkliftOutput({ chart, warnings: fk.warnings, gitops }, { toYaml: r.toYaml, objectFileName });
   const { plan, ledger, changes, document } = planning;
   return {
@@ -68,6 +68,8 @@ export function planSynthesis(fleet: FleetInput, opts: Omit<SynthOptions, 'custo
       });
       for (const [rel, text] of forklift.files) counted(rel, text);
       fleetFiles(plan, forklift, stagesOf, r, counted);
+      // what the API server would refuse of any cluster's objects: every one at once, and nothing is written
+      throwRefused(r);
       return n;
     },
   };

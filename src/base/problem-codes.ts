@@ -103,6 +103,10 @@ export const PROBLEM_CODES = {
   'gitops-name-too-long': { stage: 'deliver', meaning: 'An Argo CD Application or Flux Kustomization name over 63 characters (it becomes a label value on every applied object).' },
   'gitops-duration': { stage: 'deliver', meaning: 'A Flux interval or timeout that the Flux CRD refuses (its pattern: digits with ms, s, m or h), past Go\'s time.Duration range, or zero.' },
   'gitops-conflict': { stage: 'deliver', meaning: 'Two GitOps settings that exclude each other (Flux inCluster with kubeconfig Secrets).' },
+  // ---- what the API server refuses of any emitted object (src/delivery/api-limits.ts; the path names the output file) ----
+  'object-annotations-too-large': { stage: 'deliver', meaning: 'An emitted object whose annotations (or its pod template\'s) total more than 256 KiB, len(key) + len(value) in bytes: the API server refuses it (TotalAnnotationSizeLimitB).' },
+  'object-name-too-long': { stage: 'deliver', meaning: 'An emitted object whose name is over 253 characters, or over 63 for a Namespace or Service (DNS label): the API server refuses it.' },
+  'object-label-too-long': { stage: 'deliver', meaning: 'An emitted object with a label value, or a label key\'s name part, over 63 characters: the API server refuses it.' },
   'harvester-needs-direct': { stage: 'deliver', meaning: 'A Harvester cluster in a datapath other than direct.' },
   'harvester-vlan': { stage: 'deliver', meaning: 'A VLAN Harvester\'s webhook refuses (outside 0-4094, or 0/1 on mgmt).' },
   'harvester-range': { stage: 'deliver', meaning: 'A vm-migration-network range or exclusion Harvester\'s webhook refuses.' },

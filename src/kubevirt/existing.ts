@@ -80,10 +80,13 @@ interface DocLike {
   readonly spec: { readonly kubevirt?: KubevirtSection; readonly clusters: readonly { readonly name: string; readonly kubevirt?: KubevirtSection }[] };
 }
 
-/** Problems with `kubevirt.existing`: patches that are not JSON, jsonpatch ops for a cluster not delivered through HCO. */
-/** The API server's limit on an object's annotations (256 KiB), less what our own operations take. */
+/**
+ * The API server's limit on an object's annotations (256 KiB: `TotalAnnotationSizeLimitB`, the sum of
+ * len(key) + len(value)), less what our own operations and annotations take.
+ */
 const ANNOTATION_ROOM = 256 * 1024 - 32 * 1024;
 
+/** Problems with `kubevirt.existing`: patches that are not JSON, jsonpatch ops for a cluster not delivered through HCO. */
 export function existingKubevirtProblems(doc: DocLike): { path: string; message: string; fix: string }[] {
   const out: { path: string; message: string; fix: string }[] = [];
   const checkPatches = (base: string, e?: ExistingKubevirtSpec) => (e?.customizeComponentsPatches ?? []).forEach((p, j) => {
@@ -103,14 +106,18 @@ export function existingKubevirtProblems(doc: DocLike): { path: string; message:
     checkPatches(`spec.clusters[${i}].kubevirt`, c.kubevirt?.existing);
     const delivery = c.kubevirt?.configDelivery ?? doc.spec.kubevirt?.configDelivery ?? 'kubevirt-cr';
     if (delivery === 'hco') {
-      // the API server refuses an object whose annotations total more than 256 KiB; ours need a few KiB
-      const declared = [...(doc.spec.kubevirt?.existing?.kubevirtJsonPatch ?? []), ...(c.kubevirt?.existing?.kubevirtJsonPatch ?? [])];
-      const bytes = Buffer.byteLength(JSON.stringify(declared), 'utf8');
-      if (bytes > ANNOTATION_ROOM) {
+      // the API server refuses an object whose annotations total more than 256 KiB; ours need a few KiB. HCO's
+      // jsonpatch annotation carries the declared operations and, as one operation, the customizeComponents
+      // patches (HyperConverged has no field for them): both count (issue #39)
+      const both = <K extends 'kubevirtJsonPatch' | 'customizeComponentsPatches'>(k: K) => [...(doc.spec.kubevirt?.existing?.[k] ?? []), ...(c.kubevirt?.existing?.[k] ?? [])];
+      const bytes = (list: unknown[]): number => (list.length ? Buffer.byteLength(JSON.stringify(list), 'utf8') : 0);
+      const ops = bytes(both('kubevirtJsonPatch'));
+      const patches = bytes(both('customizeComponentsPatches'));
+      if (ops + patches > ANNOTATION_ROOM) {
         out.push({
-          path: `spec.clusters[${i}].kubevirt.existing.kubevirtJsonPatch`,
-          message: `cluster ${c.name}'s declared jsonpatch operations take ${bytes} bytes of the HCO jsonpatch annotation; with ours it would pass the API server's 256 KiB annotation limit (room for declared ones: ${ANNOTATION_ROOM})`,
-          fix: 'keep only the operations the cluster really has (copy them from its kubevirt.kubevirt.io/jsonpatch annotation)',
+          path: `spec.clusters[${i}].kubevirt.existing.${patches > ops ? 'customizeComponentsPatches' : 'kubevirtJsonPatch'}`,
+          message: `cluster ${c.name} is delivered through HCO, whose kubevirt.kubevirt.io/jsonpatch annotation carries its declared customizeComponentsPatches (${patches} bytes) and kubevirtJsonPatch (${ops} bytes) beside ours: past the API server's 256 KiB annotation limit (262144 bytes for all of an object's annotations; room for declared ones: ${ANNOTATION_ROOM})`,
+          fix: 'keep only the patches and operations the cluster really has (copied from its KubeVirt spec.customizeComponents.patches and its kubevirt.kubevirt.io/jsonpatch annotation), or deliver this cluster as kubevirt-cr or kustomize-patch, which carry them in the spec',
         });
       }
       return;
