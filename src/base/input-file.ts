@@ -33,7 +33,7 @@ export interface InputWait {
  * The CLI's bounds. 3 s covers a writer started right after migration-mesh (`validate f & cat x > f`);
  * a writer that is there but slow (`<(kubectl get ... | yq ...)`) gets 30 s between two chunks.
  */
-export const INPUT_WAIT: InputWait = { noWriterMs: 3000, idleMs: 30_000, totalMs: 120_000 };
+const INPUT_WAIT: InputWait = { noWriterMs: 3000, idleMs: 30_000, totalMs: 120_000 };
 
 const CHUNK = 64 * 1024;
 const POLL_MS = 10;

@@ -16,7 +16,7 @@ import { FleetProblem } from '../base/errors';
 import { Manifest } from './manifest';
 
 /** `TotalAnnotationSizeLimitB`. */
-export const MAX_ANNOTATION_BYTES = 256 * 1024;
+const MAX_ANNOTATION_BYTES = 256 * 1024;
 const MAX_SUBDOMAIN = 253;
 const MAX_LABEL = 63;
 /** Kinds whose names the API server validates as DNS-1123 labels (ValidateNamespaceName, ValidateServiceName). */
