@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Before the library's build (`build:lib`, so also npm pack's prepack and `npm test`): the dependencies it
+// Before a build (`build` and `build:lib`, so also npm pack's prepack and `npm test`'s pretest): the dependencies it
 // compiles against must be installed. On a fresh clone, before `npm ci`, the build failed deep in npm's log
 // with `sh: 1: tsc: not found` (issue #39); this says what to do in one line and exits non-zero, so npm
 // stops there (nothing is packed). Checks every dependency and devDependency of package.json is present in
@@ -15,6 +15,6 @@ const missing = wanted.filter((name) => !fs.existsSync(path.join(root, 'node_mod
 if (missing.length > 0) {
   const which = missing.length === wanted.length ? 'none is installed'
     : `${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ` and ${missing.length - 3} more` : ''} ${missing.length === 1 ? 'is' : 'are'} not installed`;
-  process.stderr.write(`migration-mesh: building lib/ needs the dependencies of package.json, and ${which}: run \`npm ci\` first\n`);
+  process.stderr.write(`migration-mesh: the build needs the dependencies of package.json, and ${which}: run \`npm ci\` first\n`);
   process.exit(1);
 }

@@ -87,7 +87,7 @@ test('npm pack of a fresh clone before `npm ci`: one line says to run npm ci fir
     const said = `${r.stdout}\n${r.stderr}`;
     // one line of ours, not tsc's "not found" deep in npm's log
     expect(said.split('\n').filter((l) => /npm ci/.test(l))).toEqual([
-      'migration-mesh: building lib/ needs the dependencies of package.json, and none is installed: run `npm ci` first',
+      'migration-mesh: the build needs the dependencies of package.json, and none is installed: run `npm ci` first',
     ]);
     expect(said).not.toMatch(/tsc: not found|command not found|Cannot find module/);
     expect(fs.readdirSync(work).filter((f) => f.endsWith('.tgz'))).toEqual([]);
