@@ -1,0 +1,120 @@
+/**
+ * KubeVirt's own virt-operator (kubevirt.io/kubevirt v1.8.4, built by scripts/ensure-go-bins.js from
+ * real/kubevirt-bins) run out of cluster against a real API server (test/support/real-kube.ts), so that
+ * `kubevirt-ca` and `kubevirt-external-ca` are created, merged and emptied by KubeVirt's code.
+ *
+ * What stands in for the kubelet: virt-operator creates the install-strategy Job, which no kubelet runs; the Job's
+ * command (`virt-operator --dump-install-strategy`) is run here with the Job's own environment, as its pod would.
+ * The API server runs without webhook admission (virt-operator registers validating webhooks whose service has no
+ * endpoints here). Nothing else is modelled: virt-api, virt-controller and virt-handler Deployments are created and
+ * never become ready (no kubelet), which does not hold back the certificate step (virt-operator reconciles
+ * certificates before it waits for readiness: reference/real-kubernetes-parts.md §5.1).
+ * Each operator listens on its own loopback address (its webhook server binds the fixed port 8444).
+ */
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { installCrds, KubeObject, serverSideApply } from './real-apply';
+import { upstreamCrds } from './real-crds';
+import type { RealCluster } from './real-kube';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+export const VIRT_OPERATOR_IMAGE = 'quay.io/kubevirt/virt-operator:v1.8.4';
+/** kube-apiserver flags virt-operator needs here: no webhook admission (see the header). */
+export const NO_WEBHOOKS = ['--disable-admission-plugins=ServiceAccount,ValidatingAdmissionWebhook,MutatingAdmissionWebhook'];
+
+let binDirMemo: string | undefined;
+export function kubevirtBinDir(): string {
+  binDirMemo ??= execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'ensure-go-bins.js'), '--print-dir', 'kubevirt-bins'],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000 }).trim();
+  return binDirMemo;
+}
+
+async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, log?: string): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) {
+      const tail = log && fs.existsSync(log) ? `\n${fs.readFileSync(log, 'utf8').trim().split('\n').slice(-20).join('\n')}` : '';
+      throw new Error(`${what}: not after ${ms} ms${tail}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Options of a KubeVirt install. */
+export interface KubevirtOptions {
+  /** Loopback address of the operator's listeners (8186 metrics, 8444 webhooks), one per cluster. */
+  readonly listen: string;
+  /** spec.certificateRotateStrategy.selfSigned.ca of the KubeVirt CR. [KubeVirt's default: 168h, renewBefore 48h] */
+  readonly ca?: { duration: string; renewBefore: string };
+}
+
+export class RealKubevirt {
+  private proc?: ChildProcess;
+  readonly log: string;
+
+  constructor(readonly cluster: RealCluster, readonly options: KubevirtOptions) {
+    this.log = path.join(cluster.dir, 'virt-operator.log');
+  }
+
+  /** The KubeVirt CRD, the namespace, the operator, the CR, then the install strategy; resolves when kubevirt-ca exists. */
+  async install(): Promise<void> {
+    const kv = upstreamCrds().find((c) => c.crd.metadata.name === 'kubevirts.kubevirt.io');
+    if (!kv) throw new Error('no KubeVirt CRD');
+    await installCrds(this.cluster, [kv.crd]);
+    await serverSideApply(this.cluster, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kubevirt' } }, 'platform-installer');
+    this.start();
+    await serverSideApply(this.cluster, this.kubevirtCr(), 'platform-installer');
+    await this.dumpInstallStrategy();
+    await until(`kubevirt-ca of ${this.cluster.name}`, 120_000, async () => ((await this.configMap('kubevirt-ca'))?.data?.['ca-bundle'] ? true : undefined), this.log);
+  }
+
+  kubevirtCr(): KubeObject {
+    const ca = this.options.ca;
+    return {
+      apiVersion: 'kubevirt.io/v1', kind: 'KubeVirt', metadata: { name: 'kubevirt', namespace: 'kubevirt' },
+      spec: {
+        imagePullPolicy: 'IfNotPresent',
+        configuration: { developerConfiguration: { featureGates: [] } },
+        ...(ca ? { certificateRotateStrategy: { selfSigned: { ca: { duration: ca.duration, renewBefore: ca.renewBefore } } } } : {}),
+      },
+    };
+  }
+
+  private start(): void {
+    const fd = fs.openSync(this.log, 'a');
+    this.proc = spawn(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--listen', this.options.listen, '--v', '2'],
+      { stdio: ['ignore', fd, fd], env: { ...process.env, VIRT_OPERATOR_IMAGE } });
+    fs.closeSync(fd);
+  }
+
+  /** What the install-strategy Job's pod would run: the Job's command with the Job's environment. */
+  private async dumpInstallStrategy(): Promise<void> {
+    type Job = { spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }> }> } } } };
+    const job = await until(`install-strategy Job of ${this.cluster.name}`, 120_000, async () => {
+      const r = await this.cluster.request('GET', '/apis/batch/v1/namespaces/kubevirt/jobs');
+      return (r.json?.items as Job[] | undefined)?.[0];
+    }, this.log);
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const e of job.spec.template.spec.containers[0].env ?? []) env[e.name] = e.value ?? '';
+    execFileSync(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--dump-install-strategy', '--listen', this.options.listen],
+      { env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+  }
+
+  async configMap(name: string): Promise<{ metadata: Record<string, any>; data?: Record<string, string> } | undefined> {
+    const r = await this.cluster.request('GET', `/api/v1/namespaces/kubevirt/configmaps/${name}`);
+    return r.status === 200 ? r.json : undefined;
+  }
+
+  async stop(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const exited = new Promise<void>((r) => p.once('exit', () => r()));
+    p.kill('SIGTERM');
+    const t = setTimeout(() => p.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(t);
+  }
+}
