@@ -3,7 +3,8 @@
  * `customizeComponents.patches` are atomic lists, and the HCO jsonpatch annotation is one value: our
  * objects own them whole, so the fleet declares what else the cluster needs (`kubevirt.existing`) and
  * the output carries the union. Proved with the real `kubectl kustomize` on a realistic base, and with a
- * model of server-side apply field ownership (test/support/ssa-model.ts).
+ * model of server-side apply field ownership (test/support/ssa-model.ts), which test/field-ownership-real.test.ts
+ * shows agrees with a real kube-apiserver on each of these cases.
  */
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -16,28 +17,8 @@ import { FleetDocument } from '../src/fleet/schema';
 import { baseFleet, mutate } from './support/fleets';
 import { validateObject } from './support/schemas';
 import { SsaObject, leaves } from './support/ssa-model';
+import { BASE_KUBEVIRT, CLUSTER_GATES, declaringFleet, HANDLER_PATCH, kvOf, VIRT_API_PATCH } from './support/field-ownership-cases';
 
-const VIRT_API_PATCH = {
-  resourceType: 'Deployment', resourceName: 'virt-api', type: 'strategic' as const,
-  patch: '{"spec":{"template":{"spec":{"containers":[{"name":"virt-api","resources":{"requests":{"memory":"1Gi"}}}]}}}}',
-};
-const HANDLER_PATCH = {
-  resourceType: 'DaemonSet', resourceName: 'virt-handler', type: 'json' as const,
-  patch: '[{"op":"add","path":"/spec/template/metadata/annotations/example.com~1scrape","value":"true"}]',
-};
-/** Gates a production cluster typically already has on (the base below lists them). */
-const CLUSTER_GATES = ['Snapshot', 'HotplugVolumes', 'ExpandDisks'];
-
-/** The fleet declares the cluster's gates/patches: fleet-wide, plus one patch only cluster `a` has. */
-function declaringFleet(delivery: 'kubevirt-cr' | 'kustomize-patch' | 'hco'): FleetDocument {
-  return mutate(baseFleet(), (d) => {
-    d.spec.kubevirt = { configDelivery: delivery, existing: { featureGates: CLUSTER_GATES.slice(0, 2), customizeComponentsPatches: [VIRT_API_PATCH] } };
-    d.spec.syncControllers = { placement: 'workers' };
-    d.spec.clusters[0].kubevirt = { existing: { featureGates: ['ExpandDisks', 'Snapshot'], customizeComponentsPatches: [HANDLER_PATCH] } };
-  });
-}
-
-const kvOf = (objs: any[]) => objs.find((o) => o.kind === 'KubeVirt' || o.kind === 'HyperConverged');
 
 describe('kubevirt.existing: the union in all three delivery forms', () => {
   test('partial KubeVirt (server-side apply): the cluster\'s gates and patches, then ours; per-cluster lists joined, duplicates once', () => {
@@ -95,23 +76,6 @@ describe('kubevirt.existing: the union in all three delivery forms', () => {
     expect(paths).toEqual(expect.arrayContaining(['spec.kubevirt.existing.kubevirtJsonPatch', 'spec.clusters[1].kubevirt.existing.customizeComponentsPatches[0].patch']));
   });
 });
-
-// ---------------------------------------------------------------------------------------------------
-/** A realistic KubeVirt CR as an operator has it in Git: the upstream kubevirt-cr plus gates, patches, other settings. */
-const BASE_KUBEVIRT = {
-  apiVersion: 'kubevirt.io/v1', kind: 'KubeVirt', metadata: { name: 'kubevirt', namespace: 'kubevirt' },
-  spec: {
-    certificateRotateStrategy: {},
-    configuration: {
-      developerConfiguration: { featureGates: CLUSTER_GATES },
-      migrations: { parallelMigrationsPerCluster: 10 },
-      evictionStrategy: 'LiveMigrate',
-    },
-    customizeComponents: { patches: [VIRT_API_PATCH, HANDLER_PATCH] },
-    imagePullPolicy: 'IfNotPresent',
-    workloadUpdateStrategy: { workloadUpdateMethods: ['LiveMigrate'] },
-  },
-};
 
 const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
 
