@@ -10,7 +10,8 @@
  *     it watches (kubevirt.go `defaultAddDelay`), merges, then empties `kubevirt-external-ca` with an unconditional
  *     Update; a peer's push that lands between its read and that Update is lost, and the trust container writes it
  *     again (at least `minRewriteMs`, 2 s, later), which costs a second 5 s delay. Measured here (2 cores): the first
- *     exchange 5-13 s from the processes' start, a rotation 0.3-0.9 s from the new CA in its own kubevirt-ca;
+ *     exchange 5-13 s from the processes' start, a rotation 3-5 s from the new CA in its own kubevirt-ca (0.3-0.9 s
+ *     when every cluster rotates and every operator is re-queued anyway);
  *   - KubeVirt's virt-handler TLS code (real/kubevirt-bins/cmd/mm-handler-tls: NewCAManager on an informer of
  *     `kubevirt-ca`, SetupTLSForVirtHandlerClients/Server, virt-operator's handler certificates) refuses a
  *     handshake between two clusters' handlers before the exchange and completes it after;
