@@ -178,6 +178,19 @@ describe('migration-mesh status', () => {
 });
 
 describe('ownedDifference: the fields we write, not the server\'s', () => {
+  // found by test/kubevirt-real.test.ts on real API servers: a zero value we write (minReadySeconds: 0,
+  // externalIPs: []) is held by the server and omitted from its JSON (Go omitempty); the fake kept it
+  test('a zero value the server does not write back is not drift; a container quantity in another form is not either', () => {
+    const want = { spec: { minReadySeconds: 0, paused: false, externalIPs: [], selector: {}, name: '' } };
+    expect(ownedDifference(want, { spec: {} })).toBeUndefined();
+    expect(ownedDifference(want, { spec: { minReadySeconds: 5 } })).toEqual({ field: '.spec.minReadySeconds', want: 0, got: 5 });
+    expect(ownedDifference({ spec: { n: 1 } }, { spec: {} })).toEqual({ field: '.spec.n', want: 1, got: undefined });
+    const res = (memory: string) => ({ spec: { containers: [{ resources: { limits: { memory } } }] } });
+    expect(ownedDifference(res('1024Mi'), res('1Gi'))).toBeUndefined();
+    expect(ownedDifference(res('1024Mi'), res('2Gi'))?.field).toBe('.spec.containers[0].resources.limits.memory');
+    expect(ownedDifference({ metadata: { labels: { v: '1.0' } } }, { metadata: { labels: { v: '1' } } })?.field).toBe('.metadata.labels.v');
+  });
+
   test('defaults and other writers beside ours are not drift; a changed or shortened list is', () => {
     const want = { apiVersion: 'v1', kind: 'X', metadata: { name: 'n', labels: { a: '1' } }, spec: { list: [{ name: 'c', image: 'i' }], n: 1 } };
     const live = { ...want, metadata: { name: 'n', labels: { a: '1', other: 'x' }, uid: 'u', resourceVersion: '9' }, spec: { list: [{ name: 'c', image: 'i', imagePullPolicy: 'IfNotPresent' }], n: 1, extra: true }, status: {} };

@@ -15,8 +15,11 @@
  *   - KubeVirt's virt-handler TLS code (real/kubevirt-bins/cmd/mm-handler-tls: NewCAManager on an informer of
  *     `kubevirt-ca`, SetupTLSForVirtHandlerClients/Server, virt-operator's handler certificates) refuses a
  *     handshake between two clusters' handlers before the exchange and completes it after;
- *   - the virt-operator model (proxy/src/testkit/virt-operator-model.ts) agrees with the real operator on the
- *     merge: the same peer CAs pushed give the same kubevirt-ca certificates.
+ *   - `migration-mesh status` across the three real API servers, as a user bound to the generated read-only
+ *     ClusterRole (real RBAC): after our synthesized trees are applied (forced, as a GitOps engine applies), every
+ *     object in sync, KubeVirt's migration network and gates as generated, the trust matrix from virt-operator's
+ *     own kubevirt-ca all yes; a hand edit is found as drift; with no kubelet no gateway pod exists, which status
+ *     says as the reason no pair is ready (kwok would make the pods Running: not built yet, docs/testing.md).
  */
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import * as crypto from 'node:crypto';
@@ -25,7 +28,10 @@ import * as path from 'node:path';
 import { parse } from 'yaml';
 import type { ProxyConfigInput } from '../proxy/src/config';
 import { freePort, makePki, type Pki } from '../proxy/src/testkit/helpers';
-import { serverSideApply, type KubeObject } from './support/real-apply';
+import { createNamespaces, crdsFor, installCrds, platformNamespaces, serverSideApply, stagesOf, type KubeObject } from './support/real-apply';
+import { upstreamCrds } from './support/real-crds';
+import { baseFleet, runCli } from './support/fleets';
+import { runStatus } from './support/status-clusters';
 import { NO_WEBHOOKS, RealKubevirt, kubevirtBinDir } from './support/real-kubevirt';
 import { RealFleet, type RealCluster } from './support/real-kube';
 
@@ -192,3 +198,48 @@ test('three CA rotations in a row, forced by the short CA duration: each reaches
     timings.push(`rotation ${i + 1} of kv-b's CA to every peer's kubevirt-ca: ${((trustedAt - rotatedAt) / 1000).toFixed(1)} s`);
   }
 }, 240_000);
+
+test('migration-mesh status across the three real API servers, under the generated read-only ClusterRole', async () => {
+  const dir = fs.mkdtempSync(path.join(fleet.dir, 'status-'));
+  const file = path.join(dir, 'kv.fleet.yaml');
+  fs.writeFileSync(file, JSON.stringify(baseFleet({ clusters: NAMES.map((name) => ({ name, nodes: 2 })), operatorView: { statusClusterRole: true } }, 'kv')));
+  expect(runCli(['synth', file, '--out', path.join(dir, 'dist'), '--no-svg']).code).toBe(0);
+  const users: Record<string, { cert: string; key: string }> = {};
+  for (const s of sites) {
+    const tree = path.join(dir, 'dist', 'kv', s.cluster.name);
+    const stages = stagesOf(tree, (d) => s.cluster.kubectl(['kustomize', d]));
+    const all = stages.flatMap((x) => x.objects);
+    await installCrds(s.cluster, crdsFor(all, upstreamCrds().map((c) => c.crd).filter((c) => c.metadata.name !== 'kubevirts.kubevirt.io')));
+    await createNamespaces(s.cluster, platformNamespaces(all));
+    for (const stage of stages) {
+      for (const o of stage.objects) await serverSideApply(s.cluster, o, 'migration-mesh', { force: true });
+    }
+    await serverSideApply(s.cluster, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'status-reader' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'migration-mesh-status' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'status-reader' }] } as KubeObject, 'platform-installer');
+    const id = s.cluster.identity('status-reader') as { cert: string; key: string };
+    users[s.cluster.name] = { cert: id.cert, key: id.key };
+  }
+  const kc = path.join(dir, 'kubeconfig');
+  fs.writeFileSync(kc, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': NAMES[0],
+    clusters: sites.map((s) => ({ name: s.cluster.name, cluster: { server: s.cluster.url, 'certificate-authority': s.cluster.caFile } })),
+    users: sites.map((s) => ({ name: s.cluster.name, user: { 'client-certificate': users[s.cluster.name].cert, 'client-key': users[s.cluster.name].key } })),
+    contexts: sites.map((s) => ({ name: s.cluster.name, context: { cluster: s.cluster.name, user: s.cluster.name } })),
+  }));
+  // a hand edit on kv-c: status must find it
+  const cm = await sites[2].cluster.request('GET', '/api/v1/namespaces/migration-mesh/configmaps/migration-mesh-gateway');
+  cm.json.metadata.labels = { ...cm.json.metadata.labels, 'migrationmesh.dev/fleet': 'edited-by-hand' };
+  expect((await sites[2].cluster.request('PUT', '/api/v1/namespaces/migration-mesh/configmaps/migration-mesh-gateway', cm.json)).status).toBe(200);
+
+  const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--output', 'json', '--timeout', '20']);
+  expect(r.err).toBe('');
+  const j = JSON.parse(r.out);
+  expect(r.code).toBe(1);
+  for (const a of NAMES) for (const b of NAMES) if (a !== b) expect([a, b, j.trust[a][b].trusted]).toEqual([a, b, true]);
+  const codes = j.findings.map((f: { severity: string; code: string; cluster: string }) => `${f.severity} ${f.code} ${f.cluster}`);
+  expect(codes).toContain('error status/object-different kv-c');
+  expect(codes.filter((c: string) => / status\/(object-|unreachable|kubevirt-|forbidden)/.test(c) && !c.endsWith('object-different kv-c'))).toEqual([]);
+  for (const n of NAMES) expect(codes.some((c: string) => c.startsWith('error status/') && c.endsWith(` ${n}`) && /gateway/.test(c))).toBe(true);
+  expect(j.pairs.every((p: { ready: boolean }) => !p.ready)).toBe(true);
+}, 120_000);

@@ -5,6 +5,7 @@
  * a verdict per ordered pair of clusters.
  */
 
+import { canonicalQuantity } from '../base/quantity';
 import { CaCert, ClusterFacts, StatusCode, StatusFinding } from './status-facts';
 import { clusterFindings } from './status-findings';
 import { MoveCheck, MoveFacts, judgeMoves } from './status-moves';
@@ -36,6 +37,8 @@ export interface FleetStatus {
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isZero = (v: unknown) => v === 0 || v === false || v === '' || (Array.isArray(v) && v.length === 0) || (isObj(v) && Object.keys(v).length === 0);
+const sameQuantity = (want: unknown, got: unknown) => typeof want === 'string' && typeof got === 'string' && canonicalQuantity(want, -3) === canonicalQuantity(got, -3);
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 const fieldName = (k: string) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? `.${k}` : `[${JSON.stringify(k)}]`);
 
@@ -46,6 +49,9 @@ const fieldName = (k: string) => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? `.${k}` :
  * metadata are ignored; of metadata only labels and annotations count.
  */
 export function ownedDifference(want: unknown, got: unknown, at = ''): { field: string; want: unknown; got: unknown } | undefined {
+  // the API server holds a zero value we write (0, false, '', [], {}) and omits it from JSON (built-in types are Go
+  // structs with omitempty fields; seen on a real kube-apiserver: minReadySeconds: 0, externalIPs: [])
+  if (got === undefined && isZero(want)) return undefined;
   if (isObj(want)) {
     if (!isObj(got)) return { field: at || '.', want, got };
     for (const [k, v] of Object.entries(want)) {
@@ -64,8 +70,9 @@ export function ownedDifference(want: unknown, got: unknown, at = ''): { field: 
     }
     return undefined;
   }
-  // the API server writes numbers and booleans back as such; a quantity may come back normalized
+  // the API server writes numbers and booleans back as such; a container quantity comes back canonical (1024Mi as 1Gi)
   if (same(want, got) || (got !== undefined && String(want) === String(got))) return undefined;
+  if (at.includes('.resources.') && sameQuantity(want, got)) return undefined;
   return { field: at, want, got };
 }
 
