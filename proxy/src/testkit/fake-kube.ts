@@ -24,6 +24,18 @@
  * an API server that accepts TCP and never answers (requests held forever, live watches silent forever,
  * also after the blackhole ends); a watch event cut in half.
  *
+ * Which faults only this server produces: a real kube-apiserver cannot be made to answer a status of our
+ * choosing on chosen calls (500 on every PUT while reads work; 429 with Retry-After on LIST and PUT: its own
+ * 429s come from priority and fairness under load, not on demand), to cut a watch event in half, or to accept
+ * TCP and hold every request and watch unanswered for as long as a test likes (a real one is killed, restarted
+ * or cut off; proxy/src/test/trust-socket-timeouts.test.ts holds the trust container against a plain net.Server
+ * for that and counts its descriptors). Those stay here (proxy/src/test/trust-api-faults.test.ts), as do fast
+ * versions of the rest. The faults a real server does produce run against real kube-apiservers in
+ * test/trust-real-api.test.ts, the trust container under the Role we emit: the server killed and restarted
+ * (and, while its RBAC informers sync, 403 to calls the Role allows, which this server never answers), a watch
+ * resumed from a resourceVersion etcd compacted away (410), a competing writer (409), packets dropped in a
+ * network namespace, and every refusal of the real RBAC authorizer (this server checks no authorization).
+ *
  * For `migration-mesh status` (issue 28) it also serves, read-only, objects of any kind seeded with
  * `seed()` and discovery for their kinds (fake-kube-seeded.ts says which calls). Label selectors:
  * label-selector.ts.
