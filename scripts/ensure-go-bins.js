@@ -35,6 +35,9 @@ const MODULES = {
       ['kubectl', 'k8s.io/kubernetes/cmd/kubectl'],
     ],
   },
+  'kwok-bins': {
+    bins: [['kwok', 'sigs.k8s.io/kwok/cmd/kwok']],
+  },
   'kubevirt-bins': {
     bins: [
       ['virt-operator', 'kubevirt.io/kubevirt/cmd/virt-operator'],

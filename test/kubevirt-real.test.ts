@@ -5,7 +5,7 @@
  * (`migration-mesh-proxy run` and `trust`, proxy/lib/cli.js), the trust container with the example's trust Role,
  * authenticated by a ServiceAccount token from TokenRequest. Checks:
  *   - virt-operator's `kubevirt-ca` holds every peer's current CA once the exchange runs, and again after each CA
- *     rotation that a short CA duration in the KubeVirt CR forces (three in a row), each time within 20 s. The times
+ *     rotation that a short CA duration in the KubeVirt CR forces (two in a row), each time within 20 s. The times
  *     are printed. Why 20 s and not 10: virt-operator re-queues the KubeVirt CR 5 s after any change to a ConfigMap
  *     it watches (kubevirt.go `defaultAddDelay`), merges, then empties `kubevirt-external-ca` with an unconditional
  *     Update; a peer's push that lands between its read and that Update is lost, and the trust container writes it
@@ -16,10 +16,11 @@
  *     `kubevirt-ca`, SetupTLSForVirtHandlerClients/Server, virt-operator's handler certificates) refuses a
  *     handshake between two clusters' handlers before the exchange and completes it after;
  *   - `migration-mesh status` across the three real API servers, as a user bound to the generated read-only
- *     ClusterRole (real RBAC): after our synthesized trees are applied (forced, as a GitOps engine applies), every
- *     object in sync, KubeVirt's migration network and gates as generated, the trust matrix from virt-operator's
- *     own kubevirt-ca all yes; a hand edit is found as drift; with no kubelet no gateway pod exists, which status
- *     says as the reason no pair is ready (kwok would make the pods Running: not built yet, docs/testing.md).
+ *     ClusterRole (real RBAC), with kube-controller-manager, kube-scheduler and kwok (test/support/real-nodes.ts)
+ *     running the pods of our Deployments and of KubeVirt's own virt-handler DaemonSet and sync controller: after
+ *     our trees are applied (forced, as a GitOps engine applies), every pair ready, every object in sync, the trust
+ *     matrix (from virt-operator's own kubevirt-ca) all yes; a hand edit is the one error. The gateways' own /status
+ *     stays unread (a warning): the API server will not proxy to kwok's loopback pod IPs.
  */
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import * as crypto from 'node:crypto';
@@ -34,6 +35,7 @@ import { baseFleet, runCli } from './support/fleets';
 import { runStatus } from './support/status-clusters';
 import { NO_WEBHOOKS, RealKubevirt, kubevirtBinDir } from './support/real-kubevirt';
 import { RealFleet, type RealCluster } from './support/real-kube';
+import { RealNodes } from './support/real-nodes';
 
 const NAMES = ['kv-a', 'kv-b', 'kv-c'];
 /** The trust objects an example cluster's output carries (a three-cluster fleet, plain KubeVirt CR delivery). */
@@ -90,7 +92,7 @@ function handshake(from: RealCluster, to: RealCluster, waitMs = 0): Promise<{ ok
   });
 }
 
-interface Site { cluster: RealCluster; kv: RealKubevirt; runtime?: ChildProcess; trust?: ChildProcess }
+interface Site { cluster: RealCluster; kv: RealKubevirt; nodes?: RealNodes; runtime?: ChildProcess; trust?: ChildProcess }
 
 let fleet: RealFleet;
 let sites: Site[];
@@ -101,14 +103,20 @@ let pki: Pki;
 beforeAll(async () => {
   fleet = await RealFleet.start(NAMES, { apiserverFlags: NO_WEBHOOKS });
   // only kv-b rotates (every ~15 s): three operators rotating at once cost CPU and prove nothing more
-  sites = NAMES.map((n, i) => ({ cluster: fleet.cluster(n), kv: new RealKubevirt(fleet.cluster(n), { listen: `127.0.0.${31 + i}`, ca: n === 'kv-b' ? SHORT_CA : undefined }) }));
+  sites = NAMES.map((n, i) => ({
+    cluster: fleet.cluster(n), kv: new RealKubevirt(fleet.cluster(n), { listen: `127.0.0.${31 + i}`, ca: n === 'kv-b' ? SHORT_CA : undefined }),
+  }));
+  // two kwok nodes per cluster, pod IPs on loopback (127.1.N.0/24): Deployments and DaemonSets get Running pods
+  for (const [i, s] of sites.entries()) s.nodes = await RealNodes.start(s.cluster, { count: 2, podCidr: `127.1.${i + 1}.0/24` });
   await Promise.all(sites.map((s) => s.kv.install()));
   pki = makePki('fleet', NAMES);
 }, 300_000);
 
 afterAll(async () => {
   process.stdout.write(`[kubevirt-real] ${timings.join('; ')}\n`);
-  for (const s of sites ?? []) { await stopProcess(s.trust); await stopProcess(s.runtime); await s.kv.stop(); }
+  for (const s of sites ?? []) {
+    await stopProcess(s.trust); await stopProcess(s.runtime); await s.kv.stop(); await s.nodes?.stop();
+  }
   await fleet?.stop();
 }, 60_000);
 
@@ -184,8 +192,8 @@ async function currentCa(c: RealCluster): Promise<string> {
   return new crypto.X509Certificate(first).fingerprint256;
 }
 
-test('three CA rotations in a row, forced by the short CA duration: each reaches every peer\'s kubevirt-ca within 20 s', async () => {
-  for (let i = 0; i < 3; i++) {
+test('two CA rotations in a row, forced by the short CA duration: each reaches every peer\'s kubevirt-ca within 20 s', async () => {
+  for (let i = 0; i < 2; i++) {
     const before = await currentCa(sites[1].cluster);
     const deadline = Date.now() + 60_000;
     let rotatedAt = 0;
@@ -199,10 +207,60 @@ test('three CA rotations in a row, forced by the short CA duration: each reaches
   }
 }, 240_000);
 
+/** A pod as its label selector finds it on a real server, polled until `want` of them are Running with an IP (kwok). */
+type Pod = { metadata: { name: string; annotations?: Record<string, string> }; status: { podIP: string } };
+async function runningPods(c: RealCluster, ns: string, selector: string, want: number): Promise<Pod[]> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const r = await c.request('GET', `/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(selector)}`);
+    const pods = (r.json?.items ?? []).filter((p: any) => p.status?.phase === 'Running' && p.status.podIP && !p.metadata.deletionTimestamp);
+    if (pods.length >= want) return pods;
+    if (Date.now() > deadline) throw new Error(`${c.name}: ${pods.length}/${want} pods Running for ${selector} in ${ns} after 60 s`);
+    await new Promise((res) => setTimeout(res, 250));
+  }
+}
+
+/**
+ * Multus' word on the KubeVirt pods: the network-status annotation its CNI plugin writes when it attaches a pod, here
+ * written as it would be (there is no CNI without a node). The pods themselves are kwok's, created by KubeVirt's own
+ * DaemonSet and Deployment. The gateway pods' runtimes are not run: the API server refuses to proxy to a pod IP in
+ * the loopback range ("address not allowed"), so status could not read them anyway.
+ */
+async function runPods(s: Site): Promise<void> {
+  await rolledOut(s.cluster);
+  const nad = 'kubevirt/lm-migration';
+  for (const app of ['virt-handler', 'virt-synchronization-controller']) {
+    for (const [k, pod] of (await runningPods(s.cluster, 'kubevirt', `kubevirt.io=${app}`, 1)).entries()) {
+      const status = [{ name: 'kindnet', interface: 'eth0', ips: [pod.status.podIP], default: true }, { name: nad, interface: 'migration0', ips: [`10.200.${NAMES.indexOf(s.cluster.name)}.${20 + k}`], default: false }];
+      const patch = { metadata: { annotations: { 'k8s.v1.cni.cncf.io/network-status': JSON.stringify(status) } } };
+      const r = await s.cluster.request('PATCH', `/api/v1/namespaces/kubevirt/pods/${pod.metadata.name}`, patch, { contentType: 'application/merge-patch+json' });
+      expect(r.status).toBe(200);
+    }
+  }
+}
+
+/** virt-operator has rolled its components out to the current config (our KubeVirt CR changes it): no pod is about to be replaced. */
+async function rolledOut(c: RealCluster): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const ds = (await c.request('GET', '/apis/apps/v1/namespaces/kubevirt/daemonsets/virt-handler')).json;
+    const dep = (await c.request('GET', '/apis/apps/v1/namespaces/kubevirt/deployments/virt-synchronization-controller')).json;
+    const dsDone = ds?.kind === 'DaemonSet' && ds.status.observedGeneration === ds.metadata.generation && ds.status.desiredNumberScheduled > 0
+      && ds.status.updatedNumberScheduled === ds.status.desiredNumberScheduled && ds.status.numberAvailable === ds.status.desiredNumberScheduled;
+    const depDone = dep?.kind === 'Deployment' && dep.status.observedGeneration === dep.metadata.generation && dep.status.updatedReplicas === dep.spec.replicas
+      && dep.status.availableReplicas === dep.spec.replicas && (dep.status.replicas ?? 0) === dep.spec.replicas;
+    if (dsDone && depDone) return;
+    if (Date.now() > deadline) throw new Error(`${c.name}: virt-handler / sync controller not rolled out after 90 s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 test('migration-mesh status across the three real API servers, under the generated read-only ClusterRole', async () => {
   const dir = fs.mkdtempSync(path.join(fleet.dir, 'status-'));
   const file = path.join(dir, 'kv.fleet.yaml');
-  fs.writeFileSync(file, JSON.stringify(baseFleet({ clusters: NAMES.map((name) => ({ name, nodes: 2 })), operatorView: { statusClusterRole: true } }, 'kv')));
+  fs.writeFileSync(file, JSON.stringify(baseFleet({
+    clusters: NAMES.map((name) => ({ name, nodes: 2 })), operatorView: { statusClusterRole: true }, syncControllers: { placement: 'workers' },
+  }, 'kv')));
   expect(runCli(['synth', file, '--out', path.join(dir, 'dist'), '--no-svg']).code).toBe(0);
   const users: Record<string, { cert: string; key: string }> = {};
   for (const s of sites) {
@@ -220,6 +278,9 @@ test('migration-mesh status across the three real API servers, under the generat
     const id = s.cluster.identity('status-reader') as { cert: string; key: string };
     users[s.cluster.name] = { cert: id.cert, key: id.key };
   }
+  for (const s of sites) await runPods(s);
+  // our KubeVirt CR sets the fleet's CA rotation: virt-operator rotates at once, and the exchange carries the new CAs
+  await allTrusted(60_000);
   const kc = path.join(dir, 'kubeconfig');
   fs.writeFileSync(kc, JSON.stringify({
     apiVersion: 'v1', kind: 'Config', 'current-context': NAMES[0],
@@ -227,19 +288,29 @@ test('migration-mesh status across the three real API servers, under the generat
     users: sites.map((s) => ({ name: s.cluster.name, user: { 'client-certificate': users[s.cluster.name].cert, 'client-key': users[s.cluster.name].key } })),
     contexts: sites.map((s) => ({ name: s.cluster.name, context: { cluster: s.cluster.name, user: s.cluster.name } })),
   }));
-  // a hand edit on kv-c: status must find it
+  const status = async () => {
+    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--output', 'json', '--timeout', '20']);
+    expect(r.err).toBe('');
+    return { code: r.code, j: JSON.parse(r.out) };
+  };
+  const healthy = await status();
+  process.stdout.write(`[kubevirt-real] status findings: ${JSON.stringify(healthy.j.findings.map((f: { message: string }) => f.message))}\n`);
+  // the one part that cannot run here: the API server refuses to proxy to a loopback pod IP ("address not allowed"),
+  // so each gateway's own /status is unread: a warning, which blocks no pair (docs/status.md)
+  const notWarning = healthy.j.findings.filter((f: { severity: string; message: string }) => !(f.severity === 'warning' && /through the pod proxy: address not allowed/.test(f.message)));
+  expect(notWarning).toEqual([]);
+  expect(healthy.j.findings).toHaveLength(6);
+  expect(healthy.j.pairs.every((p: { ready: boolean }) => p.ready)).toBe(true);
+  expect(healthy.code).toBe(0);
+  for (const a of NAMES) for (const b of NAMES) if (a !== b) expect([a, b, healthy.j.trust[a][b].trusted]).toEqual([a, b, true]);
+
+  // a hand edit on kv-c: status must find it, and only it
   const cm = await sites[2].cluster.request('GET', '/api/v1/namespaces/migration-mesh/configmaps/migration-mesh-gateway');
   cm.json.metadata.labels = { ...cm.json.metadata.labels, 'migrationmesh.dev/fleet': 'edited-by-hand' };
   expect((await sites[2].cluster.request('PUT', '/api/v1/namespaces/migration-mesh/configmaps/migration-mesh-gateway', cm.json)).status).toBe(200);
-
-  const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--output', 'json', '--timeout', '20']);
-  expect(r.err).toBe('');
-  const j = JSON.parse(r.out);
-  expect(r.code).toBe(1);
-  for (const a of NAMES) for (const b of NAMES) if (a !== b) expect([a, b, j.trust[a][b].trusted]).toEqual([a, b, true]);
-  const codes = j.findings.map((f: { severity: string; code: string; cluster: string }) => `${f.severity} ${f.code} ${f.cluster}`);
-  expect(codes).toContain('error status/object-different kv-c');
-  expect(codes.filter((c: string) => / status\/(object-|unreachable|kubevirt-|forbidden)/.test(c) && !c.endsWith('object-different kv-c'))).toEqual([]);
-  for (const n of NAMES) expect(codes.some((c: string) => c.startsWith('error status/') && c.endsWith(` ${n}`) && /gateway/.test(c))).toBe(true);
-  expect(j.pairs.every((p: { ready: boolean }) => !p.ready)).toBe(true);
-}, 120_000);
+  const drifted = await status();
+  expect(drifted.code).toBe(1);
+  const errors = drifted.j.findings.filter((f: { severity: string }) => f.severity === 'error');
+  expect(errors.map((f: { code: string; cluster: string }) => `${f.code} ${f.cluster}`)).toEqual(['status/object-different kv-c']);
+  expect(drifted.j.pairs.filter((p: { ready: boolean }) => p.ready).map((p: { from: string; to: string }) => `${p.from}>${p.to}`).sort()).toEqual(['kv-a>kv-b', 'kv-b>kv-a']);
+}, 180_000);

@@ -178,6 +178,9 @@ export class RealCluster {
 
   get caFile(): string { return this.fleet.pki.caFile; }
 
+  /** Where etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl are. */
+  get binDir(): string { return this.fleet.bin; }
+
   /** Starts (or restarts, keeping its data) the API server; resolves when /readyz answers ok. */
   async start(): Promise<void> {
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -205,7 +208,7 @@ export class RealCluster {
       `--tls-cert-file=${serving.cert}`, `--tls-private-key-file=${serving.key}`, `--client-ca-file=${this.caFile}`,
       '--authorization-mode=RBAC', '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-account-key-file=${path.join(this.dir, 'sa.pub')}`, `--service-account-signing-key-file=${path.join(this.dir, 'sa.key')}`,
-      '--service-cluster-ip-range=10.0.0.0/24', '--disable-admission-plugins=ServiceAccount', '--enable-priority-and-fairness=false',
+      '--service-cluster-ip-range=10.0.0.0/24', '--disable-admission-plugins=ServiceAccount', '--enable-priority-and-fairness=false', '--allow-privileged=true',
       '--profiling=false', `--cert-dir=${this.dir}`,
       ...(this.fleet.options.apiserverFlags ?? []),
     ];

@@ -3,8 +3,9 @@
  * real/kubevirt-bins) run out of cluster against a real API server (test/support/real-kube.ts), so that
  * `kubevirt-ca` and `kubevirt-external-ca` are created, merged and emptied by KubeVirt's code.
  *
- * What stands in for the kubelet: virt-operator creates the install-strategy Job, which no kubelet runs; the Job's
- * command (`virt-operator --dump-install-strategy`) is run here with the Job's own environment, as its pod would.
+ * What stands in for the kubelet: virt-operator creates an install-strategy Job (a new one whenever the KubeVirt CR's
+ * configuration changes), which no kubelet runs; each Job's command (`virt-operator --dump-install-strategy`) is run
+ * here with the Job's own environment, as its pod would, within a second of the Job's creation.
  * The API server runs without webhook admission (virt-operator registers validating webhooks whose service has no
  * endpoints here). Nothing else is modelled: virt-api, virt-controller and virt-handler Deployments are created and
  * never become ready (no kubelet), which does not hold back the certificate step (virt-operator reconciles
@@ -15,7 +16,8 @@ import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { installCrds, KubeObject, serverSideApply } from './real-apply';
-import { upstreamCrds } from './real-crds';
+import { moduleDir, upstreamCrds } from './real-crds';
+import { parseAllDocuments } from 'yaml';
 import type { RealCluster } from './real-kube';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -51,6 +53,8 @@ export interface KubevirtOptions {
   readonly ca?: { duration: string; renewBefore: string };
 }
 
+type StrategyJob = { metadata: { uid: string }; spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }> }> } } } };
+
 export class RealKubevirt {
   private proc?: ChildProcess;
   readonly log: string;
@@ -65,9 +69,13 @@ export class RealKubevirt {
     if (!kv) throw new Error('no KubeVirt CRD');
     await installCrds(this.cluster, [kv.crd]);
     await serverSideApply(this.cluster, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kubevirt' } }, 'platform-installer');
+    // KubeVirt's install manifests ship the PriorityClass its pods ask for (virt-operator does not create it)
+    const pc = path.join(moduleDir('kubevirt.io/kubevirt'), 'manifests', 'generated', 'kubevirt-priority-class.yaml');
+    for (const d of parseAllDocuments(fs.readFileSync(pc, 'utf8')).map((x) => x.toJS() as KubeObject).filter(Boolean)) await serverSideApply(this.cluster, d, 'platform-installer');
     this.start();
     await serverSideApply(this.cluster, this.kubevirtCr(), 'platform-installer');
     await this.dumpInstallStrategy();
+    this.jobs = this.strategyJobLoop();
     await until(`kubevirt-ca of ${this.cluster.name}`, 120_000, async () => ((await this.configMap('kubevirt-ca'))?.data?.['ca-bundle'] ? true : undefined), this.log);
   }
 
@@ -90,17 +98,39 @@ export class RealKubevirt {
     fs.closeSync(fd);
   }
 
-  /** What the install-strategy Job's pod would run: the Job's command with the Job's environment. */
-  private async dumpInstallStrategy(): Promise<void> {
-    type Job = { spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }> }> } } } };
-    const job = await until(`install-strategy Job of ${this.cluster.name}`, 120_000, async () => {
-      const r = await this.cluster.request('GET', '/apis/batch/v1/namespaces/kubevirt/jobs');
-      return (r.json?.items as Job[] | undefined)?.[0];
-    }, this.log);
+  private readonly dumped = new Set<string>();
+  private jobs?: Promise<void>;
+  private stopping = false;
+
+  /** The install-strategy Jobs not run yet (virt-operator makes a new one whenever the KubeVirt CR's config changes). */
+  private async pendingJobs(): Promise<StrategyJob[]> {
+    const r = await this.cluster.request('GET', '/apis/batch/v1/namespaces/kubevirt/jobs');
+    return ((r.json?.items ?? []) as StrategyJob[]).filter((j) => !this.dumped.has(j.metadata.uid));
+  }
+
+  /** What an install-strategy Job's pod would run: the Job's command with the Job's environment. */
+  private runJob(job: StrategyJob): void {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const e of job.spec.template.spec.containers[0].env ?? []) env[e.name] = e.value ?? '';
     execFileSync(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--dump-install-strategy', '--listen', this.options.listen],
       { env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+    this.dumped.add(job.metadata.uid);
+  }
+
+  private async dumpInstallStrategy(): Promise<void> {
+    const jobs = await until(`install-strategy Job of ${this.cluster.name}`, 120_000, async () => {
+      const j = await this.pendingJobs();
+      return j.length ? j : undefined;
+    }, this.log);
+    for (const j of jobs) this.runJob(j);
+  }
+
+  /** Runs each new install-strategy Job as its pod would, every second, until stop(). */
+  private async strategyJobLoop(): Promise<void> {
+    while (!this.stopping) {
+      for (const j of await this.pendingJobs().catch(() => [])) if (!this.stopping) this.runJob(j);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
   }
 
   async configMap(name: string): Promise<{ metadata: Record<string, any>; data?: Record<string, string> } | undefined> {
@@ -109,6 +139,8 @@ export class RealKubevirt {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
+    await this.jobs;
     const p = this.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
     const exited = new Promise<void>((r) => p.once('exit', () => r()));
