@@ -174,7 +174,7 @@ const PROXY_SLOW_FIRST = ['chain', 'security-memory', 'splice-binding', 'securit
  * machine): trust-api-faults 83 s for 5.4 s, security 13.8 s for 3.2 s, limits 6.5 s for 1.7 s. They run in
  * the waiting lane, after the image test, beside the two CPU lanes.
  */
-const PROXY_MOSTLY_WAITING = ['trust-api-faults', 'security', 'limits'];
+const PROXY_MOSTLY_WAITING = ['trust-api-faults', 'trust-socket-timeouts', 'security', 'limits'];
 /** A proxy test file's name without directory and `.test.js` (how the lists above name it). */
 const stem = (f) => path.basename(f).replace(/\.test\.js$/, '');
 const mostlyWaiting = (f) => PROXY_MOSTLY_WAITING.includes(stem(f));

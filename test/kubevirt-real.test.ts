@@ -22,7 +22,7 @@
  *     matrix (from virt-operator's own kubevirt-ca) all yes; a hand edit is the one error. The gateways' own /status
  *     stays unread (a warning): the API server will not proxy to kwok's loopback pod IPs.
  */
-import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { ChildProcess, execFile } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -36,6 +36,7 @@ import { runStatus } from './support/status-clusters';
 import { NO_WEBHOOKS, RealKubevirt, kubevirtBinDir } from './support/real-kubevirt';
 import { RealFleet, type RealCluster } from './support/real-kube';
 import { RealNodes } from './support/real-nodes';
+import { killProcess, startRuntime, startTrust, tokenKubeconfig } from './support/real-trust';
 
 const NAMES = ['kv-a', 'kv-b', 'kv-c'];
 /** The trust objects an example cluster's output carries (a three-cluster fleet, plain KubeVirt CR delivery). */
@@ -49,37 +50,6 @@ const fingerprints = (bundle: string | undefined) => (bundle ?? '').split(/(?=--
 function exampleTrustObjects(): KubeObject[] {
   return fs.readdirSync(EXAMPLE).filter((f) => /^(ServiceAccount|Role|RoleBinding|Namespace)\./.test(f))
     .map((f) => parse(fs.readFileSync(path.join(EXAMPLE, f), 'utf8')) as KubeObject);
-}
-
-/** The trust container's credentials as the pod has them: the ServiceAccount's token from TokenRequest and the cluster's CA, as files. */
-function serviceAccountKubeconfig(c: RealCluster, sa: { namespace: string; name: string }): string {
-  const dir = c.serviceAccountDir(sa.namespace, sa.name);
-  const file = path.join(dir, 'kubeconfig');
-  fs.writeFileSync(file, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': c.name,
-    clusters: [{ name: c.name, cluster: { server: c.url, 'certificate-authority': path.join(dir, 'ca.crt') } }],
-    users: [{ name: sa.name, user: { 'token-file': path.join(dir, 'token') } }],
-    contexts: [{ name: c.name, context: { cluster: c.name, user: sa.name } }],
-  }));
-  return file;
-}
-
-const PROXY_CLI = path.resolve(__dirname, '..', 'proxy', 'lib', 'cli.js');
-/** `migration-mesh-proxy CMD --config F ...` as its container runs it; output in a log file beside the cluster's. */
-function proxyProcess(c: RealCluster, cmd: string, args: string[]): ChildProcess {
-  const fd = fs.openSync(path.join(c.dir, `proxy-${cmd}.log`), 'a');
-  const p = spawn(process.execPath, [PROXY_CLI, cmd, ...args], { stdio: ['ignore', fd, fd], env: { ...process.env, MM_PROXY_ALLOW_NO_ADDON: '1', LOG_LEVEL: 'info' } });
-  fs.closeSync(fd);
-  return p;
-}
-
-async function stopProcess(p?: ChildProcess): Promise<void> {
-  if (!p || p.exitCode !== null || p.signalCode !== null) return;
-  const exited = new Promise<void>((r) => p.once('exit', () => r()));
-  p.kill('SIGTERM');
-  const t = setTimeout(() => p.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(t);
 }
 
 function handshake(from: RealCluster, to: RealCluster, waitMs = 0): Promise<{ ok: boolean; error: string; tries: number }> {
@@ -115,7 +85,7 @@ beforeAll(async () => {
 afterAll(async () => {
   process.stdout.write(`[kubevirt-real] ${timings.join('; ')}\n`);
   for (const s of sites ?? []) {
-    await stopProcess(s.trust); await stopProcess(s.runtime); await s.kv.stop(); await s.nodes?.stop();
+    await killProcess(s.trust); await killProcess(s.runtime); await s.kv.stop(); await s.nodes?.stop();
   }
   await fleet?.stop();
 }, 60_000);
@@ -151,7 +121,7 @@ test('our exchange, under the example\'s Role: virt-operator\'s kubevirt-ca hold
       trust: { socket, repushIntervalMs: 300_000, retryMs: 200 },
     };
     fs.writeFileSync(path.join(s.cluster.dir, 'gateway.json'), JSON.stringify(cfg));
-    s.runtime = proxyProcess(s.cluster, 'run', ['--config', path.join(s.cluster.dir, 'gateway.json')]);
+    s.runtime = startRuntime(path.join(s.cluster.dir, 'gateway.json'), path.join(s.cluster.dir, 'proxy-run.log'));
   }
   const t0 = Date.now();
   for (const s of sites) {
@@ -160,8 +130,9 @@ test('our exchange, under the example\'s Role: virt-operator\'s kubevirt-ca hold
   }
   const sa = exampleTrustObjects().find((o) => o.kind === 'ServiceAccount')!;
   for (const s of sites) {
-    const kubeconfig = serviceAccountKubeconfig(s.cluster, { namespace: sa.metadata.namespace!, name: sa.metadata.name });
-    s.trust = proxyProcess(s.cluster, 'trust', ['--config', path.join(s.cluster.dir, 'gateway.json'), '--namespace', 'kubevirt', '--kubeconfig', kubeconfig]);
+    const saDir = s.cluster.serviceAccountDir(sa.metadata.namespace!, sa.metadata.name);
+    const kubeconfig = tokenKubeconfig(path.join(saDir, 'kubeconfig'), s.cluster.url, saDir);
+    s.trust = startTrust(path.join(s.cluster.dir, 'gateway.json'), 'kubevirt', kubeconfig, path.join(s.cluster.dir, 'proxy-trust.log'));
   }
   const ms = await allTrusted(60_000);
   timings.push(`exchange started to every kubevirt-ca holding every peer's CA: ${((ms - t0) / 1000).toFixed(1)} s`);

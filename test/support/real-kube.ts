@@ -71,8 +71,8 @@ async function freePort(): Promise<number> {
 const live = new Set<ChildProcess>();
 process.once('exit', () => { for (const p of live) p.kill('SIGKILL'); });
 
-/** Starts a binary with its output in a log file; the process is killed at stop or exit. */
-function launch(bin: string, args: string[], log: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
+/** Starts a binary with its output appended to a log file; the process is killed when the test process exits. */
+export function spawnLogged(bin: string, args: string[], log: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
   const fd = fs.openSync(log, 'a');
   const child = spawn(bin, args, { stdio: ['ignore', fd, fd], env });
   fs.closeSync(fd);
@@ -118,7 +118,7 @@ class Etcd {
       const [client, peer] = [await freePort(), await freePort()];
       const log = path.join(dir, `etcd-${attempt}.log`);
       const url = `http://127.0.0.1:${client}`;
-      const proc = launch(bin, ['--data-dir', path.join(dir, `etcd-data-${attempt}`), '--listen-client-urls', url, '--advertise-client-urls', url,
+      const proc = spawnLogged(bin, ['--data-dir', path.join(dir, `etcd-data-${attempt}`), '--listen-client-urls', url, '--advertise-client-urls', url,
         '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
         '--initial-cluster', `default=http://127.0.0.1:${peer}`, '--unsafe-no-fsync', '--quota-backend-bytes', String(2 ** 31), '--log-level', 'warn'], log);
       try {
@@ -185,7 +185,7 @@ export class RealCluster {
   async start(): Promise<void> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const port = this.url ? Number(new URL(this.url).port) : await freePort();
-      const proc = launch(path.join(this.fleet.bin, 'kube-apiserver'), this.flags(port), this.log);
+      const proc = spawnLogged(path.join(this.fleet.bin, 'kube-apiserver'), this.flags(port), this.log);
       try {
         await waitFor(`kube-apiserver of ${this.name}`, async () => (await httpsGet(`https://127.0.0.1:${port}/readyz`, this.caFile, this.admin as never)).status === 200,
           proc, this.log, this.fleet.options.readyTimeoutMs ?? 90_000);

@@ -11,30 +11,17 @@
  * dropped (iptables inside the namespace: nothing of it outlives the namespace). Every process started here is
  * killed at `stop()` or when the test process exits.
  */
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import { KubeObject, stagesOf } from './real-apply';
-import type { RealCluster } from './real-kube';
+import { spawnLogged, type RealCluster } from './real-kube';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const PROXY_CLI = path.join(ROOT, 'proxy', 'lib', 'cli.js');
-
-const live = new Set<ChildProcess>();
-process.once('exit', () => { for (const p of live) p.kill('SIGKILL'); });
-
-/** A process with its output appended to `log`; killed at exit of the test process. */
-export function spawnLogged(cmd: string, args: string[], log: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
-  const fd = fs.openSync(log, 'a');
-  const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], env });
-  fs.closeSync(fd);
-  live.add(child);
-  child.once('exit', () => live.delete(child));
-  return child;
-}
 
 /** SIGKILL and wait (at most 5 s) for the exit. */
 export async function killProcess(p: ChildProcess | undefined): Promise<void> {
