@@ -1,36 +1,39 @@
 /**
- * A VM moves (issue 30 part 2): a real QEMU live migration (TCG, Debian's kernel + a busybox initramfs,
- * mutual TLS with tls-creds-x509 verify-peer=on, 4 multifd channels) from the "virt-handler" namespace of
- * ams-1 to the one of fra-1 and back, addressed as KubeVirt addresses the target (its migration-network
- * address; through the gateways in the gateway modes), in every mode: mtls-splice, mtls, plaintext tunnel and
- * direct (the migration NAD the planner emits for the fleet with `datapath: direct`). The lab
- * (test/support/vm-lab.ts, layout `routed-sites`) realizes ams-1 (site ams) and fra-1 (site fra) of the
- * synthesized two-sites example, each site its own L2 segment joined only by a router namespace with real
- * forwarding (issue 24), with the real CNI plugins and gateway runtime, and runs the trust
- * exchange (real trust containers, fake API servers with virt-operator's merge modelled): each QEMU's CA file
- * is its cluster's kubevirt-ca as the exchange left it.
+ * A VM moves (issue 30 part 2): a real QEMU 10 live migration (TCG, Debian's kernel + a busybox initramfs,
+ * mutual TLS with tls-creds-x509 verify-peer=on, 4 multifd channels) from the "virt-handler" namespace of ams-1
+ * to the one of fra-1 and back, addressed as KubeVirt addresses the target (its migration-network address;
+ * through the gateways in the gateway modes), in every mode: mtls-splice, mtls, plaintext tunnel and direct (the
+ * migration NAD the planner emits for the fleet with `datapath: direct`). The lab (test/support/vm-lab.ts,
+ * layout `routed-sites`) realizes ams-1 (site ams) and fra-1 (site fra) of the synthesized two-sites example,
+ * each site its own L2 segment joined only by a router namespace with real forwarding (issue 24), with the real
+ * CNI plugins and gateway runtime, and runs the trust exchange (real trust containers, fake API servers with
+ * virt-operator's merge modelled): each QEMU's CA file is its cluster's kubevirt-ca as the exchange left it.
  *
  * Checks: `completed`; the whole guest RAM of the paused target (-S) equals the paused source's (each guest's
- * RAM is a shared memory file in /dev/shm, read and hashed with sha256; in the first mode QEMU's own
- * `pmemsave` of both sides must give the same hashes); the guest resumes on the target.
- * The completed migrations start from a paused source (`stop`, then
- * `migrate`): QEMU 7.2 under TCG on a loaded machine loses a guest write now and then in a LIVE migration
- * (pages rewritten after their last send are never resent; seen over loopback with multifd off too, see
- * MigrateOptions.pausedSource in vm-lab.ts), so only a paused source makes whole-RAM equality a check of the
- * transport that cannot fail for QEMU's reasons. The failure cases below migrate live (the source must keep
- * running); bench/vm-migration.bench.ts migrates live and reports RAM equality as a figure. Failures: with the exchange off (the bundles the clusters held
- * before any trust container ran) the TLS handshake fails and the source keeps running; the target's gateway
- * SIGKILLed mid-migration fails it, the source keeps running, and the retry through the restarted gateway
- * completes; a CA rotation in the target cluster between two migrations (virt-operator's model rotates it, the
- * handler's certificate is reissued by the new CA) reaches the source's kubevirt-ca through the exchange alone,
- * and the next migration completes. Before every migration the lab waits until the source's QEMU no longer holds
- * the last migration's yank instance (QMP `query-yank`): a `migrate` refused for it leaves QEMU 7.2 stuck
- * "in progress" for good, and a test shows the wait sees a held instance. Across the sites: `ip route get` names each side's own site router as the
- * next hop to the other site; the router's forwarding off (mtls-splice) or rejecting (direct) fails the
- * migration with the source running; every completed migration's bytes were forwarded by the router into
- * the target's site. Needs root, the netns tools, the CNI plugins, qemu-system-x86, busybox-static, cpio and apt
- * (the guest kernel is `apt-get download`ed once and cached); skips with a message otherwise. Run it under
- * `flock /tmp/mm-net.lock` beside other network tests.
+ * RAM is a shared memory file in /dev/shm, read and hashed with sha256; in the first mode QEMU's own `pmemsave`
+ * of both sides must give the same hashes); the guest resumes on the target. The completed migrations start from
+ * a paused source (`stop`, then `migrate`): QEMU 7.2 under TCG on a loaded machine lost a guest write now and
+ * then in a LIVE migration (pages rewritten after their last send never resent; seen over loopback with multifd
+ * off too, see MigrateOptions.pausedSource in vm-lab.ts; not re-measured under hogs on 10.0), so only a paused
+ * source makes whole-RAM equality a check of the transport that cannot fail for QEMU's reasons. The failure
+ * cases below migrate live (the source must keep running); bench/vm-migration.bench.ts migrates live and reports
+ * RAM equality as a figure. Failures: with the exchange off (the bundles the clusters held before any trust
+ * container ran) the TLS handshake fails and the source keeps running; the target's gateway SIGKILLed
+ * mid-migration (throttled to 8 MiB/s so that the kill lands mid-stream) fails it, the source keeps running, and
+ * the retry through the restarted gateway completes; a CA rotation in the target cluster between two migrations
+ * (virt-operator's model rotates it, the handler's certificate is reissued by the new CA) reaches the source's
+ * kubevirt-ca through the exchange alone, and the next migration completes. Before every migration the lab waits
+ * until the source's QEMU no longer holds the last migration's yank instance (QMP `query-yank`): a `migrate`
+ * refused for it leaves QEMU (7.2 and 10.0 alike) stuck "in progress" for good, and a test shows the wait sees a
+ * held instance. A source QEMU that exits or stops answering its monitor during a migration fails the test with
+ * what it left (stderr, each thread's stack), and when that is QEMU 10.0's TLS bye race the failure names it as
+ * QEMU's defect (knownQemuDefect in support/qemu-guest.ts; test/vm-qemu-defects.test.ts): never retried until
+ * green. Across the sites: `ip route get` names each side's own site router as the next hop to the other site;
+ * the router's forwarding off (mtls-splice) or rejecting (direct) fails the migration with the source running;
+ * every completed migration's bytes were forwarded by the router into the target's site. Needs root, the netns
+ * tools, the CNI plugins, qemu-system-x86, busybox-static, cpio and apt (the guest kernel is `apt-get
+ * download`ed once and cached); skips with a message otherwise. Run it under `flock /tmp/mm-net.lock` beside
+ * other network tests.
  */
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';

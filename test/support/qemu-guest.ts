@@ -1,5 +1,6 @@
 /**
- * A real hypervisor for the VM migration test and bench: QEMU (Debian qemu-system-x86, TCG) running a small
+ * A real hypervisor for the VM migration test and bench: QEMU 10 (Debian's qemu-system-x86 from bookworm-backports,
+ * which scripts/ensure-system-deps.js installs; TCG) running a small
  * Linux guest, driven over its HMP monitor, migrated as KubeVirt's virt-handlers migrate (mutual TLS with
  * `tls-creds-x509 ... verify-peer=on`, multifd channels). Facts: ../shared/reference/qemu-live-migration-testing.md.
  *
@@ -41,10 +42,22 @@ while true; do
 done
 `;
 
+/** The lab is written against QEMU 10's migration (the HMP output, the yank and TLS clean-up named below). */
+const QEMU_MIN_MAJOR = 10;
+
+/** `qemu-system-x86_64 --version`'s version, e.g. `10.0.2`, or undefined when there is none. */
+export function qemuVersion(): string | undefined {
+  return /version (\d+\.\d+\.\d+)/.exec(spawnSync(QEMU, ['--version'], { encoding: 'utf8' }).stdout ?? '')?.[1];
+}
+
 /** Whether this machine can run the guest; `reason` says why not. */
 export function qemuSupport(): { ok: true } | { ok: false; reason: string } {
   for (const [cmd, pkg] of [[QEMU, 'qemu-system-x86'], ['cpio', 'cpio'], ['dpkg-deb', 'dpkg'], ['apt-get', 'apt']]) {
     if (!has(cmd)) return { ok: false, reason: `'${cmd}' is not installed (${pkg}; node scripts/ensure-system-deps.js installs it as root)` };
+  }
+  const version = qemuVersion();
+  if (!version || Number(version.split('.')[0]) < QEMU_MIN_MAJOR) {
+    return { ok: false, reason: `QEMU ${version ?? '(version unknown)'} is installed, the VM lab needs ${QEMU_MIN_MAJOR} or later (node scripts/ensure-system-deps.js installs it from bookworm-backports as root)` };
   }
   if (!fs.existsSync(BUSYBOX)) return { ok: false, reason: `${BUSYBOX} missing (busybox-static)` };
   const ldd = spawnSync('ldd', [BUSYBOX], { encoding: 'utf8' });
@@ -133,6 +146,7 @@ export class Hmp {
   private sock?: net.Socket;
   private buf = '';
   private waiter?: () => void;
+  private closed = false;
   constructor(readonly path: string) {}
 
   async connect(timeoutMs = 10_000): Promise<void> {
@@ -151,7 +165,9 @@ export class Hmp {
       }
     }
     this.sock.on('data', (d) => { this.buf += d.toString('latin1'); this.waiter?.(); });
-    this.sock.on('error', () => { /* the process died: the next command times out with what was read */ });
+    this.sock.on('error', () => { /* the process died: 'close' follows */ });
+    // QEMU exited (or closed the monitor): the command waiting for a prompt fails now, not at its timeout
+    this.sock.on('close', () => { this.closed = true; this.waiter?.(); });
     await this.untilPrompt(timeoutMs);
   }
 
@@ -160,6 +176,11 @@ export class Hmp {
       const timer = setTimeout(() => { this.waiter = undefined; reject(new Error(`monitor ${this.path}: no prompt after ${timeoutMs} ms; got ${JSON.stringify(this.buf.slice(-300))}`)); }, timeoutMs);
       const check = () => {
         const i = this.buf.indexOf('(qemu) ');
+        if (i < 0 && this.closed) {
+          clearTimeout(timer);
+          this.waiter = undefined;
+          reject(new Error(`monitor ${this.path}: closed by QEMU (exited?); got ${JSON.stringify(this.buf.slice(-300))}`));
+        }
         if (i < 0) return;
         const out = this.buf.slice(0, i);
         this.buf = this.buf.slice(i + 7);
@@ -212,6 +233,18 @@ export function qmpExecute(socketPath: string, execute: string, timeoutMs = 10_0
   });
 }
 
+/**
+ * Set the migration's bandwidth limit to `bytesPerSecond` and read it back. HMP's `migrate_set_parameter
+ * max-bandwidth` takes a bare number as MiB/s (QEMU's hmp_migrate_set_parameter: qemu_strtosz_MiB), so the
+ * value goes with a `B` suffix; the lab once passed bare byte counts and its "8 MiB/s" was 8 TiB/s.
+ */
+export async function setMaxBandwidth(hmp: Hmp, bytesPerSecond: number): Promise<void> {
+  const out = await hmp.cmd(`migrate_set_parameter max-bandwidth ${bytesPerSecond}B`);
+  if (out) throw new Error(`max-bandwidth: ${out}`);
+  const now = /max-bandwidth:\s*(\d+) bytes\/second/.exec(await hmp.cmd('info migrate_parameters'))?.[1];
+  if (Number(now) !== bytesPerSecond) throw new Error(`max-bandwidth set to ${bytesPerSecond} B/s, QEMU reports ${now ?? 'nothing'}`);
+}
+
 export interface MigrateInfo { status: string; reason?: string; totalMs?: number; downtimeMs?: number; transferredKiB?: number; raw: string }
 
 export function parseInfoMigrate(text: string): MigrateInfo {
@@ -260,6 +293,63 @@ export function ramDiff(a: string, b: string): string {
   const pages: number[] = [];
   for (let o = 0; o < Math.max(x.length, y.length); o += 4096) if (!x.subarray(o, o + 4096).equals(y.subarray(o, o + 4096))) pages.push(o);
   return `${pages.length} pages of 4 KiB differ, first at ${pages.slice(0, 6).map((p) => `0x${p.toString(16)}`).join(', ')}`;
+}
+
+/** gdb's `thread apply all bt` output: each thread's named frames by its tid (LWP), innermost first (`??` frames dropped). */
+export function gdbFrames(bt: string): Map<string, string[]> {
+  const frames = new Map<string, string[]>();
+  let cur: string[] | undefined;
+  for (const line of bt.split('\n')) {
+    const th = /^Thread \d+ \(Thread 0x[0-9a-f]+ \(LWP (\d+)\)/.exec(line);
+    if (th) { cur = []; frames.set(th[1], cur); continue; }
+    const fn = /^#\d+\s+(?:0x[0-9a-f]+ in )?([A-Za-z_][\w.]*) \(/.exec(line)?.[1];
+    if (fn && cur && cur[cur.length - 1] !== fn) cur.push(fn);
+  }
+  return frames;
+}
+
+/**
+ * What each thread of a live QEMU is in: `tid comm wchan` from /proc, and with gdb installed the named frames
+ * of its stack (Debian's QEMU keeps only its global symbols). `mainFrames`: the main loop thread's (tid = pid).
+ * For a failure that names why QEMU is stuck.
+ */
+export function qemuStacks(pid: number): { text: string; mainFrames: string[] } {
+  let tasks: string[];
+  try { tasks = fs.readdirSync(`/proc/${pid}/task`).sort((a, b) => Number(a) - Number(b)); } catch (e) { return { text: `QEMU ${pid}: ${(e as Error).message}`, mainFrames: [] }; }
+  const at = (t: string, f: string) => { try { return fs.readFileSync(`/proc/${pid}/task/${t}/${f}`, 'utf8').trim(); } catch { return '?'; } };
+  const frames = has('gdb') ? gdbFrames(spawnSync('gdb', ['-p', String(pid), '-batch', '-ex', 'thread apply all bt 24'], { encoding: 'utf8', timeout: 60_000 }).stdout ?? '') : new Map<string, string[]>();
+  const text = `QEMU ${pid} threads:\n${tasks.map((t) => `  ${t} ${at(t, 'comm')} in ${at(t, 'wchan') || 'running'}${frames.get(t)?.length ? `: ${frames.get(t)!.join(' < ')}` : ''}`).join('\n')}`;
+  return { text, mainFrames: frames.get(String(pid)) ?? [] };
+}
+
+/**
+ * QEMU defects the lab has met, told by what a source QEMU left (its stderr; its main thread's frames, `qemuStacks`), so that a
+ * failure they cause is not taken for the gateways' or the lab's. Undefined when nothing matches.
+ *
+ * QEMU 10.0's TLS bye race. When a TLS + multifd migration fails, its clean-up (`migration_cleanup` ->
+ * `multifd_send_shutdown`, migration/multifd.c) sends the TLS close_notify (`gnutls_bye`) on every multifd
+ * channel before it shuts the channels down and joins their threads. A channel thread still inside
+ * `gnutls_record_send` (blocked on a full socket) then shares its GnuTLS session with the main loop thread,
+ * which GnuTLS does not support: the main loop blocks in the bye holding the BQL (QEMU answers neither monitor
+ * nor guest), and when both writes fail, the two threads race on the session's one write error
+ * (`qcrypto_tls_session_push`, crypto/tlssession.c frees and refills `session->werr`) and error_setg aborts.
+ * Seen here on 10.0.2 (Debian 1:10.0.2+ds-2+deb13u1~bpo12+1): the abort once in 220 target-gateway kills
+ * at random moments of an unthrottled migration, and the hang every time (6 of 6) over loopback with
+ * the target stopped (SIGSTOP) and one multifd connection destroyed (`ss -K`); gdb showed the main thread in
+ * `multifd_send_shutdown < ... < gnutls_bye < sendmsg` beside a multifd thread in `gnutls_record_send` on the
+ * same fd. Upstream sends the bye only after a successful migration, after the threads have stopped writing
+ * ("migration/multifd/tls: Cleanup BYE message processing on sender side", Peter Xu, 2025-09-25).
+ */
+export function knownQemuDefect(left: { log?: string; mainFrames?: string[] }): string | undefined {
+  const main = left.mainFrames ?? [];
+  const aborted = /error_setv: Assertion `\*errp == NULL' failed/.test(left.log ?? '');
+  const hung = main.includes('gnutls_bye') && main.includes('multifd_send_shutdown');
+  if (!aborted && !hung) return undefined;
+  return `QEMU's defect, not the gateways' or the lab's: the TLS bye race of QEMU 10.0 (${aborted ? 'the abort' : 'the main loop blocked in gnutls_bye'}): ` +
+    'a failed TLS + multifd migration\'s clean-up (multifd_send_shutdown) sends the TLS bye on each multifd channel while its thread may still be ' +
+    'writing to the same GnuTLS session; the main loop then blocks in the bye holding the BQL, and when both writes fail the two threads race on ' +
+    'the session\'s write error (qcrypto_tls_session_push) and error_setg aborts. Fixed upstream by "migration/multifd/tls: Cleanup BYE message ' +
+    'processing on sender side" (2025-09-25); see knownQemuDefect in test/support/qemu-guest.ts';
 }
 
 /** The highest `tick N` the guest printed on its serial console (0 before the first). */

@@ -38,7 +38,7 @@ import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConf
 import { RUNTIME_UID, agentCommand, clusterApi, runtimeCommand } from './netns-agents';
 import {
   Guest, Hmp, MigrateInfo, qmpExecute, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport,
-  ramDiff, ramFileSha256, waitMigration,
+  knownQemuDefect, qemuStacks, ramDiff, ramFileSha256, setMaxBandwidth, waitMigration,
 } from './qemu-guest';
 import { RoutedSites } from './netns-sites';
 import { LAYOUT_FLEET, ONE_SEGMENT_DIRECT, VmLabLayout, addDirectPath, labSegments, routedDirectVariant } from './vm-lab-sites';
@@ -149,7 +149,9 @@ export interface MigrationResult {
  * (`pti=on`, `-cpu max`) hit the BUGs above: damage follows the lost pages, it was not seen without them.
  */
 export interface MigrateOptions {
-  withoutExchange?: boolean; maxBandwidth?: number; whileRunning?: (src: Hmp) => Promise<void>; timeoutMs?: number; pausedSource?: boolean;
+  /** The source's bandwidth limit in bytes per second (default: the fleet's bandwidthPerMigration, 2Gi). */
+  maxBandwidth?: number;
+  withoutExchange?: boolean; whileRunning?: (src: Hmp) => Promise<void>; timeoutMs?: number; pausedSource?: boolean;
   /**
    * Also have each QEMU copy its guest RAM out with `pmemsave 0 <size>` (into /dev/shm) and record its sha256 in
    * `pmemsaveSha`: the RAM the memory-backend files hold must be the bytes QEMU itself reports (default false:
@@ -432,7 +434,7 @@ export class VmMigrationLab {
     const ti = 1 - src.at;
     const to = this.clusters[ti];
     const host = mode === 'direct' ? to.handler.direct : to.handler.addr;
-    await migrationReleased(src, this.log);
+    await migrationReleased(src, this.log).catch(async (e: Error) => { throw await explainSource(src, e); });
     mark('released');
     const port = ++this.port;
     this.sourcePid = src.proc.pid;
@@ -446,8 +448,7 @@ export class VmMigrationLab {
       const inc = await dst.hmp.cmd(`migrate_incoming tcp:${host}:${port}`);
       if (inc) throw new Error(`migrate_incoming: ${inc}`);
       // KubeVirt's bandwidthPerMigration of the fleet (2Gi) unless the caller limits it
-      const bw = await src.hmp.cmd(`migrate_set_parameter max-bandwidth ${o.maxBandwidth ?? 2 * 1024 ** 3}`);
-      if (bw) throw new Error(`max-bandwidth: ${bw}`);
+      await setMaxBandwidth(src.hmp, o.maxBandwidth ?? 2 * 1024 ** 3);
       if (o.pausedSource) {
         const stop = await src.hmp.cmd('stop');
         if (stop) throw new Error(`stop: ${stop}`);
@@ -511,7 +512,7 @@ export class VmMigrationLab {
     } catch (e) {
       dst.hmp.close();
       await this.killWait(dst.proc);
-      throw e;
+      throw await explainSource(src, e as Error);
     }
     res.wallMs = Date.now() - t0;
     return res;
@@ -577,14 +578,16 @@ export class VmMigrationLab {
 }
 
 /**
- * A failed migration is not over when `info migrate` says `failed`: QEMU 7.2 drops the migration's yank
- * instance only at the end of its clean-up, after the multifd channels are joined, and under load that came
- * seconds later (a CI run: the gateway killed mid-migration), or once, after a kill, not at all (the wait then
- * fails naming what each QEMU thread is blocked in). A `migrate` before that is refused with
- * `duplicate yank instance`, and the refusal is for good: `migrate_init` has already moved the state to
- * `setup`, which nothing moves back, so every later `migrate` is "in progress" (QEMU 7.2 `qmp_migrate`).
- * Retrying the refused `migrate` cannot help. So before a migration starts, wait (bounded) until the
- * source's QMP `query-yank` lists no migration instance and its status is not a running one.
+ * A failed migration is not over when `info migrate` says `failed`: QEMU drops the migration's yank instance
+ * only at the end of its clean-up (10.0.2: the last step of `migration_cleanup`, after the migration thread and
+ * the multifd channels are joined). On 7.2 that came seconds later under load (a CI run: the gateway killed
+ * mid-migration), or once in about 40 kills not at all; on 10.0.2, 120 gateway kills under 0-2 CPU hogs
+ * waited at most 321 ms. A `migrate` before that is refused with `duplicate yank instance`, and the refusal
+ * is for good: `migrate_init` has already moved the state to `setup`, and the yank check that refuses comes
+ * after it with nothing moving the state back (10.0.2 `qmp_migrate_finish`; 7.2 `qmp_migrate` alike), so
+ * every later `migrate` is "in progress". Retrying the refused `migrate` cannot help. So before a migration
+ * starts, wait (bounded) until the source's QMP `query-yank` lists no migration instance and its status is
+ * not a running one; a wait that times out names what each QEMU thread is blocked in.
  */
 const RELEASE_MS = 30_000;
 const RUNNING = new Set(['setup', 'active', 'cancelling', 'pre-switchover', 'device', 'wait-unplug', 'postcopy-active', 'postcopy-paused', 'postcopy-recover']);
@@ -599,22 +602,37 @@ async function migrationReleased(src: Vm, log: (s: string) => void, boundMs = RE
       if (Date.now() - t0 > 500) log(`[vm-lab] the source's last migration (${st}) held its yank instance ${Date.now() - t0} ms`);
       return;
     }
-    if (Date.now() - t0 > boundMs) throw new Error(`the source's last migration is ${st}${held ? ' and still holds its yank instance' : ''} after ${boundMs} ms${held ? `\n${qemuThreads(src)}` : ''}`);
+    if (Date.now() - t0 > boundMs) {
+      const stacks = held ? qemuStacks(src.proc.pid!) : undefined;
+      const defect = stacks && knownQemuDefect(stacks);
+      throw new Error(`the source's last migration is ${st}${held ? ' and still holds its yank instance' : ''} after ${boundMs} ms${stacks ? `\n${stacks.text}` : ''}${defect ? `\n${defect}` : ''}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-/** What each of a QEMU's threads is blocked in (/proc/<pid>/task/<tid>/wchan), for a failure that names why it is stuck. */
-function qemuThreads(vm: Vm): string {
-  const pid = vm.proc.pid;
-  try {
-    return `QEMU ${pid} threads: ${fs.readdirSync(`/proc/${pid}/task`).map((t) => {
-      const at = (f: string) => fs.readFileSync(`/proc/${pid}/task/${t}/${f}`, 'utf8').trim();
-      return `${t} ${at('comm')} in ${at('wchan') || 'running'}`;
-    }).join('; ')}`;
-  } catch (e) {
-    return `QEMU ${pid}: ${(e as Error).message}`;
+/**
+ * An error of a migration step, told apart when the source QEMU is the cause: it exited (its monitor closed:
+ * QEMU's last words on stderr), or it stopped answering its monitor (what each of its threads is in); with the
+ * name of the QEMU defect when it is one the lab has met (knownQemuDefect). Otherwise `e` as it was.
+ */
+async function explainSource(src: Vm, e: Error): Promise<Error> {
+  const p = src.proc;
+  if (p.exitCode === null && p.signalCode === null) {
+    let t: NodeJS.Timeout | undefined;
+    await Promise.race([new Promise((r) => p.once('exit', r)), new Promise((r) => { t = setTimeout(r, 2000); })]);
+    clearTimeout(t);
   }
+  if (p.exitCode !== null || p.signalCode !== null) {
+    const log = fs.existsSync(src.qlog) ? fs.readFileSync(src.qlog, 'utf8').trim().split('\n').slice(-5).join('\n') : '';
+    const defect = knownQemuDefect({ log });
+    return new Error(`the source QEMU exited during the migration (${p.signalCode ?? `exit code ${p.exitCode}`}): ${log || '(nothing on its stderr)'}` +
+      `${defect ? `\n${defect}` : ''}\n(the lab's step: ${e.message})`);
+  }
+  if (!/no prompt after|no answer after/.test(e.message)) return e;
+  const stacks = qemuStacks(p.pid!);
+  const defect = knownQemuDefect(stacks);
+  return new Error(`the source QEMU does not answer its monitor: ${e.message}\n${stacks.text}${defect ? `\n${defect}` : ''}`);
 }
 
 /** `cmd` under `taskset -c cpus`, or as it is. */
