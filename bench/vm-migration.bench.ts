@@ -1,5 +1,5 @@
 /**
- * `npm run bench:vm` (issue 30 part 3): real QEMU live migrations (TCG guest, mutual TLS, 4 multifd channels)
+ * `npm run bench:vm` (issue 30 part 3): real QEMU 10 live migrations (TCG guest, mutual TLS, 4 multifd channels)
  * between two clusters' handler namespaces, through each gateway mode and over a direct veth pair, from one
  * run: several interleaved rounds (direct, mtls-splice, mtls, plaintext, then again), the median of each
  * mode's total time, downtime and MiB moved, and its total (and arrival) time as a ratio to direct: the median
@@ -15,6 +15,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { qemuVersion } from '../test/support/qemu-guest';
 import { MigrationResult, PathMode, VmMigrationLab, vmLabSupport } from '../test/support/vm-lab';
 
 const ROUNDS = Number(process.env.MM_VM_ROUNDS ?? 3);
@@ -79,14 +80,14 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
     const load = os.loadavg().map((l) => l.toFixed(1)).join(' ');
     console.log([
       `[bench:vm] ${new Date().toISOString()}, load average ${load}; ${ROUNDS} interleaved rounds (${MODES.join(', ')}), medians; ratios: median of the per-round ratios to that round's direct run (min-max)`,
-      `  guest ${shape.memMiB} MiB (${shape.fillMiB} MiB random, ${shape.dirtyMiB} MiB rewritten per second), TCG ${shape.cpu}, TLS + ${lab.channels} multifd channels, ${os.cpus().length} CPUs (shared)` +
+      `  QEMU ${qemuVersion()}, guest ${shape.memMiB} MiB (${shape.fillMiB} MiB random, ${shape.dirtyMiB} MiB rewritten per second), TCG ${shape.cpu}, TLS + ${lab.channels} multifd channels, ${os.cpus().length} CPUs (shared)` +
         `; ${split ? 'QEMUs on CPU 0, gateways on CPU 1 (MM_VM_CPUS=split)' : 'every process on every CPU'}`,
       `  ${'mode'.padEnd(12)} ${'total ms'.padStart(9)} ${'total x direct'.padStart(18)} ${'arrived ms'.padStart(10)} ${'arrived x direct'.padStart(18)} ${'CPU ms'.padStart(7)} ${'gateways'.padStart(8)} ${'downtime ms'.padStart(11)} ${'MiB'.padStart(7)}  RAM equal  resumed`,
       ...rows.map((r) => `  ${r.mode.padEnd(12)} ${String(r.totalMs).padStart(9)} ${x(r.totalRatio).padStart(18)} ${String(r.arrivedMs).padStart(10)} ${x(r.arrivedRatio).padStart(18)} ${String(r.cpuMs).padStart(7)} ${String(r.gatewayCpuMs).padStart(8)} ${String(r.downtimeMs).padStart(11)} ${String(r.mib).padStart(7)}  ${r.ramEqual.padStart(9)}  ${r.resumed.padStart(7)}`),
     ].join('\n'));
     const outDir = process.env.MM_RECORD_BENCH === '1' ? path.join(__dirname, 'results') : os.tmpdir();
     fs.writeFileSync(path.join(outDir, 'vm-migration.json'), `${JSON.stringify({
-      bench: 'bench/vm-migration.bench.ts', rounds: ROUNDS, shape, layout: split ? 'split' : 'all', channels: lab.channels, cpus: os.cpus().length, kernel: os.release(), guestKernel: lab.guest.kernelVersion, date: new Date().toISOString(), loadavg: os.loadavg(), rows,
+      bench: 'bench/vm-migration.bench.ts', rounds: ROUNDS, shape, layout: split ? 'split' : 'all', channels: lab.channels, cpus: os.cpus().length, kernel: os.release(), qemu: qemuVersion(), guestKernel: lab.guest.kernelVersion, date: new Date().toISOString(), loadavg: os.loadavg(), rows,
     }, null, 2)}\n`);
   }, 1_800_000);
 });
