@@ -14,7 +14,11 @@ const countFile = process.env.MM_KILL_COUNT;
 const pauseAt = Number(process.env.MM_PAUSE_AT ?? -1);
 const pauseFile = process.env.MM_PAUSE_FILE;
 let n = 0;
-const readOnly = (flags) => flags === undefined || flags === 'r' || flags === 'rs' || flags === fs.constants.O_RDONLY;
+// numeric flags count as a read when the access mode is read-only and nothing is created or truncated (the input
+// reader opens with O_RDONLY | O_NONBLOCK | O_NOCTTY: src/base/input-file.ts)
+const { O_RDONLY, O_CREAT, O_TRUNC } = fs.constants;
+const readOnly = (flags) => flags === undefined || flags === 'r' || flags === 'rs'
+  || (typeof flags === 'number' && (flags & 3) === O_RDONLY && (flags & (O_CREAT | O_TRUNC)) === 0);
 const realWrite = fs.writeFileSync;
 const realExists = fs.existsSync;
 function pause() {
