@@ -60,23 +60,34 @@ export function crdsFor(objects: readonly KubeObject[], crds: readonly Crd[]): C
   return crds.filter((c) => want.has(`${c.spec.group}/${c.spec.names.kind}`));
 }
 
-/** Where the API serves a kind: its plural and whether it is namespaced (discovery, cached per cluster and group version). */
-const discovery = new WeakMap<RealCluster, Map<string, Promise<Map<string, { plural: string; namespaced: boolean }>>>>();
+type Kinds = Map<string, { plural: string; namespaced: boolean }>;
+/** Discovery per cluster and group version, as last read. */
+const discovery = new WeakMap<RealCluster, Map<string, Kinds>>();
+
+async function discover(cluster: RealCluster, apiVersion: string): Promise<Kinds> {
+  const r = await cluster.request('GET', apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`);
+  if (r.status === 404) return new Map();
+  if (r.status !== 200) throw new Error(`discovery of ${apiVersion}: HTTP ${r.status} ${r.text.slice(0, 300)}`);
+  const list = r.json.resources as Array<{ name: string; kind: string; namespaced: boolean }>;
+  return new Map(list.filter((x) => !x.name.includes('/')).map((x) => [x.kind, { plural: x.name, namespaced: x.namespaced }]));
+}
+
+/**
+ * Where the API serves a kind: its plural and whether it is namespaced. Discovery is cached per cluster and group
+ * version, and read again on a miss, as kubectl does: a CRD is Established a moment before discovery lists it, and a
+ * group version cached before one of its CRDs was installed lacks that kind. A kind still missing after 10 s is an error.
+ */
 async function resourceOf(cluster: RealCluster, apiVersion: string, kind: string): Promise<{ plural: string; namespaced: boolean }> {
   let byGv = discovery.get(cluster);
   if (!byGv) discovery.set(cluster, (byGv = new Map()));
-  let kinds = byGv.get(apiVersion);
-  if (!kinds) {
-    kinds = cluster.request('GET', apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`).then((r) => {
-      if (r.status !== 200) { byGv.delete(apiVersion); throw new Error(`discovery of ${apiVersion}: HTTP ${r.status} ${r.text.slice(0, 300)}`); }
-      const list = r.json.resources as Array<{ name: string; kind: string; namespaced: boolean }>;
-      return new Map(list.filter((x) => !x.name.includes('/')).map((x) => [x.kind, { plural: x.name, namespaced: x.namespaced }]));
-    });
-    byGv.set(apiVersion, kinds);
+  const deadline = Date.now() + 10_000;
+  for (let fresh = false; ; fresh = true) {
+    if (fresh || !byGv.has(apiVersion)) byGv.set(apiVersion, await discover(cluster, apiVersion));
+    const hit = byGv.get(apiVersion)!.get(kind);
+    if (hit) return hit;
+    if (Date.now() > deadline) throw new Error(`the API server serves no ${kind} in ${apiVersion} after 10 s (is its CRD installed?)`);
+    if (fresh) await new Promise((r) => setTimeout(r, 100));
   }
-  const hit = (await kinds).get(kind);
-  if (!hit) throw new Error(`the API server serves no ${kind} in ${apiVersion} (is its CRD installed?)`);
-  return hit;
 }
 
 /** The path of one object. */
