@@ -81,7 +81,13 @@ function migrationPolicyCrd(shared: string): Crd {
 }
 
 /** Every CRD, one per name (the first source wins: shared, fixtures, modules), with where it came from. */
+let crdMemo: Array<{ crd: Crd; origin: string }> | undefined;
 export function upstreamCrds(): Array<{ crd: Crd; origin: string }> {
+  crdMemo ??= readUpstreamCrds();
+  return crdMemo;
+}
+
+function readUpstreamCrds(): Array<{ crd: Crd; origin: string }> {
   const shared = sharedSchemasDir();
   const files = [
     ...['forklift', 'ovn-k', 'whereabouts', 'ipamclaims', 'nmstate'].flatMap((d) => yamlFiles(path.join(shared, d))),

@@ -21,16 +21,21 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-let binDirMemo: string | undefined;
+const binDirs = new Map<string, string>();
 
-/** The directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (built once, cached). */
-export function kubeBinDir(): string {
-  if (!binDirMemo) {
-    binDirMemo = execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'ensure-go-bins.js'), '--print-dir', 'kube-bins'],
+/** The bin directory of a wrapper module under real/ (scripts/ensure-go-bins.js builds it once; cached). */
+export function goBinDir(module: 'kube-bins' | 'kubevirt-bins' | 'kwok-bins'): string {
+  let dir = binDirs.get(module);
+  if (!dir) {
+    dir = execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'ensure-go-bins.js'), '--print-dir', module],
       { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000 }).trim();
+    binDirs.set(module, dir);
   }
-  return binDirMemo;
+  return dir;
 }
+
+/** The directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl. */
+export const kubeBinDir = () => goBinDir('kube-bins');
 
 const openssl = (args: string[], cwd: string) => execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
 

@@ -12,25 +12,20 @@
  * certificates before it waits for readiness: reference/real-kubernetes-parts.md §5.1).
  * Each operator listens on its own loopback address (its webhook server binds the fixed port 8444).
  */
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { installCrds, KubeObject, serverSideApply } from './real-apply';
 import { moduleDir, upstreamCrds } from './real-crds';
 import { parseAllDocuments } from 'yaml';
-import type { RealCluster } from './real-kube';
+import { goBinDir, spawnLogged, type RealCluster } from './real-kube';
 
-const ROOT = path.resolve(__dirname, '..', '..');
 export const VIRT_OPERATOR_IMAGE = 'quay.io/kubevirt/virt-operator:v1.8.4';
 /** kube-apiserver flags virt-operator needs here: no webhook admission (see the header). */
 export const NO_WEBHOOKS = ['--disable-admission-plugins=ServiceAccount,ValidatingAdmissionWebhook,MutatingAdmissionWebhook'];
 
-let binDirMemo: string | undefined;
-export function kubevirtBinDir(): string {
-  binDirMemo ??= execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'ensure-go-bins.js'), '--print-dir', 'kubevirt-bins'],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000 }).trim();
-  return binDirMemo;
-}
+/** Where virt-operator and mm-handler-tls are. */
+export const kubevirtBinDir = () => goBinDir('kubevirt-bins');
 
 async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, log?: string): Promise<T> {
   const deadline = Date.now() + ms;
@@ -92,10 +87,8 @@ export class RealKubevirt {
   }
 
   private start(): void {
-    const fd = fs.openSync(this.log, 'a');
-    this.proc = spawn(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--listen', this.options.listen, '--v', '2'],
-      { stdio: ['ignore', fd, fd], env: { ...process.env, VIRT_OPERATOR_IMAGE } });
-    fs.closeSync(fd);
+    this.proc = spawnLogged(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--listen', this.options.listen, '--v', '2'],
+      this.log, { ...process.env, VIRT_OPERATOR_IMAGE });
   }
 
   private readonly dumped = new Set<string>();

@@ -6,19 +6,11 @@
  * reaches a pod's port at its IP, where a test can run the process that pod would run.
  * Containers never run: what a pod does is whatever the test starts at its IP.
  */
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import * as fs from 'node:fs';
+import { ChildProcess, execFileSync } from 'node:child_process';
 import * as path from 'node:path';
-import type { RealCluster } from './real-kube';
+import { goBinDir, spawnLogged, type RealCluster } from './real-kube';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-let kwokDir: string | undefined;
-function kwokBinDir(): string {
-  kwokDir ??= execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'ensure-go-bins.js'), '--print-dir', 'kwok-bins'],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000 }).trim();
-  return kwokDir;
-}
-
 /** kwok's stage files (node initialize and heartbeat, pod ready, complete and delete), from the module cache. */
 function kwokStages(): string[] {
   const dir = execFileSync('go', ['list', '-m', '-f', '{{.Dir}}', 'sigs.k8s.io/kwok'], {
@@ -36,7 +28,7 @@ export class RealNodes {
   static async start(cluster: RealCluster, opts: { count: number; podCidr: string }): Promise<RealNodes> {
     const n = new RealNodes(cluster);
     const kc = cluster.kubeconfig();
-    const bin = kwokBinDir();
+    const bin = goBinDir('kwok-bins');
     n.launch('kube-controller-manager', path.join(cluster.binDir, 'kube-controller-manager'),
       ['--kubeconfig', kc, '--leader-elect=false', '--secure-port=0', '--controllers=*,-serviceaccount-token', `--cluster-name=${cluster.name}`]);
     n.launch('kube-scheduler', path.join(cluster.binDir, 'kube-scheduler'), ['--kubeconfig', kc, '--leader-elect=false', '--secure-port=0']);
@@ -59,9 +51,7 @@ export class RealNodes {
   }
 
   private launch(name: string, bin: string, args: string[]): void {
-    const fd = fs.openSync(path.join(this.cluster.dir, `${name}.log`), 'a');
-    this.procs.push(spawn(bin, args, { stdio: ['ignore', fd, fd] }));
-    fs.closeSync(fd);
+    this.procs.push(spawnLogged(bin, args, path.join(this.cluster.dir, `${name}.log`)));
   }
 
   async stop(): Promise<void> {
