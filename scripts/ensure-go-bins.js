@@ -23,28 +23,14 @@ if (fs.existsSync('/usr/local/go/bin/go') && !(process.env.PATH || '').split(':'
 }
 const CACHE = process.env.MM_GO_BINS_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'migration-mesh', 'go-bins');
 
-/** What each wrapper module builds: the output name and the Go package path; `stamp` adds Kubernetes' version ldflags. */
-const MODULES = {
-  'kube-bins': {
-    stamp: 'k8s.io/kubernetes',
-    bins: [
-      ['etcd', 'go.etcd.io/etcd/server/v3'],
-      ['kube-apiserver', 'k8s.io/kubernetes/cmd/kube-apiserver'],
-      ['kube-controller-manager', 'k8s.io/kubernetes/cmd/kube-controller-manager'],
-      ['kube-scheduler', 'k8s.io/kubernetes/cmd/kube-scheduler'],
-      ['kubectl', 'k8s.io/kubernetes/cmd/kubectl'],
-    ],
-  },
-  'kwok-bins': {
-    bins: [['kwok', 'sigs.k8s.io/kwok/cmd/kwok']],
-  },
-  'kubevirt-bins': {
-    bins: [
-      ['virt-operator', 'kubevirt.io/kubevirt/cmd/virt-operator'],
-      ['mm-handler-tls', './cmd/mm-handler-tls'],
-    ],
-  },
-};
+/**
+ * What each wrapper module builds, from its own `real/<module>/bins.json`: `bins` lists [output name, Go package
+ * path]; `stamp` (optional) names the module whose version goes into Kubernetes' version ldflags. A new wrapper
+ * module is a directory with go.mod, go.sum and bins.json, and nothing here changes.
+ */
+const MODULES = Object.fromEntries(fs.readdirSync(path.join(ROOT, 'real'), { withFileTypes: true })
+  .filter((e) => e.isDirectory() && fs.existsSync(path.join(ROOT, 'real', e.name, 'bins.json')))
+  .map((e) => [e.name, JSON.parse(fs.readFileSync(path.join(ROOT, 'real', e.name, 'bins.json'), 'utf8'))]));
 
 function moduleHash(dir) {
   const h = crypto.createHash('sha256');
@@ -52,7 +38,7 @@ function moduleHash(dir) {
     for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const p = path.join(d, e.name);
       if (e.isDirectory()) walk(p);
-      else if (/^go\.(mod|sum)$|\.go$/.test(e.name)) h.update(path.relative(dir, p)).update('\0').update(fs.readFileSync(p)).update('\0');
+      else if (/^go\.(mod|sum)$|^bins\.json$|\.go$/.test(e.name)) h.update(path.relative(dir, p)).update('\0').update(fs.readFileSync(p)).update('\0');
     }
   };
   walk(dir);
