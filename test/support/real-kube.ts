@@ -24,7 +24,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const binDirs = new Map<string, string>();
 
 /** The bin directory of a wrapper module under real/ (scripts/ensure-go-bins.js builds it once; cached). */
-export function goBinDir(module: 'kube-bins' | 'kubevirt-bins' | 'kwok-bins'): string {
+/** `module` is a directory under real/ with a bins.json. */
+export function goBinDir(module: string): string {
   let dir = binDirs.get(module);
   if (!dir) {
     dir = execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'ensure-go-bins.js'), '--print-dir', module],
