@@ -23,8 +23,7 @@ import * as path from 'node:path';
 const ROOT = path.resolve(__dirname, '..', '..');
 const binDirs = new Map<string, string>();
 
-/** The bin directory of a wrapper module under real/ (scripts/ensure-go-bins.js builds it once; cached). */
-/** `module` is a directory under real/ with a bins.json. */
+/** The bin directory of a wrapper module under real/ (a directory with a bins.json; scripts/ensure-go-bins.js builds it once; cached). */
 export function goBinDir(module: string): string {
   let dir = binDirs.get(module);
   if (!dir) {
