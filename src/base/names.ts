@@ -31,12 +31,3 @@ export const NETWORK_LABEL = 'migrationmesh.dev/network';
 
 /** `app.kubernetes.io/managed-by: migration-mesh`. */
 export const managedByLabels = (): Record<string, string> => ({ [MANAGED_BY_LABEL]: MANAGED_BY });
-
-/**
- * The label that puts a namespace's pods (and VMs) on its primary user-defined network instead of the cluster's
- * default network. OVN-Kubernetes honours it only when the namespace is created with it: added later it does
- * nothing (ovn-kubernetes docs/features/user-defined-networks/user-defined-networks.md).
- */
-export const PRIMARY_UDN_LABEL = 'k8s.ovn.org/primary-user-defined-network';
-/** The VM network (`spec.vmNetworks[].name`) a ClusterUserDefinedNetwork is, which RouteAdvertisements select it by. */
-export const VM_NETWORK_LABEL = 'migrationmesh.dev/vm-network';
