@@ -7,7 +7,7 @@ import { FleetProblem, FleetValidationError } from '../base/errors';
 import { FleetDocument } from '../fleet/schema';
 import { Manifest } from './manifest';
 import { CLUSTER_LABEL, FLEET_LABEL, STAGE_LABEL, managedByLabels } from '../base/names';
-import { STAGES, StageName } from './rollout';
+import { STAGES, StageName, isPrimaryNetworkNamespace } from './rollout';
 import { parseGoDuration } from '../trust/plan';
 
 export const GITOPS_DIR = '_gitops';
@@ -169,17 +169,23 @@ function fluxDurationProblems(f: NonNullable<NonNullable<FleetDocument['spec']['
   return out;
 }
 
+/**
+ * Never pruned or deleted by GitOps: the operators' partial objects (deleting a KubeVirt CR uninstalls KubeVirt),
+ * and the namespaces of primary VM networks (deleting one deletes every VM in it; a VM network dropped from the
+ * fleet must not take its tenants with it).
+ */
+const isProtected = (o: Manifest): boolean => PROTECTED_KINDS.has(o.kind) || isPrimaryNetworkNamespace(o);
+
 /** Add the GitOps annotations to one synthesized object (returns a copy). */
 export function annotateForGitops(o: Manifest, wave: number, g: ResolvedGitops | undefined): Manifest {
   if (!g || (!g.argocd && !g.flux)) return o;
   const annotations: Record<string, string> = { ...(o.metadata?.annotations ?? {}) };
   if (g.argocd) {
     annotations[ARGOCD_WAVE_ANNOTATION] = String(wave);
-    // partial objects owned by the KubeVirt/HCO/Harvester operators: removing a cluster or a file must
-    // never delete the operator's CR (deleting a KubeVirt CR uninstalls KubeVirt)
-    if (PROTECTED_KINDS.has(o.kind)) annotations[ARGOCD_SYNC_OPTIONS_ANNOTATION] = 'Prune=false,Delete=false';
+    // removing a cluster or a file must never delete what isProtected names
+    if (isProtected(o)) annotations[ARGOCD_SYNC_OPTIONS_ANNOTATION] = 'Prune=false,Delete=false';
   }
-  if (g.flux && PROTECTED_KINDS.has(o.kind)) annotations[FLUX_PRUNE_ANNOTATION] = 'disabled';
+  if (g.flux && isProtected(o)) annotations[FLUX_PRUNE_ANNOTATION] = 'disabled';
   return { ...o, metadata: { ...o.metadata, annotations } };
 }
 

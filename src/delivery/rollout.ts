@@ -14,10 +14,21 @@
  *   wave 3  Deployment, Service, PodDisruptionBudget, NetworkPolicy, ... (and kinds not listed here)
  *   wave 4  NADs that KubeVirt names (`migrations.network`, native crossClusterNetwork)  stage 20-network
  *   wave 5  KubeVirt, HyperConverged, Harvester Setting                  stage 30-kubevirt
+ *   wave 6  Namespaces served by a primary VM network (created with the label)  stage 40-vm-networks
+ *   wave 7  NodeNetworkConfigurationPolicy (bridge mappings), VTEP
+ *   wave 8  ClusterUserDefinedNetwork (names the VTEP and the physical network; selects the namespaces)
+ *   wave 9  RouteAdvertisements (selects the networks by label)
+ *
+ * The VM networks (issue 40) come last: the mesh does not need them, so a VM network a cluster cannot take
+ * (no OVN-Kubernetes UDN support, a bad bridge) never holds back the migration network or KubeVirt; and
+ * inside their stage each object follows what it names.
  */
 import { ClusterPlan } from '../addressing/planner';
+import { PRIMARY_UDN_NAMESPACE_LABEL } from '../vmnet/resolved';
 
-export type StageName = 'gateway' | 'network' | 'kubevirt';
+type Named = { kind: string; metadata?: { name?: string; namespace?: string; labels?: Record<string, string> } };
+
+export type StageName = 'gateway' | 'network' | 'kubevirt' | 'vm-networks';
 
 export interface StageInfo {
   readonly name: StageName;
@@ -32,6 +43,7 @@ export const STAGES: readonly StageInfo[] = [
   { name: 'gateway', dir: '10-gateway', waves: [0, 3] },
   { name: 'network', dir: '20-network', waves: [4, 4] },
   { name: 'kubevirt', dir: '30-kubevirt', waves: [5, 5] },
+  { name: 'vm-networks', dir: '40-vm-networks', waves: [6, 9] },
 ];
 
 /** Waves by kind; NADs are refined by `rolloutWave` (the ones KubeVirt names come late). */
@@ -42,6 +54,9 @@ export function kindWave(kind: string): number {
     case 'SecurityContextConstraints': case 'ServiceAccount': case 'Role': case 'RoleBinding': case 'ClusterRole': case 'ClusterRoleBinding':
     case 'ConfigMap': case 'Secret': case 'Certificate': case 'Issuer': case 'ClusterIssuer': return 2;
     case 'KubeVirt': case 'HyperConverged': case 'Setting': return 5;
+    case 'NodeNetworkConfigurationPolicy': case 'VTEP': return 7;
+    case 'ClusterUserDefinedNetwork': return 8;
+    case 'RouteAdvertisements': return 9;
     default: return 3; // Deployment, Service, PDB, NetworkPolicy, MultiNetworkPolicy, ServiceMonitor, anything new
   }
 }
@@ -55,9 +70,15 @@ export function kubevirtNadKeys(cluster: Pick<ClusterPlan, 'kubevirt' | 'migrati
 }
 
 /** The sync wave of one synthesized object. */
-export function rolloutWave(o: { kind: string; metadata?: { name?: string; namespace?: string } }, kubevirtNads: ReadonlySet<string>): number {
+export function rolloutWave(o: Named, kubevirtNads: ReadonlySet<string>): number {
   if (o.kind === 'NetworkAttachmentDefinition' && kubevirtNads.has(`${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`)) return 4;
+  if (isPrimaryNetworkNamespace(o)) return 6;
   return kindWave(o.kind);
+}
+
+/** A Namespace created for a primary VM network (it carries the primary-UDN label). */
+export function isPrimaryNetworkNamespace(o: Named): boolean {
+  return o.kind === 'Namespace' && o.metadata?.labels?.[PRIMARY_UDN_NAMESPACE_LABEL] !== undefined;
 }
 
 export function stageOfWave(wave: number): StageInfo {
@@ -65,7 +86,6 @@ export function stageOfWave(wave: number): StageInfo {
 }
 
 /** Stable sort of a cluster's objects into rollout order (ties keep construct order). */
-type Named = { kind: string; metadata?: { name?: string; namespace?: string } };
 
 export function sortForRollout<T extends Named>(objs: readonly T[], kubevirtNads: ReadonlySet<string>): T[] {
   return objs.map((o, i) => ({ o, i, w: rolloutWave(o, kubevirtNads) }))
