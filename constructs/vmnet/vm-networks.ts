@@ -1,0 +1,100 @@
+import { Construct } from 'constructs';
+import { ClusterVmNetwork, VmNetworkEvpn } from '../../src/vmnet/resolved';
+import { BridgeMappingPolicy } from './bridge-mapping-policy';
+import { ClusterUserDefinedNetwork, Layer2NetworkOptions, LocalnetNetworkOptions } from './cluster-user-defined-network';
+import { PrimaryNetworkNamespace } from './primary-network-namespace';
+import { RouteAdvertisements } from './route-advertisements';
+import { Vtep } from './vtep';
+
+/**
+ * Properties for `VmNetworks`.
+ */
+export interface VmNetworksProps {
+  /**
+   * The VM networks one cluster serves, resolved and planned (src/vmnet: `ClusterVmNetworks.networks`, every value
+   * final: the address plan's `reservedSubnets`/`excludeSubnets` for this cluster, explicit MTU, defaults applied).
+   */
+  readonly networks: readonly ClusterVmNetwork[];
+}
+
+/** The CUDN block of one resolved network. */
+function layer2Of(n: ClusterVmNetwork): Layer2NetworkOptions {
+  const evpn = n.reach.type === 'evpn' ? n.reach : undefined;
+  return {
+    subnets: n.subnets, mtu: n.mtu, persistentIps: n.ipam.lifecycle === 'Persistent',
+    defaultGatewayIPs: n.defaultGatewayIPs, infrastructureSubnets: n.infrastructureSubnets, reservedSubnets: n.reservedSubnets,
+    ...(evpn ? { evpn: { vtep: evpn.vtep, vni: evpn.vni, routeTarget: evpn.routeTarget } } : {}),
+  };
+}
+
+function localnetOf(n: ClusterVmNetwork): LocalnetNetworkOptions {
+  const l = n.localnet!;
+  return {
+    physicalNetworkName: l.physicalNetworkName, mtu: n.mtu, vlan: l.vlan,
+    ...(n.ipam.mode === 'Enabled' ? { subnets: n.subnets, excludeSubnets: n.excludeSubnets } : {}),
+  };
+}
+
+/**
+ * Everything that makes one cluster's VM networks real (issue 40): per network a `ClusterUserDefinedNetwork`
+ * (same name, topology, subnets, MTU and gateway on every cluster; this cluster's reserved or excluded slices), the
+ * served `Namespace`s of primary networks created with the primary-network label, for localnet the nmstate bridge
+ * mapping, for EVPN the `VTEP` and the `RouteAdvertisements` (the FRRConfiguration stays the user's). Objects
+ * several networks share (a namespace, a VTEP, a bridge-mapping policy) are emitted once; two networks that name
+ * one of them with different contents are a planning error, refused here rather than emitted twice.
+ */
+export class VmNetworks extends Construct {
+  /** One per network, in the fleet's order. */
+  public readonly networks: readonly ClusterUserDefinedNetwork[];
+  public readonly namespaces: readonly PrimaryNetworkNamespace[];
+  public readonly bridgeMappings: readonly BridgeMappingPolicy[];
+  public readonly vteps: readonly Vtep[];
+  public readonly routeAdvertisements: readonly RouteAdvertisements[];
+
+  constructor(scope: Construct, id: string, props: VmNetworksProps) {
+    super(scope, id);
+    const namespaces = new Map<string, PrimaryNetworkNamespace>();
+    const policies = new Map<string, { policy: BridgeMappingPolicy; key: string }>();
+    const vteps = new Map<string, { vtep: Vtep; key: string }>();
+    const ras: RouteAdvertisements[] = [];
+    for (const n of props.networks) {
+      if (n.primaryNamespaces) {
+        for (const ns of n.namespaces) if (!namespaces.has(ns)) namespaces.set(ns, new PrimaryNetworkNamespace(this, `Namespace-${ns}`, { name: ns }));
+      }
+      if (n.localnet) this.bridgeMapping(n, policies);
+      if (n.reach.type === 'evpn') {
+        this.vtep(n.name, n.reach, vteps);
+        ras.push(new RouteAdvertisements(this, `RouteAdvertisements-${n.reach.routeAdvertisements.name}`, {
+          name: n.reach.routeAdvertisements.name, networkLabels: n.labels, frrConfigurationLabels: n.reach.routeAdvertisements.frrConfigurationSelector,
+        }));
+      }
+    }
+    this.networks = props.networks.map((n) => new ClusterUserDefinedNetwork(this, `Network-${n.name}`, {
+      name: n.name, namespaces: n.namespaces, labels: n.labels,
+      ...(n.topology === 'Layer2' ? { layer2: layer2Of(n) } : { localnet: localnetOf(n) }),
+    }));
+    this.namespaces = [...namespaces.values()];
+    this.bridgeMappings = [...policies.values()].map((x) => x.policy);
+    this.vteps = [...vteps.values()].map((x) => x.vtep);
+    this.routeAdvertisements = ras;
+  }
+
+  private bridgeMapping(n: ClusterVmNetwork, policies: Map<string, { policy: BridgeMappingPolicy; key: string }>): void {
+    const l = n.localnet!;
+    const props = {
+      name: l.policyName, physicalNetworkName: l.physicalNetworkName, bridge: l.bridge.name,
+      ...(l.bridge.kind === 'create' ? { port: l.bridge.port } : {}), nodeSelector: { ...l.nodeSelector },
+    };
+    const key = JSON.stringify(props);
+    const seen = policies.get(l.policyName);
+    if (seen && seen.key !== key) throw new Error(`VmNetworks: network ${n.name} names NodeNetworkConfigurationPolicy ${l.policyName} with other contents than an earlier network`);
+    if (!seen) policies.set(l.policyName, { policy: new BridgeMappingPolicy(this, `BridgeMapping-${l.policyName}`, props), key });
+  }
+
+  private vtep(network: string, e: VmNetworkEvpn, vteps: Map<string, { vtep: Vtep; key: string }>): void {
+    const key = JSON.stringify([e.vtepCidrs, e.vtepMode]);
+    const seen = vteps.get(e.vtep);
+    if (seen && seen.key !== key) throw new Error(`VmNetworks: network ${network} names VTEP ${e.vtep} with other CIDRs than an earlier network`);
+    if (!seen) vteps.set(e.vtep, { vtep: new Vtep(this, `Vtep-${e.vtep}`, { name: e.vtep, cidrs: e.vtepCidrs, mode: e.vtepMode }), key });
+  }
+}
