@@ -70,6 +70,12 @@ export * from './constructs/forklift/plan';
 export * from './constructs/forklift/migration';
 export * from './constructs/forklift/controller';
 export * from './constructs/forklift/hub';
+export * from './constructs/vmnet/cluster-user-defined-network';
+export * from './constructs/vmnet/primary-network-namespace';
+export * from './constructs/vmnet/bridge-mapping-policy';
+export * from './constructs/vmnet/vtep';
+export * from './constructs/vmnet/route-advertisements';
+export * from './constructs/vmnet/vm-networks';
 
 // ---- CLI and writer (cli/) ----------------------------------------------------------------------
 export { synthesizeFleet } from './cli/synthesize-fleet';
