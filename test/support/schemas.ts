@@ -4,7 +4,7 @@
  * Sources of schemas, in order of precedence for an apiVersion+kind:
  *  1. KubeVirt kinds: shared/schemas/kubevirt/*.schema.yaml (openAPIV3Schema extracted from virt-operator),
  *     KubeVirt itself optionally against the PROPOSED PR #17922 schema.
- *  2. CRDs: every CustomResourceDefinition document in shared/schemas/{nad,whereabouts,ovn-k,ipamclaims,forklift}
+ *  2. CRDs: every CustomResourceDefinition document in shared/schemas/{nad,whereabouts,ovn-k,ipamclaims,forklift,nmstate}
  *     and test/fixtures/crds/*.yaml (verbatim upstream copies, see test/fixtures/crds/SOURCES.md).
  *  3. Typed models: the interface declarations (.d.ts) shipped by `kubernetes-models` (core/apps/policy/...
  *     generated from the Kubernetes OpenAPI spec) and by `@kubernetes-models/{cert-manager,prometheus-operator,
@@ -184,7 +184,7 @@ function crds(): Map<string, Entry> {
     prepareK8sSchema(schema);
     map.set(gvk(apiVersion, kind), { apiVersion, kind, origin: p, flavour: 'crd', schema });
   }
-  for (const sub of ['nad', 'whereabouts', 'ovn-k', 'ipamclaims', 'forklift']) {
+  for (const sub of ['nad', 'whereabouts', 'ovn-k', 'ipamclaims', 'forklift', 'nmstate']) {
     for (const f of listFiles(path.join(shared, sub))) {
       for (const doc of loadYamlDocs(f)) registerCrdDoc(map, doc, f);
     }
