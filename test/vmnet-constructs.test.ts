@@ -185,3 +185,28 @@ describe('each construct on its own, from its props and defaults', () => {
     expect(json(c).flatMap((o) => validateObject(o))).toEqual([]);
   });
 });
+
+describe('Forklift NetworkMap entries for the VM networks (no hand edits)', () => {
+  const { vmNetworkNadsOf, declaredNetworks, networkPairs } = require('../src/forklift/maps');
+  const { ForkliftProblems } = require('../src/forklift/checks');
+  const c = chart();
+  new VmNetworks(c, 'V', { networks: [blue, vlan100] });
+  const objs = json(c);
+
+  test('a Localnet network gives a NAD per served namespace; a primary network none (its VMs use pod: {})', () => {
+    expect(vmNetworkNadsOf(objs)).toEqual(['tenant-blue/vlan100', 'tenant-red/vlan100']);
+  });
+
+  test('each pair maps pod -> pod and every Localnet NAD to the same NAD on the target; one served on the source only is warned', () => {
+    const fact = (name: string, index: number, nads: string[]) => ({ name, index, datapath: 'direct', featureGates: [], meshNads: [], vmNetworkNads: nads });
+    const clusters = new Map([['a', fact('a', 0, vmNetworkNadsOf(objs))], ['b', fact('b', 1, ['tenant-blue/vlan100'])]]);
+    const p = new ForkliftProblems();
+    const nets = declaredNetworks(p, { hub: { cluster: 'a', namespace: 'openshift-mtv' } }, clusters);
+    expect(networkPairs(p, 'a', 'b', nets, new Map())).toEqual([
+      { source: { type: 'pod' }, destination: { type: 'pod' } },
+      { source: { name: 'vlan100', namespace: 'tenant-blue' }, destination: { type: 'multus', name: 'vlan100', namespace: 'tenant-blue' } },
+    ]);
+    expect(p.warnings.map((w: any) => w.message)).toEqual([expect.stringContaining('tenant-red/vlan100 exists on a but not on b')]);
+    expect(p.problems).toEqual([]);
+  });
+});

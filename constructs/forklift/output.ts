@@ -5,6 +5,7 @@ import { ClusterPlan } from '../../src/addressing/planner';
 import { EmittedObject, featureGatesOf, nadsOf } from '../../src/forklift/gates';
 import { gatesWrittenByProduct, kubevirtHas, libvirtHooksOn } from '../../src/kubevirt/capabilities';
 import { ClusterFacts, ForkliftHubPlan } from '../../src/forklift/model';
+import { vmNetworkNadsOf } from '../../src/forklift/maps';
 import {
   FORKLIFT_DIR, FORKLIFT_STAGES, ForkliftStageName, driftFiles, forkliftArgoApplication, forkliftFluxKustomizations, forkliftStageOf, orderForklift,
 } from '../../src/forklift/delivery';
@@ -49,6 +50,7 @@ export function clusterFacts(
     const libvirtHooksRisk = libvirtHooksOn(c.kubevirt); // issue #29: on by default in v1.9 (PR #18526)
     return {
       name: c.name, index: index.get(c.name) ?? 0, datapath: c.datapath, featureGates, meshNads: nadsOf(objs), libvirtHooksRisk,
+      vmNetworkNads: vmNetworkNadsOf(objs), // issue 40: the Localnet VM networks' NADs map without hand edits
       kubevirtVersion: c.kubevirt.version.text, migrationCompression: kubevirtHas(c.kubevirt.version, 'migration-compression'), // issue #29: per-move compression
       harvester: harvester.has(c.name),
     };

@@ -7,12 +7,32 @@
 import { ForkliftSpec } from './schema';
 import { ClusterFacts, NetworkDestination, NetworkPair, StoragePair } from './model';
 import { ForkliftProblems } from './checks';
+import { EmittedObject } from './gates';
 
 const F = 'spec.forklift';
 
-/** Declared VM networks (`namespace/name`) per cluster. */
+type CudnSpec = { namespaceSelector?: { matchExpressions?: { key: string; operator: string; values?: string[] }[] }; network?: { topology?: string } };
+
+/**
+ * `namespace/name` of the NADs the emitted Localnet ClusterUserDefinedNetworks create: OVN-Kubernetes writes one
+ * NAD named like the network into each namespace its `namespaceSelector` selects (we select by
+ * `kubernetes.io/metadata.name In [...]`).
+ */
+export function vmNetworkNadsOf(objects: readonly EmittedObject[]): string[] {
+  const out: string[] = [];
+  for (const o of objects) {
+    const spec = o.spec as CudnSpec | undefined;
+    if (o.kind !== 'ClusterUserDefinedNetwork' || spec?.network?.topology !== 'Localnet') continue;
+    for (const e of spec.namespaceSelector?.matchExpressions ?? []) {
+      if (e.key === 'kubernetes.io/metadata.name' && e.operator === 'In') for (const ns of e.values ?? []) out.push(`${ns}/${o.metadata?.name ?? ''}`);
+    }
+  }
+  return [...new Set(out)].sort();
+}
+
+/** Declared VM networks (`namespace/name`) per cluster: the fleet's VM networks there, and those `spec.forklift.networks` declares. */
 export function declaredNetworks(p: ForkliftProblems, spec: ForkliftSpec, clusters: ReadonlyMap<string, ClusterFacts>): Map<string, Set<string>> {
-  const out = new Map([...clusters.keys()].map((c) => [c, new Set<string>()]));
+  const out = new Map([...clusters].map(([c, f]) => [c, new Set<string>(f.vmNetworkNads ?? [])]));
   (spec.networks ?? []).forEach((n, i) => {
     const key = `${n.namespace}/${n.name}`;
     for (const [j, c] of (n.clusters ?? []).entries()) {

@@ -22,6 +22,13 @@ export interface ClusterFacts {
   /** `namespace/name` of the NADs the fleet creates on the cluster (the live-migration networks). */
   readonly meshNads: readonly string[];
   /**
+   * `namespace/name` of the Multus VM networks the fleet creates on the cluster (issue 40: each served namespace of a
+   * Localnet ClusterUserDefinedNetwork gets a NAD of the network's name; `vmNetworkNadsOf`). They count as declared
+   * networks, so moves map them without hand edits. Primary networks need no entry: their VMs use `pod: {}`, which
+   * every NetworkMap maps to the pod network. @default - none
+   */
+  readonly vmNetworkNads?: readonly string[];
+  /**
    * KubeVirt 1.9 with LibvirtHooksServerAndClient still on (src/kubevirt/capabilities.ts `libvirtHooksOn`):
    * it breaks renamed moves (PR #18526). @default false
    */
