@@ -178,6 +178,12 @@ export class VmMigrationLab {
   exchangeMs = 0;
   /** The router and the sites' segments (`routed-sites` layout only). */
   routed?: RoutedSites;
+  /**
+   * More QEMU arguments for a QEMU in cluster `ci`'s handler namespace, after the lab's own (e.g. a NIC:
+   * `-netdev tap,...` and `-device virtio-net-pci,...`, test/support/vm-l2-lab.ts). Source and target must
+   * give the guest identical devices. @default - none (the guest has no NIC)
+   */
+  qemuArgs?: (ci: number) => string[];
 
   /**
    * `layout`: see vm-lab-sites.ts (default `one-segment`: three-sites-vlan on one segment). `cpus`: where the
@@ -370,6 +376,7 @@ export class VmMigrationLab {
     const ram = path.join('/dev/shm', `${path.basename(this.tmp)}-${id}.ram`);
     const ramIsFile = this.shape.ram !== 'anonymous';
     const cmd = qemuCommand(this.guest, this.shape, { monitor, qmp, serial, incoming, ramFile: ramIsFile ? ram : undefined });
+    cmd.push(...(this.qemuArgs?.(ci) ?? []));
     const proc = this.lab.spawn(this.clusters[ci].handler.ns, pinned(this.cpus.qemu, cmd), { logFile: qlog });
     this.qemus.add(proc);
     this.ramFiles.add(ram);
