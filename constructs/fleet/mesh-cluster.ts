@@ -20,6 +20,8 @@ import { clusterPolicies } from '../../src/kubevirt/network-policies';
 import { NetworkAttachment } from '../addressing/network-attachment';
 import { SyncControllerPlacement } from '../kubevirt/sync-controller-placement';
 import { TrustAgent } from '../trust/agent';
+import { ClusterVmNetwork } from '../../src/vmnet/resolved';
+import { VmNetworks } from '../vmnet/vm-networks';
 
 const MESH_CLUSTER_CHART_SYMBOL = Symbol.for('migration-mesh.MeshClusterChart');
 
@@ -56,13 +58,20 @@ export interface MeshClusterChartProps extends MeshClusterOptions {
    * @default - none
    */
   readonly moveCompression?: readonly MoveCompressionPolicy[];
+  /**
+   * This cluster's VM networks (issue 40), resolved and planned: src/vmnet `resolveVmNetworks(...).perCluster`
+   * for this cluster. Their objects go to the last rollout stage (src/delivery/rollout.ts).
+   *
+   * @default - none
+   */
+  readonly vmNetworks?: readonly ClusterVmNetwork[];
 }
 
 /**
  * Everything one cluster applies, as one top-level Chart: the migration network, the KubeVirt
  * configuration in the cluster's delivery form, sync-controller placement, and in gateway mode the
  * MigrationProxy; in native mode the sync controllers' NAD on the shared network; in direct and native
- * mode, when the fleet exchanges CAs, the TrustAgent.
+ * mode, when the fleet exchanges CAs, the TrustAgent; the VM networks the cluster serves.
  */
 export class MeshClusterChart extends Chart {
   /**
@@ -83,6 +92,8 @@ export class MeshClusterChart extends Chart {
   public readonly proxy?: MigrationProxy;
   /** The trust agent (a direct or native cluster of a fleet that exchanges CAs): typed handles on its objects. */
   public readonly trustAgent?: TrustAgent;
+  /** The cluster's VM networks (a fleet with `spec.vmNetworks` the cluster serves): typed handles on their objects. */
+  public readonly vmNetworks?: VmNetworks;
 
   constructor(scope: Construct, id: string, props: MeshClusterChartProps) {
     super(scope, id, { disableResourceNameHashes: true, labels: { ...props.labels, [FLEET_LABEL]: props.plan.fleet } });
@@ -139,5 +150,6 @@ export class MeshClusterChart extends Chart {
       if (policy.kind === 'NetworkPolicy') new AllowNetworkPolicy(this, `Allow-${policy.name}`, { policy });
       else new AllowMultiNetworkPolicy(this, `Allow-${policy.name}`, { policy });
     }
+    if (props.vmNetworks?.length) this.vmNetworks = new VmNetworks(this, 'VmNetworks', { networks: props.vmNetworks }); // issue 40
   }
 }
