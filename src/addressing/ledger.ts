@@ -9,6 +9,7 @@ import { MigrationMeshError } from '../base/errors';
 import { parseYamlInput } from '../base/yaml-input';
 import { FLEET_API_VERSION } from '../fleet/schema';
 import { Interval, formatInterval, parsePoolItem, subtractIntervals } from '../base/ip';
+import { normalizeVmNetworksLedger, vmNetworksLedgerSchema } from '../vmnet/ledger';
 
 const LEDGER_KIND = 'AddressLedger';
 
@@ -53,6 +54,8 @@ export const ledgerSchema = z.object({
   clusters: z.record(z.string(), clusterEntry),
   /** Quarantined addresses (see releasedEntry). @default - none */
   released: z.array(releasedEntry).optional(),
+  /** VM networks (issue 40, src/vmnet/ledger.ts): splits, slots, mobile VM addresses. @default - none (written only when the fleet has VM networks) */
+  vmNetworks: vmNetworksLedgerSchema.optional(),
 }).strict();
 
 export type Ledger = z.infer<typeof ledgerSchema>;
@@ -90,7 +93,8 @@ export function serializeLedger(l: Ledger): string {
     + '# across changes; new members take the lowest free address; released addresses stay quarantined\n'
     + '# until `migration-mesh reclaim`. Do not edit by hand.\n';
   const released = sortReleased(l.released ?? []);
-  const doc = { apiVersion: l.apiVersion, kind: l.kind, fleet: l.fleet, clusters, ...(released.length ? { released } : {}) };
+  const vm = l.vmNetworks && Object.keys(l.vmNetworks).length ? { vmNetworks: normalizeVmNetworksLedger(l.vmNetworks) } : {};
+  const doc = { apiVersion: l.apiVersion, kind: l.kind, fleet: l.fleet, clusters, ...(released.length ? { released } : {}), ...vm };
   // the `yaml` package's bytes (lineWidth 0, block style), several times faster: 25 ms of a 100-cluster synth before
   return header + yamlText(doc);
 }

@@ -14,6 +14,7 @@ import { forkliftSchema } from '../forklift/schema';
 import { trustSchema } from '../trust/schema';
 import { existingKubevirtSchema } from '../kubevirt/existing';
 import { imageReferenceProblem } from '../base/image-reference';
+import { ovnKubernetesSchema, vmNetworkSchema } from '../vmnet/schema';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
@@ -398,6 +399,8 @@ const clusterSchema = z.object({
    * @default - not Harvester
    */
   harvester: harvesterSchema.optional(),
+  /** What the cluster's OVN-Kubernetes can do, read by `spec.vmNetworks` checks (docs/vm-networks.md). @default - derived from the product */
+  ovnKubernetes: ovnKubernetesSchema.optional(),
 }).strict();
 
 export const fleetSpecSchema = z.object({
@@ -435,6 +438,12 @@ export const fleetSpecSchema = z.object({
     /** Namespace of the dashboard ConfigMap (where your Grafana sidecar looks). @default - the gateway namespace */
     dashboardNamespace: dnsLabel.optional(),
   }).strict().optional(),
+  /**
+   * VM networks that keep a VM's address across clusters: primary Layer2 and secondary localnet
+   * ClusterUserDefinedNetworks, their subnets split by the ledger (docs/vm-networks.md, src/vmnet/schema.ts).
+   * @default - none
+   */
+  vmNetworks: z.array(vmNetworkSchema).optional(),
 }).strict();
 
 export const fleetDocumentSchema = z.object({

@@ -190,6 +190,8 @@ export interface VmNetworkPlan {
   /** Spare slots (not given to any cluster yet). */
   readonly spareSlots: number;
   readonly mobileVms: readonly MobileVmAddress[];
+  /** Layer2: the VM's primary interface name, the key of the addresses annotation. */
+  readonly primaryInterface: string;
   /** Whether a VM keeps its address when it moves: `pinned` (primary Layer2), `guest` (localnet ipam Disabled), `no` (localnet persistent). */
   readonly keepsAddress: 'pinned' | 'guest' | 'no';
 }

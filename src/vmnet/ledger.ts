@@ -1,0 +1,139 @@
+/**
+ * The VM networks' part of the address ledger (`vmNetworks:` beside `clusters:`, written only when the
+ * fleet has VM networks, so other ledgers stay byte for byte as they were). Per network: what its CUDN
+ * was created with (the block OVN-K makes immutable), the split of each subnet, each cluster's slot (and
+ * localnet VLAN), and each mobile VM's addresses. Entries are kept: a slot or an address is never moved
+ * or handed to someone else by a later plan; a cluster or VM that leaves the fleet keeps its entry (it may
+ * still run) until the entry is deleted by hand. Pure, no cdk8s import.
+ */
+import { z } from 'zod';
+import { FleetProblem } from '../base/errors';
+import { containsAddr, parseAddr, parseCidr } from '../base/ip';
+
+const splitEntry = z.object({
+  subnet: z.string(),
+  infrastructure: z.array(z.string()).optional(),
+  reserved: z.array(z.string()).optional(),
+  mobile: z.string(),
+  slices: z.array(z.string()),
+}).strict();
+
+const clusterSlot = z.object({
+  slot: z.number().int().min(0),
+  /** Localnet: the VLAN the cluster's CUDN was created with. */
+  vlan: z.number().int().optional(),
+}).strict();
+
+export const vmNetworkLedgerEntry = z.object({
+  /** What the CUDN was created with (immutable upstream): `Layer2 Primary mtu=1400 gw=... ipam=...`, one line. */
+  created: z.string(),
+  subnets: z.array(splitEntry).optional(),
+  clusters: z.record(z.string(), clusterSlot).optional(),
+  /** Mobile VMs (`namespace/name`) and their addresses, one per family. */
+  vms: z.record(z.string(), z.array(z.string())).optional(),
+}).strict();
+
+export const vmNetworksLedgerSchema = z.record(z.string(), vmNetworkLedgerEntry);
+
+export type VmNetworkLedger = z.infer<typeof vmNetworkLedgerEntry>;
+export type VmNetworksLedger = z.infer<typeof vmNetworksLedgerSchema>;
+
+const byName = <T>(r: Readonly<Record<string, T>>): [string, T][] => Object.entries(r).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
+/** Deterministic form: networks, clusters and VMs sorted by name, keys in a fixed order, empty parts left out. */
+export function normalizeVmNetworksLedger(l: VmNetworksLedger): VmNetworksLedger {
+  const out: VmNetworksLedger = {};
+  for (const [name, n] of byName(l)) {
+    const e: VmNetworkLedger = { created: n.created };
+    if (n.subnets?.length) {
+      e.subnets = n.subnets.map((s) => ({
+        subnet: s.subnet,
+        ...(s.infrastructure?.length ? { infrastructure: [...s.infrastructure] } : {}),
+        ...(s.reserved?.length ? { reserved: [...s.reserved] } : {}),
+        mobile: s.mobile, slices: [...s.slices],
+      }));
+    }
+    if (n.clusters && Object.keys(n.clusters).length) {
+      e.clusters = Object.fromEntries(byName(n.clusters).map(([c, v]) => [c, { slot: v.slot, ...(v.vlan !== undefined ? { vlan: v.vlan } : {}) }]));
+    }
+    if (n.vms && Object.keys(n.vms).length) e.vms = Object.fromEntries(byName(n.vms).map(([k, v]) => [k, [...v]]));
+    out[name] = e;
+  }
+  return out;
+}
+
+/** One recorded change of the VM networks' ledger (for `synth`'s change list and `--frozen`). */
+export interface VmLedgerChange {
+  readonly network: string;
+  readonly field: string;
+  readonly from?: string;
+  readonly to?: string;
+}
+
+/** What differs between two VM-network ledgers, field by field. */
+export function diffVmNetworksLedgers(before: VmNetworksLedger | undefined, after: VmNetworksLedger | undefined): VmLedgerChange[] {
+  const a = before ?? {};
+  const b = after ?? {};
+  const out: VmLedgerChange[] = [];
+  const text = (v: unknown): string | undefined => (v === undefined ? undefined : JSON.stringify(v));
+  for (const n of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
+    const x = a[n];
+    const y = b[n];
+    if (!x || !y) { out.push({ network: n, field: '', from: text(x && 'network'), to: text(y && 'network') }); continue; }
+    if (x.created !== y.created) out.push({ network: n, field: 'created', from: x.created, to: y.created });
+    if (text(x.subnets) !== text(y.subnets)) out.push({ network: n, field: 'subnets', from: text(x.subnets), to: text(y.subnets) });
+    for (const c of [...new Set([...Object.keys(x.clusters ?? {}), ...Object.keys(y.clusters ?? {})])].sort()) {
+      const f = text(x.clusters?.[c]);
+      const t = text(y.clusters?.[c]);
+      if (f !== t) out.push({ network: n, field: `clusters.${c}`, from: f, to: t });
+    }
+    for (const v of [...new Set([...Object.keys(x.vms ?? {}), ...Object.keys(y.vms ?? {})])].sort()) {
+      const f = x.vms?.[v]?.join(',');
+      const t = y.vms?.[v]?.join(',');
+      if (f !== t) out.push({ network: n, field: `vms.${v}`, from: f, to: t });
+    }
+  }
+  return out;
+}
+
+/**
+ * What a Git merge or a hand edit can break in the VM networks' ledger, each refused with both owners
+ * and the fix (never repaired silently): two clusters on one slot, a slot the split does not have, one
+ * address given to two VMs, a VM address outside the mobile slice or not an address.
+ */
+export function vmLedgerProblems(l: VmNetworksLedger | undefined): FleetProblem[] {
+  const out: FleetProblem[] = [];
+  const fix = 'a Git merge of two branches that each planned, or a hand edit: delete the entry that should move from the ledger '
+    + '(or take the ledger from one side of the merge) and run synth without --frozen; it plans that member anew';
+  for (const [name, n] of Object.entries(l ?? {})) {
+    const slotOwner = new Map<number, string>();
+    const slices = n.subnets?.[0]?.slices.length;
+    for (const [c, v] of Object.entries(n.clusters ?? {})) {
+      const path = `(ledger) vmNetworks.${name}.clusters.${c}.slot`;
+      const other = slotOwner.get(v.slot);
+      if (other !== undefined) {
+        out.push({ code: 'vmnet-ledger-conflict', path, message: `clusters ${other} and ${c} both hold slot ${v.slot} of VM network ${name}: their dynamic ranges would overlap`, fix });
+      } else if (slices !== undefined && v.slot >= slices) {
+        out.push({ code: 'vmnet-ledger-conflict', path, message: `cluster ${c} holds slot ${v.slot}, but the split of VM network ${name} has ${slices} slots`, fix });
+      }
+      slotOwner.set(v.slot, c);
+    }
+    const mobiles = (n.subnets ?? []).map((s) => parseCidr(s.mobile)).flatMap((r) => (r.ok ? [r.cidr] : []));
+    const seen = new Map<string, string>();
+    for (const [vm, addrs] of Object.entries(n.vms ?? {})) {
+      const path = `(ledger) vmNetworks.${name}.vms.${vm}`;
+      for (const t of addrs) {
+        const a = parseAddr(t);
+        if (!a) { out.push({ code: 'vmnet-ledger-conflict', path, message: `'${t}' is not an address`, fix }); continue; }
+        if (!mobiles.some((m) => containsAddr(m, a))) {
+          out.push({ code: 'vmnet-ledger-conflict', path, message: `${t} is outside the mobile slice of VM network ${name} (${n.subnets?.map((s) => s.mobile).join(', ')})`, fix });
+        }
+        const key = `${a.family}:${a.value}`;
+        const prev = seen.get(key);
+        if (prev) out.push({ code: 'vmnet-ledger-conflict', path, message: `${t} is given to both ${prev} and ${vm}`, fix });
+        seen.set(key, vm);
+      }
+    }
+  }
+  return out;
+}

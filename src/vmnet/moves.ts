@@ -1,0 +1,154 @@
+/**
+ * A VM that moves keeps its address (issue 40 item 4, planning side): the pre-flight check of one move
+ * over the VM networks of its namespace, and the address to pin on the target, from the ledger's mobile
+ * slice or from what the source's IPAMClaim holds (read by the CLI and passed in). The Forklift and CLI
+ * side writes the result as KubeVirt's `network.kubevirt.io/addresses` annotation on the SOURCE VM's
+ * template before the Plan runs (Forklift's live path copies the template). Pure, no cdk8s import.
+ */
+import { FleetProblem } from '../base/errors';
+import { Addr, containsAddr, formatAddr, parseAddr, parseCidr } from '../base/ip';
+import { mobileAnnotation } from './cluster-network';
+import { ADDRESSES_ANNOTATION, ClusterVmNetwork, ClusterVmNetworks, VmNetworkPlan } from './resolved';
+
+/** KubeVirt/OpenShift: cross-cluster live migration fails for longer VM names (CNV-61066, OpenShift Virtualization 4.22 release notes). */
+export const MAX_MOVABLE_VM_NAME = 47;
+
+/** One move, as the pre-flight check needs it. */
+export interface KeepAddressMove {
+  readonly vm: string;
+  /** The VM's namespace on the source. */
+  readonly namespace: string;
+  readonly from: string;
+  readonly to: string;
+  /** @default - the source namespace */
+  readonly targetNamespace?: string;
+  /**
+   * The addresses to keep, bare, one per subnet family: what the source's IPAMClaim `<vm>.<network>`
+   * holds (`status.ips`, prefix dropped). @default - the ledger's mobile addresses of the VM
+   */
+  readonly addresses?: readonly string[];
+  /** Addresses the target cluster already holds on the network (its IPAMClaims, pods' network-status). @default - none known */
+  readonly targetHolds?: readonly string[];
+}
+
+/** What `checkKeepAddressMove` decides. */
+export interface KeepAddressVerdict {
+  /** No problem: the move may run and keeps its address (or has none to keep). */
+  readonly ok: boolean;
+  /** The primary Layer2 network the VM is on (its namespace's), when it has one. */
+  readonly network?: string;
+  /** The addresses to pin (bare, IPv4 first); empty when there is nothing to pin. */
+  readonly addresses: readonly string[];
+  /**
+   * The annotation to set on the source VM's `spec.template.metadata.annotations` before the Plan
+   * runs: `{key: "network.kubevirt.io/addresses", value: "{\"default\":[\"10.50.240.1\"]}"}`.
+   */
+  readonly annotation?: { readonly key: string; readonly value: string };
+  /** Where the address comes from: the mobile slice (safe anywhere) or the source's own slice (needs the halted source kept as tombstone). */
+  readonly origin?: 'mobile' | 'source-slice';
+  readonly problems: readonly FleetProblem[];
+  readonly warnings: readonly FleetProblem[];
+}
+
+/** What the check reads: `resolveVmNetworks`'s result (or the same two fields). */
+export interface VmNetworksView {
+  readonly perCluster: ReadonlyMap<string, ClusterVmNetworks>;
+  readonly networks: readonly VmNetworkPlan[];
+}
+
+const cidrsOf = (texts: readonly string[]) => texts.flatMap((t) => { const r = parseCidr(t); return r.ok ? [r.cidr] : []; });
+
+/** The addresses to keep: the given ones checked against the network's slices, else the ledger's mobile ones. */
+function addressesToKeep(net: VmNetworkPlan, m: KeepAddressMove, path: string, out: FleetProblem[]): { addrs: Addr[]; origin?: 'mobile' | 'source-slice' } {
+  const ledger = net.mobileVms.find((v) => v.vm === m.vm && v.namespace === m.namespace);
+  const given = m.addresses ?? ledger?.addresses;
+  if (!given) {
+    out.push({ code: 'vmnet-move-address', path, message: `no address is known for ${m.namespace}/${m.vm} on ${net.name}: it is not a mobile VM of the ledger, and no address read from its IPAMClaim was given`,
+      fix: `list ${m.namespace}/${m.vm} in spec.vmNetworks[${net.index}].mobileVms (new VMs), or pass the addresses its source IPAMClaim ${m.vm}.${net.name} holds` });
+    return { addrs: [] };
+  }
+  const addrs = given.map((t) => parseAddr(t.replace(/\/\d+$/, '')));
+  const families = net.splits.map((s) => cidrsOf([s.subnet])[0]?.family);
+  if (addrs.some((a) => !a) || addrs.length !== families.length || families.some((f) => !addrs.some((a) => a!.family === f))) {
+    out.push({ code: 'vmnet-move-address', path, message: `${given.join(', ')} is not one address per subnet of ${net.name} (${net.splits.map((s) => s.subnet).join(', ')}); OVN-K requires exactly one per family`,
+      fix: 'give one bare address per subnet family' });
+    return { addrs: [] };
+  }
+  const list = addrs as Addr[];
+  if (ledger && m.addresses && ledger.addresses.join(',') !== list.map((a) => formatAddr(a)).join(',')) {
+    out.push({ code: 'vmnet-move-address', path, message: `${m.namespace}/${m.vm} holds ${ledger.addresses.join(', ')} in the ledger, not ${m.addresses.join(', ')}`,
+      fix: 'check which address the VM really has (its IPAMClaim); the ledger\'s is the one every cluster keeps free' });
+  }
+  const srcSlot = net.slots[m.from];
+  const dstSlot = net.slots[m.to];
+  let origin: 'mobile' | 'source-slice' = 'mobile';
+  for (const a of list) {
+    const sp = net.splits.find((s) => cidrsOf([s.subnet])[0]?.family === a.family)!;
+    const inMobile = cidrsOf([sp.mobile]).some((c) => containsAddr(c, a));
+    const inSlice = (slot: number | undefined) => slot !== undefined && cidrsOf([sp.slices[slot]]).some((c) => containsAddr(c, a));
+    if (inMobile) continue;
+    if (inSlice(srcSlot)) { origin = 'source-slice'; continue; }
+    const where = inSlice(dstSlot) ? `in ${m.to}'s own slice, which ${m.to} hands out dynamically` : `in neither the mobile slice ${sp.mobile} nor ${m.from}'s slice`;
+    out.push({ code: 'vmnet-move-address', path, message: `${formatAddr(a)} is ${where}: kept on ${m.to}, it could collide with an address ${m.to} gives another VM`,
+      fix: `keep only addresses of the mobile slice (list the VM in mobileVms) or of ${m.from}'s slice; this VM would get a new address on ${m.to}` });
+  }
+  const held = new Set((m.targetHolds ?? []).map((t) => parseAddr(t.replace(/\/\d+$/, ''))).filter((a): a is Addr => !!a).map((a) => `${a.family}:${a.value}`));
+  for (const a of list) {
+    if (held.has(`${a.family}:${a.value}`)) {
+      out.push({ code: 'vmnet-move-address', path, message: `${m.to} already holds ${formatAddr(a)} on ${net.name}: the target pod would fail (IPsAllocated=False) and the VM would not start there`,
+        fix: `find the VM or pod on ${m.to} that holds ${formatAddr(a)} (a stale IPAMClaim of an earlier move?) and remove it first` });
+    }
+  }
+  return { addrs: list, origin };
+}
+
+/** The primary network of a namespace on a cluster, if any. */
+const primaryIn = (v: VmNetworksView, cluster: string, ns: string): ClusterVmNetwork | undefined =>
+  v.perCluster.get(cluster)?.networks.find((n) => n.role === 'Primary' && n.namespaces.includes(ns));
+
+/**
+ * The pre-flight check of one keep-the-address move, and the address to pin. Refuses a move whose primary
+ * Layer2 network does not reach the target (reach none), is not served there, or changes namespace; an
+ * address that is not the VM's or that the target holds; a VM name too long to move. Warns where a
+ * secondary localnet network of the namespace cannot keep the address.
+ */
+export function checkKeepAddressMove(v: VmNetworksView, m: KeepAddressMove, path = `moves.${m.namespace}/${m.vm}`): KeepAddressVerdict {
+  const problems: FleetProblem[] = [];
+  const warnings: FleetProblem[] = [];
+  const src = primaryIn(v, m.from, m.namespace);
+  for (const ln of v.perCluster.get(m.from)?.networks.filter((n) => n.topology === 'Localnet' && n.namespaces.includes(m.namespace)) ?? []) {
+    if (ln.ipam.mode === 'Enabled') {
+      warnings.push({ code: 'vmnet-ip-not-kept', path, message: `${m.namespace}/${m.vm} may use localnet network ${ln.name}, whose addresses come from OVN IPAM per cluster: on ${m.to} it gets a new one (nothing upstream can pin a localnet address)`,
+        fix: `use ipam: disabled on ${ln.name} for VMs that move (the guest owns its address on the shared VLAN), or re-address the VM after the move` });
+    }
+  }
+  if (!src) return { ok: true, addresses: [], problems, warnings };
+  const net = v.networks.find((n) => n.name === src.name)!;
+  if (m.vm.length > MAX_MOVABLE_VM_NAME) {
+    problems.push({ code: 'vmnet-move-vm-name', path, message: `VM name '${m.vm}' has ${m.vm.length} characters; cross-cluster live migration fails for names over ${MAX_MOVABLE_VM_NAME} (CNV-61066)`,
+      fix: `rename the VM to at most ${MAX_MOVABLE_VM_NAME} characters before moving it` });
+  }
+  if ((m.targetNamespace ?? m.namespace) !== m.namespace) {
+    problems.push({ code: 'vmnet-move-namespace', path, message: `the move puts ${m.vm} into namespace ${m.targetNamespace}; its primary network ${src.name}, its NAD and its IPAMClaim belong to ${m.namespace}, and the address is kept only in the same namespace`,
+      fix: `drop targetNamespace, or serve ${m.targetNamespace} by ${src.name} and move without keeping the address` });
+  }
+  const dst = v.perCluster.get(m.to)?.networks.find((n) => n.name === src.name);
+  if (!dst) {
+    problems.push({ code: 'vmnet-move-not-served', path, message: `${m.to} does not serve VM network ${src.name} (the primary network of ${m.namespace} on ${m.from}); the VM would land on another network there`,
+      fix: `serve ${src.name} on ${m.to} (remove clusters.${m.to}.served: false), or move the VM to a cluster that serves it` });
+  } else if (src.reach.type === 'none') {
+    problems.push({ code: 'vmnet-move-no-reach', path, message: `VM network ${src.name} has reach none: its L2 segment on ${m.to} is not joined to ${m.from}'s, so ${m.vm} would keep its address on a segment where no peer of ${m.from} reaches it, and its TCP connections would stop`,
+      fix: `stretch ${src.name} (reach: {type: evpn, ...}) before moving VMs that must keep their address, or re-address the VM after the move` });
+  }
+  const kept = addressesToKeep(net, m, path, problems);
+  if (kept.origin === 'source-slice') {
+    warnings.push({ code: 'vmnet-move-tombstone', path, message: `${kept.addrs.map((a) => formatAddr(a)).join(', ')} is from ${m.from}'s own slice: after the move keep the halted source VM (its IPAMClaim holds the address on ${m.from}); deleting it lets ${m.from} hand the address out again while the VM runs on ${m.to}`,
+      fix: `keep the halted ${m.vm} on ${m.from} as the tombstone; give VMs that move often a mobile address (mobileVms)` });
+  }
+  const addresses = kept.addrs.map((a) => formatAddr(a));
+  const annotation = addresses.length && problems.length === 0
+    ? { key: ADDRESSES_ANNOTATION, value: mobileAnnotation(net.primaryInterface, addresses) }
+    : undefined;
+  const origin = kept.addrs.length ? { origin: kept.origin } : {};
+  return { ok: problems.length === 0, network: src.name, addresses, ...(annotation ? { annotation } : {}), ...origin, problems, warnings };
+}

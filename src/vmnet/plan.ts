@@ -1,0 +1,245 @@
+/**
+ * VM networks planned against the ledger (issue 40 items 1, 3, 5): `resolveVmNetworks(doc, ledger)` reads
+ * `spec.vmNetworks`, splits each subnet (split.ts), keeps every slot, VLAN and mobile address the ledger
+ * holds, gives new clusters the lowest free slot and new mobile VMs the lowest free mobile address, refuses
+ * what the CRD makes immutable, and gives each cluster its `ClusterVmNetworks` (resolved.ts) for the
+ * constructs. Pure, no cdk8s import.
+ */
+import { FleetProblem, ProblemCollector } from '../base/errors';
+import { Addr, Family, addr, containsAddr, formatAddr, formatCidr, parseAddr, usableHosts } from '../base/ip';
+import { Ledger } from '../addressing/ledger';
+import { FleetDocument } from '../fleet/schema';
+import { ParsedNetwork, parseNetwork } from './declaration';
+import { fleetVmNetworkProblems, serves, vmNetworkWarnings } from './fleet-checks';
+import { VmLedgerChange, VmNetworkLedger, VmNetworksLedger, diffVmNetworksLedgers, vmLedgerProblems } from './ledger';
+import { ClusterVmNetworks, VmNetworkPlan, VmSubnetSplit } from './resolved';
+import { Split, computeSplit, formatSplit } from './split';
+import { clusterNetwork, mobileVmsOf } from './cluster-network';
+
+/** What `resolveVmNetworks` gives. */
+export interface VmNetworksResult {
+  /** Per fleet cluster (every cluster, with an empty list where it serves none), only when there is no problem. */
+  readonly perCluster: ReadonlyMap<string, ClusterVmNetworks>;
+  /** Per network, fleet-wide (the split, the slots, the mobile VMs). */
+  readonly networks: readonly VmNetworkPlan[];
+  /** The ledger's next `vmNetworks` part (undefined when the fleet has no VM networks). */
+  readonly ledger?: VmNetworksLedger;
+  /** What changed against the previous ledger. */
+  readonly changes: readonly VmLedgerChange[];
+  readonly problems: readonly FleetProblem[];
+  /** True and worth reading, not refusals (EVPN ingress, DNS). */
+  readonly warnings: readonly FleetProblem[];
+}
+
+/** What the CUDN was created with, one line (ledger `created`): every field OVN-K makes immutable but the per-cluster ones. */
+export function createdLine(n: ParsedNetwork): string {
+  const s = n.spec;
+  const parts = [
+    `topology=${n.topology}`, `mtu=${s.mtu}`, `ipam=${n.ipamEnabled ? 'Persistent' : 'Disabled'}`,
+    ...(n.subnets.length ? [`subnets=${n.subnets.map(formatCidr).join(',')}`] : []),
+    ...(n.gateways.length ? [`gateways=${n.gateways.map((g) => formatAddr(g)).join(',')}`] : []),
+    ...(n.infrastructure.length ? [`infrastructure=${n.infrastructure.map(formatCidr).join(',')}`] : []),
+    ...(s.physicalNetworkName ? [`physicalNetworkName=${s.physicalNetworkName}`] : []),
+    ...(s.reach?.type === 'evpn' ? [`transport=EVPN`, `vni=${s.reach.vni}`, ...(s.reach.routeTarget ? [`routeTarget=${s.reach.routeTarget}`] : [])] : []),
+  ];
+  return parts.join(' ');
+}
+
+const RECREATE = (net: string) => `the ClusterUserDefinedNetwork cannot change in place (its spec.network is immutable upstream): to change it, move or stop every VM on ${net}, `
+  + `delete ${net}'s ClusterUserDefinedNetwork on every cluster, delete vmNetworks.${net} from the ledger, and synth again; `
+  + `or give the changed network a new name and move the VMs over; otherwise restore the old value`;
+
+/** The ledger's record against the declaration: any difference is refused, never emitted. */
+function immutable(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger, splits: readonly Split[]): boolean {
+  const now = createdLine(n);
+  const before = p.problems.length;
+  if (was.created !== now) {
+    const a = new Set(was.created.split(' '));
+    const b = new Set(now.split(' '));
+    const diff = [...b].filter((x) => !a.has(x)).map((x) => x.split('=')[0]);
+    const gone = [...a].filter((x) => !b.has(x)).map((x) => x.split('=')[0]);
+    const fields = [...new Set([...diff, ...gone])];
+    p.add('vmnet-immutable-change', `${n.path}.${fields[0] ?? 'name'}`, `network ${n.spec.name} was created with ${[...a].filter((x) => !b.has(x)).join(' ') || '(nothing)'}; the fleet now says ${[...b].filter((x) => !a.has(x)).join(' ') || '(nothing)'}`,
+      RECREATE(n.spec.name));
+  }
+  const recorded = JSON.stringify(was.subnets ?? []);
+  const planned = JSON.stringify(splits.map(formatSplit).map(compactSplit));
+  if (was.created === now && recorded !== planned) {
+    p.add('vmnet-immutable-change', `${n.path}.allocation`, `network ${n.spec.name}'s split is recorded as ${recorded}; the fleet's allocation (slots, slicePrefix, mobile, reserved) now gives ${planned}: every cluster's reserved ranges would change`,
+      RECREATE(n.spec.name));
+  }
+  return p.problems.length === before;
+}
+
+const compactSplit = (s: ReturnType<typeof formatSplit>): VmNetworkLedger['subnets'] extends (infer T)[] | undefined ? T : never => ({
+  subnet: s.subnet, ...(s.infrastructure.length ? { infrastructure: s.infrastructure } : {}), ...(s.reserved.length ? { reserved: s.reserved } : {}),
+  mobile: s.mobile, slices: s.slices,
+});
+
+/** Slots: the ledger's kept, pinned ones honoured, new clusters on the lowest free. */
+type Slots = Record<string, { slot: number; vlan?: number }>;
+
+function planSlots(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger | undefined, clusters: readonly string[]): Slots {
+  const out: Slots = {};
+  const used = new Set<number>();
+  for (const [c, v] of Object.entries(was?.clusters ?? {})) { out[c] = { ...v }; used.add(v.slot); }
+  for (const c of clusters) {
+    const pin = n.spec.clusters?.[c]?.slot;
+    const vlan = n.topology === 'Localnet' && serves(n.spec, c) ? n.spec.clusters?.[c]?.vlan ?? n.spec.vlan : undefined;
+    if (out[c]) {
+      if (pin !== undefined && pin !== out[c].slot) {
+        p.add('vmnet-immutable-change', `${n.path}.clusters.${c}.slot`, `cluster ${c} holds slot ${out[c].slot} of ${n.spec.name} in the ledger; moving it to slot ${pin} changes every cluster's reserved ranges`,
+          `remove the pin or set it to ${out[c].slot}; ${RECREATE(n.spec.name)}`);
+      }
+      if (out[c].vlan !== undefined && vlan !== undefined && out[c].vlan !== vlan) {
+        p.add('vmnet-immutable-change', `${n.path}.${n.spec.clusters?.[c]?.vlan !== undefined ? `clusters.${c}.vlan` : 'vlan'}`, `cluster ${c}'s ${n.spec.name} was created on VLAN ${out[c].vlan}; the fleet now says ${vlan} (the localnet block is immutable)`,
+          RECREATE(n.spec.name));
+      }
+      if (out[c].vlan === undefined && vlan !== undefined) out[c] = { ...out[c], vlan };
+      continue;
+    }
+    let slot = pin;
+    if (slot !== undefined && (used.has(slot) || slot >= n.slots)) {
+      const holder = Object.entries(out).find(([, v]) => v.slot === slot)?.[0];
+      p.add('vmnet-slice-exhausted', `${n.path}.clusters.${c}.slot`, holder ? `slot ${slot} of ${n.spec.name} is cluster ${holder}'s` : `slot ${slot} is beyond the split's ${n.slots} slots`,
+        'remove the pin (the lowest free slot is taken), or pin a free slot');
+      continue;
+    }
+    if (slot === undefined) for (let i = 0; i < n.slots; i++) if (!used.has(i)) { slot = i; break; }
+    if (slot === undefined) {
+      p.add('vmnet-slice-exhausted', `${n.path}.allocation.slots`, `cluster ${c} needs a slot of ${n.spec.name}, and all ${n.slots} are taken (${Object.keys(out).sort().join(', ')}); the split cannot grow in place`,
+        `free a slot of a cluster that left the fleet (delete its line under vmNetworks.${n.spec.name}.clusters in the ledger once its VMs are gone), or set clusters.${c}.served: false; ${RECREATE(n.spec.name)}`);
+      continue;
+    }
+    used.add(slot);
+    out[c] = { slot, ...(vlan !== undefined ? { vlan } : {}) };
+  }
+  return out;
+}
+
+/** Mobile VM addresses: the ledger's kept, new VMs on the lowest free address of each mobile slice. */
+function planVms(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger | undefined, splits: readonly Split[]): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  const taken = new Set<string>();
+  for (const [vm, list] of Object.entries(was?.vms ?? {})) {
+    out[vm] = [...list];
+    for (const t of list) { const a = parseAddr(t); if (a) taken.add(`${a.family}:${a.value}`); }
+  }
+  const gateways = new Set(n.gateways.map((g) => `${g.family}:${g.value}`));
+  for (const [i, ref] of (n.spec.mobileVms ?? []).entries()) {
+    if (out[ref]) continue;
+    const addrs: string[] = [];
+    for (const s of splits) {
+      const hosts = usableHosts(s.subnet);
+      const lo = s.mobile.start > hosts.start ? s.mobile.start : hosts.start;
+      const hi = s.mobile.end < hosts.end ? s.mobile.end : hosts.end;
+      let got: Addr | undefined;
+      for (let v = lo; v <= hi; v++) {
+        const k = `${s.subnet.family}:${v}`;
+        if (!taken.has(k) && !gateways.has(k) && !s.reserved.some((r) => containsAddr(r, addr(s.subnet.family, v)))) { got = addr(s.subnet.family, v); break; }
+      }
+      if (!got) {
+        p.add('vmnet-mobile-exhausted', `${n.path}.mobileVms[${i}]`, `the mobile slice ${formatCidr(s.mobile)} of ${n.spec.name} has no free address left for ${ref}`,
+          `remove VMs that are gone from vmNetworks.${n.spec.name}.vms in the ledger, or declare a larger allocation.mobile when you recreate the network`);
+        break;
+      }
+      taken.add(`${got.family}:${got.value}`);
+      addrs.push(formatAddr(got));
+    }
+    if (addrs.length === splits.length) out[ref] = addrs;
+  }
+  return out;
+}
+
+/** The splits of a network's subnets, or the problems. */
+function splitsOf(p: ProblemCollector, n: ParsedNetwork): Split[] | undefined {
+  const out: Split[] = [];
+  for (const sn of n.subnets) {
+    const f: Family = sn.family;
+    const r = computeSplit({
+      subnet: sn, infrastructure: n.infrastructure.filter((c) => c.family === f), reserved: n.reserved.filter((c) => c.family === f),
+      slots: n.slots, slicePrefix: n.slicePrefix.get(f)!, mobile: n.mobile.get(f),
+    });
+    if (!r.split) {
+      p.add('vmnet-slice-exhausted', `${n.path}.allocation`, `${formatCidr(sn)} has ${r.found} free /${n.slicePrefix.get(f)} blocks outside the infrastructure, reserved ranges and mobile slice; ${n.slots} slots need ${n.slots}`,
+        'lower allocation.slots, use a longer allocation.slicePrefix, or move the infrastructure, reserved ranges or mobile slice together');
+      return undefined;
+    }
+    out.push(r.split);
+  }
+  if (n.mobile.size && [...n.mobile.keys()].some((f) => !n.subnets.some((s) => s.family === f))) {
+    p.add('vmnet-outside-subnet', `${n.path}.allocation.mobile`, 'a mobile slice of a family the network has no subnet of', 'give one mobile CIDR per subnet family');
+    return undefined;
+  }
+  return out;
+}
+
+type Planned = { entry: VmNetworkLedger; splits: Split[] } | undefined;
+
+function planNetwork(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger | undefined, clusters: readonly string[]): Planned {
+  const before = p.problems.length;
+  const splits = n.ipamEnabled ? splitsOf(p, n) : [];
+  if (!splits) return undefined;
+  if (was && !immutable(p, n, was, splits)) return undefined;
+  const slots = n.ipamEnabled ? planSlots(p, n, was, clusters) : {};
+  const vms = n.topology === 'Layer2' ? planVms(p, n, was, splits) : {};
+  if (p.problems.length > before) return undefined;
+  const entry: VmNetworkLedger = {
+    created: createdLine(n),
+    ...(splits.length ? { subnets: splits.map(formatSplit).map(compactSplit) } : {}),
+    ...(Object.keys(slots).length ? { clusters: slots } : {}),
+    ...(Object.keys(vms).length ? { vms } : {}),
+  };
+  return { entry, splits };
+}
+
+/**
+ * Plan the fleet's VM networks against the ledger. Every problem at once; `perCluster` only when there
+ * is none. Fleets without `spec.vmNetworks` get empty lists and no ledger part.
+ */
+export function resolveVmNetworks(doc: FleetDocument, ledger?: Ledger): VmNetworksResult {
+  const p = new ProblemCollector();
+  const specs = doc.spec.vmNetworks ?? [];
+  const clusters = doc.spec.clusters.map((c) => c.name);
+  const prev = ledger && ledger.fleet === doc.metadata.name ? ledger.vmNetworks : undefined;
+  const inconsistent = vmLedgerProblems(prev);
+  if (inconsistent.length) return { perCluster: new Map(), networks: [], changes: [], problems: inconsistent, warnings: [] };
+  fleetVmNetworkProblems(p, doc);
+  const parsed = specs.map((s, i) => parseNetwork(p, s, i));
+  const next: VmNetworksLedger = {};
+  const networks: VmNetworkPlan[] = [];
+  const splitsBy = new Map<string, Split[]>();
+  for (const n of parsed) {
+    if (!n) continue;
+    const planned = planNetwork(p, n, prev?.[n.spec.name], clusters);
+    if (!planned) continue;
+    next[n.spec.name] = planned.entry;
+    splitsBy.set(n.spec.name, planned.splits);
+    networks.push(networkPlan(n, planned.entry, planned.splits, clusters));
+  }
+  const perCluster = new Map<string, ClusterVmNetworks>();
+  if (p.empty) {
+    for (const c of clusters) {
+      const list = parsed.filter((n): n is ParsedNetwork => !!n && serves(n.spec, c))
+        .map((n) => clusterNetwork(p, n, c, next[n.spec.name], splitsBy.get(n.spec.name)!));
+      perCluster.set(c, { cluster: c, networks: list });
+    }
+  }
+  const nextLedger = specs.length ? next : undefined;
+  return {
+    perCluster: p.empty ? perCluster : new Map(), networks, ledger: nextLedger, changes: diffVmNetworksLedgers(prev, nextLedger),
+    problems: p.problems, warnings: vmNetworkWarnings(doc),
+  };
+}
+
+function networkPlan(n: ParsedNetwork, entry: VmNetworkLedger, splits: readonly Split[], clusters: readonly string[]): VmNetworkPlan {
+  const slots = Object.fromEntries(Object.entries(entry.clusters ?? {}).map(([c, v]) => [c, v.slot]));
+  const mobileVms = mobileVmsOf(n, entry);
+  const splitTexts: VmSubnetSplit[] = splits.map((s) => formatSplit(s));
+  return {
+    name: n.spec.name, index: n.index, topology: n.topology, role: n.topology === 'Layer2' ? 'Primary' : 'Secondary', reach: n.spec.reach?.type ?? 'none',
+    splits: splitTexts, slots, servedOn: clusters.filter((c) => serves(n.spec, c)),
+    spareSlots: n.ipamEnabled ? n.slots - Object.keys(slots).length : 0, mobileVms, primaryInterface: n.spec.primaryInterface ?? 'default',
+    keepsAddress: n.topology === 'Layer2' ? 'pinned' : n.ipamEnabled ? 'no' : 'guest',
+  };
+}
