@@ -1,5 +1,8 @@
 /**
- * Test support: virt-operator's CA handling for one simulated cluster, on a FakeKubeApi. A port of the
+ * Test support: virt-operator's CA handling for one simulated cluster, on a FakeKubeApi. It stands for KubeVirt
+ * v1.8.4's virt-operator where a real one per cluster cannot run (many clusters in network namespaces, clocks the
+ * tests move). test/virt-operator-model-agreement.test.ts runs it beside the real virt-operator, step by step with
+ * the same inputs, and shows they agree (kubevirt-ca role by role, kubevirt-external-ca after each reconcile). A port of the
  * semantics of ../shared/reference/kubevirt-ca-merge-model.py (itself a model of KubeVirt core.go
  * shouldUpdateBundle + secrets.go MergeCABundle, not KubeVirt code):
  *   - the CA rotates when it is `duration - renewBefore` old; the new one is valid for `duration`;
@@ -54,9 +57,12 @@ function fromPem(pem: string): SimCa | undefined {
   } catch { return undefined; }
 }
 
-/** MergeCABundle as the model writes it. */
+/** KubeVirt's maxCertificatesInBundle (components/secrets.go): a longer kubevirt-ca is cut to this many, newest first. */
+const MAX_CERTIFICATES_IN_BUNDLE = 50;
+
+/** MergeCABundle (components/secrets.go): valid certs, newest first by notBefore in whole seconds (a stable sort), at most 50. */
 export function mergeBundle(current: SimCa, bundle: SimCa[], overlapMs: number, now: number): SimCa[] {
-  const valid = bundle.filter((c) => c.na >= now).sort((a, b) => b.nb - a.nb);
+  const valid = bundle.filter((c) => c.na >= now).sort((a, b) => Math.floor(b.nb / 1000) - Math.floor(a.nb / 1000)).slice(0, MAX_CERTIFICATES_IN_BUNDLE);
   const out: SimCa[] = [];
   for (let i = 0; i < valid.length; i++) {
     const newer = i === 0 ? current : valid[i - 1];
@@ -65,6 +71,19 @@ export function mergeBundle(current: SimCa, bundle: SimCa[], overlapMs: number, 
     out.push(valid[i]);
   }
   return [current, ...out];
+}
+
+/**
+ * getRemotePublicCas (apply/core.go): client-go's cert.ParseCertsPEM reads the bundle as a whole, so one CERTIFICATE
+ * block that does not parse makes it merge none of them (the reconcile empties the ConfigMap all the same); then
+ * the certs valid now, each once. Seen on the real operator: test/virt-operator-model-agreement.test.ts.
+ */
+export function externalCas(text: string, now: number): SimCa[] {
+  const parsed = (text.match(PEM_RE) ?? []).map(fromPem);
+  if (parsed.some((c) => !c)) return [];
+  const out: SimCa[] = [];
+  for (const c of parsed as SimCa[]) if (c.nb < now && now < c.na && !out.some((o) => o.sha256 === c.sha256)) out.push(c);
+  return out;
 }
 
 /** Issues the CA `id` valid from `nb` to `na` (ms); the model's default is ca-certs' makeCert. */
@@ -150,7 +169,7 @@ export class VirtOperatorModel {
       this.rotations++;
     }
     const extText = cached?.data['ca-bundle'] ?? '';
-    const ext = (extText.match(PEM_RE) ?? []).map(fromPem).filter((c): c is SimCa => !!c && c.nb < now && now < c.na);
+    const ext = externalCas(extText, now);
     const next = mergeBundle(this.ca, this.bundle, this.renewBeforeMs, now);
     for (const e of ext) if (!next.some((c) => c.sha256 === e.sha256)) next.push(e);
     if (next.map((c) => c.sha256).join() !== this.bundle.map((c) => c.sha256).join()) {
