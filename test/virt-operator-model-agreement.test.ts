@@ -78,8 +78,8 @@ type ConfigMap = {
 interface Write { bundle: string; foreign?: boolean; labels?: 'operator' | 'none' }
 
 function written(cur: ConfigMap, w: Write): ConfigMap {
-  const base = w.labels === 'none' ? { 'example.com/owner': 'someone' } : w.labels === 'operator' ? { ...MANAGED } : { ...cur.metadata.labels };
-  const labels = { ...base, ...(w.foreign ? { 'example.com/foreign': 'yes' } : {}) };
+  const base: Record<string, string> = w.labels === 'none' ? { 'example.com/owner': 'someone' } : w.labels === 'operator' ? { ...MANAGED } : { ...cur.metadata.labels };
+  const labels: Record<string, string> = { ...base, ...(w.foreign ? { 'example.com/foreign': 'yes' } : {}) };
   return {
     ...cur,
     metadata: { ...cur.metadata, labels, ...(w.foreign ? { annotations: { ...cur.metadata.annotations, 'example.com/note': 'kept?' } } : {}) },
@@ -120,7 +120,7 @@ async function until<T>(what: string, ms: number, probe: () => Promise<T | undef
   }
 }
 /** virt-operator's own calls on kubevirt-external-ca, from the audit log (its client's user agent names it). */
-function operatorCalls(): Array<{ verb: string; code: number }> {
+function operatorCalls(): Array<{ verb: string; code: number; at: number }> {
   const log = fs.readFileSync(path.join(cluster.dir, 'kube-apiserver.log'), 'utf8');
   return log.split('\n').filter((l) => l.startsWith('{"kind":"Event"')).map((l) => JSON.parse(l))
     .filter((e) => e.objectRef?.name === EXTERNAL && /virt-operator/.test(e.userAgent ?? ''))
