@@ -9,6 +9,7 @@ import {
   mergeIntervals, addr, subtractIntervals, usableHosts,
 } from '../base/ip';
 import { Ledger, LedgerCluster, diffLedgers, emptyLedger, nextQuarantine } from './ledger';
+import { planFleetVmNetworks } from '../vmnet/plan';
 import { Quarantine, LedgerFamilies, ledgerProblems, quarantineOf, quarantinedIn, routerProblems } from './ledger-guard';
 import { ResolvedCluster, ResolvedFleet, crossClusterNeeded, inClusterNeeded } from '../fleet/resolved';
 import { CapacityReport, ClusterPlan, PeerPlan, PlanResult, TrustAgentReplicaPlan, WhereaboutsPlan } from './fleet-plan';
@@ -175,7 +176,10 @@ export function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<Plan
   const next: Record<string, LedgerCluster> = {};
   const clusters = fleet.clusters.map((c) => clusterPlan(p, allocation, c, (next[c.name] = {})));
   const released = nextQuarantine(prev, next);
-  const ledger: Ledger = { ...emptyLedger(fleet.name), clusters: next, ...(released.length ? { released } : {}) };
+  // issue 40: VM networks, planned against the ledger's own part (src/vmnet/plan.ts)
+  const vm = planFleetVmNetworks(fleet, prev);
+  p.addAll(vm.problems);
+  const ledger: Ledger = { ...emptyLedger(fleet.name), clusters: next, ...(released.length ? { released } : {}), ...vm.ledger };
   const cc = fleet.crossCluster;
   return p.result(() => ({
     plan: {
@@ -187,9 +191,10 @@ export function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<Plan
       supernet: fleet.supernet ? formatCidr(fleet.supernet) : undefined,
       clusters, trust: fleet.trust, sites: allocation.sites,
       capacity: capacityReport(fleet),
+      ...vm.plan,
     },
     ledger,
-    changes: diffLedgers(prev, ledger),
+    changes: [...diffLedgers(prev, ledger), ...vm.changes],
   }));
 }
 

@@ -8,6 +8,8 @@ import { Family } from '../base/ip';
 import { Ledger, LedgerChange } from './ledger';
 import { ResolvedFleet, ResolvedGateway, ResolvedKubevirt, ResolvedNetworkPolicies } from '../fleet/resolved';
 import { SitePlan } from './sites';
+import { ClusterVmNetworks, VmNetworkPlan } from '../vmnet/resolved';
+import { FleetProblem } from '../base/errors';
 
 export interface RoutePlan { readonly dst: string; readonly gw: string }
 
@@ -123,6 +125,15 @@ export interface FleetPlan {
   readonly trust: ResolvedFleet['trust'];
   /** The sites of the shared network (one, `default`, unless the fleet declares sites). */
   readonly sites: SitePlan[];
+  /**
+   * The fleet's VM networks (issue 40, src/vmnet/): per cluster what its ClusterUserDefinedNetworks and
+   * companions carry, per network the split, slots and mobile VMs, and the warnings. @default - none
+   */
+  readonly vmNetworks?: {
+    readonly perCluster: ReadonlyMap<string, ClusterVmNetworks>;
+    readonly networks: readonly VmNetworkPlan[];
+    readonly warnings: readonly FleetProblem[];
+  };
 }
 
 export interface PlanResult {

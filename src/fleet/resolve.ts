@@ -17,6 +17,7 @@ import { DEFAULTS, ResolvedFleet, ResolvedGateway } from './resolved';
 import { checkSharedCapacity, resolveSharedNetwork } from './shared-network';
 import { checkCidrOverlaps, checkInClusterCapacity, resolveClusters, resolveMigrationTemplate } from './clusters';
 import { resolveSites, siteOfClusters, unionOfSites, withSitePaths } from './sites';
+import { vmNetworkDocProblems } from '../vmnet/plan';
 
 function resolveGatewayTls(doc: FleetDocument): ResolvedGateway['tls'] {
   const tls = doc.spec.gateway?.tls;
@@ -98,6 +99,8 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
       `choose another port (the default is ${DEFAULT_TUNNEL_PORT}; ${DEFAULT_INTERCEPT_PORT} and ${DEFAULT_ADMIN_PORT} are taken)`);
   }
   const payload = resolvePayload(p, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
+  const vm = vmNetworkDocProblems(doc); // issue 40: VM networks (src/vmnet/)
+  p.addAll(vm.problems);
   return {
     problems: p.problems,
     value: {
@@ -117,6 +120,7 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
       migrationPolicy: spec.migrationPolicy ?? {},
       addressSurge: surge,
       clusters: [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+      ...(spec.vmNetworks?.length ? { vmNetworks: { specs: spec.vmNetworks, clusterOrder: spec.clusters.map((c) => c.name), warnings: vm.warnings } } : {}),
     },
   };
 }

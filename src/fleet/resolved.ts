@@ -10,6 +10,8 @@ import { TrustPlan } from '../trust/plan';
 import { ExistingKubevirt } from '../kubevirt/existing';
 import { ResolvedSite } from './sites';
 import { ProductVersion } from '../kubevirt/capabilities';
+import { VmNetworkSpec } from '../vmnet/schema';
+import { FleetProblem } from '../base/errors';
 
 export const DEFAULTS = {
   datapath: 'gateway' as Datapath,
@@ -130,6 +132,19 @@ export interface ResolvedFleet {
   readonly clusters: ResolvedCluster[];
   /** KubeVirt CA rotation and CA exchange per cluster (src/trust/plan.ts). */
   readonly trust: TrustPlan;
+  /**
+   * `spec.vmNetworks` as validated (issue 40; planned against the ledger in checkPlan, src/vmnet/plan.ts),
+   * with its warnings. @default - none
+   */
+  readonly vmNetworks?: ResolvedVmNetworks;
+}
+
+/** What validation gives planning of `spec.vmNetworks`. */
+export interface ResolvedVmNetworks {
+  readonly specs: readonly VmNetworkSpec[];
+  /** Every fleet cluster, in `spec.clusters` order (the slots are handed out in it). */
+  readonly clusterOrder: readonly string[];
+  readonly warnings: readonly FleetProblem[];
 }
 
 /** Addresses one cluster holds on its in-cluster migration network. */

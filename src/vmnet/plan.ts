@@ -7,8 +7,11 @@
  */
 import { FleetProblem, ProblemCollector } from '../base/errors';
 import { Addr, Family, addr, containsAddr, formatAddr, formatCidr, parseAddr, usableHosts } from '../base/ip';
-import { Ledger } from '../addressing/ledger';
+import type { Ledger, LedgerChange } from '../addressing/ledger';
+import type { FleetPlan } from '../addressing/fleet-plan';
+import type { ResolvedFleet } from '../fleet/resolved';
 import { FleetDocument } from '../fleet/schema';
+import { VmNetworkSpec } from './schema';
 import { ParsedNetwork, parseNetwork } from './declaration';
 import { fleetVmNetworkProblems, serves, vmNetworkWarnings } from './fleet-checks';
 import { VmLedgerChange, VmNetworkLedger, VmNetworksLedger, diffVmNetworksLedgers, vmLedgerProblems } from './ledger';
@@ -193,43 +196,67 @@ function planNetwork(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger
   return { entry, splits };
 }
 
-/**
- * Plan the fleet's VM networks against the ledger. Every problem at once; `perCluster` only when there
- * is none. Fleets without `spec.vmNetworks` get empty lists and no ledger part.
- */
-export function resolveVmNetworks(doc: FleetDocument, ledger?: Ledger): VmNetworksResult {
+/** What planning reads of a fleet's VM networks (ResolvedFleet.vmNetworks carries it from validation). */
+export interface VmNetworksInput {
+  /** `metadata.name` (a ledger of another fleet is not read). */
+  readonly fleet: string;
+  /** Every fleet cluster, in `spec.clusters` order. */
+  readonly clusters: readonly string[];
+  readonly specs: readonly VmNetworkSpec[];
+}
+
+/** The validation stage: every problem of `spec.vmNetworks` that needs no ledger, and the warnings. */
+export function vmNetworkDocProblems(doc: FleetDocument): { problems: FleetProblem[]; warnings: FleetProblem[] } {
+  if (!doc.spec.vmNetworks?.length) return { problems: [], warnings: [] };
   const p = new ProblemCollector();
-  const specs = doc.spec.vmNetworks ?? [];
-  const clusters = doc.spec.clusters.map((c) => c.name);
-  const prev = ledger && ledger.fleet === doc.metadata.name ? ledger.vmNetworks : undefined;
-  const inconsistent = vmLedgerProblems(prev);
-  if (inconsistent.length) return { perCluster: new Map(), networks: [], changes: [], problems: inconsistent, warnings: [] };
   fleetVmNetworkProblems(p, doc);
-  const parsed = specs.map((s, i) => parseNetwork(p, s, i));
+  doc.spec.vmNetworks.forEach((s, i) => parseNetwork(p, s, i));
+  return { problems: [...p.problems], warnings: vmNetworkWarnings(doc) };
+}
+
+/**
+ * The planning stage: each network's split, slots and mobile addresses against the previous ledger's
+ * `vmNetworks`, and each cluster's networks. Problems of the declaration itself are reported by
+ * `vmNetworkDocProblems`; here a network that does not parse is left out.
+ */
+export function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<VmNetworksResult, 'warnings'> {
+  const inconsistent = vmLedgerProblems(prev);
+  if (inconsistent.length) return { perCluster: new Map(), networks: [], changes: [], problems: inconsistent };
+  const p = new ProblemCollector();
+  const parsed = input.specs.map((s, i) => parseNetwork(new ProblemCollector(), s, i));
   const next: VmNetworksLedger = {};
   const networks: VmNetworkPlan[] = [];
   const splitsBy = new Map<string, Split[]>();
   for (const n of parsed) {
     if (!n) continue;
-    const planned = planNetwork(p, n, prev?.[n.spec.name], clusters);
+    const planned = planNetwork(p, n, prev?.[n.spec.name], input.clusters);
     if (!planned) continue;
     next[n.spec.name] = planned.entry;
     splitsBy.set(n.spec.name, planned.splits);
-    networks.push(networkPlan(n, planned.entry, planned.splits, clusters));
+    networks.push(networkPlan(n, planned.entry, planned.splits, input.clusters));
   }
   const perCluster = new Map<string, ClusterVmNetworks>();
-  if (p.empty) {
-    for (const c of clusters) {
-      const list = parsed.filter((n): n is ParsedNetwork => !!n && serves(n.spec, c))
-        .map((n) => clusterNetwork(p, n, c, next[n.spec.name], splitsBy.get(n.spec.name)!));
-      perCluster.set(c, { cluster: c, networks: list });
-    }
+  for (const c of input.clusters) {
+    const list = parsed.filter((n): n is ParsedNetwork => !!n && next[n.spec.name] !== undefined && serves(n.spec, c))
+      .map((n) => clusterNetwork(p, n, c, next[n.spec.name], splitsBy.get(n.spec.name)!));
+    perCluster.set(c, { cluster: c, networks: list });
   }
-  const nextLedger = specs.length ? next : undefined;
-  return {
-    perCluster: p.empty ? perCluster : new Map(), networks, ledger: nextLedger, changes: diffVmNetworksLedgers(prev, nextLedger),
-    problems: p.problems, warnings: vmNetworkWarnings(doc),
-  };
+  const nextLedger = input.specs.length ? next : undefined;
+  return { perCluster: p.empty ? perCluster : new Map(), networks, ledger: nextLedger, changes: diffVmNetworksLedgers(prev, nextLedger), problems: p.problems };
+}
+
+/**
+ * Plan the fleet's VM networks against the ledger: validation and planning together, for callers that
+ * hold the document (the constructs, tests). Every problem at once; `perCluster` only when there is none.
+ * Fleets without `spec.vmNetworks` get empty lists and no ledger part.
+ */
+export function resolveVmNetworks(doc: FleetDocument, ledger?: Ledger): VmNetworksResult {
+  const checked = vmNetworkDocProblems(doc);
+  const prev = ledger && ledger.fleet === doc.metadata.name ? ledger.vmNetworks : undefined;
+  const input = { fleet: doc.metadata.name, clusters: doc.spec.clusters.map((c) => c.name), specs: doc.spec.vmNetworks ?? [] };
+  const planned = planVmNetworks(input, prev);
+  const problems = [...checked.problems, ...planned.problems];
+  return { ...planned, perCluster: problems.length ? new Map() : planned.perCluster, problems, warnings: checked.warnings };
 }
 
 function networkPlan(n: ParsedNetwork, entry: VmNetworkLedger, splits: readonly Split[], clusters: readonly string[]): VmNetworkPlan {
@@ -241,5 +268,27 @@ function networkPlan(n: ParsedNetwork, entry: VmNetworkLedger, splits: readonly 
     splits: splitTexts, slots, servedOn: clusters.filter((c) => serves(n.spec, c)),
     spareSlots: n.ipamEnabled ? n.slots - Object.keys(slots).length : 0, mobileVms, primaryInterface: n.spec.primaryInterface ?? 'default',
     keepsAddress: n.topology === 'Layer2' ? 'pinned' : n.ipamEnabled ? 'no' : 'guest',
+  };
+}
+
+/**
+ * checkPlan's step (src/addressing/assemble.ts): the VM networks of a resolved fleet against the previous
+ * ledger, as the parts the fleet plan and the next ledger take (both empty for a fleet without VM networks
+ * and a ledger without them, so those ledgers stay byte for byte), and the changes as ledger changes.
+ */
+export function planFleetVmNetworks(fleet: ResolvedFleet, prev: Ledger): {
+  problems: readonly FleetProblem[];
+  ledger: { vmNetworks?: VmNetworksLedger };
+  plan: { vmNetworks?: NonNullable<FleetPlan['vmNetworks']> };
+  changes: LedgerChange[];
+} {
+  if (!fleet.vmNetworks && !prev.vmNetworks) return { problems: [], ledger: {}, plan: {}, changes: [] };
+  const clusters = fleet.vmNetworks?.clusterOrder ?? fleet.clusters.map((c) => c.name);
+  const vm = planVmNetworks({ fleet: fleet.name, clusters, specs: fleet.vmNetworks?.specs ?? [] }, prev.vmNetworks);
+  return {
+    problems: vm.problems,
+    ledger: vm.ledger ? { vmNetworks: vm.ledger } : {},
+    plan: vm.ledger ? { vmNetworks: { perCluster: vm.perCluster, networks: vm.networks, warnings: fleet.vmNetworks?.warnings ?? [] } } : {},
+    changes: vm.changes.map((c) => ({ cluster: `vmNetworks.${c.network}`, field: c.field || '(network)', from: c.from, to: c.to })),
   };
 }
