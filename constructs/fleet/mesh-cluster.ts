@@ -59,10 +59,10 @@ export interface MeshClusterChartProps extends MeshClusterOptions {
    */
   readonly moveCompression?: readonly MoveCompressionPolicy[];
   /**
-   * This cluster's VM networks (issue 40), resolved and planned: src/vmnet `resolveVmNetworks(...).perCluster`
-   * for this cluster. Their objects go to the last rollout stage (src/delivery/rollout.ts).
+   * This cluster's VM networks (issue 40), resolved and planned (src/vmnet). Their objects go to the last
+   * rollout stage (src/delivery/rollout.ts).
    *
-   * @default - none
+   * @default - the plan's: `plan.vmNetworks.perCluster` for this cluster (none without `spec.vmNetworks`)
    */
   readonly vmNetworks?: readonly ClusterVmNetwork[];
 }
@@ -150,6 +150,7 @@ export class MeshClusterChart extends Chart {
       if (policy.kind === 'NetworkPolicy') new AllowNetworkPolicy(this, `Allow-${policy.name}`, { policy });
       else new AllowMultiNetworkPolicy(this, `Allow-${policy.name}`, { policy });
     }
-    if (props.vmNetworks?.length) this.vmNetworks = new VmNetworks(this, 'VmNetworks', { networks: props.vmNetworks }); // issue 40
+    const vmNetworks = props.vmNetworks ?? plan.vmNetworks?.perCluster.get(cluster.name)?.networks ?? [];
+    if (vmNetworks.length) this.vmNetworks = new VmNetworks(this, 'VmNetworks', { networks: vmNetworks }); // issue 40
   }
 }
