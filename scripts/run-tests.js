@@ -54,7 +54,7 @@ const NETWORK_SUITE = /\b(NetnsLab|netnsSupport|VmMigrationLab|vmLabSupport)\b|'
 const USES_BUILT_LIB = /'lib'|lib\/cli|packedLibrary|installedApp|npx|'tsc'|cli\.js/;
 /**
  * A library suite that starts real control planes (test/support/real-kube.ts: etcd, kube-apiserver, virt-operator
- * built from the Go module proxy by scripts/ensure-go-bins.js). They run one after another in the waiting lane,
+ * built from the Go module proxy by scripts/ensure-go-bins.js). They run two at a time in the waiting lane,
  * after the waiting proxy files: their API servers listen on loopback ports below the ephemeral range, their
  * files are under /dev/shm/mm-kube-*, so they share nothing with the other lanes.
  */
@@ -202,9 +202,11 @@ function lanes() {
   const queue = slowFirst(proxyOther.filter((f) => !mostlyWaiting(f)));
   const fromQueue = { queue, name: (f) => `proxy other suites (node:test): ${path.basename(f)}` };
   const waiting = { queue: proxyOther.filter(mostlyWaiting), name: fromQueue.name };
-  const unitLane = (name, files) => () => (files.length ? jestLane(name, ['--runTestsByPath', ...files]) : nothingRun(name));
+  const unitLane = (name, files, flags = []) => () => (files.length ? jestLane(name, [...flags, '--runTestsByPath', ...files]) : nothingRun(name));
   return [
-    [waiting, unitLane('library real-API suites (jest: real etcd, kube-apiserver, virt-operator)', real)],
+    // two real-API suites at a time: they wait on controllers (virt-operator's 5 s re-queue, Flux's and Argo CD's
+    // reconciles, kwok's pods) far more than they compute, and one after another they were the suite's longest lane
+    [waiting, unitLane('library real-API suites (jest, two at a time: real etcd, kube-apiserver, virt-operator, GitOps engines)', real, ['--maxWorkers=2'])],
     [() => jestLane('image (jest)', [IMAGE_TEST]), unitLane('library unit suites, lib/ left alone (jest)', unitOther), fromQueue],
     [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
       () => proxyLane('proxy network suites (node:test)', proxyNetwork), fromQueue],

@@ -61,16 +61,22 @@ class Pki {
   }
 }
 
-/** A free port on 127.0.0.1 below the ephemeral range (see the header), checked by binding it. */
-async function freePort(): Promise<number> {
+/**
+ * A free port on 127.0.0.1 below the ephemeral range (see the header), checked by binding it. The real-API lane runs
+ * two suites at a time (scripts/run-tests.js): each jest worker draws from its own half of the range, so two
+ * suites can never both find the same port free and race to bind it.
+ */
+export async function freePort(): Promise<number> {
+  const worker = Number(process.env.JEST_WORKER_ID ?? '1');
+  const [lo, size] = worker % 2 === 1 ? [20000, 6384] : [26384, 6384];
   for (let i = 0; i < 50; i++) {
-    const port = 20000 + Math.floor(Math.random() * 12768);
+    const port = lo + Math.floor(Math.random() * size);
     const ok = await new Promise<boolean>((resolve) => {
       const s = net.createServer().once('error', () => resolve(false)).listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
     });
     if (ok) return port;
   }
-  throw new Error('no free port in 20000-32767 on 127.0.0.1 after 50 draws');
+  throw new Error(`no free port in ${lo}-${lo + size - 1} on 127.0.0.1 after 50 draws`);
 }
 
 const live = new Set<ChildProcess>();
