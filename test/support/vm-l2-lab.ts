@@ -11,12 +11,13 @@
  *        | veth
  *   c<i>-vmn ns (the cluster's VM switch and VTEP): bridge br-vm, port to-handler; vxlan0 (VNI of the
  *        plan, nolearning, the other site's VTEP as the all-zeros flood entry: what an EVPN type-3 route
- *        installs; MACs are learned by the bridge from the data plane, no BGP); ul0, the VTEP's address on
- *        its site's segment, routing the other site's subnet via its own site's router
+ *        installs; MACs are learned by the bridge from the data plane, no BGP); the plan's VTEP address on lo
+ *        (a loopback VTEP, as on a fabric node); ul0, its address on its site's segment (the last usable one of the site's
+ *        subnet), routing the other VTEP via its own site's router, which routes each VTEP address via ul0
  *        | veth into the site's fabric bridge (fab-<site> br-xc, the routed underlay of vm-lab-sites.ts)
  *
- * and a client namespace `cl` on the source site's VM switch (an ordinary workload of the source cluster,
- * with an address of the network's subnet), which holds a TCP connection to the guest.
+ * and a client namespace `cl` on the source cluster's VM switch (an ordinary workload of the source
+ * cluster, with an address of its slice), which holds a TCP connection to the guest.
  *
  * The guest: the lab's Debian kernel with its virtio-net modules (virtio_ring, virtio, virtio_pci*, failover,
  * net_failover, virtio_net, read from the same kernel package, loaded by busybox insmod in dependency order)
@@ -50,8 +51,17 @@ export interface L2Plan {
   vni: number;
   /** The VM's address (bare), the one it must keep. */
   guest: string;
-  /** The client's address (bare), on the source site. */
+  /** The client's address (bare), on the source cluster's VM switch. */
   client: string;
+  /** The cluster the VM boots in and the client sits in (ams-1 or fra-1). */
+  source: string;
+  /**
+   * Each cluster's VTEP address (bare, by cluster name; from the VTEP's `spec.cidrs`): put on a dummy
+   * interface of the cluster's VTEP namespace and routed by the sites' router via the VTEP's address on its
+   * site's segment (static routes standing in for the underlay's BGP).
+   * @default - each VTEP's address on its site's segment (the last usable address of the site's subnet)
+   */
+  vteps?: Record<string, string>;
 }
 
 /** The guest's echo server port. */
@@ -184,6 +194,8 @@ export interface L2Site {
   cluster: string;
   /** The plan's site of the cluster. */
   site: string;
+  /** Its site's router (the VTEP's next hop to the other VTEP). */
+  via: string;
   /** Namespace of the VM switch (bridge br-vm) and the VTEP (vxlan0, ul0). */
   ns: string;
   /** The VTEP's address on its site's segment. */
@@ -202,6 +214,8 @@ export class VmL2Lab {
   readonly sites: L2Site[] = [];
   clientNs = '';
   private readonly prefix: number;
+  /** Index of the source cluster in `mig.clusters` (known after setup). */
+  src = -1;
 
   constructor(readonly plan: L2Plan, shape: Omit<VmShape, 'append'>, readonly log: (s: string) => void = console.log) {
     for (const a of [plan.guest, plan.client, ...(plan.gateway ? [plan.gateway] : [])]) {
@@ -244,34 +258,41 @@ export class VmL2Lab {
       this.netns.addVeth({ hostNs: c.handler.ns, ifname: 'vmnet0', addrs: [], fabricNs: ns, portName: PORT.handler, bridge: 'br-vm', mtu });
       this.sh(c.handler.ns, ['ip', 'tuntap', 'add', 'dev', 'tap0', 'mode', 'tap'], ['ip', 'link', 'set', 'tap0', 'mtu', String(mtu)],
         ['ip', 'link', 'set', 'tap0', 'master', 'k6t-net0'], ['ip', 'link', 'set', 'vmnet0', 'master', 'k6t-net0'], ['ip', 'link', 'set', 'tap0', 'up']);
-      // the VTEP on the site's segment: the last usable address of the site's subnet (the lab's pools and routers are below it)
+      // on the site's segment: the last usable address of the site's subnet (the lab's pools and routers are below it)
       const sub = cidr4(leg.subnet);
-      const vtep = fmt4(sub.last - 1);
-      if (vtep === leg.router) throw new Error(`site ${leg.name}: the VTEP address ${vtep} is its router's`);
-      this.netns.addVeth({ hostNs: ns, ifname: 'ul0', addrs: [`${vtep}/${sub.prefix}`], fabricNs: leg.fab, portName: `vtep${i}`, bridge: 'br-xc', mtu: leg.mtu });
-      for (const other of routed.sites.filter((s) => s !== leg)) this.sh(ns, ['ip', 'route', 'add', other.subnet, 'via', leg.router]);
-      this.sites.push({ cluster: c.name, site: leg.name, ns, vtep });
+      const onSegment = fmt4(sub.last - 1);
+      if (onSegment === leg.router) throw new Error(`site ${leg.name}: the VTEP's segment address ${onSegment} is its router's`);
+      this.netns.addVeth({ hostNs: ns, ifname: 'ul0', addrs: [`${onSegment}/${sub.prefix}`], fabricNs: leg.fab, portName: `vtep${i}`, bridge: 'br-xc', mtu: leg.mtu });
+      const vtep = this.plan.vteps?.[c.name] ?? onSegment;
+      if (vtep !== onSegment) {
+        this.sh(ns, ['ip', 'addr', 'add', `${vtep}/32`, 'dev', 'lo']);
+        this.sh(routed.rtr, ['ip', 'route', 'add', `${vtep}/32`, 'via', onSegment]);
+      }
+      this.sites.push({ cluster: c.name, site: leg.name, ns, vtep, via: leg.router });
     });
+    this.src = this.mig.clusters.findIndex((c) => c.name === this.plan.source);
+    if (this.src < 0) throw new Error(`source ${this.plan.source} is not a cluster of the lab (${this.mig.clusters.map((c) => c.name).join(', ')})`);
     for (const [i, s] of this.sites.entries()) {
       const remote = this.sites[1 - i].vtep;
+      this.sh(s.ns, ['ip', 'route', 'add', `${remote}/32`, 'via', s.via]);
       this.sh(s.ns, ['ip', 'link', 'add', PORT.vxlan, 'type', 'vxlan', 'id', String(this.plan.vni), 'local', s.vtep, 'dstport', '4789', 'nolearning'],
         ['ip', 'link', 'set', PORT.vxlan, 'mtu', String(mtu)], ['ip', 'link', 'set', PORT.vxlan, 'master', 'br-vm'], ['ip', 'link', 'set', PORT.vxlan, 'up'],
         // ingress replication to the other VTEP: the flood entry an EVPN type-3 (inclusive multicast) route installs
         ['bridge', 'fdb', 'append', '00:00:00:00:00:00', 'dev', PORT.vxlan, 'dst', remote]);
     }
+    // the underlay carries VXLAN between the VTEPs across the router before anything else is tried
+    const ping = this.netns.exec(this.sites[0].ns, ['/bin/busybox', 'ping', '-c', '1', '-W', '5', '-I', this.sites[0].vtep, this.sites[1].vtep]);
+    if (ping.status !== 0) throw new Error(`VTEP ${this.sites[0].vtep} cannot reach VTEP ${this.sites[1].vtep} across the router: ${ping.stdout}${ping.stderr}`);
     this.clientNs = this.netns.addNs('cl');
     this.sh(this.clientNs, ['sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1'], ['sysctl', '-qw', 'net.ipv6.conf.default.disable_ipv6=1']);
-    this.netns.addVeth({ hostNs: this.clientNs, ifname: 'eth0', addrs: [`${this.plan.client}/${this.prefix}`], fabricNs: this.sites[0].ns, portName: PORT.client, bridge: 'br-vm', mtu });
-    // the underlay carries VXLAN between the VTEPs across the router before anything else is tried
-    const ping = this.netns.exec(this.sites[0].ns, ['/bin/busybox', 'ping', '-c', '1', '-W', '5', this.sites[1].vtep]);
-    if (ping.status !== 0) throw new Error(`VTEP ${this.sites[0].vtep} cannot reach VTEP ${this.sites[1].vtep} across the router: ${ping.stdout}${ping.stderr}`);
+    this.netns.addVeth({ hostNs: this.clientNs, ifname: 'eth0', addrs: [`${this.plan.client}/${this.prefix}`], fabricNs: this.sites[this.src].ns, portName: PORT.client, bridge: 'br-vm', mtu });
     this.log(`[vm-l2-lab] network ${this.plan.network}: ${this.plan.subnet} MTU ${mtu} VNI ${this.plan.vni}; guest ${this.plan.guest} (${this.mac}), client ${this.plan.client}; ` +
       `VTEPs ${this.sites.map((s) => `${s.cluster}@${s.site} ${s.vtep}`).join(', ')}`);
   }
 
-  /** Boot the guest in cluster `ci`'s handler namespace; resolves once it ticks (its echo server is started before its first tick). */
-  async boot(ci = 0): Promise<number> {
-    const ms = await this.mig.boot(ci);
+  /** Boot the guest in the source cluster's handler namespace; resolves once it ticks (its echo server is started before its first tick). */
+  async boot(): Promise<number> {
+    const ms = await this.mig.boot(this.src);
     const serial = fs.readFileSync(this.mig.vm!.serial, 'latin1');
     const net = /mm-guest net eth0 (\S+) (\S+) mtu (\d+)/.exec(serial);
     if (!net) throw new Error(`the guest did not configure eth0: ${serial.slice(-1500)}`);
@@ -280,9 +301,29 @@ export class VmL2Lab {
     return ms;
   }
 
-  /** The L2 join on (both VTEPs' vxlan0 up) or off (down: the sites' segments are apart). */
+  /** The L2 join on (both VTEPs' vxlan0 up, with the flood entry to the other VTEP) or off (down: the sites' segments are apart). */
   setJoin(on: boolean): void {
-    for (const s of this.sites) this.sh(s.ns, ['ip', 'link', 'set', PORT.vxlan, on ? 'up' : 'down']);
+    for (const [i, s] of this.sites.entries()) {
+      this.sh(s.ns, ['ip', 'link', 'set', PORT.vxlan, on ? 'up' : 'down']);
+      const dst = this.sites[1 - i].vtep;
+      const flood = (JSON.parse(this.netns.exec(s.ns, ['bridge', '-j', 'fdb', 'show', 'dev', PORT.vxlan]).stdout || '[]') as { mac: string; dst?: string }[])
+        .some((e) => e.mac === '00:00:00:00:00:00' && e.dst === dst);
+      if (on && !flood) this.sh(s.ns, ['bridge', 'fdb', 'append', '00:00:00:00:00:00', 'dev', PORT.vxlan, 'dst', dst]);
+    }
+  }
+
+  /**
+   * The client's TCP connection to the guest as its kernel sees it (`ss -ti`): the state, bytes sent but not
+   * yet acknowledged (segments), and retransmissions so far (undefined fields: none shown).
+   */
+  clientSocket(): { state?: string; unacked: number; retrans: number; line: string } {
+    const r = this.netns.exec(this.clientNs, ['ss', '-tinH', 'dst', this.plan.guest]);
+    const line = (r.stdout || '').replace(/\s+/g, ' ').trim();
+    return {
+      state: line.split(' ')[0] || undefined, line,
+      unacked: Number(/unacked:(\d+)/.exec(line)?.[1] ?? 0),
+      retrans: Number(/retrans:\d+\/(\d+)/.exec(line)?.[1] ?? 0),
+    };
   }
 
   /** The port of cluster `ci`'s VM switch behind which it has learned the guest's MAC (undefined: not learned). */
@@ -315,9 +356,13 @@ export class VmL2Lab {
     return e ?? {};
   }
 
-  /** An echo client in the client's namespace: one TCP connection to the guest, a numbered line every `everyMs`. */
-  startClient(everyMs = 50): EchoClient {
-    const p = this.netns.spawn(this.clientNs, [process.execPath, '-e', CLIENT, this.plan.guest, String(ECHO_PORT), String(everyMs)]);
+  /**
+   * An echo client in the client's namespace: one TCP connection to the guest, a numbered line every
+   * `everyMs`, each line `lineBytes` long. @default lineBytes - the network's MTU less 52 (IPv4, TCP and its
+   * timestamp option): each line one full segment, which crosses the VXLAN only if the planned MTU leaves room
+   */
+  startClient(everyMs = 50, lineBytes = this.plan.mtu - 52): EchoClient {
+    const p = this.netns.spawn(this.clientNs, [process.execPath, '-e', CLIENT, this.plan.guest, String(ECHO_PORT), String(everyMs), String(lineBytes)]);
     return new EchoClient(p, (sig) => this.netns.kill(p, sig));
   }
 
@@ -326,14 +371,16 @@ export class VmL2Lab {
 
 /**
  * The client (node, in the client's namespace): connects to HOST:PORT (connection refused retried for 20 s:
- * the guest's echo server may still be starting), then writes `<n>\n` every EVERY_MS ms (n = 1, 2, ...;
- * Nagle off, so each line is its own segment), and reads the echo. One JSON line per event, each with the
- * time `t`: `connected`, `echo` {n} for each line back in order, `gap` {expected, got} for one out of order,
+ * the guest's echo server may still be starting), then writes line n every EVERY_MS ms (n = 1, 2, ...: `<n> `
+ * padded with `x` to SIZE bytes with the newline; Nagle off, so each line is its own segment), and reads the
+ * echo. One JSON line per event, each with the time `t`: `connected`, `echo` {n, bytes} for each line back
+ * whole and in order, `gap` {expected, got (its first 40 characters)} for one missing, out of order or altered,
  * `stopped` {sent} after SIGUSR1 (it sends no more), `error` and `closed`.
  */
 const CLIENT = `
 const net = require('net');
-const [host, port, every] = [process.argv[1], Number(process.argv[2]), Number(process.argv[3])];
+const [host, port, every, size] = [process.argv[1], Number(process.argv[2]), Number(process.argv[3]), Number(process.argv[4])];
+const lineOf = (n) => { const head = n + ' '; return head + 'x'.repeat(Math.max(0, size - head.length - 1)) + '\\n'; };
 const out = (o) => process.stdout.write(JSON.stringify({ t: Date.now(), ...o }) + '\\n');
 let sent = 0, expect = 1, buf = '', timer, sending = true;
 const t0 = Date.now();
@@ -342,15 +389,15 @@ const connect = () => {
   s.setNoDelay(true);
   s.on('connect', () => {
     out({ event: 'connected', local: s.localAddress + ':' + s.localPort });
-    timer = setInterval(() => { if (sending) { sent++; s.write(sent + '\\n'); } }, every);
+    timer = setInterval(() => { if (sending) { sent++; s.write(lineOf(sent)); } }, every);
     process.on('SIGUSR1', () => { sending = false; clearInterval(timer); out({ event: 'stopped', sent }); });
   });
   s.on('data', (d) => {
     buf += d.toString('latin1');
     for (let i = buf.indexOf('\\n'); i >= 0; i = buf.indexOf('\\n')) {
-      const line = buf.slice(0, i); buf = buf.slice(i + 1);
-      const n = Number(line);
-      out(n === expect ? { event: 'echo', n } : { event: 'gap', expected: expect, got: line });
+      const line = buf.slice(0, i + 1); buf = buf.slice(i + 1);
+      const n = Number(line.split(' ')[0]);
+      out(line === lineOf(expect) ? { event: 'echo', n, bytes: line.length } : { event: 'gap', expected: expect, got: line.slice(0, 40) });
       expect = (Number.isInteger(n) ? n : expect) + 1;
     }
   });
@@ -363,7 +410,7 @@ const connect = () => {
 connect();
 `;
 
-export type ClientEvent = { t: number; event: 'connected'; local: string } | { t: number; event: 'echo'; n: number } | { t: number; event: 'gap'; expected: number; got: string }
+export type ClientEvent = { t: number; event: 'connected'; local: string } | { t: number; event: 'echo'; n: number; bytes: number } | { t: number; event: 'gap'; expected: number; got: string }
   | { t: number; event: 'stopped'; sent: number } | { t: number; event: 'error'; error: string } | { t: number; event: 'closed' };
 
 /** The echo client's events as they come, and bounded waits on them. */

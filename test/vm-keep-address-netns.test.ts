@@ -1,0 +1,244 @@
+/**
+ * A VM keeps its address, and its TCP connection, across clusters (issue 40 item 6, "the VM test" of Done when).
+ *
+ * The plan: examples/vm-networks.fleet.yaml (with its ledger when there is one) through the planner
+ * (src/vmnet: resolveVmNetworks), and the example's move (tenant-blue/web-1 from fra-1 to ams-1, the primary
+ * Layer2 network `blue`, reach EVPN) through the pre-flight check (checkKeepAddressMove). The address the check
+ * pins (web-1's mobile address, IPv4 part) is the guest's; the network's MTU, gateway and VNI, each cluster's
+ * VTEP address (the first of its VTEP CIDRs) and the client's address (one of fra-1's own slice) come from the
+ * same plan. The lab realizes the network's data plane only (no OVN, no API server for it): see
+ * test/support/vm-l2-lab.ts: each cluster's VM switch, the two joined by VXLAN (the plan's VNI) between the
+ * VTEPs across the routed sites' router, the guest's virtio NIC on the switch of the cluster it runs in.
+ * The mesh itself is the VM lab's (test/support/vm-lab.ts, layout `routed-sites`: ams-1 and fra-1 of the
+ * two-sites example, gateways in mtls-splice, the trust exchange), so the VM network's fleet and the mesh's
+ * fleet are two example files whose cluster names agree; the lab realizes only the IPv4 half of the dual-stack
+ * network (the guest runs with IPv6 off).
+ *
+ * Checks, in order: at fra-1 the client holds a TCP connection to the guest (an echo of numbered lines every
+ * 50 ms), fra-1's switch has the guest's MAC behind the handler's port and its unicast does not cross the VXLAN;
+ * a live migration through the mesh to ams-1 completes while the echo goes on (echoes while QEMU reports the
+ * migration active), and afterwards the same connection flows on: ams-1's switch has the MAC behind its
+ * handler's port, fra-1's behind the VXLAN port (the target QEMU announced itself), the client's ARP entry is
+ * unchanged (the same address and MAC), and the client's traffic now crosses the VXLAN; a new connection to
+ * the same address is answered from ams-1; with the VXLAN join cut the connection stalls (the client's kernel
+ * retransmits, nothing comes back), rejoined it resumes, the same connection; at the end every line sent came
+ * back, once, in order (no gap, no reset), with the bytes before, during and after counted. The pre-flight
+ * refusal: the same move over the network planned with reach none is refused (vmnet-move-no-reach), in a
+ * describe that needs no namespace.
+ *
+ * Needs what test/vm-migration-netns.test.ts needs (root, the netns tools, the CNI plugins, QEMU 10, busybox-static,
+ * cpio, apt: the guest kernel and its virtio-net modules are `apt-get download`ed once and cached); skips the
+ * lab part with a message otherwise. Run it under `flock /tmp/mm-net.lock` beside other network tests.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { resolveVmNetworks } from '../src/vmnet/plan';
+import { checkKeepAddressMove, KeepAddressMove } from '../src/vmnet/moves';
+import { parseInfoMigrate } from './support/qemu-guest';
+import { cidr4, fmt4, inCidr4 } from './support/netns';
+import { MigrationResult, vmLabSupport } from './support/vm-lab';
+import { EchoClient, L2Plan, PORT, VmL2Lab } from './support/vm-l2-lab';
+
+const FLEET = path.join(__dirname, '..', 'examples', 'vm-networks.fleet.yaml');
+const doc = loadFleetFile(FLEET) as any;
+const ledger = fs.existsSync(ledgerPathFor(FLEET)) ? loadLedgerFile(ledgerPathFor(FLEET)) : undefined;
+const planned = resolveVmNetworks(doc, ledger);
+// the example's move: the one the Forklift plan runs
+const MOVE: KeepAddressMove = (({ vm, namespace, from, to }) => ({ vm, namespace, from, to }))(doc.spec.forklift.moves[0]);
+
+/** The lab's inputs from the plan and the pre-flight verdict of the example's move. */
+function labPlan(): L2Plan {
+  if (planned.problems.length) throw new Error(`the example's plan has problems: ${JSON.stringify(planned.problems)}`);
+  const verdict = checkKeepAddressMove(planned, MOVE);
+  if (!verdict.ok) throw new Error(`the example's move is refused: ${JSON.stringify(verdict.problems)}`);
+  const at = (c: string) => planned.perCluster.get(c)!.networks.find((n) => n.name === verdict.network)!;
+  const src = at(MOVE.from);
+  if (src.reach.type !== 'evpn') throw new Error(`${src.name} reaches the other clusters by ${src.reach.type}, the lab builds EVPN's data plane`);
+  const v4 = (list: readonly string[]) => list.find((x) => !x.includes(':'))!;
+  const slice = cidr4(v4(src.slice!.cidrs));
+  return {
+    network: src.name, subnet: v4(src.subnets), mtu: src.mtu, gateway: v4(src.defaultGatewayIPs), vni: src.reach.vni,
+    guest: v4(verdict.addresses), client: fmt4(slice.first + 1), source: MOVE.from,
+    vteps: Object.fromEntries([MOVE.from, MOVE.to].map((c) => {
+      const r = at(c).reach;
+      return [c, fmt4(cidr4(v4((r as { vtepCidrs: readonly string[] }).vtepCidrs)).first + 1)];
+    })),
+  };
+}
+
+describe('the pre-flight check of a keep-the-address move (the example\'s plan)', () => {
+  test('the example\'s move keeps web-1\'s mobile address: allowed, the annotation pins what the ledger holds', () => {
+    expect(planned.problems).toEqual([]);
+    const v = checkKeepAddressMove(planned, MOVE);
+    const blue = planned.networks.find((n) => n.name === v.network)!;
+    const mobile = blue.mobileVms.find((m) => m.vm === MOVE.vm && m.namespace === MOVE.namespace)!;
+    expect(v).toMatchObject({ ok: true, origin: 'mobile', problems: [] });
+    expect(v.addresses).toEqual(mobile.addresses);
+    expect(v.annotation).toEqual({ key: 'network.kubevirt.io/addresses', value: mobile.annotation });
+    // an address no cluster hands out: inside the mobile slice, outside every cluster's slice
+    const [split] = blue.splits;
+    expect(inCidr4(v.addresses[0], split.mobile)).toBe(true);
+    expect(split.slices.some((s) => inCidr4(v.addresses[0], s))).toBe(false);
+  });
+
+  test('the same move with the sites\' L2 not joined (the network planned with reach none) is refused before anything moves', () => {
+    const apart = JSON.parse(JSON.stringify(doc));
+    for (const n of apart.spec.vmNetworks) {
+      if (n.reach?.type !== 'evpn') continue;
+      n.reach = { type: 'none' };
+      for (const o of Object.values(n.clusters ?? {}) as Record<string, unknown>[]) delete o.vtepCidrs;
+    }
+    const r = resolveVmNetworks(apart);
+    expect(r.problems).toEqual([]);
+    const v = checkKeepAddressMove(r, MOVE);
+    expect(v.ok).toBe(false);
+    expect(v.annotation).toBeUndefined();
+    expect(v.problems).toEqual([expect.objectContaining({ code: 'vmnet-move-no-reach', path: `moves.${MOVE.namespace}/${MOVE.vm}` })]);
+    expect(v.problems[0].message).toContain(MOVE.to);
+    expect(v.problems[0].fix).toMatch(/evpn/);
+  });
+});
+
+const support = vmLabSupport();
+if (!support.ok) console.warn(`[vm-keep-address-netns] SKIPPED: ${support.reason}`);
+const d = support.ok ? describe : describe.skip;
+const log = (s: string) => console.log(`[vm-keep-address-netns] ${s}`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+d('a VM keeps its address and its TCP connection across clusters (real QEMU live migration through the mesh, VM switches joined by VXLAN)', () => {
+  let l2: VmL2Lab;
+  let LINE = 0; // bytes per echoed line: one full TCP segment at the network's MTU
+  const S = () => l2.src;
+  const T = () => 1 - l2.src;
+  let client: EchoClient;
+  let mig: MigrationResult;
+  const t = { start: 0, migrate: 0, migrated: 0, moved: 0 };
+
+  beforeAll(async () => {
+    // 128 MiB with 8 MiB random: about 75 MiB migrated in 1-2 s at the 32 MiB/s limit below
+    l2 = new VmL2Lab(labPlan(), { memMiB: 128, fillMiB: 8, dirtyMiB: 1, cpu: 'qemu64' }, console.log);
+    try {
+      const t0 = Date.now();
+      await l2.setup();
+      log(`lab up in ${Date.now() - t0} ms; guest booted at ${MOVE.from} in ${await l2.boot()} ms`);
+    } catch (e) {
+      await l2.cleanup();
+      throw e;
+    }
+  }, 240_000);
+
+  afterAll(async () => {
+    client?.kill();
+    await l2?.cleanup();
+  }, 60_000);
+
+  test(`at ${MOVE.from} the client holds a connection to the guest on its planned address; unicast stays on the site`, async () => {
+    t.start = Date.now();
+    LINE = l2.plan.mtu - 52;
+    client = l2.startClient(50, LINE);
+    await client.waitEchoes(10, 0, 30_000, 'the first 10 echoes');
+    expect(l2.fdbPort(S())).toBe(PORT.handler);
+    expect(l2.clientNeighbour().lladdr).toBe(l2.mac);
+    const v0 = l2.vxlan(S());
+    const w = Date.now();
+    await client.waitEchoes(20, w, 10_000, 'a window of 20 echoes');
+    const v1 = l2.vxlan(S());
+    log(`${MOVE.from}, the VM there: 20 echoes of ${LINE} bytes, ${v1.txPackets - v0.txPackets} packets (${v1.txBytes - v0.txBytes} bytes) into the VXLAN`);
+    // the 20 lines stayed on the site: not one line's bytes went into the VXLAN (a broadcast or two may flood)
+    expect(v1.txPackets - v0.txPackets).toBeLessThan(5);
+    expect(v1.txBytes - v0.txBytes).toBeLessThan(LINE);
+  }, 60_000);
+
+  test(`a live migration to ${MOVE.to} through the mesh: the same connection keeps flowing, the guest answers from ${MOVE.to}`, async () => {
+    t.migrate = Date.now();
+    let during = 0;
+    mig = await l2.mig.migrate('mtls-splice', {
+      maxBandwidth: 32 * 1024 * 1024,
+      whileRunning: async (src) => {
+        // the guest keeps answering while its memory crosses: 5 echoes while QEMU reports the migration active
+        for (const end = Date.now() + 30_000; Date.now() < end;) {
+          const info = parseInfoMigrate(await src.cmd('info migrate'));
+          if (info.status !== 'active' && info.status !== 'setup') return;
+          if (info.status === 'active') during = client.echoes(t.migrate).length;
+          if (during >= 5) return;
+          await sleep(50);
+        }
+      },
+    });
+    t.migrated = Date.now();
+    log(`${mig.from} -> ${mig.to}: ${mig.info.status}, total ${mig.info.totalMs} ms, downtime ${mig.info.downtimeMs} ms, ` +
+      `${((mig.info.transferredKiB ?? 0) / 1024).toFixed(1)} MiB, RAM equal ${mig.ramEqual}, resumed ${mig.resumed}, wall ${mig.wallMs} ms`);
+    expect(mig.info.status).toBe('completed');
+    expect([mig.from, mig.to]).toEqual([MOVE.from, MOVE.to]);
+    expect(l2.mig.vm!.at).toBe(T());
+    expect(during).toBeGreaterThanOrEqual(5);
+    await client.waitEchoes(20, t.migrated, 30_000, 'echoes after the migration');
+    // the target QEMU announced the MAC: each switch has moved it (no ARP change: same address, same MAC)
+    await l2.waitFdb(T(), PORT.handler);
+    await l2.waitFdb(S(), PORT.vxlan);
+    expect(l2.clientNeighbour().lladdr).toBe(l2.mac);
+    const v0 = l2.vxlan(S());
+    const w = Date.now();
+    await client.waitEchoes(20, w, 10_000, 'a window of 20 echoes after');
+    const v1 = l2.vxlan(S());
+    log(`${MOVE.from}, the VM at ${MOVE.to}: 20 echoes of ${LINE} bytes, ${v1.txPackets - v0.txPackets} packets (${v1.txBytes - v0.txBytes} bytes) into the VXLAN`);
+    // every request (one full segment each, Nagle off) crossed to the VM at the other site
+    expect(v1.txPackets - v0.txPackets).toBeGreaterThanOrEqual(19);
+    expect(v1.txBytes - v0.txBytes).toBeGreaterThan(19 * LINE);
+    t.moved = Date.now();
+  }, 240_000);
+
+  test(`a new connection to the same address is answered from ${MOVE.to}`, async () => {
+    const second = l2.startClient(20);
+    try {
+      await second.waitEchoes(5, 0, 20_000, 'a second connection');
+      await second.stop();
+    } finally { second.kill(); }
+    expect(second.trouble()).toEqual([]);
+    expect(l2.fdbPort(T())).toBe(PORT.handler);
+  }, 60_000);
+
+  test('the VXLAN join carries the connection: cut, it stalls (retransmitting, nothing back); rejoined, the same connection resumes', async () => {
+    const base = l2.clientSocket().retrans; // the move's pause may have cost a retransmission or two already
+    l2.setJoin(false);
+    let stalled: { echoes: number; retrans: number } | undefined;
+    try {
+      // bounded wait on what the client's kernel shows: two more retransmissions of unacknowledged lines
+      const end = Date.now() + 15_000;
+      while (Date.now() < end) {
+        const sock = l2.clientSocket();
+        if (sock.retrans >= base + 2 && sock.unacked > 0) { stalled = { echoes: client.echoes().length, retrans: sock.retrans }; break; }
+        await sleep(50);
+      }
+      expect(stalled).toBeDefined();
+      // nothing comes back while apart: wait for one more retransmission, the echo count stands still
+      const more = Date.now() + 15_000;
+      while (Date.now() < more && l2.clientSocket().retrans <= stalled!.retrans) await sleep(50);
+      expect(l2.clientSocket().retrans).toBeGreaterThan(stalled!.retrans);
+      expect(client.echoes().length).toBe(stalled!.echoes);
+      expect(l2.clientSocket().state).toBe('ESTAB');
+    } finally {
+      l2.setJoin(true);
+    }
+    const back = Date.now();
+    await client.waitEchoes(10, back, 30_000, 'echoes after the rejoin');
+    log(`join cut: stalled after ${stalled!.echoes} echoes, retransmissions ${base} -> ${stalled!.retrans}; rejoined, echoes again after ${client.echoes(back)[0].t - back} ms`);
+    expect(client.trouble()).toEqual([]);
+  }, 90_000);
+
+  test('every line came back once, in order, before, during and after the move: no gap, no reset', async () => {
+    const sent = await client.stop();
+    const echoes = client.echoes();
+    expect(echoes.map((e) => e.n)).toEqual(Array.from({ length: sent }, (_, i) => i + 1));
+    expect(client.trouble()).toEqual([]);
+    const bytes = (from: number, to: number) => echoes.filter((e) => e.t >= from && e.t < to).reduce((s, e) => s + e.bytes, 0);
+    const phases = { before: bytes(t.start, t.migrate), during: bytes(t.migrate, t.migrated), after: bytes(t.migrated, Infinity) };
+    let gap = 0; // the client's longest wait for an echo from the migration's start to the end of its test
+    for (let i = 1; i < echoes.length; i++) if (echoes[i].t >= t.migrate && echoes[i].t <= t.moved) gap = Math.max(gap, echoes[i].t - echoes[i - 1].t);
+    log(`${sent} lines sent and echoed; bytes echoed before ${phases.before}, during ${phases.during}, after ${phases.after}; the longest pause around the move ${gap} ms`);
+    expect(phases.before).toBeGreaterThan(0);
+    expect(phases.during).toBeGreaterThan(0);
+    expect(phases.after).toBeGreaterThan(0);
+  }, 60_000);
+});
