@@ -32,8 +32,11 @@ export interface PlannedSynthesis {
   stream(emit: (rel: string, text: string) => void): number;
 }
 
-/** The kinds the Forklift checks read (feature gates, NADs): all that is kept of a cluster to check moves. */
-const FORKLIFT_FACT_KINDS = new Set(['KubeVirt', 'HyperConverged', 'NetworkAttachmentDefinition']);
+/**
+ * The kinds the Forklift checks read (feature gates, NADs, the Localnet VM networks' CUDNs whose NADs the
+ * NetworkMaps map): all that is kept of a cluster to check moves.
+ */
+const FORKLIFT_FACT_KINDS = new Set(['KubeVirt', 'HyperConverged', 'NetworkAttachmentDefinition', 'ClusterUserDefinedNetwork']);
 
 const newApp = (): App => new App({ outdir: os.tmpdir() });
 
