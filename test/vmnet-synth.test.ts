@@ -1,0 +1,127 @@
+/**
+ * The example fleet with VM networks (examples/vm-networks.fleet.yaml, issue 40) through synthesis: the objects each
+ * cluster gets, what must be the same everywhere and what differs, each cluster's dynamic range (what OVN-Kubernetes
+ * may hand out by itself) disjoint from every other cluster's and from the mobile slice, computed from the emitted
+ * CUDNs; adding a cluster moves nothing; Forklift maps every VM network; the GitOps stage and its protection.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parse } from 'yaml';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { parseFleetDocument, ledgerPathFor, loadLedgerFile } from '../src/fleet/load';
+import { Interval, mergeIntervals, overlaps, parseAddr, parseCidr, subtractIntervals } from '../src/base/ip';
+import { validateObject } from './support/schemas';
+
+const FLEET = path.resolve(__dirname, '..', 'examples', 'vm-networks.fleet.yaml');
+const rawFleet = (): any => parse(fs.readFileSync(FLEET, 'utf8'));
+const synth = (raw: any = rawFleet(), ledger = loadLedgerFile(ledgerPathFor(FLEET))) => synthesizeFleet(parseFleetDocument(raw), { ledger });
+
+const cidr = (t: string): Interval => { const r = parseCidr(t); if (!r.ok) throw new Error(`not a CIDR: ${t}`); return r.cidr; };
+const vmKinds = new Set(['ClusterUserDefinedNetwork', 'NodeNetworkConfigurationPolicy', 'VTEP', 'RouteAdvertisements']);
+const vmObjects = (objs: any[]) => objs.filter((o) => vmKinds.has(o.kind) || (o.kind === 'Namespace' && o.metadata.labels?.['k8s.ovn.org/primary-user-defined-network'] !== undefined));
+const cudn = (objs: any[], name: string) => objs.find((o) => o.kind === 'ClusterUserDefinedNetwork' && o.metadata.name === name);
+
+/** What a cluster's OVN-Kubernetes may hand out by itself on one network: its subnets minus everything reserved. */
+function dynamicRange(o: any): Interval[] {
+  const n = o.spec.network;
+  const block = n.layer2 ?? n.localnet;
+  const held = [...(block.reservedSubnets ?? []), ...(block.infrastructureSubnets ?? []), ...(block.excludeSubnets ?? [])].map(cidr);
+  return subtractIntervals(mergeIntervals(block.subnets.map(cidr)), mergeIntervals(held));
+}
+
+describe('examples/vm-networks.fleet.yaml', () => {
+  const r = synth();
+  const clusters = [...r.objects.keys()];
+
+  test('each cluster: the primary namespace, the VTEP, the bridge mapping, both CUDNs and the RouteAdvertisements, in rollout order', () => {
+    expect(clusters.sort()).toEqual(['ams-1', 'fra-1']);
+    for (const c of clusters) {
+      const mine = vmObjects(r.objects.get(c)!);
+      expect(mine.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+        'Namespace/tenant-blue', 'VTEP/fleet-vtep', 'NodeNetworkConfigurationPolicy/mm-vlan100-bridge-mapping',
+        'ClusterUserDefinedNetwork/blue', 'ClusterUserDefinedNetwork/vlan100', 'RouteAdvertisements/mm-blue',
+      ]);
+      const all = r.objects.get(c)!;
+      expect(all.slice(all.length - mine.length)).toEqual(mine); // the last stage
+      expect(mine.flatMap((o) => validateObject(o))).toEqual([]);
+    }
+  });
+
+  test('the same network on every cluster: name, topology, subnets, MTU, gateway, infrastructure, EVPN; only the reserved slices and VTEP CIDRs differ', () => {
+    const same = (o: any) => {
+      const n = structuredClone(o.spec.network);
+      delete n.layer2?.reservedSubnets;
+      delete n.localnet?.excludeSubnets;
+      return n;
+    };
+    for (const net of ['blue', 'vlan100']) {
+      const [a, b] = clusters.map((c) => cudn(r.objects.get(c)!, net));
+      expect(same(a)).toEqual(same(b));
+      expect(a.spec.namespaceSelector).toEqual(b.spec.namespaceSelector);
+    }
+    const blue = cudn(r.objects.get('fra-1')!, 'blue').spec.network;
+    expect(blue.layer2).toMatchObject({ role: 'Primary', mtu: 1400, ipam: { lifecycle: 'Persistent' }, defaultGatewayIPs: ['10.50.0.1', 'fd50::1'] });
+    expect(blue.evpn).toEqual({ vtep: 'fleet-vtep', macVRF: { vni: 5001, routeTarget: '65000:5001' } });
+    const vtep = (c: string) => r.objects.get(c)!.find((o) => o.kind === 'VTEP').spec.cidrs;
+    expect([vtep('fra-1'), vtep('ams-1')]).toEqual([['192.0.2.0/26'], ['198.51.100.0/26']]);
+  });
+
+  test('every cluster\'s dynamic range is disjoint from every other\'s and from the mobile slice; mobile addresses are reserved everywhere', () => {
+    const ledger = r.ledger.vmNetworks!;
+    for (const net of ['blue', 'vlan100']) {
+      const ranges = clusters.map((c) => dynamicRange(cudn(r.objects.get(c)!, net)));
+      for (const x of ranges) expect(x.length).toBeGreaterThan(0);
+      for (let i = 0; i < ranges.length; i++) {
+        for (let j = i + 1; j < ranges.length; j++) for (const a of ranges[i]) for (const b of ranges[j]) expect(overlaps(a, b)).toBe(false);
+      }
+      const mobile = ledger[net].subnets.map((s: any) => cidr(s.mobile));
+      for (const range of ranges) for (const a of range) for (const m of mobile) expect(overlaps(a, m)).toBe(false);
+    }
+    const addresses = Object.values(ledger.blue.vms ?? {}).flat() as string[];
+    expect(addresses).toHaveLength(4); // web-1 and db-1, one per family
+    for (const c of clusters) {
+      const range = dynamicRange(cudn(r.objects.get(c)!, 'blue'));
+      for (const t of addresses) {
+        const a = parseAddr(t)!;
+        expect(range.some((i) => i.family === a.family && i.start <= a.value && a.value <= i.end)).toBe(false);
+      }
+    }
+  });
+
+  test('adding a cluster moves nothing: the existing clusters\' VM-network objects stay byte for byte, the mobile addresses stay', () => {
+    const grown = rawFleet();
+    grown.spec.clusters.push({ name: 'par-1', nodes: 4, ovnKubernetes: { version: 'v1.3.0', ipamExtensions: true } });
+    grown.spec.vmNetworks[0].clusters['par-1'] = { vtepCidrs: ['203.0.113.0/26'] };
+    const after = synth(grown, r.ledger);
+    for (const c of clusters) expect(vmObjects(after.objects.get(c)!)).toEqual(vmObjects(r.objects.get(c)!));
+    expect(after.ledger.vmNetworks!.blue.vms).toEqual(r.ledger.vmNetworks!.blue.vms);
+    const ranges = [...after.objects.keys()].map((c) => dynamicRange(cudn(after.objects.get(c)!, 'blue')));
+    for (const a of ranges[2]) for (const b of [...ranges[0], ...ranges[1]]) expect(overlaps(a, b)).toBe(false);
+  });
+
+  test('Forklift maps every VM network of a move\'s pair: pod -> pod for the primary network, each namespace\'s localnet NAD to the same NAD', () => {
+    const pair = r.forklift.plan!.pairs.find((p) => p.from === 'fra-1' && p.to === 'ams-1')!;
+    expect(pair.networks).toEqual([
+      { source: { type: 'pod' }, destination: { type: 'pod' } },
+      { source: { name: 'vlan100', namespace: 'tenant-blue' }, destination: { type: 'multus', name: 'vlan100', namespace: 'tenant-blue' } },
+      { source: { name: 'vlan100', namespace: 'tenant-red' }, destination: { type: 'multus', name: 'vlan100', namespace: 'tenant-red' } },
+    ]);
+    const map = parse(r.files.get('_forklift/NetworkMap.openshift-mtv.fra-1-to-ams-1.yaml') ?? [...r.files].find(([k]) => k.includes('NetworkMap'))![1]);
+    expect(map.spec.map).toHaveLength(3);
+  });
+
+  test('with Flux: a 40-vm-networks stage after kubevirt; the primary namespace is never pruned', () => {
+    const raw = rawFleet();
+    raw.spec.gitops = { flux: { sourceRef: { name: 'infra' } } };
+    const g = synth(raw, r.ledger);
+    expect(parse(g.files.get('fra-1/kustomization.yaml')!).resources).toEqual(['10-gateway', '20-network', '30-kubevirt', '40-vm-networks']);
+    expect(parse(g.files.get('fra-1/40-vm-networks/kustomization.yaml')!).resources).toEqual([
+      'Namespace.tenant-blue.yaml', 'VTEP.fleet-vtep.yaml', 'NodeNetworkConfigurationPolicy.mm-vlan100-bridge-mapping.yaml',
+      'ClusterUserDefinedNetwork.blue.yaml', 'ClusterUserDefinedNetwork.vlan100.yaml', 'RouteAdvertisements.mm-blue.yaml',
+    ]);
+    const ks = [...g.files].filter(([k]) => k.startsWith('_gitops/flux/Kustomization.')).map(([, v]) => parse(v));
+    const vm = ks.find((k) => k.metadata.name === 'vmnet-fra-1-vm-networks');
+    expect(vm.spec.dependsOn).toEqual([{ name: 'vmnet-fra-1-kubevirt' }]);
+    expect(parse(g.files.get('fra-1/40-vm-networks/Namespace.tenant-blue.yaml')!).metadata.annotations['kustomize.toolkit.fluxcd.io/prune']).toBe('disabled');
+  });
+});
