@@ -188,7 +188,7 @@ export const PROBLEM_CODES = {
   'vmnet-move-namespace': { stage: 'moves', meaning: 'A move into another namespace over a VM network: the network, its NAD and the VM\'s IPAMClaim live in the served namespaces.' },
   'vmnet-move-address': { stage: 'moves', meaning: 'The address to keep is not the VM\'s (outside the mobile slice and the source\'s slice, of the wrong family count) or the target already holds it.' },
   'vmnet-move-vm-name': { stage: 'moves', meaning: 'A VM name longer than 47 characters: cross-cluster live migration fails for it (CNV-61066).' },
-  'vmnet-ip-not-kept': { stage: 'moves', meaning: 'Warning: a move over a localnet network with OVN IPAM gets a new address on the target (no pinning path upstream).' },
+  'vmnet-ip-not-kept': { stage: 'moves', meaning: 'Warning: a move that gets a new address on the target: over a localnet network with OVN IPAM (no pinning path upstream), or a primary-network VM with no address to pin (not a mobile VM, none read from its IPAMClaim).' },
   'vmnet-move-tombstone': { stage: 'moves', meaning: 'Warning: a VM moving with an address of its source\'s slice: the halted source VM must stay as the tombstone, or the source hands the address out again.' },
   // ---- props of constructs and helpers ----
   'customize-async': { stage: 'props', meaning: 'The `customize` or `customizeCluster` hook returned a promise: synthesis is synchronous, so an async hook would run after the tree is written; make it synchronous.' },

@@ -14,6 +14,7 @@ import { checkStorage, declaredNetworks, networkOverrides, networkPairs, storage
 import { migrationName, pairName, planName } from './names';
 import { checkMoveCompression, moveCompressionPolicyName, warnUncompressedMoves } from './compression';
 import { compressionPolicyName } from '../kubevirt/compression';
+import { fleetMoveProblems } from '../vmnet/moves';
 
 const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -37,6 +38,9 @@ export function planForklift(doc: FleetDocument, facts: readonly ClusterFacts[],
   warnUncompressedMoves(p, input, clusters, doc.spec.migrationPolicy?.compression);
   checkProviders(p, spec, input, clusters);
   checkController(p, spec, input);
+  const vmMoves = fleetMoveProblems(doc, input.moves, input.path); // issue 40: moves that keep their address (src/vmnet/moves.ts)
+  p.problems.push(...vmMoves.problems);
+  p.warnings.push(...vmMoves.warnings);
   checkStorage(p, spec, clusters);
   const valid = input.moves.filter((m) => clusters.has(m.from) && clusters.has(m.to) && m.from !== m.to);
   const pairKeys = [...new Set(valid.map((m) => `${m.from}|${m.to}`))].sort(byKey);

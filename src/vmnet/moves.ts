@@ -8,6 +8,9 @@
 import { FleetProblem } from '../base/errors';
 import { Addr, containsAddr, formatAddr, parseAddr, parseCidr } from '../base/ip';
 import { mobileAnnotation } from './cluster-network';
+import { resolveVmNetworks } from './plan';
+import type { FleetDocument } from '../fleet/schema';
+import type { Move } from '../forklift/schema';
 import { ADDRESSES_ANNOTATION, ClusterVmNetwork, ClusterVmNetworks, VmNetworkPlan } from './resolved';
 
 /** KubeVirt/OpenShift: cross-cluster live migration fails for longer VM names (CNV-61066, OpenShift Virtualization 4.22 release notes). */
@@ -29,6 +32,12 @@ export interface KeepAddressMove {
   readonly addresses?: readonly string[];
   /** Addresses the target cluster already holds on the network (its IPAMClaims, pods' network-status). @default - none known */
   readonly targetHolds?: readonly string[];
+  /**
+   * Refuse the move when no address is known (neither given nor the ledger's). `false` for the fleet-level
+   * check before the CLI has read the IPAMClaim: the move is then only warned about (`vmnet-ip-not-kept`).
+   * @default true
+   */
+  readonly requireAddress?: boolean;
 }
 
 /** What `checkKeepAddressMove` decides. */
@@ -59,9 +68,16 @@ export interface VmNetworksView {
 const cidrsOf = (texts: readonly string[]) => texts.flatMap((t) => { const r = parseCidr(t); return r.ok ? [r.cidr] : []; });
 
 /** The addresses to keep: the given ones checked against the network's slices, else the ledger's mobile ones. */
-function addressesToKeep(net: VmNetworkPlan, m: KeepAddressMove, path: string, out: FleetProblem[]): { addrs: Addr[]; origin?: 'mobile' | 'source-slice' } {
+interface Kept { addrs: Addr[]; origin?: 'mobile' | 'source-slice' }
+
+function addressesToKeep(net: VmNetworkPlan, m: KeepAddressMove, path: string, out: FleetProblem[], warnings: FleetProblem[]): Kept {
   const ledger = net.mobileVms.find((v) => v.vm === m.vm && v.namespace === m.namespace);
   const given = m.addresses ?? ledger?.addresses;
+  if (!given && m.requireAddress === false) {
+    warnings.push({ code: 'vmnet-ip-not-kept', path, message: `${m.namespace}/${m.vm} is not a mobile VM of ${net.name}: unless the address its IPAMClaim ${m.vm}.${net.name} holds on ${m.from} is pinned before the Plan runs, ${m.to} gives it a new one`,
+      fix: `pin the address read from the IPAMClaim (checkKeepAddressMove with addresses), or list ${m.namespace}/${m.vm} in spec.vmNetworks[${net.index}].mobileVms` });
+    return { addrs: [] };
+  }
   if (!given) {
     out.push({ code: 'vmnet-move-address', path, message: `no address is known for ${m.namespace}/${m.vm} on ${net.name}: it is not a mobile VM of the ledger, and no address read from its IPAMClaim was given`,
       fix: `list ${m.namespace}/${m.vm} in spec.vmNetworks[${net.index}].mobileVms (new VMs), or pass the addresses its source IPAMClaim ${m.vm}.${net.name} holds` });
@@ -140,7 +156,7 @@ export function checkKeepAddressMove(v: VmNetworksView, m: KeepAddressMove, path
     problems.push({ code: 'vmnet-move-no-reach', path, message: `VM network ${src.name} has reach none: its L2 segment on ${m.to} is not joined to ${m.from}'s, so ${m.vm} would keep its address on a segment where no peer of ${m.from} reaches it, and its TCP connections would stop`,
       fix: `stretch ${src.name} (reach: {type: evpn, ...}) before moving VMs that must keep their address, or re-address the VM after the move` });
   }
-  const kept = addressesToKeep(net, m, path, problems);
+  const kept = addressesToKeep(net, m, path, problems, warnings);
   if (kept.origin === 'source-slice') {
     warnings.push({ code: 'vmnet-move-tombstone', path, message: `${kept.addrs.map((a) => formatAddr(a)).join(', ')} is from ${m.from}'s own slice: after the move keep the halted source VM (its IPAMClaim holds the address on ${m.from}); deleting it lets ${m.from} hand the address out again while the VM runs on ${m.to}`,
       fix: `keep the halted ${m.vm} on ${m.from} as the tombstone; give VMs that move often a mobile address (mobileVms)` });
@@ -151,4 +167,34 @@ export function checkKeepAddressMove(v: VmNetworksView, m: KeepAddressMove, path
     : undefined;
   const origin = kept.addrs.length ? { origin: kept.origin } : {};
   return { ok: problems.length === 0, network: src.name, addresses, ...(annotation ? { annotation } : {}), ...origin, problems, warnings };
+}
+
+/**
+ * The fleet-level pre-flight of every listed move (spec.forklift.moves or the moves file), before anything
+ * is written: what `checkKeepAddressMove` refuses without reading a cluster. A VM with no ledger address
+ * is warned about, not refused (the CLI pins the address it reads from the IPAMClaim).
+ */
+type Found = { problems: FleetProblem[]; warnings: FleetProblem[] };
+
+export function vmNetworkMoveProblems(v: VmNetworksView, moves: readonly KeepAddressMove[], listPath: string): Found {
+  const problems: FleetProblem[] = [];
+  const warnings: FleetProblem[] = [];
+  moves.forEach((m, i) => {
+    const r = checkKeepAddressMove(v, { ...m, requireAddress: false }, `${listPath}[${i}]`);
+    problems.push(...r.problems);
+    warnings.push(...r.warnings);
+  });
+  return { problems, warnings };
+}
+
+/**
+ * `vmNetworkMoveProblems` for a fleet document and its moves (src/forklift/plan.ts calls it): nothing when
+ * the fleet has no VM networks or they do not plan (validation reports why).
+ */
+export function fleetMoveProblems(doc: FleetDocument, moves: readonly Move[], listPath: string): Found {
+  if (!doc.spec.vmNetworks?.length || !moves.length) return { problems: [], warnings: [] };
+  const v = resolveVmNetworks(doc);
+  if (v.problems.length) return { problems: [], warnings: [] };
+  const list = moves.map((m) => ({ vm: m.vm, namespace: m.namespace, from: m.from, to: m.to, targetNamespace: m.targetNamespace }));
+  return vmNetworkMoveProblems(v, list, listPath);
 }
