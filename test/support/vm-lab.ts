@@ -109,8 +109,32 @@ export interface MigrationResult {
    * is charged to whichever process a core was running, so part of it lands on the QEMUs).
    */
   cpuMs?: number; gatewayCpuMs?: number;
+  /** The same span's CPU by who used it (see `CpuParts`). */
+  cpuParts?: CpuParts;
   /** Where the wall time went, ms per step in order (gateways, channels, target, creds, migrate, arrive, ram, resume, stop). */
   phases: Record<string, number>;
+}
+
+/**
+ * CPU (ms) used from `migrate` until the target completed, by who used it; each process counted with its whole
+ * process group (utime + stime of /proc/<pid>/stat, which the kernel scales to the exact run time of its threads).
+ * This kernel has no IRQ time accounting: softirq work (a veth's receive side, TCP's ACKs) is charged to the
+ * process it interrupted, mostly the sender whose `local_bh_enable` ran it; what ran in ksoftirqd or kworkers is
+ * `kernelThreadsMs`, and what ran over an idle CPU (and processes that ended in between) is `unattributedMs`.
+ */
+export interface CpuParts {
+  sourceMs: number; targetMs: number;
+  /** Each gateway runtime's process group, in cluster order (none for `direct`). */
+  gatewaysMs: number[];
+  /** Kernel threads (children of kthreadd: ksoftirqd, kworkers, ...). */
+  kernelThreadsMs: number;
+  /** Every other process on the machine (on a shared machine: other people's work, nothing of the migration's). */
+  othersMs: number;
+  /** /proc/stat's busy time minus every process's: softirq and irq work over an idle CPU, processes gone in between. */
+  unattributedMs: number;
+  /** /proc/stat's softirq time over the span: softirq work wherever it ran (overlaps the processes' counts). */
+  softirqMs: number;
+  machineMs: number;
 }
 
 /**
@@ -461,7 +485,7 @@ export class VmMigrationLab {
         if (stop) throw new Error(`stop: ${stop}`);
       }
       const gateways = mode === 'direct' ? [] : this.clusters.map((c) => c.gw.proc?.pid).filter((x): x is number => x !== undefined);
-      const cpu0 = { machine: machineBusyMs(), gateways: gateways.map(processCpuMs) };
+      const cpu0 = { machine: machineBusyMs(), gateways: gateways.map(processCpuMs), snap: cpuSnapshot() };
       const started = Date.now();
       const mig = await src.hmp.cmd(`migrate -d tcp:${host}:${port}`);
       if (mig) throw new Error(`migrate: ${mig}`);
@@ -489,6 +513,7 @@ export class VmMigrationLab {
         res.arrivedMs = target.ms;
         res.cpuMs = machineBusyMs() - cpu0.machine;
         res.gatewayCpuMs = gateways.reduce((sum, pid, i) => sum + processCpuMs(pid) - cpu0.gateways[i], 0);
+        res.cpuParts = cpuParts(cpu0.snap, cpuSnapshot(), src.proc.pid!, dst.proc.pid!, gateways);
         // both paused: the source by the migration's end (postmigrate), the target (-S) until `cont` below
         await compareRam(res, src, dst, this.shape.memMiB * 1024 * 1024, !!o.pmemsave);
         mark('ram');
@@ -663,6 +688,43 @@ function processCpuMs(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+interface CpuSnapshot { machineMs: number; softirqMs: number; procs: Map<number, { pgrp: number; ppid: number; ms: number }> }
+
+/** /proc/stat's busy and softirq time and every process's CPU (utime + stime), ms. */
+function cpuSnapshot(): CpuSnapshot {
+  const procs = new Map<number, { pgrp: number; ppid: number; ms: number }>();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(d), { ppid: Number(f[1]), pgrp: Number(f[2]), ms: (Number(f[11]) + Number(f[12])) * TICK_MS });
+    } catch { /* gone meanwhile */ }
+  }
+  const softirq = Number(fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/)[7]) * TICK_MS;
+  return { machineMs: machineBusyMs(), softirqMs: softirq, procs };
+}
+
+/** Who used the CPU between two snapshots: the process groups of the two QEMUs and of each gateway, kernel threads, the rest. */
+function cpuParts(a: CpuSnapshot, b: CpuSnapshot, source: number, target: number, gateways: number[]): CpuParts {
+  const group = new Map<number, number>([[source, 0], [target, 0], ...gateways.map((g): [number, number] => [g, 0])]);
+  let kernelThreadsMs = 0;
+  let othersMs = 0;
+  let all = 0;
+  for (const [pid, p] of b.procs) {
+    const d = p.ms - (a.procs.get(pid)?.ms ?? 0);
+    all += d;
+    if (group.has(p.pgrp)) group.set(p.pgrp, group.get(p.pgrp)! + d);
+    else if (pid === 2 || p.ppid === 2) kernelThreadsMs += d;
+    else othersMs += d;
+  }
+  const machineMs = b.machineMs - a.machineMs;
+  return {
+    sourceMs: group.get(source)!, targetMs: group.get(target)!, gatewaysMs: gateways.map((g) => group.get(g)!), kernelThreadsMs, othersMs,
+    unattributedMs: machineMs - all, softirqMs: b.softirqMs - a.softirqMs, machineMs,
+  };
 }
 
 /**
