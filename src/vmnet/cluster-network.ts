@@ -15,12 +15,12 @@ import { MAX_RESERVED_ENTRIES, Split, reservedFor } from './split';
 /** The addresses annotation value: `{"<iface>": ["10.50.240.1", "fd50::f:1"]}` (bare addresses; ipam-extensions refuses CIDRs). */
 export const mobileAnnotation = (iface: string, addresses: readonly string[]): string => JSON.stringify({ [iface]: [...addresses] });
 
-/** The declared mobile VMs with their ledger addresses (a VM the fleet no longer lists keeps its ledger entry, not a place here). */
+/** The declared mobile VMs, in declared order, with their ledger addresses (a VM the fleet no longer lists keeps its ledger entry, not a place here). */
 export function mobileVmsOf(n: ParsedNetwork, entry: VmNetworkLedger): MobileVmAddress[] {
   const iface = n.spec.primaryInterface ?? 'default';
-  const declared = new Set(n.spec.mobileVms ?? []);
-  return Object.entries(entry.vms ?? {}).filter(([ref]) => declared.has(ref)).map(([ref, addresses]) => {
+  return (n.spec.mobileVms ?? []).filter((ref) => entry.vms?.[ref]).map((ref) => {
     const [namespace, vm] = ref.split('/');
+    const addresses = entry.vms![ref];
     return { namespace, vm, addresses, annotation: mobileAnnotation(iface, addresses) };
   });
 }
