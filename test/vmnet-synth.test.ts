@@ -110,6 +110,32 @@ describe('examples/vm-networks.fleet.yaml', () => {
     expect(map.spec.map).toHaveLength(3);
   });
 
+  test('with Argo CD: waves 6-9 after KubeVirt\'s 5, in the order of what names what; the primary namespace is never pruned or deleted', () => {
+    const raw = rawFleet();
+    raw.spec.gitops = { repoURL: 'https://git.example/infra.git', argocd: {} };
+    const g = synth(raw, r.ledger);
+    const wave = (f: string) => Number(parse(g.files.get(`fra-1/${f}`)!).metadata.annotations['argocd.argoproj.io/sync-wave']);
+    expect(wave('KubeVirt.kubevirt.kubevirt.yaml')).toBe(5);
+    expect([wave('Namespace.tenant-blue.yaml'), wave('VTEP.fleet-vtep.yaml'), wave('NodeNetworkConfigurationPolicy.mm-vlan100-bridge-mapping.yaml'),
+      wave('ClusterUserDefinedNetwork.blue.yaml'), wave('ClusterUserDefinedNetwork.vlan100.yaml'), wave('RouteAdvertisements.mm-blue.yaml')]).toEqual([6, 7, 7, 8, 8, 9]);
+    expect(parse(g.files.get('fra-1/Namespace.tenant-blue.yaml')!).metadata.annotations['argocd.argoproj.io/sync-options']).toBe('Prune=false,Delete=false');
+    expect(parse(g.files.get('fra-1/ClusterUserDefinedNetwork.blue.yaml')!).metadata.annotations['argocd.argoproj.io/sync-options']).toBeUndefined();
+  });
+
+  test('a cluster that does not serve a network gets none of its objects, and a move to it is warned that the localnet NADs have no counterpart', () => {
+    const raw = rawFleet();
+    raw.spec.vmNetworks[1].clusters = { 'ams-1': { served: false } };
+    const g = synth(raw, r.ledger);
+    expect(vmObjects(g.objects.get('ams-1')!).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      'Namespace/tenant-blue', 'VTEP/fleet-vtep', 'ClusterUserDefinedNetwork/blue', 'RouteAdvertisements/mm-blue',
+    ]);
+    expect(vmObjects(g.objects.get('fra-1')!)).toEqual(vmObjects(r.objects.get('fra-1')!)); // its slot and split stay
+    expect(g.forklift.plan!.pairs[0].networks).toEqual([{ source: { type: 'pod' }, destination: { type: 'pod' } }]);
+    expect(g.forklift.warnings.filter((w) => w.code === 'forklift/network-unmapped').map((w) => w.message)).toEqual([
+      expect.stringContaining('tenant-blue/vlan100 exists on fra-1 but not on ams-1'), expect.stringContaining('tenant-red/vlan100 exists on fra-1 but not on ams-1'),
+    ]);
+  });
+
   test('with Flux: a 40-vm-networks stage after kubevirt; the primary namespace is never pruned', () => {
     const raw = rawFleet();
     raw.spec.gitops = { flux: { sourceRef: { name: 'infra' } } };
