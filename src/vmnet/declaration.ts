@@ -176,7 +176,8 @@ export function parseNetwork(p: ProblemCollector, s: VmNetworkSpec, index: numbe
     else p.add('address-syntax', `${path}.reserved[${i}]`, `'${t}' ${r.reason}`, r.suggestion ? `write ${r.suggestion}` : 'write an address, an a-b range or a CIDR');
   });
   const mobile = cidrs(p, s.allocation?.mobile, `${path}.allocation.mobile`);
-  containment(p, path, subnets, { gateways: byFamily(gateways), infra, reserved, mobile }, s);
+  // against subnets that all parsed (a subnet with a typo would make everything look outside)
+  if (subnets.length === (s.subnets ?? []).length) containment(p, path, subnets, { gateways: byFamily(gateways), infra, reserved, mobile }, s);
   const slots = s.allocation?.slots ?? DEFAULT_SLOTS;
   const slicePrefix = new Map<Family, number>();
   for (const sn of subnets) {
