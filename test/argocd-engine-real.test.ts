@@ -1,0 +1,210 @@
+/**
+ * Argo CD's own sync engine runs our sync waves. gitops-engine (the library Argo CD's application controller runs,
+ * at the version Argo CD v3.2.12 ships; real/argo-bins/cmd/mm-argo-sync calls its engine.Sync once) syncs one
+ * cluster of examples/gitops.fleet.yaml, synthesized by the library and rendered as Argo CD's repo server renders a
+ * kustomize directory, into a real API server with kube-controller-manager, kube-scheduler and kwok nodes
+ * (test/support/real-nodes.ts), so our gateway Deployments become Available as they would on a cluster. The sync
+ * options are the ones our ApplicationSet's template gives every Application (ServerSideApply=true, automated prune).
+ * Checks, from the API server's side (watches; order by etcd revision):
+ *   - the waves are applied in our order, every object of wave n written before any of wave n+1, and the NAD that
+ *     KubeVirt names (wave 4) only after every gateway Deployment of wave 3 is Available: the engine waits for health;
+ *   - every object is server-side applied by Argo CD's field manager and keeps our annotations;
+ *   - a second sync writes nothing;
+ *   - on a second cluster, the wave-4 NAD the server refuses fails the sync: waves 0-3 are applied, the KubeVirt CR
+ *     of wave 5 is never written, and the engine names the refused object and the server's reason.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseAllDocuments, parse } from 'yaml';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { ARGOCD_WAVE_ANNOTATION, GITOPS_DIR } from '../src/delivery/gitops';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { createNamespaces, crdsFor, installCrds, objectKey, objectPath, platformNamespaces, type KubeObject } from './support/real-apply';
+import { ApiWatch, argoSync, renderKustomize, type ArgoSync, type WatchedWrite } from './support/real-argo';
+import { upstreamCrds } from './support/real-crds';
+import { RealFleet, type RealCluster } from './support/real-kube';
+import { RealNodes } from './support/real-nodes';
+
+const EXAMPLE = path.resolve(__dirname, '..', 'examples', 'gitops.fleet.yaml');
+const CLUSTER = 'east';
+
+const synth = synthesizeFleet(loadFleetFile(EXAMPLE), { ledger: loadLedgerFile(ledgerPathFor(EXAMPLE)) });
+const appSet = parse([...synth.files].find(([p]) => p.startsWith(`${GITOPS_DIR}/argocd/ApplicationSet.`))![1]);
+/** What our ApplicationSet's template gives the Application of CLUSTER. */
+const APP = {
+  app: String(appSet.spec.template.metadata.name).replace('{{.cluster}}', CLUSTER),
+  serverSideApply: appSet.spec.template.spec.syncPolicy.syncOptions.includes('ServerSideApply=true'),
+  prune: !!appSet.spec.template.spec.syncPolicy.automated?.prune,
+};
+
+const wave = (o: KubeObject) => Number((o.metadata.annotations as Record<string, string>)[ARGOCD_WAVE_ANNOTATION]);
+const key = (w: Pick<WatchedWrite, 'kind' | 'namespace' | 'name'>) => `${w.kind}/${w.namespace ? `${w.namespace}/` : ''}${w.name}`;
+
+let dir: string;
+let fleet: RealFleet;
+const nodes: RealNodes[] = [];
+
+/** The cluster's directory of the synthesized tree, written out, rendered by the real kustomize; its objects. */
+function renderedTree(cluster: RealCluster, edit?: (objects: KubeObject[]) => void): { file: string; objects: KubeObject[] } {
+  const tree = fs.mkdtempSync(path.join(dir, 'tree-'));
+  for (const [p, text] of synth.files) {
+    if (!p.startsWith(`${CLUSTER}/`)) continue;
+    fs.mkdirSync(path.dirname(path.join(tree, p)), { recursive: true });
+    fs.writeFileSync(path.join(tree, p), text);
+  }
+  const file = renderKustomize(cluster, path.join(tree, CLUSTER), path.join(tree, 'rendered.yaml'));
+  const objects = parseAllDocuments(fs.readFileSync(file, 'utf8')).map((d) => d.toJS() as KubeObject);
+  if (edit) {
+    edit(objects);
+    fs.writeFileSync(file, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
+  }
+  return { file, objects };
+}
+
+/** kube-controller-manager, kube-scheduler and two kwok nodes; `i` picks the pod CIDR. */
+async function platformNodes(cluster: RealCluster, i: number): Promise<void> {
+  nodes.push(await RealNodes.start(cluster, { count: 2, podCidr: `127.1.${40 + i}.0/24` }));
+}
+
+/** A cluster as the platform has it before Argo CD syncs: CRDs, platform namespaces, and nodes when asked. */
+async function platform(cluster: RealCluster, objects: KubeObject[], o: { nodes?: number } = {}): Promise<void> {
+  await installCrds(cluster, crdsFor(objects, upstreamCrds().map((c) => c.crd)));
+  await createNamespaces(cluster, platformNamespaces(objects));
+  if (o.nodes !== undefined) await platformNodes(cluster, o.nodes);
+}
+
+/** The etcd revision at which each object of `objects` was created (from the watch). */
+function creations(watch: ApiWatch, objects: readonly KubeObject[]): Map<string, number> {
+  const want = new Set(objects.map(objectKey));
+  return new Map(watch.writes.filter((w) => w.type === 'ADDED' && want.has(key(w))).map((w) => [key(w), w.rv]));
+}
+
+/** The first revision at which a Deployment was Available with every replica updated (what the engine calls healthy). */
+function availableAt(watch: ApiWatch, d: KubeObject): number | undefined {
+  return watch.writes.find((w) => w.kind === 'Deployment' && key(w) === objectKey(d) && (w.object.status?.observedGeneration ?? 0) >= (w.object.metadata.generation as number)
+    && w.object.status?.updatedReplicas === w.object.spec.replicas && w.object.status?.availableReplicas === w.object.spec.replicas)?.rv;
+}
+
+const timings: string[] = [];
+const timed = (what: string, s: ArgoSync) => timings.push(`${what}: ${s.ms} ms (cluster cache ${s.cacheMs} ms; waves applied at ${s.waves.map((w) => `${w.wave}@${w.ms}`).join(' ')} ms)`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Cluster a: the tree as synthesized, nodes from the start. Cluster b: the wave-4 NAD broken, no nodes until the test starts them. */
+const a = {} as { cluster: RealCluster; tree: { file: string; objects: KubeObject[] }; watch: ApiWatch; sync: Promise<ArgoSync> };
+const b = {} as typeof a & { plain: KubeObject[] };
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-argo-'));
+  fleet = await RealFleet.start(['argo-a', 'argo-b']);
+  a.cluster = fleet.cluster('argo-a');
+  b.cluster = fleet.cluster('argo-b');
+  a.tree = renderedTree(a.cluster);
+  b.plain = renderedTree(b.cluster).objects;
+  // the NAD KubeVirt names (wave 4) with a config the CRD's schema refuses (an object where a string is required)
+  b.tree = renderedTree(b.cluster, (objs) => {
+    (objs.find((o) => wave(o) === 4 && o.kind === 'NetworkAttachmentDefinition') as any).spec.config = { cniVersion: '0.3.1' };
+  });
+  await Promise.all([platform(a.cluster, a.tree.objects, { nodes: 0 }), platform(b.cluster, b.plain)]);
+  [a.watch, b.watch] = await Promise.all([ApiWatch.start(a.cluster, a.tree.objects), ApiWatch.start(b.cluster, b.plain)]);
+  // both syncs run from here on; each test awaits its own
+  a.sync = argoSync(a.cluster, a.tree.file, APP);
+  b.sync = argoSync(b.cluster, b.tree.file, { ...APP, timeoutMs: 120_000 });
+  a.sync.then((s) => timed('first sync', s), () => undefined);
+  b.sync.then((s) => timed('sync with a refused wave-4 object (nodes started late)', s), () => undefined);
+}, 180_000);
+
+afterAll(async () => {
+  a.watch?.stop();
+  b.watch?.stop();
+  await Promise.allSettled([a.sync, b.sync]);
+  await Promise.all(nodes.map((n) => n.stop()));
+  await fleet?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  if (timings.length) console.log(`gitops-engine sync times:\n  ${timings.join('\n  ')}`);
+}, 60_000);
+
+describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => {
+  test('the sync succeeds, wave by wave in our order, each wave after the one before', async () => {
+    const first = await a.sync;
+    const { tree, watch } = a;
+    expect({ phase: first.phase, message: first.message }).toEqual({ phase: 'Succeeded', message: 'successfully synced (all tasks run)' });
+    const ours = [...new Set(tree.objects.map(wave))].sort((x, y) => x - y);
+    expect(ours).toEqual([0, 1, 2, 3, 4, 5]);
+    // the engine's own account: each wave applied once, in our order, every object synced; every object of waves
+    // 0-4 judged healthy; the last wave (KubeVirt) only applied: the operation ends once the last wave is applied
+    expect(first.waves.map((w) => w.wave)).toEqual(ours);
+    expect(first.results.filter((r) => r.status !== 'Synced')).toEqual([]);
+    const running = first.results.filter((r) => r.hookPhase !== 'Succeeded').map((r) => `${r.kind} ${r.hookPhase}`);
+    expect(running).toEqual(tree.objects.filter((o) => wave(o) === 5).map((o) => `${o.kind} Running`));
+    // (the engine reports a cluster-scoped object under the Application's destination namespace: compare kind and name)
+    expect(first.results.map((r) => `${r.kind}/${r.name}`).sort()).toEqual(tree.objects.map((o) => `${o.kind}/${o.metadata.name}`).sort());
+
+    // the server's account: every object of wave n created before any object of wave n+1
+    const created = creations(watch, tree.objects);
+    expect([...created.keys()].sort()).toEqual(tree.objects.map(objectKey).sort());
+    const span = (n: number) => tree.objects.filter((o) => wave(o) === n).map((o) => created.get(objectKey(o))!);
+    for (const n of ours.slice(1)) expect(Math.min(...span(n))).toBeGreaterThan(Math.max(...span(n - 1)));
+    // wave 3 holds the gateway Deployments; they were Available before wave 4 (the NAD KubeVirt names) was written
+    const deployments = tree.objects.filter((o) => o.kind === 'Deployment');
+    expect(deployments.length).toBe(2);
+    for (const d of deployments) expect(Math.min(...span(4))).toBeGreaterThan(availableAt(watch, d) ?? Infinity);
+  });
+
+  test('every object is server-side applied by Argo CD\'s field manager and carries our sync wave', async () => {
+    await a.sync;
+    for (const o of a.tree.objects) {
+      const live = (await a.cluster.request('GET', await objectPath(a.cluster, o))).json as KubeObject;
+      const managers = (live.metadata.managedFields as Array<{ manager: string; operation: string }>).filter((m) => m.operation === 'Apply').map((m) => m.manager);
+      expect({ object: objectKey(o), managers }).toEqual({ object: objectKey(o), managers: ['argocd-controller'] });
+      expect((live.metadata.annotations as Record<string, string>)[ARGOCD_WAVE_ANNOTATION]).toBe(String(wave(o)));
+    }
+  });
+
+  test('a second sync writes nothing', async () => {
+    await a.sync;
+    const before = a.watch.writes.length;
+    const second = await argoSync(a.cluster, a.tree.file, APP);
+    timed('second sync', second);
+    expect(second.phase).toBe('Succeeded');
+    const want = new Set(a.tree.objects.map(objectKey));
+    expect(a.watch.writes.slice(before).filter((w) => want.has(key(w))).map((w) => `${w.type} ${key(w)}`)).toEqual([]);
+  }, 90_000);
+});
+
+describe('a cluster whose Deployments cannot become healthy yet, and a wave-4 object the server refuses', () => {
+  const HOLD_MS = 6_000;
+
+  test('the engine holds wave 4 until the gateway Deployments are Available, then fails at the refused object; wave 5 is never written', async () => {
+    const { tree, watch } = b;
+    const deployments = tree.objects.filter((o) => o.kind === 'Deployment').map(objectKey);
+    const created = () => creations(watch, b.plain);
+    for (const t0 = Date.now(); !deployments.every((d) => created().has(d)); await sleep(100)) {
+      if (Date.now() - t0 > 60_000) throw new Error(`wave 3 not applied after 60 s; engine so far: ${JSON.stringify(await Promise.race([b.sync, sleep(0)]))}`);
+    }
+    // no node runs the gateway's pods: the engine must not go on to wave 4 (its pause between waves is 2 s)
+    const wave3At = Math.max(...watch.writes.filter((w) => deployments.includes(key(w)) && w.type === 'ADDED').map((w) => w.at));
+    await sleep(Math.max(0, wave3At + HOLD_MS - Date.now()));
+    const waves4and5 = tree.objects.filter((o) => wave(o) >= 4);
+    expect(waves4and5.map(objectKey).filter((k) => created().has(k))).toEqual([]);
+    // nodes arrive: the Deployments become Available, the engine applies wave 4, which the server refuses
+    const nodesAt = Date.now();
+    await platformNodes(b.cluster, 1);
+    const s = await b.sync;
+    expect(s.phase).toBe('Failed');
+    expect(s.events.some((e) => e.event === 'state' && /^waiting for healthy state of apps\/Deployment\//.test(String(e.message)))).toBe(true);
+    expect(s.waves.map((w) => w.wave)).toEqual([0, 1, 2, 3]);
+    const refused = s.results.filter((r) => r.status === 'SyncFailed');
+    const nad = tree.objects.find((o) => wave(o) === 4)!;
+    expect(refused.map((r) => `${r.kind}/${r.namespace}/${r.name}`)).toEqual([objectKey(nad)]);
+    expect(refused[0].message).toMatch(/spec\.config: expected string/);
+    expect(s.message).toMatch(/^one or more objects failed to apply/);
+    // what the server holds: waves 0-3 all applied, Available after the nodes came; nothing of waves 4 and 5
+    expect(tree.objects.filter((o) => wave(o) <= 3).map(objectKey).filter((k) => !created().has(k))).toEqual([]);
+    for (const d of tree.objects.filter((o) => o.kind === 'Deployment')) {
+      const at = watch.writes.find((w) => w.rv === availableAt(watch, d));
+      expect(at?.at).toBeGreaterThan(nodesAt);
+    }
+    expect(waves4and5.map(objectKey).filter((k) => created().has(k))).toEqual([]);
+  }, 150_000);
+});

@@ -1,0 +1,154 @@
+/**
+ * Argo CD's sync engine against a real API server: `mm-argo-sync` (real/argo-bins, our small main over
+ * gitops-engine's engine.Sync, the library Argo CD's application controller runs) syncs one Application's rendered
+ * manifests once and reports what the engine did as JSON lines. Plus what a test needs to judge it from the API
+ * server's side: the manifests rendered as Argo CD's repo server renders a kustomize directory (the real
+ * `kubectl kustomize`), and watches that record every write with its etcd revision.
+ *
+ * Order across kinds comes from the resourceVersion of each watch event: on an etcd-backed API server it is the
+ * etcd revision of the write, one counter for every key of the etcd (Kubernetes calls it opaque; the tests use it
+ * only to order writes of one server, which is what it is).
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import * as path from 'node:path';
+import { goBinDir, type RealCluster } from './real-kube';
+import { objectPath, type KubeObject } from './real-apply';
+
+/** One line of mm-argo-sync's output. */
+export interface ArgoEvent { readonly event: string; readonly ms: number; readonly [k: string]: unknown }
+/** One resource of the engine's sync result (gitops-engine `common.ResourceSyncResult`). */
+export interface ArgoResult {
+  readonly kind: string; readonly namespace: string; readonly name: string;
+  /** `Synced`, `SyncFailed`, `Pruned`, `PruneSkipped`. */
+  readonly status: string;
+  /** The operation state the engine holds for it: `Running` (applied, not yet judged), `Succeeded` (healthy), `Failed`. */
+  readonly hookPhase: string;
+  readonly message: string;
+}
+export interface ArgoSync {
+  readonly events: readonly ArgoEvent[];
+  /** The waves the engine applied, in order, with the time (ms from the program's start) each was applied. */
+  readonly waves: ReadonlyArray<{ wave: number; ms: number }>;
+  readonly results: readonly ArgoResult[];
+  /** `Succeeded`, `Failed` (the engine's operation failed) or `Error` (setup). */
+  readonly phase: string;
+  readonly message: string;
+  /** From the program's start to its last line (cluster cache sync included), and the cache sync alone. */
+  readonly ms: number;
+  readonly cacheMs: number;
+  /** The engine's own log (stderr; also kept as mm-argo-sync-N.log in the cluster's directory). */
+  readonly log: string;
+}
+
+export const argoSyncBin = (): string => path.join(goBinDir('argo-bins'), 'mm-argo-sync');
+
+/** Options of one sync: what an Application's spec says. */
+export interface ArgoSyncOptions {
+  /** The Application's name (tracking annotation). */
+  readonly app: string;
+  /** `syncOptions: [ServerSideApply=true]`. [false] */
+  readonly serverSideApply?: boolean;
+  /** `automated.prune`. [false] */
+  readonly prune?: boolean;
+  /** How long the engine may take. [60000 ms] */
+  readonly timeoutMs?: number;
+}
+
+let runs = 0;
+/** Runs one sync of `manifests` (a multi-document YAML file) into `cluster`; resolves whatever the engine reported. */
+export function argoSync(cluster: RealCluster, manifests: string, o: ArgoSyncOptions): Promise<ArgoSync> {
+  const timeoutMs = o.timeoutMs ?? 60_000;
+  const args = ['--kubeconfig', cluster.kubeconfig(), '--manifests', manifests, '--app', o.app, `--timeout=${timeoutMs}ms`,
+    `--server-side-apply=${!!o.serverSideApply}`, `--prune=${!!o.prune}`];
+  return new Promise((resolve, reject) => {
+    execFile(argoSyncBin(), args, { timeout: timeoutMs + 30_000, maxBuffer: 64 * 2 ** 20 }, (err, stdout, stderr) => {
+      fs.writeFileSync(path.join(cluster.dir, `mm-argo-sync-${++runs}.log`), stderr);
+      const events = stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as ArgoEvent);
+      const done = events.find((e) => e.event === 'done');
+      if (!done) { reject(new Error(`mm-argo-sync ended without a result (${err?.message ?? 'no error'}):\n${stderr.slice(-3000)}`)); return; }
+      resolve({
+        events,
+        waves: events.filter((e) => e.event === 'wave').map((e) => ({ wave: e.wave as number, ms: e.ms })),
+        results: events.filter((e) => e.event === 'result') as unknown as ArgoResult[],
+        phase: done.phase as string, message: String(done.message ?? ''), ms: done.ms,
+        cacheMs: events.find((e) => e.event === 'cache-synced')?.ms ?? -1,
+        log: stderr,
+      });
+    });
+  });
+}
+
+/** A kustomize directory rendered as Argo CD's repo server renders it (`kustomize build`, here the real kubectl's), written to `out`. */
+export function renderKustomize(cluster: RealCluster, dir: string, out: string): string {
+  fs.writeFileSync(out, cluster.kubectl(['kustomize', dir]));
+  return out;
+}
+
+/** One write seen by a watch. */
+export interface WatchedWrite {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  readonly kind: string; readonly namespace?: string; readonly name: string;
+  /** The etcd revision of the write (see the header). */
+  readonly rv: number;
+  /** When the watch reported it (Date.now()). */
+  readonly at: number;
+  readonly object: KubeObject & { status?: any; spec?: any };
+}
+
+/** Watches of every kind of `objects` (all namespaces), from now on; `writes` grows as the server reports. */
+export class ApiWatch {
+  readonly writes: WatchedWrite[] = [];
+  private readonly requests: Array<ReturnType<typeof https.get>> = [];
+
+  private constructor(private readonly cluster: RealCluster) {}
+
+  static async start(cluster: RealCluster, objects: readonly KubeObject[]): Promise<ApiWatch> {
+    const w = new ApiWatch(cluster);
+    const collections = new Set<string>();
+    for (const o of objects) {
+      // the collection of the kind across namespaces: /api(s)/<gv>/<plural>
+      collections.add((await objectPath(cluster, o)).replace(/\/[^/]+$/, '').replace(/\/namespaces\/[^/]+\//, '/'));
+    }
+    await Promise.all([...collections].map((c) => w.watch(c)));
+    return w;
+  }
+
+  private async watch(collection: string): Promise<void> {
+    const list = await this.cluster.request('GET', `${collection}?limit=1`);
+    if (list.status !== 200) throw new Error(`list ${collection}: HTTP ${list.status} ${list.text.slice(0, 300)}`);
+    const admin = this.cluster.admin as { cert: string; key: string };
+    await new Promise<void>((resolve, reject) => {
+      const req = https.get(`${this.cluster.url}${collection}?watch=1&resourceVersion=${list.json.metadata.resourceVersion}`, {
+        ca: fs.readFileSync(this.cluster.caFile), cert: fs.readFileSync(admin.cert), key: fs.readFileSync(admin.key),
+      }, (res) => {
+        if (res.statusCode !== 200) { reject(new Error(`watch ${collection}: HTTP ${res.statusCode}`)); return; }
+        resolve();
+        let buf = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => {
+          buf += chunk;
+          for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+            const line = buf.slice(0, i);
+            buf = buf.slice(i + 1);
+            if (line.trim()) this.record(JSON.parse(line));
+          }
+        }).on('error', () => undefined);
+      });
+      req.on('error', (e) => { if (!this.stopped) reject(e); });
+      this.requests.push(req);
+    });
+  }
+
+  private record(e: { type: string; object: KubeObject }): void {
+    if (!['ADDED', 'MODIFIED', 'DELETED'].includes(e.type)) return;
+    const m = e.object.metadata;
+    this.writes.push({ type: e.type as WatchedWrite['type'], kind: e.object.kind, namespace: m.namespace, name: m.name, rv: Number(m.resourceVersion), at: Date.now(), object: e.object });
+  }
+
+  private stopped = false;
+  stop(): void {
+    this.stopped = true;
+    for (const r of this.requests) r.destroy();
+  }
+}
