@@ -21,7 +21,7 @@
  *
  * The guest: the lab's Debian kernel with its virtio-net modules (virtio_ring, virtio, virtio_pci*, failover,
  * net_failover, virtio_net, read from the same kernel package, loaded by busybox insmod in dependency order)
- * and a busybox initramfs whose /init puts the planned address (`mm_ip=` on the kernel command line) on eth0
+ * and a busybox initramfs whose /init puts the planned addresses (`mm_ip=`, `mm_ip6=` on the kernel command line) on eth0
  * and runs `nc -ll -p <port> -e cat` (an echo server, one process per connection), then ticks as the lab's
  * guest does. The NIC's MAC is the one OVN-Kubernetes derives from the address (0a:58 + the IPv4 bytes,
  * udn-cross-cluster-ips.md 1.2), the same on source and target: the client's ARP entry never changes; what
@@ -53,6 +53,11 @@ export interface L2Plan {
   guest: string;
   /** The client's address (bare), on the source cluster's VM switch. */
   client: string;
+  /**
+   * The network's IPv6 half: its subnet, the VM's address (bare) and the client's. @default - IPv4 only (the
+   * guest then runs with IPv6 off)
+   */
+  v6?: { subnet: string; guest: string; client: string };
   /** The cluster the VM boots in and the client sits in (ams-1 or fra-1). */
   source: string;
   /**
@@ -63,6 +68,23 @@ export interface L2Plan {
    */
   vteps?: Record<string, string>;
 }
+
+export type Family = 4 | 6;
+
+/** An IPv6 address as a number (`::` and embedded IPv4 forms not needed here: hex groups only). */
+export function ip6(a: string): bigint {
+  const [head, tail] = a.includes('::') ? a.split('::') : [a, undefined];
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? h : [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
+  if (groups.length !== 8 || groups.some((g) => !/^[0-9a-f]{1,4}$/i.test(g))) throw new Error(`not an IPv6 address: ${a}`);
+  return groups.reduce((v, g) => (v << 16n) | BigInt(parseInt(g, 16)), 0n);
+}
+/** An IPv6 number in full form (eight groups). */
+export const fmt6 = (v: bigint): string => Array.from({ length: 8 }, (_, i) => ((v >> BigInt(16 * (7 - i))) & 0xffffn).toString(16)).join(':');
+/** The first address of an IPv6 CIDR, as a number. */
+export const cidr6First = (c: string): bigint => { const [a, l] = c.split('/'); const host = 128n - BigInt(l); return (ip6(a) >> host) << host; };
+export const inCidr6 = (a: string, c: string): boolean => { const l = BigInt(c.split('/')[1]); return ip6(a) >> (128n - l) === cidr6First(c) >> (128n - l); };
 
 /** The guest's echo server port. */
 export const ECHO_PORT = 7000;
@@ -84,18 +106,22 @@ const INIT = `#!/bin/busybox sh
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-fill=8; dirty=1; ip=; gw=; mtu=1500; port=${ECHO_PORT}
+fill=8; dirty=1; ip=; ip6=; gw=; mtu=1500; port=${ECHO_PORT}
 for a in $(cat /proc/cmdline); do case "$a" in
-  mm_fill=*) fill=\${a#mm_fill=};; mm_dirty=*) dirty=\${a#mm_dirty=};; mm_ip=*) ip=\${a#mm_ip=};;
+  mm_fill=*) fill=\${a#mm_fill=};; mm_dirty=*) dirty=\${a#mm_dirty=};; mm_ip=*) ip=\${a#mm_ip=};; mm_ip6=*) ip6=\${a#mm_ip6=};;
   mm_gw=*) gw=\${a#mm_gw=};; mm_mtu=*) mtu=\${a#mm_mtu=};; mm_port=*) port=\${a#mm_port=};;
 esac; done
+# IPv6 (when on): no router solicitations and no duplicate address detection (nothing answers either)
+for k in accept_ra accept_dad; do [ -e /proc/sys/net/ipv6/conf/default/$k ] && echo 0 > /proc/sys/net/ipv6/conf/default/$k; done
 for m in $(cat /lib/net-modules); do insmod /lib/modules/$m.ko || echo "mm-guest insmod $m failed"; done
 n=0; while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 100 ]; do usleep 100000; n=$((n + 1)); done
 ip link set eth0 mtu $mtu
 ip addr add $ip dev eth0
+[ -n "$ip6" ] && ip -6 addr add $ip6 dev eth0
 ip link set eth0 up
 [ -n "$gw" ] && ip route add default via $gw
 echo "mm-guest net eth0 $(ip -4 -o addr show dev eth0 | awk '{print $4}') $(cat /sys/class/net/eth0/address) mtu $(cat /sys/class/net/eth0/mtu)"
+[ -n "$ip6" ] && echo "mm-guest net6 eth0 $(ip -6 -o addr show dev eth0 scope global | awk '{print $4}')"
 nc -ll -p $port -e cat &
 echo "mm-guest echo server on $port"
 mount -t tmpfs -o size=$((fill + dirty + 8))m tmp /tmp
@@ -222,8 +248,12 @@ export class VmL2Lab {
       if (!inCidr4(a, plan.subnet)) throw new Error(`${a} is not in the network's subnet ${plan.subnet}`);
     }
     this.prefix = cidr4(plan.subnet).prefix;
+    if (plan.v6) {
+      for (const a of [plan.v6.guest, plan.v6.client]) if (!inCidr6(a, plan.v6.subnet)) throw new Error(`${a} is not in the network's subnet ${plan.v6.subnet}`);
+    }
     this.mac = ovnMac(plan.guest);
-    const append = [`mm_ip=${plan.guest}/${this.prefix}`, `mm_mtu=${plan.mtu}`, `mm_port=${ECHO_PORT}`, ...(plan.gateway ? [`mm_gw=${plan.gateway}`] : []), 'ipv6.disable=1'].join(' ');
+    const append = [`mm_ip=${plan.guest}/${this.prefix}`, ...(plan.v6 ? [`mm_ip6=${plan.v6.guest}/${plan.v6.subnet.split('/')[1]}`] : ['ipv6.disable=1']),
+      `mm_mtu=${plan.mtu}`, `mm_port=${ECHO_PORT}`, ...(plan.gateway ? [`mm_gw=${plan.gateway}`] : [])].join(' ');
     this.mig = new VmMigrationLab({ ...shape, append }, 4, log, 'routed-sites');
     // the same NIC on every QEMU (a migration needs identical devices); only the tap it opens is its handler namespace's
     this.mig.qemuArgs = () => ['-netdev', 'tap,id=net0,ifname=tap0,script=no,downscript=no',
@@ -284,9 +314,15 @@ export class VmL2Lab {
     const ping = this.netns.exec(this.sites[0].ns, ['/bin/busybox', 'ping', '-c', '1', '-W', '5', '-I', this.sites[0].vtep, this.sites[1].vtep]);
     if (ping.status !== 0) throw new Error(`VTEP ${this.sites[0].vtep} cannot reach VTEP ${this.sites[1].vtep} across the router: ${ping.stdout}${ping.stderr}`);
     this.clientNs = this.netns.addNs('cl');
-    this.sh(this.clientNs, ['sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1'], ['sysctl', '-qw', 'net.ipv6.conf.default.disable_ipv6=1']);
-    this.netns.addVeth({ hostNs: this.clientNs, ifname: 'eth0', addrs: [`${this.plan.client}/${this.prefix}`], fabricNs: this.sites[this.src].ns, portName: PORT.client, bridge: 'br-vm', mtu });
-    this.log(`[vm-l2-lab] network ${this.plan.network}: ${this.plan.subnet} MTU ${mtu} VNI ${this.plan.vni}; guest ${this.plan.guest} (${this.mac}), client ${this.plan.client}; ` +
+    const v6 = this.plan.v6;
+    this.sh(this.clientNs, ...(v6
+      ? [['sysctl', '-qw', 'net.ipv6.conf.default.accept_dad=0'], ['sysctl', '-qw', 'net.ipv6.conf.default.accept_ra=0']]
+      : [['sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1'], ['sysctl', '-qw', 'net.ipv6.conf.default.disable_ipv6=1']]));
+    this.netns.addVeth({
+      hostNs: this.clientNs, ifname: 'eth0', addrs: [`${this.plan.client}/${this.prefix}`, ...(v6 ? [`${v6.client}/${v6.subnet.split('/')[1]}`] : [])],
+      fabricNs: this.sites[this.src].ns, portName: PORT.client, bridge: 'br-vm', mtu,
+    });
+    this.log(`[vm-l2-lab] network ${this.plan.network}: ${this.plan.subnet} MTU ${mtu} VNI ${this.plan.vni}; guest ${this.plan.guest}${v6 ? ` ${v6.guest}` : ''} (${this.mac}), client ${this.plan.client}${v6 ? ` ${v6.client}` : ''}; ` +
       `VTEPs ${this.sites.map((s) => `${s.cluster}@${s.site} ${s.vtep}`).join(', ')}`);
   }
 
@@ -298,6 +334,11 @@ export class VmL2Lab {
     if (!net) throw new Error(`the guest did not configure eth0: ${serial.slice(-1500)}`);
     const want = [`${this.plan.guest}/${this.prefix}`, this.mac, String(this.plan.mtu)];
     if (net.slice(1).join() !== want.join()) throw new Error(`the guest's eth0 is ${net.slice(1).join(' ')}, the plan gives ${want.join(' ')}`);
+    if (this.plan.v6) {
+      const got = /mm-guest net6 eth0 (\S+)\/(\d+)/.exec(serial);
+      const [addr6, len6] = this.plan.v6.subnet.split('/');
+      if (!got || ip6(got[1]) !== ip6(this.plan.v6.guest) || got[2] !== len6) throw new Error(`the guest's eth0 has IPv6 ${got?.[1] ?? 'none'}, the plan gives ${this.plan.v6.guest}/${len6} (in ${addr6}/${len6})`);
+    }
     return ms;
   }
 
@@ -316,8 +357,8 @@ export class VmL2Lab {
    * The client's TCP connection to the guest as its kernel sees it (`ss -ti`): the state, bytes sent but not
    * yet acknowledged (segments), and retransmissions so far (undefined fields: none shown).
    */
-  clientSocket(): { state?: string; unacked: number; retrans: number; line: string } {
-    const r = this.netns.exec(this.clientNs, ['ss', '-tinH', 'dst', this.plan.guest]);
+  clientSocket(family: Family = 4): { state?: string; unacked: number; retrans: number; line: string } {
+    const r = this.netns.exec(this.clientNs, ['ss', '-tinH', 'dst', family === 4 ? this.guestAddr(4) : `[${this.guestAddr(6)}]`]);
     const line = (r.stdout || '').replace(/\s+/g, ' ').trim();
     return {
       state: line.split(' ')[0] || undefined, line,
@@ -350,20 +391,30 @@ export class VmL2Lab {
   }
 
   /** The client's neighbour entry for the guest's address: `lladdr` and state. */
-  clientNeighbour(): { lladdr?: string; state?: string[] } {
-    const r = this.netns.exec(this.clientNs, ['ip', '-j', 'neigh', 'show', this.plan.guest]);
+  clientNeighbour(family: Family = 4): { lladdr?: string; state?: string[] } {
+    const r = this.netns.exec(this.clientNs, ['ip', '-j', `-${family}`, 'neigh', 'show', this.guestAddr(family)]);
     const [e] = JSON.parse(r.stdout || '[]') as { lladdr?: string; state?: string[] }[];
     return e ?? {};
   }
 
   /**
-   * An echo client in the client's namespace: one TCP connection to the guest, a numbered line every
-   * `everyMs`, each line `lineBytes` long. @default lineBytes - the network's MTU less 52 (IPv4, TCP and its
-   * timestamp option): each line one full segment, which crosses the VXLAN only if the planned MTU leaves room
+   * An echo client in the client's namespace: one TCP connection to the guest's address of `family`, a
+   * numbered line every `everyMs`, each line `segmentBytes(family)` long: one full segment, which crosses the
+   * VXLAN only if the planned MTU leaves room for it.
    */
-  startClient(everyMs = 50, lineBytes = this.plan.mtu - 52): EchoClient {
-    const p = this.netns.spawn(this.clientNs, [process.execPath, '-e', CLIENT, this.plan.guest, String(ECHO_PORT), String(everyMs), String(lineBytes)]);
+  startClient(everyMs = 50, family: Family = 4): EchoClient {
+    const p = this.netns.spawn(this.clientNs, [process.execPath, '-e', CLIENT, this.guestAddr(family), String(ECHO_PORT), String(everyMs), String(this.segmentBytes(family))]);
     return new EchoClient(p, (sig) => this.netns.kill(p, sig));
+  }
+
+  /** TCP payload bytes of one full segment at the network's MTU: less IPv4 (20) or IPv6 (40), TCP (20) and its timestamp option (12). */
+  segmentBytes(family: Family = 4): number { return this.plan.mtu - (family === 4 ? 20 : 40) - 32; }
+
+  /** The guest's address of `family`. */
+  guestAddr(family: Family): string {
+    if (family === 4) return this.plan.guest;
+    if (!this.plan.v6) throw new Error('the plan gives the lab no IPv6 half');
+    return this.plan.v6.guest;
   }
 
   async cleanup(): Promise<void> { await this.mig.cleanup(); }
