@@ -17,14 +17,14 @@
  *        | veth into the site's fabric bridge (fab-<site> br-xc, the routed underlay of vm-lab-sites.ts)
  *
  * and a client namespace `cl` on the source cluster's VM switch (an ordinary workload of the source
- * cluster, with an address of its slice), which holds a TCP connection to the guest.
+ * cluster, with addresses of its slices), which holds TCP connections to the guest (EchoClient).
  *
  * The guest: the lab's Debian kernel with its virtio-net modules (virtio_ring, virtio, virtio_pci*, failover,
  * net_failover, virtio_net, read from the same kernel package, loaded by busybox insmod in dependency order)
  * and a busybox initramfs whose /init puts the planned addresses (`mm_ip=`, `mm_ip6=` on the kernel command line) on eth0
  * and runs `nc -ll -p <port> -e cat` (an echo server, one process per connection), then ticks as the lab's
  * guest does. The NIC's MAC is the one OVN-Kubernetes derives from the address (0a:58 + the IPv4 bytes,
- * udn-cross-cluster-ips.md 1.2), the same on source and target: the client's ARP entry never changes; what
+ * udn-cross-cluster-ips.md 1.2), the same on source and target: the client's ARP and ND entries never change; what
  * changes is where the switches see the MAC, which the target QEMU announces (its RARP after the incoming
  * migration, and virtio-net's guest announce).
  */
@@ -37,7 +37,7 @@ import { Guest, VmShape } from './qemu-guest';
 import { cidr4, fmt4, inCidr4, ip4 } from './netns';
 import { VmMigrationLab } from './vm-lab';
 
-/** The VM network as the plan gives it (IPv4 only in this lab). */
+/** The VM network as the plan gives it: its IPv4 half, and optionally its IPv6 half. */
 export interface L2Plan {
   /** The network's name (its ClusterUserDefinedNetwork). */
   network: string;
