@@ -8,18 +8,22 @@
  *  3. one rule the CRD leaves to run time (excludeSubnets outside subnets: the CEL rule is commented out upstream,
  *     OVN-Kubernetes fails later): the server accepts the object and we refuse the fleet;
  *  4. the networks are immutable once created (Layer2/Localnet `self == oldSelf`): the server refuses a changed block
- *     on the created network, and our ledger refuses the fleet change before it is emitted.
+ *     on the created network, and our ledger refuses the fleet change before it is emitted;
+ *  5. with OpenShift's admission policy for the primary-network label installed (test/fixtures/admission, verbatim),
+ *     our Namespace applied over an existing namespace without the label is refused by the cluster, never patched.
  * One API server per cluster of the example fleet, one etcd.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
+import { App, Chart } from 'cdk8s';
 import { KubeObject, crdsFor, differences, installCrds, serverSideApply } from './support/real-apply';
 import { upstreamCrds } from './support/real-crds';
-import { RealFleet } from './support/real-kube';
+import { RealCluster, RealFleet } from './support/real-kube';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { parseFleetDocument, ledgerPathFor, loadLedgerFile } from '../src/fleet/load';
 import { rolloutWave, stageOfWave } from '../src/delivery/rollout';
+import { PrimaryNetworkNamespace } from '../index';
 
 const FLEET = path.resolve(__dirname, '..', 'examples', 'vm-networks.fleet.yaml');
 const rawFleet = (): any => parse(fs.readFileSync(FLEET, 'utf8'));
@@ -50,6 +54,27 @@ function ourCodes(patch: (spec: any) => void, opts: { ledger?: boolean } = {}): 
 }
 
 const clone = <T>(x: T): T => structuredClone(x);
+
+/** OpenShift's ValidatingAdmissionPolicy (and binding) that keeps the primary-network label as the namespace was created. */
+const UDN_LABEL_POLICY = (parseAllDocuments(fs.readFileSync(path.join(__dirname, 'fixtures', 'admission', 'udn-admission-policy.yaml'), 'utf8'))
+  .map((d) => d.toJS()) as KubeObject[]);
+const LABEL = 'k8s.ovn.org/primary-user-defined-network';
+
+/**
+ * Admission policies take effect a moment after they are created: wait (at most 20 s) until adding the label to a
+ * fresh probe namespace is refused (a fresh one each try, so a try that got through leaves nothing behind).
+ */
+async function policyActive(c: RealCluster): Promise<void> {
+  for (let i = 0, deadline = Date.now() + 20_000; ; i++) {
+    const name = `vap-probe-${i}`;
+    await serverSideApply(c, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }, 'platform-installer');
+    const refused = await serverSideApply(c, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { [LABEL]: '' } } }, 'probe')
+      .then(() => false, () => true);
+    if (refused) return;
+    if (Date.now() > deadline) throw new Error(`${c.name}: the primary-network label policy is not active after 20 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
 let objects: Map<string, KubeObject[]>;
 let real: RealFleet;
 const started = Date.now();
@@ -63,6 +88,10 @@ beforeAll(async () => {
     'clusteruserdefinednetworks.k8s.ovn.org', 'nodenetworkconfigurationpolicies.nmstate.io', 'routeadvertisements.k8s.ovn.org', 'vteps.k8s.ovn.org',
   ]);
   await Promise.all([...real.clusters.values()].map((c) => installCrds(c, crds)));
+  await Promise.all([...real.clusters.values()].map(async (c) => {
+    for (const o of UDN_LABEL_POLICY) await serverSideApply(c, o, 'platform-installer');
+    await policyActive(c);
+  }));
 }, 180_000);
 afterAll(async () => {
   await real?.stop();
@@ -250,5 +279,26 @@ describe('objects the CRDs refuse: refused by the real server, and their fleets 
     expect(ourCodes((s) => { blue(s).mtu = 1450; }, { ledger: true })).toEqual(['vmnet-immutable-change']);
     expect(ourCodes((s) => { vlan(s).vlan = 200; }, { ledger: true })).toEqual(['vmnet-immutable-change', 'vmnet-immutable-change']); // each cluster's VLAN
     expect(ourCodes((s) => { blue(s).mtu = 1450; })).toEqual([]); // the same fleet declared anew is fine
+  }, 60_000);
+});
+
+describe('the primary-network label only counts at creation: the cluster refuses it on an existing namespace', () => {
+  test('our Namespace over an existing namespace without the label is refused by OpenShift\'s admission policy; the namespace is left as it was', async () => {
+    const c = real.cluster([...objects.keys()][0]);
+    await serverSideApply(c, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'tenant-late', labels: { team: 'late' } } }, 'platform-installer');
+    const chart = new Chart(new App(), 'x');
+    new PrimaryNetworkNamespace(chart, 'N', { name: 'tenant-late' });
+    const ours = chart.toJson()[0] as KubeObject;
+    await expect(serverSideApply(c, ours)).rejects.toThrow(/The 'k8s\.ovn\.org\/primary-user-defined-network' label cannot be added\/removed after the namespace was created/);
+    const live = (await c.request('GET', '/api/v1/namespaces/tenant-late')).json;
+    expect(live.metadata.labels).toEqual({ 'kubernetes.io/metadata.name': 'tenant-late', team: 'late' });
+  }, 60_000);
+
+  test('a namespace we created with the label takes our apply again unchanged (the example\'s tenant-blue on every cluster)', async () => {
+    for (const [cluster, objs] of objects) {
+      const ns = objs.find((o) => o.kind === 'Namespace')!;
+      const live = await serverSideApply(real.cluster(cluster), ns);
+      expect(live.metadata.labels?.[LABEL]).toBe('');
+    }
   }, 60_000);
 });
