@@ -5,6 +5,7 @@
  * larger fleets a compact tile grid (and beyond GRID_MAX a "+N more" summary). Pure, no cdk8s import.
  */
 import { PlanReport, PlanRow } from './plan-report';
+import { appendVmNetworks } from './vm-networks-svg';
 
 export const DETAILED_MAX = 12;
 export const GRID_MAX = 400;
@@ -32,8 +33,8 @@ function text(x: number, y: number, s: string, attrs = ''): string {
 
 /** Render the fleet picture. Deterministic: same report, same bytes. */
 export function renderFleetSvg(r: PlanReport): string {
-  if (r.clusters.length > DETAILED_MAX) return grid(r);
-  return r.sites && r.sites.length > 1 ? detailedSites(r, r.sites) : detailed(r);
+  const svg = r.clusters.length > DETAILED_MAX ? grid(r) : r.sites && r.sites.length > 1 ? detailedSites(r, r.sites) : detailed(r);
+  return appendVmNetworks(svg, r.vmNetworks ?? []); // issue 40: each cluster's slice of each VM network
 }
 
 function header(r: PlanReport, width: number): string[] {

@@ -3,6 +3,7 @@
  * needed / usable / free, what `direct` mode would need instead) and fleet totals; as data (JSON) and
  * as an aligned plain-text table. Pure, no cdk8s import.
  */
+import { VmNetworkReportRow, renderVmNetworks, vmNetworkReport } from './vm-networks-report';
 import { Datapath } from '../fleet/schema';
 import { clusterFlows } from '../kubevirt/network-policies';
 import { ProductVersion, capabilitiesFor } from '../kubevirt/capabilities';
@@ -87,6 +88,8 @@ export interface PlanReport {
   readonly totals: PlanTotals;
   /** The sites of a fleet that declares them (issue #24): subnet, router, attachment, MTU, routes, clusters. @default - absent for one subnet */
   readonly sites?: SitePlan[];
+  /** The fleet's VM networks (issue 40): split, slots, each cluster's slice, mobile VMs. @default - absent without VM networks */
+  readonly vmNetworks?: VmNetworkReportRow[];
 }
 
 export interface PlanReportOptions {
@@ -151,6 +154,7 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
         .map((mode) => ({ mode, clusters: plan.clusters.filter((c) => c.datapath === mode).map((c) => c.name) }))
         .filter((g) => g.clusters.length > 0),
     },
+    ...(plan.vmNetworks ? { vmNetworks: vmNetworkReport(plan.vmNetworks) } : {}),
   };
 }
 
@@ -242,7 +246,8 @@ export function renderPlanTable(r: PlanReport): string {
     + renderTrust(r)
     + renderCapabilities(r)
     + renderPolicies(r)
-    + renderMigrationGroups(t.migrationGroups);
+    + renderMigrationGroups(t.migrationGroups)
+    + renderVmNetworks(r.vmNetworks ?? []);
 }
 
 /** Empty for a one-mode fleet; otherwise says which clusters can migrate to which. */
