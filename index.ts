@@ -40,6 +40,14 @@ export * from './src/forklift/schema';
 export * from './src/forklift/model';
 export { planForklift } from './src/forklift/plan';
 export { loadMovesFile, movesPathFor, parseMovesText } from './src/forklift/moves';
+export { resolveVmNetworks } from './src/vmnet/plan';
+export type { VmNetworksResult } from './src/vmnet/plan';
+export { checkKeepAddressMove } from './src/vmnet/moves';
+export type { KeepAddressMove, KeepAddressVerdict, VmNetworksView } from './src/vmnet/moves';
+export type {
+  ClusterVmNetwork, ClusterVmNetworks, MobileVmAddress, VmNetworkEvpn, VmNetworkIpam, VmNetworkLocalnet, VmNetworkPlan, VmNetworkReach, VmSubnetSplit,
+} from './src/vmnet/resolved';
+export type { VmNetworkSpec } from './src/vmnet/schema';
 
 // ---- constructs (constructs/) -------------------------------------------------------------------
 export { CrossClusterMigrationMesh } from './constructs/fleet/mesh';
