@@ -20,7 +20,7 @@ const text = (x: number, y: number, s: string, attrs: string): string => `<text 
 const ivOf = (t: string): Interval | undefined => { const r = parsePoolItem(t); return r.ok ? r.interval : undefined; };
 
 /** Height the band needs for these networks. */
-export function vmNetworksBandHeight(rows: readonly VmNetworkReportRow[]): number {
+function vmNetworksBandHeight(rows: readonly VmNetworkReportRow[]): number {
   return rows.length ? 40 + rows.reduce((h, r) => h + 26 + Math.max(1, r.subnets.length) * 58, 0) : 0;
 }
 
@@ -52,7 +52,7 @@ function bar(sub: VmNetworkReportRow['subnets'][number], x: number, y: number, w
 }
 
 /** The band, its top at `y`, `width` wide (the picture's width). */
-export function vmNetworksBand(rows: readonly VmNetworkReportRow[], y: number, width: number): string[] {
+function vmNetworksBand(rows: readonly VmNetworkReportRow[], y: number, width: number): string[] {
   if (!rows.length) return [];
   const names = [...new Set(rows.flatMap((r) => r.clusters.map((c) => c.cluster)))].sort();
   const clusterColor = (c: string): string => SLICE_COLORS[names.indexOf(c) % SLICE_COLORS.length];

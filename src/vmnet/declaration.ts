@@ -25,9 +25,9 @@ export interface ParsedNetwork {
   readonly slots: number;
 }
 
-export const DEFAULT_SLOTS = 8;
+const DEFAULT_SLOTS = 8;
 /** Linux VRF names OVN-K derives from an EVPN CUDN name must stay under IFNAMSIZ (evpn.md:894). */
-export const MAX_EVPN_NAME = 15;
+const MAX_EVPN_NAME = 15;
 
 const byFamily = <T extends { family: Family }>(list: T[]): T[] => [...list].sort((a, b) => a.family - b.family);
 

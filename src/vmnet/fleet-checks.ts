@@ -10,10 +10,10 @@ import { GateCluster, VmNetworkFeature, gateProblems } from './gates';
 import { VmNetworkSpec } from './schema';
 
 /** VXLAN over IPv4 adds 50 bytes to every frame (outer Ethernet 14, IPv4 20, UDP 8, VXLAN 8). */
-export const VXLAN_OVERHEAD = 50;
+const VXLAN_OVERHEAD = 50;
 
 /** The fleet's clusters as the VM-network checks see them. */
-export function gateClusters(doc: FleetDocument): GateCluster[] {
+function gateClusters(doc: FleetDocument): GateCluster[] {
   return doc.spec.clusters.map((c, index) => {
     const kv = { ...doc.spec.kubevirt, ...c.kubevirt };
     const delivery = kv.configDelivery;

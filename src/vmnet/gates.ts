@@ -21,7 +21,7 @@ interface GateRow {
   readonly source: string;
 }
 
-export const VMNET_GATES: readonly GateRow[] = [
+const VMNET_GATES: readonly GateRow[] = [
   {
     feature: 'preconfigured-addresses', ovnK: '1.2.0', openshift: '4.20',
     what: 'reservedSubnets, infrastructureSubnets and defaultGatewayIPs (enable-preconfigured-udn-addresses); without it OVN-K drops them from the NAD silently and every cluster allocates the whole subnet',

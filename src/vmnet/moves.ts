@@ -14,7 +14,7 @@ import type { Move } from '../forklift/schema';
 import { ADDRESSES_ANNOTATION, ClusterVmNetwork, ClusterVmNetworks, VmNetworkPlan } from './resolved';
 
 /** KubeVirt/OpenShift: cross-cluster live migration fails for longer VM names (CNV-61066, OpenShift Virtualization 4.22 release notes). */
-export const MAX_MOVABLE_VM_NAME = 47;
+const MAX_MOVABLE_VM_NAME = 47;
 
 /** One move, as the pre-flight check needs it. */
 export interface KeepAddressMove {
@@ -176,7 +176,7 @@ export function checkKeepAddressMove(v: VmNetworksView, m: KeepAddressMove, path
  */
 type Found = { problems: FleetProblem[]; warnings: FleetProblem[] };
 
-export function vmNetworkMoveProblems(v: VmNetworksView, moves: readonly KeepAddressMove[], listPath: string): Found {
+function vmNetworkMoveProblems(v: VmNetworksView, moves: readonly KeepAddressMove[], listPath: string): Found {
   const problems: FleetProblem[] = [];
   const warnings: FleetProblem[] = [];
   moves.forEach((m, i) => {

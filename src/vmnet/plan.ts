@@ -35,7 +35,7 @@ export interface VmNetworksResult {
 }
 
 /** What the CUDN was created with, one line (ledger `created`): every field OVN-K makes immutable but the per-cluster ones. */
-export function createdLine(n: ParsedNetwork): string {
+function createdLine(n: ParsedNetwork): string {
   const s = n.spec;
   const parts = [
     `topology=${n.topology}`, `mtu=${s.mtu}`, `ipam=${n.ipamEnabled ? 'Persistent' : 'Disabled'}`,
@@ -219,7 +219,7 @@ export function vmNetworkDocProblems(doc: FleetDocument): { problems: FleetProbl
  * `vmNetworks`, and each cluster's networks. Problems of the declaration itself are reported by
  * `vmNetworkDocProblems`; here a network that does not parse is left out.
  */
-export function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<VmNetworksResult, 'warnings'> {
+function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<VmNetworksResult, 'warnings'> {
   const inconsistent = vmLedgerProblems(prev);
   if (inconsistent.length) return { perCluster: new Map(), networks: [], changes: [], problems: inconsistent };
   const p = new ProblemCollector();

@@ -76,11 +76,6 @@ export function reservedFor(split: Split, slot: number | undefined, withInfrastr
   return keepOut.flatMap(intervalToCidrs);
 }
 
-/** A cluster's dynamic range: its slice less the fleet's reserved addresses and the infrastructure. */
-export function dynamicRange(split: Split, slot: number): Interval[] {
-  return subtractIntervals([split.slices[slot]], [...split.reserved, ...split.infrastructure]);
-}
-
 /** The split as the ledger writes it. */
 export function formatSplit(s: Split): { subnet: string; infrastructure: string[]; reserved: string[]; mobile: string; slices: string[] } {
   return {
