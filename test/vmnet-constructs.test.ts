@@ -86,7 +86,7 @@ describe('VmNetworks from one cluster\'s resolved networks', () => {
   test('EVPN: the VTEP (Unmanaged) and RouteAdvertisements selecting the CUDN by its label, PodNetwork from every node, the user\'s FRR config', () => {
     expect(find('VTEP', 'fleet-vtep').spec).toEqual({ cidrs: ['100.64.1.0/24'], mode: 'Unmanaged' });
     expect(find('RouteAdvertisements', 'mm-blue').spec).toEqual({
-      advertisements: ['PodNetwork'], nodeSelector: {}, frrConfigurationSelector: { matchLabels: { 'fabric.example/bgp': 'evpn' } },
+      targetVRF: 'auto', advertisements: ['PodNetwork'], nodeSelector: {}, frrConfigurationSelector: { matchLabels: { 'fabric.example/bgp': 'evpn' } },
       networkSelectors: [{ networkSelectionType: 'ClusterUserDefinedNetworks', clusterUserDefinedNetworkSelector: { networkSelector: { matchLabels: { 'migrationmesh.dev/vm-network': 'blue' } } } }],
     });
   });
@@ -181,6 +181,7 @@ describe('each construct on its own, from its props and defaults', () => {
     const [v, r, n] = json(c);
     expect(v.spec.mode).toBe('Unmanaged');
     expect(r.spec.frrConfigurationSelector).toEqual({});
+    expect(r.spec.targetVRF).toBe('auto'); // each network in its own VRF, as EVPN needs
     expect(n.metadata.labels).toMatchObject({ 'k8s.ovn.org/primary-user-defined-network': '', team: 'x' });
     expect(json(c).flatMap((o) => validateObject(o))).toEqual([]);
   });

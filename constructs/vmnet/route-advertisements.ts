@@ -18,11 +18,21 @@ export interface RouteAdvertisementsProps {
    * @default - every FRRConfiguration (an empty selector)
    */
   readonly frrConfigurationLabels?: Record<string, string>;
+  /**
+   * `spec.targetVRF`: which VRF the routes are advertised in. `auto` advertises each selected network in its own VRF
+   * (and OVN-Kubernetes then keeps it out of the default VRF), which EVPN networks need: OVN-Kubernetes' EVPN
+   * workflow (docs/features/bgp-integration/evpn.md, step 3) sets it. The CRD takes any string and says nothing
+   * of this.
+   *
+   * @default 'auto'
+   */
+  readonly targetVrf?: string;
 }
 
 /**
  * An OVN-Kubernetes `RouteAdvertisements` (k8s.ovn.org/v1, cluster-scoped) that advertises the pod network of the
- * selected `ClusterUserDefinedNetwork`s over BGP, which an EVPN network needs for its MAC-VRF routes. `PodNetwork`
+ * selected `ClusterUserDefinedNetwork`s over BGP, each in its own VRF by default, which an EVPN network needs for its
+ * MAC-VRF routes. `PodNetwork`
  * is advertised from every node, so no node selector is written (the CRD refuses one with `PodNetwork`).
  */
 export class RouteAdvertisements extends Construct {
@@ -39,6 +49,7 @@ export class RouteAdvertisements extends Construct {
       kind: 'RouteAdvertisements',
       metadata: { name: props.name, labels: managedByLabels() },
       spec: {
+        targetVRF: props.targetVrf ?? 'auto',
         advertisements: ['PodNetwork'],
         nodeSelector: {},
         frrConfigurationSelector: frr,
