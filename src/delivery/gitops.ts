@@ -232,6 +232,10 @@ const fluxKustomizationName = (fleet: string, cluster: string, stage: StageName)
 /**
  * Flux: per cluster one Kustomization per non-empty stage, chained with dependsOn. The gateway stage
  * waits for its objects to be Ready (Deployments available) before the network stage may start.
+ * `deletionPolicy: Orphan`: a Kustomization that goes (its cluster left the fleet) leaves its objects, as the
+ * ApplicationSet's preserveResourcesOnDeletion does; Flux's default would delete all but the prune-disabled
+ * KubeVirt CR, which would then name a NAD that no longer exists. `prune: true` still removes what a new
+ * synth drops from a stage.
  */
 export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name: string; stages: readonly StageName[] }[]): Manifest[] {
   const f = g.flux!;
@@ -252,6 +256,7 @@ export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name:
           timeout: f.timeout,
           path: `./${g.path}/${c.name}/${st.dir}`,
           prune: true,
+          deletionPolicy: 'Orphan',
           wait: st.name === 'gateway',
           sourceRef: f.sourceRef,
           ...(prev ? { dependsOn: [{ name: prev }] } : {}),

@@ -6,9 +6,10 @@
  *     KubeVirt itself optionally against the PROPOSED PR #17922 schema.
  *  2. CRDs: every CustomResourceDefinition document in shared/schemas/{nad,whereabouts,ovn-k,ipamclaims,forklift,nmstate}
  *     and test/fixtures/crds/*.yaml (verbatim upstream copies, see test/fixtures/crds/SOURCES.md).
- *  3. Typed models: the interface declarations (.d.ts) shipped by `kubernetes-models` (core/apps/policy/...
+ *  3. Flux kinds: the CRDs of the Flux release the real-API lane runs, from the Go module cache (see fluxCrds).
+ *  4. Typed models: the interface declarations (.d.ts) shipped by `kubernetes-models` (core/apps/policy/...
  *     generated from the Kubernetes OpenAPI spec) and by `@kubernetes-models/{cert-manager,prometheus-operator,
- *     argo-cd,flux-cd}` (generated from the upstream CRDs). They are converted to JSON schema with the
+ *     argo-cd}` (generated from the upstream CRDs). They are converted to JSON schema with the
  *     TypeScript compiler API. kubernetes-models >=5 ships its validators as ESM-only precompiled code that
  *     jest (CommonJS) cannot load and that carries no schema we could walk for unknown fields, so we read the
  *     declarations instead; they carry the same field names, types, enums and required-ness.
@@ -23,6 +24,7 @@ import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import * as YAML from 'yaml';
 import * as ts from 'typescript';
+import { moduleDir } from './real-crds';
 
 export type KubevirtSchemaVariant = 'released' | 'pr17922';
 
@@ -67,7 +69,6 @@ const DTS_PACKAGES = [
   '@kubernetes-models/cert-manager',
   '@kubernetes-models/prometheus-operator',
   '@kubernetes-models/argo-cd',
-  '@kubernetes-models/flux-cd',
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -213,8 +214,26 @@ function kubevirtEntry(variant: KubevirtSchemaVariant): Entry {
   return e;
 }
 
+/**
+ * Flux kinds: the CRDs of the Flux release the real-API lane runs (kustomize-controller and source-controller
+ * v1.9.6, pinned by real/crd-sources), read from the Go module cache when a Flux kind is first looked up. The
+ * @kubernetes-models/flux-cd declarations predate fields that Flux serves, e.g. Kustomization spec.deletionPolicy.
+ */
+let fluxEntries: Map<string, Entry> | undefined;
+function fluxCrds(): Map<string, Entry> {
+  if (!fluxEntries) {
+    const map = new Map<string, Entry>();
+    for (const mod of ['github.com/fluxcd/kustomize-controller', 'github.com/fluxcd/source-controller']) {
+      for (const f of listFiles(path.join(moduleDir(mod), 'config', 'crd', 'bases'))) for (const doc of loadYamlDocs(f)) registerCrdDoc(map, doc, f);
+    }
+    fluxEntries = map;
+  }
+  return fluxEntries;
+}
+
 function lookup(apiVersion: string, kind: string, opts: ValidateOptions): Entry | undefined {
   if (apiVersion === 'kubevirt.io/v1' && kind === 'KubeVirt') return kubevirtEntry(opts.kubevirtSchema ?? 'released');
+  if (apiVersion.split('/')[0].endsWith('.toolkit.fluxcd.io')) return fluxCrds().get(gvk(apiVersion, kind));
   return crds().get(gvk(apiVersion, kind)) ?? dtsEntry(apiVersion, kind);
 }
 
