@@ -140,6 +140,7 @@ describe('shared objects', () => {
   test('one VTEP name with two different CIDR lists is refused, not emitted twice', () => {
     const other = { ...red, reach: { ...red.reach as any, vtepCidrs: ['100.64.9.0/24'] } };
     expect(() => new VmNetworks(chart(), 'V', { networks: [blue, other] })).toThrow(/VTEP fleet-vtep with other CIDRs/);
+    expect(() => new VmNetworks(chart(), 'V', { networks: [blue, other] })).toThrow(expect.objectContaining({ problems: [expect.objectContaining({ code: 'plan-inconsistent' })] }));
   });
   test('one bridge-mapping policy name with two different mappings is refused', () => {
     const other: ClusterVmNetwork = { ...vlan100, name: 'vlan200', localnet: { ...vlan100.localnet!, physicalNetworkName: 'physnet-other' } };
@@ -163,6 +164,13 @@ describe('each construct on its own, from its props and defaults', () => {
     expect(a.spec.network).toEqual({ topology: 'Layer2', layer2: { role: 'Primary', subnets: ['10.0.0.0/24'], mtu: 1400, ipam: { lifecycle: 'Persistent' } } });
     expect(b.spec.network.localnet).toEqual({ role: 'Secondary', physicalNetworkName: 'p', mtu: 1500, ipam: { lifecycle: 'Persistent' }, subnets: ['192.168.1.0/24'], excludeSubnets: ['192.168.1.0/28'] });
     expect(json(c).flatMap((o) => validateObject(o))).toEqual([]);
+  });
+  test('BridgeMappingPolicy refuses a physical network name that cannot name the policy unless a name is given', () => {
+    expect(() => new BridgeMappingPolicy(chart(), 'P', { physicalNetworkName: 'Physnet_VMs' }))
+      .toThrow(expect.objectContaining({ name: 'InvalidPropsError', problems: [expect.objectContaining({ code: 'prop-invalid', path: 'physicalNetworkName' })] }));
+    const c = chart();
+    new BridgeMappingPolicy(c, 'P', { physicalNetworkName: 'Physnet_VMs', name: 'mm-vms-bridge-mapping' });
+    expect(json(c)[0].spec.desiredState.ovn['bridge-mappings'][0].localnet).toBe('Physnet_VMs');
   });
   test('BridgeMappingPolicy defaults: br-ex, only the mapping, every node, the derived name', () => {
     const c = chart();

@@ -1,5 +1,6 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
+import { InvalidPropsError } from '../../src/base/errors';
 import { managedByLabels } from '../../src/base/names';
 
 /** nmstate's API group and version of `NodeNetworkConfigurationPolicy`. */
@@ -44,6 +45,8 @@ export interface BridgeMappingPolicyProps {
   readonly maxUnavailable?: number | string;
 }
 
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
 /** `desiredState` of one bridge mapping (and its dedicated bridge). */
 export function bridgeMappingState(p: Pick<BridgeMappingPolicyProps, 'physicalNetworkName' | 'bridge' | 'port'>): Record<string, unknown> {
   const bridge = p.bridge ?? 'br-ex';
@@ -68,6 +71,13 @@ export class BridgeMappingPolicy extends Construct {
   constructor(scope: Construct, id: string, props: BridgeMappingPolicyProps) {
     super(scope, id);
     this.name = props.name ?? `mm-${props.physicalNetworkName}-bridge-mapping`;
+    if (!DNS1123_SUBDOMAIN.test(this.name) || this.name.length > 253) {
+      throw new InvalidPropsError({
+        code: 'prop-invalid', path: props.name ? 'name' : 'physicalNetworkName',
+        message: `'${this.name}' is not a DNS-1123 subdomain, so it cannot name the NodeNetworkConfigurationPolicy`,
+        fix: 'give name: lowercase letters, digits, "-" and ".", starting and ending with a letter or digit, at most 253 characters',
+      });
+    }
     this.apiObject = new ApiObject(this, 'Resource', {
       apiVersion: NMSTATE_API_VERSION,
       kind: 'NodeNetworkConfigurationPolicy',

@@ -1,5 +1,6 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
+import { InvalidPropsError } from '../../src/base/errors';
 import { managedByLabels } from '../../src/base/names';
 
 /** OVN-Kubernetes' API group and version of `ClusterUserDefinedNetwork`, `VTEP` and `RouteAdvertisements`. */
@@ -161,9 +162,14 @@ export class ClusterUserDefinedNetwork extends Construct {
   constructor(scope: Construct, id: string, props: ClusterUserDefinedNetworkProps) {
     super(scope, id);
     if (!props.layer2 === !props.localnet) {
-      throw new Error(`ClusterUserDefinedNetwork ${props.name}: give exactly one of layer2 and localnet`);
+      throw new InvalidPropsError({
+        code: 'prop-invalid', path: 'layer2', message: `ClusterUserDefinedNetwork ${props.name}: give exactly one of layer2 and localnet`,
+        fix: 'layer2 for a primary network with persistent IPs, localnet for a secondary network on a physical network',
+      });
     }
-    if (props.namespaces.length === 0) throw new Error(`ClusterUserDefinedNetwork ${props.name}: serves no namespace`);
+    if (props.namespaces.length === 0) {
+      throw new InvalidPropsError({ code: 'prop-invalid', path: 'namespaces', message: `ClusterUserDefinedNetwork ${props.name}: serves no namespace`, fix: 'list the namespaces whose VMs use it' });
+    }
     this.name = props.name;
     this.apiObject = new ApiObject(this, 'Resource', {
       apiVersion: OVN_K8S_API_VERSION,

@@ -1,4 +1,5 @@
 import { Construct } from 'constructs';
+import { InvalidPropsError } from '../../src/base/errors';
 import { ClusterVmNetwork, VmNetworkEvpn } from '../../src/vmnet/resolved';
 import { BridgeMappingPolicy } from './bridge-mapping-policy';
 import { ClusterUserDefinedNetwork, Layer2NetworkOptions, LocalnetNetworkOptions } from './cluster-user-defined-network';
@@ -87,14 +88,25 @@ export class VmNetworks extends Construct {
     };
     const key = JSON.stringify(props);
     const seen = policies.get(l.policyName);
-    if (seen && seen.key !== key) throw new Error(`VmNetworks: network ${n.name} names NodeNetworkConfigurationPolicy ${l.policyName} with other contents than an earlier network`);
+    if (seen && seen.key !== key) {
+      throw new InvalidPropsError({
+        code: 'plan-inconsistent', path: `networks[${n.name}].localnet.policyName`,
+        message: `VmNetworks: network ${n.name} names NodeNetworkConfigurationPolicy ${l.policyName} with other contents than an earlier network`,
+        fix: 'give each physical network and bridge one policy name (one policy per physical network)',
+      });
+    }
     if (!seen) policies.set(l.policyName, { policy: new BridgeMappingPolicy(this, `BridgeMapping-${l.policyName}`, props), key });
   }
 
   private vtep(network: string, e: VmNetworkEvpn, vteps: Map<string, { vtep: Vtep; key: string }>): void {
     const key = JSON.stringify([e.vtepCidrs, e.vtepMode]);
     const seen = vteps.get(e.vtep);
-    if (seen && seen.key !== key) throw new Error(`VmNetworks: network ${network} names VTEP ${e.vtep} with other CIDRs than an earlier network`);
+    if (seen && seen.key !== key) {
+      throw new InvalidPropsError({
+        code: 'plan-inconsistent', path: `networks[${network}].reach.vtep`,
+        message: `VmNetworks: network ${network} names VTEP ${e.vtep} with other CIDRs than an earlier network`, fix: 'give one VTEP the same CIDRs in every network that names it',
+      });
+    }
     if (!seen) vteps.set(e.vtep, { vtep: new Vtep(this, `Vtep-${e.vtep}`, { name: e.vtep, cidrs: e.vtepCidrs, mode: e.vtepMode }), key });
   }
 }
