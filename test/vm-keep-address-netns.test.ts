@@ -23,8 +23,8 @@
  * are answered from ams-1; with the VXLAN join cut the connections stall (the client's kernel retransmits,
  * nothing comes back), rejoined they resume, the same connections; at the end every line sent came back, once,
  * whole and in order (no gap, no reset), with the bytes before, during and after counted. The pre-flight
- * refusal: the same move over the network planned with reach none is refused (vmnet-move-no-reach), in a
- * describe that needs no namespace.
+ * refusal: the same move over the network planned with reach none is refused (vmnet-move-no-reach), by the
+ * check and by synthesis of that fleet (the Forklift plan), in a describe that needs no namespace.
  *
  * Needs what test/vm-migration-netns.test.ts needs (root, the netns tools, the CNI plugins, QEMU 10, busybox-static,
  * cpio, apt: the guest kernel and its virtio-net modules are `apt-get download`ed once and cached); skips the
@@ -33,6 +33,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { FleetValidationError } from '../src/base/errors';
 import { resolveVmNetworks } from '../src/vmnet/plan';
 import { checkKeepAddressMove, KeepAddressMove } from '../src/vmnet/moves';
 import { parseInfoMigrate } from './support/qemu-guest';
@@ -98,6 +100,11 @@ describe('the pre-flight check of a keep-the-address move (the example\'s plan)'
     expect(v.problems).toEqual([expect.objectContaining({ code: 'vmnet-move-no-reach', path: `moves.${MOVE.namespace}/${MOVE.vm}` })]);
     expect(v.problems[0].message).toContain(MOVE.to);
     expect(v.problems[0].fix).toMatch(/evpn/);
+    // and synthesis, which plans the move for Forklift, refuses the fleet: nothing is written
+    let refused: unknown;
+    try { synthesizeFleet(apart, {}); } catch (e) { refused = e; }
+    expect(refused).toBeInstanceOf(FleetValidationError);
+    expect((refused as FleetValidationError).problems).toEqual([expect.objectContaining({ code: 'vmnet-move-no-reach', path: 'spec.forklift.moves[0]' })]);
   });
 });
 
