@@ -298,7 +298,7 @@ describe('the primary-network label only counts at creation: the cluster refuses
     for (const [cluster, objs] of objects) {
       const ns = objs.find((o) => o.kind === 'Namespace')!;
       const live = await serverSideApply(real.cluster(cluster), ns);
-      expect(live.metadata.labels?.[LABEL]).toBe('');
+      expect((live.metadata as { labels?: Record<string, string> }).labels?.[LABEL]).toBe('');
     }
   }, 60_000);
 });

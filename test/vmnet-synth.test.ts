@@ -74,8 +74,9 @@ describe('examples/vm-networks.fleet.yaml', () => {
       for (let i = 0; i < ranges.length; i++) {
         for (let j = i + 1; j < ranges.length; j++) for (const a of ranges[i]) for (const b of ranges[j]) expect(overlaps(a, b)).toBe(false);
       }
-      const mobile = ledger[net].subnets.map((s: any) => cidr(s.mobile));
+      const mobile = (ledger[net]!.subnets ?? []).map((s: any) => cidr(s.mobile));
       for (const range of ranges) for (const a of range) for (const m of mobile) expect(overlaps(a, m)).toBe(false);
+      expect(mobile).toHaveLength(net === 'blue' ? 2 : 1); // one mobile slice per subnet
     }
     const addresses = Object.values(ledger.blue.vms ?? {}).flat() as string[];
     expect(addresses).toHaveLength(4); // web-1 and db-1, one per family
