@@ -189,6 +189,16 @@ describe('immutable upstream: refused, never emitted', () => {
     expect(ps[0].fix).toMatch(/move or stop every VM on (blue|vlan100)/);
   });
 
+  test('a guest-owned localnet network (ipam disabled) has no slots, yet its VLAN per cluster is kept and guarded', () => {
+    const guest = (f: RawFleet) => { const v = f.spec.vmNetworks[1]; v.ipam = 'disabled'; delete v.subnets; delete v.reserved; delete v.allocation; };
+    const g = resolveVmNetworks(vmFleet(guest));
+    expect(g.ledger!.vlan100).toEqual({ created: 'topology=Localnet mtu=1500 ipam=Disabled physicalNetworkName=physnet-vms', clusters: { 'fra-1': { vlan: 100 }, 'ams-1': { vlan: 100 } } });
+    expect(net(g, 'fra-1', 'vlan100')).toMatchObject({ subnets: [], excludeSubnets: [], ipam: { mode: 'Disabled' } });
+    expect(net(g, 'fra-1', 'vlan100').slice).toBeUndefined();
+    const moved = replan((f) => { guest(f); f.spec.vmNetworks[1].clusters = { 'ams-1': { vlan: 300 } }; }, ledgerOf(g));
+    expect(moved.problems.map((p) => [p.code, p.path])).toEqual([['vmnet-immutable-change', 'spec.vmNetworks[1].clusters.ams-1.vlan']]);
+  });
+
   test('mobile VMs and served flags are not part of the immutable block', () => {
     expect(refused((f) => { f.spec.vmNetworks[0].mobileVms = []; })).toEqual([]);
   });

@@ -19,7 +19,8 @@ const splitEntry = z.object({
 }).strict();
 
 const clusterSlot = z.object({
-  slot: z.number().int().min(0),
+  /** The cluster's slice (absent for a localnet network with ipam disabled: nothing to split). */
+  slot: z.number().int().min(0).optional(),
   /** Localnet: the VLAN the cluster's CUDN was created with. */
   vlan: z.number().int().optional(),
 }).strict();
@@ -54,7 +55,10 @@ export function normalizeVmNetworksLedger(l: VmNetworksLedger): VmNetworksLedger
       }));
     }
     if (n.clusters && Object.keys(n.clusters).length) {
-      e.clusters = Object.fromEntries(byName(n.clusters).map(([c, v]) => [c, { slot: v.slot, ...(v.vlan !== undefined ? { vlan: v.vlan } : {}) }]));
+      const entry = (v: { slot?: number; vlan?: number }) => ({
+        ...(v.slot !== undefined ? { slot: v.slot } : {}), ...(v.vlan !== undefined ? { vlan: v.vlan } : {}),
+      });
+      e.clusters = Object.fromEntries(byName(n.clusters).map(([c, v]) => [c, entry(v)]));
     }
     if (n.vms && Object.keys(n.vms).length) e.vms = Object.fromEntries(byName(n.vms).map(([k, v]) => [k, [...v]]));
     out[name] = e;
@@ -110,6 +114,7 @@ export function vmLedgerProblems(l: VmNetworksLedger | undefined): FleetProblem[
     const slices = n.subnets?.[0]?.slices.length;
     for (const [c, v] of Object.entries(n.clusters ?? {})) {
       const path = `(ledger) vmNetworks.${name}.clusters.${c}.slot`;
+      if (v.slot === undefined) continue;
       const other = slotOwner.get(v.slot);
       if (other !== undefined) {
         out.push({ code: 'vmnet-ledger-conflict', path, message: `clusters ${other} and ${c} both hold slot ${v.slot} of VM network ${name}: their dynamic ranges would overlap`, fix });

@@ -80,17 +80,20 @@ const compactSplit = (s: ReturnType<typeof formatSplit>): VmNetworkLedger['subne
 });
 
 /** Slots: the ledger's kept, pinned ones honoured, new clusters on the lowest free. */
-type Slots = Record<string, { slot: number; vlan?: number }>;
+type Slots = Record<string, { slot?: number; vlan?: number }>;
 
 function planSlots(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger | undefined, clusters: readonly string[]): Slots {
   const out: Slots = {};
   const used = new Set<number>();
-  for (const [c, v] of Object.entries(was?.clusters ?? {})) { out[c] = { ...v }; used.add(v.slot); }
+  for (const [c, v] of Object.entries(was?.clusters ?? {})) {
+    out[c] = { ...v };
+    if (v.slot !== undefined) used.add(v.slot);
+  }
   for (const c of clusters) {
     const pin = n.spec.clusters?.[c]?.slot;
     const vlan = n.topology === 'Localnet' && serves(n.spec, c) ? n.spec.clusters?.[c]?.vlan ?? n.spec.vlan : undefined;
     if (out[c]) {
-      if (pin !== undefined && pin !== out[c].slot) {
+      if (pin !== undefined && n.ipamEnabled && pin !== out[c].slot) {
         p.add('vmnet-immutable-change', `${n.path}.clusters.${c}.slot`, `cluster ${c} holds slot ${out[c].slot} of ${n.spec.name} in the ledger; moving it to slot ${pin} changes every cluster's reserved ranges`,
           `remove the pin or set it to ${out[c].slot}; ${RECREATE(n.spec.name)}`);
       }
@@ -99,6 +102,10 @@ function planSlots(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger |
           RECREATE(n.spec.name));
       }
       if (out[c].vlan === undefined && vlan !== undefined) out[c] = { ...out[c], vlan };
+      continue;
+    }
+    if (!n.ipamEnabled) { // nothing to split: only the VLAN the CUDN is created with
+      if (vlan !== undefined) out[c] = { vlan };
       continue;
     }
     let slot = pin;
@@ -184,7 +191,7 @@ function planNetwork(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger
   const splits = n.ipamEnabled ? splitsOf(p, n) : [];
   if (!splits) return undefined;
   if (was && !immutable(p, n, was, splits)) return undefined;
-  const slots = n.ipamEnabled ? planSlots(p, n, was, clusters) : {};
+  const slots = planSlots(p, n, was, clusters);
   const vms = n.topology === 'Layer2' ? planVms(p, n, was, splits) : {};
   if (p.problems.length > before) return undefined;
   const entry: VmNetworkLedger = {
@@ -260,7 +267,7 @@ export function resolveVmNetworks(doc: FleetDocument, ledger?: Ledger): VmNetwor
 }
 
 function networkPlan(n: ParsedNetwork, entry: VmNetworkLedger, splits: readonly Split[], clusters: readonly string[]): VmNetworkPlan {
-  const slots = Object.fromEntries(Object.entries(entry.clusters ?? {}).map(([c, v]) => [c, v.slot]));
+  const slots = Object.fromEntries(Object.entries(entry.clusters ?? {}).filter(([, v]) => v.slot !== undefined).map(([c, v]) => [c, v.slot!]));
   const mobileVms = mobileVmsOf(n, entry);
   const splitTexts: VmSubnetSplit[] = splits.map((s) => formatSplit(s));
   return {
