@@ -150,5 +150,7 @@ describe('examples/vm-networks.fleet.yaml', () => {
     const vm = ks.find((k) => k.metadata.name === 'vmnet-fra-1-vm-networks');
     expect(vm.spec.dependsOn).toEqual([{ name: 'vmnet-fra-1-kubevirt' }]);
     expect(parse(g.files.get('fra-1/40-vm-networks/Namespace.tenant-blue.yaml')!).metadata.annotations['kustomize.toolkit.fluxcd.io/prune']).toBe('disabled');
+    const objects = [...g.files].filter(([k]) => k.endsWith('.yaml') && !k.endsWith('kustomization.yaml') && !k.includes('/drift/')).map(([k, v]) => [k, parse(v)] as const);
+    expect(objects.flatMap(([k, o]) => validateObject(o).map((e) => `${k}: ${e}`))).toEqual([]); // Flux's Kustomizations included
   });
 });
