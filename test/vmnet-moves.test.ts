@@ -9,6 +9,7 @@ import { checkKeepAddressMove, KeepAddressMove } from '../src/vmnet/moves';
 import { resolveVmNetworks } from '../src/vmnet/plan';
 import { planForklift } from '../src/forklift/plan';
 import { ClusterFacts } from '../src/forklift/model';
+import { servedNamespaceProblems } from '../src/vmnet/namespaces';
 import { RawFleet, vmFleet } from './support/vmnet-fleet';
 
 const move = (o: Partial<KeepAddressMove> = {}): KeepAddressMove => ({ vm: 'web-1', namespace: 'tenant-blue', from: 'fra-1', to: 'ams-1', ...o });
@@ -21,6 +22,7 @@ test('over EVPN, a mobile VM moves with its ledger address, pinned through the a
   expect(v.network).toBe('blue');
   expect(v.addresses).toEqual(['10.50.240.0', 'fd50::f000:0:0:0']);
   expect(v.origin).toBe('mobile');
+  expect(v.afterMove).toBe('delete-source');
   expect(v.annotation).toEqual({ key: 'network.kubevirt.io/addresses', value: '{"default":["10.50.240.0","fd50::f000:0:0:0"]}' });
   expect(v.problems).toEqual([]);
 });
@@ -55,6 +57,7 @@ describe('addresses read from the source IPAMClaim', () => {
     expect(v.ok).toBe(true);
     expect(v.addresses).toEqual(['10.50.16.20', 'fd50::1000:0:0:20']);
     expect(v.origin).toBe('source-slice');
+    expect(v.afterMove).toBe('keep-source-halted');
     // tenant-blue is also served by the localnet vlan100 (OVN IPAM): that address is not kept
     expect(v.warnings.map((w) => [w.code, /vlan100/.test(w.message)])).toEqual([['vmnet-ip-not-kept', true], ['vmnet-move-tombstone', false]]);
   });
@@ -117,4 +120,12 @@ describe('the fleet\'s moves are checked before anything is written (Forklift pl
     expect(r.problems).toEqual([]);
     expect(r.plan!.plans.map((p) => p.vms.map((v) => v.name))).toEqual([['web-1']]);
   });
+});
+
+test('a served namespace that exists without the primary-network label is refused, never patched', () => {
+  const fra = resolveVmNetworks(vmFleet()).perCluster.get('fra-1')!;
+  const ps = servedNamespaceProblems(fra, [{ name: 'tenant-blue', labels: { team: 'blue' } }, { name: 'tenant-red' }]);
+  expect(ps.map((p) => [p.code, p.path])).toEqual([['vmnet-namespace-label', 'spec.vmNetworks[0].namespaces[0]']]);
+  expect(ps[0].fix).toMatch(/delete namespace tenant-blue on fra-1 so the fleet creates it with the label/);
+  expect(servedNamespaceProblems(fra, [{ name: 'tenant-blue', labels: { 'k8s.ovn.org/primary-user-defined-network': '' } }])).toEqual([]);
 });

@@ -55,6 +55,12 @@ export interface KeepAddressVerdict {
   readonly annotation?: { readonly key: string; readonly value: string };
   /** Where the address comes from: the mobile slice (safe anywhere) or the source's own slice (needs the halted source kept as tombstone). */
   readonly origin?: 'mobile' | 'source-slice';
+  /**
+   * What to do with the halted source VM after the move: `delete-source` (a mobile address: no cluster hands
+   * it out, the claim may go), `keep-source-halted` (an address of the source's slice: its claim is the
+   * tombstone that keeps the source from handing the address out again). Absent when nothing is pinned.
+   */
+  readonly afterMove?: 'delete-source' | 'keep-source-halted';
   readonly problems: readonly FleetProblem[];
   readonly warnings: readonly FleetProblem[];
 }
@@ -165,7 +171,7 @@ export function checkKeepAddressMove(v: VmNetworksView, m: KeepAddressMove, path
   const annotation = addresses.length && problems.length === 0
     ? { key: ADDRESSES_ANNOTATION, value: mobileAnnotation(net.primaryInterface, addresses) }
     : undefined;
-  const origin = kept.addrs.length ? { origin: kept.origin } : {};
+  const origin = kept.addrs.length ? { origin: kept.origin, afterMove: kept.origin === 'mobile' ? 'delete-source' as const : 'keep-source-halted' as const } : {};
   return { ok: problems.length === 0, network: src.name, addresses, ...(annotation ? { annotation } : {}), ...origin, problems, warnings };
 }
 
