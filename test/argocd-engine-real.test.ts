@@ -1,6 +1,8 @@
 /**
- * Argo CD's own sync engine runs our sync waves. gitops-engine (the library Argo CD's application controller runs,
- * at the version Argo CD v3.2.12 ships; real/argo-bins/cmd/mm-argo-sync calls its engine.Sync once) syncs one
+ * Argo CD's own code runs our GitOps wiring: its sync engine runs our sync waves, its ApplicationSet controller
+ * expands our ApplicationSet. gitops-engine (the library Argo CD's application controller runs,
+ * at the version Argo CD v3.2.12 ships; real/argo-bins/cmd/mm-argo-sync drives one sync operation step by step as Argo CD's application controller
+ * does, with its 2 s pause between waves) syncs one
  * cluster of examples/gitops.fleet.yaml, synthesized by the library and rendered as Argo CD's repo server renders a
  * kustomize directory, into a real API server with kube-controller-manager, kube-scheduler and kwok nodes
  * (test/support/real-nodes.ts), so our gateway Deployments become Available as they would on a cluster. The sync
@@ -10,20 +12,30 @@
  *     KubeVirt names (wave 4) only after every gateway Deployment of wave 3 is Available: the engine waits for health;
  *   - every object is server-side applied by Argo CD's field manager and keeps our annotations;
  *   - a second sync writes nothing;
- *   - on a second cluster, the wave-4 NAD the server refuses fails the sync: waves 0-3 are applied, the KubeVirt CR
- *     of wave 5 is never written, and the engine names the refused object and the server's reason.
+ *   - on a second cluster without nodes at first, the engine holds wave 4 while the gateway Deployments are not
+ *     Available, goes on once nodes arrive, and fails at the wave-4 NAD the server refuses: waves 0-3 are applied, the
+ *     KubeVirt CR of wave 5 is never written, and the engine names the refused object and the server's reason;
+ *   - Argo CD v3.2.12's own ApplicationSet controller (real/argo-bins), on a third API server with Argo CD's CRDs,
+ *     project and cluster Secrets, expands our ApplicationSet into one Application per cluster with its directory, its
+ *     API server and our sync policy (the one the engine ran with).
+ * Measured here (2 cores, binaries cached): the suite 40 s; a sync of the tree 12-13 s, of which 10 s are Argo CD's
+ * pauses between waves; the ApplicationSet controller's three Applications 0.6-2 s after its start.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseAllDocuments, parse } from 'yaml';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { CLUSTER_LABEL } from '../src/base/names';
 import { ARGOCD_WAVE_ANNOTATION, GITOPS_DIR } from '../src/delivery/gitops';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
-import { createNamespaces, crdsFor, installCrds, objectKey, objectPath, platformNamespaces, type KubeObject } from './support/real-apply';
-import { ApiWatch, argoSync, renderKustomize, type ArgoSync, type WatchedWrite } from './support/real-argo';
+import { createNamespaces, crdsFor, installCrds, objectKey, objectPath, platformNamespaces, serverSideApply, type KubeObject } from './support/real-apply';
+import {
+  ApiWatch, argoCdCrds, argoSync, renderKustomize, startApplicationSetController, type ArgoSync, type WatchedWrite,
+} from './support/real-argo';
 import { upstreamCrds } from './support/real-crds';
 import { RealFleet, type RealCluster } from './support/real-kube';
+import type { ChildProcess } from 'node:child_process';
 import { RealNodes } from './support/real-nodes';
 
 const EXAMPLE = path.resolve(__dirname, '..', 'examples', 'gitops.fleet.yaml');
@@ -93,10 +105,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Cluster a: the tree as synthesized, nodes from the start. Cluster b: the wave-4 NAD broken, no nodes until the test starts them. */
 const a = {} as { cluster: RealCluster; tree: { file: string; objects: KubeObject[] }; watch: ApiWatch; sync: Promise<ArgoSync> };
 const b = {} as typeof a & { plain: KubeObject[] };
+/** Ends syncs still running when the suite ends (a test that failed early, or a run of some tests only). */
+const abort = new AbortController();
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-argo-'));
-  fleet = await RealFleet.start(['argo-a', 'argo-b']);
+  fleet = await RealFleet.start(['argo-a', 'argo-b', 'argo-hub']);
   a.cluster = fleet.cluster('argo-a');
   b.cluster = fleet.cluster('argo-b');
   a.tree = renderedTree(a.cluster);
@@ -108,8 +122,8 @@ beforeAll(async () => {
   await Promise.all([platform(a.cluster, a.tree.objects, { nodes: 0 }), platform(b.cluster, b.plain)]);
   [a.watch, b.watch] = await Promise.all([ApiWatch.start(a.cluster, a.tree.objects), ApiWatch.start(b.cluster, b.plain)]);
   // both syncs run from here on; each test awaits its own
-  a.sync = argoSync(a.cluster, a.tree.file, APP);
-  b.sync = argoSync(b.cluster, b.tree.file, { ...APP, timeoutMs: 120_000 });
+  a.sync = argoSync(a.cluster, a.tree.file, { ...APP, signal: abort.signal });
+  b.sync = argoSync(b.cluster, b.tree.file, { ...APP, timeoutMs: 120_000, signal: abort.signal });
   a.sync.then((s) => timed('first sync', s), () => undefined);
   b.sync.then((s) => timed('sync with a refused wave-4 object (nodes started late)', s), () => undefined);
 }, 180_000);
@@ -117,6 +131,7 @@ beforeAll(async () => {
 afterAll(async () => {
   a.watch?.stop();
   b.watch?.stop();
+  abort.abort();
   await Promise.allSettled([a.sync, b.sync]);
   await Promise.all(nodes.map((n) => n.stop()));
   await fleet?.stop();
@@ -207,4 +222,75 @@ describe('a cluster whose Deployments cannot become healthy yet, and a wave-4 ob
     }
     expect(waves4and5.map(objectKey).filter((k) => created().has(k))).toEqual([]);
   }, 150_000);
+});
+
+describe('Argo CD\'s ApplicationSet controller expands our ApplicationSet', () => {
+  const ARGOCD = 'argocd';
+  let controller: ChildProcess | undefined;
+  afterAll(() => { controller?.kill('SIGKILL'); });
+
+  test('one Application per cluster, each with its directory, its API server and the sync policy the engine ran with', async () => {
+    const hub = fleet.cluster('argo-hub');
+    // the example, its clusters' API servers being three real ones (nothing dials the example's addresses)
+    const servers: Record<string, string> = { east: a.cluster.url, west: b.cluster.url, north: hub.url };
+    const doc = loadFleetFile(EXAMPLE);
+    doc.spec.gitops!.argocd!.clusterServers = servers;
+    const files = synthesizeFleet(doc, { ledger: loadLedgerFile(ledgerPathFor(EXAMPLE)) }).files;
+    const ours = parse([...files].find(([p]) => p.startsWith(`${GITOPS_DIR}/argocd/ApplicationSet.`))![1]) as KubeObject & { spec: any };
+    expect(ours.metadata.namespace).toBe(ARGOCD);
+
+    // Argo CD as installed: its CRDs (v3.2.12), settings, the project our template names, one cluster Secret per cluster
+    await installCrds(hub, argoCdCrds());
+    await createNamespaces(hub, [ARGOCD]);
+    const partOf = { 'app.kubernetes.io/part-of': 'argocd' };
+    await serverSideApply(hub, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: ARGOCD, labels: partOf } }, 'argocd-install');
+    await serverSideApply(hub, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'argocd-secret', namespace: ARGOCD, labels: partOf } }, 'argocd-install');
+    await serverSideApply(hub, {
+      apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: ours.spec.template.spec.project, namespace: ARGOCD },
+      spec: { sourceRepos: ['*'], destinations: [{ server: '*', namespace: '*' }], clusterResourceWhitelist: [{ group: '*', kind: '*' }] },
+    } as KubeObject, 'argocd-install');
+    for (const [name, server] of Object.entries(servers)) {
+      await serverSideApply(hub, {
+        apiVersion: 'v1', kind: 'Secret', metadata: { name: `cluster-${name}`, namespace: ARGOCD, labels: { 'argocd.argoproj.io/secret-type': 'cluster' } },
+        stringData: { name, server, config: '{"tlsClientConfig":{"insecure":false}}' },
+      } as KubeObject, 'argocd-install');
+    }
+    await serverSideApply(hub, ours);
+    const t0 = Date.now();
+    controller = await startApplicationSetController(hub, ARGOCD);
+
+    let apps: any[] = [];
+    while (apps.length < 3 && Date.now() - t0 < 60_000 && controller.exitCode === null) {
+      await sleep(200);
+      apps = (await hub.request('GET', `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD}/applications`)).json?.items ?? [];
+    }
+    timings.push(`ApplicationSet controller: ${apps.length} Applications ${Date.now() - t0} ms after its start`);
+    if (apps.length < 3) {
+      const status = (await hub.request('GET', `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD}/applicationsets/${ours.metadata.name}`)).json?.status;
+      const log = fs.readFileSync(path.join(hub.dir, 'argocd-applicationset-controller.log'), 'utf8').split('\n').slice(-30).join('\n');
+      throw new Error(`the controller made ${apps.length} Applications (exit code ${controller.exitCode}); ApplicationSet status ${JSON.stringify(status)}; its log:\n${log}`);
+    }
+    const expected = Object.keys(servers).sort().map((c) => ({
+      name: `${doc.metadata.name}-${c}`,
+      cluster: c,
+      project: ours.spec.template.spec.project,
+      source: { repoURL: doc.spec.gitops!.repoURL, targetRevision: doc.spec.gitops!.targetRevision, path: `${doc.spec.gitops!.path}/${c}` },
+      destination: { server: servers[c] },
+      syncPolicy: ours.spec.template.spec.syncPolicy,
+      owner: `ApplicationSet/${ours.metadata.name}`,
+    }));
+    expect(apps.map((x) => ({
+      name: x.metadata.name,
+      cluster: x.metadata.labels?.[CLUSTER_LABEL],
+      project: x.spec.project,
+      source: x.spec.source,
+      destination: x.spec.destination,
+      syncPolicy: x.spec.syncPolicy,
+      owner: (x.metadata.ownerReferences ?? []).map((r: any) => `${r.kind}/${r.name}`).join(','),
+    })).sort((x, y) => x.name.localeCompare(y.name))).toEqual(expected);
+    // the Application the engine synced above is this one, with these options
+    const east = apps.find((x) => x.metadata.name === APP.app)!;
+    expect(east.spec.syncPolicy.syncOptions.includes('ServerSideApply=true')).toBe(APP.serverSideApply);
+    expect(!!east.spec.syncPolicy.automated?.prune).toBe(APP.prune);
+  }, 120_000);
 });

@@ -9,12 +9,16 @@
  * etcd revision of the write, one counter for every key of the etcd (Kubernetes calls it opaque; the tests use it
  * only to order writes of one server, which is what it is).
  */
-import { execFile } from 'node:child_process';
+import { ChildProcess, execFile, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as https from 'node:https';
 import * as path from 'node:path';
-import { goBinDir, type RealCluster } from './real-kube';
+import { parseAllDocuments } from 'yaml';
+import { freePort, goBinDir, spawnLogged, type RealCluster } from './real-kube';
 import { objectPath, type KubeObject } from './real-apply';
+import type { Crd } from './real-crds';
+
+const ROOT = path.resolve(__dirname, '..', '..');
 
 /** One line of mm-argo-sync's output. */
 export interface ArgoEvent { readonly event: string; readonly ms: number; readonly [k: string]: unknown }
@@ -54,6 +58,8 @@ export interface ArgoSyncOptions {
   readonly prune?: boolean;
   /** How long the engine may take. [60000 ms] */
   readonly timeoutMs?: number;
+  /** Ends the program early (the promise then rejects). [none] */
+  readonly signal?: AbortSignal;
 }
 
 let runs = 0;
@@ -63,7 +69,7 @@ export function argoSync(cluster: RealCluster, manifests: string, o: ArgoSyncOpt
   const args = ['--kubeconfig', cluster.kubeconfig(), '--manifests', manifests, '--app', o.app, `--timeout=${timeoutMs}ms`,
     `--server-side-apply=${!!o.serverSideApply}`, `--prune=${!!o.prune}`];
   return new Promise((resolve, reject) => {
-    execFile(argoSyncBin(), args, { timeout: timeoutMs + 30_000, maxBuffer: 64 * 2 ** 20 }, (err, stdout, stderr) => {
+    execFile(argoSyncBin(), args, { timeout: timeoutMs + 30_000, maxBuffer: 64 * 2 ** 20, signal: o.signal }, (err, stdout, stderr) => {
       fs.writeFileSync(path.join(cluster.dir, `mm-argo-sync-${++runs}.log`), stderr);
       const events = stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as ArgoEvent);
       const done = events.find((e) => e.event === 'done');
@@ -84,6 +90,29 @@ export function argoSync(cluster: RealCluster, manifests: string, o: ArgoSyncOpt
 export function renderKustomize(cluster: RealCluster, dir: string, out: string): string {
   fs.writeFileSync(out, cluster.kubectl(['kustomize', dir]));
   return out;
+}
+
+/** Argo CD v3.2.12's CRDs (Application, ApplicationSet, AppProject), from the module real/argo-bins builds the controller from. */
+export function argoCdCrds(): Crd[] {
+  const dir = execFileSync('go', ['list', '-m', '-f', '{{.Dir}}', 'github.com/argoproj/argo-cd/v3'], {
+    cwd: path.join(ROOT, 'real', 'argo-bins'), encoding: 'utf8', env: { ...process.env, PATH: `${process.env.PATH}:/usr/local/go/bin`, GOFLAGS: '-mod=mod' },
+  }).trim();
+  return ['application-crd.yaml', 'applicationset-crd.yaml', 'appproject-crd.yaml']
+    .flatMap((f) => parseAllDocuments(fs.readFileSync(path.join(dir, 'manifests', 'crds', f), 'utf8')).map((d) => d.toJS() as Crd));
+}
+
+/**
+ * Argo CD's own ApplicationSet controller (real/argo-bins), out of cluster, for the ApplicationSets in `namespace`
+ * (Argo CD's namespace: its settings, projects and cluster Secrets live there). Metrics and probes off; its webhook
+ * server and the repo server address on loopback ports (a list generator never calls the repo server). Its
+ * controller-runtime client reads KUBECONFIG, not the --kubeconfig flag, so both are given. Log:
+ * argocd-applicationset-controller.log in the cluster's directory. Kill it when done.
+ */
+export async function startApplicationSetController(cluster: RealCluster, namespace: string): Promise<ChildProcess> {
+  return spawnLogged(path.join(goBinDir('argo-bins'), 'argocd-applicationset-controller'), [
+    '--kubeconfig', cluster.kubeconfig(), '--namespace', namespace, '--metrics-addr', '0', '--probe-addr', '0',
+    '--webhook-addr', `127.0.0.1:${await freePort()}`, '--argocd-repo-server', `127.0.0.1:${await freePort()}`, '--logformat', 'text',
+  ], path.join(cluster.dir, 'argocd-applicationset-controller.log'), { ...process.env, KUBECONFIG: cluster.kubeconfig() });
 }
 
 /** One write seen by a watch. */
