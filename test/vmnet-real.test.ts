@@ -9,7 +9,9 @@
  *     OVN-Kubernetes fails later): the server accepts the object and we refuse the fleet;
  *  4. the networks are immutable once created (Layer2/Localnet `self == oldSelf`): the server refuses a changed block
  *     on the created network, and our ledger refuses the fleet change before it is emitted;
- *  5. with OpenShift's admission policy for the primary-network label installed (test/fixtures/admission, verbatim),
+ *  5. adding a cluster to the fleet: the existing clusters' objects apply over the created ones with no refusal and
+ *     no write;
+ *  6. with OpenShift's admission policy for the primary-network label installed (test/fixtures/admission, verbatim),
  *     our Namespace applied over an existing namespace without the label is refused by the cluster, never patched.
  * One API server per cluster of the example fleet, one etcd.
  */
@@ -118,6 +120,24 @@ describe('the example fleet\'s VM-network objects on real API servers', () => {
       expect(again.map((o) => o.metadata.resourceVersion)).toEqual(live.map((o) => o.metadata.resourceVersion));
     }
   }, 120_000);
+});
+
+describe('adding a cluster on the real servers', () => {
+  test('the grown fleet\'s objects for the existing clusters apply over the created ones without a refusal (immutable blocks unchanged) and without a write', async () => {
+    const raw = rawFleet();
+    raw.spec.clusters.push({ name: 'par-1', nodes: 4, ovnKubernetes: { version: 'v1.3.0', ipamExtensions: true } });
+    raw.spec.vmNetworks[0].clusters['par-1'] = { vtepCidrs: ['203.0.113.0/26'] };
+    const grown = synthesizeFleet(parseFleetDocument(raw), { ledger: ledger() });
+    expect([...grown.objects.keys()].sort()).toEqual(['ams-1', 'fra-1', 'par-1']);
+    for (const cluster of objects.keys()) {
+      const server = real.cluster(cluster);
+      const mine = (grown.objects.get(cluster) as KubeObject[]).filter((o) => stageOfWave(rolloutWave(o, new Set())).name === 'vm-networks');
+      const created = (o: KubeObject) => objects.get(cluster)!.find((x) => x.kind === o.kind && x.metadata.name === o.metadata.name)!;
+      const before = await Promise.all(mine.map(async (o) => (await serverSideApply(server, created(o))).metadata.resourceVersion));
+      const after = await Promise.all(mine.map(async (o) => (await serverSideApply(server, o)).metadata.resourceVersion));
+      expect(after).toEqual(before);
+    }
+  }, 60_000);
 });
 
 interface Refusal {
