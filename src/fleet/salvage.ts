@@ -89,10 +89,14 @@ export function salvageFleetDocument(input: unknown): SalvagedDocument {
   const again = fleetDocumentSchema.safeParse(rest);
   if (again.success) return { problems, value: again.data };
   const unreadable = new Set<number>();
+  let vmNetworksUnreadable = false;
   for (const { path } of again.error.issues.filter(isShapeIssue)) {
+    // issue 40: VM networks with an unreadable required value are left out whole (planned by no one else)
+    if (path[0] === 'spec' && path[1] === 'vmNetworks') { vmNetworksUnreadable = true; continue; }
     if (path[0] !== 'spec' || path[1] !== 'clusters' || typeof path[2] !== 'number') return { problems };
     unreadable.add(path[2]);
   }
+  if (vmNetworksUnreadable) delete (rest as { spec: { vmNetworks?: unknown } }).spec.vmNetworks;
   if (unreadable.size === 0) return { problems, value: rest as FleetDocument };
   const spec = (rest as { spec: { clusters: unknown[] } }).spec;
   const clusterIndex = spec.clusters.map((_, i) => i).filter((i) => !unreadable.has(i));
