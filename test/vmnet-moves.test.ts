@@ -95,7 +95,8 @@ test('a VM in a namespace with no primary VM network has nothing to pin; a local
   expect(v).toMatchObject({ ok: true, addresses: [], problems: [] });
   expect(codes(v.warnings)).toEqual(['vmnet-ip-not-kept']);
   const guest = verdict((f) => { f.spec.vmNetworks[1].ipam = 'disabled'; delete f.spec.vmNetworks[1].subnets; delete f.spec.vmNetworks[1].reserved; }, move({ namespace: 'tenant-red', vm: 'db-9' }));
-  expect(guest.warnings).toEqual([]);
+  expect(codes(guest.warnings)).toEqual(['vmnet-localnet-cclm']);
+  expect(guest.warnings[0].message).toMatch(/its guest keeps its address; traffic sent to the source node can be lost/);
 });
 
 describe('the fleet\'s moves are checked before anything is written (Forklift plan)', () => {

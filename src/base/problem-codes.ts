@@ -190,6 +190,7 @@ export const PROBLEM_CODES = {
   'vmnet-move-vm-name': { stage: 'moves', meaning: 'A VM name longer than 47 characters: cross-cluster live migration fails for it (CNV-61066).' },
   'vmnet-ip-not-kept': { stage: 'moves', meaning: 'Warning: a move that gets a new address on the target: over a localnet network with OVN IPAM (no pinning path upstream), or a primary-network VM with no address to pin (not a mobile VM, none read from its IPAMClaim).' },
   'vmnet-namespace-label': { stage: 'status', meaning: 'A namespace a primary VM network serves exists on the cluster without the primary-network label (honoured only at creation): refused, never patched.' },
+  'vmnet-localnet-cclm': { stage: 'moves', meaning: 'Warning: a move over a guest-owned localnet network: traffic to the source node can be lost until the move completes (ovn-kubernetes #6461), and the VLAN must reach the target.' },
   'vmnet-move-tombstone': { stage: 'moves', meaning: 'Warning: a VM moving with an address of its source\'s slice: the halted source VM must stay as the tombstone, or the source hands the address out again.' },
   // ---- props of constructs and helpers ----
   'customize-async': { stage: 'props', meaning: 'The `customize` or `customizeCluster` hook returned a promise: synthesis is synchronous, so an async hook would run after the tree is written; make it synchronous.' },

@@ -142,6 +142,10 @@ export function checkKeepAddressMove(v: VmNetworksView, m: KeepAddressMove, path
     if (ln.ipam.mode === 'Enabled') {
       warnings.push({ code: 'vmnet-ip-not-kept', path, message: `${m.namespace}/${m.vm} may use localnet network ${ln.name}, whose addresses come from OVN IPAM per cluster: on ${m.to} it gets a new one (nothing upstream can pin a localnet address)`,
         fix: `use ipam: disabled on ${ln.name} for VMs that move (the guest owns its address on the shared VLAN), or re-address the VM after the move` });
+    } else {
+      // ovn-kubernetes #6461: each cluster sees one virt-launcher pod, so the source port is never switched off
+      warnings.push({ code: 'vmnet-localnet-cclm', path, message: `${m.namespace}/${m.vm} may use localnet network ${ln.name}: its guest keeps its address${ln.reach.type === 'vlan' ? '' : `, but reach is ${ln.reach.type}, so on ${m.to} it is on another segment`}; traffic sent to the source node can be lost until the move completes (ovn-kubernetes #6461)`,
+        fix: ln.reach.type === 'vlan' ? 'expect a short loss on this network during the switch-over; retrying clients recover' : `join ${ln.name}'s VLAN between the sites (reach: {type: vlan}) before moving VMs on it` });
     }
   }
   if (!src) return { ok: true, addresses: [], problems, warnings };
