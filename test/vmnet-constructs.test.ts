@@ -172,6 +172,15 @@ describe('each construct on its own, from its props and defaults', () => {
     new BridgeMappingPolicy(c, 'P', { physicalNetworkName: 'Physnet_VMs', name: 'mm-vms-bridge-mapping' });
     expect(json(c)[0].spec.desiredState.ovn['bridge-mappings'][0].localnet).toBe('Physnet_VMs');
   });
+  test('what the CRDs would refuse is refused here first: a node-selector key that is not a label key, a VTEP name that is not a DNS-1123 subdomain', () => {
+    const code = (path: string) => expect.objectContaining({ problems: [expect.objectContaining({ code: 'prop-invalid', path })] });
+    expect(() => new BridgeMappingPolicy(chart(), 'P', { physicalNetworkName: 'p', nodeSelector: { 'bad key!': '' } })).toThrow(code('nodeSelector.bad key!'));
+    expect(() => new Vtep(chart(), 'V', { name: 'Fleet_VTEP', cidrs: ['100.64.0.0/24'] })).toThrow(code('name'));
+    const c = chart();
+    new BridgeMappingPolicy(c, 'P', { physicalNetworkName: 'p', nodeSelector: { 'node-role.kubernetes.io/worker': '', 'example.com/vms': 'yes' } });
+    new Vtep(c, 'V', { name: 'fleet.vtep-1', cidrs: ['100.64.0.0/24'] });
+    expect(json(c)).toHaveLength(2);
+  });
   test('BridgeMappingPolicy defaults: br-ex, only the mapping, every node, the derived name', () => {
     const c = chart();
     const p = new BridgeMappingPolicy(c, 'P', { physicalNetworkName: 'physnet-ex' });

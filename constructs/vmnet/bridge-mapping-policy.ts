@@ -46,6 +46,8 @@ export interface BridgeMappingPolicyProps {
 }
 
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** A label key (the NNCP CRD's CEL rule `format.qualifiedName()` on nodeSelector keys). */
+const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 /** `desiredState` of one bridge mapping (and its dedicated bridge). */
 export function bridgeMappingState(p: Pick<BridgeMappingPolicyProps, 'physicalNetworkName' | 'bridge' | 'port'>): Record<string, unknown> {
@@ -76,6 +78,13 @@ export class BridgeMappingPolicy extends Construct {
         code: 'prop-invalid', path: props.name ? 'name' : 'physicalNetworkName',
         message: `'${this.name}' is not a DNS-1123 subdomain, so it cannot name the NodeNetworkConfigurationPolicy`,
         fix: 'give name: lowercase letters, digits, "-" and ".", starting and ending with a letter or digit, at most 253 characters',
+      });
+    }
+    for (const key of Object.keys(props.nodeSelector ?? {})) {
+      if (QUALIFIED_NAME.test(key) && key.split('/')[0].length <= 253) continue;
+      throw new InvalidPropsError({
+        code: 'prop-invalid', path: `nodeSelector.${key}`, message: `'${key}' is not a label key (a qualified name); the NodeNetworkConfigurationPolicy CRD refuses it`,
+        fix: 'use a node label key such as node-role.kubernetes.io/worker or example.com/vms',
       });
     }
     this.apiObject = new ApiObject(this, 'Resource', {

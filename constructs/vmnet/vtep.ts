@@ -1,7 +1,10 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
+import { InvalidPropsError } from '../../src/base/errors';
 import { managedByLabels } from '../../src/base/names';
 import { OVN_K8S_API_VERSION } from './cluster-user-defined-network';
+
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /**
  * Properties for `Vtep`.
@@ -28,6 +31,12 @@ export class Vtep extends Construct {
 
   constructor(scope: Construct, id: string, props: VtepProps) {
     super(scope, id);
+    if (!DNS1123_SUBDOMAIN.test(props.name) || props.name.length > 253) {
+      throw new InvalidPropsError({
+        code: 'prop-invalid', path: 'name', message: `'${props.name}' is not a DNS-1123 subdomain, so it cannot name the VTEP`,
+        fix: 'use lowercase letters, digits, "-" and ".", starting and ending with a letter or digit, at most 253 characters',
+      });
+    }
     this.name = props.name;
     this.apiObject = new ApiObject(this, 'Resource', {
       apiVersion: OVN_K8S_API_VERSION,
