@@ -255,6 +255,9 @@ describe('the ledger file', () => {
     const planned = planFleetDocument(vmFleet());
     expect(Object.keys(planned.ledger.vmNetworks!)).toEqual(['blue', 'vlan100']);
     expect(planned.plan.vmNetworks!.perCluster.get('fra-1')!.networks.map((n) => n.name)).toEqual(['blue', 'vlan100']);
+    // what synth lists as ledger changes: each new network with the line it is created with
+    expect(planned.changes.filter((c) => c.cluster.startsWith('vmNetworks.')).map((c) => [c.cluster, c.field, c.to?.split(' ')[0]]))
+      .toEqual([['vmNetworks.blue', 'created', 'topology=Layer2'], ['vmNetworks.vlan100', 'created', 'topology=Localnet']]);
     const withoutVm: Ledger = { ...planned.ledger, vmNetworks: undefined };
     let err: unknown;
     try { planFleetDocument(vmFleet(), { ledger: withoutVm, frozen: true }); } catch (e) { err = e; }

@@ -83,7 +83,7 @@ export function diffVmNetworksLedgers(before: VmNetworksLedger | undefined, afte
   for (const n of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
     const x = a[n];
     const y = b[n];
-    if (!x || !y) { out.push({ network: n, field: '', from: text(x && 'network'), to: text(y && 'network') }); continue; }
+    if (!x || !y) { out.push({ network: n, field: '', from: x?.created, to: y?.created }); continue; } // a network added or removed whole
     if (x.created !== y.created) out.push({ network: n, field: 'created', from: x.created, to: y.created });
     if (text(x.subnets) !== text(y.subnets)) out.push({ network: n, field: 'subnets', from: text(x.subnets), to: text(y.subnets) });
     for (const c of [...new Set([...Object.keys(x.clusters ?? {}), ...Object.keys(y.clusters ?? {})])].sort()) {

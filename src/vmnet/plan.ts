@@ -296,6 +296,6 @@ export function planFleetVmNetworks(fleet: ResolvedFleet, prev: Ledger): {
     problems: vm.problems,
     ledger: vm.ledger ? { vmNetworks: vm.ledger } : {},
     plan: vm.ledger ? { vmNetworks: { perCluster: vm.perCluster, networks: vm.networks, warnings: fleet.vmNetworks?.warnings ?? [] } } : {},
-    changes: vm.changes.map((c) => ({ cluster: `vmNetworks.${c.network}`, field: c.field || '(network)', from: c.from, to: c.to })),
+    changes: vm.changes.map((c) => ({ cluster: `vmNetworks.${c.network}`, field: c.field || 'created', from: c.from, to: c.to })),
   };
 }
