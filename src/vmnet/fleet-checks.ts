@@ -138,7 +138,7 @@ export function vmNetworkWarnings(doc: FleetDocument): FleetProblem[] {
     }
     if (net.reach?.type === 'evpn' && served.length > 1) {
       out.push({ code: 'vmnet-evpn-cclm-ingress', path: `spec.vmNetworks[${i}].reach`, message: `cross-cluster moves over EVPN network ${net.name} are a future goal upstream (OKEP-5088), and OpenShift 4.22 lists lost ingress after them (OCPBUGS-86503)`,
-        fix: 'test a move on your fabric first (docs/vm-networks.md, "Moves"), and watch ingress to the moved VM' });
+        fix: 'test a move on your fabric first (docs/vm-networks.md, "A VM that moves keeps its address"), and watch ingress to the moved VM' });
     }
   });
   return out;
