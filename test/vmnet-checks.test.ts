@@ -35,6 +35,7 @@ describe('one network on its own', () => {
     ['a reserved address outside the subnets', (f) => { vlan(f).reserved = ['192.168.99.1']; }, [['vmnet-outside-subnet', 'spec.vmNetworks[1].reserved[0]']]],
     ['a mobile slice on the infrastructure', (f) => { blue(f).allocation = { mobile: ['10.50.0.0/20', 'fd50::f000:0:0:0/68'] }; }, [['vmnet-infra-overlap', 'spec.vmNetworks[0].infrastructure']]],
     ['an EVPN network name of 16 characters (VRF)', (f) => { blue(f).name = 'blue-network-x16'; }, [['vmnet-name-too-long', 'spec.vmNetworks[0].name']]],
+    ['a mobile VM name of 48 characters (cannot move)', (f) => { blue(f).mobileVms = [`tenant-blue/${'v'.repeat(48)}`]; }, [['vmnet-name-too-long', 'spec.vmNetworks[0].mobileVms[0]']]],
     ['a route target the CRD refuses', (f) => { blue(f).reach.routeTarget = '65000'; }, [['vmnet-route-target', 'spec.vmNetworks[0].reach.routeTarget']]],
     ['a slice prefix that leaves no room', (f) => { vlan(f).allocation = { slots: 4, slicePrefix: { ipv4: 25 } }; }, [['vmnet-slice-prefix', 'spec.vmNetworks[1].allocation.slicePrefix.ipv4']]],
     ['slots that do not fit beside infrastructure and reserved ranges', (f) => { vlan(f).allocation = { slots: 7, slicePrefix: { ipv4: 27 } }; },

@@ -163,7 +163,7 @@ export const PROBLEM_CODES = {
   'vmnet-gateway-infra': { stage: 'validate', meaning: 'A Layer2 gateway outside the infrastructure CIDRs (the CRD\'s CEL rule on defaultGatewayIPs).' },
   'vmnet-gateway-count': { stage: 'validate', meaning: 'Layer2 gateways not one per subnet family (the CRD refuses another count).' },
   'vmnet-infra-overlap': { stage: 'validate', meaning: 'Infrastructure CIDRs overlapping the mobile slice or reserved ranges (they become reservedSubnets, which the CRD forbids to overlap infrastructureSubnets).' },
-  'vmnet-name-too-long': { stage: 'validate', meaning: 'A VM network or VM name too long for what is derived from it: the EVPN VRF (under 16 characters), the IPAMClaim `<vm>.<network>` (253).' },
+  'vmnet-name-too-long': { stage: 'validate', meaning: 'A name too long for what is derived from it: an EVPN network name of 16+ characters (its Linux VRF), a mobile VM name over 47 (cross-cluster live migration fails, CNV-61066).' },
   'vmnet-route-target': { stage: 'validate', meaning: 'An EVPN route target the CRD refuses (not `<AS>:<n>` or `<IPv4>:<n>` within its ranges).' },
   'vmnet-slice-prefix': { stage: 'validate', meaning: 'A slice prefix that cannot split the subnet into the slots and a mobile slice.' },
   'vmnet-unknown-cluster': { stage: 'validate', meaning: 'A VM network override, or a move, naming a cluster the fleet does not have.' },

@@ -28,6 +28,8 @@ export interface ParsedNetwork {
 const DEFAULT_SLOTS = 8;
 /** Linux VRF names OVN-K derives from an EVPN CUDN name must stay under IFNAMSIZ (evpn.md:894). */
 const MAX_EVPN_NAME = 15;
+/** Cross-cluster live migration fails for longer VM names (CNV-61066, OpenShift Virtualization 4.22 release notes). */
+export const MAX_MOVABLE_VM_NAME = 47;
 
 const byFamily = <T extends { family: Family }>(list: T[]): T[] => [...list].sort((a, b) => a.family - b.family);
 
@@ -124,9 +126,11 @@ function names(p: ProblemCollector, s: VmNetworkSpec, path: string): void {
   }
   (s.mobileVms ?? []).forEach((ref, i) => {
     const vm = ref.split('/')[1];
-    // ipam-extensions names the VM's IPAMClaim `<vm>.<network>`, a DNS-1123 subdomain of at most 253
-    if (vm.length + 1 + s.name.length > 253) {
-      p.add('vmnet-name-too-long', `${path}.mobileVms[${i}]`, `the IPAMClaim of ${ref} would be named '${vm}.${s.name}', longer than 253 characters`, 'shorten the VM or the network name');
+    // a mobile VM is there to move: cross-cluster live migration fails for names over 47 (CNV-61066)
+    if (vm.length > MAX_MOVABLE_VM_NAME) {
+      p.add('vmnet-name-too-long', `${path}.mobileVms[${i}]`,
+        `VM name '${vm}' has ${vm.length} characters; cross-cluster live migration fails for names over ${MAX_MOVABLE_VM_NAME} (CNV-61066, OpenShift Virtualization 4.22)`,
+        `rename the VM to at most ${MAX_MOVABLE_VM_NAME} characters`);
     }
   });
   if (s.reach?.type === 'evpn' && s.reach.routeTarget !== undefined && !routeTargetOk(s.reach.routeTarget)) {

@@ -8,13 +8,12 @@
 import { FleetProblem } from '../base/errors';
 import { Addr, containsAddr, formatAddr, parseAddr, parseCidr } from '../base/ip';
 import { mobileAnnotation } from './cluster-network';
+import { MAX_MOVABLE_VM_NAME } from './declaration';
 import { resolveVmNetworks } from './plan';
 import type { FleetDocument } from '../fleet/schema';
 import type { Move } from '../forklift/schema';
 import { ADDRESSES_ANNOTATION, ClusterVmNetwork, ClusterVmNetworks, VmNetworkPlan } from './resolved';
 
-/** KubeVirt/OpenShift: cross-cluster live migration fails for longer VM names (CNV-61066, OpenShift Virtualization 4.22 release notes). */
-const MAX_MOVABLE_VM_NAME = 47;
 
 /** One move, as the pre-flight check needs it. */
 export interface KeepAddressMove {
