@@ -10,6 +10,7 @@ import { resolveVmNetworks } from '../src/vmnet/plan';
 import { planForklift } from '../src/forklift/plan';
 import { ClusterFacts } from '../src/forklift/model';
 import { servedNamespaceProblems } from '../src/vmnet/namespaces';
+import { addressesFromIpamClaim, pinAddressesPatch } from '../src/vmnet/claims';
 import { RawFleet, vmFleet } from './support/vmnet-fleet';
 
 const move = (o: Partial<KeepAddressMove> = {}): KeepAddressMove => ({ vm: 'web-1', namespace: 'tenant-blue', from: 'fra-1', to: 'ams-1', ...o });
@@ -129,4 +130,30 @@ test('a served namespace that exists without the primary-network label is refuse
   expect(ps.map((p) => [p.code, p.path])).toEqual([['vmnet-namespace-label', 'spec.vmNetworks[0].namespaces[0]']]);
   expect(ps[0].fix).toMatch(/delete namespace tenant-blue on fra-1 so the fleet creates it with the label/);
   expect(servedNamespaceProblems(fra, [{ name: 'tenant-blue', labels: { 'k8s.ovn.org/primary-user-defined-network': '' } }])).toEqual([]);
+});
+
+describe('the source IPAMClaim and the pin', () => {
+  const claim = (o: Record<string, unknown> = {}) => ({
+    apiVersion: 'k8s.cni.cncf.io/v1alpha1', kind: 'IPAMClaim', metadata: { name: 'app-7.default', namespace: 'tenant-blue' },
+    spec: { network: 'cluster_udn_blue', interface: '' }, status: { ips: ['fd50::1000:0:0:20/64', '10.50.16.20/16'] }, ...o,
+  });
+
+  test('the claim\'s addresses, bare and IPv4 first, pass the pre-flight and give the patch for the source VM', () => {
+    const read = addressesFromIpamClaim(claim(), 'blue');
+    expect(read).toEqual({ addresses: ['10.50.16.20', 'fd50::1000:0:0:20'], problems: [] });
+    const v = verdict(undefined, move({ vm: 'app-7', addresses: read.addresses }));
+    expect(v.ok).toBe(true);
+    expect(pinAddressesPatch(v.annotation!)).toEqual({ spec: { template: { metadata: { annotations: { 'network.kubevirt.io/addresses': '{"default":["10.50.16.20","fd50::1000:0:0:20"]}' } } } } });
+  });
+
+  test.each([
+    ['a claim of another network', { spec: { network: 'cluster_udn_green', interface: '' } }, /is of network 'cluster_udn_green', not blue/],
+    ['a claim with no address yet', { status: {} }, /holds no address yet/],
+    ['a claim with a bare address', { status: { ips: ['10.50.16.20'] } }, /holds "10\.50\.16\.20", not address\/prefix/],
+  ])('%s is refused', (_what, o, why) => {
+    const read = addressesFromIpamClaim(claim(o), 'blue');
+    expect(read.addresses).toEqual([]);
+    expect(read.problems.map((p) => p.code)).toEqual(['vmnet-move-address']);
+    expect(read.problems[0].message).toMatch(why);
+  });
 });
