@@ -44,6 +44,9 @@ export { resolveVmNetworks } from './src/vmnet/plan';
 export type { VmNetworksResult } from './src/vmnet/plan';
 export { checkKeepAddressMove } from './src/vmnet/moves';
 export type { KeepAddressMove, KeepAddressVerdict, VmNetworksView } from './src/vmnet/moves';
+export { addressesFromIpamClaim, pinAddressesPatch } from './src/vmnet/claims';
+export { servedNamespaceProblems } from './src/vmnet/namespaces';
+export type { ExistingNamespace } from './src/vmnet/namespaces';
 export type {
   ClusterVmNetwork, ClusterVmNetworks, MobileVmAddress, VmNetworkEvpn, VmNetworkIpam, VmNetworkLocalnet, VmNetworkPlan, VmNetworkReach, VmSubnetSplit,
 } from './src/vmnet/resolved';
