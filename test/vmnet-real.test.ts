@@ -122,6 +122,31 @@ describe('the example fleet\'s VM-network objects on real API servers', () => {
   }, 120_000);
 });
 
+describe('other forms the fleet can declare, on the real servers', () => {
+  test('a guest-owned localnet network (ipam disabled: no subnets, no excludeSubnets) and an IPv4-only primary network without EVPN are accepted', async () => {
+    const raw = rawFleet();
+    const v = raw.spec.vmNetworks[1];
+    v.ipam = 'disabled';
+    for (const k of ['subnets', 'reserved', 'allocation']) delete v[k];
+    const b = raw.spec.vmNetworks[0];
+    Object.assign(b, { subnets: ['10.50.0.0/16'], gateways: ['10.50.0.1'], infrastructure: ['10.50.0.0/20'], reach: { type: 'none' } });
+    delete b.clusters;
+    delete raw.spec.forklift; // its move of web-1 over blue would be refused with reach none (vmnet-move-no-reach)
+    const r = synthesizeFleet(parseFleetDocument(raw), {});
+    const c = [...objects.keys()][0];
+    const objs = (r.objects.get(c) as KubeObject[]).filter((o) => o.kind === 'ClusterUserDefinedNetwork');
+    const [blue, vlan] = ['blue', 'vlan100'].map((n) => objs.find((o) => o.metadata.name === n)!) as any[];
+    expect(vlan.spec.network.localnet.ipam).toEqual({ mode: 'Disabled' });
+    expect(vlan.spec.network.localnet.subnets).toBeUndefined();
+    expect(blue.spec.network.transport).toBeUndefined();
+    for (const o of [blue, vlan]) {
+      const renamed = { ...o, metadata: { ...o.metadata, name: `accepted-${o.metadata.name}` } };
+      const live = await serverSideApply(real.cluster(c), renamed);
+      expect(differences([renamed], [live])).toEqual([]);
+    }
+  }, 60_000);
+});
+
 describe('adding a cluster on the real servers', () => {
   test('the grown fleet\'s objects for the existing clusters apply over the created ones without a refusal (immutable blocks unchanged) and without a write', async () => {
     const raw = rawFleet();
