@@ -98,12 +98,29 @@ function availableAt(watch: ApiWatch, d: KubeObject): number | undefined {
     && w.object.status?.updatedReplicas === w.object.spec.replicas && w.object.status?.availableReplicas === w.object.spec.replicas)?.rv;
 }
 
+/**
+ * cert-manager's visible part for Argo CD: once the gateway's Certificate exists, `holdMs` later, its Ready condition
+ * (what Argo CD's Lua health check for cert-manager.io/Certificate reads). No cert-manager runs here: the test writes
+ * the condition cert-manager would write after issuing. Resolves the time it was written.
+ */
+async function certManagerIssues(cluster: RealCluster, watch: ApiWatch, cert: KubeObject, holdMs: number): Promise<number> {
+  while (!watch.writes.some((w) => w.type === 'ADDED' && key(w) === objectKey(cert))) {
+    if (abort.signal.aborted) throw new Error('the suite ended before the Certificate was created');
+    await sleep(100);
+  }
+  await sleep(holdMs);
+  const ready = { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Ready', message: 'Certificate is up to date and has not expired', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
+  const r = await cluster.request('PATCH', `${await objectPath(cluster, cert)}/status`, ready, { contentType: 'application/merge-patch+json' });
+  if (r.status !== 200) throw new Error(`Certificate status: HTTP ${r.status} ${r.text.slice(0, 300)}`);
+  return Date.now();
+}
+
 const timings: string[] = [];
 const timed = (what: string, s: ArgoSync) => timings.push(`${what}: ${s.ms} ms (cluster cache ${s.cacheMs} ms; waves applied at ${s.waves.map((w) => `${w.wave}@${w.ms}`).join(' ')} ms)`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Cluster a: the tree as synthesized, nodes from the start. Cluster b: the wave-4 NAD broken, no nodes until the test starts them. */
-const a = {} as { cluster: RealCluster; tree: { file: string; objects: KubeObject[] }; watch: ApiWatch; sync: Promise<ArgoSync> };
+const a = {} as { cluster: RealCluster; tree: { file: string; objects: KubeObject[] }; watch: ApiWatch; sync: Promise<ArgoSync>; issued: Promise<number> };
 const b = {} as typeof a & { plain: KubeObject[] };
 /** Ends syncs still running when the suite ends (a test that failed early, or a run of some tests only). */
 const abort = new AbortController();
@@ -124,6 +141,9 @@ beforeAll(async () => {
   // both syncs run from here on; each test awaits its own
   a.sync = argoSync(a.cluster, a.tree.file, { ...APP, signal: abort.signal });
   b.sync = argoSync(b.cluster, b.tree.file, { ...APP, timeoutMs: 120_000, signal: abort.signal });
+  const cert = a.tree.objects.find((o) => o.kind === 'Certificate')!;
+  a.issued = certManagerIssues(a.cluster, a.watch, cert, 4_000);
+  b.issued = certManagerIssues(b.cluster, b.watch, cert, 0);
   a.sync.then((s) => timed('first sync', s), () => undefined);
   b.sync.then((s) => timed('sync with a refused wave-4 object (nodes started late)', s), () => undefined);
 }, 180_000);
@@ -132,7 +152,7 @@ afterAll(async () => {
   a.watch?.stop();
   b.watch?.stop();
   abort.abort();
-  await Promise.allSettled([a.sync, b.sync]);
+  await Promise.allSettled([a.sync, b.sync, a.issued, b.issued]);
   await Promise.all(nodes.map((n) => n.stop()));
   await fleet?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
@@ -164,6 +184,17 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     const deployments = tree.objects.filter((o) => o.kind === 'Deployment');
     expect(deployments.length).toBe(2);
     for (const d of deployments) expect(Math.min(...span(4))).toBeGreaterThan(availableAt(watch, d) ?? Infinity);
+  });
+
+  test('wave 3 (the gateway Deployments) waits for the gateway Certificate to be Ready, as Argo CD\'s cert-manager health check says', async () => {
+    const first = await a.sync;
+    const issuedAt = await a.issued;
+    const cert = a.tree.objects.find((o) => o.kind === 'Certificate')!;
+    expect(wave(cert)).toBe(2);
+    expect(first.events.some((e) => e.event === 'state' && e.message === `waiting for healthy state of cert-manager.io/Certificate/${cert.metadata.name}`)).toBe(true);
+    const wave3 = a.watch.writes.filter((w) => w.type === 'ADDED' && a.tree.objects.some((o) => wave(o) === 3 && objectKey(o) === key(w)));
+    expect(wave3.length).toBe(a.tree.objects.filter((o) => wave(o) === 3).length);
+    for (const w of wave3) expect(w.at).toBeGreaterThan(issuedAt);
   });
 
   test('every object is server-side applied by Argo CD\'s field manager and carries our sync wave', async () => {

@@ -11,10 +11,11 @@
 // applied only once the wave before it is healthy (the engine's health checks), the controller's 2 s pause
 // after every wave but the last (ARGOCD_SYNC_WAVE_DELAY, --wave-delay), server-side apply with Argo CD's
 // field manager when --server-side-apply is set (syncOptions ServerSideApply=true), pruning of tracked
-// objects no longer in the file when --prune is set. (engine.Sync, the engine's own one-call loop, keeps the
-// live objects it read before the first step, so an object created in one wave never turns healthy for it
-// and a sync with more than one wave never completes.) Argo CD's Lua health checks for custom resources are
-// not part of the engine: custom resources without a built-in check count as healthy here.
+// objects no longer in the file when --prune is set, and health judged as Argo CD judges it: the engine's
+// checks plus Argo CD's built-in Lua checks for custom resources (resource_customizations, e.g. a cert-manager
+// Certificate is healthy once Ready). (engine.Sync, the engine's own one-call loop, keeps the live objects it
+// read before the first step, so an object created in one wave never turns healthy for it and a sync with
+// more than one wave never completes.)
 //
 // Output lines: {"event":"cache-synced"}; {"event":"wave","phase":"Sync","wave":N,"final":bool} each time the
 // engine has applied a wave; {"event":"state","phase":...,"message":...} each time the operation's message
@@ -34,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/argoproj/argo-cd/v3/util/lua"
 	"github.com/argoproj/gitops-engine/pkg/cache"
 	gsync "github.com/argoproj/gitops-engine/pkg/sync"
 	"github.com/argoproj/gitops-engine/pkg/sync/common"
@@ -118,6 +120,8 @@ func step(config *rest.Config, kubectl kube.Kubectl, cc cache.ClusterCache, objs
 	foreground := metav1.DeletePropagationForeground
 	syncCtx, cleanup, err := gsync.NewSyncContext(o.revision, result, config, config, kubectl, o.namespace, cc.GetOpenAPISchema(),
 		gsync.WithLogr(log),
+		// Argo CD's own health checks for custom resources (its built-in Lua scripts, no argocd-cm overrides)
+		gsync.WithHealthOverride(lua.ResourceHealthOverrides(nil)),
 		gsync.WithOperationSettings(false, o.prune, false, false),
 		gsync.WithInitialState(op.phase, op.message, op.results, op.startedAt),
 		gsync.WithManifestValidation(true),
