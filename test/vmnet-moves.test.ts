@@ -157,3 +157,9 @@ describe('the source IPAMClaim and the pin', () => {
     expect(read.problems[0].message).toMatch(why);
   });
 });
+
+test('a fleet whose VM networks do not plan refuses every move with its problems (never a silent ok)', () => {
+  const v = verdict((f) => { f.spec.vmNetworks[0].gateways = ['10.50.0.9', 'fd50::1']; }, move());
+  expect(v.ok).toBe(false);
+  expect(codes(v.problems)).toEqual(['vmnet-gateway-infra']);
+});

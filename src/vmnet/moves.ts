@@ -68,6 +68,8 @@ export interface KeepAddressVerdict {
 export interface VmNetworksView {
   readonly perCluster: ReadonlyMap<string, ClusterVmNetworks>;
   readonly networks: readonly VmNetworkPlan[];
+  /** The fleet's VM-network problems: when there are any, every move is refused with them (nothing was planned). @default - none */
+  readonly problems?: readonly FleetProblem[];
 }
 
 const cidrsOf = (texts: readonly string[]) => texts.flatMap((t) => { const r = parseCidr(t); return r.ok ? [r.cidr] : []; });
@@ -134,6 +136,7 @@ const primaryIn = (v: VmNetworksView, cluster: string, ns: string): ClusterVmNet
  * secondary localnet network of the namespace cannot keep the address.
  */
 export function checkKeepAddressMove(v: VmNetworksView, m: KeepAddressMove, path = `moves.${m.namespace}/${m.vm}`): KeepAddressVerdict {
+  if (v.problems?.length) return { ok: false, addresses: [], problems: [...v.problems], warnings: [] };
   const problems: FleetProblem[] = [];
   const warnings: FleetProblem[] = [];
   const src = primaryIn(v, m.from, m.namespace);
