@@ -21,7 +21,7 @@
  * the stages after it on that cluster, leaves the stage before it applied at the new revision, and no other
  * cluster is held back; a synth without a cluster makes the parent prune that cluster's Kustomizations, and
  * every object of that cluster stays. Times from push to all-Ready are printed. Measured here (2 shared cores):
- * push to all 9 stages Ready 10-14 s (64 s with Flux's default 30 s requeue), later pushes 5-9 s, the suite
+ * push to all 9 stages Ready 7-14 s (64 s with Flux's default 30 s requeue), later pushes 5-9 s, the suite
  * 60-80 s.
  */
 import * as fs from 'node:fs';
