@@ -163,3 +163,9 @@ test('a fleet whose VM networks do not plan refuses every move with its problems
   expect(v.ok).toBe(false);
   expect(codes(v.problems)).toEqual(['vmnet-gateway-infra']);
 });
+
+test('a move from a cluster that does not serve the primary network into one that does is warned about: the VM changes network', () => {
+  const v = verdict((f) => { f.spec.vmNetworks[0].clusters = { 'fra-1': { served: false } }; f.spec.vmNetworks.pop(); }, move({ vm: 'app-7' }));
+  expect(v.ok).toBe(true);
+  expect(v.warnings.map((w) => [w.code, /on ams-1 it lands on blue/.test(w.message)])).toEqual([['vmnet-ip-not-kept', true]]);
+});

@@ -150,7 +150,14 @@ export function checkKeepAddressMove(v: VmNetworksView, m: KeepAddressMove, path
         fix: ln.reach.type === 'vlan' ? 'expect a short loss on this network during the switch-over; retrying clients recover' : `join ${ln.name}'s VLAN between the sites (reach: {type: vlan}) before moving VMs on it` });
     }
   }
-  if (!src) return { ok: true, addresses: [], problems, warnings };
+  if (!src) {
+    const dstOnly = primaryIn(v, m.to, m.namespace);
+    if (dstOnly) {
+      warnings.push({ code: 'vmnet-ip-not-kept', path, message: `${m.from} does not serve ${dstOnly.name} in ${m.namespace} (the VM is on the pod network there); on ${m.to} it lands on ${dstOnly.name}, the namespace's primary network, with a new address`,
+        fix: `serve ${dstOnly.name} on ${m.from} too (before its namespace is created there), or expect the VM to be re-addressed` });
+    }
+    return { ok: true, addresses: [], problems, warnings };
+  }
   const net = v.networks.find((n) => n.name === src.name)!;
   if (m.vm.length > MAX_MOVABLE_VM_NAME) {
     problems.push({ code: 'vmnet-move-vm-name', path, message: `VM name '${m.vm}' has ${m.vm.length} characters; cross-cluster live migration fails for names over ${MAX_MOVABLE_VM_NAME} (CNV-61066)`,
