@@ -276,3 +276,27 @@ describe('the ledger file', () => {
     }
   });
 });
+
+test('a fleet of 20 clusters on 32 slots: every cluster hands out exactly its slice, pairwise disjoint, within 25 ranges', () => {
+  const r = resolveVmNetworks(vmFleet((f) => {
+    f.spec.crossClusterNetwork.addresses = { pool: ['192.168.60.0/24'], prefixLength: 24 };
+    f.spec.clusters = Array.from({ length: 20 }, (_, i) => ({ name: `c${String(i).padStart(2, '0')}`, nodes: 2, ovnKubernetes: { ...OVN } }));
+    f.spec.vmNetworks[0].allocation = { slots: 32 };
+    f.spec.vmNetworks[0].infrastructure = ['10.50.0.0/29', 'fd50::/70'];
+    f.spec.vmNetworks[1].allocation = { slots: 32 };
+  }));
+  expect(r.problems).toEqual([]);
+  for (const name of ['blue', 'vlan100']) {
+    const ranges = [...r.perCluster.values()].map((c) => c.networks.find((n) => n.name === name)!);
+    for (const n of ranges) {
+      expect(n.reservedSubnets.length + n.excludeSubnets.length).toBeLessThanOrEqual(25);
+      expect(dynamic(n)).toEqual(n.slice!.cidrs.map(cidr).map(({ family, start, end }) => ({ family, start, end })));
+    }
+    for (let i = 0; i < ranges.length; i++) {
+      for (let j = i + 1; j < ranges.length; j++) {
+        for (const a of dynamic(ranges[i])) for (const b of dynamic(ranges[j])) expect(overlaps(a, b)).toBe(false);
+      }
+    }
+    expect(r.networks.find((n) => n.name === name)!.spareSlots).toBe(12);
+  }
+});
