@@ -215,6 +215,14 @@ describe('ledger merges and hand edits are refused, never repaired', () => {
     expect(r.problems[0].message).toMatch(/clusters fra-1 and ams-1 both hold slot 0/);
   });
 
+  test('a conflict in a network that leaves the fleet does not block the plan: the network leaves the ledger', () => {
+    const l = ledgerOf(first);
+    l.vmNetworks!.vlan100.clusters!['ams-1'] = { slot: 0, vlan: 100 };
+    const r = resolveVmNetworks(vmFleet((f) => { f.spec.vmNetworks.pop(); }), l);
+    expect(r.problems).toEqual([]);
+    expect(Object.keys(r.ledger!)).toEqual(['blue']);
+  });
+
   test('one mobile address given to two VMs, and one outside the mobile slice', () => {
     const l = ledgerOf(first);
     l.vmNetworks!.blue.vms!['tenant-blue/db-1'] = ['10.50.240.0', 'fd50::f000:0:0:1'];

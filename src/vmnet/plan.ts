@@ -227,7 +227,9 @@ export function vmNetworkDocProblems(doc: FleetDocument): { problems: FleetProbl
  * `vmNetworkDocProblems`; here a network that does not parse is left out.
  */
 function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<VmNetworksResult, 'warnings'> {
-  const inconsistent = vmLedgerProblems(prev);
+  // only the networks still declared: one that leaves the fleet leaves the ledger, whatever it held
+  const declared = new Set(input.specs.map((s) => s.name));
+  const inconsistent = vmLedgerProblems(Object.fromEntries(Object.entries(prev ?? {}).filter(([n]) => declared.has(n))));
   if (inconsistent.length) return { perCluster: new Map(), networks: [], changes: [], problems: inconsistent };
   const p = new ProblemCollector();
   const parsed = input.specs.map((s, i) => parseNetwork(new ProblemCollector(), s, i));
