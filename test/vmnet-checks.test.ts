@@ -123,6 +123,14 @@ describe('warnings', () => {
     expect(r.warnings.map((w) => w.code)).toEqual(['vmnet-dns-differs', 'vmnet-evpn-cclm-ingress']);
   });
 
+  test('a localnet network on different VLANs per cluster: allowed (sites translate VLANs), warned about', () => {
+    const r = resolveVmNetworks(vmFleet((f) => { vlan(f).clusters = { 'ams-1': { vlan: 200 } }; }));
+    expect(r.problems).toEqual([]);
+    expect(r.warnings.map((w) => [w.code, w.path])).toEqual([['vmnet-evpn-cclm-ingress', 'spec.vmNetworks[0].reach'], ['vmnet-vlan-differs', 'spec.vmNetworks[1].clusters']]);
+    expect(r.warnings[1].message).toContain('fra-1 100, ams-1 200');
+    expect(r.perCluster.get('ams-1')!.networks[1].localnet!.vlan).toBe(200);
+  });
+
   test('no EVPN warning when the network is served on one cluster only', () => {
     const r = resolveVmNetworks(vmFleet((f) => { blue(f).clusters = { 'ams-1': { served: false } }; }));
     expect(r.warnings).toEqual([]);

@@ -177,6 +177,7 @@ export const PROBLEM_CODES = {
   'vmnet-version-unknown': { stage: 'validate', meaning: 'A cluster serving a VM network declares no OVN-Kubernetes or OpenShift version to check its features against.' },
   'vmnet-cni-unsupported': { stage: 'validate', meaning: 'A VM network served on a Harvester cluster (no OVN-Kubernetes user-defined networks there).' },
   'vmnet-dns-differs': { stage: 'validate', meaning: 'Warning: clusters sharing a VM network declare different service CIDRs; a moved guest keeps the old DNS server until its DHCP lease renews.' },
+  'vmnet-vlan-differs': { stage: 'validate', meaning: 'Warning: clusters put one localnet network on different VLANs; a moved VM stays on its segment only where the fabric translates between them.' },
   'vmnet-evpn-cclm-ingress': { stage: 'validate', meaning: 'Warning: cross-cluster moves over EVPN are a future goal upstream; OpenShift 4.22 lists ingress loss after such a move (OCPBUGS-86503).' },
   'vmnet-slice-exhausted': { stage: 'plan', meaning: 'More clusters than slots in a VM network\'s split, or a subnet without room for the slots.' },
   'vmnet-limit': { stage: 'plan', meaning: 'A cluster\'s reservedSubnets/excludeSubnets would need more than the CRD\'s 25 entries.' },

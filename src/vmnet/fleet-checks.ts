@@ -136,6 +136,12 @@ export function vmNetworkWarnings(doc: FleetDocument): FleetProblem[] {
       out.push({ code: 'vmnet-dns-differs', path: 'spec.clusters[].serviceCidrs', message: `clusters serving ${net.name} have different service CIDRs (${[...svc].join(' / ')}): OVN-K's DHCP gives a guest its cluster's DNS Service address, and a moved guest keeps the old one until its lease renews (up to ~1 hour)`,
         fix: 'give the guests a DNS server reachable from every site, or renew DHCP in the guest after a move' });
     }
+    const vlans = new Map(served.map((c) => [c.name, net.clusters?.[c.name]?.vlan ?? net.vlan]));
+    if (net.topology === 'localnet' && new Set(vlans.values()).size > 1) {
+      const list = [...vlans].map(([c, v]) => `${c} ${v ?? 'untagged'}`).join(', ');
+      out.push({ code: 'vmnet-vlan-differs', path: `spec.vmNetworks[${i}].clusters`, message: `clusters put ${net.name} on different VLANs (${list}): a moved VM stays on its segment only where the fabric translates between them`,
+        fix: `make sure the sites' fabric joins these VLANs into one segment, or give ${net.name} one VLAN everywhere (before it is created: the VLAN is immutable)` });
+    }
     if (net.reach?.type === 'evpn' && served.length > 1) {
       out.push({ code: 'vmnet-evpn-cclm-ingress', path: `spec.vmNetworks[${i}].reach`, message: `cross-cluster moves over EVPN network ${net.name} are a future goal upstream (OKEP-5088), and OpenShift 4.22 lists lost ingress after them (OCPBUGS-86503)`,
         fix: 'test a move on your fabric first (docs/vm-networks.md, "A VM that moves keeps its address"), and watch ingress to the moved VM' });
