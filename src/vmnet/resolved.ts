@@ -164,7 +164,7 @@ export interface ClusterVmNetwork {
    * `<ns>/<name>` -> multus `<ns>/<name>` per served namespace (same NAD on both sides).
    */
   readonly networkMap: readonly NetworkPair[];
-  /** VMs of this network with a mobile address from the ledger (for the addresses annotation). */
+  /** VMs of this network with a mobile address from the ledger (for the addresses annotation), in `mobileVms` order. */
   readonly mobileVms: readonly MobileVmAddress[];
 }
 
@@ -183,7 +183,10 @@ export interface VmNetworkPlan {
   readonly reach: VmNetworkReach['type'];
   /** Per subnet (IPv4 first); empty with localnet ipam Disabled. */
   readonly splits: readonly VmSubnetSplit[];
-  /** Slot of each fleet cluster that has one (served or not: a cluster not served still holds its slot). */
+  /**
+   * Slot of each cluster that holds one: every fleet cluster (served or not: a cluster not served still holds
+   * its slot) and clusters that left the fleet, whose slots the ledger keeps until their line is deleted.
+   */
   readonly slots: Readonly<Record<string, number>>;
   /** Clusters that serve the network (get its CUDN). */
   readonly servedOn: readonly string[];
