@@ -1,25 +1,31 @@
 /**
  * Argo CD's own code runs our GitOps wiring: its sync engine runs our sync waves, its ApplicationSet controller
- * expands our ApplicationSet. gitops-engine (the library Argo CD's application controller runs,
- * at the version Argo CD v3.2.12 ships; real/argo-bins/cmd/mm-argo-sync drives one sync operation step by step as Argo CD's application controller
- * does, with its 2 s pause between waves) syncs one
- * cluster of examples/gitops.fleet.yaml, synthesized by the library and rendered as Argo CD's repo server renders a
- * kustomize directory, into a real API server with kube-controller-manager, kube-scheduler and kwok nodes
- * (test/support/real-nodes.ts), so our gateway Deployments become Available as they would on a cluster. The sync
- * options are the ones our ApplicationSet's template gives every Application (ServerSideApply=true, automated prune).
+ * expands our ApplicationSet.
+ *
+ * gitops-engine, at the version Argo CD v3.2.12 ships, syncs one cluster of examples/gitops.fleet.yaml (synthesized
+ * by the library, rendered by the real `kubectl kustomize` as Argo CD's repo server renders a kustomize directory)
+ * into a real API server with kube-controller-manager, kube-scheduler and kwok nodes (test/support/real-nodes.ts), so
+ * our gateway Deployments become Available as on a cluster. real/argo-bins/cmd/mm-argo-sync drives the operation step
+ * by step as Argo CD's application controller does (its 2 s pause between waves, its built-in Lua health checks),
+ * with the options our ApplicationSet's template gives every Application (ServerSideApply=true, automated prune).
+ * No cert-manager runs: the test writes the gateway Certificate's Ready condition, as cert-manager would once issued.
  * Checks, from the API server's side (watches; order by etcd revision):
- *   - the waves are applied in our order, every object of wave n written before any of wave n+1, and the NAD that
- *     KubeVirt names (wave 4) only after every gateway Deployment of wave 3 is Available: the engine waits for health;
+ *   - the waves are applied in our order, every object of wave n written before any of wave n+1; the gateway
+ *     Deployments (wave 3) only once the Certificate (wave 2) is Ready; the NAD KubeVirt names (wave 4) only once
+ *     every gateway Deployment is Available;
  *   - every object is server-side applied by Argo CD's field manager and keeps our annotations;
  *   - a second sync writes nothing;
+ *   - a new synth with one gateway replica fewer, and the KubeVirt file gone: that Deployment alone is pruned, the
+ *     KubeVirt CR stays (our Prune=false);
  *   - on a second cluster without nodes at first, the engine holds wave 4 while the gateway Deployments are not
  *     Available, goes on once nodes arrive, and fails at the wave-4 NAD the server refuses: waves 0-3 are applied, the
  *     KubeVirt CR of wave 5 is never written, and the engine names the refused object and the server's reason;
  *   - Argo CD v3.2.12's own ApplicationSet controller (real/argo-bins), on a third API server with Argo CD's CRDs,
  *     project and cluster Secrets, expands our ApplicationSet into one Application per cluster with its directory, its
  *     API server and our sync policy (the one the engine ran with).
- * Measured here (2 cores, binaries cached): the suite 40 s; a sync of the tree 12-13 s, of which 10 s are Argo CD's
- * pauses between waves; the ApplicationSet controller's three Applications 0.6-2 s after its start.
+ * Measured here (2 shared cores, binaries cached): the suite 40-55 s; a sync of the tree 12-15 s, 10 s of which are
+ * Argo CD's pauses between waves (a sync that changes nothing takes as long); the ApplicationSet controller's three
+ * Applications 0.6-2 s after its start.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -58,9 +64,10 @@ let fleet: RealFleet;
 const nodes: RealNodes[] = [];
 
 /** The cluster's directory of the synthesized tree, written out, rendered by the real kustomize; its objects. */
-function renderedTree(cluster: RealCluster, edit?: (objects: KubeObject[]) => void): { file: string; objects: KubeObject[] } {
+function renderedTree(cluster: RealCluster, edit?: (objects: KubeObject[]) => void, files: ReadonlyMap<string, string> = synth.files)
+  : { file: string; objects: KubeObject[] } {
   const tree = fs.mkdtempSync(path.join(dir, 'tree-'));
-  for (const [p, text] of synth.files) {
+  for (const [p, text] of files) {
     if (!p.startsWith(`${CLUSTER}/`)) continue;
     fs.mkdirSync(path.dirname(path.join(tree, p)), { recursive: true });
     fs.writeFileSync(path.join(tree, p), text);
@@ -215,6 +222,36 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     expect(second.phase).toBe('Succeeded');
     const want = new Set(a.tree.objects.map(objectKey));
     expect(a.watch.writes.slice(before).filter((w) => want.has(key(w))).map((w) => `${w.type} ${key(w)}`)).toEqual([]);
+  }, 90_000);
+
+  test('a new synth with one gateway replica fewer, and the KubeVirt file gone: the engine prunes that Deployment only and keeps the KubeVirt CR (Prune=false)', async () => {
+    await a.sync;
+    const doc = loadFleetFile(EXAMPLE);
+    const east = doc.spec.clusters.find((c) => c.name === CLUSTER)!;
+    east.gateway = { ...east.gateway, replicas: 1 };
+    const files = synthesizeFleet(doc, { ledger: loadLedgerFile(ledgerPathFor(EXAMPLE)) }).files;
+    const next = renderedTree(a.cluster, (objs) => { objs.splice(objs.findIndex((o) => o.kind === 'KubeVirt'), 1); }, files);
+    const gone = a.tree.objects.filter((o) => !next.objects.some((n) => objectKey(n) === objectKey(o))).map(objectKey).sort();
+    const kubevirt = a.tree.objects.find((o) => o.kind === 'KubeVirt')!;
+    const removedDeployment = gone.filter((k) => k.startsWith('Deployment/'));
+    expect(removedDeployment).toHaveLength(1);
+    expect(gone).toEqual([...removedDeployment, objectKey(kubevirt)].sort());
+
+    const before = a.watch.writes.length;
+    const s = await argoSync(a.cluster, next.file, APP);
+    timed('sync of a new synth with pruning', s);
+    expect(s.phase).toBe('Succeeded');
+    const by = (status: string) => s.results.filter((r) => r.status === status).map((r) => `${r.kind}/${r.namespace}/${r.name}`);
+    expect(by('Pruned')).toEqual(removedDeployment);
+    expect(by('PruneSkipped')).toEqual([objectKey(kubevirt)]);
+    // the server: exactly that Deployment deleted (foreground deletion: the garbage collector removes it once its
+    // ReplicaSet and pods are gone, after the operation has ended), the KubeVirt CR still there
+    const tracked = new Set(a.tree.objects.map(objectKey));
+    const deleting = () => [...new Set(a.watch.writes.slice(before).filter((w) => tracked.has(key(w)) && (w.type === 'DELETED' || w.object.metadata.deletionTimestamp)).map(key))];
+    expect(deleting()).toEqual(removedDeployment);
+    for (const t0 = Date.now(); !a.watch.writes.slice(before).some((w) => w.type === 'DELETED' && key(w) === removedDeployment[0]) && Date.now() - t0 < 20_000;) await sleep(100);
+    expect(a.watch.writes.slice(before).filter((w) => w.type === 'DELETED' && tracked.has(key(w))).map(key)).toEqual(removedDeployment);
+    expect((await a.cluster.request('GET', await objectPath(a.cluster, kubevirt))).status).toBe(200);
   }, 90_000);
 });
 
