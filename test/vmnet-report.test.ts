@@ -17,8 +17,8 @@ test('the report has one row per network with each cluster\'s slot, slice and ra
   const [blue, vlan] = report.vmNetworks!;
   expect(blue).toMatchObject({ name: 'blue', topology: 'Layer2', reach: 'evpn', reachDetail: 'VNI 5001 RT 65000:5001', keepsAddress: 'pinned', spareSlots: 6 });
   expect(blue.clusters).toEqual([
-    { cluster: 'fra-1', served: true, slot: 0, slice: ['10.50.16.0/20', 'fd50::1000:0:0:0/68'], rangeEntries: 15 },
-    { cluster: 'ams-1', served: true, slot: 1, slice: ['10.50.32.0/20', 'fd50::2000:0:0:0/68'], rangeEntries: 17 },
+    { cluster: 'fra-1', served: true, left: false, slot: 0, slice: ['10.50.16.0/20', 'fd50::1000:0:0:0/68'], rangeEntries: 15 },
+    { cluster: 'ams-1', served: true, left: false, slot: 1, slice: ['10.50.32.0/20', 'fd50::2000:0:0:0/68'], rangeEntries: 17 },
   ]);
   expect(blue.subnets[0].slots.slice(0, 3)).toEqual([{ slot: 0, cidr: '10.50.16.0/20', cluster: 'fra-1' }, { slot: 1, cidr: '10.50.32.0/20', cluster: 'ams-1' }, { slot: 2, cidr: '10.50.48.0/20' }]);
   expect(blue.mobileVms).toEqual([{ vm: 'tenant-blue/web-1', addresses: ['10.50.240.0', 'fd50::f000:0:0:0'] }, { vm: 'tenant-blue/db-1', addresses: ['10.50.240.1', 'fd50::f000:0:0:1'] }]);
@@ -51,4 +51,11 @@ test('fleets without VM networks: the report has none and the picture is unchang
   const r = planReport(planFleetDocument(loadFleetFile(file), { ledger: loadLedgerFile(ledgerPathFor(file)) }).plan);
   expect(r.vmNetworks).toBeUndefined();
   expect(renderFleetSvg(r)).toBe(fs.readFileSync(path.join(__dirname, '..', 'dist', 'two-sites', 'fleet.svg'), 'utf8'));
+});
+
+test('a cluster that left the fleet is listed as left, its slot still held', () => {
+  const first = planFleetDocument(vmFleet());
+  const r = planReport(planFleetDocument(vmFleet((f) => { f.spec.clusters.pop(); }), { ledger: first.ledger }).plan);
+  expect(r.vmNetworks![0].clusters.map((c) => [c.cluster, c.slot, c.served, c.left])).toEqual([['fra-1', 0, true, false], ['ams-1', 1, false, true]]);
+  expect(renderPlanTable(r)).toContain('    ams-1       1  left      0/25  10.50.32.0/20, fd50::2000:0:0:0/68\n');
 });

@@ -30,6 +30,8 @@ export interface VmNetworkReportRow {
   readonly clusters: readonly {
     readonly cluster: string;
     readonly served: boolean;
+    /** The cluster left the fleet; the ledger keeps its slot until its line is deleted. */
+    readonly left: boolean;
     readonly slot?: number;
     readonly slice: readonly string[];
     /** reservedSubnets (Layer2) or excludeSubnets (localnet) entries on this cluster; the CRD allows 25. */
@@ -61,7 +63,7 @@ export function vmNetworkReport(vm: FleetPlan['vmNetworks']): VmNetworkReportRow
         const cn = onCluster(c);
         const slot = n.slots[c];
         return {
-          cluster: c, served: !!cn, ...(slot !== undefined ? { slot } : {}),
+          cluster: c, served: !!cn, left: !vm.perCluster.has(c), ...(slot !== undefined ? { slot } : {}),
           slice: slot !== undefined ? n.splits.map((s) => s.slices[slot]) : [],
           rangeEntries: cn ? cn.reservedSubnets.length + cn.excludeSubnets.length : 0,
         };
@@ -94,7 +96,7 @@ export function renderVmNetworks(rows: readonly VmNetworkReportRow[]): string {
       const w = Math.max(7, ...r.clusters.map((c) => c.cluster.length));
       out.push(`    ${'CLUSTER'.padEnd(w)}  SLOT  SERVED  RANGES  SLICE (its dynamic range)`);
       for (const c of r.clusters) {
-        out.push(`    ${c.cluster.padEnd(w)}  ${String(c.slot ?? '-').padStart(4)}  ${(c.served ? 'yes' : 'no').padEnd(6)}  ${String(c.rangeEntries).padStart(3)}/25  ${c.slice.join(', ') || '-'}`);
+        out.push(`    ${c.cluster.padEnd(w)}  ${String(c.slot ?? '-').padStart(4)}  ${(c.served ? 'yes' : c.left ? 'left' : 'no').padEnd(6)}  ${String(c.rangeEntries).padStart(3)}/25  ${c.slice.join(', ') || '-'}`);
       }
       out.push(`    ${r.spareSlots} spare slot${r.spareSlots === 1 ? '' : 's'} for clusters not in the fleet yet`);
     }
