@@ -4,12 +4,13 @@
  */
 import { planFleetDocument } from '../src/addressing/planner';
 import { FleetValidationError } from '../src/base/errors';
+import { FleetDocument } from '../src/fleet/schema';
 import { RawFleet, rawVmFleet } from './support/vmnet-fleet';
 
 function problemsOf(patch: (f: RawFleet) => void): string[] {
   const f = rawVmFleet();
   patch(f);
-  try { planFleetDocument(f); } catch (e) {
+  try { planFleetDocument(f as unknown as FleetDocument); } catch (e) { // deliberately misshapen: the salvage path reads it
     if (e instanceof FleetValidationError) return e.problems.map((p) => `${p.code} ${p.path}`);
     throw e;
   }
