@@ -135,7 +135,7 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
 export function nameTooLong(kind: 'argocd' | 'flux', name: string, where: { readonly path: string; readonly shorten: string }): FleetProblem[] {
   if (name.length <= 63) return [];
   const [what, why] = kind === 'argocd'
-    ? ['Argo CD Application', 'Argo CD label tracking writes it into app.kubernetes.io/instance']
+    ? ['Argo CD Application', 'Argo CD\'s label tracking (the default before Argo CD 3.0; `application.resourceTrackingMethod: label` or `annotation+label` since) writes it into app.kubernetes.io/instance']
     : ['Flux Kustomization', 'Flux labels every object it applies with kustomize.toolkit.fluxcd.io/name'];
   return [{
     code: 'gitops-name-too-long', path: where.path,
