@@ -124,6 +124,12 @@ export interface MigrationResult {
  */
 export interface CpuParts {
   sourceMs: number; targetMs: number;
+  /**
+   * The part of `sourceMs` its threads that lived through the whole span used: its vCPU running the guest (TCG),
+   * which grows with the migration's duration rather than its bytes, and the main loop. The rest of `sourceMs`
+   * is the migration's own threads (the migration thread and the multifd channels, started by `migrate`).
+   */
+  sourceStayingMs: number;
   /** Each gateway runtime's process group, in cluster order (none for `direct`). */
   gatewaysMs: number[];
   /** Kernel threads (children of kthreadd: ksoftirqd, kworkers, ...). */
@@ -485,7 +491,7 @@ export class VmMigrationLab {
         if (stop) throw new Error(`stop: ${stop}`);
       }
       const gateways = mode === 'direct' ? [] : this.clusters.map((c) => c.gw.proc?.pid).filter((x): x is number => x !== undefined);
-      const cpu0 = { machine: machineBusyMs(), gateways: gateways.map(processCpuMs), snap: cpuSnapshot() };
+      const cpu0 = { machine: machineBusyMs(), gateways: gateways.map(processCpuMs), snap: cpuSnapshot(src.proc.pid!) };
       const started = Date.now();
       const mig = await src.hmp.cmd(`migrate -d tcp:${host}:${port}`);
       if (mig) throw new Error(`migrate: ${mig}`);
@@ -513,7 +519,7 @@ export class VmMigrationLab {
         res.arrivedMs = target.ms;
         res.cpuMs = machineBusyMs() - cpu0.machine;
         res.gatewayCpuMs = gateways.reduce((sum, pid, i) => sum + processCpuMs(pid) - cpu0.gateways[i], 0);
-        res.cpuParts = cpuParts(cpu0.snap, cpuSnapshot(), src.proc.pid!, dst.proc.pid!, gateways);
+        res.cpuParts = cpuParts(cpu0.snap, cpuSnapshot(src.proc.pid!), src.proc.pid!, dst.proc.pid!, gateways);
         // both paused: the source by the migration's end (postmigrate), the target (-S) until `cont` below
         await compareRam(res, src, dst, this.shape.memMiB * 1024 * 1024, !!o.pmemsave);
         mark('ram');
@@ -690,10 +696,25 @@ function processCpuMs(pid: number): number {
   }
 }
 
-interface CpuSnapshot { machineMs: number; softirqMs: number; procs: Map<number, { pgrp: number; ppid: number; ms: number }> }
+interface CpuSnapshot { machineMs: number; softirqMs: number; procs: Map<number, { pgrp: number; ppid: number; ms: number }>; threads: Map<number, number> }
 
-/** /proc/stat's busy and softirq time and every process's CPU (utime + stime), ms. */
-function cpuSnapshot(): CpuSnapshot {
+/** CPU (ms) of each thread of `pid`, by thread id. */
+function threadCpuMs(pid: number): Map<number, number> {
+  const m = new Map<number, number>();
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        m.set(Number(tid), (Number(f[11]) + Number(f[12])) * TICK_MS);
+      } catch { /* ended meanwhile */ }
+    }
+  } catch { /* the process is gone */ }
+  return m;
+}
+
+/** /proc/stat's busy and softirq time, every process's CPU (utime + stime) and the threads of `pid`, ms. */
+function cpuSnapshot(pid: number): CpuSnapshot {
   const procs = new Map<number, { pgrp: number; ppid: number; ms: number }>();
   for (const d of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -704,7 +725,7 @@ function cpuSnapshot(): CpuSnapshot {
     } catch { /* gone meanwhile */ }
   }
   const softirq = Number(fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/)[7]) * TICK_MS;
-  return { machineMs: machineBusyMs(), softirqMs: softirq, procs };
+  return { machineMs: machineBusyMs(), softirqMs: softirq, procs, threads: threadCpuMs(pid) };
 }
 
 /** Who used the CPU between two snapshots: the process groups of the two QEMUs and of each gateway, kernel threads, the rest. */
@@ -721,8 +742,10 @@ function cpuParts(a: CpuSnapshot, b: CpuSnapshot, source: number, target: number
     else othersMs += d;
   }
   const machineMs = b.machineMs - a.machineMs;
+  let sourceStayingMs = 0;
+  for (const [tid, ms] of b.threads) if (a.threads.has(tid)) sourceStayingMs += ms - a.threads.get(tid)!;
   return {
-    sourceMs: group.get(source)!, targetMs: group.get(target)!, gatewaysMs: gateways.map((g) => group.get(g)!), kernelThreadsMs, othersMs,
+    sourceMs: group.get(source)!, targetMs: group.get(target)!, sourceStayingMs, gatewaysMs: gateways.map((g) => group.get(g)!), kernelThreadsMs, othersMs,
     unattributedMs: machineMs - all, softirqMs: b.softirqMs - a.softirqMs, machineMs,
   };
 }
