@@ -113,7 +113,7 @@ describe('VmNetworks from one cluster\'s resolved networks', () => {
     const g: ResolvedGitops = {
       fleet: 'f', clusters: ['a'], targetRevision: 'HEAD', path: 'dist/f',
       argocd: { namespace: 'argocd', project: 'default', repoURL: 'https://git.example/x.git', automated: true },
-      flux: { namespace: 'flux-system', sourceRef: { kind: 'GitRepository', name: 'x' }, interval: '10m', timeout: '5m', kubeConfigSecrets: {}, inCluster: true },
+      flux: { namespace: 'flux-system', sourceRef: { kind: 'GitRepository', name: 'x' }, interval: '10m', timeout: '5m', retryInterval: '1m', kubeConfigSecrets: {}, inCluster: true },
     };
     const ns = annotateForGitops(find('Namespace', 'tenant-blue'), 6, g).metadata.annotations;
     expect(ns[ARGOCD_SYNC_OPTIONS_ANNOTATION]).toBe('Prune=false,Delete=false');

@@ -72,7 +72,7 @@ test('the constructs with an image prop (gateway replica, its trust container, t
   expect(() => new TrustAgent(Testing.chart(), 't', { plan: dplan, cluster: dplan.clusters[0] })).toThrow(/image 'proxy:' has the tag ''/);
 });
 
-describe('Flux interval and timeout: the Flux CRD pattern and Go\'s time.Duration range', () => {
+describe('Flux interval, timeout and retryInterval: the Flux CRD pattern and Go\'s time.Duration range', () => {
   const withFlux = (flux: Record<string, unknown>) => mutate(baseFleet(), (d) => { d.spec.gitops = { flux: { sourceRef: { name: 'infra' }, ...flux } }; });
 
   test.each([
@@ -82,14 +82,25 @@ describe('Flux interval and timeout: the Flux CRD pattern and Go\'s time.Duratio
     ['timeout', '3000000h', /time\.Duration/],
     ['interval', '0s', /positive|zero/],
     ['timeout', '10 m', /Go duration/],
+    ['retryInterval', '2d', /Go duration/],
+    ['retryInterval', '0m', /positive|zero/],
   ])('%s: %s is refused with gitops-duration', (field, value, why) => {
     const ps = synthProblems(withFlux({ [field]: value }));
     expect(at(ps)).toEqual([`gitops-duration spec.gitops.flux.${field}`]);
     expect(ps[0].message).toMatch(why);
-    expect(ps[0].fix).toMatch(/10m|5m/);
+    expect(ps[0].fix).toMatch(/10m|5m|1m/);
   });
 
-  test.each([['interval', '1h30m'], ['timeout', '1.5h'], ['interval', '250ms'], ['timeout', '2562047h']])('%s: %s is accepted', (field, value) => {
+  test('every Kustomization is retried 1m after a failure unless told otherwise (Flux alone waits a whole interval)', () => {
+    const kustomizations = (flux: Record<string, unknown>) => [...synthesizeFleet(withFlux(flux)).files.entries()]
+      .filter(([f]) => f.startsWith('_gitops/flux/Kustomization.')).map(([, text]) => YAML.parse(text).spec);
+    const byDefault = kustomizations({});
+    expect(byDefault.length).toBeGreaterThan(0);
+    expect(new Set(byDefault.map((k) => `${k.interval} ${k.timeout} ${k.retryInterval}`))).toEqual(new Set(['10m 5m 1m']));
+    expect(new Set(kustomizations({ retryInterval: '30s' }).map((k) => k.retryInterval))).toEqual(new Set(['30s']));
+  });
+
+  test.each([['interval', '1h30m'], ['timeout', '1.5h'], ['interval', '250ms'], ['timeout', '2562047h'], ['retryInterval', '45s']])('%s: %s is accepted', (field, value) => {
     expect(synthProblems(withFlux({ [field]: value }))).toEqual([]);
   });
 });

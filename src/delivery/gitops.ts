@@ -22,6 +22,7 @@ const GITOPS_DEFAULTS = {
   fluxNamespace: 'flux-system',
   fluxInterval: '10m',
   fluxTimeout: '5m',
+  fluxRetryInterval: '1m',
   sourceKind: 'GitRepository',
 } as const;
 
@@ -42,6 +43,7 @@ interface ResolvedFlux {
   readonly sourceRef: { readonly kind: string; readonly name: string; readonly namespace?: string };
   readonly interval: string;
   readonly timeout: string;
+  readonly retryInterval: string;
   /** Kubeconfig Secret per cluster; empty when `inCluster`. */
   readonly kubeConfigSecrets: Readonly<Record<string, string>>;
   readonly inCluster: boolean;
@@ -111,6 +113,7 @@ export function resolveGitops(doc: FleetDocument): { gitops?: ResolvedGitops; pr
       },
       interval: f.interval ?? GITOPS_DEFAULTS.fluxInterval,
       timeout: f.timeout ?? GITOPS_DEFAULTS.fluxTimeout,
+      retryInterval: f.retryInterval ?? GITOPS_DEFAULTS.fluxRetryInterval,
       kubeConfigSecrets: secrets,
       inCluster: f.inCluster ?? false,
     };
@@ -148,13 +151,14 @@ export function nameTooLong(kind: 'argocd' | 'flux', name: string, where: { read
 const FLUX_DURATION = /^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$/;
 
 /**
- * `interval` and `timeout` as Flux takes them: the CRD's pattern (the API server refuses anything else,
+ * `interval`, `timeout` and `retryInterval` as Flux takes them: the CRD's pattern (the API server refuses anything else,
  * even a valid Go duration such as `90us`), then Go's `time.ParseDuration` range (the controller could
  * not decode a longer one), and positive.
  */
 function fluxDurationProblems(f: NonNullable<NonNullable<FleetDocument['spec']['gitops']>['flux']>): FleetProblem[] {
   const out: FleetProblem[] = [];
-  for (const [field, def] of [['interval', GITOPS_DEFAULTS.fluxInterval], ['timeout', GITOPS_DEFAULTS.fluxTimeout]] as const) {
+  const fields = [['interval', GITOPS_DEFAULTS.fluxInterval], ['timeout', GITOPS_DEFAULTS.fluxTimeout], ['retryInterval', GITOPS_DEFAULTS.fluxRetryInterval]] as const;
+  for (const [field, def] of fields) {
     const text = f[field];
     if (text === undefined) continue;
     const seconds = parseGoDuration(text);
@@ -254,6 +258,7 @@ export function fluxKustomizations(g: ResolvedGitops, clusters: readonly { name:
         spec: {
           interval: f.interval,
           timeout: f.timeout,
+          retryInterval: f.retryInterval,
           path: `./${g.path}/${c.name}/${st.dir}`,
           prune: true,
           deletionPolicy: 'Orphan',

@@ -307,6 +307,13 @@ const fluxSchema = z.object({
   /** How long a stage may take to become Ready (the gateway stage waits for its Deployments); same form as `interval`. @default 5m */
   timeout: z.string().optional(),
   /**
+   * How soon a stage that failed (or ran past `timeout`) is tried again; same form as `interval`. Flux's own default
+   * is `interval`: a gateway slower than `timeout` would then hold every later stage for up to `interval` more after
+   * its pods are Ready (seen on the real kustomize-controller, test/flux-real.test.ts).
+   * @default 1m
+   */
+  retryInterval: z.string().optional(),
+  /**
    * Secret (in `namespace`) with the kubeconfig of each cluster, per cluster name.
    * @default `<cluster>-kubeconfig` (the Cluster API convention, key `value`)
    */
