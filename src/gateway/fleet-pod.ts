@@ -9,6 +9,7 @@
  * plain values into cdk8s-plus-28 objects).
  */
 import { z } from 'zod';
+import { dnsSubdomain, labelValue, qualifiedKey } from '../base/k8s-names';
 
 /**
  * Labels (Kubernetes `metadata.labels`) added to every object of a cluster's output.
@@ -152,11 +153,6 @@ export interface GatewayPodSpec {
   tolerations?: GatewayTolerationSpec[];
 }
 
-const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-const qualifiedKey = z.string().max(316).regex(QUALIFIED_NAME, { message: 'must be a qualified name such as team or example.com/team (Kubernetes label/annotation key)' });
 /** `metadata.labels`: qualified keys, values of at most 63 characters. */
 /**
  * Label keys the output sets itself (selectors, GitOps tracking, the restart hash) or that Kubernetes
@@ -166,9 +162,8 @@ const RESERVED_LABEL = /^(migrationmesh\.dev\/|([a-z0-9.-]+\.)?(kubernetes\.io|k
 const labelKey = qualifiedKey.refine((k) => !RESERVED_LABEL.test(k) || /^app\.kubernetes\.io\/(?!(name|component|managed-by)$)/.test(k), {
   message: 'is a reserved label key: migrationmesh.dev/ and app.kubernetes.io/name, component and managed-by are set by Migration Mesh, kubernetes.io/ and k8s.io/ are reserved for Kubernetes; use a prefix of your own, e.g. example.org/team',
 });
-const objectLabelsSchema = z.record(labelKey, z.string().max(63).regex(LABEL_VALUE, { message: 'must be a label value: at most 63 of [A-Za-z0-9_.-], starting and ending alphanumeric' }));
+const objectLabelsSchema = z.record(labelKey, labelValue);
 const annotationsSchema = z.record(qualifiedKey, z.string());
-const dnsSubdomain = z.string().max(253).regex(DNS1123_SUBDOMAIN, { message: 'must be a DNS-1123 subdomain (lowercase letters, digits, "-" and ".")' });
 
 /** Bytes per unit of the binary suffixes cdk8s-plus-28 can express for memory. */
 export const MEMORY_UNITS: Record<string, number> = { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };

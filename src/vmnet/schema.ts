@@ -6,6 +6,7 @@
  * problem codes. Facts: ../shared/reference/udn-cross-cluster-ips.md. Pure, no cdk8s import.
  */
 import { z } from 'zod';
+import { dnsSubdomain, matchLabels } from '../base/k8s-names';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -33,7 +34,7 @@ const bridgeSchema = z.union([
   }).strict(),
 ]);
 
-const selectorLabels = z.record(z.string(), z.string());
+const selectorLabels = matchLabels;
 
 /** How the network's L2 segment reaches the other clusters. */
 const reachSchema = z.discriminatedUnion('type', [
@@ -53,7 +54,7 @@ const reachSchema = z.discriminatedUnion('type', [
      */
     routeTarget: z.string().max(21, { message: 'must be at most 21 characters (the CRD limit)' }).optional(),
     /** Name of the cluster-scoped VTEP object (shared by every EVPN network that names it). */
-    vtep: z.string().min(1).max(253),
+    vtep: dnsSubdomain,
     /** VTEP `spec.cidrs`: where the nodes' VTEP addresses are (per cluster: `clusters.<name>.vtepCidrs`). @default - per cluster only */
     vtepCidrs: z.array(z.string()).min(1).max(20, { message: 'must list at most 20 CIDRs (the VTEP CRD limit)' }).optional(),
     /** `spec.frrConfigurationSelector.matchLabels` of the RouteAdvertisements: your FRRConfiguration. @default - {} (every FRRConfiguration) */
