@@ -112,3 +112,13 @@ export function kubevirtCrdWith(schemaFile: string): Crd {
   for (const v of crd.spec.versions as Array<{ schema: { openAPIV3Schema: unknown } }>) v.schema = { openAPIV3Schema: schema };
   return crd;
 }
+
+/**
+ * KubeVirt's VirtualMachine and VirtualMachineInstance CRDs as virt-operator creates them (no YAML of them ships in the
+ * module): printed by real/kubevirt-bins' mm-kubevirt-crds from KubeVirt v1.8.4's own generator
+ * (components.NewVirtualMachineCrd / NewVirtualMachineInstanceCrd), built by scripts/ensure-go-bins.js.
+ */
+export function kubevirtWorkloadCrds(): Crd[] {
+  const bin = path.join(execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'ensure-go-bins.js'), '--print-dir', 'kubevirt-bins'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000 }).trim(), 'mm-kubevirt-crds');
+  return JSON.parse(execFileSync(bin, { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 })) as Crd[];
+}
