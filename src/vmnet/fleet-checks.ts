@@ -150,11 +150,32 @@ export function vmNetworkWarnings(doc: FleetDocument): FleetProblem[] {
   return out;
 }
 
+/**
+ * Namespaces a primary network must not serve: Kubernetes' and OpenShift's own, and those the mesh, KubeVirt and
+ * Forklift run in. A primary network takes over every pod's network in its namespace, and the Namespace object we
+ * create for it would be applied over the platform's (where the label counts for nothing: docs/vm-networks.md).
+ */
+const PLATFORM_NAMESPACE = /^(default|kube-.*|openshift(-.*)?|migration-mesh|kubevirt|kubevirt-hyperconverged|konveyor-forklift|cdi|harvester-system|cattle-.*)$/;
+
+function platformNamespaces(p: ProblemCollector, doc: FleetDocument, nets: readonly VmNetworkSpec[]): void {
+  const kubevirtNs = doc.spec.kubevirt?.namespace;
+  nets.forEach((net, i) => {
+    if (net.topology !== 'layer2') return;
+    net.namespaces.forEach((ns, j) => {
+      if (!PLATFORM_NAMESPACE.test(ns) && ns !== kubevirtNs) return;
+      p.add('vmnet-namespace-reserved', `spec.vmNetworks[${i}].namespaces[${j}]`,
+        `namespace ${ns} belongs to the platform (Kubernetes, OpenShift, KubeVirt, Forklift or the mesh itself); primary network ${net.name} would take over the network of every pod in it`,
+        `serve the VMs' own namespaces, e.g. tenant-${net.name}, and move the VMs there`);
+    });
+  });
+}
+
 /** Every cross-network and per-cluster problem of `spec.vmNetworks`. */
 export function fleetVmNetworkProblems(p: ProblemCollector, doc: FleetDocument): void {
   const nets = doc.spec.vmNetworks ?? [];
   const clusters = doc.spec.clusters.map((c) => c.name);
   acrossNetworks(p, nets);
+  platformNamespaces(p, doc, nets);
   nets.forEach((net, i) => overrideProblems(p, net, `spec.vmNetworks[${i}]`, new Set(clusters)));
   vtepProblems(p, nets, clusters);
   gates(p, doc, nets);
