@@ -194,6 +194,11 @@ export const PROBLEM_CODES = {
   'vmnet-namespace-label': { stage: 'status', meaning: 'A namespace a primary VM network serves exists on the cluster without the primary-network label (honoured only at creation): refused, never patched.' },
   'vmnet-localnet-cclm': { stage: 'moves', meaning: 'Warning: a move over a guest-owned localnet network: traffic to the source node can be lost until the move completes (ovn-kubernetes #6461), and the VLAN must reach the target.' },
   'vmnet-move-tombstone': { stage: 'moves', meaning: 'Warning: a VM moving with an address of its source\'s slice: the halted source VM must stay as the tombstone, or the source hands the address out again.' },
+  'vmnet-pin-vm-missing': { stage: 'moves', meaning: '`pin-addresses`: the VM of a keep-the-address move is not on its source cluster (nothing to pin, or nothing to finish).' },
+  'vmnet-pin-disagree': { stage: 'moves', meaning: '`pin-addresses`: the source IPAMClaim holds other addresses than the ledger gives the VM; the fix says which to trust.' },
+  'vmnet-pin-target-holds': { stage: 'moves', meaning: '`pin-addresses`: the target cluster already holds the address (an IPAMClaim, or another VM\'s addresses annotation).' },
+  'vmnet-pin-not-moved': { stage: 'moves', meaning: '`pin-addresses --after`: the move has not completed (the source VM runs or is not Halted, the target has no VM, or the target claim holds another address).' },
+  'vmnet-pin-api': { stage: 'moves', meaning: '`pin-addresses`: a cluster did not answer, or refused a read or write (context, RBAC: bind the generated Role).' },
   // ---- props of constructs and helpers ----
   'customize-async': { stage: 'props', meaning: 'The `customize` or `customizeCluster` hook returned a promise: synthesis is synchronous, so an async hook would run after the tree is written; make it synchronous.' },
   'prop-invalid': { stage: 'props', meaning: 'A construct or helper prop out of range or empty (port, interface name, TLS source, IPAM range).' },
