@@ -117,6 +117,21 @@ const COMMANDS: Record<string, CommandSpec> = {
     files: { min: 1, max: 1 },
     check: (a) => (a.flags.has('timeout') && !(Number(a.flags.get('timeout')) > 0) ? `--timeout takes a number of seconds above 0, got '${String(a.flags.get('timeout'))}'` : undefined),
   },
+  'pin-addresses': {
+    usage: `  migration-mesh pin-addresses FLEET.yaml [--move NS/VM] [--after] [--apply] [--ledger FILE] [--context-map FILE] [--kubeconfig FILE] [--timeout SECONDS] [--output text|json]
+      keep a moving VM's address (VM networks, primary Layer2): for each listed move, read the VM and its
+      IPAMClaim on the source and the ledger's address, check what the target holds, and pin the address on
+      the source VM's template (network.kubevirt.io/addresses) before the Forklift Plan runs. --after, once
+      the move completed: a mobile address's halted source VM and its IPAMClaims are deleted; a source-slice
+      address's halted VM is kept as the tombstone (labelled migrationmesh.dev/moved-to). A dry run that
+      shows the diff unless --apply; one refusal and nothing is written. Needs the Role
+      migration-mesh-pin-addresses (PinAddressesRole) in the served namespaces. Exit code: 0 ok, 1 refused.
+`,
+    options: { move: str('NS/VM'), after: BOOL, apply: BOOL, ledger: LEDGER, 'context-map': str('FILE'), kubeconfig: str('FILE'), timeout: str('SECONDS'), output: str('FORMAT', { choices: ['text', 'json'] }) },
+    files: { min: 1, max: 1 },
+    check: (a) => (a.flags.has('timeout') && !(Number(a.flags.get('timeout')) > 0) ? `--timeout takes a number of seconds above 0, got '${String(a.flags.get('timeout'))}'`
+      : a.flags.has('move') && !/^[^/\s]+\/[^/\s]+$/.test(String(a.flags.get('move'))) ? `--move takes NAMESPACE/VM, got '${String(a.flags.get('move'))}'` : undefined),
+  },
 };
 
 const HEADER = `usage: migration-mesh COMMAND [FILES] [OPTIONS]     (migration-mesh COMMAND --help: that command only)

@@ -8,6 +8,7 @@
  *   migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml | diff FLEET.yaml [--out DIR]   (exit 0 same, 1 changes, 2 error)
  *   migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
  *   migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--moves] [--output text|json]
+ *   migration-mesh pin-addresses FLEET.yaml [--move NS/VM] [--after] [--apply] [--ledger FILE] [--context-map FILE] [--kubeconfig FILE] ...
  *   migration-mesh --version | help [COMMAND] | COMMAND --help
  *
  * The command line is read strictly by ./args.ts (each command's own options; unknown or misspelt
@@ -78,7 +79,8 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       case 'diff': return diff(args, out, err);
       case 'reclaim': return reclaim(args, out);
       case 'validate': return validate(args, out, err);
-      case 'status': throw new Error('status asks the clusters (asynchronous): run it through mainAsync, as the migration-mesh binary does');
+      case 'status':
+      case 'pin-addresses': throw new Error(`${args.cmd} asks the clusters (asynchronous): run it through mainAsync, as the migration-mesh binary does`);
       default: throw new Error(`no command function for '${args.cmd}'`);
     }
   } catch (e) {
@@ -114,6 +116,7 @@ function named<T>(file: string, fn: () => T): T {
 export async function mainAsync(argv: string[], out: Sink = (s) => process.stdout.write(s), err: Sink = (s) => process.stderr.write(s)): Promise<number> {
   let line;
   try { line = parseCommandLine(argv); } catch { return main(argv, out, err); }
+  if (line.kind === 'run' && line.args.cmd === 'pin-addresses') return pinAddressesCommand(line.args, out, err);
   if (line.kind !== 'run' || line.args.cmd !== 'status') return main(argv, out, err);
   const args = line.args;
   try {
@@ -129,6 +132,29 @@ export async function mainAsync(argv: string[], out: Sink = (s) => process.stdou
     });
     out(args.flags.get('output') === 'json' ? `${JSON.stringify(s, null, 2)}\n` : renderStatus(s));
     return s.ready ? 0 : 1;
+  } catch (e) {
+    if (e instanceof FleetValidationError) { err(`${e.message}\n`); return 1; }
+    err(`error: ${(e as Error).message}\n`);
+    return 1;
+  }
+}
+
+/** `pin-addresses`: asks the clusters, like status (docs/vm-networks.md). */
+async function pinAddressesCommand(args: Args, out: Sink, err: Sink): Promise<number> {
+  try {
+    const { pinAddresses, renderPin } = await import('./pin-addresses');
+    const { loadContextMap } = await import('./status');
+    const r = await pinAddresses({
+      fleetFile: args.files[0],
+      ledgerFile: args.flags.has('ledger') ? String(args.flags.get('ledger')) : undefined,
+      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map'))) : undefined,
+      kubeconfig: args.flags.has('kubeconfig') ? String(args.flags.get('kubeconfig')) : undefined,
+      move: args.flags.has('move') ? String(args.flags.get('move')) : undefined,
+      apply: args.flags.has('apply'), after: args.flags.has('after'),
+      timeoutMs: args.flags.has('timeout') ? Number(args.flags.get('timeout')) * 1000 : undefined,
+    });
+    out(args.flags.get('output') === 'json' ? `${JSON.stringify(r, null, 2)}\n` : renderPin(r));
+    return r.ok ? 0 : 1;
   } catch (e) {
     if (e instanceof FleetValidationError) { err(`${e.message}\n`); return 1; }
     err(`error: ${(e as Error).message}\n`);
@@ -419,6 +445,6 @@ if (require.main === module) {
     process.exitCode = code;
     // status: a cluster that never answered still holds a socket open; the report is written (stdout and
     // stderr are synchronous on pipes and files), so do not wait for it
-    if (process.argv[2] === 'status') process.exit(code);
+    if (process.argv[2] === 'status' || process.argv[2] === 'pin-addresses') process.exit(code);
   });
 }

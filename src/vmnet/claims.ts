@@ -9,7 +9,7 @@ import { FleetProblem } from '../base/errors';
 import { formatAddr, parseAddr } from '../base/ip';
 
 /** The NAD config name OVN-K gives a ClusterUserDefinedNetwork, which its IPAMClaims name in `spec.network`. */
-const claimNetworkOf = (network: string): string => `cluster_udn_${network}`;
+export const claimNetworkOf = (network: string): string => `cluster_udn_${network}`;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

@@ -1,0 +1,26 @@
+/**
+ * The least privilege `migration-mesh pin-addresses` needs in each namespace a primary Layer2 VM network serves,
+ * on every cluster (the same Role serves the source and the target side): read the VMs and their IPAMClaims, pin
+ * the source VM's template (`patch`), and after the move delete the source VM and its claims (`delete`); `get` of
+ * VirtualMachineInstances tells a halted VM from a running one. Nothing cluster-scoped, no Secrets, no create,
+ * no update. Pure, no cdk8s import: constructs/report/pin-addresses-role.ts emits it.
+ */
+
+/** The Role's name in each served namespace. */
+export const PIN_ROLE_NAME = 'migration-mesh-pin-addresses';
+
+/** One rule of a Role. */
+export interface PinRoleRule {
+  readonly apiGroups: readonly string[];
+  readonly resources: readonly string[];
+  readonly verbs: readonly string[];
+}
+
+/** The Role's rules (the CLI's only requests, verb for verb). */
+export function pinAddressesRoleRules(): PinRoleRule[] {
+  return [
+    { apiGroups: ['kubevirt.io'], resources: ['virtualmachines'], verbs: ['get', 'list', 'patch', 'delete'] },
+    { apiGroups: ['kubevirt.io'], resources: ['virtualmachineinstances'], verbs: ['get'] },
+    { apiGroups: ['k8s.cni.cncf.io'], resources: ['ipamclaims'], verbs: ['get', 'list', 'delete'] },
+  ];
+}
