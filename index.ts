@@ -46,6 +46,9 @@ export { checkKeepAddressMove } from './src/vmnet/moves';
 export type { KeepAddressMove, KeepAddressVerdict, VmNetworksView } from './src/vmnet/moves';
 export { addressesFromIpamClaim, pinAddressesPatch } from './src/vmnet/claims';
 export { servedNamespaceProblems } from './src/vmnet/namespaces';
+export { PIN_ROLE_NAME, pinAddressesRoleRules } from './src/vmnet/pin-role';
+export { PinAddressesRole } from './constructs/report/pin-addresses-role';
+export type { PinAddressesRoleProps } from './constructs/report/pin-addresses-role';
 export type { ExistingNamespace } from './src/vmnet/namespaces';
 export type {
   ClusterVmNetwork, ClusterVmNetworks, MobileVmAddress, VmNetworkEvpn, VmNetworkIpam, VmNetworkLocalnet, VmNetworkPlan, VmNetworkReach, VmSubnetSplit,
