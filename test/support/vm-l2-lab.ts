@@ -357,13 +357,18 @@ export class VmL2Lab {
    * The client's TCP connection to the guest as its kernel sees it (`ss -ti`): the state, bytes sent but not
    * yet acknowledged (segments), and retransmissions so far (undefined fields: none shown).
    */
-  clientSocket(family: Family = 4): { state?: string; unacked: number; retrans: number; line: string } {
+  /**
+   * The client's connection to the guest as its kernel has it (`ss -ti`): state, unacknowledged segments,
+   * retransmissions, and the bytes it has received (what arrived, whether or not the client process has read it yet).
+   */
+  clientSocket(family: Family = 4): { state?: string; unacked: number; retrans: number; bytesReceived: number; line: string } {
     const r = this.netns.exec(this.clientNs, ['ss', '-tinH', 'dst', family === 4 ? this.guestAddr(4) : `[${this.guestAddr(6)}]`]);
     const line = (r.stdout || '').replace(/\s+/g, ' ').trim();
     return {
       state: line.split(' ')[0] || undefined, line,
       unacked: Number(/unacked:(\d+)/.exec(line)?.[1] ?? 0),
       retrans: Number(/retrans:\d+\/(\d+)/.exec(line)?.[1] ?? 0),
+      bytesReceived: Number(/bytes_received:(\d+)/.exec(line)?.[1] ?? 0),
     };
   }
 
