@@ -22,7 +22,7 @@ import { resolveVmNetworks, VmNetworksResult } from '../src/vmnet/plan';
 import { checkKeepAddressMove } from '../src/vmnet/moves';
 import { addressesFromIpamClaim, claimNetworkOf, pinAddressesPatch } from '../src/vmnet/claims';
 import { ADDRESSES_ANNOTATION } from '../src/vmnet/resolved';
-import { PIN_ROLE_NAME } from '../src/vmnet/pin-role';
+import { MOVED_TO_LABEL, PIN_ROLE_NAME } from '../src/vmnet/pin-role';
 import { why } from './status-runtime';
 
 export interface PinOptions {
@@ -79,7 +79,6 @@ export interface PinReport {
   readonly moves: PinMoveReport[];
 }
 
-export const MOVED_TO_LABEL = 'migrationmesh.dev/moved-to';
 const ADDRESSES_FIELD = `spec.template.metadata.annotations["${ADDRESSES_ANNOTATION}"]`;
 
 /** The fields read of a VirtualMachine, VirtualMachineInstance or IPAMClaim. */
@@ -184,12 +183,19 @@ interface Context {
 
 type Started = { ok: true; c: Context } | { ok: false; report: PinMoveReport };
 
-async function startMove(nets: VmNetworksResult, m: Move, path: string, sides: Map<string, Side>, after: boolean): Promise<Started> {
+async function startMove(
+  nets: VmNetworksResult, m: Move, path: string, sides: Map<string, Side>, after: boolean, contexts?: Record<string, string>,
+): Promise<Started> {
   const base = { move: `${m.namespace}/${m.vm}`, from: m.from, to: m.to, addresses: [], changes: [] };
   const pre = checkKeepAddressMove(nets, { ...m, requireAddress: false }, path);
   const stop = (problems: readonly FleetProblem[], extra: Partial<PinMoveReport> = {}): Started => ({ ok: false, report: { ...base, network: pre.network, problems: [...problems], warnings: pre.warnings.filter((w) => w.code !== 'vmnet-ip-not-kept'), ...extra } });
   if (!pre.network) return stop([], { warnings: pre.warnings, note: `${m.namespace} has no primary Layer2 VM network on ${m.from}: nothing to pin` });
   if (pre.problems.length) return stop(pre.problems);
+  const missing = [m.from, m.to].filter((c) => !sides.has(c));
+  if (missing.length) {
+    return stop(missing.map((c) => ({ code: 'vmnet-pin-api', path, message: `no context '${contexts?.[c] ?? c}' for cluster ${c} in the kubeconfig`,
+      fix: 'name the context in --context-map FILE (cluster: context), or add it to the kubeconfig' })));
+  }
   const src = sides.get(m.from)!;
   const vm = await src.get(VM, m.namespace, m.vm);
   const claims = claimsOf(await src.list(CLAIM, m.namespace), m.vm, pre.network);
@@ -331,14 +337,8 @@ export async function pinAddresses(o: PinOptions): Promise<PinReport> {
   const sides = loadSides(o, [...new Set(moves.flatMap(({ m }) => [m.from, m.to]))]);
   const planned: Array<{ c?: Context; report: PinMoveReport }> = [];
   for (const { m, path } of moves) {
-    const missing = [m.from, m.to].filter((c) => !sides.has(c));
-    if (missing.length) {
-      planned.push({ report: { move: `${m.namespace}/${m.vm}`, from: m.from, to: m.to, addresses: [], changes: [], warnings: [],
-        problems: missing.map((c) => ({ code: 'vmnet-pin-api' as const, path, message: `no context '${o.contexts?.[c] ?? c}' for cluster ${c} in the kubeconfig`, fix: 'name the context in --context-map FILE (cluster: context), or add it to the kubeconfig' })) } });
-      continue;
-    }
     try {
-      const s = await startMove(nets, m, path, sides, !!o.after);
+      const s = await startMove(nets, m, path, sides, !!o.after, o.contexts);
       if (!s.ok) { planned.push({ report: s.report }); continue; }
       planned.push({ c: s.c, report: await (o.after ? finishMove(s.c, sides) : pinMove(s.c, sides)) });
     } catch (e) {

@@ -18,7 +18,7 @@ import { App, Chart } from 'cdk8s';
 import { KubeObject, installCrds, serverSideApply } from './support/real-apply';
 import { kubevirtWorkloadCrds, upstreamCrds } from './support/real-crds';
 import { Identity, RealCluster, RealFleet } from './support/real-kube';
-import { PinAddressesRole } from '../index';
+import { MovedVmGuard, PinAddressesRole } from '../index';
 
 const ROOT = path.resolve(__dirname, '..');
 const EXAMPLE = path.join(ROOT, 'examples', 'vm-networks.fleet.yaml');
@@ -298,4 +298,29 @@ describe('pin-addresses --after', () => {
     ]);
     expect((await get(fra, vmPath('app-7'))).metadata.resourceVersion).toBe(tomb.metadata.resourceVersion);
   }, 90_000);
+});
+
+describe('MovedVmGuard on the real server', () => {
+  test('a tombstone labelled moved-to cannot be started (as virt-api\'s start patches runStrategy), not even by an admin; removing the label while Halted releases it', async () => {
+    const app = new App();
+    const guard = new MovedVmGuard(new Chart(app, 'guard'), 'guard', { namespaces: [NS] });
+    for (const o of [guard.policy, guard.binding]) await serverSideApply(fra, o.toJson() as KubeObject, 'platform-installer');
+    const start = (vm: string) => fra.request('PATCH', vmPath(vm), { spec: { runStrategy: 'Always' } }, { contentType: 'application/merge-patch+json' });
+    // a policy takes effect a moment after it is created: probe with a VM of its own until it is refused (at most 20 s)
+    await serverSideApply(fra, { ...vmObject('probe', 'Halted'), metadata: { name: 'probe', namespace: NS, labels: { 'migrationmesh.dev/moved-to': 'ams-1' } } } as KubeObject, 'user');
+    for (const deadline = Date.now() + 20_000; (await start('probe')).status === 200;) {
+      await fra.request('PATCH', vmPath('probe'), { spec: { runStrategy: 'Halted' } }, { contentType: 'application/merge-patch+json' });
+      if (Date.now() > deadline) throw new Error('the moved-VM guard is not active after 20 s');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const refused = await start('app-7');
+    expect(refused.status).toBe(403);
+    expect(refused.json.message).toContain(`VirtualMachine ${NS}/app-7 moved to ams-1 and stays Halted here`);
+    expect((await get(fra, vmPath('app-7'))).spec.runStrategy).toBe('Halted');
+    // an unlabelled VM is not concerned
+    expect((await start('db-1')).status).toBe(200);
+    // the deliberate release: drop the label (still Halted), then start
+    expect((await fra.request('PATCH', vmPath('app-7'), { metadata: { labels: { 'migrationmesh.dev/moved-to': null } } }, { contentType: 'application/merge-patch+json' })).status).toBe(200);
+    expect((await start('app-7')).status).toBe(200);
+  }, 60_000);
 });

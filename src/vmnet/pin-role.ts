@@ -24,3 +24,21 @@ export function pinAddressesRoleRules(): PinRoleRule[] {
     { apiGroups: ['k8s.cni.cncf.io'], resources: ['ipamclaims'], verbs: ['get', 'list', 'delete'] },
   ];
 }
+
+/**
+ * The label `pin-addresses --after` puts on a halted source VM kept as the tombstone of an address of its
+ * cluster's own slice: the cluster it moved to. `MovedVmGuard` keeps a VM with it Halted.
+ */
+export const MOVED_TO_LABEL = 'migrationmesh.dev/moved-to';
+
+/** The ValidatingAdmissionPolicy (and its binding) of `MovedVmGuard`. */
+export const MOVED_VM_GUARD_NAME = 'migration-mesh-moved-vm-halted';
+
+/**
+ * The CEL rule: an update of a VirtualMachine that carried `MOVED_TO_LABEL` must leave it Halted (runStrategy
+ * Halted, `running` not true). `virtctl start` (virt-api's start subresource patches spec.runStrategy), a
+ * GitOps sync or an edit are refused alike; status updates (a subresource) are not matched. Removing the label
+ * while the VM stays Halted is allowed: the deliberate way to release the tombstone.
+ */
+export const MOVED_VM_GUARD_RULE = `!has(oldObject.metadata.labels) || !('${MOVED_TO_LABEL}' in oldObject.metadata.labels)`
+  + ` || (has(object.spec.runStrategy) && object.spec.runStrategy == 'Halted' && !(has(object.spec.running) && object.spec.running))`;
