@@ -46,9 +46,11 @@ export { checkKeepAddressMove } from './src/vmnet/moves';
 export type { KeepAddressMove, KeepAddressVerdict, VmNetworksView } from './src/vmnet/moves';
 export { addressesFromIpamClaim, pinAddressesPatch } from './src/vmnet/claims';
 export { servedNamespaceProblems } from './src/vmnet/namespaces';
-export { PIN_ROLE_NAME, pinAddressesRoleRules } from './src/vmnet/pin-role';
+export { PIN_ROLE_NAME, pinAddressesRoleRules, MOVED_TO_LABEL } from './src/vmnet/pin-role';
 export { PinAddressesRole } from './constructs/report/pin-addresses-role';
 export type { PinAddressesRoleProps } from './constructs/report/pin-addresses-role';
+export { MovedVmGuard } from './constructs/report/moved-vm-guard';
+export type { MovedVmGuardProps } from './constructs/report/moved-vm-guard';
 export type { ExistingNamespace } from './src/vmnet/namespaces';
 export type {
   ClusterVmNetwork, ClusterVmNetworks, MobileVmAddress, VmNetworkEvpn, VmNetworkIpam, VmNetworkLocalnet, VmNetworkPlan, VmNetworkReach, VmSubnetSplit,
