@@ -9,8 +9,13 @@
  * MM_VM_ROUNDS (default 3) sets the rounds. MM_VM_CPUS=split runs the two QEMUs on CPU 0 and the two gateway
  * runtimes on CPU 1 (the gateways on a core of their own, as on gateway nodes; direct then has its two QEMUs
  * on CPU 0 alike); default: every process on every CPU. Each mode's CPU column is what the whole machine
- * spent during the migration (/proc/stat), and the gateways' own share of it. Writes the table to
- * bench/results/vm-migration.json only with MM_RECORD_BENCH=1.
+ * spent during the migration (/proc/stat), and the gateways' own share of it. A second table gives the cost that
+ * holds on any machine (issue 39 part 4): CPU-seconds per GiB migrated, from `migrate` until the target completed,
+ * counted apart for the source QEMU (its migration threads, and apart the threads that stayed: vCPU and main
+ * loop), the target QEMU, the two gateways and kernel threads, each per round against that round's direct run
+ * (see partsPerGib for what is left out and why). Writes both tables to bench/results/vm-migration.json only
+ * with MM_RECORD_BENCH=1. MM_VM_MODES (e.g. `mtls-splice`) runs direct and those modes only;
+ * MM_VM_PERF_WINDOWS=<file> writes when each migration ran and its pids, for `perf record -a -k CLOCK_MONOTONIC`.
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -19,7 +24,9 @@ import { qemuVersion } from '../test/support/qemu-guest';
 import { MigrationResult, PathMode, VmMigrationLab, vmLabSupport } from '../test/support/vm-lab';
 
 const ROUNDS = Number(process.env.MM_VM_ROUNDS ?? 3);
-const MODES: PathMode[] = ['direct', 'mtls-splice', 'mtls', 'plaintext'];
+const PERF_WINDOWS = process.env.MM_VM_PERF_WINDOWS;
+// MM_VM_MODES=mtls-splice,plaintext: direct and those only (default: every mode)
+const MODES: PathMode[] = ['direct', ...(process.env.MM_VM_MODES?.split(',') as PathMode[] ?? ['mtls-splice', 'mtls', 'plaintext']).filter((m) => m !== 'direct')];
 const support = vmLabSupport();
 const d = support.ok ? describe : describe.skip;
 if (!support.ok) console.warn(`[bench:vm] SKIPPED: ${support.reason}`);
@@ -42,9 +49,13 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
     // one warm-up migration per mode, not counted: the run's first migrations (the freshly booted guest, the
     // first gateways) took 1.1-2.5 s where later ones of the same mode took 0.5-1.1 s, and the first is always
     // direct's, which flattered every gateway mode's first-round ratio
+    const windows: object[] = [];
     const completed = async (m: PathMode, what: string): Promise<MigrationResult> => {
+      const t0 = process.hrtime.bigint();
+      const source = lab.vm?.proc.pid;
       const r = await lab.migrate(m);
       if (r.info.status !== 'completed') throw new Error(`${m} ${what}: ${r.info.status} ${r.info.reason ?? ''}`);
+      if (PERF_WINDOWS) windows.push(perfWindow(lab, r, what, t0, source));
       return r;
     };
     for (const m of MODES) {
@@ -77,6 +88,7 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
       resumed: `${runs[m].filter((r) => r.resumed).length}/${runs[m].length}`,
     }));
     const x = (s: { median: number; min: number; max: number }) => `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`;
+    const cpu = cpuPerGib(runs);
     const load = os.loadavg().map((l) => l.toFixed(1)).join(' ');
     console.log([
       `[bench:vm] ${new Date().toISOString()}, load average ${load}; ${ROUNDS} interleaved rounds (${MODES.join(', ')}), medians; ratios: median of the per-round ratios to that round's direct run (min-max)`,
@@ -84,10 +96,95 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
         `; ${split ? 'QEMUs on CPU 0, gateways on CPU 1 (MM_VM_CPUS=split)' : 'every process on every CPU'}`,
       `  ${'mode'.padEnd(12)} ${'total ms'.padStart(9)} ${'total x direct'.padStart(18)} ${'arrived ms'.padStart(10)} ${'arrived x direct'.padStart(18)} ${'CPU ms'.padStart(7)} ${'gateways'.padStart(8)} ${'downtime ms'.padStart(11)} ${'MiB'.padStart(7)}  RAM equal  resumed`,
       ...rows.map((r) => `  ${r.mode.padEnd(12)} ${String(r.totalMs).padStart(9)} ${x(r.totalRatio).padStart(18)} ${String(r.arrivedMs).padStart(10)} ${x(r.arrivedRatio).padStart(18)} ${String(r.cpuMs).padStart(7)} ${String(r.gatewayCpuMs).padStart(8)} ${String(r.downtimeMs).padStart(11)} ${String(r.mib).padStart(7)}  ${r.ramEqual.padStart(9)}  ${r.resumed.padStart(7)}`),
+      ...cpuTable(cpu),
     ].join('\n'));
+    if (PERF_WINDOWS) fs.writeFileSync(PERF_WINDOWS, `${JSON.stringify(windows, null, 2)}\n`);
     const outDir = process.env.MM_RECORD_BENCH === '1' ? path.join(__dirname, 'results') : os.tmpdir();
     fs.writeFileSync(path.join(outDir, 'vm-migration.json'), `${JSON.stringify({
-      bench: 'bench/vm-migration.bench.ts', rounds: ROUNDS, shape, layout: split ? 'split' : 'all', channels: lab.channels, cpus: os.cpus().length, kernel: os.release(), qemu: qemuVersion(), guestKernel: lab.guest.kernelVersion, date: new Date().toISOString(), loadavg: os.loadavg(), rows,
+      bench: 'bench/vm-migration.bench.ts', rounds: ROUNDS, shape, layout: split ? 'split' : 'all', channels: lab.channels, cpus: os.cpus().length, kernel: os.release(), qemu: qemuVersion(), guestKernel: lab.guest.kernelVersion, date: new Date().toISOString(), loadavg: os.loadavg(), rows, cpuPerGib: cpu,
     }, null, 2)}\n`);
   }, 1_800_000);
 });
+
+const PARTS = ['source', 'sourceStaying', 'target', 'gateways', 'kernelThreads', 'unattributed', 'total', 'perByte'] as const;
+type Part = typeof PARTS[number];
+type Spread = { median: number; min: number; max: number };
+interface CpuRow {
+  mode: PathMode; gib: number; perRound: Record<Part, number>[]; part: Record<Part, Spread>; ratio: Record<Part, Spread | null>;
+  extra: Spread; extraPerByte: Spread;
+}
+
+const spreadOf = (xs: number[]): Spread => ({ median: +median(xs).toFixed(3), min: +Math.min(...xs).toFixed(3), max: +Math.max(...xs).toFixed(3) });
+
+/**
+ * One migration's CPU-seconds per GiB migrated (the source's transferred bytes), by part: the source QEMU's
+ * migration threads (`source`: the migration thread and the multifd channels, which `migrate` starts) and its
+ * threads that lived through the migration (`sourceStaying`: the vCPU running the guest under TCG, which grows
+ * with the migration's duration rather than its bytes, and the main loop), the target QEMU, both gateways, kernel
+ * threads (ksoftirqd, kworkers: part of this is other people's on a shared machine). `total` is their sum and
+ * `perByte` the same without `sourceStaying`. Left out of both: other processes (other people's work on this
+ * machine) and `unattributed` (/proc/stat's busy time minus every live process's), which holds softirq over an
+ * idle CPU but also every short-lived process of other people that ended in the span (a compiler, a test
+ * worker): up to 2.8 CPU-s/GiB in one run, 0 in the next, so shown but not summed.
+ */
+function partsPerGib(r: MigrationResult): Record<Part, number> {
+  const c = r.cpuParts!;
+  const gib = (r.info.transferredKiB ?? NaN) / 1024 ** 2;
+  const gateways = c.gatewaysMs.reduce((a, b) => a + b, 0);
+  const p = {
+    source: c.sourceMs - c.sourceStayingMs, sourceStaying: c.sourceStayingMs, target: c.targetMs, gateways, kernelThreads: c.kernelThreadsMs,
+    unattributed: Math.max(0, c.unattributedMs),
+  };
+  const perByte = p.source + p.target + p.gateways + p.kernelThreads;
+  return Object.fromEntries(Object.entries({ ...p, total: perByte + p.sourceStaying, perByte }).map(([k, v]) => [k, v / 1000 / gib])) as Record<Part, number>;
+}
+
+/** Per mode: each part's median over the rounds, its per-round ratio to the same round's direct run, and the totals' extra CPU-s/GiB over direct. */
+function cpuPerGib(runs: Record<string, MigrationResult[]>): CpuRow[] {
+  const direct = runs.direct.map(partsPerGib);
+  return MODES.map((mode) => {
+    const perRound = runs[mode].map(partsPerGib);
+    const part = Object.fromEntries(PARTS.map((k) => [k, spreadOf(perRound.map((r) => r[k]))])) as Record<Part, Spread>;
+    const ratioOf = (k: Part) => (direct.every((d) => d[k] > 0) ? spreadOf(perRound.map((r, i) => r[k] / direct[i][k])) : null);
+    const ratio = Object.fromEntries(PARTS.map((k) => [k, ratioOf(k)])) as Record<Part, Spread | null>;
+    const gib = +median(runs[mode].map((r) => (r.info.transferredKiB ?? NaN) / 1024 ** 2)).toFixed(3);
+    const extraOf = (k: Part) => spreadOf(perRound.map((r, i) => r[k] - direct[i][k]));
+    return { mode, gib, perRound, part, ratio, extra: extraOf('total'), extraPerByte: extraOf('perByte') };
+  });
+}
+
+function cpuTable(rows: CpuRow[]): string[] {
+  // ratios for the QEMUs' migration work and the totals only: kernel threads', guest+main's and idle softirq's few ms per run make ratios of noise
+  const withRatio: Part[] = ['source', 'target']; // guest+main: a few 10 ms ticks, no ratio
+  const cell = (r: CpuRow, k: Part) => `${r.part[k].median.toFixed(2)}${withRatio.includes(k) && r.mode !== 'direct' && r.ratio[k] ? ` x${r.ratio[k]!.median.toFixed(2)}` : ''}`;
+  const sp = (s: Spread, sign = '') => `${sign}${s.median.toFixed(2)} (${s.min.toFixed(2)}..${s.max.toFixed(2)})`;
+  const tot = (r: CpuRow, k: 'total' | 'perByte', extra: Spread) =>
+    `${r.part[k].median.toFixed(2)} x${r.ratio[k] ? sp(r.ratio[k]!) : '-'}${r.mode === 'direct' ? '' : `, ${sp(extra, '+')}`}`;
+  return [
+    '  CPU-seconds per GiB migrated, medians over the rounds; xN: median (min..max) of the per-round ratios to that round\'s direct run; +N: extra CPU-s/GiB',
+    '  over that round\'s direct run. Each process with its process group; softirq work is charged to the process it interrupted (no IRQ time accounting',
+    '  on this kernel). source: its migration threads; guest+main: its threads that stayed (the TCG vCPU runs the guest throughout: grows with duration).',
+    '  per byte = source + target + gateways + kthreads; total = per byte + guest+main. Other processes (other people\'s) and "no process" left out.',
+    `  ${'mode'.padEnd(12)} ${'source'.padStart(11)} ${'guest+main'.padStart(11)} ${'target'.padStart(11)} ${'gateways'.padStart(8)} ${'kthreads'.padStart(8)} ` +
+      `${'no process'.padStart(10)}  ${'per byte x direct, extra'.padEnd(42)} total x direct, extra`,
+    ...rows.map((r) => `  ${r.mode.padEnd(12)} ${cell(r, 'source').padStart(11)} ${cell(r, 'sourceStaying').padStart(11)} ${cell(r, 'target').padStart(11)} ` +
+      `${r.part.gateways.median.toFixed(2).padStart(8)} ${r.part.kernelThreads.median.toFixed(2).padStart(8)} ${r.part.unattributed.median.toFixed(2).padStart(10)}  ` +
+      `${tot(r, 'perByte', r.extraPerByte).padEnd(42)} ${tot(r, 'total', r.extra)}`),
+  ];
+}
+
+/**
+ * For profiling (MM_VM_PERF_WINDOWS=<file>, beside `perf record -a -k CLOCK_MONOTONIC`): when each migration ran, in
+ * CLOCK_MONOTONIC ns as perf stamps its samples (libuv's hrtime is that clock), and the pids it involved. `start`
+ * is `migrate`'s start as the lab's phases place it (gateway restart, wait, target, credentials before it; the
+ * few ms of migrate_incoming and the bandwidth setting not counted), `end` when the target reported completed.
+ */
+function perfWindow(lab: VmMigrationLab, r: MigrationResult, what: string, t0: bigint, source?: number): object {
+  const ms = (n: number) => BigInt(Math.round(n * 1e6));
+  const p = r.phases;
+  const start = t0 + ms((p.gateways ?? 0) + (p.released ?? 0) + (p.target ?? 0) + (p.creds ?? 0));
+  const end = start + ms((p.migrate ?? 0) + (p.arrive ?? 0));
+  const gateways = r.mode === 'direct' ? [] : lab.clusters.map((c) => c.gw.proc?.pid);
+  const pids = { source, target: lab.vm?.proc.pid, gateways };
+  return { mode: r.mode, what, start: String(start), end: String(end), ...pids, cpuParts: r.cpuParts, kib: r.info.transferredKiB };
+}
