@@ -48,9 +48,9 @@ function kubeconfigFor(file: string, who: Record<string, Identity>): string {
 }
 
 /** The built CLI (lib/cli/cli.js), as the binary runs. */
-function cli(args: string[], kc = operatorKc, file = fleetFile): Promise<{ code: number; out: string; err: string; json?: any }> {
+function cli(args: string[], kc = operatorKc, file = fleetFile, output = 'json'): Promise<{ code: number; out: string; err: string; json?: any }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [path.join(ROOT, 'lib', 'cli', 'cli.js'), 'pin-addresses', file, '--kubeconfig', kc, '--output', 'json', ...args]);
+    const p = spawn(process.execPath, [path.join(ROOT, 'lib', 'cli', 'cli.js'), 'pin-addresses', file, '--kubeconfig', kc, '--output', output, ...args]);
     let out = '';
     let err = '';
     p.stdout.on('data', (c) => { out += c; });
@@ -197,6 +197,12 @@ describe('pin-addresses before the move', () => {
     expect({ ...after.spec, template: { ...after.spec.template, metadata: { labels: after.spec.template.metadata.labels } } }).toEqual(before.spec);
 
     const written = await rvs(fra, ['web-1', 'app-7']);
+    const text = await cli(['--move', `${NS}/web-1`], operatorKc, fleetFile, 'text');
+    // the localnet network tenant-blue is also on cannot keep its address: said with the pin
+    expect(text.out).toBe(`pin-addresses: dry run, nothing written (--apply writes)\n${NS}/web-1 fra-1 -> ams-1 on blue: 10.50.240.0, fd50::f000:0:0:0 `
+      + '(from the source IPAMClaim, the ledger agrees or has none; after the move: delete-source)\n  already pinned on fra-1\n'
+      + '  warning [vmnet-ip-not-kept] spec.forklift.moves[0]: tenant-blue/web-1 may use localnet network vlan100, whose addresses come from OVN IPAM per cluster: '
+      + 'on ams-1 it gets a new one (nothing upstream can pin a localnet address)\n');
     const again = await cli(['--apply']);
     expect(again.code).toBe(0);
     expect(again.json.moves.map((m: any) => [m.move, m.changes, m.note])).toEqual([
@@ -273,6 +279,10 @@ describe('pin-addresses --after', () => {
     await claim(ams, 'app-7', ['10.50.16.20/16', 'fd50::1000:0:0:14/64']);
     const dry = await cli(['--after']);
     expect(dry.code).toBe(0);
+    const dryText = await cli(['--after', '--move', `${NS}/app-7`], operatorKc, fleetFile, 'text');
+    expect(dryText.out.split('\n').slice(2, 5)).toEqual([
+      `  patch fra-1 VirtualMachine ${NS}/app-7 metadata.labels["migrationmesh.dev/moved-to"]`, '    - (none)', '    + ams-1',
+    ]);
     expect(dry.json.moves.map((m: any) => m.changes)).toEqual([
       [{ cluster: 'fra-1', verb: 'delete', object: `VirtualMachine ${NS}/web-1` }, { cluster: 'fra-1', verb: 'delete', object: `IPAMClaim ${NS}/web-1.default` }],
       [{ cluster: 'fra-1', verb: 'patch', object: `VirtualMachine ${NS}/app-7`, field: 'metadata.labels["migrationmesh.dev/moved-to"]', to: 'ams-1' }],
