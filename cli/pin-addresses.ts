@@ -348,11 +348,15 @@ export async function pinAddresses(o: PinOptions): Promise<PinReport> {
   const ok = planned.every((p) => !p.report.problems.length);
   const apply = !!o.apply && ok;
   if (apply) {
+    const written: string[] = [];
     for (const p of planned.filter((x) => x.c && x.report.changes.length)) {
       try {
         await write(p.c!, p.report.changes, sides);
+        written.push(p.report.move);
       } catch (e) {
-        p.report.problems.push(apiProblem(e, p.c!.m, p.c!.path));
+        const problem = apiProblem(e, p.c!.m, p.c!.path);
+        // a write refused midway (a VM changed since it was read: 409): say what was written before it
+        p.report.problems.push({ ...problem, message: `${problem.message}${written.length ? ` (written before it: ${written.join(', ')}; run again)` : ''}` });
         return { mode: o.after ? 'after' : 'pin', applied: false, ok: false, moves: planned.map((x) => x.report) };
       }
     }
