@@ -73,15 +73,24 @@ const run = (cmd: string, args: string[], opts: { cwd?: string; input?: Buffer }
   return r.stdout;
 };
 
-/** The guest kernel + initramfs, built on first use and cached by content key. */
-export function buildGuest(cacheRoot = path.join(__dirname, '..', '..', 'node_modules', '.cache', 'mm-vm-guest')): Guest {
+/**
+ * What a guest adds to its initramfs beyond /init and busybox: it writes files under `root` (the kernel package is
+ * unpacked at `unpacked`) and returns their paths relative to `root`, for cpio.
+ */
+export type GuestExtras = (root: string, unpacked: string) => string[];
+
+/**
+ * A guest kernel (the package linux-image-amd64 depends on) + busybox initramfs with `init` as /init, built on first
+ * use and cached under `cacheRoot/<key>` (the key: the kernel package's version, busybox, `keyParts`, the init).
+ */
+export function buildGuestImage(o: { cacheRoot: string; init: string; keyParts?: string; extras?: GuestExtras }): Guest {
   // the versioned kernel package linux-image-amd64 points at (apt's own metadata, no download)
   const dep = /Depends:\s*(linux-image-[^\s]+)/.exec(run('apt-cache', ['depends', 'linux-image-amd64']))?.[1];
   if (!dep) throw new Error('apt-cache depends linux-image-amd64 names no linux-image-* package (apt-get update?)');
   const version = run('apt-cache', ['policy', dep]).match(/Candidate:\s*(\S+)/)?.[1] ?? 'unknown';
   const bb = crypto.createHash('sha256').update(fs.readFileSync(BUSYBOX)).digest('hex');
-  const key = crypto.createHash('sha256').update(`${dep} ${version}\n${bb}\n${INIT}`).digest('hex').slice(0, 16);
-  const dir = path.join(cacheRoot, key);
+  const key = crypto.createHash('sha256').update(`${dep} ${version}\n${bb}\n${o.keyParts !== undefined ? `${o.keyParts}\n` : ''}${o.init}`).digest('hex').slice(0, 16);
+  const dir = path.join(o.cacheRoot, key);
   const guest = { kernel: path.join(dir, 'vmlinuz'), initrd: path.join(dir, 'initrd.cpio'), kernelVersion: `${dep} ${version}` };
   if (fs.existsSync(guest.kernel) && fs.existsSync(guest.initrd)) return guest;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-guest-build-'));
@@ -96,9 +105,9 @@ export function buildGuest(cacheRoot = path.join(__dirname, '..', '..', 'node_mo
     fs.mkdirSync(path.join(root, 'bin'), { recursive: true });
     fs.copyFileSync(BUSYBOX, path.join(root, 'bin', 'busybox'));
     fs.chmodSync(path.join(root, 'bin', 'busybox'), 0o755);
-    fs.writeFileSync(path.join(root, 'init'), INIT, { mode: 0o755 });
-    const list = 'init\nbin\nbin/busybox\n';
-    const cpio = spawnSync('cpio', ['-o', '-H', 'newc', '--quiet'], { cwd: root, input: list, maxBuffer: 64 << 20 });
+    fs.writeFileSync(path.join(root, 'init'), o.init, { mode: 0o755 });
+    const list = ['init', 'bin', 'bin/busybox', ...(o.extras?.(root, path.join(work, 'x')) ?? [])].join('\n');
+    const cpio = spawnSync('cpio', ['-o', '-H', 'newc', '--quiet'], { cwd: root, input: `${list}\n`, maxBuffer: 64 << 20 });
     if (cpio.status !== 0) throw new Error(`cpio: ${cpio.stderr}`);
     fs.mkdirSync(`${dir}.tmp`, { recursive: true });
     fs.copyFileSync(path.join(work, 'x', 'boot', vmlinuz), path.join(`${dir}.tmp`, 'vmlinuz'));
@@ -109,6 +118,11 @@ export function buildGuest(cacheRoot = path.join(__dirname, '..', '..', 'node_mo
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** The VM lab's guest: the kernel and busybox with the /init above, cached by content key. */
+export function buildGuest(cacheRoot = path.join(__dirname, '..', '..', 'node_modules', '.cache', 'mm-vm-guest')): Guest {
+  return buildGuestImage({ cacheRoot, init: INIT });
 }
 
 /** The guest's machine: the same on source and target (a migration needs identical devices). */

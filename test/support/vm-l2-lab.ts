@@ -29,11 +29,9 @@
  * migration, and virtio-net's guest announce).
  */
 import { ChildProcess, spawnSync } from 'child_process';
-import * as crypto from 'crypto';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
-import { Guest, VmShape } from './qemu-guest';
+import { buildGuestImage, Guest, VmShape } from './qemu-guest';
 import { cidr4, fmt4, inCidr4, ip4 } from './netns';
 import { VmMigrationLab } from './vm-lab';
 
@@ -96,7 +94,6 @@ export function ovnMac(ip: string): string {
   return ['0a', '58', ...[24, 16, 8, 0].map((s) => ((n >>> s) & 255).toString(16).padStart(2, '0'))].join(':');
 }
 
-const BUSYBOX = '/bin/busybox';
 /** Modules of the kernel package the guest's NIC needs, loaded in this order after their `depends=` are sorted in. */
 const NET_MODULES = ['virtio_pci', 'virtio_net'];
 
@@ -175,44 +172,17 @@ function moduleOrder(tree: string, wanted: string[]): { name: string; file: stri
  * node_modules/.cache/mm-vm-l2-guest/<key> (the key: the kernel package's version, busybox, the init).
  */
 export function buildL2Guest(cacheRoot = path.join(__dirname, '..', '..', 'node_modules', '.cache', 'mm-vm-l2-guest')): Guest {
-  const dep = /Depends:\s*(linux-image-[^\s]+)/.exec(run('apt-cache', ['depends', 'linux-image-amd64']))?.[1];
-  if (!dep) throw new Error('apt-cache depends linux-image-amd64 names no linux-image-* package (apt-get update?)');
-  const version = run('apt-cache', ['policy', dep]).match(/Candidate:\s*(\S+)/)?.[1] ?? 'unknown';
-  const bb = crypto.createHash('sha256').update(fs.readFileSync(BUSYBOX)).digest('hex');
-  const key = crypto.createHash('sha256').update(`${dep} ${version}\n${bb}\n${NET_MODULES.join(',')}\n${INIT}`).digest('hex').slice(0, 16);
-  const dir = path.join(cacheRoot, key);
-  const guest = { kernel: path.join(dir, 'vmlinuz'), initrd: path.join(dir, 'initrd.cpio'), kernelVersion: `${dep} ${version}` };
-  if (fs.existsSync(guest.kernel) && fs.existsSync(guest.initrd)) return guest;
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-l2-guest-build-'));
-  try {
-    run('apt-get', ['download', dep], work);
-    const deb = fs.readdirSync(work).find((f) => f.endsWith('.deb'));
-    if (!deb) throw new Error(`apt-get download ${dep} left no .deb`);
-    run('dpkg-deb', ['-x', deb, 'x'], work);
-    const vmlinuz = fs.readdirSync(path.join(work, 'x', 'boot')).find((f) => f.startsWith('vmlinuz-'));
-    if (!vmlinuz) throw new Error(`${deb} has no boot/vmlinuz-*`);
-    const [kver] = fs.readdirSync(path.join(work, 'x', 'lib', 'modules'));
-    const mods = moduleOrder(path.join(work, 'x', 'lib', 'modules', kver, 'kernel'), NET_MODULES);
-    const root = path.join(work, 'root');
-    fs.mkdirSync(path.join(root, 'bin'), { recursive: true });
-    fs.mkdirSync(path.join(root, 'lib', 'modules'), { recursive: true });
-    fs.copyFileSync(BUSYBOX, path.join(root, 'bin', 'busybox'));
-    fs.chmodSync(path.join(root, 'bin', 'busybox'), 0o755);
-    fs.writeFileSync(path.join(root, 'init'), INIT, { mode: 0o755 });
-    for (const m of mods) fs.copyFileSync(m.file, path.join(root, 'lib', 'modules', `${m.name}.ko`));
-    fs.writeFileSync(path.join(root, 'lib', 'net-modules'), `${mods.map((m) => m.name).join('\n')}\n`);
-    const list = ['init', 'bin', 'bin/busybox', 'lib', 'lib/net-modules', 'lib/modules', ...mods.map((m) => `lib/modules/${m.name}.ko`)].join('\n');
-    const cpio = spawnSync('cpio', ['-o', '-H', 'newc', '--quiet'], { cwd: root, input: `${list}\n`, maxBuffer: 64 << 20 });
-    if (cpio.status !== 0) throw new Error(`cpio: ${cpio.stderr}`);
-    fs.mkdirSync(`${dir}.tmp`, { recursive: true });
-    fs.copyFileSync(path.join(work, 'x', 'boot', vmlinuz), path.join(`${dir}.tmp`, 'vmlinuz'));
-    fs.writeFileSync(path.join(`${dir}.tmp`, 'initrd.cpio'), cpio.stdout);
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.renameSync(`${dir}.tmp`, dir);
-    return guest;
-  } finally {
-    fs.rmSync(work, { recursive: true, force: true });
-  }
+  return buildGuestImage({
+    cacheRoot, init: INIT, keyParts: NET_MODULES.join(','),
+    extras: (root, unpacked) => {
+      const [kver] = fs.readdirSync(path.join(unpacked, 'lib', 'modules'));
+      const mods = moduleOrder(path.join(unpacked, 'lib', 'modules', kver, 'kernel'), NET_MODULES);
+      fs.mkdirSync(path.join(root, 'lib', 'modules'), { recursive: true });
+      for (const m of mods) fs.copyFileSync(m.file, path.join(root, 'lib', 'modules', `${m.name}.ko`));
+      fs.writeFileSync(path.join(root, 'lib', 'net-modules'), `${mods.map((m) => m.name).join('\n')}\n`);
+      return ['lib', 'lib/net-modules', 'lib/modules', ...mods.map((m) => `lib/modules/${m.name}.ko`)];
+    },
+  });
 }
 
 /** One cluster's VM switch and VTEP. */
