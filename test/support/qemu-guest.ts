@@ -207,11 +207,22 @@ export class Hmp {
     });
   }
 
-  /** Run one command; its output without the echo and terminal escapes. */
+  /** Prompts still owed by commands that timed out: each answer is read and dropped before the next command's. */
+  private owed = 0;
+
+  /** Has QEMU closed the monitor (exited)? A command that timed out on an open monitor only met a busy QEMU. */
+  get isClosed(): boolean { return this.closed; }
+
+  /**
+   * Run one command; its output without the echo and terminal escapes. A command that timed out still gets its
+   * answer later (HMP answers in order): the next command first reads and drops it, so it never takes that late
+   * answer for its own.
+   */
   async cmd(line: string, timeoutMs = 30_000): Promise<string> {
     if (!this.sock) throw new Error('monitor not connected');
+    for (; this.owed > 0; this.owed--) await this.untilPrompt(timeoutMs);
     this.sock.write(`${line}\n`);
-    const raw = await this.untilPrompt(timeoutMs);
+    const raw = await this.untilPrompt(timeoutMs).catch((e: Error) => { if (!this.closed) this.owed++; throw e; });
     const text = raw.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\r/g, '');
     const lines = text.split('\n');
     return lines.filter((l, i) => !(i === 0 && l.trim().endsWith(line.trim()))).join('\n').trim();

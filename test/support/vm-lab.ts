@@ -500,7 +500,9 @@ export class VmMigrationLab {
       let stop = false;
       const arrived = (async () => {
         for (;;) {
-          const st = await dst.hmp.cmd('info migrate', 5000).then((t) => parseInfoMigrate(t).status, () => 'unreachable');
+          // a monitor that is slow to answer (a busy target on a loaded machine) is asked again; only a closed one
+          // (the QEMU exited) is unreachable
+          const st = await dst.hmp.cmd('info migrate', 5000).then((t) => parseInfoMigrate(t).status, () => (dst.hmp.isClosed ? 'unreachable' : 'not answering'));
           if (st === 'completed' || st === 'failed' || st === 'unreachable') return { st, ms: Date.now() - started };
           if (stop) return { st, ms: NaN };
           await new Promise((r) => setTimeout(r, 50));
