@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // `npm test`: runs every suite whatever the result of the others, so one failing suite never hides another's
-// results. The suites are sorted into four lanes that run side by side:
+// results. The suites are sorted into five lanes that run side by side:
+//   - real: the suites on real control planes (REAL_SUITE), two at a time,
 //   - waiting: the proxy files that mostly wait on timers (PROXY_MOSTLY_WAITING): the trust API fault tests sleep
 //     through fault windows and backoffs (83 s of wall time for 5 s of CPU), so this lane overlaps the others
-//     instead of taking a core's turn in them; then the suites on real control planes (REAL_SUITE),
+//     instead of taking a core's turn in them,
 //   - image: test/image.test.ts (its cold start, stand-in bases and the podman build, waits mostly on downloads
 //     and disk), then the library's unit suites that leave the built lib/ alone (below),
 //   - network: the library's jest suites that make network namespaces or run QEMU (found by their imports:
@@ -206,7 +207,10 @@ function lanes() {
   return [
     // two real-API suites at a time: they wait on controllers (virt-operator's 5 s re-queue, Flux's and Argo CD's
     // reconciles, kwok's pods) far more than they compute, and one after another they were the suite's longest lane
-    [waiting, unitLane('library real-API suites (jest, two at a time: real etcd, kube-apiserver, virt-operator, GitOps engines)', real, ['--maxWorkers=2'])],
+    [unitLane('library real-API suites (jest, two at a time: real etcd, kube-apiserver, virt-operator, GitOps engines)', real, ['--maxWorkers=2'])],
+    // the proxy files that mostly sleep get a lane of their own: after them, the real-API suites (the longest lane)
+    // started 135 s late
+    [waiting],
     [() => jestLane('image (jest)', [IMAGE_TEST]), unitLane('library unit suites, lib/ left alone (jest)', unitOther), fromQueue],
     [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
       () => proxyLane('proxy network suites (node:test)', proxyNetwork), fromQueue],
