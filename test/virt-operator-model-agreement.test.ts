@@ -19,6 +19,7 @@
  */
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { FakeKubeApi } from '../proxy/src/testkit/fake-kube';
 import { makeCert, type TestCert } from '../proxy/src/testkit/ca-certs';
@@ -38,6 +39,8 @@ let fleet: RealFleet;
 let cluster: RealCluster;
 let kv: RealKubevirt;
 let fake: FakeKubeApi;
+/** The audit policy's directory (the API server reads the file at start). */
+let policyDir: string | undefined;
 let model: VirtOperatorModel;
 const now0 = Date.now();
 /** The peers' CAs, issued once and written to both: distinct notBefore, all older than the operator's own CA. */
@@ -173,8 +176,8 @@ async function compare(step: string): Promise<{ real: unknown; model: unknown }>
 const pems = (...names: Array<keyof typeof PEERS>) => names.map((n) => PEERS[n].pem).join('');
 
 beforeAll(async () => {
-  fs.mkdirSync('/dev/shm', { recursive: true });
-  const policy = path.join(fs.mkdtempSync('/dev/shm/mm-agree-'), 'audit.json');
+  policyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-agree-'));
+  const policy = path.join(policyDir, 'audit.json');
   fs.writeFileSync(policy, JSON.stringify({
     apiVersion: 'audit.k8s.io/v1', kind: 'Policy', omitStages: ['RequestReceived', 'ResponseStarted'],
     rules: [{ level: 'Metadata', resources: [{ group: '', resources: ['configmaps'] }], namespaces: [NS], verbs: ['create', 'update'] }, { level: 'None' }],
@@ -194,6 +197,7 @@ afterAll(async () => {
   await kv?.stop();
   await fleet?.stop();
   await fake?.close();
+  if (policyDir) fs.rmSync(policyDir, { recursive: true, force: true });
 }, 60_000);
 
 test('install: kubevirt-ca holds the cluster\'s own CA; kubevirt-external-ca is empty and carries the operator\'s labels', async () => {
