@@ -64,18 +64,22 @@ describe('inputs that are devices, FIFOs or pipes: bounded in size and time', ()
   });
   afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-  /** The CLI with a hard stop well past the bound under test; its JSON, status and seconds taken. */
+  /**
+   * The CLI with a hard stop; its JSON, status and seconds taken. The bound under test is in bytes (the input cap)
+   * or the 3 s stall window, never in how fast this machine is: a read that never ends meets the hard stop (and its
+   * SIGKILL fails the test); one that ends on the cap ends whatever the load (two CPU hogs beside a CI run made a
+   * capped read of /dev/zero take over 5 s).
+   */
   const timed = (args: string[], cwd = tmp) => {
     const t0 = Date.now();
-    const r = spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL' });
+    const r = spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
     return { ...r, seconds: (Date.now() - t0) / 1000 };
   };
   const problemsIn = (out: string) => (JSON.parse(out) as { problems: { code: string; path: string; message: string; fix?: string }[] }[])[0].problems;
 
-  test('/dev/zero as the fleet file: refused as file-too-large within 5 s, having read at most 4 MiB + 1', () => {
+  test('/dev/zero as the fleet file: refused as file-too-large, having read at most 4 MiB + 1 (it ends; a device never does)', () => {
     const r = timed(['validate', '/dev/zero', '--output', 'json']);
     expect(r.signal).toBeNull();
-    expect(r.seconds).toBeLessThan(5);
     expect(r.status).toBe(1);
     expect(problemsIn(r.stdout)).toEqual([{
       code: 'file-too-large', path: '(document)',
@@ -90,7 +94,6 @@ describe('inputs that are devices, FIFOs or pipes: bounded in size and time', ()
     const r = timed(['validate', fifo, '--output', 'json']);
     expect(r.signal).toBeNull();
     expect(r.seconds).toBeGreaterThanOrEqual(3);
-    expect(r.seconds).toBeLessThan(8);
     expect(r.status).toBe(1);
     expect(problemsIn(r.stdout)).toEqual([{
       code: 'file-stalled', path: '(document)',
@@ -116,17 +119,17 @@ describe('inputs that are devices, FIFOs or pipes: bounded in size and time', ()
     fs.copyFileSync(FLEET, f);
     fs.symlinkSync('/dev/zero', path.join(dir, 'x.ledger.yaml'));
     let r = timed(['validate', f, '--output', 'json']);
-    expect(r.seconds).toBeLessThan(5);
+    expect(r.signal).toBeNull();
     expect(problemsIn(r.stdout)).toEqual([expect.objectContaining({ code: 'file-too-large', path: path.join(dir, 'x.ledger.yaml'), message: expect.stringMatching(/^the ledger is a character device that gave more than 4194304 bytes/) })]);
     fs.unlinkSync(path.join(dir, 'x.ledger.yaml'));
     fs.symlinkSync('/dev/zero', path.join(dir, 'x.moves.yaml'));
     r = timed(['validate', f, '--output', 'json']);
-    expect(r.seconds).toBeLessThan(5);
+    expect(r.signal).toBeNull();
     expect(problemsIn(r.stdout)).toEqual([expect.objectContaining({ code: 'file-too-large', path: path.join(dir, 'x.moves.yaml'), message: expect.stringMatching(/^the moves file is a character device/) })]);
     fs.unlinkSync(path.join(dir, 'x.moves.yaml'));
     for (const flag of ['--context-map', '--kubeconfig']) {
       r = timed(['status', f, flag, '/dev/zero', '--out', path.join(dir, 'dist'), '--timeout', '1']);
-      expect({ flag, seconds: r.seconds < 5, status: r.status }).toEqual({ flag, seconds: true, status: 1 });
+      expect({ flag, signal: r.signal, status: r.status }).toEqual({ flag, signal: null, status: 1 });
       expect(r.stderr).toMatch(/\/dev\/zero: .*\[file-too-large\]|\[file-too-large\] .*\/dev\/zero/);
     }
   });

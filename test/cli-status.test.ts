@@ -152,7 +152,7 @@ describe('migration-mesh status', () => {
     const r2 = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', noCtx]);
     expect(r2.code).toBe(1);
     expect(r2.out).toContain("y (context y): unreachable: no context 'y' in the kubeconfig");
-  }, 60_000);
+  }, 120_000); // four CLI processes (a synth, two status runs, one under script): beside two CPU hogs and a CI run, over 60 s
 
   test('a cluster that accepts connections and never answers is given --timeout, then one line', async () => {
     const file = path.join(dir, 'pair.fleet.yaml'); // synthesized by the test before
