@@ -27,6 +27,8 @@ const wanted = {
   // the VM migration test and bench (test/vm-migration-netns.test.ts): QEMU under TCG, a busybox initramfs packed with cpio;
   // the guest kernel is Debian's linux-image-amd64, fetched with `apt-get download` by test/support/qemu-guest.ts
   'qemu-system-x86_64': 'qemu-system-x86', '/bin/busybox': 'busybox-static', cpio: 'cpio',
+  // the VM-network lab's guest loads the kernel package's virtio-net modules, shipped xz-compressed (test/support/vm-l2-lab.ts)
+  xz: 'xz-utils',
   // gdb: when a source QEMU stops answering, the VM lab names what its threads are in (qemuStacks in test/support/qemu-guest.ts)
   gdb: 'gdb',
   // promtool checks and unit-tests the gateway's alerting rules (test/gateway-alerts.test.ts)
