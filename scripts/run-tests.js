@@ -26,7 +26,8 @@
 // image lane runs podman, and only the unit lane runs or rebuilds the root lib/ (npm pack's prepack). Each step's output goes to a file and is printed whole when it ends.
 // MM_TEST_SERIAL=1 runs every step one after another; MM_TEST_LANES=all runs every step at once.
 // Arguments are passed to jest; with arguments there is one jest step, then the proxy's files, in turn.
-// Ends with one summary line per step (the queued proxy files as one), the slowest ten tests and suites, and the combined closing line
+// Ends with the slowest ten tests and suites, each failed test again with the head of its message, one summary line
+// per step (the queued proxy files as one), and the combined closing line
 // "N passed, N failed" (N counts tests, not suites). Exit code: non-zero when any test failed or a runner
 // could not run at all.
 'use strict';
@@ -39,7 +40,8 @@ const root = path.resolve(__dirname, '..');
 const START = Date.now();
 /** When each step ended, in seconds since the start: the summary shows how evenly the lanes ended. */
 const endedAt = new Map();
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-tests-'));
+/** The steps' logs and result files (made when main starts, removed at its end). */
+let tmp;
 const extra = process.argv.slice(2);
 const serial = process.env.MM_TEST_SERIAL === '1';
 const allAtOnce = process.env.MM_TEST_LANES === 'all';
@@ -102,30 +104,39 @@ function run(name, cmd, args, cwd) {
 async function jestLane(name, args) {
   const out = path.join(tmp, `${name.replace(/\W+/g, '-')}.json`);
   const r = await run(name, 'npx', ['jest', '--json', '--forceExit', `--outputFile=${out}`, ...args], root);
-  let passed = 0; let failed = 0; let ok = false; const tests = []; const suites = [];
   try {
-    const j = JSON.parse(fs.readFileSync(out, 'utf8'));
-    passed = j.numPassedTests; failed = j.numFailedTests + j.numRuntimeErrorTestSuites;
-    ok = r.status === 0 && failed === 0;
-    for (const s of j.testResults) {
-      const file = path.relative(root, s.name);
-      const ms = s.perfStats && s.perfStats.end ? s.perfStats.end - s.perfStats.start : (s.endTime || 0) - (s.startTime || 0);
-      suites.push({ name: file, ms });
-      for (const a of s.assertionResults) tests.push({ name: `${file}: ${a.fullName}`, ms: a.duration || 0 });
-    }
+    const { passed, failed, tests, suites, failures } = jestResults(JSON.parse(fs.readFileSync(out, 'utf8')));
+    return { name, passed, failed, ok: r.status === 0 && failed === 0, status: r.status, seconds: r.seconds, tests, suites, failures };
   } catch (e) {
-    failed = 1; // jest did not even write its result: count the runner as one failure
+    // jest did not even write its result: count the runner as one failure
     console.error(`[run-tests] ${name}: jest wrote no result (${e.message}); exit ${r.status}`);
+    return { name, passed: 0, failed: 1, ok: false, status: r.status, seconds: r.seconds, tests: [], suites: [], failures: [{ name, message: `jest wrote no result (${e.message}); exit ${r.status}` }] };
   }
-  return { name, passed, failed, ok, status: r.status, seconds: r.seconds, tests, suites };
+}
+
+/** Counts, tests, suites and failed tests (with their messages) of jest's --json result. */
+function jestResults(j) {
+  const tests = []; const suites = []; const failures = [];
+  for (const s of j.testResults) {
+    const file = path.relative(root, s.name);
+    const ms = s.perfStats && s.perfStats.end ? s.perfStats.end - s.perfStats.start : (s.endTime || 0) - (s.startTime || 0);
+    suites.push({ name: file, ms });
+    for (const a of s.assertionResults) {
+      tests.push({ name: `${file}: ${a.fullName}`, ms: a.duration || 0 });
+      if (a.status === 'failed') failures.push({ name: `${file}: ${a.fullName}`, message: (a.failureMessages || []).join('\n') });
+    }
+    // a suite that failed outside its tests (a hook, a compile error): its own message
+    if (s.status === 'failed' && !s.assertionResults.some((a) => a.status === 'failed')) failures.push({ name: file, message: s.message || s.failureMessage || '' });
+  }
+  return { passed: j.numPassedTests, failed: j.numFailedTests + j.numRuntimeErrorTestSuites, tests, suites, failures };
 }
 
 /** A step with no files to run: passed, with nothing in it. */
-const nothingRun = (name) => ({ name, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [] });
+const nothingRun = (name) => ({ name, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [], failures: [] });
 
 /** Leaf tests of node:test's TAP output with their durations ("parent > child" names). */
 function tapTests(t) {
-  const stack = []; const tests = [];
+  const stack = []; const tests = []; const failures = [];
   const lines = t.split('\n');
   for (let i = 0; i < lines.length; i++) {
     const sub = /^(\s*)# Subtest: (.*)$/.exec(lines[i]);
@@ -133,15 +144,18 @@ function tapTests(t) {
     const res = /^(\s*)(?:not )?ok \d+ - /.exec(lines[i]);
     if (!res) continue;
     const depth = res[1].length / 4;
-    let ms = 0; let suite = false;
+    let ms = 0; let suite = false; const detail = [];
     for (let k = i + 1; k < lines.length && !/^\s*\.\.\.$/.test(lines[k]); k++) {
       const d = /duration_ms: ([\d.]+)/.exec(lines[k]);
       if (d) ms = Number(d[1]);
       if (/type: 'suite'/.test(lines[k])) suite = true;
+      if (!/duration_ms|type: |^\s*---$/.test(lines[k])) detail.push(lines[k].trim());
     }
-    if (!suite) tests.push({ name: `proxy: ${stack.slice(0, depth + 1).join(' > ')}`, ms });
+    const name = `proxy: ${stack.slice(0, depth + 1).join(' > ')}`;
+    if (!suite) tests.push({ name, ms });
+    if (!suite && /^\s*not ok/.test(lines[i])) failures.push({ name, message: detail.join('\n') });
   }
-  return tests;
+  return { tests, failures };
 }
 
 /** node --test over the given proxy files (relative to proxy/), reporter output teed: spec for people, tap for counts and times. */
@@ -150,18 +164,18 @@ async function proxyLane(name, files) {
   if (files.length === 0) return nothingRun(name);
   const r = await run(name, 'node', ['--test', '--test-concurrency=1', '--test-reporter=spec', '--test-reporter-destination=stdout',
     '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files], path.join(root, 'proxy'));
-  let passed = 0; let failed = 0; let tests = [];
+  let passed = 0; let failed = 0; let tests = []; let failures = [];
   try {
     const t = fs.readFileSync(tap, 'utf8');
     passed = Number((/^# pass (\d+)/m.exec(t) || [])[1] || 0);
     failed = Number((/^# fail (\d+)/m.exec(t) || [])[1] || 0) + Number((/^# cancelled (\d+)/m.exec(t) || [])[1] || 0);
-    tests = tapTests(t);
+    ({ tests, failures } = tapTests(t));
   } catch (e) {
     failed = 1;
     console.error(`[run-tests] node --test wrote no result (${e.message}); exit ${r.status}`);
   }
   if (r.status !== 0 && failed === 0) failed = 1; // a crash outside any test still fails the run
-  return { name, passed, failed, ok: r.status === 0 && failed === 0, status: r.status, seconds: r.seconds, tests, suites: [] };
+  return { name, passed, failed, ok: r.status === 0 && failed === 0, status: r.status, seconds: r.seconds, tests, suites: [], failures };
 }
 
 /**
@@ -236,19 +250,35 @@ function mergeQueued(results) {
   const q = results.filter((x) => x.queued);
   if (q.length === 0) return results;
   const merged = {
-    name: `proxy other suites (node:test, ${q.length} files: the waiting lane's and the shared queue)`, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [],
+    name: `proxy other suites (node:test, ${q.length} files: the waiting lane's and the shared queue)`, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [], failures: [],
   };
   for (const x of q) {
     merged.passed += x.passed; merged.failed += x.failed; merged.ok = merged.ok && x.ok;
     if (x.status !== 0) merged.status = x.status;
-    merged.seconds += x.seconds; merged.tests.push(...x.tests);
+    merged.seconds += x.seconds; merged.tests.push(...x.tests); merged.failures.push(...x.failures);
     if (!x.ok) merged.name += `; FAILED in ${x.name.replace(/^.*: /, '')}`;
   }
   endedAt.set(merged.name, Math.max(...q.map((x) => endedAt.get(x.name) ?? 0)));
   return [...results.filter((x) => !x.queued), merged];
 }
 
+/**
+ * Each failed test again, just above the summary, with the head of its message: CI keeps only the start and the
+ * end of a long log, and a failure told only in the middle (jest prints a suite's console output first) was lost.
+ */
+function printFailures(failures) {
+  if (failures.length === 0) return;
+  const plain = (m) => m.replace(/\u001b\[[0-9;]*m/g, '').split('\n').map((l) => l.trimEnd()).filter((l) => l.trim() && !/^\s+at /.test(l));
+  console.log(`\n[run-tests] failed tests (${failures.length}; the head of each message, stack frames left out)`);
+  for (const f of failures.slice(0, 12)) {
+    console.log(`  FAIL ${f.name}`);
+    for (const l of plain(f.message).slice(0, 8)) console.log(`       ${l.length > 240 ? `${l.slice(0, 240)}...` : l}`);
+  }
+  if (failures.length > 12) console.log(`  ... and ${failures.length - 12} more above`);
+}
+
 async function main() {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-tests-'));
   const ls = lanes();
   const how = serial || ls.length < 2 ? 'every step in turn' : allAtOnce ? 'every step at once' : `${ls.length} lanes side by side`;
   let results;
@@ -263,6 +293,7 @@ async function main() {
   for (const t of top(results.flatMap((x) => x.tests))) console.log(`  ${fmt(t.ms)}  ${t.name}`);
   console.log('[run-tests] slowest ten jest suites (whole file, hooks included)');
   for (const s of top(results.flatMap((x) => x.suites))) console.log(`  ${fmt(s.ms)}  ${s.name}`);
+  printFailures(results.flatMap((x) => x.failures));
   console.log(`\n[run-tests] summary (${how}, ${((Date.now() - START) / 1000).toFixed(0)} s in all)`);
   for (const x of results) {
     const at = endedAt.get(x.name);
@@ -275,4 +306,6 @@ async function main() {
   process.exit(results.every((x) => x.ok) ? 0 : 1);
 }
 
-main();
+// required by test/run-tests.test.ts for its parsers; run as a script otherwise
+if (require.main === module) main();
+else module.exports = { jestResults, tapTests, printFailures };

@@ -1,0 +1,81 @@
+/**
+ * The test runner (scripts/run-tests.js) tells every failed test again just above its summary, with the head of
+ * its message: CI keeps only the start and the end of a long log, and a failure that jest printed in the middle
+ * (after a suite's console output) was lost that way (a CI run said "2 failed" in the VM suite and nothing more).
+ * Fed here with what real jest and real node --test write for a failing test file.
+ */
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+
+const runner = require('../scripts/run-tests.js') as {
+  jestResults(j: unknown): { passed: number; failed: number; failures: { name: string; message: string }[] };
+  tapTests(t: string): { tests: { name: string }[]; failures: { name: string; message: string }[] };
+  printFailures(f: { name: string; message: string }[]): void;
+};
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-run-tests-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const printed = (failures: { name: string; message: string }[]): string => {
+  const lines: string[] = [];
+  const log = jest.spyOn(console, 'log').mockImplementation((...a: unknown[]) => { lines.push(a.join(' ')); });
+  try { runner.printFailures(failures); } finally { log.mockRestore(); }
+  return lines.join('\n');
+};
+
+test('jest: the failed test, its expectation and the received value, above the summary; passing tests are not named', () => {
+  fs.writeFileSync(path.join(dir, 'fixture.test.js'), [
+    "test('passes', () => { expect(1).toBe(1); });",
+    "test('the source keeps ticking', () => { console.log('x'.repeat(50)); expect({ ticking: false }).toEqual({ ticking: true }); });",
+  ].join('\n'));
+  const out = path.join(dir, 'jest.json');
+  const r = spawnSync(process.execPath, [require.resolve('jest/bin/jest'), '--config', JSON.stringify({ rootDir: dir }), '--json', `--outputFile=${out}`, '--ci'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+  expect(r.status).toBe(1);
+  const res = runner.jestResults(JSON.parse(fs.readFileSync(out, 'utf8')));
+  expect([res.passed, res.failed]).toEqual([1, 1]);
+  expect(res.failures.map((f) => f.name)).toEqual([expect.stringMatching(/fixture\.test\.js: the source keeps ticking$/)]);
+  const text = printed(res.failures);
+  expect(text).toMatch(/failed tests \(1;/);
+  expect(text).toMatch(/FAIL .*the source keeps ticking/);
+  expect(text).toMatch(/"ticking": true/); // the expectation
+  expect(text).toMatch(/"ticking": false/); // what came
+  expect(text).not.toMatch(/\u001b\[/); // no colour codes
+  expect(text).not.toMatch(/^\s+at /m); // no stack frames
+  expect(text).not.toMatch(/passes/);
+}, 150_000);
+
+test('jest: a suite that fails before any test runs (a throwing hook body at load) is named by its file', () => {
+  fs.writeFileSync(path.join(dir, 'broken.test.js'), "throw new Error('lab set-up failed: no qemu');\n");
+  const out = path.join(dir, 'jest2.json');
+  spawnSync(process.execPath, [require.resolve('jest/bin/jest'), '--config', JSON.stringify({ rootDir: dir }), '--json', `--outputFile=${out}`, '--ci', 'broken'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+  const res = runner.jestResults(JSON.parse(fs.readFileSync(out, 'utf8')));
+  expect(res.failed).toBe(1);
+  expect(res.failures).toHaveLength(1);
+  expect(res.failures[0].name).toMatch(/broken\.test\.js$/);
+  expect(printed(res.failures)).toMatch(/lab set-up failed: no qemu/);
+}, 150_000);
+
+test('node --test: the failed subtest by its parents\' names, with its error; passing ones are counted, not named', () => {
+  const f = path.join(dir, 'fixture.test.js');
+  fs.writeFileSync(f, [
+    "const { test, describe } = require('node:test'); const assert = require('node:assert');",
+    "describe('gateway', () => { test('relays', () => {}); test('refuses a stranger', () => { assert.strictEqual('accepted', 'refused'); }); });",
+  ].join('\n'));
+  const r = spawnSync(process.execPath, ['--test', '--test-reporter=tap', f], { encoding: 'utf8', timeout: 60_000 });
+  expect(r.status).toBe(1);
+  const res = runner.tapTests(r.stdout);
+  expect(res.tests.map((t) => t.name)).toEqual(['proxy: gateway > relays', 'proxy: gateway > refuses a stranger']);
+  expect(res.failures.map((x) => x.name)).toEqual(['proxy: gateway > refuses a stranger']);
+  const text = printed(res.failures);
+  expect(text).toMatch(/FAIL proxy: gateway > refuses a stranger/);
+  expect(text).toMatch(/accepted/);
+  expect(text).toMatch(/refused/);
+});
+
+test('more than twelve failures: twelve told, the count of the rest given', () => {
+  const text = printed(Array.from({ length: 15 }, (_, i) => ({ name: `t${i}`, message: `m${i}` })));
+  expect(text.match(/^ {2}FAIL /gm)).toHaveLength(12);
+  expect(text).toMatch(/and 3 more above/);
+});
