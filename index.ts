@@ -47,10 +47,10 @@ export type { KeepAddressMove, KeepAddressVerdict, VmNetworksView } from './src/
 export { addressesFromIpamClaim, pinAddressesPatch } from './src/vmnet/claims';
 export { servedNamespaceProblems } from './src/vmnet/namespaces';
 export { PIN_ROLE_NAME, pinAddressesRoleRules, MOVED_TO_LABEL } from './src/vmnet/pin-role';
-export { PinAddressesRole } from './constructs/report/pin-addresses-role';
-export type { PinAddressesRoleProps } from './constructs/report/pin-addresses-role';
-export { MovedVmGuard } from './constructs/report/moved-vm-guard';
-export type { MovedVmGuardProps } from './constructs/report/moved-vm-guard';
+export { PinAddressesRole } from './constructs/vmnet/pin-addresses-role';
+export type { PinAddressesRoleProps } from './constructs/vmnet/pin-addresses-role';
+export { MovedVmGuard } from './constructs/vmnet/moved-vm-guard';
+export type { MovedVmGuardProps } from './constructs/vmnet/moved-vm-guard';
 export type { ExistingNamespace } from './src/vmnet/namespaces';
 export type {
   ClusterVmNetwork, ClusterVmNetworks, MobileVmAddress, VmNetworkEvpn, VmNetworkIpam, VmNetworkLocalnet, VmNetworkPlan, VmNetworkReach, VmSubnetSplit,

@@ -3,7 +3,7 @@
  * on every cluster (the same Role serves the source and the target side): read the VMs and their IPAMClaims, pin
  * the source VM's template (`patch`), and after the move delete the source VM and its claims (`delete`); `get` of
  * VirtualMachineInstances tells a halted VM from a running one. Nothing cluster-scoped, no Secrets, no create,
- * no update. Pure, no cdk8s import: constructs/report/pin-addresses-role.ts emits it.
+ * no update. Pure, no cdk8s import: constructs/vmnet/pin-addresses-role.ts emits it.
  */
 
 /** The Role's name in each served namespace. */
