@@ -10,6 +10,7 @@ import { annotateForGitops, ARGOCD_SYNC_OPTIONS_ANNOTATION, FLUX_PRUNE_ANNOTATIO
 import {
   BridgeMappingPolicy, ClusterUserDefinedNetwork, PrimaryNetworkNamespace, RouteAdvertisements, VmNetworks, Vtep,
 } from '../index';
+import { pinAddressesRoleRules } from '../src/vmnet/pin-role';
 import { validateObject } from './support/schemas';
 
 const chart = () => new Chart(new App(), 'c', { disableResourceNameHashes: true });
@@ -92,7 +93,7 @@ describe('VmNetworks from one cluster\'s resolved networks', () => {
   });
 
   test('every object passes the upstream CRD schema (types, enums, bounds, unknown fields)', () => {
-    expect(objs).toHaveLength(7);
+    expect(objs).toHaveLength(11); // 7 network objects + 2 pin-addresses Roles + the guard's policy and binding
     expect(objs.flatMap((o) => validateObject(o))).toEqual([]);
   });
 
@@ -121,6 +122,64 @@ describe('VmNetworks from one cluster\'s resolved networks', () => {
     const cudn = annotateForGitops(find('ClusterUserDefinedNetwork', 'blue'), 8, g).metadata.annotations;
     expect(cudn[ARGOCD_SYNC_OPTIONS_ANNOTATION]).toBeUndefined();
     expect(annotateForGitops({ kind: 'Namespace', metadata: { name: 'migration-mesh' } }, 0, g).metadata.annotations[ARGOCD_SYNC_OPTIONS_ANNOTATION]).toBeUndefined();
+  });
+});
+
+describe('what keeps a moved address from coming back twice (issue 40 item 4): only for the Layer2 networks', () => {
+  const rules = [
+    { apiGroups: ['kubevirt.io'], resources: ['virtualmachines'], verbs: ['get', 'list', 'patch', 'delete'] },
+    { apiGroups: ['kubevirt.io'], resources: ['virtualmachineinstances'], verbs: ['get'] },
+    { apiGroups: ['k8s.cni.cncf.io'], resources: ['ipamclaims'], verbs: ['get', 'list', 'delete'] },
+  ];
+  const of = (...networks: ClusterVmNetwork[]) => {
+    const c = chart();
+    const v = new VmNetworks(c, 'V', { networks });
+    return { v, objs: json(c) };
+  };
+  const bindingNamespaces = (objs: any[]) => objs.filter((o) => o.kind === 'ValidatingAdmissionPolicyBinding')
+    .map((o) => o.spec.matchResources.namespaceSelector.matchExpressions);
+
+  test('the guard binds exactly the Layer2 network\'s namespaces (not the localnet-only tenant-red); a Role in each with exactly the CLI\'s rules', () => {
+    const { v, objs } = of(blue, vlan100);
+    expect(bindingNamespaces(objs)).toEqual([[{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['tenant-blue', 'tenant-green'] }]]);
+    const binding = objs.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding');
+    expect(binding.spec).toMatchObject({ policyName: 'migration-mesh-moved-vm-halted', validationActions: ['Deny'] });
+    const policy = objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy');
+    expect(policy.map((o) => [o.apiVersion, o.metadata.name])).toEqual([['admissionregistration.k8s.io/v1', 'migration-mesh-moved-vm-halted']]);
+    expect(policy[0].spec.matchConstraints.resourceRules).toEqual([{ apiGroups: ['kubevirt.io'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['virtualmachines'] }]);
+    const roles = objs.filter((o) => o.kind === 'Role');
+    expect(roles.map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual(['tenant-blue/migration-mesh-pin-addresses', 'tenant-green/migration-mesh-pin-addresses']);
+    for (const r of roles) expect(r.rules).toEqual(rules);
+    expect(rules).toEqual(pinAddressesRoleRules()); // the rules the CLI's requests are written from
+    expect(objs.filter((o) => o.kind === 'RoleBinding')).toEqual([]); // the identity is the user's to bind
+    expect(v.pinAddressesRole?.roles).toHaveLength(2);
+    expect(v.movedVmGuard?.binding).toBeDefined();
+  });
+
+  test('a localnet-only cluster gets neither the guard nor the Role: its VMs do not keep their address', () => {
+    const { v, objs } = of(vlan100);
+    expect(objs.map((o) => o.kind).sort()).toEqual(['ClusterUserDefinedNetwork', 'NodeNetworkConfigurationPolicy']);
+    expect(v.pinAddressesRole).toBeUndefined();
+    expect(v.movedVmGuard).toBeUndefined();
+  });
+
+  test('two Layer2 networks: one guard, its binding over both networks\' namespaces, one Role per namespace (a shared one once)', () => {
+    const red: ClusterVmNetwork = { ...blue, name: 'red', index: 2, namespaces: ['tenant-blue', 'tenant-red'], reach: { type: 'none' }, labels: { 'migrationmesh.dev/vm-network': 'red' } };
+    const { objs } = of(red, blue);
+    expect(objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy')).toHaveLength(1);
+    expect(bindingNamespaces(objs)).toEqual([[{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['tenant-blue', 'tenant-green', 'tenant-red'] }]]);
+    expect(objs.filter((o) => o.kind === 'Role').map((o) => o.metadata.namespace)).toEqual(['tenant-blue', 'tenant-green', 'tenant-red']);
+  });
+
+  test('rollout: after the Namespaces they live in or select, in the VM-network stage; the policy before its binding', () => {
+    const { objs } = of(blue, vlan100);
+    const w = (kind: string, ns?: string) => rolloutWave(objs.find((o) => o.kind === kind && (ns === undefined || o.metadata.namespace === ns)), new Set());
+    expect(w('Role', 'tenant-blue')).toBeGreaterThan(w('Namespace'));
+    expect(w('ValidatingAdmissionPolicy')).toBeGreaterThan(w('Namespace'));
+    expect(w('ValidatingAdmissionPolicyBinding')).toBeGreaterThan(w('ValidatingAdmissionPolicy'));
+    for (const k of ['Role', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']) expect(stageOfWave(w(k)).name).toBe('vm-networks');
+    // any other Role (the gateway's) keeps its early wave
+    expect(rolloutWave({ kind: 'Role', metadata: { name: 'migration-mesh-gateway-trust', namespace: 'kubevirt' } }, new Set())).toBe(2);
   });
 });
 

@@ -18,7 +18,10 @@ const synth = (raw: any = rawFleet(), ledger = loadLedgerFile(ledgerPathFor(FLEE
 
 const cidr = (t: string): Interval => { const r = parseCidr(t); if (!r.ok) throw new Error(`not a CIDR: ${t}`); return r.cidr; };
 const vmKinds = new Set(['ClusterUserDefinedNetwork', 'NodeNetworkConfigurationPolicy', 'VTEP', 'RouteAdvertisements']);
-const vmObjects = (objs: any[]) => objs.filter((o) => vmKinds.has(o.kind) || (o.kind === 'Namespace' && o.metadata.labels?.['k8s.ovn.org/primary-user-defined-network'] !== undefined));
+/** What keeps a moved VM's address from coming back twice (issue 40 item 4), emitted with a primary Layer2 network. */
+const guardKeys = ['Role/migration-mesh-pin-addresses', 'ValidatingAdmissionPolicy/migration-mesh-moved-vm-halted', 'ValidatingAdmissionPolicyBinding/migration-mesh-moved-vm-halted'];
+const isGuard = (o: any) => guardKeys.includes(`${o.kind}/${o.metadata.name}`);
+const vmObjects = (objs: any[]) => objs.filter((o) => vmKinds.has(o.kind) || isGuard(o) || (o.kind === 'Namespace' && o.metadata.labels?.['k8s.ovn.org/primary-user-defined-network'] !== undefined));
 const cudn = (objs: any[], name: string) => objs.find((o) => o.kind === 'ClusterUserDefinedNetwork' && o.metadata.name === name);
 
 /** What a cluster's OVN-Kubernetes may hand out by itself on one network: its subnets minus everything reserved. */
@@ -33,13 +36,15 @@ describe('examples/vm-networks.fleet.yaml', () => {
   const r = synth();
   const clusters = [...r.objects.keys()];
 
-  test('each cluster: the primary namespace, the VTEP, the bridge mapping, both CUDNs and the RouteAdvertisements, in rollout order', () => {
+  test('each cluster: the primary namespace, the VTEP, the bridge mapping, the pin-addresses Role, the moved-VM guard, both CUDNs and the RouteAdvertisements, in rollout order', () => {
     expect(clusters.sort()).toEqual(['ams-1', 'fra-1']);
     for (const c of clusters) {
       const mine = vmObjects(r.objects.get(c)!);
-      expect(mine.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      expect(mine.map((o) => `${o.kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`)).toEqual([
         'Namespace/tenant-blue', 'VTEP/fleet-vtep', 'NodeNetworkConfigurationPolicy/mm-vlan100-bridge-mapping',
-        'ClusterUserDefinedNetwork/blue', 'ClusterUserDefinedNetwork/vlan100', 'RouteAdvertisements/mm-blue',
+        'Role/tenant-blue/migration-mesh-pin-addresses', 'ValidatingAdmissionPolicy/migration-mesh-moved-vm-halted',
+        'ClusterUserDefinedNetwork/blue', 'ClusterUserDefinedNetwork/vlan100', 'ValidatingAdmissionPolicyBinding/migration-mesh-moved-vm-halted',
+        'RouteAdvertisements/mm-blue',
       ]);
       const all = r.objects.get(c)!;
       expect(all.slice(all.length - mine.length)).toEqual(mine); // the last stage
@@ -119,6 +124,8 @@ describe('examples/vm-networks.fleet.yaml', () => {
     expect(wave('KubeVirt.kubevirt.kubevirt.yaml')).toBe(5);
     expect([wave('Namespace.tenant-blue.yaml'), wave('VTEP.fleet-vtep.yaml'), wave('NodeNetworkConfigurationPolicy.mm-vlan100-bridge-mapping.yaml'),
       wave('ClusterUserDefinedNetwork.blue.yaml'), wave('ClusterUserDefinedNetwork.vlan100.yaml'), wave('RouteAdvertisements.mm-blue.yaml')]).toEqual([6, 7, 7, 8, 8, 9]);
+    expect([wave('Role.tenant-blue.migration-mesh-pin-addresses.yaml'), wave('ValidatingAdmissionPolicy.migration-mesh-moved-vm-halted.yaml'),
+      wave('ValidatingAdmissionPolicyBinding.migration-mesh-moved-vm-halted.yaml')]).toEqual([7, 7, 8]); // after the namespace they live in or select
     expect(parse(g.files.get('fra-1/Namespace.tenant-blue.yaml')!).metadata.annotations['argocd.argoproj.io/sync-options']).toBe('Prune=false,Delete=false');
     expect(parse(g.files.get('fra-1/ClusterUserDefinedNetwork.blue.yaml')!).metadata.annotations['argocd.argoproj.io/sync-options']).toBeUndefined();
   });
@@ -128,13 +135,34 @@ describe('examples/vm-networks.fleet.yaml', () => {
     raw.spec.vmNetworks[1].clusters = { 'ams-1': { served: false } };
     const g = synth(raw, r.ledger);
     expect(vmObjects(g.objects.get('ams-1')!).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
-      'Namespace/tenant-blue', 'VTEP/fleet-vtep', 'ClusterUserDefinedNetwork/blue', 'RouteAdvertisements/mm-blue',
+      'Namespace/tenant-blue', 'VTEP/fleet-vtep', ...guardKeys.slice(0, 2), 'ClusterUserDefinedNetwork/blue', guardKeys[2], 'RouteAdvertisements/mm-blue',
     ]);
     expect(vmObjects(g.objects.get('fra-1')!)).toEqual(vmObjects(r.objects.get('fra-1')!)); // its slot and split stay
     expect(g.forklift.plan!.pairs[0].networks).toEqual([{ source: { type: 'pod' }, destination: { type: 'pod' } }]);
     expect(g.forklift.warnings.filter((w) => w.code === 'forklift/network-unmapped').map((w) => w.message)).toEqual([
       expect.stringContaining('tenant-blue/vlan100 exists on fra-1 but not on ams-1'), expect.stringContaining('tenant-red/vlan100 exists on fra-1 but not on ams-1'),
     ]);
+  });
+
+  test('the guard binds, and the Role lives in, exactly the namespaces blue serves (not tenant-red, which only the localnet network serves)', () => {
+    for (const c of clusters) {
+      const objs = r.objects.get(c)!;
+      const binding = objs.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding');
+      expect(binding.spec.matchResources.namespaceSelector.matchExpressions).toEqual([{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['tenant-blue'] }]);
+      expect(binding.spec.policyName).toBe(objs.find((o) => o.kind === 'ValidatingAdmissionPolicy').metadata.name);
+      expect(objs.filter((o) => o.kind === 'Role' && o.metadata.name === 'migration-mesh-pin-addresses').map((o) => o.metadata.namespace)).toEqual(['tenant-blue']);
+      expect(objs.filter((o) => o.kind === 'RoleBinding').map((o) => o.roleRef.name)).not.toContain('migration-mesh-pin-addresses'); // bound by the user
+    }
+  });
+
+  test('a cluster that serves only the localnet network gets neither the guard nor the Role; the other keeps both', () => {
+    const raw = rawFleet();
+    raw.spec.vmNetworks[0].clusters['ams-1'] = { served: false };
+    raw.spec.forklift.moves = []; // the example's move goes to ams-1 over blue, which ams-1 no longer serves
+    const g = synth(raw, r.ledger);
+    expect(g.objects.get('ams-1')!.filter(isGuard)).toEqual([]);
+    expect(vmObjects(g.objects.get('ams-1')!).map((o) => o.kind)).toEqual(['NodeNetworkConfigurationPolicy', 'ClusterUserDefinedNetwork']);
+    expect(g.objects.get('fra-1')!.filter(isGuard).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(guardKeys);
   });
 
   test('with Flux: a 40-vm-networks stage after kubevirt; the primary namespace is never pruned', () => {
@@ -144,7 +172,9 @@ describe('examples/vm-networks.fleet.yaml', () => {
     expect(parse(g.files.get('fra-1/kustomization.yaml')!).resources).toEqual(['10-gateway', '20-network', '30-kubevirt', '40-vm-networks']);
     expect(parse(g.files.get('fra-1/40-vm-networks/kustomization.yaml')!).resources).toEqual([
       'Namespace.tenant-blue.yaml', 'VTEP.fleet-vtep.yaml', 'NodeNetworkConfigurationPolicy.mm-vlan100-bridge-mapping.yaml',
-      'ClusterUserDefinedNetwork.blue.yaml', 'ClusterUserDefinedNetwork.vlan100.yaml', 'RouteAdvertisements.mm-blue.yaml',
+      'Role.tenant-blue.migration-mesh-pin-addresses.yaml', 'ValidatingAdmissionPolicy.migration-mesh-moved-vm-halted.yaml',
+      'ClusterUserDefinedNetwork.blue.yaml', 'ClusterUserDefinedNetwork.vlan100.yaml', 'ValidatingAdmissionPolicyBinding.migration-mesh-moved-vm-halted.yaml',
+      'RouteAdvertisements.mm-blue.yaml',
     ]);
     const ks = [...g.files].filter(([k]) => k.startsWith('_gitops/flux/Kustomization.')).map(([, v]) => parse(v));
     const vm = ks.find((k) => k.metadata.name === 'vmnet-fra-1-vm-networks');

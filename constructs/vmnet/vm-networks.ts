@@ -3,6 +3,8 @@ import { InvalidPropsError } from '../../src/base/errors';
 import { ClusterVmNetwork, VmNetworkEvpn } from '../../src/vmnet/resolved';
 import { BridgeMappingPolicy } from './bridge-mapping-policy';
 import { ClusterUserDefinedNetwork, Layer2NetworkOptions, LocalnetNetworkOptions } from './cluster-user-defined-network';
+import { MovedVmGuard } from './moved-vm-guard';
+import { PinAddressesRole } from './pin-addresses-role';
 import { PrimaryNetworkNamespace } from './primary-network-namespace';
 import { RouteAdvertisements } from './route-advertisements';
 import { Vtep } from './vtep';
@@ -40,7 +42,11 @@ function localnetOf(n: ClusterVmNetwork): LocalnetNetworkOptions {
  * Everything that makes one cluster's VM networks real (issue 40): per network a `ClusterUserDefinedNetwork`
  * (same name, topology, subnets, MTU and gateway on every cluster; this cluster's reserved or excluded slices), the
  * served `Namespace`s of primary networks created with the primary-network label, for localnet the nmstate bridge
- * mapping, for EVPN the `VTEP` and the `RouteAdvertisements` (the FRRConfiguration stays the user's). Objects
+ * mapping, for EVPN the `VTEP` and the `RouteAdvertisements` (the FRRConfiguration stays the user's). With a
+ * primary Layer2 network (the topology whose addresses move with a VM), also what keeps a moved address from coming
+ * back twice (issue 40 item 4): the `MovedVmGuard` bound to the served namespaces of every Layer2 network, and the
+ * `PinAddressesRole` in each of them for `migration-mesh pin-addresses` (unbound: the identity is the user's).
+ * A localnet-only cluster gets neither: its VMs do not keep their address (OVN IPAM) or the guest owns it. Objects
  * several networks share (a namespace, a VTEP, a bridge-mapping policy) are emitted once; two networks that name
  * one of them with different contents are a planning error, refused here rather than emitted twice.
  */
@@ -51,6 +57,10 @@ export class VmNetworks extends Construct {
   public readonly bridgeMappings: readonly BridgeMappingPolicy[];
   public readonly vteps: readonly Vtep[];
   public readonly routeAdvertisements: readonly RouteAdvertisements[];
+  /** The Role `migration-mesh-pin-addresses` in each namespace a Layer2 network serves; absent without a Layer2 network. */
+  public readonly pinAddressesRole?: PinAddressesRole;
+  /** The ValidatingAdmissionPolicy keeping a moved VM's tombstone Halted, bound to the Layer2 networks' namespaces; absent without one. */
+  public readonly movedVmGuard?: MovedVmGuard;
 
   constructor(scope: Construct, id: string, props: VmNetworksProps) {
     super(scope, id);
@@ -78,6 +88,11 @@ export class VmNetworks extends Construct {
     this.bridgeMappings = [...policies.values()].map((x) => x.policy);
     this.vteps = [...vteps.values()].map((x) => x.vtep);
     this.routeAdvertisements = ras;
+    const kept = [...new Set(props.networks.filter((n) => n.topology === 'Layer2').flatMap((n) => n.namespaces))].sort();
+    if (kept.length) {
+      this.pinAddressesRole = new PinAddressesRole(this, 'PinAddressesRole', { namespaces: kept });
+      this.movedVmGuard = new MovedVmGuard(this, 'MovedVmGuard', { namespaces: kept });
+    }
   }
 
   private bridgeMapping(n: ClusterVmNetwork, policies: Map<string, { policy: BridgeMappingPolicy; key: string }>): void {

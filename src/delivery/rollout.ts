@@ -15,8 +15,10 @@
  *   wave 4  NADs that KubeVirt names (`migrations.network`, native crossClusterNetwork)  stage 20-network
  *   wave 5  KubeVirt, HyperConverged, Harvester Setting                  stage 30-kubevirt
  *   wave 6  Namespaces served by a primary VM network (created with the label)  stage 40-vm-networks
- *   wave 7  NodeNetworkConfigurationPolicy (bridge mappings), VTEP
- *   wave 8  ClusterUserDefinedNetwork (names the VTEP and the physical network; selects the namespaces)
+ *   wave 7  NodeNetworkConfigurationPolicy (bridge mappings), VTEP; the pin-addresses Role (in a served
+ *           namespace) and the moved-VM guard's ValidatingAdmissionPolicy
+ *   wave 8  ClusterUserDefinedNetwork (names the VTEP and the physical network; selects the namespaces); the
+ *           guard's ValidatingAdmissionPolicyBinding (names the policy, selects the namespaces)
  *   wave 9  RouteAdvertisements (selects the networks by label)
  *
  * The VM networks (issue 40) come last: the mesh does not need them, so a VM network a cluster cannot take
@@ -24,6 +26,7 @@
  * inside their stage each object follows what it names.
  */
 import { ClusterPlan } from '../addressing/planner';
+import { MOVED_VM_GUARD_NAME, PIN_ROLE_NAME } from '../vmnet/pin-role';
 import { PRIMARY_UDN_NAMESPACE_LABEL } from '../vmnet/resolved';
 
 type Named = { kind: string; metadata?: { name?: string; namespace?: string; labels?: Record<string, string> } };
@@ -73,7 +76,22 @@ export function kubevirtNadKeys(cluster: Pick<ClusterPlan, 'kubevirt' | 'migrati
 export function rolloutWave(o: Named, kubevirtNads: ReadonlySet<string>): number {
   if (o.kind === 'NetworkAttachmentDefinition' && kubevirtNads.has(`${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`)) return 4;
   if (isPrimaryNetworkNamespace(o)) return 6;
+  const guard = vmNetworkGuardWave(o);
+  if (guard !== undefined) return guard;
   return kindWave(o.kind);
+}
+
+/**
+ * The objects that guard the primary VM networks' addresses (constructs/vmnet: PinAddressesRole, MovedVmGuard)
+ * come after the served Namespaces they live in or select: the Role and the policy at 7, the binding (which names
+ * the policy) at 8. Undefined for anything else.
+ */
+function vmNetworkGuardWave(o: Named): number | undefined {
+  const name = o.metadata?.name;
+  if (o.kind === 'Role' && name === PIN_ROLE_NAME) return 7;
+  if (o.kind === 'ValidatingAdmissionPolicy' && name === MOVED_VM_GUARD_NAME) return 7;
+  if (o.kind === 'ValidatingAdmissionPolicyBinding' && name === MOVED_VM_GUARD_NAME) return 8;
+  return undefined;
 }
 
 /** A Namespace created for a primary VM network (it carries the primary-UDN label). */
