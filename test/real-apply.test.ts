@@ -4,7 +4,9 @@
  * directory of every example fleet, the kustomize-patch form rendered by the real `kubectl kustomize` over
  * KubeVirt's own install CR, and the hub trees (`_forklift/`, `_gitops/argocd`, `_gitops/flux`).
  * Checks: the server refuses nothing; every object read back holds every field as applied (nothing pruned or
- * rewritten); a second apply changes nothing (every resourceVersion stays).
+ * rewritten); a second apply changes nothing (every resourceVersion stays); a tree that creates primary-VM-network
+ * Namespaces leaves the moved-VM guard (policy + binding over exactly those namespaces) and a pin-addresses Role in
+ * each on the server, any other tree none of them.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -58,7 +60,31 @@ function userKustomization(tree: string, component: string, namespace: string): 
   return dir;
 }
 
-interface Outcome { stages: number; objects: number; differences: string[]; changedOnReapply: string[]; defaultsPersisted: string[] }
+interface Outcome { stages: number; objects: number; differences: string[]; changedOnReapply: string[]; defaultsPersisted: string[]; guard: Guard }
+
+/** The moved-VM guard and pin-addresses Roles (issue 40 item 4): what the tree's primary-network Namespaces call for, and what the server holds. */
+interface Guard { want: string[]; held: string[] }
+
+const GUARD = 'migration-mesh-moved-vm-halted';
+const PIN_ROLE = 'migration-mesh-pin-addresses';
+
+async function guardOf(cluster: RealCluster, objects: readonly KubeObject[]): Promise<Guard> {
+  const served = objects.filter((o) => o.kind === 'Namespace' && (o.metadata.labels as Record<string, string> | undefined)?.['k8s.ovn.org/primary-user-defined-network'] !== undefined)
+    .map((o) => o.metadata.name).sort();
+  const want = served.length ? [`ValidatingAdmissionPolicy ${GUARD}`, `ValidatingAdmissionPolicyBinding ${GUARD} -> ${GUARD} in ${served.join(',')}`, ...served.map((ns) => `Role ${ns}/${PIN_ROLE}`)] : [];
+  const held: string[] = [];
+  const api = '/apis/admissionregistration.k8s.io/v1';
+  const policy = await cluster.request('GET', `${api}/validatingadmissionpolicies/${GUARD}`);
+  if (policy.status === 200) held.push(`ValidatingAdmissionPolicy ${GUARD}`);
+  const binding = await cluster.request('GET', `${api}/validatingadmissionpolicybindings/${GUARD}`);
+  if (binding.status === 200) {
+    const values = (binding.json.spec.matchResources.namespaceSelector.matchExpressions as Array<{ values: string[] }>).flatMap((e) => e.values);
+    held.push(`ValidatingAdmissionPolicyBinding ${GUARD} -> ${binding.json.spec.policyName} in ${values.join(',')}`);
+  }
+  const roles = await cluster.request('GET', `/apis/rbac.authorization.k8s.io/v1/roles?fieldSelector=metadata.name%3D${PIN_ROLE}`);
+  held.push(...(roles.json.items as KubeObject[]).map((r) => `Role ${r.metadata.namespace}/${r.metadata.name}`).sort());
+  return { want, held };
+}
 
 type Versions = Map<string, { rv: string; body: string }>;
 /** What an object holds apart from its resourceVersion and the times in managedFields. */
@@ -113,7 +139,7 @@ async function applyTree(cluster: RealCluster, tree: string, crds: Crd[]): Promi
     for (const o of live) first.set(`${stage.name}: ${objectKey(o)}`, { rv: String(o.metadata.resourceVersion), body: content(o) });
   }
   applied.set(cluster, [...(applied.get(cluster) ?? []), ...all]);
-  return { stages: stages.length, objects: all.length, differences: diffs, ...(await reapply(cluster, stages, first)) };
+  return { stages: stages.length, objects: all.length, differences: diffs, ...(await reapply(cluster, stages, first)), guard: await guardOf(cluster, all) };
 }
 
 /** What each server holds from the trees applied to it, so the next fleet finds it as it was. */
@@ -154,5 +180,7 @@ describe.each(fleets)('dist/%s on real API servers', (fleet) => {
     expect(out.changedOnReapply).toEqual([]);
     // only Flux's Kustomizations have read-time defaults (status.observedGeneration) among what we emit
     expect(out.defaultsPersisted.filter((k) => !/ Kustomization\//.test(k))).toEqual([]);
+    // a tree that creates primary-network Namespaces brings the moved-VM guard bound to exactly them and a pin-addresses Role in each; any other, none
+    expect(out.guard.held).toEqual(out.guard.want);
   }, 180_000);
 });
