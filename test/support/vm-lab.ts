@@ -316,7 +316,7 @@ export class VmMigrationLab {
     // the rule-setup step once (its rules are the same in every variant), then the runtimes in mtls-splice
     for (const c of this.clusters) {
       this.writeConfig(c, 'mtls-splice');
-      const init = this.setupRules(c);
+      const init = this.lab.exec(c.gw.ns, runtimeCommand(c.topo['mtls-splice'].initArgs, c.gw.cfgFile), { onlyCaps: ['net_admin'] });
       if (init.status !== 0) throw new Error(`setup-rules in ${c.gw.ns} failed: ${init.stderr}`);
     }
     await this.setMode('mtls-splice');
@@ -337,11 +337,6 @@ export class VmMigrationLab {
   tails(): string {
     const tail = (f: string) => (fs.existsSync(f) ? fs.readFileSync(f, 'utf8').split('\n').slice(-6).join('\n') : '(no log)');
     return this.clusters.map((c) => `--- ${c.name} gateway\n${tail(c.gw.log)}\n--- trust\n${tail(c.gw.trustLog)}`).join('\n');
-  }
-
-  /** The gateway's init step (the Deployment's `setup-rules`, NET_ADMIN only) in `c`'s gateway namespace, with its current config.json. */
-  setupRules(c: LabCluster): ReturnType<NetnsLab['exec']> {
-    return this.lab.exec(c.gw.ns, runtimeCommand(c.topo['mtls-splice'].initArgs, c.gw.cfgFile), { onlyCaps: ['net_admin'] });
   }
 
   private writeConfig(c: LabCluster, m: GatewayMode): void {
