@@ -154,3 +154,37 @@ test('a mistyped field is refused by the schema with its path', () => {
   expect((err as FleetValidationError).problems.map((p) => [p.code, p.path])).toEqual([['unknown-field', 'spec.vmNetworks[0]']]);
   expect((err as FleetValidationError).problems[0].message).toContain('mtuu');
 });
+
+describe('pinAddressesBy: who the pin-addresses Role is bound to', () => {
+  /** What the schema says of one subject on blue: [code, path, fix]. */
+  const refused = (subject: Record<string, unknown>): [string, string, string | undefined][] => {
+    try { vmFleet((f) => { blue(f).pinAddressesBy = [{ kind: 'Group', name: 'vm-movers' }, subject]; }); } catch (e) {
+      return (e as FleetValidationError).problems.map((p) => [p.code, p.path, p.fix]);
+    }
+    return [];
+  };
+  test.each<[string, Record<string, unknown>, [string, string, string | undefined][]]>([
+    ['a ServiceAccount without its namespace', { kind: 'ServiceAccount', name: 'mover' },
+      [['vmnet-pin-subject', 'spec.vmNetworks[0].pinAddressesBy[1].namespace', expect.stringContaining('add namespace')]]],
+    ['a User with a namespace', { kind: 'User', name: 'alice@example.com', namespace: 'ops' },
+      [['vmnet-pin-subject', 'spec.vmNetworks[0].pinAddressesBy[1].namespace', expect.stringContaining('remove namespace, or use kind: ServiceAccount')]]],
+    ['a ServiceAccount name that is not a DNS-1123 subdomain', { kind: 'ServiceAccount', name: 'VM_Mover', namespace: 'ops' },
+      [['vmnet-pin-subject', 'spec.vmNetworks[0].pinAddressesBy[1].name', expect.stringContaining('e.g. vm-mover')]]],
+    ['a kind RBAC does not have', { kind: 'Robot', name: 'r2' }, [['schema-invalid', 'spec.vmNetworks[0].pinAddressesBy[1].kind', undefined]]],
+  ])('%s is refused with its path and fix', (_what, subject, want) => {
+    expect(refused(subject)).toEqual(want);
+  });
+
+  test('users, groups and ServiceAccounts as the API server names them plan without a problem; on a localnet network the field is refused', () => {
+    const ok = vmFleet((f) => {
+      blue(f).pinAddressesBy = [{ kind: 'User', name: 'alice@example.com' }, { kind: 'Group', name: 'oidc:vm-movers' }, { kind: 'ServiceAccount', name: 'mover', namespace: 'ops' }];
+    });
+    const r = resolveVmNetworks(ok);
+    expect(r.problems).toEqual([]);
+    expect(r.perCluster.get('ams-1')!.networks[0].pinAddressesBy).toEqual([
+      { kind: 'User', name: 'alice@example.com' }, { kind: 'Group', name: 'oidc:vm-movers' }, { kind: 'ServiceAccount', name: 'mover', namespace: 'ops' },
+    ]);
+    expect(r.perCluster.get('ams-1')!.networks[1].pinAddressesBy).toBeUndefined();
+    expect(found((f) => { vlan(f).pinAddressesBy = [{ kind: 'Group', name: 'vm-movers' }]; })).toEqual([['vmnet-topology-field', 'spec.vmNetworks[1].pinAddressesBy']]);
+  });
+});

@@ -163,12 +163,36 @@ describe('what keeps a moved address from coming back twice (issue 40 item 4): o
     expect(v.movedVmGuard).toBeUndefined();
   });
 
-  test('two Layer2 networks: one guard, its binding over both networks\' namespaces, one Role per namespace (a shared one once)', () => {
-    const red: ClusterVmNetwork = { ...blue, name: 'red', index: 2, namespaces: ['tenant-blue', 'tenant-red'], reach: { type: 'none' }, labels: { 'migrationmesh.dev/vm-network': 'red' } };
+  const red: ClusterVmNetwork = { ...blue, name: 'red', index: 2, namespaces: ['tenant-red', 'tenant-yellow'], reach: { type: 'none' }, labels: { 'migrationmesh.dev/vm-network': 'red' } };
+
+  test('two Layer2 networks: one guard, its binding over both networks\' namespaces, one Role per namespace', () => {
     const { objs } = of(red, blue);
     expect(objs.filter((o) => o.kind === 'ValidatingAdmissionPolicy')).toHaveLength(1);
-    expect(bindingNamespaces(objs)).toEqual([[{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['tenant-blue', 'tenant-green', 'tenant-red'] }]]);
-    expect(objs.filter((o) => o.kind === 'Role').map((o) => o.metadata.namespace)).toEqual(['tenant-blue', 'tenant-green', 'tenant-red']);
+    expect(bindingNamespaces(objs)).toEqual([[{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['tenant-blue', 'tenant-green', 'tenant-red', 'tenant-yellow'] }]]);
+    expect(objs.filter((o) => o.kind === 'Role').map((o) => o.metadata.namespace)).toEqual(['tenant-blue', 'tenant-green', 'tenant-red', 'tenant-yellow']);
+  });
+
+  test('pinAddressesBy: a RoleBinding to the Role in each namespace of that network only, with RBAC\'s subject forms; none for a network without it', () => {
+    const bound: ClusterVmNetwork = {
+      ...blue, pinAddressesBy: [{ kind: 'User', name: 'alice@example.com' }, { kind: 'ServiceAccount', name: 'mover', namespace: 'ops' }, { kind: 'User', name: 'alice@example.com' }],
+    };
+    const { v, objs } = of(bound, red, vlan100);
+    const bindings = objs.filter((o) => o.kind === 'RoleBinding');
+    expect(bindings.map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual(['tenant-blue/migration-mesh-pin-addresses', 'tenant-green/migration-mesh-pin-addresses']);
+    for (const b of bindings) {
+      expect(b.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'migration-mesh-pin-addresses' });
+      expect(b.subjects).toEqual([ // once each
+        { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice@example.com' },
+        { kind: 'ServiceAccount', name: 'mover', namespace: 'ops' },
+      ]);
+    }
+    expect(v.pinAddressesRole?.bindings).toHaveLength(2);
+    const w = (o: any) => rolloutWave(o, new Set());
+    const role = objs.find((o) => o.kind === 'Role' && o.metadata.namespace === 'tenant-blue');
+    expect(w(bindings[0])).toBeGreaterThan(w(role));
+    expect(stageOfWave(w(bindings[0])).name).toBe('vm-networks');
+    expect(rolloutWave({ kind: 'RoleBinding', metadata: { name: 'migration-mesh-gateway-trust', namespace: 'kubevirt' } }, new Set())).toBe(2);
+    expect(bindings.flatMap((o) => validateObject(o))).toEqual([]);
   });
 
   test('rollout: after the Namespaces they live in or select, in the VM-network stage; the policy before its binding', () => {

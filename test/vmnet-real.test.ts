@@ -147,6 +147,34 @@ describe('other forms the fleet can declare, on the real servers', () => {
   }, 60_000);
 });
 
+describe('who runs pin-addresses (pinAddressesBy), on the real servers', () => {
+  test('the emitted RoleBinding gives the named user and ServiceAccount exactly the Role\'s verbs in the served namespace, and nothing in a localnet-only one', async () => {
+    const raw = rawFleet();
+    raw.spec.vmNetworks[0].pinAddressesBy = [{ kind: 'User', name: 'alice@example.com' }, { kind: 'ServiceAccount', name: 'mover', namespace: 'ops' }];
+    const r = synthesizeFleet(parseFleetDocument(raw), { ledger: ledger() });
+    const c = [...objects.keys()][0];
+    const server = real.cluster(c);
+    const stage = (r.objects.get(c) as KubeObject[]).filter((o) => stageOfWave(rolloutWave(o, new Set())).name === 'vm-networks');
+    expect(stage.filter((o) => o.kind === 'RoleBinding').map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual(['tenant-blue/migration-mesh-pin-addresses']);
+    for (const o of stage) await serverSideApply(server, o);
+    const allowed = async (user: string, namespace: string, verb: string, group: string, resource: string): Promise<boolean> => {
+      const review = await server.request('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: { user, resourceAttributes: { namespace, verb, group, resource } },
+      });
+      expect(review.status).toBe(201);
+      return review.json.status.allowed === true;
+    };
+    for (const user of ['alice@example.com', 'system:serviceaccount:ops:mover']) {
+      expect(await allowed(user, 'tenant-blue', 'patch', 'kubevirt.io', 'virtualmachines')).toBe(true);
+      expect(await allowed(user, 'tenant-blue', 'delete', 'k8s.cni.cncf.io', 'ipamclaims')).toBe(true);
+      expect(await allowed(user, 'tenant-blue', 'create', 'kubevirt.io', 'virtualmachines')).toBe(false); // not a verb the CLI uses
+      expect(await allowed(user, 'tenant-blue', 'get', '', 'secrets')).toBe(false);
+      expect(await allowed(user, 'tenant-red', 'patch', 'kubevirt.io', 'virtualmachines')).toBe(false); // served by the localnet network only
+    }
+    expect(await allowed('bob@example.com', 'tenant-blue', 'patch', 'kubevirt.io', 'virtualmachines')).toBe(false);
+  }, 60_000);
+});
+
 describe('adding a cluster on the real servers', () => {
   test('the grown fleet\'s objects for the existing clusters apply over the created ones without a refusal (immutable blocks unchanged) and without a write', async () => {
     const raw = rawFleet();

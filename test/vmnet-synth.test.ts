@@ -165,6 +165,21 @@ describe('examples/vm-networks.fleet.yaml', () => {
     expect(g.objects.get('fra-1')!.filter(isGuard).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(guardKeys);
   });
 
+  test('pinAddressesBy: each cluster binds the Role to the named subjects in blue\'s namespace, after the Role (Argo CD wave 8)', () => {
+    const raw = rawFleet();
+    raw.spec.vmNetworks[0].pinAddressesBy = [{ kind: 'Group', name: 'vm-movers' }];
+    raw.spec.gitops = { repoURL: 'https://git.example/infra.git', argocd: {} };
+    const g = synth(raw, r.ledger);
+    for (const c of clusters) {
+      const b = parse(g.files.get(`${c}/RoleBinding.tenant-blue.migration-mesh-pin-addresses.yaml`)!);
+      expect(b.subjects).toEqual([{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'vm-movers' }]);
+      expect(b.roleRef.name).toBe('migration-mesh-pin-addresses');
+      const wave = (f: string) => Number(parse(g.files.get(`${c}/${f}`)!).metadata.annotations['argocd.argoproj.io/sync-wave']);
+      expect([wave('Role.tenant-blue.migration-mesh-pin-addresses.yaml'), wave('RoleBinding.tenant-blue.migration-mesh-pin-addresses.yaml')]).toEqual([7, 8]);
+    }
+    expect([...r.files.keys()].filter((k) => k.includes('RoleBinding.tenant-blue'))).toEqual([]); // the example names nobody: unbound
+  });
+
   test('with Flux: a 40-vm-networks stage after kubevirt; the primary namespace is never pruned', () => {
     const raw = rawFleet();
     raw.spec.gitops = { flux: { sourceRef: { name: 'infra' } } };

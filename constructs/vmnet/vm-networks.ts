@@ -1,5 +1,6 @@
 import { Construct } from 'constructs';
 import { InvalidPropsError } from '../../src/base/errors';
+import { PinSubject } from '../../src/vmnet/pin-role';
 import { ClusterVmNetwork, VmNetworkEvpn } from '../../src/vmnet/resolved';
 import { BridgeMappingPolicy } from './bridge-mapping-policy';
 import { ClusterUserDefinedNetwork, Layer2NetworkOptions, LocalnetNetworkOptions } from './cluster-user-defined-network';
@@ -45,7 +46,8 @@ function localnetOf(n: ClusterVmNetwork): LocalnetNetworkOptions {
  * mapping, for EVPN the `VTEP` and the `RouteAdvertisements` (the FRRConfiguration stays the user's). With a
  * primary Layer2 network (the topology whose addresses move with a VM), also what keeps a moved address from coming
  * back twice (issue 40 item 4): the `MovedVmGuard` bound to the served namespaces of every Layer2 network, and the
- * `PinAddressesRole` in each of them for `migration-mesh pin-addresses` (unbound: the identity is the user's).
+ * `PinAddressesRole` in each of them for `migration-mesh pin-addresses`, bound to the network's `pinAddressesBy`
+ * where it names subjects (else unbound: the identity is the user's).
  * A localnet-only cluster gets neither: its VMs do not keep their address (OVN IPAM) or the guest owns it. Objects
  * several networks share (a namespace, a VTEP, a bridge-mapping policy) are emitted once; two networks that name
  * one of them with different contents are a planning error, refused here rather than emitted twice.
@@ -57,7 +59,7 @@ export class VmNetworks extends Construct {
   public readonly bridgeMappings: readonly BridgeMappingPolicy[];
   public readonly vteps: readonly Vtep[];
   public readonly routeAdvertisements: readonly RouteAdvertisements[];
-  /** The Role `migration-mesh-pin-addresses` in each namespace a Layer2 network serves; absent without a Layer2 network. */
+  /** The Role `migration-mesh-pin-addresses` in each namespace a Layer2 network serves (and its bindings); absent without a Layer2 network. */
   public readonly pinAddressesRole?: PinAddressesRole;
   /** The ValidatingAdmissionPolicy keeping a moved VM's tombstone Halted, bound to the Layer2 networks' namespaces; absent without one. */
   public readonly movedVmGuard?: MovedVmGuard;
@@ -88,9 +90,12 @@ export class VmNetworks extends Construct {
     this.bridgeMappings = [...policies.values()].map((x) => x.policy);
     this.vteps = [...vteps.values()].map((x) => x.vtep);
     this.routeAdvertisements = ras;
-    const kept = [...new Set(props.networks.filter((n) => n.topology === 'Layer2').flatMap((n) => n.namespaces))].sort();
+    const layer2 = props.networks.filter((n) => n.topology === 'Layer2');
+    const kept = [...new Set(layer2.flatMap((n) => n.namespaces))].sort();
     if (kept.length) {
-      this.pinAddressesRole = new PinAddressesRole(this, 'PinAddressesRole', { namespaces: kept });
+      const bindings: Record<string, PinSubject[]> = {};
+      for (const n of layer2) for (const ns of n.namespaces) bindings[ns] = [...(bindings[ns] ?? []), ...(n.pinAddressesBy ?? [])];
+      this.pinAddressesRole = new PinAddressesRole(this, 'PinAddressesRole', { namespaces: kept, bindings });
       this.movedVmGuard = new MovedVmGuard(this, 'MovedVmGuard', { namespaces: kept });
     }
   }

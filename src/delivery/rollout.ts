@@ -18,7 +18,8 @@
  *   wave 7  NodeNetworkConfigurationPolicy (bridge mappings), VTEP; the pin-addresses Role (in a served
  *           namespace) and the moved-VM guard's ValidatingAdmissionPolicy
  *   wave 8  ClusterUserDefinedNetwork (names the VTEP and the physical network; selects the namespaces); the
- *           guard's ValidatingAdmissionPolicyBinding (names the policy, selects the namespaces)
+ *           guard's ValidatingAdmissionPolicyBinding (names the policy, selects the namespaces); the pin-addresses
+ *           RoleBinding (names the Role)
  *   wave 9  RouteAdvertisements (selects the networks by label)
  *
  * The VM networks (issue 40) come last: the mesh does not need them, so a VM network a cluster cannot take
@@ -83,14 +84,15 @@ export function rolloutWave(o: Named, kubevirtNads: ReadonlySet<string>): number
 
 /**
  * The objects that guard the primary VM networks' addresses (constructs/vmnet: PinAddressesRole, MovedVmGuard)
- * come after the served Namespaces they live in or select: the Role and the policy at 7, the binding (which names
- * the policy) at 8. Undefined for anything else.
+ * come after the served Namespaces they live in or select: the Role and the policy at 7, the bindings (which name
+ * them) at 8. Undefined for anything else.
  */
 function vmNetworkGuardWave(o: Named): number | undefined {
   const name = o.metadata?.name;
   if (o.kind === 'Role' && name === PIN_ROLE_NAME) return 7;
   if (o.kind === 'ValidatingAdmissionPolicy' && name === MOVED_VM_GUARD_NAME) return 7;
   if (o.kind === 'ValidatingAdmissionPolicyBinding' && name === MOVED_VM_GUARD_NAME) return 8;
+  if (o.kind === 'RoleBinding' && name === PIN_ROLE_NAME) return 8;
   return undefined;
 }
 

@@ -9,6 +9,7 @@ import { formatAddr, formatCidr } from '../base/ip';
 import { NetworkPair } from '../forklift/model';
 import { ParsedNetwork } from './declaration';
 import { VmNetworkLedger } from './ledger';
+import { PinSubject } from './pin-role';
 import { ClusterVmNetwork, MobileVmAddress, VM_NETWORK_LABEL, VmNetworkReach } from './resolved';
 import { MAX_RESERVED_ENTRIES, Split, reservedFor } from './split';
 
@@ -34,6 +35,9 @@ function reachOn(n: ParsedNetwork, cluster: string): VmNetworkReach {
     routeAdvertisements: { name: `mm-${n.spec.name}`, frrConfigurationSelector: { ...(r.frrConfigurationSelector ?? {}) } },
   };
 }
+
+/** A `pinAddressesBy` entry as the constructs take it (no empty namespace key). */
+const pinSubject = (x: PinSubject): PinSubject => ({ kind: x.kind, name: x.name, ...(x.namespace !== undefined ? { namespace: x.namespace } : {}) });
 
 function networkMap(n: ParsedNetwork, namespaces: readonly string[]): NetworkPair[] {
   if (n.topology === 'Layer2') return [{ source: { type: 'pod' }, destination: { type: 'pod' } }];
@@ -77,5 +81,6 @@ export function clusterNetwork(p: ProblemCollector, n: ParsedNetwork, cluster: s
     ...(slot !== undefined && n.ipamEnabled ? { slice: { slot, cidrs: splits.map((sp) => formatCidr(sp.slices[slot])) } } : {}),
     networkMap: networkMap(n, namespaces),
     mobileVms,
+    ...(l2 && s.pinAddressesBy ? { pinAddressesBy: s.pinAddressesBy.map(pinSubject) } : {}),
   };
 }

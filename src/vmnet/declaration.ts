@@ -49,7 +49,7 @@ function topologyFields(p: ProblemCollector, s: VmNetworkSpec, path: string): vo
   const l2 = s.topology === 'layer2';
   const wrong: [keyof VmNetworkSpec, string][] = l2
     ? [['physicalNetworkName', 'localnet'], ['vlan', 'localnet'], ['bridge', 'localnet'], ['ipam', 'localnet'], ['nodeSelector', 'localnet']]
-    : [['gateways', 'layer2'], ['infrastructure', 'layer2'], ['mobileVms', 'layer2'], ['primaryInterface', 'layer2']];
+    : [['gateways', 'layer2'], ['infrastructure', 'layer2'], ['mobileVms', 'layer2'], ['primaryInterface', 'layer2'], ['pinAddressesBy', 'layer2']];
   for (const [k, only] of wrong) {
     if (s[k] !== undefined) {
       p.add('vmnet-topology-field', `${path}.${k}`, `${k} is a ${only} field; network ${s.name} is ${s.topology}`, `remove ${k}, or set topology: ${only}`);

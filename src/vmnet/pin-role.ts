@@ -26,6 +26,22 @@ export function pinAddressesRoleRules(): PinRoleRule[] {
 }
 
 /**
+ * Who runs `migration-mesh pin-addresses` (a Layer2 network's `pinAddressesBy`): the fleet binds the Role to them
+ * in each namespace the network serves, on every cluster that serves it.
+ */
+export interface PinSubject {
+  readonly kind: 'User' | 'Group' | 'ServiceAccount';
+  readonly name: string;
+  /** The ServiceAccount's namespace (ServiceAccount only). */
+  readonly namespace?: string;
+}
+
+/** A subject as a RoleBinding's `subjects[]` takes it (User and Group in the RBAC API group, a ServiceAccount in the core group). */
+export function rbacSubject(s: PinSubject): { kind: string; name: string; apiGroup?: string; namespace?: string } {
+  return s.kind === 'ServiceAccount' ? { kind: s.kind, name: s.name, namespace: s.namespace } : { apiGroup: 'rbac.authorization.k8s.io', kind: s.kind, name: s.name };
+}
+
+/**
  * The label `pin-addresses --after` puts on a halted source VM kept as the tombstone of an address of its
  * cluster's own slice: the cluster it moved to. `MovedVmGuard` keeps a VM with it Halted.
  */

@@ -10,6 +10,7 @@
  * Pure data, no cdk8s import.
  */
 import { NetworkPair } from '../forklift/model';
+import { PinSubject } from './pin-role';
 
 /** `spec.network.topology` of the CUDN. Layer3 is not offered (a VM's address cannot move between node subnets). */
 export type VmNetworkTopology = 'Layer2' | 'Localnet';
@@ -166,6 +167,11 @@ export interface ClusterVmNetwork {
   readonly networkMap: readonly NetworkPair[];
   /** VMs of this network with a mobile address from the ledger (for the addresses annotation), in `mobileVms` order. */
   readonly mobileVms: readonly MobileVmAddress[];
+  /**
+   * Layer2: who the pin-addresses Role is bound to in each served namespace (`pinAddressesBy`), in declared order.
+   * @default - none: the Role is emitted unbound
+   */
+  readonly pinAddressesBy?: readonly PinSubject[];
 }
 
 /** Every VM network one cluster serves, in `spec.vmNetworks` order. */

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { dnsSubdomain, matchLabels } from '../base/k8s-names';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 const label = z.string()
   .max(63, { message: 'must be at most 63 characters (a DNS-1123 label)' })
@@ -97,6 +98,27 @@ const clusterOverrideSchema = z.object({
   nodeSelector: selectorLabels.optional(),
 }).strict();
 
+/** A subject the pin-addresses Role is bound to: a User or Group by name, a ServiceAccount by namespace and name. */
+const pinSubjectSchema = z.object({
+  /** `User`, `Group` or `ServiceAccount` (RBAC subject kinds). */
+  kind: z.enum(['User', 'Group', 'ServiceAccount']),
+  /** The user or group name as the API server authenticates it, or the ServiceAccount's name. */
+  name: z.string().min(1).max(253),
+  /** ServiceAccount only: its namespace. @default - none (required for a ServiceAccount) */
+  namespace: label.optional(),
+}).strict().superRefine((s, ctx) => {
+  const bad = (path: string, message: string, fix: string) => ctx.addIssue({ code: 'custom', path: [path], message, params: { code: 'vmnet-pin-subject', fix } });
+  if (s.kind === 'ServiceAccount' && s.namespace === undefined) {
+    bad('namespace', `ServiceAccount ${s.name} has no namespace; a RoleBinding names a ServiceAccount by namespace and name`, 'add namespace: <the ServiceAccount\'s namespace>');
+  }
+  if (s.kind !== 'ServiceAccount' && s.namespace !== undefined) {
+    bad('namespace', `a ${s.kind} is cluster-wide and has no namespace (only a ServiceAccount does)`, 'remove namespace, or use kind: ServiceAccount');
+  }
+  if (s.kind === 'ServiceAccount' && !DNS1123_SUBDOMAIN.test(s.name)) {
+    bad('name', `'${s.name}' is not a ServiceAccount name (a DNS-1123 subdomain: lowercase letters, digits, "-" and ".")`, 'write the ServiceAccount\'s name as the cluster has it, e.g. vm-mover');
+  }
+});
+
 /** `namespace/name` of a VirtualMachine. */
 const vmRef = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, { message: 'must be namespace/name of a VirtualMachine, e.g. tenant-blue/web-1' });
 
@@ -140,6 +162,12 @@ export const vmNetworkSchema = z.object({
   mobileVms: z.array(vmRef).optional(),
   /** Layer2: the VM's primary interface name (the key of the addresses annotation). @default default */
   primaryInterface: z.string().min(1).max(63).optional(),
+  /**
+   * Layer2: who runs `migration-mesh pin-addresses`: the pin-addresses Role is bound to them (a RoleBinding
+   * `migration-mesh-pin-addresses`) in each served namespace, on every cluster that serves the network.
+   * @default - none: the Role is emitted unbound; bind it yourself (docs/vm-networks.md)
+   */
+  pinAddressesBy: z.array(pinSubjectSchema).min(1, { message: 'must list at least one subject (or leave pinAddressesBy out)' }).max(32).optional(),
   /** Per-cluster overrides, by cluster name. @default - none */
   clusters: z.record(z.string(), clusterOverrideSchema).optional(),
 }).strict();
