@@ -196,6 +196,7 @@ export const PROBLEM_CODES = {
   'vmnet-move-tombstone': { stage: 'moves', meaning: 'Warning: a VM moving with an address of its source\'s slice: the halted source VM must stay as the tombstone, or the source hands the address out again.' },
   'vmnet-pin-vm-missing': { stage: 'moves', meaning: '`pin-addresses`: the VM of a keep-the-address move is not on its source cluster (nothing to pin, or nothing to finish).' },
   'vmnet-pin-disagree': { stage: 'moves', meaning: '`pin-addresses`: the source IPAMClaim holds other addresses than the ledger gives the VM; the fix says which to trust.' },
+  'vmnet-pin-subject': { stage: 'validate', meaning: 'A Layer2 network\'s `pinAddressesBy` subject the RoleBinding could not name: a ServiceAccount without its namespace or with a name that is not a DNS-1123 subdomain, a User or Group with a namespace.' },
   'vmnet-pin-target-holds': { stage: 'moves', meaning: '`pin-addresses`: the target cluster already holds the address (an IPAMClaim, or another VM\'s addresses annotation).' },
   'vmnet-pin-not-moved': { stage: 'moves', meaning: '`pin-addresses --after`: the move has not completed (the source VM runs or is not Halted, the target has no VM, or the target claim holds another address).' },
   'vmnet-pin-api': { stage: 'moves', meaning: '`pin-addresses`: a cluster did not answer, or refused a read or write (context, RBAC: bind the generated Role).' },
