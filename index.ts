@@ -47,6 +47,7 @@ export type { KeepAddressMove, KeepAddressVerdict, VmNetworksView } from './src/
 export { addressesFromIpamClaim, pinAddressesPatch } from './src/vmnet/claims';
 export { servedNamespaceProblems } from './src/vmnet/namespaces';
 export { PIN_ROLE_NAME, pinAddressesRoleRules, MOVED_TO_LABEL } from './src/vmnet/pin-role';
+export type { PinSubject } from './src/vmnet/pin-role';
 export { PinAddressesRole } from './constructs/vmnet/pin-addresses-role';
 export type { PinAddressesRoleProps } from './constructs/vmnet/pin-addresses-role';
 export { MovedVmGuard } from './constructs/vmnet/moved-vm-guard';
