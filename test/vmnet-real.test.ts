@@ -12,7 +12,9 @@
  *  5. adding a cluster to the fleet: the existing clusters' objects apply over the created ones with no refusal and
  *     no write;
  *  6. with OpenShift's admission policy for the primary-network label installed (test/fixtures/admission, verbatim),
- *     our Namespace applied over an existing namespace without the label is refused by the cluster, never patched.
+ *     our Namespace applied over an existing namespace without the label is refused by the cluster, never patched;
+ *  7. a fleet naming who runs pin-addresses (`pinAddressesBy`): the emitted RoleBinding gives exactly the Role's verbs
+ *     in the served namespace, as the server's SubjectAccessReview answers.
  * One API server per cluster of the example fleet, one etcd.
  */
 import * as fs from 'node:fs';
