@@ -125,7 +125,8 @@ const COMMANDS: Record<string, CommandSpec> = {
       the move completed: a mobile address's halted source VM and its IPAMClaims are deleted; a source-slice
       address's halted VM is kept as the tombstone (labelled migrationmesh.dev/moved-to). A dry run that
       shows the diff unless --apply; one refusal and nothing is written. Needs the Role
-      migration-mesh-pin-addresses (PinAddressesRole) in the served namespaces. Exit code: 0 ok, 1 refused.
+      migration-mesh-pin-addresses, which synth emits in the served namespaces, bound to the context's identity
+      (the network's pinAddressesBy, or a RoleBinding of your own). Exit code: 0 ok, 1 refused.
 `,
     options: { move: str('NS/VM'), after: BOOL, apply: BOOL, ledger: LEDGER, 'context-map': str('FILE'), kubeconfig: str('FILE'), timeout: str('SECONDS'), output: str('FORMAT', { choices: ['text', 'json'] }) },
     files: { min: 1, max: 1 },

@@ -299,7 +299,7 @@ async function write(c: Context, changes: readonly PinChange[], sides: Map<strin
 function apiProblem(e: unknown, m: Move, path: string): FleetProblem {
   const forbidden = (e as { code?: number }).code === 403;
   return { code: 'vmnet-pin-api', path, message: (e as Error).message,
-    fix: forbidden ? `bind the Role ${PIN_ROLE_NAME} (PinAddressesRole) in ${m.namespace} to the identity of the context, on ${m.from} and ${m.to}`
+    fix: forbidden ? `bind the Role ${PIN_ROLE_NAME} (emitted by synth for the network's namespaces) in ${m.namespace} to the identity of the context, on ${m.from} and ${m.to}: name it in the network's pinAddressesBy and synth again, or add a RoleBinding of your own`
       : 'check the context-map and that the cluster answers (migration-mesh status)' };
 }
 
