@@ -19,6 +19,10 @@
  * MM_VM_PREALLOC=1 starts every QEMU with its RAM locked and faulted in (`-overcommit mem-lock=on`), so the
  * target's first touches of its RAM, whose cost varied tenfold here from one migration to the next in every
  * mode, fall outside the measured window (not what a KubeVirt target does; default off).
+ * MM_VM_AB=<lever,...> (issue 39 section 4) adds a second mtls-splice run to every round, `mtls-splice+ab`, with the
+ * levers on, every other run with them off (the two arms swap places every other round): `notrack`, the tunnels
+ * taken out of conntrack (see `levers`). Every migration then prints, per link of the gateway and handler namespaces
+ * that sent more than 100 packets, the packets it sent and their mean size.
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -30,7 +34,12 @@ const ROUNDS = Number(process.env.MM_VM_ROUNDS ?? 3);
 const PERF_WINDOWS = process.env.MM_VM_PERF_WINDOWS;
 const PREALLOC = process.env.MM_VM_PREALLOC === '1';
 // MM_VM_MODES=mtls-splice,plaintext: direct and those only (default: every mode)
-const MODES: PathMode[] = ['direct', ...(process.env.MM_VM_MODES?.split(',') as PathMode[] ?? ['mtls-splice', 'mtls', 'plaintext']).filter((m) => m !== 'direct')];
+const PATHS: PathMode[] = ['direct', ...(process.env.MM_VM_MODES?.split(',') as PathMode[] ?? ['mtls-splice', 'mtls', 'plaintext']).filter((m) => m !== 'direct')];
+const AB = process.env.MM_VM_AB ? process.env.MM_VM_AB.split(',') : [];
+/** The runs of a round: each path mode, and with MM_VM_AB the levers' arm `mtls-splice+ab` after the plain one. */
+type Arm = PathMode | 'mtls-splice+ab';
+const MODES: Arm[] = AB.length ? [...PATHS.filter((m) => m !== 'mtls-splice'), 'mtls-splice', 'mtls-splice+ab'] : PATHS;
+const pathOf = (a: Arm): PathMode => (a === 'mtls-splice+ab' ? 'mtls-splice' : a);
 const support = vmLabSupport();
 const d = support.ok ? describe : describe.skip;
 if (!support.ok) console.warn(`[bench:vm] SKIPPED: ${support.reason}`);
@@ -57,12 +66,15 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
     // first gateways) took 1.1-2.5 s where later ones of the same mode took 0.5-1.1 s, and the first is always
     // direct's, which flattered every gateway mode's first-round ratio
     const windows: object[] = [];
-    const completed = async (m: PathMode, what: string): Promise<MigrationResult> => {
+    const completed = async (m: Arm, what: string): Promise<MigrationResult> => {
+      if (AB.length) levers(lab, AB, m === 'mtls-splice+ab');
       const t0 = process.hrtime.bigint();
       const source = lab.vm?.proc.pid;
-      const r = await lab.migrate(m);
+      const sent0 = AB.length ? labLinks(lab, true) : [];
+      const r = await lab.migrate(pathOf(m));
       if (r.info.status !== 'completed') throw new Error(`${m} ${what}: ${r.info.status} ${r.info.reason ?? ''}`);
-      if (PERF_WINDOWS) windows.push(perfWindow(lab, r, what, t0, source));
+      if (AB.length) console.log(`[bench:vm] ${what} ${m}: sent ${linkDeltas(sent0, labLinks(lab, true))}`);
+      if (PERF_WINDOWS) windows.push({ ...perfWindow(lab, r, what, t0, source), arm: m });
       return r;
     };
     for (const m of MODES) {
@@ -71,7 +83,9 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
     }
     const runs: Record<string, MigrationResult[]> = Object.fromEntries(MODES.map((m) => [m, []]));
     for (let round = 0; round < ROUNDS; round++) {
-      for (const m of MODES) {
+      // with MM_VM_AB the two mtls-splice arms swap places every other round, so a drift in load favours neither
+      const order = AB.length && round % 2 ? [...MODES.slice(0, -2), ...MODES.slice(-2).reverse()] : MODES;
+      for (const m of order) {
         const r = await completed(m, `round ${round}`);
         runs[m].push(r);
         console.log(`[bench:vm] round ${round + 1} ${m}: total ${r.info.totalMs} ms, arrived ${r.arrivedMs} ms, CPU ${r.cpuMs} ms (gateways ${r.gatewayCpuMs}), downtime ${r.info.downtimeMs} ms, ${((r.info.transferredKiB ?? 0) / 1024).toFixed(1)} MiB, RAM equal ${r.ramEqual}${r.ramDiff ? ` (${r.ramDiff})` : ''}`);
@@ -79,7 +93,7 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
     }
     // each round's ratio to that round's direct run (the load on this shared machine drifts between rounds), then
     // the median of those ratios and their spread; times, downtime and MiB as medians over the rounds
-    const perRound = (m: PathMode, f: (r: MigrationResult) => number) => runs[m].map((r, i) => f(r) / f(runs.direct[i]));
+    const perRound = (m: Arm, f: (r: MigrationResult) => number) => runs[m].map((r, i) => f(r) / f(runs.direct[i]));
     const spread = (xs: number[]) => ({ median: +median(xs).toFixed(2), min: +Math.min(...xs).toFixed(2), max: +Math.max(...xs).toFixed(2) });
     const rows = MODES.map((m) => ({
       mode: m,
@@ -117,7 +131,7 @@ const PARTS = ['source', 'sourceStaying', 'target', 'gateways', 'kernelThreads',
 type Part = typeof PARTS[number];
 type Spread = { median: number; min: number; max: number };
 interface CpuRow {
-  mode: PathMode; gib: number; perRound: Record<Part, number>[]; part: Record<Part, Spread>; ratio: Record<Part, Spread | null>;
+  mode: Arm; gib: number; perRound: Record<Part, number>[]; part: Record<Part, Spread>; ratio: Record<Part, Spread | null>;
   extra: Spread; extraPerByte: Spread;
 }
 
@@ -194,4 +208,46 @@ function perfWindow(lab: VmMigrationLab, r: MigrationResult, what: string, t0: b
   const gateways = r.mode === 'direct' ? [] : lab.clusters.map((c) => c.gw.proc?.pid);
   const pids = { source, target: lab.vm?.proc.pid, gateways };
   return { mode: r.mode, what, start: String(start), end: String(end), ...pids, cpuParts: r.cpuParts, kib: r.info.transferredKiB };
+}
+
+interface LinkCount { ns: string; ifname: string; tx: number; txBytes: number }
+/** The links of the gateway namespaces (and with `handlers` the handlers' too), loopback left out, with what each sent so far. */
+function labLinks(lab: VmMigrationLab, handlers: boolean): LinkCount[] {
+  const nss = lab.clusters.flatMap((c) => (handlers ? [c.gw.ns, c.handler.ns] : [c.gw.ns]));
+  return nss.flatMap((ns) => (JSON.parse(lab.lab.run(['ip', '-n', ns, '-s', '-j', 'link', 'show']).stdout) as any[])
+    .filter((l) => l.ifname !== 'lo').map((l) => ({ ns, ifname: l.ifname as string, tx: Number(l.stats64?.tx?.packets ?? 0), txBytes: Number(l.stats64?.tx?.bytes ?? 0) })));
+}
+
+/** Per link that sent more than 100 packets in the span: `ns-suffix/ifname packets (KiB per packet)`. */
+function linkDeltas(before: LinkCount[], after: LinkCount[]): string {
+  return after.map((a) => {
+    const b = before.find((x) => x.ns === a.ns && x.ifname === a.ifname);
+    const n = a.tx - (b?.tx ?? 0);
+    return n > 100 ? `${a.ns.replace(/^.*-(c\d+-\w+)$/, '$1')}/${a.ifname} ${n} (${((a.txBytes - (b?.txBytes ?? 0)) / n / 1024).toFixed(1)} KiB)` : '';
+  }).filter(Boolean).join(', ');
+}
+
+/**
+ * MM_VM_AB's levers, on before the `mtls-splice+ab` run and off before every other run. `notrack` (a measurement, not
+ * the product's: the init step installs no such rule): the gateway-to-gateway tunnels taken out of conntrack in both
+ * gateway namespaces (raw table, chain MM_AB_NOTRACK from PREROUTING and OUTPUT): tunnels to this gateway's tunnel port
+ * on a local address, tunnels it opens to the peer's gateways, and the answers of both; the REDIRECTed connections
+ * stay tracked (NAT needs conntrack).
+ */
+function levers(lab: VmMigrationLab, names: string[], on: boolean): void {
+  for (const n of names) {
+    if (n !== 'notrack') throw new Error(`MM_VM_AB: unknown lever ${n} (known: notrack)`);
+    for (const c of lab.clusters) {
+      const cfg = c.topo['mtls-splice'].gatewayConfig;
+      const port = String(cfg.listen.tunnel.port);
+      const rules = [`-p tcp --dport ${port} -m addrtype --dst-type LOCAL`, `-p tcp --sport ${port}`,
+        ...(cfg.peers as { gateways: { host: string; port: number }[] }[]).flatMap((p) => p.gateways).flatMap((g) => [`-p tcp -s ${g.host} --sport ${g.port}`, `-p tcp -d ${g.host} --dport ${g.port}`])];
+      const ipt = 'iptables -w -t raw';
+      const script = on
+        ? [`${ipt} -N MM_AB_NOTRACK`, ...rules.map((r) => `${ipt} -A MM_AB_NOTRACK ${r} -j CT --notrack`), `${ipt} -A PREROUTING -j MM_AB_NOTRACK`, `${ipt} -A OUTPUT -j MM_AB_NOTRACK`]
+        : [`if ${ipt} -S MM_AB_NOTRACK >/dev/null 2>&1; then ${ipt} -D PREROUTING -j MM_AB_NOTRACK && ${ipt} -D OUTPUT -j MM_AB_NOTRACK && ${ipt} -F MM_AB_NOTRACK && ${ipt} -X MM_AB_NOTRACK; fi`];
+      const r = lab.lab.exec(c.gw.ns, ['sh', '-ec', script.join('\n')]);
+      if (r.status !== 0) throw new Error(`MM_VM_AB notrack ${on ? 'on' : 'off'} in ${c.gw.ns}: ${r.stderr}`);
+    }
+  }
 }
