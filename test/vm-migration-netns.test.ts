@@ -141,7 +141,7 @@ d('a VM moves between clusters in network namespaces (real QEMU, every datapath 
       },
     }).finally(() => lab.startGateway(target, 'mtls-splice')); // whatever happened: the next test needs the gateway
     const r = await killed;
-    console.log(`[vm-migration-netns] gateway of ${target.name} killed mid-migration (${streams} streams up): ${r.info.status} (${r.info.reason}) ${Date.now() - killedAt} ms after the kill`);
+    console.log(`[vm-migration-netns] gateway of ${target.name} killed mid-migration (${streams} streams up): ${r.info.status} (${r.info.reason}); migrate() returned ${Date.now() - killedAt} ms after the kill: ${line(r)}`);
     expect(killedAt).toBeGreaterThan(0);
     expect(streams).toBe(1 + lab.channels);
     expect(r.info.status).toBe('failed');

@@ -508,7 +508,7 @@ export class VmMigrationLab {
           await new Promise((r) => setTimeout(r, 50));
         }
       })();
-      if (o.whileRunning) await o.whileRunning(src.hmp);
+      if (o.whileRunning) { await o.whileRunning(src.hmp); mark('whileRunning'); } // then `migrate`: until the source's end
       res.info = await waitMigration(src.hmp, o.timeoutMs ?? 180_000);
       mark('migrate');
       if (res.info.status !== 'completed') stop = true;
