@@ -210,27 +210,27 @@ d('a VM keeps its address and its TCP connections across clusters (real QEMU liv
   }, 60_000);
 
   test('the VXLAN join carries the connections: cut, they stall (retransmitting, nothing back); rejoined, the same connections resume', async () => {
-    const base = l2.clientSocket(4).retrans; // the move's pause may have cost retransmissions already
+    const base = l2.clientSocket(c(4), 4).retrans; // the move's pause may have cost retransmissions already
     l2.setJoin(false);
     let stalled: { echoes: number[]; received: number[]; retrans: number } | undefined;
     const counts = () => FAMILIES.map((f) => c(f).echoes().length);
     // what the client's kernel has received, not what the client process has read and reported: on a loaded machine
     // the process reports echoes that arrived before the cut some time later (seen in CI: 4-5 per connection)
-    const received = () => FAMILIES.map((f) => l2.clientSocket(f).bytesReceived);
+    const received = () => FAMILIES.map((f) => l2.clientSocket(c(f), f).bytesReceived);
     try {
       // bounded wait on what the client's kernel shows: two more retransmissions of unacknowledged lines
       for (const end = Date.now() + 15_000; Date.now() < end;) {
-        const sock = l2.clientSocket(4);
+        const sock = l2.clientSocket(c(4), 4);
         if (sock.retrans >= base + 2 && sock.unacked > 0) { stalled = { echoes: counts(), received: received(), retrans: sock.retrans }; break; }
         await sleep(50);
       }
       expect(stalled).toBeDefined();
       // nothing comes back while apart: wait for one more retransmission, the bytes received stand still
-      for (const end = Date.now() + 15_000; Date.now() < end && l2.clientSocket(4).retrans <= stalled!.retrans;) await sleep(50);
-      expect(l2.clientSocket(4).retrans).toBeGreaterThan(stalled!.retrans);
+      for (const end = Date.now() + 15_000; Date.now() < end && l2.clientSocket(c(4), 4).retrans <= stalled!.retrans;) await sleep(50);
+      expect(l2.clientSocket(c(4), 4).retrans).toBeGreaterThan(stalled!.retrans);
       expect(received()).toEqual(stalled!.received);
       expect(stalled!.received.every((b) => b > 0)).toBe(true);
-      for (const f of FAMILIES) expect(l2.clientSocket(f).state).toBe('ESTAB');
+      for (const f of FAMILIES) expect(l2.clientSocket(c(f), f).state).toBe('ESTAB');
     } finally {
       l2.setJoin(true);
     }

@@ -331,9 +331,20 @@ export class VmL2Lab {
    * The client's connection to the guest as its kernel has it (`ss -ti`): state, unacknowledged segments,
    * retransmissions, and the bytes it has received (what arrived, whether or not the client process has read it yet).
    */
-  clientSocket(family: Family = 4): { state?: string; unacked: number; retrans: number; bytesReceived: number; line: string } {
-    const r = this.netns.exec(this.clientNs, ['ss', '-tinH', 'dst', family === 4 ? this.guestAddr(4) : `[${this.guestAddr(6)}]`]);
-    const line = (r.stdout || '').replace(/\s+/g, ' ').trim();
+  /**
+   * The kernel's view of `client`'s own connection (`ss -tin`, selected by the client's local port from its
+   * `connected` event): state, bytes sent and not acknowledged, retransmissions, bytes received. Only that
+   * socket: a connection of another client to the guest (one killed a test earlier, still in FIN-WAIT-1 while
+   * a slow guest had not acknowledged its FIN) was once read in its place (a CI run).
+   */
+  clientSocket(client: EchoClient, family: Family = 4): { state?: string; unacked: number; retrans: number; bytesReceived: number; line: string } {
+    const local = client.localPort();
+    if (local === undefined) throw new Error(`clientSocket: the IPv${family} client has not connected`);
+    const dst = family === 4 ? this.guestAddr(4) : `[${this.guestAddr(6)}]`;
+    const r = this.netns.exec(this.clientNs, ['ss', '-tinH', 'dst', dst, 'sport', `= :${local}`]);
+    const lines = (r.stdout || '').split(/\n(?=\S)/).filter((l) => l.trim());
+    if (lines.length > 1) throw new Error(`clientSocket: ${lines.length} sockets from port ${local} to ${dst}:\n${r.stdout}`);
+    const line = (lines[0] ?? '').replace(/\s+/g, ' ').trim();
     return {
       state: line.split(' ')[0] || undefined, line,
       unacked: Number(/unacked:(\d+)/.exec(line)?.[1] ?? 0),
@@ -455,6 +466,12 @@ export class EchoClient {
       }
     });
     proc.stderr!.on('data', (d: Buffer) => { this.stderr += d.toString(); });
+  }
+
+  /** The local port of its connection (from its `connected` event), undefined before it connected. */
+  localPort(): number | undefined {
+    const c = this.events.find((e): e is Extract<ClientEvent, { event: 'connected' }> => e.event === 'connected');
+    return c ? Number(/:(\d+)$/.exec(c.local)?.[1]) : undefined;
   }
 
   echoes(since = 0): Extract<ClientEvent, { event: 'echo' }>[] {
