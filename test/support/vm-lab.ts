@@ -214,6 +214,11 @@ export class VmMigrationLab {
    * give the guest identical devices. @default - none (the guest has no NIC)
    */
   qemuArgs?: (ci: number) => string[];
+  /**
+   * More environment for the gateway runtimes started from now on (bench:vm's A/B levers: jest's process.env is a
+   * copy the lab's children never see). @default - none
+   */
+  gatewayEnv: Record<string, string> = {};
 
   /**
    * `layout`: see vm-lab-sites.ts (default `one-segment`: three-sites-vlan on one segment). `cpus`: where the
@@ -361,7 +366,9 @@ export class VmMigrationLab {
   async startGateway(c: LabCluster, m: GatewayMode): Promise<void> {
     await this.killWait(c.gw.proc);
     this.writeConfig(c, m);
-    c.gw.proc = this.lab.spawn(c.gw.ns, pinned(this.cpus.gateway, runtimeCommand(c.topo[m].runArgs, c.gw.cfgFile)), { asUser: RUNTIME_UID, logFile: c.gw.log });
+    const env = Object.entries(this.gatewayEnv).map(([k, v]) => `${k}=${v}`);
+    const cmd = runtimeCommand(c.topo[m].runArgs, c.gw.cfgFile);
+    c.gw.proc = this.lab.spawn(c.gw.ns, pinned(this.cpus.gateway, env.length ? ['env', ...env, ...cmd] : cmd), { asUser: RUNTIME_UID, logFile: c.gw.log });
     const port = c.topo[m].gatewayConfig.listen.admin.port;
     const [r] = await this.lab.execJson(c.gw.ns, agentCommand('probe', `http://127.0.0.1:${port}/readyz`, 20_000), 25_000);
     if (!r?.ok) throw new Error(`gateway ${c.gw.ns} (${m}) not ready: ${JSON.stringify(r)}\n${this.tails()}`);
