@@ -141,7 +141,7 @@ describe('Flux', () => {
       expect(byStage.gateway.spec.kubeConfig).toEqual({ secretRef: { name: `${cluster}-kubeconfig` } });
       expect(byStage.gateway.spec.sourceRef).toEqual({ kind: 'GitRepository', name: 'infra' });
       expect(byStage.gateway.apiVersion).toBe('kustomize.toolkit.fluxcd.io/v1');
-      for (const st of STAGES.filter((x) => x.name !== 'vm-networks')) { // this fleet declares no VM networks
+      for (const st of STAGES.filter((x) => x.name !== 'vm-networks' && x.name !== 'vmnet-guard')) { // this fleet declares no VM networks
         const k = byStage[st.name];
         expect(k.spec.path).toBe(`./dist/gitops/${cluster}/${st.dir}`);
         expect(synth.files.has(`${cluster}/${st.dir}/kustomization.yaml`)).toBe(true);
@@ -186,7 +186,7 @@ describe('Flux', () => {
     };
     const all = build('east');
     expect(all.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(synth.objects.get('east')!.map((o) => `${o.kind}/${o.metadata.name}`).sort());
-    const staged = STAGES.filter((s) => s.name !== 'vm-networks').flatMap((s) => build(`east/${s.dir}`)); // no VM networks here
+    const staged = STAGES.filter((s) => s.name !== 'vm-networks' && s.name !== 'vmnet-guard').flatMap((s) => build(`east/${s.dir}`)); // no VM networks here
     expect(staged).toHaveLength(all.length);
     expect(build('_gitops/flux')).toHaveLength(9);
     expect(build('_gitops/argocd')).toHaveLength(1);

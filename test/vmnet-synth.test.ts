@@ -116,16 +116,18 @@ describe('examples/vm-networks.fleet.yaml', () => {
     expect(map.spec.map).toHaveLength(3);
   });
 
-  test('with Argo CD: waves 6-9 after KubeVirt\'s 5, in the order of what names what; the primary namespace is never pruned or deleted', () => {
+  test('with Argo CD: waves 6-10 after KubeVirt\'s 5, in the order of what names what; the primary namespace is never pruned or deleted', () => {
     const raw = rawFleet();
     raw.spec.gitops = { repoURL: 'https://git.example/infra.git', argocd: {} };
     const g = synth(raw, r.ledger);
     const wave = (f: string) => Number(parse(g.files.get(`fra-1/${f}`)!).metadata.annotations['argocd.argoproj.io/sync-wave']);
     expect(wave('KubeVirt.kubevirt.kubevirt.yaml')).toBe(5);
     expect([wave('Namespace.tenant-blue.yaml'), wave('VTEP.fleet-vtep.yaml'), wave('NodeNetworkConfigurationPolicy.mm-vlan100-bridge-mapping.yaml'),
-      wave('ClusterUserDefinedNetwork.blue.yaml'), wave('ClusterUserDefinedNetwork.vlan100.yaml'), wave('RouteAdvertisements.mm-blue.yaml')]).toEqual([6, 7, 7, 8, 8, 9]);
+      wave('ClusterUserDefinedNetwork.blue.yaml'), wave('ClusterUserDefinedNetwork.vlan100.yaml'), wave('RouteAdvertisements.mm-blue.yaml')]).toEqual([7, 8, 8, 9, 9, 10]);
     expect([wave('Role.tenant-blue.migration-mesh-pin-addresses.yaml'), wave('ValidatingAdmissionPolicy.migration-mesh-moved-vm-halted.yaml'),
-      wave('ValidatingAdmissionPolicyBinding.migration-mesh-moved-vm-halted.yaml')]).toEqual([7, 7, 8]); // after the namespace they live in or select
+      wave('ValidatingAdmissionPolicyBinding.migration-mesh-moved-vm-halted.yaml')]).toEqual([8, 8, 9]); // after the namespace they live in or select
+    // the served-namespace guard before the Namespaces: in force when our Namespace meets an existing one
+    expect([wave('ValidatingAdmissionPolicy.migration-mesh-served-namespace-label.yaml'), wave('ValidatingAdmissionPolicyBinding.migration-mesh-served-namespace-label.yaml')]).toEqual([6, 6]);
     expect(parse(g.files.get('fra-1/Namespace.tenant-blue.yaml')!).metadata.annotations['argocd.argoproj.io/sync-options']).toBe('Prune=false,Delete=false');
     expect(parse(g.files.get('fra-1/ClusterUserDefinedNetwork.blue.yaml')!).metadata.annotations['argocd.argoproj.io/sync-options']).toBeUndefined();
   });
@@ -147,9 +149,11 @@ describe('examples/vm-networks.fleet.yaml', () => {
   test('the guard binds, and the Role lives in, exactly the namespaces blue serves (not tenant-red, which only the localnet network serves)', () => {
     for (const c of clusters) {
       const objs = r.objects.get(c)!;
-      const binding = objs.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding');
+      const binding = objs.find((o) => o.kind === 'ValidatingAdmissionPolicyBinding' && o.metadata.name === 'migration-mesh-moved-vm-halted');
       expect(binding.spec.matchResources.namespaceSelector.matchExpressions).toEqual([{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['tenant-blue'] }]);
-      expect(binding.spec.policyName).toBe(objs.find((o) => o.kind === 'ValidatingAdmissionPolicy').metadata.name);
+      expect(binding.spec.policyName).toBe(objs.find((o) => o.kind === 'ValidatingAdmissionPolicy' && o.metadata.name === binding.metadata.name).metadata.name);
+      const served = objs.find((o) => o.kind === 'ValidatingAdmissionPolicy' && o.metadata.name === 'migration-mesh-served-namespace-label');
+      expect(served.spec.matchConstraints.resourceRules[0].resourceNames).toEqual(['tenant-blue']);
       expect(objs.filter((o) => o.kind === 'Role' && o.metadata.name === 'migration-mesh-pin-addresses').map((o) => o.metadata.namespace)).toEqual(['tenant-blue']);
       expect(objs.filter((o) => o.kind === 'RoleBinding').map((o) => o.roleRef.name)).not.toContain('migration-mesh-pin-addresses'); // bound by the user
     }
@@ -165,7 +169,7 @@ describe('examples/vm-networks.fleet.yaml', () => {
     expect(g.objects.get('fra-1')!.filter(isGuard).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(guardKeys);
   });
 
-  test('pinAddressesBy: each cluster binds the Role to the named subjects in blue\'s namespace, after the Role (Argo CD wave 8)', () => {
+  test('pinAddressesBy: each cluster binds the Role to the named subjects in blue\'s namespace, after the Role (Argo CD wave 9)', () => {
     const raw = rawFleet();
     raw.spec.vmNetworks[0].pinAddressesBy = [{ kind: 'Group', name: 'vm-movers' }];
     raw.spec.gitops = { repoURL: 'https://git.example/infra.git', argocd: {} };
@@ -175,16 +179,20 @@ describe('examples/vm-networks.fleet.yaml', () => {
       expect(b.subjects).toEqual([{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'vm-movers' }]);
       expect(b.roleRef.name).toBe('migration-mesh-pin-addresses');
       const wave = (f: string) => Number(parse(g.files.get(`${c}/${f}`)!).metadata.annotations['argocd.argoproj.io/sync-wave']);
-      expect([wave('Role.tenant-blue.migration-mesh-pin-addresses.yaml'), wave('RoleBinding.tenant-blue.migration-mesh-pin-addresses.yaml')]).toEqual([7, 8]);
+      expect([wave('Role.tenant-blue.migration-mesh-pin-addresses.yaml'), wave('RoleBinding.tenant-blue.migration-mesh-pin-addresses.yaml')]).toEqual([8, 9]);
     }
     expect([...r.files.keys()].filter((k) => k.includes('RoleBinding.tenant-blue'))).toEqual([]); // the example names nobody: unbound
   });
 
-  test('with Flux: a 40-vm-networks stage after kubevirt; the primary namespace is never pruned', () => {
+  test('with Flux: a 35-vmnet-guard stage, then 40-vm-networks, after kubevirt; the primary namespace is never pruned', () => {
     const raw = rawFleet();
     raw.spec.gitops = { flux: { sourceRef: { name: 'infra' } } };
     const g = synth(raw, r.ledger);
-    expect(parse(g.files.get('fra-1/kustomization.yaml')!).resources).toEqual(['10-gateway', '20-network', '30-kubevirt', '40-vm-networks']);
+    expect(parse(g.files.get('fra-1/kustomization.yaml')!).resources).toEqual(['10-gateway', '20-network', '30-kubevirt', '35-vmnet-guard', '40-vm-networks']);
+    // Flux applies every Namespace of a Kustomization before its other objects: the guard must be a stage before them
+    expect(parse(g.files.get('fra-1/35-vmnet-guard/kustomization.yaml')!).resources).toEqual([
+      'ValidatingAdmissionPolicy.migration-mesh-served-namespace-label.yaml', 'ValidatingAdmissionPolicyBinding.migration-mesh-served-namespace-label.yaml',
+    ]);
     expect(parse(g.files.get('fra-1/40-vm-networks/kustomization.yaml')!).resources).toEqual([
       'Namespace.tenant-blue.yaml', 'VTEP.fleet-vtep.yaml', 'NodeNetworkConfigurationPolicy.mm-vlan100-bridge-mapping.yaml',
       'Role.tenant-blue.migration-mesh-pin-addresses.yaml', 'ValidatingAdmissionPolicy.migration-mesh-moved-vm-halted.yaml',
@@ -193,7 +201,8 @@ describe('examples/vm-networks.fleet.yaml', () => {
     ]);
     const ks = [...g.files].filter(([k]) => k.startsWith('_gitops/flux/Kustomization.')).map(([, v]) => parse(v));
     const vm = ks.find((k) => k.metadata.name === 'vmnet-fra-1-vm-networks');
-    expect(vm.spec.dependsOn).toEqual([{ name: 'vmnet-fra-1-kubevirt' }]);
+    expect(vm.spec.dependsOn).toEqual([{ name: 'vmnet-fra-1-vmnet-guard' }]);
+    expect(ks.find((k) => k.metadata.name === 'vmnet-fra-1-vmnet-guard').spec.dependsOn).toEqual([{ name: 'vmnet-fra-1-kubevirt' }]);
     expect(parse(g.files.get('fra-1/40-vm-networks/Namespace.tenant-blue.yaml')!).metadata.annotations['kustomize.toolkit.fluxcd.io/prune']).toBe('disabled');
     const objects = [...g.files].filter(([k]) => k.endsWith('.yaml') && !k.endsWith('kustomization.yaml') && !k.includes('/drift/')).map(([k, v]) => [k, parse(v)] as const);
     expect(objects.flatMap(([k, o]) => validateObject(o).map((e) => `${k}: ${e}`))).toEqual([]); // Flux's Kustomizations included

@@ -151,6 +151,6 @@ export class MeshClusterChart extends Chart {
       else new AllowMultiNetworkPolicy(this, `Allow-${policy.name}`, { policy });
     }
     const vmNetworks = props.vmNetworks ?? plan.vmNetworks?.perCluster.get(cluster.name)?.networks ?? [];
-    if (vmNetworks.length) this.vmNetworks = new VmNetworks(this, 'VmNetworks', { networks: vmNetworks }); // issue 40
+    if (vmNetworks.length) this.vmNetworks = new VmNetworks(this, 'VmNetworks', { networks: vmNetworks, cluster: cluster.name }); // issue 40
   }
 }

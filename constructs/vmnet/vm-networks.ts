@@ -4,6 +4,7 @@ import { PinSubject } from '../../src/vmnet/pin-role';
 import { ClusterVmNetwork, VmNetworkEvpn } from '../../src/vmnet/resolved';
 import { BridgeMappingPolicy } from './bridge-mapping-policy';
 import { ClusterUserDefinedNetwork, Layer2NetworkOptions, LocalnetNetworkOptions } from './cluster-user-defined-network';
+import { ExistingNamespaceGuard } from './existing-namespace-guard';
 import { MovedVmGuard } from './moved-vm-guard';
 import { PinAddressesRole } from './pin-addresses-role';
 import { PrimaryNetworkNamespace } from './primary-network-namespace';
@@ -19,6 +20,12 @@ export interface VmNetworksProps {
    * final: the address plan's `reservedSubnets`/`excludeSubnets` for this cluster, explicit MTU, defaults applied).
    */
   readonly networks: readonly ClusterVmNetwork[];
+  /**
+   * The cluster's name, in the words of the served-namespace guard's refusal.
+   *
+   * @default '(this cluster)'
+   */
+  readonly cluster?: string;
 }
 
 /** The CUDN block of one resolved network. */
@@ -47,7 +54,8 @@ function localnetOf(n: ClusterVmNetwork): LocalnetNetworkOptions {
  * primary Layer2 network (the topology whose addresses move with a VM), also what keeps a moved address from coming
  * back twice (issue 40 item 4): the `MovedVmGuard` bound to the served namespaces of every Layer2 network, and the
  * `PinAddressesRole` in each of them for `migration-mesh pin-addresses`, bound to the network's `pinAddressesBy`
- * where it names subjects (else unbound: the identity is the user's).
+ * where it names subjects (else unbound: the identity is the user's). With served namespaces of a primary network,
+ * the `ExistingNamespaceGuard` that refuses an apply adding the primary-network label to one that exists without it.
  * A localnet-only cluster gets neither: its VMs do not keep their address (OVN IPAM) or the guest owns it. Objects
  * several networks share (a namespace, a VTEP, a bridge-mapping policy) are emitted once; two networks that name
  * one of them with different contents are a planning error, refused here rather than emitted twice.
@@ -63,6 +71,11 @@ export class VmNetworks extends Construct {
   public readonly pinAddressesRole?: PinAddressesRole;
   /** The ValidatingAdmissionPolicy keeping a moved VM's tombstone Halted, bound to the Layer2 networks' namespaces; absent without one. */
   public readonly movedVmGuard?: MovedVmGuard;
+  /**
+   * The ValidatingAdmissionPolicy refusing the primary-network label on a served namespace that exists without it
+   * (the label only counts at creation); absent without a primary network that serves namespaces.
+   */
+  public readonly existingNamespaceGuard?: ExistingNamespaceGuard;
 
   constructor(scope: Construct, id: string, props: VmNetworksProps) {
     super(scope, id);
@@ -87,6 +100,8 @@ export class VmNetworks extends Construct {
       ...(n.topology === 'Layer2' ? { layer2: layer2Of(n) } : { localnet: localnetOf(n) }),
     }));
     this.namespaces = [...namespaces.values()];
+    const primary = props.networks.filter((n) => n.primaryNamespaces && n.namespaces.length);
+    if (primary.length) this.existingNamespaceGuard = new ExistingNamespaceGuard(this, 'ExistingNamespaceGuard', { cluster: props.cluster ?? '(this cluster)', networks: primary });
     this.bridgeMappings = [...policies.values()].map((x) => x.policy);
     this.vteps = [...vteps.values()].map((x) => x.vtep);
     this.routeAdvertisements = ras;
