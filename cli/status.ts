@@ -6,12 +6,15 @@
 import * as crypto from 'crypto';
 import * as path from 'path';
 import * as k8s from '@kubernetes/client-node';
-import { loadFleetFile } from '../src/fleet/load';
+import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/fleet/load';
 import { readInputBytes } from '../src/base/input-file';
 import { decodeInput, parseYamlInput } from '../src/base/yaml-input';
 import { resolveFleet } from '../src/fleet/resolve';
 import { hcoKubevirtOf } from '../src/kubevirt/config';
 import { FleetStatus, judgeFleet, ownedDifference } from '../src/report/status';
+import { servedNamespaceProblems } from '../src/vmnet/namespaces';
+import { resolveVmNetworks } from '../src/vmnet/plan';
+import { ClusterVmNetworks } from '../src/vmnet/resolved';
 import { CaCert, ClusterFacts, DriftEntry, GatewayFacts } from '../src/report/status-facts';
 import { GeneratedObject as Obj, generatedObjects } from './generated-objects';
 import { createProgress } from './progress';
@@ -71,7 +74,24 @@ async function kubevirtFacts(
   return { ...facts(got, want.network, want.gates), object: `${want.namespace}/${want.name}` };
 }
 
-async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, objects: Obj[], declaredGates: readonly string[] = []): Promise<ClusterFacts> {
+/**
+ * Pre-flight of issue 40 item 2, read-only: each served namespace of the cluster's primary VM networks as the
+ * cluster has it (`get`, a missing one is fine: the fleet creates it with the label), judged by servedNamespaceProblems.
+ */
+async function servedNamespaceFacts(read: Reader, served: ClusterVmNetworks, declared: readonly { namespaces: string[] }[]) {
+  const names = [...new Set(served.networks.filter((n) => n.primaryNamespaces).flatMap((n) => n.namespaces))];
+  const existing = [];
+  for (const name of names) {
+    const got = await read({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    if (got) existing.push({ name, labels: (got.metadata as { labels?: Record<string, string> } | undefined)?.labels });
+  }
+  return servedNamespaceProblems(served, existing, declared);
+}
+
+async function askCluster(
+  kc: k8s.KubeConfig, cluster: string, context: string, objects: Obj[], declaredGates: readonly string[] = [],
+  served?: { networks: ClusterVmNetworks; declared: readonly { namespaces: string[] }[] },
+): Promise<ClusterFacts> {
   const api = k8s.KubernetesObjectApi.makeApiClient(kc);
   type Ref = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
   const read: Reader = async (o: Ref) => {
@@ -117,7 +137,9 @@ async function askCluster(kc: k8s.KubeConfig, cluster: string, context: string, 
   const attached = network
     ? { attachments: await attachments(kc, kubevirtNs, network).catch((e) => ({ network: `${kubevirtNs}/${network}`, error: why(e), pods: [] })) }
     : {};
-  return { cluster, context, reachable: true, checked: objects.length, drift, kubevirt, gateway, ...attached, ca };
+  const servedNamespaces = served?.networks.networks.some((n) => n.primaryNamespaces)
+    ? { servedNamespaces: await servedNamespaceFacts(read, served.networks, served.declared) } : {};
+  return { cluster, context, reachable: true, checked: objects.length, drift, kubevirt, gateway, ...attached, ca, ...servedNamespaces };
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
@@ -129,6 +151,8 @@ function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => T): Promise<
 export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   const doc = loadFleetFile(o.fleetFile);
   const fleet = resolveFleet(doc, o.fleetFile);
+  // the served namespaces of each cluster's VM networks (a fleet whose VM networks do not plan gets none: synth refuses it)
+  const vmNetworks = doc.spec.vmNetworks?.length ? resolveVmNetworks(doc, loadLedgerFile(ledgerPathFor(o.fleetFile))).perCluster : undefined;
   const base = new k8s.KubeConfig();
   if (o.kubeconfig) {
     // what loadFromFile does, with the file read as every input is
@@ -152,7 +176,9 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
       kc.loadFromString(base.exportConfig());
       kc.setCurrentContext(context);
       kcs.set(c.name, kc);
-      const asked = askCluster(kc, c.name, context, objects, c.kubevirt.existing.featureGates);
+      const served = vmNetworks?.get(c.name);
+      const vm = served && { networks: served, declared: doc.spec.vmNetworks ?? [] };
+      const asked = askCluster(kc, c.name, context, objects, c.kubevirt.existing.featureGates, vm);
       facts = await withTimeout(asked.catch((e) => ({ cluster: c.name, context, reachable: false as const, error: why(e) })),
         timeoutMs, () => ({ cluster: c.name, context, reachable: false, error: `no answer within ${timeoutMs / 1000} s` }));
     }

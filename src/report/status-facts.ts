@@ -2,6 +2,7 @@
  * What `migration-mesh status` learns from each cluster (cli/status*.ts gather it; status-findings.ts and
  * status.ts judge it). Pure types.
  */
+import { FleetProblem } from '../base/errors';
 import { ProblemCode } from '../base/problem-codes';
 
 /** One generated object compared with the live one. */
@@ -90,10 +91,18 @@ export type ClusterFacts = {
   readonly attachments?: AttachmentFacts;
   /** `kubevirt-ca` of this cluster: the first certificate is the current CA. */
   readonly ca?: CaCert[];
+  /**
+   * The served namespaces of the cluster's primary VM networks that exist without the primary-network label
+   * (src/vmnet/namespaces.ts servedNamespaceProblems, code `vmnet-namespace-label`); absent without such networks.
+   */
+  readonly servedNamespaces?: readonly FleetProblem[];
 };
 
-/** The codes of status findings (`status/...` in src/base/problem-codes.ts, docs/errors.md). */
-export type StatusCode = Extract<ProblemCode, `status/${string}`>;
+/**
+ * The codes of status findings (`status/...` in src/base/problem-codes.ts, docs/errors.md), and the fleet check status
+ * runs against what a cluster holds (`vmnet-namespace-label`).
+ */
+export type StatusCode = Extract<ProblemCode, `status/${string}`> | 'vmnet-namespace-label';
 
 /** One thing found: `error` blocks every pair with the cluster, `warning` is said and blocks nothing. */
 export interface StatusFinding {
@@ -101,4 +110,8 @@ export interface StatusFinding {
   readonly severity: 'error' | 'warning';
   readonly cluster: string;
   readonly message: string;
+  /** The fleet field the finding is about. @default - none (a finding about the cluster) */
+  readonly path?: string;
+  /** What to do. @default - none: the message says it */
+  readonly fix?: string;
 }

@@ -39,6 +39,7 @@ export function clusterFindings(c: ClusterFacts): StatusFinding[] {
     else add('status/object-different', 'error', `${c.cluster}: ${d.object} differs at ${d.field}`);
   }
   kubevirtFindings(c, add);
+  for (const p of c.servedNamespaces ?? []) out.push({ code: 'vmnet-namespace-label', severity: 'error', cluster: c.cluster, message: p.message, path: p.path, fix: p.fix });
   if (c.gateway) gatewayFindings(c.cluster, c.gateway, add);
   if (c.attachments?.error) add('status/pods-unreadable', 'warning', `${c.cluster}: virt-handler and sync controller pods not listed: ${c.attachments.error}`);
   for (const p of c.attachments?.pods ?? []) {

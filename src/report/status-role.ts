@@ -4,6 +4,9 @@
  * (`list`: gateway, virt-handler and sync controller pods) and `pods/proxy` (`get`: the gateways' admin
  * `/status`), `kubevirts` (`get`) where HCO writes the KubeVirt CR, and for `--moves` namespaces, VirtualMachines (`list`: MAC addresses across the cluster),
  * NADs and StorageClasses. Pure: constructs/report/status-cluster-role.ts emits it.
+ * Namespaces `get` also serves the VM networks' pre-flight (the served namespaces' primary-network label,
+ * `vmnet-namespace-label`); it stays cluster-wide, not limited by resourceNames to the served names, because the
+ * drift check reads every generated Namespace and `--moves` reads each plan's target namespace, which no fleet lists.
  */
 
 export interface PolicyRule { readonly apiGroups: string[]; readonly resources: string[]; readonly verbs: string[] }

@@ -158,7 +158,7 @@ function clusterLines(s: FleetStatus, c: ClusterFacts): string[] {
   }
   if (c.gateway) lines.push(...gatewayPodLines(c.gateway));
   for (const f of s.findings.filter((x) => x.cluster === c.cluster && !x.code.startsWith('status/object-') && x.code !== 'status/peer-ca-untrusted')) {
-    lines.push(`  ${f.severity} [${f.code}] ${f.message}`);
+    lines.push(`  ${f.severity} [${f.code}] ${f.path ? `${f.path}: ` : ''}${f.message}${f.fix ? `; fix: ${f.fix}` : ''}`);
   }
   return lines;
 }
