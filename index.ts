@@ -52,6 +52,8 @@ export { PinAddressesRole } from './constructs/vmnet/pin-addresses-role';
 export type { PinAddressesRoleProps } from './constructs/vmnet/pin-addresses-role';
 export { MovedVmGuard } from './constructs/vmnet/moved-vm-guard';
 export type { MovedVmGuardProps } from './constructs/vmnet/moved-vm-guard';
+export { ExistingNamespaceGuard } from './constructs/vmnet/existing-namespace-guard';
+export type { ExistingNamespaceGuardProps } from './constructs/vmnet/existing-namespace-guard';
 export type { ExistingNamespace } from './src/vmnet/namespaces';
 export type {
   ClusterVmNetwork, ClusterVmNetworks, MobileVmAddress, VmNetworkEvpn, VmNetworkIpam, VmNetworkLocalnet, VmNetworkPlan, VmNetworkReach, VmSubnetSplit,
