@@ -23,7 +23,9 @@ export interface PrimaryNetworkNamespaceProps {
  * Apply it only where the namespace does not exist yet: on a namespace that already exists without the label, an
  * apply would add the label and change nothing (OVN-Kubernetes reads it at creation only), so its VMs would stay
  * on the default network while the fleet says otherwise. Such a namespace must be refused before anything is
- * written, never patched; the way out is to create the namespace anew, with every VM moved off it.
+ * written, never patched; the way out is to create the namespace anew, with every VM moved off it. In a fleet,
+ * `ExistingNamespaceGuard` (applied before it) makes the cluster refuse that apply, and `migration-mesh status`
+ * reports such a namespace (`vmnet-namespace-label`); docs/vm-networks.md.
  */
 export class PrimaryNetworkNamespace extends Construct {
   public readonly name: string;
