@@ -62,7 +62,11 @@ d('node prerequisites of the CNI plugins (real plugins, network namespaces)', ()
     expect(lab.exec(node, ['ip', '-d', 'link', 'show', 'br-mig']).stdout).toMatch(/vlan_filtering 0/);
   });
 
-  test('IPv6 on macvlan (ipvlan, host-device alike): the address is tentative right after ADD, binding to it fails; settleAddresses waits it out', () => {
+  test('IPv6 on macvlan (ipvlan, host-device alike): the address is tentative right after ADD, binding to it fails; settleAddresses waits it out', async () => {
+    // DAD runs only once the link has a carrier: with the master's peer down the address stays tentative for as
+    // long as the test needs (on a carrier, DAD's 1 s ran out during the checks below on a loaded CI machine, and
+    // settleAddresses found nothing left to wait for); the carrier comes back once settleAddresses is waiting
+    lab.run(['ip', '-n', node, 'link', 'set', 'eth2p', 'down']);
     const cfg = { cniVersion: '0.3.1', name: 'lm-v6', type: 'macvlan', master: 'eth2', mode: 'bridge', capabilities: { ips: true }, ipam: { type: 'static' }, runtimeConfig: { ips: ['fd00:50::a1/64'] } };
     cni.add(att(cfg, 'xc0'));
     const tentative = lab.exec(pod, ['ip', '-6', '-o', 'addr', 'show', 'dev', 'xc0', 'tentative']).stdout;
@@ -70,13 +74,18 @@ d('node prerequisites of the CNI plugins (real plugins, network namespaces)', ()
     expect(tentative).toContain('fd00:50::a1');
     expect(bind('fd00:50::a1')).toBe('EADDRNOTAVAIL');
     expect(bind('::')).toBe('bound'); // the wildcard the gateway listens on is not affected
-    const r = JSON.parse(lab.exec(pod, [process.execPath, '-e', `require(${JSON.stringify(SETTLE)}).settleAddresses(10000).then(r=>console.log(JSON.stringify(r)))`]).stdout);
+    const settle = lab.spawn(pod, [process.execPath, '-e', `console.log('waiting'); require(${JSON.stringify(SETTLE)}).settleAddresses(20000).then(r=>console.log(JSON.stringify(r)))`]);
+    const result = lab.waitForLine(settle, /^\{/, 30_000, 'settleAddresses\' result');
+    await lab.waitForLine(settle, /^waiting$/, 30_000, 'settleAddresses started');
+    expect(lab.exec(pod, ['ip', '-6', '-o', 'addr', 'show', 'dev', 'xc0', 'tentative']).stdout).toContain('fd00:50::a1'); // still, without a carrier
+    lab.run(['ip', '-n', node, 'link', 'set', 'eth2p', 'up']);
+    const r = JSON.parse(await result);
     expect({ tentative: r.tentative, dadFailed: r.dadFailed }).toEqual({ tentative: [], dadFailed: [] });
     expect(r.waitedMs).toBeGreaterThan(0);
     expect(bind('fd00:50::a1')).toBe('bound');
 
-    console.log(`[cni-prerequisites] macvlan IPv6 address tentative after ADD; usable after settleAddresses waited ${r.waitedMs} ms`);
-  });
+    console.log(`[cni-prerequisites] macvlan IPv6 address tentative after ADD; usable after settleAddresses waited ${r.waitedMs} ms (DAD from the carrier's return)`);
+  }, 60_000);
 
   test('IPv6 on bridge: the plugin turns DAD off on the pod interface (accept_dad 0 unless enableDad), so the address is usable at once', () => {
     const cfg = { cniVersion: '0.3.1', name: 'lm-v6b', type: 'bridge', bridge: 'br-v6', capabilities: { ips: true }, ipam: { type: 'static' }, runtimeConfig: { ips: ['fd00:51::a1/64'] } };
