@@ -71,7 +71,7 @@ describe('migration-mesh status: gateway runtime, KubeVirt pods, --moves', () =>
     kubeconfig(kc, { p: `http://127.0.0.1:${p.api.port}`, q: `http://127.0.0.1:${q.api.port}` });
     const map = path.join(dir, 'contexts.yaml');
     fs.writeFileSync(map, 'p: ctx-p\nq: ctx-q\n');
-    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--context-map', map, '--timeout', '10']);
+    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--context-map', map, '--timeout', '30']);
     expect(r.err).toBe('');
     expect(r.code).toBe(1);
     const lines = r.out.split('\n');
