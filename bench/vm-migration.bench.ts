@@ -21,8 +21,9 @@
  * mode, fall outside the measured window (not what a KubeVirt target does; default off).
  * MM_VM_AB=<lever,...> (issue 39 section 4) adds a second mtls-splice run to every round, `mtls-splice+ab`, with the
  * levers on, every other run with them off (the two arms swap places every other round): `notrack`, the tunnels
- * taken out of conntrack (see `levers`). Every migration then prints, per link of the gateway and handler namespaces
- * that sent more than 100 packets, the packets it sent and their mean size.
+ * taken out of conntrack; `bigtcp`, BIG TCP sizes on the gateways' links (see `levers`; README section 4 tells
+ * of a copying relay tried with it, whose levers are not in the tree). Every migration then prints,
+ * per link of the gateway and handler namespaces that sent more than 100 packets, the packets it sent and their mean size.
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -236,7 +237,8 @@ function linkDeltas(before: LinkCount[], after: LinkCount[]): string {
  */
 function levers(lab: VmMigrationLab, names: string[], on: boolean): void {
   for (const n of names) {
-    if (n !== 'notrack') throw new Error(`MM_VM_AB: unknown lever ${n} (known: notrack)`);
+    if (n === 'bigtcp') { bigTcp(lab, on); continue; }
+    if (n !== 'notrack') throw new Error(`MM_VM_AB: unknown lever ${n} (known: notrack, bigtcp)`);
     for (const c of lab.clusters) {
       const cfg = c.topo['mtls-splice'].gatewayConfig;
       const port = String(cfg.listen.tunnel.port);
@@ -249,5 +251,32 @@ function levers(lab: VmMigrationLab, names: string[], on: boolean): void {
       const r = lab.lab.exec(c.gw.ns, ['sh', '-ec', script.join('\n')]);
       if (r.status !== 0) throw new Error(`MM_VM_AB notrack ${on ? 'on' : 'off'} in ${c.gw.ns}: ${r.stderr}`);
     }
+  }
+}
+
+/** BIG TCP's netlink attributes: IFLA_GSO_MAX_SIZE, IFLA_GRO_MAX_SIZE, IFLA_GSO_IPV4_MAX_SIZE, IFLA_GRO_IPV4_MAX_SIZE. */
+const BIGTCP_PY = `import socket, struct, sys
+size = int(sys.argv[1])
+for ifname in sys.argv[2:]:
+    attrs = b''.join(struct.pack('HHI', 8, t, size) for t in (41, 58, 63, 64))
+    body = struct.pack('BxHiII', socket.AF_UNSPEC, 0, socket.if_nametoindex(ifname), 0, 0) + attrs
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    s.send(struct.pack('IHHII', 16 + len(body), 16, 1 | 4, 1, 0) + body)
+    err = struct.unpack('i', s.recv(4096)[16:20])[0]
+    if err: sys.exit(f'{ifname}: errno {-err}')
+`;
+
+/**
+ * `bigtcp` (lab-only): every link of both gateway namespaces (handler-facing mig0, the tunnel's xc0, the pod network's eth0): gso/gro
+ * max sizes and their IPv4 twins at 524280 (the veths' tso_max_size), off: 65536, the veth default. Set through
+ * rtnetlink because the iproute2 6.1 here cannot set the IPv4 sizes. A locally sent TCP skb takes its size limit from
+ * its route's device, so this is what the gateways' own transmits see; forwarding through the lab's bridges checks
+ * segments, not size.
+ */
+function bigTcp(lab: VmMigrationLab, on: boolean): void {
+  for (const c of lab.clusters) {
+    const links = labLinks(lab, false).filter((l) => l.ns === c.gw.ns).map((l) => l.ifname);
+    const r = lab.lab.exec(c.gw.ns, ['python3', '-c', BIGTCP_PY, String(on ? 524280 : 65536), ...links]);
+    if (r.status !== 0) throw new Error(`MM_VM_AB bigtcp ${on ? 'on' : 'off'} in ${c.gw.ns}: ${r.stderr}`);
   }
 }
