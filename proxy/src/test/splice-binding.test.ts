@@ -9,7 +9,7 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
-import { after, before, describe, it } from 'node:test';
+import { after, before, beforeEach, describe, it } from 'node:test';
 import { TLS_FLAG_SPLICE_CAPABLE, loadNative, socketFd, stopReading, type TlsCtx, type TlsPhase1, type TlsPhase2 } from '../native';
 import {
   BIND_LABEL_ORIGIN, BIND_LABEL_TERMINUS, FRAME_OPEN, FRAME_REPLY, FrameReader, RefusalCode, bindContext, encodeBind,
@@ -30,9 +30,15 @@ before(() => {
 });
 
 /** A destination that records what it receives and how its connection ended. */
-interface Dest { port: number; got: Buffer[]; ends: string[]; conns: number; close(): Promise<void> }
+/**
+ * The echo/sink destination: what its connections received and how each ended. `idle()` waits (bounded) until
+ * every connection it accepted has closed, then clears the record: a test that counts connections starts from
+ * none, whatever the one before left still ending (an earlier session's reset that arrived after the counters
+ * were cleared by hand failed five tests in a row in a loaded CI run).
+ */
+interface Dest { port: number; got: Buffer[]; ends: string[]; conns: number; idle(): Promise<void>; close(): Promise<void> }
 async function startDest(echo = false): Promise<Dest> {
-  const d: Dest = { port: 0, got: [], ends: [], conns: 0, close: async () => undefined };
+  const d: Dest = { port: 0, got: [], ends: [], conns: 0, idle: async () => undefined, close: async () => undefined };
   const socks = new Set<net.Socket>();
   const srv = net.createServer({ allowHalfOpen: true }, (s) => {
     d.conns++;
@@ -45,6 +51,10 @@ async function startDest(echo = false): Promise<Dest> {
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
   d.port = (srv.address() as net.AddressInfo).port;
   d.close = () => new Promise<void>((r) => { for (const s of socks) s.destroy(); srv.close(() => r()); });
+  d.idle = async () => {
+    await withTimeout((async () => { while (socks.size > 0) await sleep(10); })(), 10_000, `the destination's ${socks.size} connection(s) closing`);
+    d.got.length = 0; d.ends.length = 0; d.conns = 0;
+  };
   return d;
 }
 
@@ -123,6 +133,8 @@ describe('authenticated splice: binding to the mutual-TLS session (native)', { t
   let term: Awaited<ReturnType<typeof startTerminus>>;
   before(async () => { dest = await startDest(); term = await startTerminus(dest); });
   after(async () => { await term?.close(); await dest?.close(); });
+  // each test counts the destination's connections from none, even after one that failed half-way
+  beforeEach(async () => { await dest.idle(); });
 
   const last = () => term.results.length - 1;
   const refused = async (a: Adversary, what: string, idx: number) => {
@@ -145,7 +157,6 @@ describe('authenticated splice: binding to the mutual-TLS session (native)', { t
     a.tls.write(ownBind(a), () => { a.raw.write(payload); a.raw.end(); });
     await withTimeout((async () => { while (received(dest) < payload.length || !dest.ends.includes('fin')) await sleep(10); })(), 5000, 'payload');
     assert.ok(Buffer.concat(dest.got).equals(payload), 'destination got exactly the raw bytes, nothing of the TLS records');
-    dest.got.length = 0; dest.ends.length = 0; dest.conns = 0;
     a.raw.destroy();
   });
 
@@ -161,7 +172,7 @@ describe('authenticated splice: binding to the mutual-TLS session (native)', { t
     const old = ownBind(first);
     first.raw.destroy();
     await withTimeout((async () => { while (!term.results[last()].p2) await sleep(10); })(), 5000, 'first session ends');
-    dest.got.length = 0; dest.ends.length = 0; dest.conns = 0;
+    await dest.idle();
     const a = await adversary(term.port);
     const ia = last();
     a.tls.write(old, () => a.raw.write('payload'));
@@ -174,25 +185,22 @@ describe('authenticated splice: binding to the mutual-TLS session (native)', { t
     const b = await adversary(term.port);
     a.tls.write(ownBind(b), () => { a.raw.write('payload'); b.raw.destroy(); });
     await refused(a, 'other session', ia);
-    dest.got.length = 0; dest.ends.length = 0; dest.conns = 0;
   });
 
   it('refuses the terminus-labelled value echoed back, and raw bytes in place of a BIND', async () => {
     const a = await adversary(term.port);
     a.tls.write(a.theirBind, () => a.raw.write('payload'));
     await refused(a, 'echoed', last());
-    dest.got.length = 0; dest.ends.length = 0; dest.conns = 0;
+    await dest.idle();
     const b = await adversary(term.port);
     b.raw.write(Buffer.concat([ownBind(b), Buffer.from('raw before any TLS record')]).subarray(0, 30));
     await refused(b, 'raw bytes instead of a BIND record', last());
-    dest.got.length = 0; dest.ends.length = 0; dest.conns = 0;
   });
 
   it('refuses data inside TLS after the BIND (the switch point must be exact)', async () => {
     const a = await adversary(term.port);
     a.tls.write(Buffer.concat([ownBind(a), Buffer.from('smuggled in the same record')]), () => undefined);
     await refused(a, 'data after BIND in the same record', last());
-    dest.got.length = 0; dest.ends.length = 0; dest.conns = 0;
   });
 
   it('a data path without a handshake: OPEN and BIND in the clear never dial', async () => {
