@@ -169,7 +169,7 @@ describe('migration-mesh status reads the served namespaces and reports the refu
 
   test('without the ClusterRole\'s namespaces rule the server\'s 403 on namespaces is the cluster\'s line', async () => {
     const role = file('ClusterRole.migration-mesh-status.yaml');
-    const rules = (role as { rules: { apiGroups: string[]; resources: string[] }[] }).rules;
+    const rules = (role as unknown as { rules: { apiGroups: string[]; resources: string[] }[] }).rules;
     const cut = { ...role, metadata: { name: 'status-without-namespaces' },
       rules: rules.map((x) => ({ ...x, resources: x.resources.filter((res) => !(x.apiGroups[0] === '' && res === 'namespaces')) })).filter((x) => x.resources.length) };
     expect(JSON.stringify(cut.rules)).not.toContain('"namespaces"');
