@@ -419,7 +419,21 @@ export class VmMigrationLab {
     this.ramFiles.add(ram);
     proc.once('exit', () => { this.qemus.delete(proc); fs.rmSync(ram, { force: true }); this.ramFiles.delete(ram); });
     const hmp = new Hmp(monitor);
-    await hmp.connect(20_000);
+    // a QEMU that exits at start fails at once with what it said; one that is only slow (QEMU's start-up at load
+    // 20+ took over 20 s beside bench:vm) is waited for: the bound only catches a hang
+    let exited: (() => void) | undefined;
+    const died = new Promise<never>((_, reject) => {
+      exited = () => reject(new Error(`QEMU in ${this.clusters[ci].handler.ns} exited (${proc.exitCode ?? proc.signalCode}) before its monitor answered: ${fs.existsSync(qlog) ? fs.readFileSync(qlog, 'utf8').slice(-600) : ''}`));
+      proc.once('exit', exited);
+    });
+    died.catch(() => undefined);
+    const connected = hmp.connect(90_000);
+    connected.catch(() => undefined); // when QEMU died first, the connect's own later failure is not news
+    try {
+      await Promise.race([connected, died]);
+    } finally {
+      proc.off('exit', exited!);
+    }
     return { at: ci, proc, hmp, qmp, serial, qlog, ram, ramIsFile };
   }
 
