@@ -23,6 +23,14 @@ import * as path from 'node:path';
 const ROOT = path.resolve(__dirname, '..', '..');
 const binDirs = new Map<string, string>();
 
+/**
+ * How long a request may go without a byte back before it fails (`request`'s default; a test passes its own where
+ * a timeout is what it checks). A hang bound only: a CRD's server-side apply went unanswered for 30 s in a
+ * fresh-clone CI run with two CPU hogs and two real-API suites side by side (each with its API servers, etcd and
+ * controllers) on the two cores, and that is load, not a defect.
+ */
+const REQUEST_IDLE_MS = 90_000;
+
 /** The bin directory of a wrapper module under real/ (a directory with a bins.json; scripts/ensure-go-bins.js builds it once; cached). */
 export function goBinDir(module: string): string {
   let dir = binDirs.get(module);
@@ -273,7 +281,7 @@ export class RealCluster {
     const headers: Record<string, string> = { accept: 'application/json', ...('token' in who ? { authorization: `Bearer ${who.token}` } : {}) };
     if (data !== undefined) headers['content-type'] = opts.contentType ?? 'application/json';
     return new Promise((resolve, reject) => {
-      const req = https.request(`${this.url}${urlPath}`, { method, agent, headers, timeout: opts.timeoutMs ?? 30_000 }, (res) => {
+      const req = https.request(`${this.url}${urlPath}`, { method, agent, headers, timeout: opts.timeoutMs ?? REQUEST_IDLE_MS }, (res) => {
         let text = '';
         res.setEncoding('utf8').on('data', (c) => { text += c; }).on('end', () => {
           let json: unknown;
@@ -281,7 +289,7 @@ export class RealCluster {
           resolve({ status: res.statusCode ?? 0, json, text });
         });
       });
-      req.once('timeout', () => req.destroy(new Error(`${method} ${urlPath}: no answer in ${opts.timeoutMs ?? 30_000} ms`))).once('error', reject);
+      req.once('timeout', () => req.destroy(new Error(`${method} ${urlPath}: no answer in ${opts.timeoutMs ?? REQUEST_IDLE_MS} ms`))).once('error', reject);
       req.end(data);
     });
   }
