@@ -29,7 +29,8 @@ import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
 import { createNamespaces, crdsFor, differences, installCrds, objectKey, objectPath, platformNamespaces, serverSideApply, stagesOf, type KubeObject, type Stage } from './support/real-apply';
 import { upstreamCrds } from './support/real-crds';
-import { FLUX_NAMESPACE, RealFlux, ServerWatch } from './support/real-flux';
+import { FLUX_NAMESPACE, RealFlux } from './support/real-flux';
+import { ServerWatch } from './support/real-watch';
 import { RealFleet, type RealCluster } from './support/real-kube';
 import { RealNodes } from './support/real-nodes';
 import { runCli } from './support/fleets';
@@ -164,7 +165,7 @@ beforeAll(async () => {
     const all = stages(first, name).flatMap((s) => s.objects);
     await installCrds(target, crdsFor(all, crds));
     await createNamespaces(target, platformNamespaces(all));
-    watches.set(name, await ServerWatch.start(target, all, FLUX_NAME_LABEL));
+    watches.set(name, await ServerWatch.start(target, all, { labelSelector: FLUX_NAME_LABEL }));
   }));
   flux = await RealFlux.start(hub, { requeueDependency: '2s' });
   for (const name of CLUSTERS) await flux.kubeconfigSecret(`${name}-kubeconfig`, fleet.cluster(name));
@@ -172,6 +173,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (times.length) console.log(`Flux on real API servers (${CLUSTERS.length} clusters):\n  ${times.join('\n  ')}`);
+  // a watch the server expired and the recorder replaced by a LIST (test/support/real-watch.ts): rare, worth seeing
+  const relists = [...watches.values()].flatMap((w) => w.relists);
+  if (relists.length) console.log(`watches relisted:\n  ${relists.join('\n  ')}`);
   for (const w of watches.values()) w.stop();
   await flux?.stop();
   await Promise.all(nodes.map((n) => n.stop()));

@@ -11,11 +11,9 @@
  */
 import { ChildProcess, execFile, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as https from 'node:https';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { freePort, goBinDir, spawnLogged, type RealCluster } from './real-kube';
-import { objectPath, type KubeObject } from './real-apply';
 import type { Crd } from './real-crds';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -113,71 +111,4 @@ export async function startApplicationSetController(cluster: RealCluster, namesp
     '--kubeconfig', cluster.kubeconfig(), '--namespace', namespace, '--metrics-addr', '0', '--probe-addr', '0',
     '--webhook-addr', `127.0.0.1:${await freePort()}`, '--argocd-repo-server', `127.0.0.1:${await freePort()}`, '--logformat', 'text',
   ], path.join(cluster.dir, 'argocd-applicationset-controller.log'), { ...process.env, KUBECONFIG: cluster.kubeconfig() });
-}
-
-/** One write seen by a watch. */
-export interface WatchedWrite {
-  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  readonly kind: string; readonly namespace?: string; readonly name: string;
-  /** The etcd revision of the write (see the header). */
-  readonly rv: number;
-  /** When the watch reported it (Date.now()). */
-  readonly at: number;
-  readonly object: KubeObject & { status?: any; spec?: any };
-}
-
-/** Watches of every kind of `objects` (all namespaces), from now on; `writes` grows as the server reports. */
-export class ApiWatch {
-  readonly writes: WatchedWrite[] = [];
-  private readonly requests: Array<ReturnType<typeof https.get>> = [];
-
-  private constructor(private readonly cluster: RealCluster) {}
-
-  static async start(cluster: RealCluster, objects: readonly KubeObject[]): Promise<ApiWatch> {
-    const w = new ApiWatch(cluster);
-    const collections = new Set<string>();
-    for (const o of objects) {
-      // the collection of the kind across namespaces: /api(s)/<gv>/<plural>
-      collections.add((await objectPath(cluster, o)).replace(/\/[^/]+$/, '').replace(/\/namespaces\/[^/]+\//, '/'));
-    }
-    await Promise.all([...collections].map((c) => w.watch(c)));
-    return w;
-  }
-
-  private async watch(collection: string): Promise<void> {
-    const list = await this.cluster.request('GET', `${collection}?limit=1`);
-    if (list.status !== 200) throw new Error(`list ${collection}: HTTP ${list.status} ${list.text.slice(0, 300)}`);
-    const admin = this.cluster.admin as { cert: string; key: string };
-    await new Promise<void>((resolve, reject) => {
-      const req = https.get(`${this.cluster.url}${collection}?watch=1&resourceVersion=${list.json.metadata.resourceVersion}`, {
-        ca: fs.readFileSync(this.cluster.caFile), cert: fs.readFileSync(admin.cert), key: fs.readFileSync(admin.key),
-      }, (res) => {
-        if (res.statusCode !== 200) { reject(new Error(`watch ${collection}: HTTP ${res.statusCode}`)); return; }
-        resolve();
-        let buf = '';
-        res.setEncoding('utf8').on('data', (chunk: string) => {
-          buf += chunk;
-          for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
-            const line = buf.slice(0, i);
-            buf = buf.slice(i + 1);
-            if (line.trim()) this.record(JSON.parse(line));
-          }
-        }).on('error', () => undefined);
-      });
-      req.on('error', (e) => { if (!this.stopped) reject(e); });
-      this.requests.push(req);
-    });
-  }
-
-  private record(e: { type: string; object: KubeObject }): void {
-    if (!['ADDED', 'MODIFIED', 'DELETED'].includes(e.type)) return;
-    const m = e.object.metadata;
-    this.writes.push({ type: e.type as WatchedWrite['type'], kind: e.object.kind, namespace: m.namespace, name: m.name, rv: Number(m.resourceVersion), at: Date.now(), object: e.object });
-  }
-
-  private stopped = false;
-  stop(): void {
-    this.stopped = true;
-    for (const r of this.requests) r.destroy();
-  }
 }

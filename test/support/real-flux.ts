@@ -13,12 +13,10 @@
  */
 import { ChildProcess, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import type { ClientRequest } from 'node:http';
-import * as https from 'node:https';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { freePort } from '../../proxy/src/testkit/helpers';
-import { createNamespaces, installCrds, objectKey, objectPath, serverSideApply, type KubeObject } from './real-apply';
+import { createNamespaces, installCrds, serverSideApply, type KubeObject } from './real-apply';
 import type { Crd } from './real-crds';
 import { goBinDir, spawnLogged, type Identity, type RealCluster } from './real-kube';
 
@@ -179,81 +177,3 @@ export class RealFlux {
   }
 }
 
-/** One event of a watch: the object as the event carried it, and its resourceVersion (an etcd revision here). */
-export interface WatchEvent { readonly type: 'ADDED' | 'MODIFIED' | 'DELETED'; readonly key: string; readonly rv: bigint; readonly object: KubeObject }
-
-/**
- * Watches on a real API server, as a controller's informer opens them: a LIST for the resourceVersion, then a
- * watch from it (nothing between is missed), re-opened from the last event when the server ends it. Every event is
- * kept in arrival order. Each collection is watched on its own stream, so arrival order is not creation order
- * across collections; the resourceVersion is: every API server of the harness stores in one etcd, and an object's
- * resourceVersion is the etcd revision of its write, one counter for every key (Kubernetes calls the value opaque;
- * comparing it is sound only because the harness is known to run on etcd).
- */
-export class ServerWatch {
-  readonly events: WatchEvent[] = [];
-  private readonly open = new Set<ClientRequest>();
-  private stopped = false;
-
-  private constructor(private readonly cluster: RealCluster, private readonly query: string) {}
-
-  /** Watches the collections of `kinds` (one object of each kind, to find its path), all namespaces, objects matching `labelSelector`. */
-  static async start(cluster: RealCluster, kinds: readonly KubeObject[], labelSelector: string): Promise<ServerWatch> {
-    const w = new ServerWatch(cluster, `labelSelector=${encodeURIComponent(labelSelector)}`);
-    const collections = new Set<string>();
-    for (const o of kinds) {
-      const p = (await objectPath(cluster, o)).replace(/\/[^/]+$/, '');
-      collections.add(o.metadata.namespace ? p.replace(`/namespaces/${o.metadata.namespace}/`, '/') : p);
-    }
-    for (const c of collections) {
-      // a CRD's storage answers 429 for a moment after it is Established
-      let r = await cluster.request('GET', `${c}?${w.query}`);
-      for (const deadline = Date.now() + 10_000; r.status === 429 && Date.now() < deadline;) {
-        await new Promise((res) => setTimeout(res, 200));
-        r = await cluster.request('GET', `${c}?${w.query}`);
-      }
-      if (r.status !== 200) throw new Error(`LIST ${c}: HTTP ${r.status} ${r.text.slice(0, 300)}`);
-      w.watch(c, String(r.json.metadata.resourceVersion));
-    }
-    return w;
-  }
-
-  private watch(collection: string, from: string): void {
-    if (this.stopped) return;
-    const admin = this.cluster.admin as { cert: string; key: string };
-    let last = from;
-    let buffer = '';
-    const req = https.get(`${this.cluster.url}${collection}?watch=1&allowWatchBookmarks=true&resourceVersion=${from}&${this.query}`, {
-      ca: fs.readFileSync(this.cluster.caFile), cert: fs.readFileSync(admin.cert), key: fs.readFileSync(admin.key), headers: { accept: 'application/json' },
-    }, (res) => {
-      res.setEncoding('utf8').on('data', (chunk: string) => {
-        buffer += chunk;
-        for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
-          const line = buffer.slice(0, nl);
-          buffer = buffer.slice(nl + 1);
-          if (!line.trim()) continue;
-          const e = JSON.parse(line) as { type: string; object: KubeObject };
-          last = String(e.object.metadata.resourceVersion ?? last);
-          if (e.type === 'ADDED' || e.type === 'MODIFIED' || e.type === 'DELETED') {
-            this.events.push({ type: e.type, key: objectKey(e.object), rv: BigInt(last), object: e.object });
-          }
-        }
-      }).on('end', () => { this.open.delete(req); this.watch(collection, last); });
-    });
-    req.on('error', () => { this.open.delete(req); if (!this.stopped) setTimeout(() => this.watch(collection, last), 200); });
-    this.open.add(req);
-  }
-
-  /** The resourceVersion of each object's creation (its ADDED event), by objectKey. */
-  created(): Map<string, bigint> {
-    const out = new Map<string, bigint>();
-    for (const e of this.events) if (e.type === 'ADDED' && !out.has(e.key)) out.set(e.key, e.rv);
-    return out;
-  }
-
-  stop(): void {
-    this.stopped = true;
-    for (const r of this.open) r.destroy();
-    this.open.clear();
-  }
-}

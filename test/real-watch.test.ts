@@ -1,0 +1,108 @@
+/**
+ * The suites' write recorder (test/support/real-watch.ts) on a real kube-apiserver, through the three ways a watch
+ * ends that the GitOps suites meet:
+ *   - the server refuses the watch's resourceVersion as too old (HTTP 200, one ERROR event with code 410, the end of
+ *     the stream), which a LIST answered from etcd while a new CRD's watch cache initializes leads to. Shown first
+ *     on the raw protocol, then: the recorder lists again and records every later creation once;
+ *   - the server ends the stream (here every second, `timeoutSeconds`): reopened from the last revision, nothing is
+ *     lost or seen twice;
+ *   - the collection is gone (its CRD deleted): no watch can be reopened, and every read of the events throws,
+ *     naming the collection and the server's answer.
+ */
+import * as fs from 'node:fs';
+import * as https from 'node:https';
+import { installCrds, serverSideApply, type KubeObject } from './support/real-apply';
+import type { Crd } from './support/real-crds';
+import { RealFleet, type RealCluster } from './support/real-kube';
+import { ServerWatch } from './support/real-watch';
+
+let fleet: RealFleet;
+let cluster: RealCluster;
+const watches: ServerWatch[] = [];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const crd = (plural: string, kind: string): Crd => ({
+  apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: `${plural}.watch.example.com` },
+  spec: {
+    group: 'watch.example.com', scope: 'Namespaced', names: { plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` },
+    versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+  },
+});
+const thing = (kind: string, name: string): KubeObject => ({ apiVersion: 'watch.example.com/v1', kind, metadata: { name, namespace: 'default' } });
+const configMap = (name: string, labels: Record<string, string> = {}): KubeObject =>
+  ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', labels }, data: { k: name } } as KubeObject);
+
+async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
+  for (const t0 = Date.now(); !ok(); await sleep(50)) if (Date.now() - t0 > ms) throw new Error(`${what}: not after ${ms} ms`);
+}
+
+/** The first line a raw watch of `collection` from `rv` gets, and whether the server then ended the stream. */
+function rawWatch(collection: string, rv: string): Promise<{ status?: number; first: any; ended: boolean }> {
+  const admin = cluster.admin as { cert: string; key: string };
+  return new Promise((resolve, reject) => {
+    const req = https.get(`${cluster.url}${collection}?watch=1&resourceVersion=${rv}`, {
+      ca: fs.readFileSync(cluster.caFile), cert: fs.readFileSync(admin.cert), key: fs.readFileSync(admin.key), timeout: 10_000,
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode, first: JSON.parse(text.split('\n')[0]), ended: true }));
+    });
+    req.on('timeout', () => { req.destroy(); reject(new Error(`the watch of ${collection} from ${rv} did not end within 10 s`)); });
+    req.on('error', reject);
+  });
+}
+
+beforeAll(async () => { fleet = await RealFleet.start(['watch-a']); cluster = fleet.cluster('watch-a'); }, 120_000);
+afterAll(async () => { for (const w of watches) w.stop(); await fleet?.stop(); }, 60_000);
+
+test('a watch whose revision the server no longer holds gets one ERROR event (410) and an ended stream; the recorder lists again and sees every later creation once', async () => {
+  await installCrds(cluster, [crd('gadgets', 'Gadget')]);
+  await serverSideApply(cluster, thing('Gadget', 'before'));
+  const collection = '/apis/watch.example.com/v1/gadgets';
+  const raw = await rawWatch(collection, '1');
+  expect({ status: raw.status, type: raw.first.type, code: raw.first.object.code, ended: raw.ended })
+    .toEqual({ status: 200, type: 'ERROR', code: 410, ended: true });
+  expect(raw.first.object.message).toMatch(/too old resource version: 1 /);
+
+  const w = await ServerWatch.start(cluster, [thing('Gadget', 'x')], { startAt: '1' });
+  watches.push(w);
+  await until('the relist after the expired watch', () => w.relists.length === 1);
+  expect(w.relists[0]).toMatch(new RegExp(`^${collection}: watch from 1 expired \\(too old resource version: 1 .*\\); LIST at \\d+$`));
+  for (const n of ['after-1', 'after-2', 'after-3']) await serverSideApply(cluster, thing('Gadget', n));
+  await until('three creations seen', () => w.events.length >= 3);
+  await sleep(500);
+  expect(w.events.map((e) => `${e.type} ${e.key}${e.relisted ? ' (relisted)' : ''}`))
+    .toEqual(['ADDED Gadget/default/after-1', 'ADDED Gadget/default/after-2', 'ADDED Gadget/default/after-3']);
+  const rvs = w.events.map((e) => e.rv);
+  expect([...rvs].sort((x, y) => x - y)).toEqual(rvs);
+});
+
+test('a stream the server ends every second is reopened from its last revision: 30 ConfigMaps created over 3 s are each seen once, in revision order', async () => {
+  const w = await ServerWatch.start(cluster, [configMap('x')], { timeoutSeconds: 1, labelSelector: 'watch-test=streams' });
+  watches.push(w);
+  await serverSideApply(cluster, configMap('unlabelled'));
+  const names = Array.from({ length: 30 }, (_, i) => `cm-${String(i).padStart(2, '0')}`);
+  for (const n of names) {
+    await serverSideApply(cluster, configMap(n, { 'watch-test': 'streams' }));
+    await sleep(100);
+  }
+  await until('30 creations seen', () => w.events.length >= 30);
+  await sleep(1500);
+  expect(w.events.map((e) => `${e.type} ${e.key}${e.relisted ? ' (relisted)' : ''}`)).toEqual(names.map((n) => `ADDED ConfigMap/default/${n}`));
+  const rvs = w.events.map((e) => e.rv);
+  expect([...rvs].sort((x, y) => x - y)).toEqual(rvs);
+  expect(w.relists).toEqual([]);
+});
+
+test('a collection that is gone (its CRD deleted) cannot be watched again: every read of the events throws, naming it and the server\'s answer', async () => {
+  await installCrds(cluster, [crd('widgets', 'Widget')]);
+  const w = await ServerWatch.start(cluster, [thing('Widget', 'x')], { reopenWithinMs: 5_000 });
+  watches.push(w);
+  await serverSideApply(cluster, thing('Widget', 'one'));
+  await until('the creation seen', () => w.events.length === 1);
+  const r = await cluster.request('DELETE', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.watch.example.com');
+  expect(r.status).toBe(200);
+  await until('the watch failed for good', () => { try { w.check(); return false; } catch { return true; } }, 30_000);
+  expect(() => w.events).toThrow(/^the watch of \/apis\/watch\.example\.com\/v1\/widgets on watch-a failed for good: (LIST \/apis\/watch\.example\.com\/v1\/widgets: HTTP 404|watch \/apis\/watch\.example\.com\/v1\/widgets: HTTP 404)/);
+  expect(() => w.created()).toThrow(/failed for good/);
+}, 60_000);
