@@ -31,7 +31,7 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load'
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, hasCommand, makeFleetPki, topologyFromFiles } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, multusDelegateConfig, whereaboutsAsStatic } from './support/netns-cni';
-import { AgentServers, agentCommand, runtimeCommand } from './support/netns-agents';
+import { AgentServers, agentClient, agentCommand, firstSuccess, runtimeCommand } from './support/netns-agents';
 import { loseNode, vipHolders as vipHoldersIn } from './support/netns-failover';
 import { addNs6, attachableConfig, cidr6, fmt6, inCidr6, netns6Support, nodeBridgeOf, whereaboutsFirstFree6 } from './support/netns6';
 
@@ -85,10 +85,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
 
 
 
-  const client = async (from: Host, to: string, port: number, bytes: number, timeoutMs = 15000) => {
-    const [r] = await lab.execJson(from.ns, agent('client', to, port, bytes, timeoutMs), timeoutMs + 5000);
-    return r;
-  };
+  const client = (from: Host, to: string, port: number, bytes: number, timeoutMs = 15000) => agentClient(lab, from.ns, to, port, bytes, timeoutMs);
 
   const probe = async (ns: string, url: string, timeoutMs: number) => (await lab.execJson(ns, agent('probe', url, timeoutMs), timeoutMs + 5000))[0];
 
@@ -332,7 +329,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
     for (const dst of forbidden) {
       expect(inCidr6(dst, bCidr)).toBe(true);
       const r2 = await client(a.handlers[0], dst, b.topo.gatewayConfig.listen.admin.port, 1024, 5000);
-      expect({ dst, ok: r2.ok, reset: ['ECONNRESET', 'EPIPE'].includes(r2.error) }).toEqual({ dst, ok: false, reset: true });
+      expect({ dst, ok: r2.ok, reset: ['ECONNRESET', 'EPIPE'].includes(r2.error ?? '') }).toEqual({ dst, ok: false, reset: true });
     }
     expect(refusals()).toBe(before + forbidden.length);
   }, 30_000);
@@ -373,14 +370,8 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
     expect((await client(a.handlers[0], c.handlers[1].addr, HIGH_PORT, 64 * 1024, 5000)).ok).toBe(true);
     const killedAt = Date.now();
     loseNode(lab, holder, holder.xcIfname);
-    let last: any;
-    let ms: number | undefined;
-    while (Date.now() - killedAt < 15_000) {
-      last = await client(a.handlers[0], c.handlers[1].addr, HIGH_PORT, 64 * 1024, 1500);
-      if (last.ok && last.recvSha === last.sentSha) { ms = Date.now() - killedAt; break; }
-      await sleep(100);
-    }
-    console.log(`[fleet-netns-ipv6] ${a.topo.name}: VIP holder lost; first new connection through the other replica after ${ms} ms`);
+    const { ms, tries, last } = await firstSuccess(lab, a.handlers[0].ns, c.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
+    console.log(`[fleet-netns-ipv6] ${a.topo.name}: VIP holder lost; first new connection through the other replica after ${ms} ms (${tries} tries)`);
     expect({ ok: last?.ok, error: last?.error }).toEqual({ ok: true, error: undefined });
     expect(vipHolders(a)).toEqual([other.ns]);
     const mac = JSON.parse(lab.exec(other.ns, ['ip', '-j', 'link', 'show', 'dev', other.ifname]).stdout)[0].address;

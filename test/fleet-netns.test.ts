@@ -32,7 +32,7 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load'
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, cidr4, fmt4, hasCommand, inCidr4, makeFleetPki, netnsSupport, STARTUP_MS, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
-import { AgentServers, agentCommand, runtimeCommand } from './support/netns-agents';
+import { AgentServers, agentClient, agentCommand, firstSuccess, runtimeCommand } from './support/netns-agents';
 import { loseNode, vipHolders as vipHoldersIn } from './support/netns-failover';
 
 const ROOT = path.join(__dirname, '..');
@@ -97,10 +97,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
 
   const vipHolders = (c: ClusterLab): string[] => vipHoldersIn(lab, c);
 
-  const client = async (from: Host, to: string, port: number, bytes: number, timeoutMs = 15000) => {
-    const [r] = await lab.execJson(from.ns, agent('client', to, port, bytes, timeoutMs), timeoutMs + 5000);
-    return r;
-  };
+  const client = (from: Host, to: string, port: number, bytes: number, timeoutMs = 15000) => agentClient(lab, from.ns, to, port, bytes, timeoutMs);
 
   beforeAll(async () => {
     NetnsLab.reapStale();
@@ -435,19 +432,6 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
   });
 
   /** Retry a short client until it succeeds (bounded); the ms it took from `since`. */
-  const firstSuccess = async (from: Host, to: string, port: number, since: number, deadlineMs: number) => {
-    let tries = 0;
-    let last: any;
-    while (Date.now() - since < deadlineMs) {
-      tries++;
-      // a try whose agent process did not even report in time (node starting slowly beside CPU hogs) is a failed
-      // try, not the end of the retries: seen in a fresh-clone CI run with two CPU hogs
-      last = await client(from, to, port, 64 * 1024, 1500).catch((e: Error) => ({ ok: false, error: e.message }));
-      if (last.ok && last.recvSha === last.sentSha) return { ms: Date.now() - since, tries, last };
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    return { ms: undefined, tries, last };
-  };
 
   test('losing the VIP holder (node lost: its processes killed, its links down) moves the next hop; new connections flow through the other replica', async () => {
     const [a, , c] = clusters;
@@ -456,7 +440,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     expect((await client(a.handlers[0], c.handlers[1].addr, HIGH_PORT, 64 * 1024, 5000)).ok).toBe(true);
     const killedAt = Date.now();
     loseNode(lab, holder, a.topo.gateways[0].crossCluster.ifname);
-    const r = await firstSuccess(a.handlers[0], c.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
+    const r = await firstSuccess(lab, a.handlers[0].ns, c.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
     console.log(`[fleet-netns] ${a.topo.name}: VIP holder lost; first new connection through the other replica after ${r.ms} ms (${r.tries} tries)`);
     expect({ ok: r.last?.ok, error: r.last?.error }).toEqual({ ok: true, error: undefined });
     expect(r.ms).toBeLessThan(15_000);
@@ -476,7 +460,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const moved = await pollFor(() => (vipHolders(c).join() === other.ns ? true : undefined), 15_000);
     const movedMs = Date.now() - killedAt;
     expect(moved).toBe(true);
-    const r = await firstSuccess(c.handlers[0], a.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
+    const r = await firstSuccess(lab, c.handlers[0].ns, a.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
     console.log(`[fleet-netns] ${c.topo.name}: runtime of the VIP holder killed; VIP moved after ${movedMs} ms, first new connection after ${r.ms} ms`);
     expect({ ok: r.last?.ok, error: r.last?.error }).toEqual({ ok: true, error: undefined });
   }, 30_000);

@@ -18,7 +18,7 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load'
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, hasCommand, inCidr4, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
 import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
-import { AgentServers, agentCommand, runtimeCommand } from './support/netns-agents';
+import { AgentServers, agentClient, agentCommand, firstSuccess, runtimeCommand } from './support/netns-agents';
 import { RoutedSites, SiteLeg } from './support/netns-sites';
 import { loseNode, vipHolders as vipHoldersIn } from './support/netns-failover';
 
@@ -63,10 +63,7 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
   const t0 = Date.now();
 
   const vipHolders = (c: ClusterLab): string[] => vipHoldersIn(lab, c);
-  const client = async (from: Host, to: string, port: number, bytes: number, timeoutMs = 15000) => {
-    const [r] = await lab.execJson(from.ns, agentCommand('client', to, port, bytes, timeoutMs), timeoutMs + 5000);
-    return r;
-  };
+  const client = (from: Host, to: string, port: number, bytes: number, timeoutMs = 15000) => agentClient(lab, from.ns, to, port, bytes, timeoutMs);
   /** Bytes the router forwarded out of each site's interface. */
   const routerTx = () => routed.txBytes();
 
@@ -216,14 +213,8 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
     const other = a.gateways.find((g) => g !== holder)!;
     const killedAt = Date.now();
     loseNode(lab, holder, holder.xcIfname);
-    let last: any;
-    let ms: number | undefined;
-    while (Date.now() - killedAt < 15_000) {
-      last = await client(a.handlers[0], b.handlers[1].addr, HIGH_PORT, 64 * 1024, 1500);
-      if (last.ok && last.recvSha === last.sentSha) { ms = Date.now() - killedAt; break; }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    console.log(`[fleet-sites-netns] fra-1 VIP holder lost; first new connection to ams-1 through the other replica after ${ms} ms`);
+    const { ms, tries, last } = await firstSuccess(lab, a.handlers[0].ns, b.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
+    console.log(`[fleet-sites-netns] fra-1 VIP holder lost; first new connection to ams-1 through the other replica after ${ms} ms (${tries} tries)`);
     expect({ ok: last?.ok, error: last?.error }).toEqual({ ok: true, error: undefined });
     expect(vipHolders(a)).toEqual([other.ns]);
     // the reply came back over the router to the surviving replica's own site address

@@ -1,5 +1,7 @@
 /**
- * The suites' write recorder (test/support/real-watch.ts) on a real kube-apiserver, through the three ways a watch
+ * The harness's own ways with a real kube-apiserver's connections. First, `request`'s kept-alive connections are
+ * closed on this side before the server's 90 s idle timeout would close them under a request being written.
+ * Then the suites' write recorder (test/support/real-watch.ts), through the three ways a watch
  * ends that the GitOps suites meet:
  *   - the server refuses the watch's resourceVersion as too old (HTTP 200, one ERROR event with code 410, the end of
  *     the stream), which a LIST answered from etcd while a new CRD's watch cache initializes leads to. Shown first
@@ -13,7 +15,7 @@ import * as fs from 'node:fs';
 import * as https from 'node:https';
 import { installCrds, serverSideApply, type KubeObject } from './support/real-apply';
 import type { Crd } from './support/real-crds';
-import { RealFleet, type RealCluster } from './support/real-kube';
+import { KEEP_ALIVE_IDLE_MS, RealFleet, type RealCluster } from './support/real-kube';
 import { ServerWatch } from './support/real-watch';
 
 let fleet: RealFleet;
@@ -54,6 +56,18 @@ function rawWatch(collection: string, rv: string): Promise<{ status?: number; fi
 
 beforeAll(async () => { fleet = await RealFleet.start(['watch-a']); cluster = fleet.cluster('watch-a'); }, 120_000);
 afterAll(async () => { for (const w of watches) w.stop(); await fleet?.stop(); }, 60_000);
+
+test('a kept-alive connection unused for a while is closed by the harness, well before kube-apiserver\'s 90 s idle timeout', async () => {
+  expect((await cluster.request('GET', '/version')).status).toBe(200);
+  expect(cluster.openConnections()).toBe(1);
+  const t0 = Date.now();
+  await until('the idle connection closed', () => cluster.openConnections() === 0, 80_000);
+  const idle = Date.now() - t0;
+  expect({ idle, closedBeforeServer: idle < 60_000 }).toEqual({ idle: expect.any(Number), closedBeforeServer: true });
+  expect(idle).toBeGreaterThanOrEqual(KEEP_ALIVE_IDLE_MS - 1000);
+  // and the next request opens a new connection
+  expect((await cluster.request('GET', '/version')).status).toBe(200);
+}, 90_000);
 
 test('a watch whose revision the server no longer holds gets one ERROR event (410) and an ended stream; the recorder lists again and sees every later creation once', async () => {
   await installCrds(cluster, [crd('gadgets', 'Gadget')]);

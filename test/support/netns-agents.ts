@@ -17,6 +17,44 @@ const PROXY_CLI = path.join(__dirname, '..', '..', 'proxy', 'lib', 'cli.js');
 /** The agent's command line: `node netns-agent.js MODE ARGS...`. */
 export const agentCommand = (...args: (string | number)[]): string[] => [process.execPath, AGENT, ...args.map(String)];
 
+/** What the agent's `client` mode reports: `ok` when its bytes came back equal; `error` otherwise (netns-agent.js). */
+export interface ClientResult {
+  readonly ok: boolean; readonly error?: string;
+  readonly sent?: number; readonly received?: number; readonly sentSha?: string; readonly recvSha?: string;
+  /** The client's own address (set when the echo came back). */
+  readonly local?: string;
+  readonly ms?: number;
+}
+
+/**
+ * One echo client in namespace `ns`: `bytes` random bytes to `to:port`, half-close, the echo read back within
+ * `timeoutMs`. `startMs`: how long its process may take to start (execJson's default unless given).
+ */
+export async function agentClient(lab: NetnsLab, ns: string, to: string, port: number, bytes: number, timeoutMs = 15_000, startMs?: number)
+  : Promise<ClientResult> {
+  const [r] = await lab.execJson(ns, agentCommand('client', to, port, bytes, timeoutMs), timeoutMs, { startMs });
+  return r;
+}
+
+/**
+ * After a failure at `since` (a node lost, a runtime killed): new connections of 64 KiB from `ns` to `to:port`, one
+ * after another, until one carries its bytes or `deadlineMs` from `since` has passed. Each try has 1.5 s; a try whose
+ * process does not report within 5 s more (node starting slowly beside CPU hogs) is a failed try, not the end of the
+ * tries: seen in fresh-clone CI runs of fleet-netns and, before it shared this, fleet-sites-netns.
+ */
+export async function firstSuccess(lab: NetnsLab, ns: string, to: string, port: number, since: number, deadlineMs: number)
+  : Promise<{ ms?: number; tries: number; last?: ClientResult }> {
+  let tries = 0;
+  let last: ClientResult | undefined;
+  while (Date.now() - since < deadlineMs) {
+    tries++;
+    last = await agentClient(lab, ns, to, port, 64 * 1024, 1500, 5000).catch((e: Error) => ({ ok: false, error: e.message }));
+    if (last.ok && last.recvSha === last.sentSha) return { ms: Date.now() - since, tries, last };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { ms: undefined, tries, last };
+}
+
 /** A container command of the generated Deployment, run with the built runtime and this test's config file. */
 export function runtimeCommand(cmd: string[], configFile: string): string[] {
   const c = cmd.map((a) => (a.endsWith('/config.json') ? configFile : a));

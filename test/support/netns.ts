@@ -13,6 +13,13 @@ import * as YAML from 'yaml';
 // ------------------------------------------------------------------------------------------------
 // environment
 
+/**
+ * What execJson allows a process to take to start, beyond its own work: a node process in a namespace took more than
+ * 5 s to print anything in a fresh-clone CI run (fleet-sites-netns' failover client, with a 1.5 s budget of its own
+ * and 5 s allowed on top), and a trust container 27 s to start in another beside two CPU hogs.
+ */
+const PROCESS_START_MS = 30_000;
+
 const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 
 /** Whether this machine can run the lab; `reason` says why not. */
@@ -114,8 +121,13 @@ export class NetnsLab {
     return spawnSync('ip', ['netns', 'exec', ns, ...privWrap(cmd, opts)], { encoding: 'utf8', timeout: opts.timeoutMs ?? 30_000 });
   }
 
-  /** Run a command in a namespace and resolve with its stdout lines parsed as JSON (bounded in time). */
-  execJson(ns: string, cmd: string[], timeoutMs: number, opts: SpawnOpts = {}): Promise<any[]> {
+  /**
+   * Run a command in a namespace and resolve with its stdout lines parsed as JSON. Bounded in time: `timeoutMs` for
+   * its work, plus `startMs` (PROCESS_START_MS) for the process to start: a hang bound, the callers' own timeouts
+   * carry the meaning. A caller that treats a slow process as one failed try of many passes a shorter `startMs`.
+   */
+  execJson(ns: string, cmd: string[], timeoutMs: number, opts: SpawnOpts & { startMs?: number } = {}): Promise<any[]> {
+    timeoutMs += opts.startMs ?? PROCESS_START_MS;
     return new Promise((resolve, reject) => {
       const p = this.spawn(ns, cmd, opts);
       let stdout = '';

@@ -31,6 +31,14 @@ const binDirs = new Map<string, string>();
  */
 const REQUEST_IDLE_MS = 90_000;
 
+/**
+ * How long a kept-alive connection may sit unused before `request` closes it. Shorter than kube-apiserver's own idle
+ * timeout (90 s, k8s.io/apiserver secure_serving.go): a connection the server closes at the moment a request is
+ * written on it fails that request with "socket hang up" (a fresh-clone CI run under two CPU hogs, in
+ * kubevirt-real's status test). Closing it first on this side leaves the server nothing to race with.
+ */
+export const KEEP_ALIVE_IDLE_MS = 15_000;
+
 /** The bin directory of a wrapper module under real/ (a directory with a bins.json; scripts/ensure-go-bins.js builds it once; cached). */
 export function goBinDir(module: string): string {
   let dir = binDirs.get(module);
@@ -272,7 +280,7 @@ export class RealCluster {
     let agent = this.agents.get(who.user);
     if (!agent) {
       agent = new https.Agent({
-        keepAlive: true, ca: fs.readFileSync(this.caFile),
+        keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS, ca: fs.readFileSync(this.caFile),
         ...('token' in who ? {} : { cert: fs.readFileSync(who.cert), key: fs.readFileSync(who.key) }),
       });
       this.agents.set(who.user, agent);
@@ -292,6 +300,13 @@ export class RealCluster {
       req.once('timeout', () => req.destroy(new Error(`${method} ${urlPath}: no answer in ${opts.timeoutMs ?? REQUEST_IDLE_MS} ms`))).once('error', reject);
       req.end(data);
     });
+  }
+
+  /** The connections `request` holds open to this server for `who` (admin by default), in use or kept alive. */
+  openConnections(who: Identity = this.admin): number {
+    const agent = this.agents.get(who.user);
+    const count = (m: NodeJS.ReadOnlyDict<unknown[]> | undefined) => Object.values(m ?? {}).reduce((n, l) => n + (l?.length ?? 0), 0);
+    return agent ? count(agent.sockets) + count(agent.freeSockets) : 0;
   }
 
   /** Runs the real kubectl against this cluster; resolves stdout, rejects with stderr. */
