@@ -217,8 +217,9 @@ describe('reload, drain, admin', { timeout: 90_000 }, () => {
       assert.equal(pair.a.activeTunnels(), 1);
       const t0 = Date.now();
       await pair.a.drain(300);
-      await withTimeout(closed, 3000, 'client closed after drain timeout');
-      assert.ok(Date.now() - t0 < 2500);
+      await withTimeout(closed, 20_000, 'client closed after drain timeout');
+      // by the 300 ms given, not the 30 s default; slack for a loaded machine
+      assert.ok(Date.now() - t0 < 15_000, `closed ${Date.now() - t0} ms after the drain began`);
     } finally { await pair.close(); }
   });
 
