@@ -16,7 +16,7 @@ import * as path from 'path';
 import { ChildProcess } from 'child_process';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { ClusterTopology, NetnsLab, hasCommand, inCidr4, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './support/netns';
+import { ClusterTopology, NetnsLab, hasCommand, inCidr4, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree, READY_MS } from './support/netns';
 import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
 import { AgentServers, agentClient, agentCommand, firstSuccess, runtimeCommand } from './support/netns-agents';
 import { RoutedSites, SiteLeg } from './support/netns-sites';
@@ -135,7 +135,7 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
       g.proc = lab.spawn(g.ns, runtimeCommand(c.topo.runArgs, g.cfgFile), { asUser: RUNTIME_UID, logFile: g.log });
     })));
     await Promise.all(clusters.flatMap((c) => c.gateways.map(async (g) => {
-      const [r] = await lab.execJson(g.ns, agentCommand('probe', `http://127.0.0.1:${c.topo.gatewayConfig.listen.admin.port}/readyz`, 30000), 35000);
+      const [r] = await lab.execJson(g.ns, agentCommand('probe', `http://127.0.0.1:${c.topo.gatewayConfig.listen.admin.port}/readyz`, READY_MS), READY_MS);
       if (!r?.ok) throw new Error(`gateway ${g.ns} not ready: ${JSON.stringify(r)}\n${fs.existsSync(g.log) ? fs.readFileSync(g.log, 'utf8').slice(-2000) : ''}`);
     })));
     step('gateways ready (init steps run, runtimes answer /readyz)');

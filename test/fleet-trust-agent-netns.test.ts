@@ -18,7 +18,7 @@ import { ChildProcess } from 'child_process';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { FakeKubeApi } from '../proxy/lib/testkit/fake-kube';
 import { VirtOperatorModel } from '../proxy/lib/testkit/virt-operator-model';
-import { NetnsLab, makeFleetPki, netnsSupport } from './support/netns';
+import { NetnsLab, makeFleetPki, netnsSupport, READY_MS } from './support/netns';
 import { RUNTIME_UID, agentCommand, clusterApi } from './support/netns-agents';
 import { baseFleet } from './support/fleets';
 
@@ -90,12 +90,12 @@ d('trust agent of a direct cluster exchanges CAs with a gateway cluster (network
       const cmd = (c: any) => [NODE, PROXY_CLI, ...[...c.command, ...c.args].slice(1).map((a: string) => (a.endsWith('/config.json') ? cfgFile : a))];
       const logs = [path.join(tmp, `${name}-runtime.log`), path.join(tmp, `${name}-trust.log`)];
       const rt = lab.spawn(ns, cmd(runtime), { asUser: RUNTIME_UID, logFile: logs[0] });
-      const [p] = await lab.execJson(ns, agentCommand('probe', `http://127.0.0.1:${base.listen.admin.port}/readyz`, 15000), 20000);
+      const [p] = await lab.execJson(ns, agentCommand('probe', `http://127.0.0.1:${base.listen.admin.port}/readyz`, READY_MS), READY_MS);
       if (!p?.ok) throw new Error(`${name} runtime not ready: ${JSON.stringify(p)}\n${tail(logs[0])}`);
       const tr = lab.spawn(ns, [...cmd(trust), '--kubeconfig', kubeconfig], { asUser: RUNTIME_UID, logFile: logs[1] });
       sides.push({ name, api, model, procs: [relay, rt, tr], logs });
     }
-  }, 90_000);
+  }, 240_000); // two runtimes, each up to READY_MS to become ready beside CPU hogs
 
   afterAll(async () => {
     for (const s of sides) for (const p of s.procs) lab.kill(p);

@@ -36,7 +36,7 @@ import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { FakeKubeApi } from '../proxy/lib/testkit/fake-kube';
 import { VirtOperatorModel } from '../proxy/lib/testkit/virt-operator-model';
 import { makeCert } from '../proxy/lib/testkit/ca-certs';
-import { ClusterTopology, NetnsLab, cidr4, fmt4, makeFleetPki, netnsSupport, STARTUP_MS, topologyFromFiles } from './support/netns';
+import { ClusterTopology, NetnsLab, cidr4, fmt4, makeFleetPki, netnsSupport, STARTUP_MS, topologyFromFiles, READY_MS } from './support/netns';
 
 const ROOT = path.join(__dirname, '..');
 const FLEET = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
@@ -169,7 +169,7 @@ d('trust exchange in network namespaces (three-sites-vlan: 3 clusters x 2 gatewa
     clusters = await Promise.all(topo.map((t, i) => buildCluster(t, i, fab)));
     // runtimes first (each creates its trust socket), then the trust containers
     await Promise.all(clusters.flatMap((c) => c.replicas.map(async (r) => {
-      const [p] = await lab.execJson(r.ns, agent('probe', `http://127.0.0.1:${c.topo.gatewayConfig.listen.admin.port}/readyz`, 15000), 20000);
+      const [p] = await lab.execJson(r.ns, agent('probe', `http://127.0.0.1:${c.topo.gatewayConfig.listen.admin.port}/readyz`, READY_MS), READY_MS);
       if (!p?.ok) throw new Error(`gateway ${r.ns} not ready: ${JSON.stringify(p)}\n${fs.existsSync(r.log) ? fs.readFileSync(r.log, 'utf8').slice(-2000) : ''}`);
     })));
     for (const c of clusters) {
@@ -183,7 +183,7 @@ d('trust exchange in network namespaces (three-sites-vlan: 3 clusters x 2 gatewa
     }
     const procs = `${clusters.length * 2} runtimes + ${clusters.length * 2} trust containers`;
     console.log(`[fleet-trust-netns] ${lab.all().length} namespaces, ${procs}; initial exchange converged in ${Date.now() - t0} ms`);
-  }, 90_000);
+  }, 240_000); // runtimes each up to READY_MS to become ready beside CPU hogs
 
   /** One cluster: node namespace with the pod network and the API relay, its API server and model, its replicas' runtimes. */
   async function buildCluster(t: ClusterTopology, i: number, fab: string): Promise<Cluster> {

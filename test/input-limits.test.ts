@@ -118,7 +118,8 @@ describe('readInputBytes: the size cap and the time bounds hold for every kind o
 
   test('/dev/urandom: cut off after 4 MiB + 1 byte, refused as file-too-large', () => {
     const r = refusal(() => readInputBytes('/dev/urandom', 'ledger', '/dev/urandom'));
-    expect(r.ms).toBeLessThan(3000);
+    // the cap is what ends it (the message below); the time only tells it from reading on (3.9 s was seen beside two CPU hogs)
+    expect(r.ms).toBeLessThan(30_000);
     expect(r.problem).toMatchObject({ code: 'file-too-large', path: '/dev/urandom', message: /^the ledger is a character device that gave more than 4194304 bytes/ });
   });
 
@@ -128,7 +129,8 @@ describe('readInputBytes: the size cap and the time bounds hold for every kind o
     const r = refusal(() => readInputBytes(f, 'fleet file', undefined, wait));
     writer.kill();
     expect(r.ms).toBeGreaterThanOrEqual(600);
-    expect(r.ms).toBeLessThan(3000);
+    // before the writer's 5 s end (after it the read would end cleanly and nothing be refused); room for a loaded machine
+    expect(r.ms).toBeLessThan(5000);
     expect(r.problem).toEqual({
       code: 'file-stalled', path: '(document)',
       message: 'the fleet file is a FIFO (or pipe) whose writer sent 5 bytes, then nothing for 0.6 s without closing it',

@@ -13,13 +13,6 @@ import * as YAML from 'yaml';
 // ------------------------------------------------------------------------------------------------
 // environment
 
-/**
- * What execJson allows a process to take to start, beyond its own work: a node process in a namespace took more than
- * 5 s to print anything in a fresh-clone CI run (fleet-sites-netns' failover client, with a 1.5 s budget of its own
- * and 5 s allowed on top), and a trust container 27 s to start in another beside two CPU hogs.
- */
-const PROCESS_START_MS = 30_000;
-
 const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 
 /** Whether this machine can run the lab; `reason` says why not. */
@@ -66,6 +59,13 @@ function privWrap(cmd: string[], o: SpawnOpts): string[] {
  * was once not enough in CI with both cores busy. Only a process that never starts waits this long.
  */
 export const STARTUP_MS = 30_000;
+
+/**
+ * How long a gateway runtime may take from its start until its /readyz answers 200: 15 s was not enough in a
+ * fresh-clone CI run beside two CPU hogs (`npm test` 948 s), and a trust container once took 27 s to start. A
+ * hang bound: readiness is timed nowhere.
+ */
+export const READY_MS = 60_000;
 
 export class NetnsLab {
   public readonly prefix: string;
@@ -123,11 +123,11 @@ export class NetnsLab {
 
   /**
    * Run a command in a namespace and resolve with its stdout lines parsed as JSON. Bounded in time: `timeoutMs` for
-   * its work, plus `startMs` (PROCESS_START_MS) for the process to start: a hang bound, the callers' own timeouts
+   * its work, plus `startMs` (STARTUP_MS) for the process to start: a hang bound, the callers' own timeouts
    * carry the meaning. A caller that treats a slow process as one failed try of many passes a shorter `startMs`.
    */
   execJson(ns: string, cmd: string[], timeoutMs: number, opts: SpawnOpts & { startMs?: number } = {}): Promise<any[]> {
-    timeoutMs += opts.startMs ?? PROCESS_START_MS;
+    timeoutMs += opts.startMs ?? STARTUP_MS;
     return new Promise((resolve, reject) => {
       const p = this.spawn(ns, cmd, opts);
       let stdout = '';

@@ -33,7 +33,7 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../../src/fleet/lo
 import { synthesizeFleet } from '../../cli/synthesize-fleet';
 import { FakeKubeApi } from '../../proxy/lib/testkit/fake-kube';
 import { CaIssuer, VirtOperatorModel } from '../../proxy/lib/testkit/virt-operator-model';
-import { ClusterTopology, NetnsLab, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree } from './netns';
+import { ClusterTopology, NetnsLab, makeFleetPki, netnsSupport, topologyFromFiles, whereaboutsFirstFree, READY_MS } from './netns';
 import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './netns-cni';
 import { RUNTIME_UID, agentCommand, clusterApi, runtimeCommand } from './netns-agents';
 import {
@@ -370,7 +370,7 @@ export class VmMigrationLab {
     const cmd = runtimeCommand(c.topo[m].runArgs, c.gw.cfgFile);
     c.gw.proc = this.lab.spawn(c.gw.ns, pinned(this.cpus.gateway, env.length ? ['env', ...env, ...cmd] : cmd), { asUser: RUNTIME_UID, logFile: c.gw.log });
     const port = c.topo[m].gatewayConfig.listen.admin.port;
-    const [r] = await this.lab.execJson(c.gw.ns, agentCommand('probe', `http://127.0.0.1:${port}/readyz`, 20_000), 25_000);
+    const [r] = await this.lab.execJson(c.gw.ns, agentCommand('probe', `http://127.0.0.1:${port}/readyz`, READY_MS), READY_MS);
     if (!r?.ok) throw new Error(`gateway ${c.gw.ns} (${m}) not ready: ${JSON.stringify(r)}\n${this.tails()}`);
   }
 
