@@ -45,8 +45,12 @@ describe('legitimate tunnels during a flood of 1,100 idle connections (native mT
     const warnings: string[] = [];
     const routine = /"msg":"(tunnel open|tunnel accepted|gateway listening)"|"how":"destroy".*"msg":"tunnel closed"|127\.0\.0\.2/;
     const collect = (who: string) => pino({ level: 'info' }, { write: (line: string) => { if (!routine.test(line)) warnings.push(`${who}: ${line.trim()}`); } });
+    // both gateways with the product's default timeouts. The origin once had the test kit's 2 s handshake budget:
+    // beside a CI run, west's handshakes under the flood took longer, and east gave up on them ("TLS handshake:
+    // timed out" after 2.2 s; 1, 72 and 5 of 200 tunnels reset). Latency is what the p99 bound below judges.
+    const defaults = { limits: { handshakeTimeoutMs: 10_000, dialTimeoutMs: 5000 } };
     const pair = await startPair('mtls', pki, () => ({ host: '127.0.0.1', port: sink.port }), { logger: collect('east') }, { logger: collect('west') },
-      { limits: { handshakeTimeoutMs: 10_000, dialTimeoutMs: 2000 } });
+      defaults, defaults);
     const flood = persistentFlood(pair.cfgB.listen!.tunnel!.port, 1100, '127.0.0.2');
     try {
       await sleep(3000);

@@ -30,9 +30,10 @@ export async function configFor(cluster: string, peer: string, peerTunnelPort: n
  * `dst` (a loopback stand-in for SO_ORIGINAL_DST). Gateway B may dial loopback (unsafe test hook).
  */
 export async function startPair(tlsMode: TlsMode, pki: Pki | undefined, dst: () => { host: string; port: number },
-  optsA: StartGatewayOptions = {}, optsB: StartGatewayOptions = {}, overB: Partial<ProxyConfigInput> = {}): Promise<Pair> {
+  optsA: StartGatewayOptions = {}, optsB: StartGatewayOptions = {}, overB: Partial<ProxyConfigInput> = {},
+  overA: Partial<ProxyConfigInput> = {}): Promise<Pair> {
   const cfgB = await configFor('west', 'east', 1, tlsMode, pki, overB);
-  const cfgA = await configFor('east', 'west', cfgB.listen!.tunnel!.port, tlsMode, pki);
+  const cfgA = await configFor('east', 'west', cfgB.listen!.tunnel!.port, tlsMode, pki, overA);
   const b = await startGateway(cfgB, { logger: silent, unsafeAllowLoopbackDestinations: true, ...optsB });
   let a: GatewayHandle;
   try {
