@@ -8,9 +8,9 @@
  */
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import { runCli } from './support/fleets';
+import { suiteTmpDir } from './support/tmp';
 
 const root = path.join(__dirname, '..');
 const CLI = path.join(root, 'lib', 'cli', 'cli.js');
@@ -34,7 +34,7 @@ function snapshot(dir: string): Record<string, string> {
 
 /** A scratch directory holding a copy of a fleet (no ledger yet), and the built CLI run inside it. */
 function scratch(): { dir: string; cli: (...argv: string[]) => { code: number | null; out: string; err: string } } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-cli-args-'));
+  const dir = suiteTmpDir('mm-cli-args-');
   fs.copyFileSync(FLEET, path.join(dir, 'sites.fleet.yaml'));
   const cli = (...argv: string[]) => {
     const r = spawnSync(process.execPath, [CLI, ...argv], { cwd: dir, encoding: 'utf8', timeout: 60_000, env: { ...process.env, CDK8S_OUTDIR: undefined } });

@@ -4,7 +4,6 @@
  * compared independently of tree-diff.ts.
  */
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import { diffFleets } from '../cli/diff-fleets';
@@ -13,10 +12,11 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load'
 import { serializeLedger } from '../src/addressing/ledger';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { runCli } from './support/fleets';
+import { suiteTmpDir } from './support/tmp';
 
 const EX = path.join(__dirname, '..', 'examples');
 const run = (...argv: string[]): ReturnType<typeof runCli> => runCli(argv);
-const tmp = (): string => fs.mkdtempSync(path.join(os.tmpdir(), 'mm-cli-'));
+const tmp = (): string => suiteTmpDir('mm-cli-');
 const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x));
 
 /** Independent tree comparison: for each top-level directory, files added / removed / changed. */

@@ -1,15 +1,15 @@
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import { runCli } from './support/fleets';
+import { suiteTmpDir } from './support/tmp';
 
 const root = path.join(__dirname, '..');
 
 const run = runCli;
 
 function tmp(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'mm-cli-'));
+  return suiteTmpDir('mm-cli-');
 }
 
 describe('migration-mesh CLI', () => {

@@ -1,4 +1,5 @@
 import { Testing, Chart } from 'cdk8s';
+import { testApp, testChart } from './support/tmp';
 import { KubevirtConfiguration } from '../constructs/kubevirt/configuration';
 import { MigrationNetwork } from '../constructs/addressing/migration-network';
 import { SyncControllerPlacement } from '../constructs/kubevirt/sync-controller-placement';
@@ -13,7 +14,7 @@ const kubevirtOf = (objs: any[]) => objs.find((o) => o.kind === 'KubeVirt' || o.
 
 describe('MigrationNetwork', () => {
   test('emits a whereabouts NAD in the KubeVirt namespace and selects it in migrations.network', () => {
-    const chart = Testing.chart();
+    const chart = testChart();
     const kv = new KubevirtConfiguration(chart, 'kv', { namespace: 'kubevirt', name: 'kubevirt' });
     new MigrationNetwork(chart, 'net', {
       name: 'lm-migration', namespace: 'kubevirt', kubevirt: kv,
@@ -34,14 +35,14 @@ describe('MigrationNetwork', () => {
   });
 
   test('fails without a planned range', () => {
-    expect(() => new MigrationNetwork(Testing.chart(), 'n', { name: 'x', namespace: 'kubevirt', attachment: { type: 'macvlan', master: 'eth1' }, ipam: { range: '', exclude: [], routes: [] } }))
+    expect(() => new MigrationNetwork(testChart(), 'n', { name: 'x', namespace: 'kubevirt', attachment: { type: 'macvlan', master: 'eth1' }, ipam: { range: '', exclude: [], routes: [] } }))
       .toThrow(/ipam.range is empty/);
   });
 });
 
 describe('SyncControllerPlacement', () => {
   const synthPlacement = (props: Partial<ConstructorParameters<typeof SyncControllerPlacement>[2]>): any => {
-    const chart = Testing.chart();
+    const chart = testChart();
     const kv = new KubevirtConfiguration(chart, 'kv', { namespace: 'kubevirt', name: 'kubevirt' });
     new SyncControllerPlacement(chart, 'p', { kubevirt: kv, ...props });
     return kubevirtOf(Testing.synth(chart));
@@ -75,7 +76,7 @@ describe('SyncControllerPlacement', () => {
 
 describe('CrossClusterMigrationMesh', () => {
   test('builds one top-level chart per cluster, named after the cluster', () => {
-    const app = Testing.app();
+    const app = testApp();
     const mesh = new CrossClusterMigrationMesh(app, 'mesh', { fleet: { name: 'prod', spec: baseFleet().spec } });
     expect(mesh.charts.map((c) => c.node.id)).toEqual(['a', 'b']);
     expect(app.charts.every((c) => Chart.isChart(c))).toBe(true);
@@ -88,7 +89,7 @@ describe('CrossClusterMigrationMesh', () => {
       d.spec.datapath = 'native';
       d.spec.kubevirt = { version: '1.9.0+pr17922' };
     });
-    const mesh = new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: doc });
+    const mesh = new CrossClusterMigrationMesh(testApp(), 'm', { fleet: doc });
     const objs = Testing.synth(mesh.charts[0]);
     const kv = kubevirtOf(objs);
     expect(kv.spec.configuration.migrations).toMatchObject({ decentralizedLiveMigrationDatapath: 'Proxy', crossClusterNetwork: 'lm-crosscluster', network: 'lm-migration' });
@@ -97,23 +98,23 @@ describe('CrossClusterMigrationMesh', () => {
     expect(objs.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.name)).toEqual(['migration-mesh-trust-0', 'migration-mesh-trust-1']);
     expect(objs.some((o) => o.metadata.name.startsWith('migration-mesh-gateway') && o.kind !== 'Certificate')).toBe(false);
     // a gateway-mode cluster on the same build gets none of them
-    const gw = new CrossClusterMigrationMesh(Testing.app(), 'g', { fleet: mutate(doc, (d) => { d.spec.datapath = 'gateway'; }) });
+    const gw = new CrossClusterMigrationMesh(testApp(), 'g', { fleet: mutate(doc, (d) => { d.spec.datapath = 'gateway'; }) });
     const kv2 = kubevirtOf(Testing.synth(gw.charts[0]));
     expect(JSON.stringify(kv2)).not.toMatch(/decentralizedLiveMigrationDatapath|crossClusterNetwork|CrossClusterMigrationProxy|synchronizationPlacement/);
   });
 
   test('refuses an invalid fleet before creating any chart', () => {
-    const app = Testing.app();
+    const app = testApp();
     expect(() => new CrossClusterMigrationMesh(app, 'm', { fleet: mutate(baseFleet(), (d) => { d.spec.clusters[0].nodes = 0; }) }))
       .toThrow(FleetValidationError);
     expect(app.charts).toHaveLength(0);
   });
 
   test('frozen fails when the ledger would change, and passes when it would not', () => {
-    const first = new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: baseFleet() });
-    expect(() => new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: baseFleet(), ledger: first.ledger, frozen: true })).not.toThrow();
+    const first = new CrossClusterMigrationMesh(testApp(), 'm', { fleet: baseFleet() });
+    expect(() => new CrossClusterMigrationMesh(testApp(), 'm', { fleet: baseFleet(), ledger: first.ledger, frozen: true })).not.toThrow();
     const grown = mutate(baseFleet(), (d) => { d.spec.clusters.push({ name: 'c', nodes: 1 }); });
-    expect(() => new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: grown, ledger: first.ledger, frozen: true }))
+    expect(() => new CrossClusterMigrationMesh(testApp(), 'm', { fleet: grown, ledger: first.ledger, frozen: true }))
       .toThrow(/frozen: the plan would change the ledger:[\s\S]*c.migrationCidr: \+ 10.200.2.0\/24/);
   });
 
@@ -123,7 +124,7 @@ describe('CrossClusterMigrationMesh', () => {
       d.spec.migrationPolicy = { bandwidthPerMigration: '1Gi', progressTimeout: 300 };
       d.spec.syncControllers = { placement: 'workers', replicas: 3 };
     });
-    const mesh = new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: doc });
+    const mesh = new CrossClusterMigrationMesh(testApp(), 'm', { fleet: doc });
     const hco = kubevirtOf(Testing.synth(mesh.charts[0]));
     expect(hco).toMatchObject({ apiVersion: 'hco.kubevirt.io/v1beta1', kind: 'HyperConverged', metadata: { name: 'kubevirt-hyperconverged', namespace: 'openshift-cnv' } });
     expect(hco.spec.liveMigrationConfig).toEqual({ bandwidthPerMigration: '1Gi', progressTimeout: 300, network: 'lm-migration' });
@@ -144,7 +145,7 @@ describe('CrossClusterMigrationMesh', () => {
 
 describe('MigrationProxy', () => {
   test('writes the peer table through the runtime config schema and static-IPAM NADs that take per-pod ips', () => {
-    const mesh = new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: mutate(baseFleet(), (d) => { d.spec.clusters.push({ name: 'c', nodes: 2 }); }) });
+    const mesh = new CrossClusterMigrationMesh(testApp(), 'm', { fleet: mutate(baseFleet(), (d) => { d.spec.clusters.push({ name: 'c', nodes: 2 }); }) });
     const objs = Testing.synth(mesh.charts[0]);
     const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name === 'migration-mesh-gateway');
     const cfg = parseProxyConfig(JSON.parse(cm.data['config.json']));
@@ -162,7 +163,7 @@ describe('MigrationProxy', () => {
   });
 
   test('fails for a cluster that is not in gateway mode', () => {
-    const mesh = new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: mutate(baseFleet(), (d) => { d.spec.datapath = 'direct'; }) });
-    expect(() => new MigrationProxy(Testing.chart(), 'p', { plan: mesh.plan, cluster: mesh.plan.clusters[0] })).toThrow(/needs datapath gateway, got direct/);
+    const mesh = new CrossClusterMigrationMesh(testApp(), 'm', { fleet: mutate(baseFleet(), (d) => { d.spec.datapath = 'direct'; }) });
+    expect(() => new MigrationProxy(testChart(), 'p', { plan: mesh.plan, cluster: mesh.plan.clusters[0] })).toThrow(/needs datapath gateway, got direct/);
   });
 });

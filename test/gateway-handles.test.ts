@@ -4,7 +4,8 @@
  * type guards. Assertions are on the synthesized pod templates; customized output still validates
  * against the upstream schemas.
  */
-import { App, Chart, Size, Testing } from 'cdk8s';
+import { App, Chart, Size } from 'cdk8s';
+import { testApp } from './support/tmp';
 import * as kplus from 'cdk8s-plus-28';
 import { CrossClusterMigrationMesh } from '../constructs/fleet/mesh';
 import { MeshClusterChart } from '../constructs/fleet/mesh-cluster';
@@ -18,7 +19,7 @@ const deployments = (objs: any[]) => objs.filter((o) => o.kind === 'Deployment')
 const podOf = (d: any) => d.spec.template;
 
 describe('typed handles and add... methods', () => {
-  const app = Testing.app();
+  const app = testApp();
   const mesh = new CrossClusterMigrationMesh(app, 'mesh', { fleet: baseFleet() });
   const gw = mesh.gateways[0];
   // what a user writes: a log shipper reading the gateway config, a toleration, a pod label and annotation
@@ -78,7 +79,7 @@ describe('typed handles and add... methods', () => {
   });
 
   test('a sidecar added to every replica does not share its mounts between replicas', () => {
-    const m = new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: baseFleet() });
+    const m = new CrossClusterMigrationMesh(testApp(), 'm', { fleet: baseFleet() });
     const [first] = m.gateways[0].addSidecar({ name: 'extra', image: 'example.org/x:1', volumeMounts: [] });
     first.mount('/data', kplus.Volume.fromEmptyDir(m.gateways[0], 'Data', 'data'));
     const deps = deployments((m.charts[0] as MeshClusterChart).toJson());
@@ -95,7 +96,7 @@ describe('typed handles and add... methods', () => {
 
 describe('props flow from CrossClusterMigrationMesh, fleet-wide and per cluster', () => {
   const fleet = baseFleet({ clusters: [{ name: 'a', nodes: 3 }, { name: 'b', nodes: 3 }] });
-  const mesh = new CrossClusterMigrationMesh(Testing.app(), 'mesh', {
+  const mesh = new CrossClusterMigrationMesh(testApp(), 'mesh', {
     fleet,
     labels: { 'example.org/env': 'prod' },
     gatewayPod: {
@@ -146,7 +147,7 @@ describe('props flow from CrossClusterMigrationMesh, fleet-wide and per cluster'
   });
 
   test('a customization for a cluster the fleet does not have is refused, naming the clusters', () => {
-    expect(() => new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet, clusters: { c: { labels: { x: 'y' } } } }))
+    expect(() => new CrossClusterMigrationMesh(testApp(), 'm', { fleet, clusters: { c: { labels: { x: 'y' } } } }))
       .toThrow(/clusters: c not in fleet test; use one of a, b/);
   });
 });

@@ -4,6 +4,7 @@
  */
 import * as path from 'path';
 import { Size, Testing } from 'cdk8s';
+import { testApp, testChart } from './support/tmp';
 import * as kplus from 'cdk8s-plus-28';
 import { parseProxyConfig } from '@migration-mesh/proxy/config';
 import { CrossClusterMigrationMesh } from '../constructs/fleet/mesh';
@@ -257,7 +258,7 @@ describe('TLS sources', () => {
   });
 
   test('an empty issuer name is refused with the field and the fix', () => {
-    expect(() => new GatewayTls(Testing.chart(), 't', { namespace: 'x', fleet: 'f', cluster: 'c', source: { kind: 'issuer', name: '', issuerKind: 'ClusterIssuer' } }))
+    expect(() => new GatewayTls(testChart(), 't', { namespace: 'x', fleet: 'f', cluster: 'c', source: { kind: 'issuer', name: '', issuerKind: 'ClusterIssuer' } }))
       .toThrow(/tls\.issuerRef\.name is empty; name the cert-manager Issuer/);
   });
 });
@@ -289,8 +290,8 @@ describe('placement, ServiceMonitor, props', () => {
   });
 
   test('construct props: interface names, resources, pull policy, priority class, certificate lifetime', () => {
-    const mesh = new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: baseFleet() });
-    const chart = Testing.chart();
+    const mesh = new CrossClusterMigrationMesh(testApp(), 'm', { fleet: baseFleet() });
+    const chart = testChart();
     new MigrationProxy(chart, 'p', {
       plan: mesh.plan, cluster: mesh.plan.clusters[0],
       interfaces: { inCluster: 'lm-in', crossCluster: 'lm-xc' },
@@ -320,13 +321,13 @@ describe('placement, ServiceMonitor, props', () => {
 
   test('a one-cluster fleet: the policy denies everything on the cross-cluster attachment', () => {
     const objs = Testing.synth((() => {
-      const c = Testing.chart();
+      const c = testChart();
       new GatewayCrossClusterPolicy(c, 'p', { namespace: 'n', crossClusterNad: 'xc', podSelector: { a: 'b' }, peerCidrs: [], tunnelPort: 15443 });
       return c;
     })());
     expect(objs[0].spec.ingress).toEqual([]);
     expect(objs[0].spec.egress).toEqual([]);
-    expect(() => new GatewayCrossClusterPolicy(Testing.chart(), 'q', { namespace: 'n', crossClusterNad: 'xc', podSelector: {}, peerCidrs: [], tunnelPort: 0 }))
+    expect(() => new GatewayCrossClusterPolicy(testChart(), 'q', { namespace: 'n', crossClusterNad: 'xc', podSelector: {}, peerCidrs: [], tunnelPort: 0 }))
       .toThrow(/tunnelPort: 0 is not a TCP port/);
   });
 });

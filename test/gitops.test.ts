@@ -4,7 +4,6 @@
  */
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
 import { FleetValidationError } from '../src/base/errors';
@@ -14,6 +13,7 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load'
 import { STAGES, kindWave, kubevirtNadKeys, rolloutWave } from '../src/delivery/rollout';
 import { rolloutRank, synthesizeFleet } from '../cli/synthesize-fleet';
 import { writeOutputs } from '../cli/write-tree';
+import { suiteTmpDir } from './support/tmp';
 
 const EX = path.join(__dirname, '..', 'examples');
 const exampleFiles = fs.readdirSync(EX).filter((f) => f.endsWith('.fleet.yaml')).sort();
@@ -177,7 +177,7 @@ describe('Flux', () => {
 
   const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
   (kubectl ? test : test.skip)('kubectl kustomize builds the root and every stage directory (default load restrictor)', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-gitops-'));
+    const dir = suiteTmpDir('mm-gitops-');
     writeOutputs([{ dir: path.join(dir, 'gitops'), fleet: synth.plan.fleet, files: synth.files }]);
     const build = (p: string): any[] => {
       const r = spawnSync('kubectl', ['kustomize', path.join(dir, 'gitops', p)], { encoding: 'utf8' });

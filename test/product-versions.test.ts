@@ -7,6 +7,7 @@ import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { productVersionWarnings } from '../src/kubevirt/capabilities';
 import { planReport, renderPlanTable } from '../src/report/plan-report';
 import { baseFleet, mutate, problemsOf, runCli } from './support/fleets';
+import { suiteTmpDir } from './support/tmp';
 
 const fleet = (kubevirt: Record<string, unknown>) => mutate(baseFleet(), (d) => { d.spec.kubevirt = kubevirt; });
 const codes = (kubevirt: Record<string, unknown>) => [...new Set(problemsOf(fleet(kubevirt)).map((p) => `${p.code} ${p.path}`))];
@@ -57,7 +58,7 @@ describe('product-version-newer (a warning)', () => {
     const r = synthesizeFleet(fleet({ version: '1.11' }));
     expect(renderPlanTable(planReport(r.plan))).toContain('newer than the newest the capability table knows (1.10)');
     const fs = require('fs') as typeof import('fs');
-    const dir = fs.mkdtempSync(require('path').join(require('os').tmpdir(), 'mm-pv-'));
+    const dir = suiteTmpDir('mm-pv-');
     const file = `${dir}/fleet.json`;
     fs.writeFileSync(file, JSON.stringify(fleet({ version: '1.11' })));
     const out = runCli(['validate', file]);

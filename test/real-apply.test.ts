@@ -9,7 +9,6 @@
  * each on the server, any other tree none of them.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { parse } from 'yaml';
 import {
@@ -18,6 +17,7 @@ import {
 import { Crd, kubevirtCrdWith, moduleDir, upstreamCrds } from './support/real-crds';
 import { RealCluster, RealFleet } from './support/real-kube';
 import { sharedSchemasDir } from './support/schemas';
+import { suiteTmpDir } from './support/tmp';
 
 const DIST = path.resolve(__dirname, '..', 'dist');
 const fleets = fs.readdirSync(DIST, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
@@ -54,7 +54,7 @@ function installedKubevirtCr(namespace: string): string {
 
 /** A user's kustomization: KubeVirt's install CR as the base, our component on top (the kustomize-patch form). */
 function userKustomization(tree: string, component: string, namespace: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-user-kustomization-'));
+  const dir = suiteTmpDir('mm-user-kustomization-');
   fs.writeFileSync(path.join(dir, 'kubevirt-cr.yaml'), installedKubevirtCr(namespace));
   fs.writeFileSync(path.join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - kubevirt-cr.yaml\ncomponents:\n  - ${path.relative(dir, path.join(tree, component))}\n`);
   return dir;

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as YAML from 'yaml';
-import { Testing } from 'cdk8s';
+import { testApp, testChart } from './support/tmp';
 import { FleetProblem, FleetValidationError, InvalidPropsError } from '../src/base/errors';
 import { CrossClusterMigrationMesh } from '../constructs/fleet/mesh';
 import { MigrationProxy } from '../constructs/gateway/migration-proxy';
@@ -60,16 +60,16 @@ describe('gateway image references (the kubelet parses them with distribution/re
 });
 
 test('the constructs with an image prop (gateway replica, its trust container, the trust agent) refuse one the kubelet cannot parse', () => {
-  const mesh = new CrossClusterMigrationMesh(Testing.app(), 'm', { fleet: baseFleet() });
+  const mesh = new CrossClusterMigrationMesh(testApp(), 'm', { fleet: baseFleet() });
   const plan = { ...mesh.plan, gateway: { ...mesh.plan.gateway, image: 'ghcr.io/Mesh/proxy:1' } };
   let err: unknown;
-  try { new MigrationProxy(Testing.chart(), 'p', { plan, cluster: plan.clusters[0] }); } catch (e) { err = e; }
+  try { new MigrationProxy(testChart(), 'p', { plan, cluster: plan.clusters[0] }); } catch (e) { err = e; }
   expect(err).toBeInstanceOf(InvalidPropsError);
   expect((err as InvalidPropsError).problems[0]).toMatchObject({ code: 'prop-invalid', path: 'image' });
   expect((err as Error).message).toMatch(/ghcr\.io\/Mesh\/proxy:1' has the repository path 'Mesh\/proxy'; it must be lowercase/);
-  const direct = new CrossClusterMigrationMesh(Testing.app(), 'd', { fleet: baseFleet({ datapath: 'direct', trust: { enabled: true } } as any) });
+  const direct = new CrossClusterMigrationMesh(testApp(), 'd', { fleet: baseFleet({ datapath: 'direct', trust: { enabled: true } } as any) });
   const dplan = { ...direct.plan, gateway: { ...direct.plan.gateway, image: 'proxy:' } };
-  expect(() => new TrustAgent(Testing.chart(), 't', { plan: dplan, cluster: dplan.clusters[0] })).toThrow(/image 'proxy:' has the tag ''/);
+  expect(() => new TrustAgent(testChart(), 't', { plan: dplan, cluster: dplan.clusters[0] })).toThrow(/image 'proxy:' has the tag ''/);
 });
 
 describe('Flux interval, timeout and retryInterval: the Flux CRD pattern and Go\'s time.Duration range', () => {

@@ -9,7 +9,16 @@ import { pino } from 'pino';
 
 export const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
-export function tmpDir(prefix = 'mmproxy-'): string { return fs.mkdtempSync(path.join(os.tmpdir(), prefix)); }
+/** Every directory tmpDir made, removed when the test process exits (node --test runs each file in its own process). */
+const madeDirs: string[] = [];
+process.once('exit', () => { for (const d of madeDirs) fs.rmSync(d, { recursive: true, force: true }); });
+
+/** A fresh directory under the system's temp directory, removed when this test process exits, even after a failure. */
+export function tmpDir(prefix = 'mmproxy-'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  madeDirs.push(dir);
+  return dir;
+}
 
 function openssl(args: string[], cwd: string): void {
   const r = spawnSync('openssl', args, { cwd, encoding: 'utf8' });
@@ -19,12 +28,8 @@ function openssl(args: string[], cwd: string): void {
 export interface Pki { dir: string; ca: string; foreignCa: string; certs: Record<string, { cert: string; key: string }> }
 
 /** Fleet CA + gateway certs (URI SAN spiffe://<fleet>/cluster/<name>), a foreign CA and odd certs. */
-const pkiDirs: string[] = [];
-process.once('exit', () => { for (const d of pkiDirs) fs.rmSync(d, { recursive: true, force: true }); });
-
 export function makePki(fleet: string, clusters: string[]): Pki {
-  const dir = tmpDir('mmproxy-pki-');
-  pkiDirs.push(dir); // removed when the test process exits
+  const dir = tmpDir('mmproxy-pki-'); // removed when the test process exits
   const mkCa = (name: string) => openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
     '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '2', '-subj', `/CN=${name}`,
     '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], dir);
