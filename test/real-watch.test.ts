@@ -5,7 +5,8 @@
  * ends that the GitOps suites meet:
  *   - the server refuses the watch's resourceVersion as too old (HTTP 200, one ERROR event with code 410, the end of
  *     the stream), which a LIST answered from etcd while a new CRD's watch cache initializes leads to. Shown first
- *     on the raw protocol, then: the recorder lists again and records every later creation once;
+ *     on the raw protocol, then: the recorder lists again and records every later creation once, and what changed
+ *     while no watch was open (a deletion, a change, a creation) as inferred writes;
  *   - the server ends the stream (here every second, `timeoutSeconds`): reopened from the last revision, nothing is
  *     lost or seen twice;
  *   - the collection is gone (its CRD deleted): no watch can be reopened, and every read of the events throws,
@@ -89,6 +90,34 @@ test('a watch whose revision the server no longer holds gets one ERROR event (41
     .toEqual(['ADDED Gadget/default/after-1', 'ADDED Gadget/default/after-2', 'ADDED Gadget/default/after-3']);
   const rvs = w.events.map((e) => e.rv);
   expect([...rvs].sort((x, y) => x - y)).toEqual(rvs);
+});
+
+test('what changed while no watch was open is inferred from the LIST after the expiry: a deletion, a change and a creation, each once; an unchanged object not at all', async () => {
+  await installCrds(cluster, [crd('sprockets', 'Sprocket')]);
+  for (const n of ['gone', 'changed', 'same']) await serverSideApply(cluster, thing('Sprocket', n));
+  // the first LIST knows the three; the first watch starts from revision 1, which has expired; before the LIST that
+  // replaces it, one object is deleted, one changed and one created
+  const w = await ServerWatch.start(cluster, [thing('Sprocket', 'x')], {
+    startAt: '1',
+    beforeRelist: async () => {
+      expect((await cluster.request('DELETE', '/apis/watch.example.com/v1/namespaces/default/sprockets/gone')).status).toBe(200);
+      await serverSideApply(cluster, { ...thing('Sprocket', 'changed'), spec: { size: 2 } } as KubeObject);
+      await serverSideApply(cluster, thing('Sprocket', 'new'));
+    },
+  });
+  watches.push(w);
+  await until('the relist after the expired watch', () => w.relists.length === 1);
+  await until('three inferred writes', () => w.events.length >= 3);
+  await sleep(500);
+  expect(w.events.map((e) => `${e.type} ${e.key}${e.relisted ? ' (relisted)' : ''}`).sort()).toEqual([
+    'ADDED Sprocket/default/new (relisted)', 'DELETED Sprocket/default/gone (relisted)', 'MODIFIED Sprocket/default/changed (relisted)',
+  ]);
+  const changed = w.events.find((e) => e.name === 'changed')!;
+  expect(changed.object.spec).toEqual({ size: 2 });
+  // and the watch then opened from the LIST's revision sees what follows, as a watch event
+  await serverSideApply(cluster, thing('Sprocket', 'later'));
+  await until('the later creation', () => w.events.length >= 4);
+  expect(w.events.slice(3).map((e) => `${e.type} ${e.key}${e.relisted ? ' (relisted)' : ''}`)).toEqual(['ADDED Sprocket/default/later']);
 });
 
 test('a stream the server ends every second is reopened from its last revision: 30 ConfigMaps created over 3 s are each seen once, in revision order', async () => {

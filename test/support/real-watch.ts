@@ -51,6 +51,8 @@ export interface ServerWatchOptions {
   readonly timeoutSeconds?: number;
   /** How long a collection may go without an open watch before the watch fails for good. [30000 ms] */
   readonly reopenWithinMs?: number;
+  /** For tests of the watch itself: runs after a watch expired, before the LIST that replaces it (writes made here are what the LIST must infer). [nothing] */
+  readonly beforeRelist?: (collection: string) => Promise<void>;
 }
 
 type Status = { code?: number; reason?: string; message?: string };
@@ -176,6 +178,7 @@ export class ServerWatch {
       if (Date.now() - lostAt > (this.o.reopenWithinMs ?? 30_000)) { this.fail(collection, `no watch could be opened for ${Date.now() - lostAt} ms`); return; }
       try {
         if (expired) {
+          await this.o.beforeRelist?.(collection);
           const rv = await this.list(collection, true);
           this.relists.push(`${collection}: watch from ${last} expired (${expired.message}); LIST at ${rv}`);
           last = rv;
