@@ -84,6 +84,9 @@ interface Vm {
   ram: string; ramIsFile: boolean;
 }
 
+/** What explainQemu reads of a QEMU: its process, its monitor client and its stderr file. */
+export type QemuProcess = Pick<Vm, 'proc' | 'hmp' | 'qlog'>;
+
 export interface MigrationResult {
   mode: PathMode; from: string; to: string; target: string; info: MigrateInfo;
   ramEqual?: boolean; ramSha?: [string, string];
@@ -492,7 +495,7 @@ export class VmMigrationLab {
     const ti = 1 - src.at;
     const to = this.clusters[ti];
     const host = mode === 'direct' ? to.handler.direct : to.handler.addr;
-    await migrationReleased(src, this.log).catch(async (e: Error) => { throw await explainSource(src, e); });
+    await migrationReleased(src, this.log).catch(async (e: Error) => { throw await explainQemu(src, e); });
     mark('released');
     const port = ++this.port;
     this.sourcePid = src.proc.pid;
@@ -571,9 +574,10 @@ export class VmMigrationLab {
         mark('stop');
       }
     } catch (e) {
+      const explained = await explainQemu(src, e as Error, dst); // before the target is killed: it may be the one that hangs
       dst.hmp.close();
       await this.killWait(dst.proc);
-      throw await explainSource(src, e as Error);
+      throw explained;
     }
     res.wallMs = Date.now() - t0;
     return res;
@@ -673,27 +677,37 @@ async function migrationReleased(src: Vm, log: (s: string) => void, boundMs = RE
 }
 
 /**
- * An error of a migration step, told apart when the source QEMU is the cause: it exited (its monitor closed:
- * QEMU's last words on stderr), or it stopped answering its monitor (what each of its threads is in); with the
- * name of the QEMU defect when it is one the lab has met (knownQemuDefect). Otherwise `e` as it was.
+ * An error of a migration step, told apart when a QEMU is the cause: it exited (its monitor closed: QEMU's last
+ * words on stderr), or it stopped answering its monitor (its state, the CPU it used in the next second, what each
+ * of its threads is in, its stderr); with the name of the QEMU defect when it is one the lab has met
+ * (knownQemuDefect). Which QEMU: the one whose monitor the error names (the target's, when a step on the target
+ * timed out), else the source. Otherwise `e` as it was. (A target's timeout was once reported with the source's
+ * threads, which were idle, and so told nothing.)
  */
-async function explainSource(src: Vm, e: Error): Promise<Error> {
-  const p = src.proc;
+export async function explainQemu(src: QemuProcess, e: Error, dst?: QemuProcess): Promise<Error> {
+  const [vm, role] = dst && e.message.includes(dst.hmp.path) ? [dst, 'target'] : [src, 'source'];
+  const p = vm.proc;
+  const stderr = () => (fs.existsSync(vm.qlog) ? fs.readFileSync(vm.qlog, 'utf8').trim().split('\n').slice(-5).join('\n') : '');
   if (p.exitCode === null && p.signalCode === null) {
     let t: NodeJS.Timeout | undefined;
     await Promise.race([new Promise((r) => p.once('exit', r)), new Promise((r) => { t = setTimeout(r, 2000); })]);
     clearTimeout(t);
   }
   if (p.exitCode !== null || p.signalCode !== null) {
-    const log = fs.existsSync(src.qlog) ? fs.readFileSync(src.qlog, 'utf8').trim().split('\n').slice(-5).join('\n') : '';
+    const log = stderr();
     const defect = knownQemuDefect({ log });
-    return new Error(`the source QEMU exited during the migration (${p.signalCode ?? `exit code ${p.exitCode}`}): ${log || '(nothing on its stderr)'}` +
+    return new Error(`the ${role} QEMU exited during the migration (${p.signalCode ?? `exit code ${p.exitCode}`}): ${log || '(nothing on its stderr)'}` +
       `${defect ? `\n${defect}` : ''}\n(the lab's step: ${e.message})`);
   }
   if (!/no prompt after|no answer after/.test(e.message)) return e;
+  const cpu0 = processCpuMs(p.pid!);
+  await new Promise((r) => setTimeout(r, 1000));
+  const state = (() => { try { const st = fs.readFileSync(`/proc/${p.pid}/stat`, 'utf8'); return st.slice(st.lastIndexOf(')') + 2).split(' ')[0]; } catch { return '?'; } })();
+  const busy = `state ${state}, ${processCpuMs(p.pid!) - cpu0} ms of CPU in the last second, ${processCpuMs(p.pid!)} ms in all`;
   const stacks = qemuStacks(p.pid!);
   const defect = knownQemuDefect(stacks);
-  return new Error(`the source QEMU does not answer its monitor: ${e.message}\n${stacks.text}${defect ? `\n${defect}` : ''}`);
+  const log = stderr();
+  return new Error(`the ${role} QEMU does not answer its monitor: ${e.message}\n${busy}\n${stacks.text}\nits stderr: ${log || '(nothing)'}${defect ? `\n${defect}` : ''}`);
 }
 
 /** `cmd` under `taskset -c cpus`, or as it is. */
