@@ -38,7 +38,7 @@ import { CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConf
 import { RUNTIME_UID, agentCommand, clusterApi, runtimeCommand } from './netns-agents';
 import {
   Guest, Hmp, MigrateInfo, qmpExecute, VmShape, buildGuest, guestTrouble, issueHandlerCert, lastTick, makeClusterCa, parseInfoMigrate, qemuCommand, qemuSupport,
-  knownQemuDefect, qemuStacks, ramDiff, ramFileSha256, setMaxBandwidth, waitMigration,
+  knownQemuDefect, qemuStacks, ramDiff, ramFileSha256, setMaxBandwidth, waitMigration, writeTlsCreds,
 } from './qemu-guest';
 import { RoutedSites } from './netns-sites';
 import { LAYOUT_FLEET, ONE_SEGMENT_DIRECT, VmLabLayout, addDirectPath, labSegments, routedDirectVariant } from './vm-lab-sites';
@@ -467,9 +467,7 @@ export class VmMigrationLab {
     const c = this.clusters[vm.at];
     const id = `tls${++this.seq}`;
     const dir = path.join(this.tmp, id);
-    fs.mkdirSync(dir);
-    for (const f of [`${endpoint}-cert.pem`, `${endpoint}-key.pem`]) fs.copyFileSync(path.join(c.handler.certDir, f), path.join(dir, f));
-    fs.writeFileSync(path.join(dir, 'ca-cert.pem'), withoutExchange ? c.bundleWithoutExchange : c.api.get('kubevirt-ca')!.data['ca-bundle']);
+    writeTlsCreds(c.handler.certDir, dir, endpoint, withoutExchange ? c.bundleWithoutExchange : c.api.get('kubevirt-ca')!.data['ca-bundle']);
     for (const cmd of [`object_add tls-creds-x509,id=${id},dir=${dir},endpoint=${endpoint},verify-peer=on`, 'migrate_set_capability multifd on',
       `migrate_set_parameter multifd-channels ${this.channels}`, `migrate_set_parameter tls-creds ${id}`]) {
       const out = await vm.hmp.cmd(cmd);
