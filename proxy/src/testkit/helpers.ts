@@ -9,9 +9,16 @@ import { pino } from 'pino';
 
 export const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
-/** Every directory tmpDir made, removed when the test process exits (node --test runs each file in its own process). */
+/**
+ * Every directory tmpDir made, removed when the test process exits (node --test runs each file in its own process)
+ * and, under jest (the library's suites import this kit), after the importing file's suite: jest ends its workers
+ * without their exit handlers, and a kubevirt-real run left its PKI in /tmp every time.
+ */
 const madeDirs: string[] = [];
-process.once('exit', () => { for (const d of madeDirs) fs.rmSync(d, { recursive: true, force: true }); });
+const removeMadeDirs = (): void => { for (const d of madeDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true }); };
+process.once('exit', removeMadeDirs);
+const jestAfterAll = (globalThis as { afterAll?: (fn: () => void) => void }).afterAll;
+if (typeof jestAfterAll === 'function') jestAfterAll(removeMadeDirs);
 
 /** A fresh directory under the system's temp directory, removed when this test process exits, even after a failure. */
 export function tmpDir(prefix = 'mmproxy-'): string {
