@@ -4,10 +4,11 @@
  * into the first. On each cluster our gateway runtime and trust container run as the pod runs them
  * (`migration-mesh-proxy run` and `trust`, proxy/lib/cli.js), the trust container with the example's trust Role,
  * authenticated by a ServiceAccount token from TokenRequest. Checks:
- *   - virt-operator's `kubevirt-ca` holds every peer's current CA once the exchange runs, and again after each CA
- *     rotation that a short CA duration in the KubeVirt CR forces (two in a row), each time before kv-b's next
- *     rotation (45 s later). The times are printed. Why a rotation takes more than virt-operator's 5 s: it re-queues
- *     the KubeVirt CR 5 s after any change to a ConfigMap
+ *   - virt-operator's `kubevirt-ca` holds every peer's current CA once the exchange runs (kv-b's only between a merge
+ *     and its next reconcile: see SHORT_CA), and again after each CA
+ *     rotation that a short CA duration in kv-b's KubeVirt CR forces (two in a row), kv-b's new CA in every peer's
+ *     kubevirt-ca (see SHORT_CA for why not the other way round). The times are printed. Why a rotation takes more than
+ *     virt-operator's 5 s: it re-queues the KubeVirt CR 5 s after any change to a ConfigMap
  *     it watches (kubevirt.go `defaultAddDelay`), merges, then empties `kubevirt-external-ca` with an unconditional
  *     Update; a peer's push that lands between its read and that Update is lost, and the trust container writes it
  *     again (at least `minRewriteMs`, 2 s, later), which costs a second 5 s delay. Measured here (2 cores): the first
@@ -42,16 +43,19 @@ import { killProcess, startRuntime, startTrust, tokenKubeconfig } from './suppor
 const NAMES = ['kv-a', 'kv-b', 'kv-c'];
 /** The trust objects an example cluster's output carries (a three-cluster fleet, plain KubeVirt CR delivery). */
 const EXAMPLE = path.resolve(__dirname, '..', 'dist', 'policies', 'lab-a');
-/** Rotation every ~15 s: CA valid 2 min, renewed 105 s before it ends. */
 /**
- * kv-b's CA rotates every 45 s (duration less renewBefore). Each rotation rebuilds kv-b's kubevirt-ca from its own
- * CAs and the emptied kubevirt-external-ca, so it holds no peer's CA until the trust container has pushed them again
- * and virt-operator merged them (3-5 s quiet, 15.6 s beside two CPU hogs): the period must be well above that, or
- * "every kubevirt-ca holds every peer's CA" becomes a race with the next rotation. With a 15 s period it was one,
- * and beside two hogs it lost (kv-b without kv-a's CA after 20 s).
+ * kv-b's CA rotates every ~15 s: valid 2 min, renewed 105 s before it ends. kv-a and kv-c keep KubeVirt's default
+ * (7 days), so this fleet breaks our own rule (src/trust/plan.ts: every cluster's rotation period at most every
+ * exchanging cluster's overlap), on purpose, to force rotations quickly. What that costs on kv-b: virt-operator's
+ * MergeCABundle keeps a certificate only while every newer one in kubevirt-ca is younger than the overlap (105 s),
+ * and kv-a's and kv-c's CAs are older than kv-b's own CAs of the last two minutes, one of which is always older than
+ * the overlap: every reconcile on kv-b drops them, and they are there only from a merge of what the trust container
+ * wrote until virt-operator's next reconcile (at least 5 s; the container then rewrites with a doubling wait and warns
+ * that virt-operator keeps dropping them). So what a rotation of kv-b must reach, and does whatever the load, is
+ * kv-a's and kv-c's kubevirt-ca: there nothing newer than their own CA is older than their overlap (33.6 h). Two CI
+ * runs under load failed while the test also waited for kv-b to hold its peers again.
  */
-const SHORT_CA = { duration: '2m0s', renewBefore: '1m15s' };
-const ROTATION_PERIOD_MS = 45_000;
+const SHORT_CA = { duration: '2m0s', renewBefore: '1m45s' };
 
 const fingerprints = (bundle: string | undefined) => (bundle ?? '').split(/(?=-----BEGIN CERTIFICATE-----)/).filter((b) => b.includes('BEGIN'))
   .map((b) => new crypto.X509Certificate(b).fingerprint256).sort();
@@ -172,20 +176,37 @@ async function currentCa(c: RealCluster): Promise<string> {
   return new crypto.X509Certificate(first).fingerprint256;
 }
 
-test('two CA rotations in a row, forced by the short CA duration: each reaches every peer\'s kubevirt-ca, and kv-b\'s holds every peer\'s again, before its next rotation', async () => {
+test('two CA rotations of kv-b in a row, forced by its short CA duration: each new CA reaches every peer\'s kubevirt-ca', async () => {
   for (let i = 0; i < 2; i++) {
     const before = await currentCa(sites[1].cluster);
-    const deadline = Date.now() + ROTATION_PERIOD_MS + 30_000;
+    const deadline = Date.now() + 60_000;
+    let rotated = '';
     let rotatedAt = 0;
-    while (!rotatedAt) {
-      if ((await currentCa(sites[1].cluster)) !== before) rotatedAt = Date.now();
-      else if (Date.now() > deadline) throw new Error(`kv-b's CA did not rotate within ${(ROTATION_PERIOD_MS + 30_000) / 1000} s`);
-      else await new Promise((r) => setTimeout(r, 200));
+    while (!rotated) {
+      const now = await currentCa(sites[1].cluster);
+      if (now !== before) {
+        rotated = now;
+        rotatedAt = Date.now();
+      } else {
+        if (Date.now() > deadline) throw new Error('kv-b\'s CA did not rotate within 60 s');
+        await new Promise((r) => setTimeout(r, 200));
+      }
     }
-    const trustedAt = await allTrusted(ROTATION_PERIOD_MS - (Date.now() - rotatedAt));
+    const trustedAt = await peersTrust(rotated, [sites[0], sites[2]], 90_000);
     timings.push(`rotation ${i + 1} of kv-b's CA to every peer's kubevirt-ca: ${((trustedAt - rotatedAt) / 1000).toFixed(1)} s`);
   }
 }, 300_000);
+
+/** Resolves when the kubevirt-ca of each of `peers` holds the CA with fingerprint `ca`; the bound only catches a hang. */
+async function peersTrust(ca: string, peers: Site[], withinMs: number): Promise<number> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const bundles = await Promise.all(peers.map(async (s) => fingerprints((await s.kv.configMap('kubevirt-ca'))?.data?.['ca-bundle'])));
+    if (bundles.every((b) => b.includes(ca))) return Date.now();
+    if (Date.now() > deadline) throw new Error(`kv-b's CA ${ca} not in every peer's kubevirt-ca after ${withinMs} ms: ${JSON.stringify(Object.fromEntries(peers.map((s, i) => [s.cluster.name, bundles[i]])))}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
 
 /** A pod as its label selector finds it on a real server, polled until `want` of them are Running with an IP (kwok). */
 type Pod = { metadata: { name: string; annotations?: Record<string, string> }; status: { podIP: string } };
