@@ -410,7 +410,7 @@ export class VmL2Lab {
  * The client (node, in the client's namespace): connects to HOST:PORT (connection refused retried for 20 s:
  * the guest's echo server may still be starting), then writes line n every EVERY_MS ms (n = 1, 2, ...: `<n> `
  * padded with `x` to SIZE bytes with the newline; Nagle off, so each line is its own segment), and reads the
- * echo. One JSON line per event, each with the time `t`: `connected`, `echo` {n, bytes} for each line back
+ * echo. One JSON line per event, each with the time `t`: `connected`, `sent` {n} for each line written, `echo` {n, bytes} for each line back
  * whole and in order, `gap` {expected, got (its first 40 characters)} for one missing, out of order or altered,
  * `stopped` {sent} after SIGUSR1 (it sends no more), `error` and `closed`.
  */
@@ -426,7 +426,7 @@ const connect = () => {
   s.setNoDelay(true);
   s.on('connect', () => {
     out({ event: 'connected', local: s.localAddress + ':' + s.localPort });
-    timer = setInterval(() => { if (sending) { sent++; s.write(lineOf(sent)); } }, every);
+    timer = setInterval(() => { if (sending) { sent++; s.write(lineOf(sent)); out({ event: 'sent', n: sent }); } }, every);
     process.on('SIGUSR1', () => { sending = false; clearInterval(timer); out({ event: 'stopped', sent }); });
   });
   s.on('data', (d) => {
@@ -447,7 +447,8 @@ const connect = () => {
 connect();
 `;
 
-export type ClientEvent = { t: number; event: 'connected'; local: string } | { t: number; event: 'echo'; n: number; bytes: number } | { t: number; event: 'gap'; expected: number; got: string }
+export type ClientEvent = { t: number; event: 'connected'; local: string } | { t: number; event: 'sent'; n: number } | { t: number; event: 'echo'; n: number; bytes: number }
+  | { t: number; event: 'gap'; expected: number; got: string }
   | { t: number; event: 'stopped'; sent: number } | { t: number; event: 'error'; error: string } | { t: number; event: 'closed' };
 
 /** The echo client's events as they come, and bounded waits on them. */
@@ -476,6 +477,16 @@ export class EchoClient {
 
   echoes(since = 0): Extract<ClientEvent, { event: 'echo' }>[] {
     return this.events.filter((e): e is Extract<ClientEvent, { event: 'echo' }> => e.event === 'echo' && e.t >= since);
+  }
+
+  /**
+   * Lines written at or after `from` whose echo came back by `to`: each crossed the path to the guest and back within
+   * [from, to], whatever was in flight at either end (the client writes on a timer, not after each echo, so a count of
+   * echoes in a window also counts lines written before it).
+   */
+  crossed(from: number, to: number): number {
+    const sentAt = new Map(this.events.filter((e): e is Extract<ClientEvent, { event: 'sent' }> => e.event === 'sent').map((e) => [e.n, e.t]));
+    return this.echoes(from).filter((e) => e.t <= to && (sentAt.get(e.n) ?? -Infinity) >= from).length;
   }
 
   /** Events that end or break the stream: a gap, an error, the connection closed. */
