@@ -1,6 +1,8 @@
 /**
  * The harness's own ways with a real kube-apiserver's connections. First, `request`'s kept-alive connections are
- * closed on this side before the server's 90 s idle timeout would close them under a request being written.
+ * closed on this side before the server's 90 s idle timeout would close them under a request being written, and a
+ * request that meets such a close anyway (before any answer) is sent again on a new connection when a replay cannot
+ * change its outcome (a CI run with two hogs failed kubevirt-real's status test with a bare "socket hang up").
  * Then the suites' write recorder (test/support/real-watch.ts), through the three ways a watch
  * ends that the GitOps suites meet:
  *   - the server refuses the watch's resourceVersion as too old (HTTP 200, one ERROR event with code 410, the end of
@@ -14,6 +16,7 @@
  */
 import * as fs from 'node:fs';
 import * as https from 'node:https';
+import * as net from 'node:net';
 import { installCrds, serverSideApply, type KubeObject } from './support/real-apply';
 import type { Crd } from './support/real-crds';
 import { KEEP_ALIVE_IDLE_MS, RealFleet, type RealCluster } from './support/real-kube';
@@ -69,6 +72,46 @@ test('a kept-alive connection unused for a while is closed by the harness, well 
   // and the next request opens a new connection
   expect((await cluster.request('GET', '/version')).status).toBe(200);
 }, 90_000);
+
+test('a request that goes out on a kept-alive connection just as it is closed, before any answer, is sent again on a new one (reads, PUT, DELETE, apply); a create is not', async () => {
+  // a TCP relay in front of the API server that, once armed, cuts each connection open at that moment when the
+  // client next sends on it: what a server closing an idle connection just as a request goes out looks like
+  const upstream = new URL(cluster.url);
+  const open = new Set<net.Socket>();
+  let armed = new Set<net.Socket>();
+  let connections = 0;
+  let cut = 0;
+  const relay = net.createServer((client) => {
+    connections++;
+    open.add(client);
+    const server = net.connect(Number(upstream.port), upstream.hostname);
+    client.on('data', (d) => {
+      if (armed.has(client)) { armed.delete(client); cut++; client.destroy(); server.destroy(); return; }
+      server.write(d);
+    });
+    server.on('data', (d) => client.write(d));
+    const end = () => { open.delete(client); client.destroy(); server.destroy(); };
+    client.on('close', end).on('error', end);
+    server.on('close', end).on('error', end);
+  });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', () => r()));
+  const viaRelay = Object.create(cluster) as RealCluster;
+  Object.defineProperty(viaRelay, 'url', { value: `https://127.0.0.1:${(relay.address() as net.AddressInfo).port}` });
+  Object.defineProperty(viaRelay, 'agents', { value: new Map() });
+  try {
+    expect((await viaRelay.request('GET', '/version')).status).toBe(200);
+    armed = new Set(open);
+    expect((await viaRelay.request('GET', '/version')).status).toBe(200);
+    expect({ connections, cut }).toEqual({ connections: 2, cut: 1 });
+    armed = new Set(open);
+    await expect(viaRelay.request('POST', '/api/v1/namespaces/default/configmaps', configMap('created-once'))).rejects
+      .toThrow(/^POST \/api\/v1\/namespaces\/default\/configmaps: (socket hang up|read ECONNRESET) \(on a kept-alive connection\)$/);
+    expect(cut).toBe(2);
+  } finally {
+    for (const c of open) c.destroy();
+    relay.close();
+  }
+});
 
 test('a watch whose revision the server no longer holds gets one ERROR event (410) and an ended stream; the recorder lists again and sees every later creation once', async () => {
   await installCrds(cluster, [crd('gadgets', 'Gadget')]);

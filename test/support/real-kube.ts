@@ -288,8 +288,10 @@ export class RealCluster {
     const data = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     const headers: Record<string, string> = { accept: 'application/json', ...('token' in who ? { authorization: `Bearer ${who.token}` } : {}) };
     if (data !== undefined) headers['content-type'] = opts.contentType ?? 'application/json';
-    return new Promise((resolve, reject) => {
+    const once = (): Promise<{ status: number; json: any; text: string }> => new Promise((resolve, reject) => {
+      let answered = false;
       const req = https.request(`${this.url}${urlPath}`, { method, agent, headers, timeout: opts.timeoutMs ?? REQUEST_IDLE_MS }, (res) => {
+        answered = true;
         let text = '';
         res.setEncoding('utf8').on('data', (c) => { text += c; }).on('end', () => {
           let json: unknown;
@@ -297,9 +299,17 @@ export class RealCluster {
           resolve({ status: res.statusCode ?? 0, json, text });
         });
       });
-      req.once('timeout', () => req.destroy(new Error(`${method} ${urlPath}: no answer in ${opts.timeoutMs ?? REQUEST_IDLE_MS} ms`))).once('error', reject);
+      req.once('timeout', () => req.destroy(new Error(`${method} ${urlPath}: no answer in ${opts.timeoutMs ?? REQUEST_IDLE_MS} ms`)));
+      req.once('error', (e: NodeJS.ErrnoException) => reject(Object.assign(new Error(`${method} ${urlPath}: ${e.message}${req.reusedSocket ? ' (on a kept-alive connection)' : ''}`),
+        { code: e.code, replayable: req.reusedSocket && !answered && e.code === 'ECONNRESET' })));
       req.end(data);
     });
+    // HTTP/1.1 keep-alive's own race: the server may close a kept-alive connection just as a request goes out on it,
+    // and the request fails before any answer (ECONNRESET, "socket hang up"). Node's documentation says to send such
+    // a request again (http.ClientRequest.reusedSocket); Go's transport does so for requests it may replay. So do we,
+    // once, for the methods a replay cannot change the outcome of: reads, PUT, DELETE and server-side apply.
+    const replayable = ['GET', 'HEAD', 'PUT', 'DELETE'].includes(method) || (method === 'PATCH' && headers['content-type'] === 'application/apply-patch+yaml');
+    return once().catch((e: Error & { replayable?: boolean }) => (replayable && e.replayable ? once() : Promise.reject(e)));
   }
 
   /** The connections `request` holds open to this server for `who` (admin by default), in use or kept alive. */
