@@ -62,13 +62,20 @@ export function makePki(fleet: string, clusters: string[]): Pki {
  * listen, the kernel may hand that ephemeral port to an outgoing connection (seen after the 10,000-
  * connection test: EADDRINUSE). Ports below the local ephemeral range are never auto-assigned, and a
  * port is never handed out twice in one process.
+ *
+ * Which ports: not 20000-32767, where the library's real-API harness draws its etcd and API server ports
+ * (test/support/real-kube.ts) while these files run beside it in `npm test`: a port probed free here was once
+ * bound by the other lane before the gateway listened (EADDRINUSE 26800 in CI). And not 15000-15999, the
+ * gateway's own default ports. node:test files (the proxy's) take 10000-14999; jest suites of the library that
+ * use this kit take 16000-19999.
  */
 const handedOut = new Set<number>();
-let nextPort = 20000 + (process.pid % 200) * 50;
+const [PORT_LO, PORT_SPAN] = process.env.JEST_WORKER_ID === undefined ? [10000, 5000] : [16000, 4000];
+let nextPort = PORT_LO + (process.pid % 100) * Math.floor(PORT_SPAN / 100);
 export async function freePort(host = '127.0.0.1'): Promise<number> {
-  for (let attempts = 0; attempts < 2000; attempts++) {
+  for (let attempts = 0; attempts < PORT_SPAN; attempts++) {
     const p = nextPort;
-    nextPort = nextPort >= 32000 ? 20000 : nextPort + 1;
+    nextPort = nextPort + 1 >= PORT_LO + PORT_SPAN ? PORT_LO : nextPort + 1;
     if (handedOut.has(p)) continue;
     const ok = await new Promise<boolean>((resolve) => {
       const s = net.createServer();
@@ -77,7 +84,7 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
     });
     if (ok) { handedOut.add(p); return p; }
   }
-  throw new Error('no free port in 20000-32000');
+  throw new Error(`no free port in ${PORT_LO}-${PORT_LO + PORT_SPAN - 1}`);
 }
 
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
