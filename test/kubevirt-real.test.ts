@@ -4,10 +4,10 @@
  * into the first. On each cluster our gateway runtime and trust container run as the pod runs them
  * (`migration-mesh-proxy run` and `trust`, proxy/lib/cli.js), the trust container with the example's trust Role,
  * authenticated by a ServiceAccount token from TokenRequest. Checks:
- *   - virt-operator's `kubevirt-ca` holds every peer's current CA once the exchange runs (kv-b's only between a merge
- *     and its next reconcile: see SHORT_CA), and again after each CA
- *     rotation that a short CA duration in kv-b's KubeVirt CR forces (two in a row), kv-b's new CA in every peer's
- *     kubevirt-ca (see SHORT_CA for why not the other way round). The times are printed. Why a rotation takes more than
+ *   - virt-operator's `kubevirt-ca` holds every peer's current CA once the exchange runs, and keeps it through its
+ *     reconciles; then, after a short CA duration is set in kv-b's KubeVirt CR, each of the two CA rotations it forces
+ *     in a row puts kv-b's new CA in every peer's kubevirt-ca (see SHORT_CA for why not the other way round, and why
+ *     only from then on). The times are printed. Why a rotation takes more than
  *     virt-operator's 5 s: it re-queues the KubeVirt CR 5 s after any change to a ConfigMap
  *     it watches (kubevirt.go `defaultAddDelay`), merges, then empties `kubevirt-external-ca` with an unconditional
  *     Update; a peer's push that lands between its read and that Update is lost, and the trust container writes it
@@ -37,6 +37,7 @@ import { baseFleet, runCli } from './support/fleets';
 import { runStatus } from './support/status-clusters';
 import { NO_WEBHOOKS, RealKubevirt, kubevirtBinDir } from './support/real-kubevirt';
 import { RealFleet, type RealCluster } from './support/real-kube';
+import { ServerWatch } from './support/real-watch';
 import { RealNodes } from './support/real-nodes';
 import { killProcess, startRuntime, startTrust, tokenKubeconfig } from './support/real-trust';
 
@@ -44,16 +45,18 @@ const NAMES = ['kv-a', 'kv-b', 'kv-c'];
 /** The trust objects an example cluster's output carries (a three-cluster fleet, plain KubeVirt CR delivery). */
 const EXAMPLE = path.resolve(__dirname, '..', 'dist', 'policies', 'lab-a');
 /**
- * kv-b's CA rotates every ~15 s: valid 2 min, renewed 105 s before it ends. kv-a and kv-c keep KubeVirt's default
- * (7 days), so this fleet breaks our own rule (src/trust/plan.ts: every cluster's rotation period at most every
+ * Set on kv-b by the rotation test (until then all three keep KubeVirt's default, 7 days renewed 48 h before):
+ * kv-b's CA then rotates every ~15 s, valid 2 min, renewed 105 s before it ends. kv-a and kv-c keep the default,
+ * so from then on this fleet breaks our own rule (src/trust/plan.ts: every cluster's rotation period at most every
  * exchanging cluster's overlap), on purpose, to force rotations quickly. What that costs on kv-b: virt-operator's
  * MergeCABundle keeps a certificate only while every newer one in kubevirt-ca is younger than the overlap (105 s),
  * and kv-a's and kv-c's CAs are older than kv-b's own CAs of the last two minutes, one of which is always older than
  * the overlap: every reconcile on kv-b drops them, and they are there only from a merge of what the trust container
  * wrote until virt-operator's next reconcile (at least 5 s; the container then rewrites with a doubling wait and warns
  * that virt-operator keeps dropping them). So what a rotation of kv-b must reach, and does whatever the load, is
- * kv-a's and kv-c's kubevirt-ca: there nothing newer than their own CA is older than their overlap (33.6 h). Two CI
- * runs under load failed while the test also waited for kv-b to hold its peers again.
+ * kv-a's and kv-c's kubevirt-ca: there nothing newer than their own CA is older than their overlap (48 h). Two CI
+ * runs under load failed while the test also waited for kv-b to hold its peers again; and the exchange test, while
+ * kv-b rotated from the start, could see kv-b hold its peers only in those windows: so the short CA comes after it.
  */
 const SHORT_CA = { duration: '2m0s', renewBefore: '1m45s' };
 
@@ -85,10 +88,8 @@ let pki: Pki;
 
 beforeAll(async () => {
   fleet = await RealFleet.start(NAMES, { apiserverFlags: NO_WEBHOOKS });
-  // only kv-b rotates (every ~15 s): three operators rotating at once cost CPU and prove nothing more
-  sites = NAMES.map((n, i) => ({
-    cluster: fleet.cluster(n), kv: new RealKubevirt(fleet.cluster(n), { listen: `127.0.0.${31 + i}`, ca: n === 'kv-b' ? SHORT_CA : undefined }),
-  }));
+  // KubeVirt's default CA rotation on all three until the rotation test gives kv-b SHORT_CA
+  sites = NAMES.map((n, i) => ({ cluster: fleet.cluster(n), kv: new RealKubevirt(fleet.cluster(n), { listen: `127.0.0.${31 + i}` }) }));
   // two kwok nodes per cluster, pod IPs on loopback (127.1.N.0/24): Deployments and DaemonSets get Running pods
   for (const [i, s] of sites.entries()) s.nodes = await RealNodes.start(s.cluster, { count: 2, podCidr: `127.1.${i + 1}.0/24` });
   await Promise.all(sites.map((s) => s.kv.install()));
@@ -119,7 +120,7 @@ test('before the exchange, KubeVirt\'s handler TLS refuses the other cluster\'s 
   expect(r.error).toMatch(/could not verify peer certificate|unknown authority|bad certificate/);
 }, 90_000);
 
-test('our exchange, under the example\'s Role: virt-operator\'s kubevirt-ca holds every peer\'s CA; the handshake then completes', async () => {
+test('our exchange, under the example\'s Role: virt-operator\'s kubevirt-ca holds every peer\'s CA and keeps it; the handshake then completes', async () => {
   const ports = await Promise.all(NAMES.map(() => freePort()));
   for (const [i, s] of sites.entries()) {
     for (const o of exampleTrustObjects()) await serverSideApply(s.cluster, o);
@@ -136,6 +137,19 @@ test('our exchange, under the example\'s Role: virt-operator\'s kubevirt-ca hold
     fs.writeFileSync(path.join(s.cluster.dir, 'gateway.json'), JSON.stringify(cfg));
     s.runtime = startRuntime(path.join(s.cluster.dir, 'gateway.json'), path.join(s.cluster.dir, 'proxy-run.log'));
   }
+  // every version of each kubevirt-ca from here on, to show the peers' CAs are kept once merged, not only merged
+  const watches = await Promise.all(sites.map((s) => ServerWatch.start(s.cluster, [KUBEVIRT_CA], { labelSelector: 'app.kubernetes.io/managed-by=virt-operator' })));
+  try {
+    await exchange(watches);
+  } finally {
+    for (const w of watches) w.stop();
+  }
+}, 120_000);
+
+const KUBEVIRT_CA: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kubevirt-ca', namespace: 'kubevirt' } };
+
+/** The exchange test's body: trust containers started, every kubevirt-ca holding its peers' CAs, and keeping them. */
+async function exchange(watches: ServerWatch[]): Promise<void> {
   const t0 = Date.now();
   for (const s of sites) {
     const secret = await s.cluster.request('GET', '/api/v1/namespaces/kubevirt/secrets/kubevirt-ca');
@@ -152,7 +166,19 @@ test('our exchange, under the example\'s Role: virt-operator\'s kubevirt-ca hold
   const r = await handshake(sites[0].cluster, sites[1].cluster, 10_000);
   expect(r).toMatchObject({ ok: true, error: '' });
   expect((await handshake(sites[2].cluster, sites[0].cluster, 10_000)).ok).toBe(true);
-}, 120_000);
+  // kept, not only merged: a merge changes kubevirt-ca, and virt-operator reconciles again 5 s later; with every
+  // cluster's rotation within the rule, MergeCABundle drops none of them in any version written since
+  await new Promise((res) => setTimeout(res, Math.max(0, ms + 12_000 - Date.now())));
+  const own = await Promise.all(sites.map((s) => currentCa(s.cluster)));
+  for (const [i, w] of watches.entries()) {
+    const versions = w.events.filter((e) => e.key === 'ConfigMap/kubevirt/kubevirt-ca' && e.type !== 'DELETED')
+      .map((e) => ({ rv: e.rv, cas: fingerprints((e.object as { data?: Record<string, string> }).data?.['ca-bundle']) }));
+    const peers = own.filter((_, j) => j !== i);
+    const first = versions.findIndex((v) => peers.every((p) => v.cas.includes(p)));
+    expect([NAMES[i], first >= 0]).toEqual([NAMES[i], true]);
+    expect([NAMES[i], versions.slice(first).filter((v) => !peers.every((p) => v.cas.includes(p)))]).toEqual([NAMES[i], []]);
+  }
+}
 
 /** Resolves the time at which every cluster's kubevirt-ca (virt-operator's) holds every other cluster's current CA. */
 async function allTrusted(withinMs: number): Promise<number> {
@@ -177,8 +203,11 @@ async function currentCa(c: RealCluster): Promise<string> {
 }
 
 test('two CA rotations of kv-b in a row, forced by its short CA duration: each new CA reaches every peer\'s kubevirt-ca', async () => {
+  // the first rotation at once (the CA Secret's duration annotation no longer matches), the next ~15 s later
+  let before = await currentCa(sites[1].cluster);
+  await sites[1].kv.setCa(SHORT_CA);
   for (let i = 0; i < 2; i++) {
-    const before = await currentCa(sites[1].cluster);
+    if (i > 0) before = await currentCa(sites[1].cluster);
     const deadline = Date.now() + 60_000;
     let rotated = '';
     let rotatedAt = 0;

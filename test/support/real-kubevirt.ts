@@ -74,8 +74,7 @@ export class RealKubevirt {
     await until(`kubevirt-ca of ${this.cluster.name}`, 120_000, async () => ((await this.configMap('kubevirt-ca'))?.data?.['ca-bundle'] ? true : undefined), this.log);
   }
 
-  kubevirtCr(): KubeObject {
-    const ca = this.options.ca;
+  kubevirtCr(ca = this.options.ca): KubeObject {
     return {
       apiVersion: 'kubevirt.io/v1', kind: 'KubeVirt', metadata: { name: 'kubevirt', namespace: 'kubevirt' },
       spec: {
@@ -84,6 +83,14 @@ export class RealKubevirt {
         ...(ca ? { certificateRotateStrategy: { selfSigned: { ca: { duration: ca.duration, renewBefore: ca.renewBefore } } } } : {}),
       },
     };
+  }
+
+  /**
+   * Sets the CR's CA rotation (as the installer that applied it). virt-operator rotates its CA at once: the CA
+   * Secret's `kubevirt.io/duration` annotation no longer matches (apply/core.go `certificationNeedsRotation`).
+   */
+  async setCa(ca: { duration: string; renewBefore: string }): Promise<void> {
+    await serverSideApply(this.cluster, this.kubevirtCr(ca), 'platform-installer');
   }
 
   private start(): void {
