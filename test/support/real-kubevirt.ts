@@ -12,13 +12,16 @@
  * certificates before it waits for readiness: reference/real-kubernetes-parts.md §5.1).
  * Each operator listens on its own loopback address (its webhook server binds the fixed port 8444).
  */
-import { ChildProcess, execFileSync } from 'node:child_process';
+import { ChildProcess, execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { installCrds, KubeObject, serverSideApply } from './real-apply';
 import { moduleDir, upstreamCrds } from './real-crds';
 import { parseAllDocuments } from 'yaml';
 import { goBinDir, spawnLogged, type RealCluster } from './real-kube';
+
+const execFileAsync = promisify(execFile);
 
 export const VIRT_OPERATOR_IMAGE = 'quay.io/kubevirt/virt-operator:v1.8.4';
 /** kube-apiserver flags virt-operator needs here: no webhook admission (see the header). */
@@ -108,12 +111,31 @@ export class RealKubevirt {
     return ((r.json?.items ?? []) as StrategyJob[]).filter((j) => !this.dumped.has(j.metadata.uid));
   }
 
-  /** What an install-strategy Job's pod would run: the Job's command with the Job's environment. */
-  private runJob(job: StrategyJob): void {
+  /** Each install-strategy Job run: how long it took, and the longest the event loop went without a turn meanwhile. */
+  readonly jobRuns: Array<{ ms: number; loopGapMs: number }> = [];
+
+  /**
+   * What an install-strategy Job's pod would run: the Job's command with the Job's environment. Run as a child the
+   * event loop does not wait on: it runs beside the test's own requests (a KubeVirt CR the test applies makes a new
+   * Job), and a loop held for the seconds a dump takes under load stalls any TLS handshake in flight until the API
+   * server drops it at its 32 s deadline (`ReadHeaderTimeout`): "Client network socket disconnected before secure
+   * TLS connection was established", as a CI run with two CPU hogs beside it met in kubevirt-real's status test.
+   */
+  private async runJob(job: StrategyJob): Promise<void> {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const e of job.spec.template.spec.containers[0].env ?? []) env[e.name] = e.value ?? '';
-    execFileSync(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--dump-install-strategy', '--listen', this.options.listen],
-      { env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+    const start = Date.now();
+    let last = start;
+    let gap = 0;
+    const tick = setInterval(() => { gap = Math.max(gap, Date.now() - last); last = Date.now(); }, 50);
+    try {
+      await execFileAsync(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--dump-install-strategy', '--listen', this.options.listen],
+        { env, timeout: 120_000, maxBuffer: 64 * 2 ** 20 });
+    } finally {
+      clearInterval(tick);
+    }
+    const end = Date.now();
+    this.jobRuns.push({ ms: end - start, loopGapMs: Math.max(gap, end - last) });
     this.dumped.add(job.metadata.uid);
   }
 
@@ -122,13 +144,13 @@ export class RealKubevirt {
       const j = await this.pendingJobs();
       return j.length ? j : undefined;
     }, this.log);
-    for (const j of jobs) this.runJob(j);
+    for (const j of jobs) await this.runJob(j);
   }
 
   /** Runs each new install-strategy Job as its pod would, every second, until stop(). */
   private async strategyJobLoop(): Promise<void> {
     while (!this.stopping) {
-      for (const j of await this.pendingJobs().catch(() => [])) if (!this.stopping) this.runJob(j);
+      for (const j of await this.pendingJobs().catch(() => [])) if (!this.stopping) await this.runJob(j);
       await new Promise((r) => setTimeout(r, 1000));
     }
   }
