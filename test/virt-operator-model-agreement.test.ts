@@ -19,6 +19,7 @@
  */
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { FakeKubeApi } from '../proxy/src/testkit/fake-kube';
@@ -188,7 +189,15 @@ beforeAll(async () => {
   fake = new FakeKubeApi(NS);
   await fake.listen();
   model = new VirtOperatorModel(fake, 'kv-m', DURATION, RENEW_BEFORE, Date.now);
-  await kv.install();
+  // as a second run on this machine would: its webhook port on the suite's address is taken (by us, or already by
+  // another run's virt-operator), so the harness moves on
+  const squatter = net.createServer();
+  await new Promise<void>((r) => squatter.once('error', () => r()).listen(8444, '127.0.0.41', () => r()));
+  try {
+    await kv.install();
+  } finally {
+    squatter.close();
+  }
   await until('kubevirt-external-ca', 60_000, () => realGet(EXTERNAL));
   model.install(0);
 }, 300_000);
@@ -199,6 +208,10 @@ afterAll(async () => {
   await fake?.close();
   if (policyDir) fs.rmSync(policyDir, { recursive: true, force: true });
 }, 60_000);
+
+test('the harness moves virt-operator to a free loopback address when another process holds its ports on the suite\'s', () => {
+  expect(kv.listen).toMatch(/^127\.0\.([1-9]|[1-5]\d|6[0-3])\.41$/);
+});
 
 test('the harness runs the install-strategy Job beside its event loop: requests in flight meanwhile keep being served', () => {
   // a Job run held the loop for its whole length before (kubevirt-real's status test lost a TLS handshake that way):

@@ -15,6 +15,7 @@
 import { ChildProcess, execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as path from 'node:path';
 import { installCrds, KubeObject, serverSideApply } from './real-apply';
 import { moduleDir, upstreamCrds } from './real-crds';
@@ -30,11 +31,13 @@ export const NO_WEBHOOKS = ['--disable-admission-plugins=ServiceAccount,Validati
 /** Where virt-operator and mm-handler-tls are. */
 export const kubevirtBinDir = () => goBinDir('kubevirt-bins');
 
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, log?: string): Promise<T> {
+async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, log?: string, fatal?: () => string | undefined): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await probe().catch(() => undefined);
     if (v !== undefined) return v;
+    const f = fatal?.();
+    if (f) throw new Error(`${what}: ${f}`);
     if (Date.now() > deadline) {
       const tail = log && fs.existsSync(log) ? `\n${fs.readFileSync(log, 'utf8').trim().split('\n').slice(-20).join('\n')}` : '';
       throw new Error(`${what}: not after ${ms} ms${tail}`);
@@ -43,9 +46,40 @@ async function until<T>(what: string, ms: number, probe: () => Promise<T | undef
   }
 }
 
+/** The ports virt-operator listens on whatever its --listen address (application.go: metrics 8186, webhooks 8444). */
+const OPERATOR_PORTS = [8186, 8444];
+
+/** Whether every one of virt-operator's ports can be bound on `address` now. */
+async function portsFree(address: string): Promise<boolean> {
+  for (const port of OPERATOR_PORTS) {
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, address, () => srv.close(() => resolve(true)));
+    });
+    if (!free) return false;
+  }
+  return true;
+}
+
+/**
+ * A loopback address for a virt-operator: the suite's `preferred` 127.0.0.N, or when another process holds its
+ * ports there, the first 127.0.K.N (K = 1..63) where they are free. Suites fix their addresses so that they never
+ * meet each other within a run; a second run on the same machine (a suite run by hand beside `npm test`) would
+ * otherwise start a virt-operator without its listeners, which then never answers (a CI run failed so).
+ */
+async function freeListenAddress(preferred: string): Promise<string> {
+  const [a, b, , d] = preferred.split('.');
+  for (let k = 0; k < 64; k++) {
+    const address = k === 0 ? preferred : `${a}.${b}.${k}.${d}`;
+    if (await portsFree(address)) return address;
+  }
+  throw new Error(`virt-operator: ports ${OPERATOR_PORTS.join(', ')} taken on ${preferred} and 63 other loopback addresses`);
+}
+
 /** Options of a KubeVirt install. */
 export interface KubevirtOptions {
-  /** Loopback address of the operator's listeners (8186 metrics, 8444 webhooks), one per cluster. */
+  /** Loopback address of the operator's listeners (8186 metrics, 8444 webhooks), one per cluster; another if its ports are taken (freeListenAddress). */
   readonly listen: string;
   /** spec.certificateRotateStrategy.selfSigned.ca of the KubeVirt CR. [KubeVirt's default: 168h, renewBefore 48h] */
   readonly ca?: { duration: string; renewBefore: string };
@@ -70,7 +104,7 @@ export class RealKubevirt {
     // KubeVirt's install manifests ship the PriorityClass its pods ask for (virt-operator does not create it)
     const pc = path.join(moduleDir('kubevirt.io/kubevirt'), 'manifests', 'generated', 'kubevirt-priority-class.yaml');
     for (const d of parseAllDocuments(fs.readFileSync(pc, 'utf8')).map((x) => x.toJS() as KubeObject).filter(Boolean)) await serverSideApply(this.cluster, d, 'platform-installer');
-    this.start();
+    await this.start();
     await serverSideApply(this.cluster, this.kubevirtCr(), 'platform-installer');
     await this.dumpInstallStrategy();
     this.jobs = this.strategyJobLoop();
@@ -96,8 +130,12 @@ export class RealKubevirt {
     await serverSideApply(this.cluster, this.kubevirtCr(ca), 'platform-installer');
   }
 
-  private start(): void {
-    this.proc = spawnLogged(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--listen', this.options.listen, '--v', '2'],
+  /** The address virt-operator listens on (options.listen unless its ports were taken). */
+  listen = '';
+
+  private async start(): Promise<void> {
+    this.listen = await freeListenAddress(this.options.listen);
+    this.proc = spawnLogged(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--listen', this.listen, '--v', '2'],
       this.log, { ...process.env, VIRT_OPERATOR_IMAGE });
   }
 
@@ -129,7 +167,7 @@ export class RealKubevirt {
     let gap = 0;
     const tick = setInterval(() => { gap = Math.max(gap, Date.now() - last); last = Date.now(); }, 50);
     try {
-      await execFileAsync(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--dump-install-strategy', '--listen', this.options.listen],
+      await execFileAsync(path.join(kubevirtBinDir(), 'virt-operator'), ['--kubeconfig', this.cluster.kubeconfig(), '--dump-install-strategy', '--listen', this.listen],
         { env, timeout: 120_000, maxBuffer: 64 * 2 ** 20 });
     } finally {
       clearInterval(tick);
@@ -143,8 +181,14 @@ export class RealKubevirt {
     const jobs = await until(`install-strategy Job of ${this.cluster.name}`, 120_000, async () => {
       const j = await this.pendingJobs();
       return j.length ? j : undefined;
-    }, this.log);
+    }, this.log, () => this.bindFailure());
     for (const j of jobs) await this.runJob(j);
+  }
+
+  /** virt-operator's own word that it could not listen (it logs it and runs on without that listener), if it said so. */
+  private bindFailure(): string | undefined {
+    const line = fs.existsSync(this.log) ? fs.readFileSync(this.log, 'utf8').split('\n').find((l) => /address already in use/.test(l)) : undefined;
+    return line && `virt-operator could not listen on ${this.listen} (another process took the port after the probe): ${line}`;
   }
 
   /** Runs each new install-strategy Job as its pod would, every second, until stop(). */
