@@ -25,7 +25,6 @@ import * as path from 'node:path';
 import { FakeKubeApi } from '../proxy/src/testkit/fake-kube';
 import { makeCert, type TestCert } from '../proxy/src/testkit/ca-certs';
 import { MANAGED, VirtOperatorModel } from '../proxy/src/testkit/virt-operator-model';
-import { serverSideApply } from './support/real-apply';
 import { NO_WEBHOOKS, RealKubevirt } from './support/real-kubevirt';
 import { RealFleet, type RealCluster } from './support/real-kube';
 
@@ -260,9 +259,7 @@ test('CAs older than the overlap: the reconcile that reads them appends both; th
 test('a rotation (the CA duration in the KubeVirt CR changed): the new CA first, the old one kept for the overlap, peers kept', async () => {
   const before = await realCurrentCa();
   // a new duration (the overlap stays the model's 33.6 h): virt-operator rotates at once (certificationNeedsRotation)
-  const cr = kv.kubevirtCr();
-  const ca = { duration: '169h0m0s', renewBefore: '33h36m0s' };
-  await serverSideApply(cluster, { ...cr, spec: { ...(cr.spec as object), certificateRotateStrategy: { selfSigned: { ca } } } }, 'platform-installer');
+  await kv.setCa({ duration: '169h0m0s', renewBefore: '33h36m0s' });
   const rotated = await until('virt-operator rotating its CA', 60_000, async () => ((await realCurrentCa()) !== before ? true : undefined));
   expect(rotated).toBe(true);
   await until('kubevirt-ca led by the new CA', 30_000, async () => {
