@@ -45,7 +45,7 @@ const NAMES = ['kv-a', 'kv-b', 'kv-c'];
 /** The trust objects an example cluster's output carries (a three-cluster fleet, plain KubeVirt CR delivery). */
 const EXAMPLE = path.resolve(__dirname, '..', 'dist', 'policies', 'lab-a');
 /**
- * Set on kv-b by the rotation test (until then all three keep KubeVirt's default, 7 days renewed 48 h before):
+ * Set on kv-b by the rotation test (until then all three keep KubeVirt's default, 7 days renewed 33.6 h before):
  * kv-b's CA then rotates every ~15 s, valid 2 min, renewed 105 s before it ends. kv-a and kv-c keep the default,
  * so from then on this fleet breaks our own rule (src/trust/plan.ts: every cluster's rotation period at most every
  * exchanging cluster's overlap), on purpose, to force rotations quickly. What that costs on kv-b: virt-operator's
@@ -54,7 +54,7 @@ const EXAMPLE = path.resolve(__dirname, '..', 'dist', 'policies', 'lab-a');
  * the overlap: every reconcile on kv-b drops them, and they are there only from a merge of what the trust container
  * wrote until virt-operator's next reconcile (at least 5 s; the container then rewrites with a doubling wait and warns
  * that virt-operator keeps dropping them). So what a rotation of kv-b must reach, and does whatever the load, is
- * kv-a's and kv-c's kubevirt-ca: there nothing newer than their own CA is older than their overlap (48 h). Two CI
+ * kv-a's and kv-c's kubevirt-ca: there nothing newer than their own CA is older than their overlap (33.6 h). Two CI
  * runs under load failed while the test also waited for kv-b to hold its peers again; and the exchange test, while
  * kv-b rotated from the start, could see kv-b hold its peers only in those windows: so the short CA comes after it.
  */

@@ -81,7 +81,7 @@ async function freeListenAddress(preferred: string): Promise<string> {
 export interface KubevirtOptions {
   /** Loopback address of the operator's listeners (8186 metrics, 8444 webhooks), one per cluster; another if its ports are taken (freeListenAddress). */
   readonly listen: string;
-  /** spec.certificateRotateStrategy.selfSigned.ca of the KubeVirt CR. [KubeVirt's default: 168h, renewBefore 48h] */
+  /** spec.certificateRotateStrategy.selfSigned.ca of the KubeVirt CR. [KubeVirt's default: 168h, renewBefore 33.6h, a fifth (GetCARenewBefore)] */
   readonly ca?: { duration: string; renewBefore: string };
 }
 
