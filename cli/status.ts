@@ -88,9 +88,31 @@ async function servedNamespaceFacts(read: Reader, served: ClusterVmNetworks, dec
   return servedNamespaceProblems(served, existing, declared);
 }
 
+/** Where one cluster's questions stand: what a timeout says about a cluster that answered, but slowly. */
+interface AskProgress { step: string; read: number; readonly of: number }
+
+const READS_IN_FLIGHT = 8;
+
+/** `fn` over `items` with at most `limit` calls in flight; results in the items' order; the first failure rejects. */
+async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => { while (next < items.length) { const i = next++; out[i] = await fn(items[i]); } };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/** The line for a cluster whose answers did not all come within the bound, with what did come and the fix. */
+function lateAnswer(at: AskProgress, timeoutMs: number): string {
+  const s = `${timeoutMs / 1000} s`;
+  if (at.step === 'kubevirt-ca') return `no answer within ${s}`;
+  const where = at.step === 'objects' ? `${at.read} of ${at.of} generated objects read, the rest still pending` : `all ${at.of} generated objects read, ${at.step} still pending`;
+  return `not every answer came within ${s} (${where}): a slow or stalled API server or link; give it longer with --timeout SECONDS`;
+}
+
 async function askCluster(
-  kc: k8s.KubeConfig, cluster: string, context: string, objects: Obj[], declaredGates: readonly string[] = [],
-  served?: { networks: ClusterVmNetworks; declared: readonly { namespaces: string[] }[] },
+  kc: k8s.KubeConfig, cluster: string, context: string, objects: Obj[], declaredGates: readonly string[],
+  served: { networks: ClusterVmNetworks; declared: readonly { namespaces: string[] }[] } | undefined, at: AskProgress,
 ): Promise<ClusterFacts> {
   const api = k8s.KubernetesObjectApi.makeApiClient(kc);
   type Ref = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
@@ -113,16 +135,19 @@ async function askCluster(
   } catch (e) {
     return { cluster, context, reachable: false, error: why(e) };
   }
+  at.step = 'objects';
   const drift: DriftEntry[] = [];
   const live = new Map<Obj, Record<string, unknown> | undefined>();
-  for (const o of objects) {
-    const got = await read(o);
-    live.set(o, got);
+  // several reads in flight: a far or loaded API server costs a few round trips, not one per object
+  const got = await mapLimited(objects, READS_IN_FLIGHT, async (o) => { const r = await read(o); at.read++; return r; });
+  objects.forEach((o, i) => {
+    live.set(o, got[i]);
     const id = `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-    if (!got) { drift.push({ object: id, state: 'missing' }); continue; }
-    const d = ownedDifference(o, got);
+    if (!got[i]) { drift.push({ object: id, state: 'missing' }); return; }
+    const d = ownedDifference(o, got[i]);
     if (d) drift.push({ object: id, state: 'different', ...d });
-  }
+  });
+  at.step = 'gateway pods';
   const deployments = objects.filter((o) => o.kind === 'Deployment' && GATEWAY_DEPLOYMENT.test(o.metadata.name));
   const gateway: GatewayFacts | undefined = deployments.length
     ? {
@@ -132,11 +157,14 @@ async function askCluster(
       ...await gatewayPods(kc, deployments.filter((d) => live.get(d))).then((pods) => ({ pods }), (e) => ({ podsError: why(e) })),
     }
     : undefined;
+  at.step = 'the KubeVirt CR';
   const kubevirt = kvObj && await kubevirtFacts(kvObj, live.get(kvObj), read, declaredGates);
   const network = kubevirt?.wantNetwork;
+  at.step = 'virt-handler and sync controller pods';
   const attached = network
     ? { attachments: await attachments(kc, kubevirtNs, network).catch((e) => ({ network: `${kubevirtNs}/${network}`, error: why(e), pods: [] })) }
     : {};
+  at.step = 'served namespaces';
   const servedNamespaces = served?.networks.networks.some((n) => n.primaryNamespaces)
     ? { servedNamespaces: await servedNamespaceFacts(read, served.networks, served.declared) } : {};
   return { cluster, context, reachable: true, checked: objects.length, drift, kubevirt, gateway, ...attached, ca, ...servedNamespaces };
@@ -178,9 +206,10 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
       kcs.set(c.name, kc);
       const served = vmNetworks?.get(c.name);
       const vm = served && { networks: served, declared: doc.spec.vmNetworks ?? [] };
-      const asked = askCluster(kc, c.name, context, objects, c.kubevirt.existing.featureGates, vm);
+      const at: AskProgress = { step: 'kubevirt-ca', read: 0, of: objects.length };
+      const asked = askCluster(kc, c.name, context, objects, c.kubevirt.existing.featureGates, vm, at);
       facts = await withTimeout(asked.catch((e) => ({ cluster: c.name, context, reachable: false as const, error: why(e) })),
-        timeoutMs, () => ({ cluster: c.name, context, reachable: false, error: `no answer within ${timeoutMs / 1000} s` }));
+        timeoutMs, () => ({ cluster: c.name, context, reachable: false, error: lateAnswer(at, timeoutMs) }));
     }
     progress.update(++done, fleet.clusters.length);
     return facts;

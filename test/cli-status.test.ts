@@ -17,7 +17,7 @@ import { makeCert } from '../proxy/src/testkit/ca-certs';
 import { ownedDifference } from '../src/report/status';
 import { baseFleet, runCli } from './support/fleets';
 import { hasCommand } from './support/netns';
-import { FakeCluster, closedPort, kubeconfig, runStatus, startCluster } from './support/status-clusters';
+import { FakeCluster, closedPort, kubeconfig, runStatus, startCluster, withTestTimeout } from './support/status-clusters';
 
 const H = 3600_000;
 const sha = (c: { der: Buffer }) => crypto.createHash('sha256').update(c.der).digest('hex');
@@ -139,7 +139,7 @@ describe('migration-mesh status', () => {
     if (hasCommand('script')) {
       const env: NodeJS.ProcessEnv = { ...process.env, TERM: 'xterm' };
       delete env.CI;
-      const cmd = [process.execPath, BIN, 'status', file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc].map((a) => `'${a}'`).join(' ');
+      const cmd = [process.execPath, BIN, 'status', ...withTestTimeout([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc])].map((a) => `'${a}'`).join(' ');
       const tty = await new Promise<string>((resolve) => {
         const p = spawn('script', ['-qfec', cmd, '/dev/null'], { env });
         let out = '';
@@ -163,15 +163,34 @@ describe('migration-mesh status', () => {
     const kc = path.join(dir, 'kubeconfig-hang');
     fs.writeFileSync(kc, fs.readFileSync(path.join(dir, 'kubeconfig-pair'), 'utf8').replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${(hang.address() as net.AddressInfo).port}`));
     const t0 = Date.now();
-    // y (healthy) needs ~25 requests within the same bound: 10 s leaves it room on a loaded machine (the bound is the
-    // whole wait for x, so it is also this test's length)
+    // the bound is the whole wait for x, so it is also this test's length; y shares it, so nothing here asks that y
+    // be ready (on a loaded machine its ~25 requests may take longer): x -> y names x first, whatever y answered
     const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--timeout', '10']);
     const took = Date.now() - t0;
     hang.close();
     expect(r.code).toBe(1);
-    expect(r.out).toContain('x (context x): unreachable: no answer within 10 s');
-    expect(r.out).toContain('  y -> x: [status/unreachable] x unreachable');
+    expect(r.out).toContain('x (context x): unreachable: no answer within 10 s\n');
+    expect(r.out).toContain('  x -> y: [status/unreachable] x unreachable');
     expect(took).toBeLessThan(40_000); // 10 s for the cluster, the rest is node starting on a busy machine: not forever
+  }, 90_000);
+
+  // a cluster that answers, then stalls on one request: the line says how far it got and what to do, not "no answer"
+  test.each([
+    ['one generated object', /^GET \/apis\/apps\/v1\/namespaces\/[^/]+\/deployments\/migration-mesh-gateway-1$/, (n: number) => `${n - 1} of ${n} generated objects read, the rest still pending`],
+    ['the gateway pods', /^GET \/api\/v1\/namespaces\/[^/]+\/pods\?labelSelector=/, (n: number) => `all ${n} generated objects read, gateway pods still pending`],
+  ])('a cluster that answers and then holds %s: said how far it got, and the fix', async (_what, hold, where) => {
+    const file = path.join(dir, 'pair.fleet.yaml'); // synthesized by the test before
+    const objects = generatedObjects(path.join(dir, 'dist', 'pair', 'x'));
+    const slow = await startCluster(objects, makeCert('kubevirt.io@x', Date.now() - H, Date.now() + 100 * H), []);
+    fakes.push(slow);
+    slow.api.hold = hold;
+    const kc = path.join(dir, 'kubeconfig-slow');
+    fs.writeFileSync(kc, fs.readFileSync(path.join(dir, 'kubeconfig-pair'), 'utf8').replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${slow.api.port}`));
+    const r = await runStatus([file, '--out', path.join(dir, 'dist'), '--kubeconfig', kc, '--timeout', '4']);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(`x (context x): unreachable: not every answer came within 4 s (${where(objects.length)}): a slow or stalled API server or link; give it longer with --timeout SECONDS\n`);
+    expect(r.out).toContain('  x -> y: [status/unreachable] x unreachable');
+    expect(slow.api.counts.held).toBeGreaterThan(0);
   }, 90_000);
 
   test('usage: one fleet file, --timeout a positive number', async () => {

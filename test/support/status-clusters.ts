@@ -151,14 +151,25 @@ export async function closedPort(): Promise<number> {
 }
 
 /**
+ * The bound a test gives each cluster unless it passes `--timeout` itself. The product's default (10 s) is
+ * meant for real clusters; a fake cluster in a loaded test process answered a whole status (about 25 requests)
+ * in more than 10 s beside two CPU hogs (run t41: "no answer within 10 s" for a healthy cluster). A test of
+ * a healthy answer must not rest on that bound; the tests of the bound pass `--timeout` and hold the server.
+ */
+export const STATUS_TEST_TIMEOUT = ['--timeout', '60'];
+
+/** `args` with STATUS_TEST_TIMEOUT added unless they give `--timeout` (or are empty: a usage test). */
+export const withTestTimeout = (args: string[]): string[] => (args.length === 0 || args.includes('--timeout') ? args : [...args, ...STATUS_TEST_TIMEOUT]);
+
+/**
  * `migration-mesh status ARGV` from the built binary in a child process (client-node is an ES module:
  * Node 20.19+ requires it, jest's module loader cannot), asynchronously so the fake API servers in the
- * test's process keep answering.
+ * test's process keep answering; with STATUS_TEST_TIMEOUT unless ARGV gives `--timeout`.
  */
 export function runStatus(argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const bin = path.join(__dirname, '..', '..', 'lib', 'cli', 'cli.js');
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [bin, 'status', ...argv], { env: { ...process.env, CI: '1' } });
+    const p = spawn(process.execPath, [bin, 'status', ...withTestTimeout(argv)], { env: { ...process.env, CI: '1' } });
     let out = '';
     let err = '';
     p.stdout.on('data', (c) => { out += c; });

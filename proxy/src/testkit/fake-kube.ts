@@ -20,9 +20,9 @@
  * TCP or on a unix socket (`listenPath`), plain HTTP or HTTPS (`tls`).
  * `compact()` drops history (watches from before get 410), `expireWatches()` ends live watches with 410; `restart()`
  * closes the listener and every watch and listens again on the same port.
- * Faults (`fault`, `blackhole`, `corruptNextEvent()`): an HTTP status (with Retry-After) for chosen calls;
+ * Faults (`fault`, `blackhole`, `hold`, `corruptNextEvent()`): an HTTP status (with Retry-After) for chosen calls;
  * an API server that accepts TCP and never answers (requests held forever, live watches silent forever,
- * also after the blackhole ends); a watch event cut in half.
+ * also after the blackhole ends), or holds only the requests a pattern matches; a watch event cut in half.
  *
  * Which faults only this server produces: a real kube-apiserver cannot be made to answer a status of our
  * choosing on chosen calls (500 on every PUT while reads work; 429 with Retry-After on LIST and PUT: its own
@@ -105,6 +105,12 @@ export class FakeKubeApi {
   /** Serve HTTPS with this key and certificate (as kube-apiserver does; client-node's in-cluster config needs it). */
   tls?: { key: string | Buffer; cert: string | Buffer };
 
+  /**
+   * Requests whose `METHOD /path?query` matches are held unanswered (the rest are served): an API server that
+   * answers some reads and stalls on one, which `blackhole` (everything held) cannot show.
+   */
+  hold?: RegExp;
+
   get blackhole(): boolean { return this.hole; }
   set blackhole(on: boolean) {
     this.hole = on;
@@ -123,6 +129,7 @@ export class FakeKubeApi {
   private serve(): http.Server {
     const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
       if (req.headers.authorization) this.authorizations.add(req.headers.authorization);
+      if (this.hold?.test(`${req.method} ${req.url}`)) { this.counts.held++; return; }
       if (!this.hole && this.serveMore(req, res)) return;
       this.handle(req, res);
     };
