@@ -104,6 +104,12 @@ function withCodes(e: MigrationMeshError): string {
   return `${e.message}${missing.length ? ` [${missing.join(', ')}]` : ''}`;
 }
 
+/** withCodes, then each problem's fix on a line of its own (status and pin-addresses: a kubeconfig or context map they cannot read). */
+function withFixes(e: MigrationMeshError): string {
+  const fixes = [...new Set(e.problems.flatMap((p) => (p.fix && !e.message.includes(p.fix) ? [p.fix] : [])))];
+  return [withCodes(e), ...fixes.map((f) => `  fix: ${f}`)].join('\n');
+}
+
 /** `fn()`, its FleetValidationError naming `file` (synth, plan and diff say which file, as validate does). */
 function named<T>(file: string, fn: () => T): T {
   try { return fn(); } catch (e) {
@@ -134,7 +140,7 @@ export async function mainAsync(argv: string[], out: Sink = (s) => process.stdou
     return s.ready ? 0 : 1;
   } catch (e) {
     if (e instanceof FleetValidationError) { err(`${e.message}\n`); return 1; }
-    err(`error: ${(e as Error).message}\n`);
+    err(`error: ${e instanceof MigrationMeshError ? withFixes(e) : (e as Error).message}\n`);
     return 1;
   }
 }
@@ -157,7 +163,7 @@ async function pinAddressesCommand(args: Args, out: Sink, err: Sink): Promise<nu
     return r.ok ? 0 : 1;
   } catch (e) {
     if (e instanceof FleetValidationError) { err(`${e.message}\n`); return 1; }
-    err(`error: ${(e as Error).message}\n`);
+    err(`error: ${e instanceof MigrationMeshError ? withFixes(e) : (e as Error).message}\n`);
     return 1;
   }
 }

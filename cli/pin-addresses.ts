@@ -23,6 +23,7 @@ import { checkKeepAddressMove } from '../src/vmnet/moves';
 import { addressesFromIpamClaim, claimNetworkOf, pinAddressesPatch } from '../src/vmnet/claims';
 import { ADDRESSES_ANNOTATION } from '../src/vmnet/resolved';
 import { MOVED_TO_LABEL, PIN_ROLE_NAME } from '../src/vmnet/pin-role';
+import { loadKubeconfig } from './kubeconfig';
 import { why } from './status-runtime';
 
 export interface PinOptions {
@@ -304,8 +305,7 @@ function apiProblem(e: unknown, m: Move, path: string): FleetProblem {
 }
 
 function loadSides(o: PinOptions, clusters: readonly string[]): Map<string, Side> {
-  const base = new k8s.KubeConfig();
-  if (o.kubeconfig) base.loadFromFile(o.kubeconfig); else base.loadFromDefault();
+  const base = loadKubeconfig(o.kubeconfig);
   const sides = new Map<string, Side>();
   for (const cluster of clusters) {
     const context = o.contexts?.[cluster] ?? cluster;

@@ -17,6 +17,7 @@ import { resolveVmNetworks } from '../src/vmnet/plan';
 import { ClusterVmNetworks } from '../src/vmnet/resolved';
 import { CaCert, ClusterFacts, DriftEntry, GatewayFacts } from '../src/report/status-facts';
 import { GeneratedObject as Obj, generatedObjects } from './generated-objects';
+import { loadKubeconfig } from './kubeconfig';
 import { createProgress } from './progress';
 import { moveFacts, plannedMoves } from './status-moves';
 import { attachments, gatewayPods, vipOf, why } from './status-runtime';
@@ -181,14 +182,7 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   const fleet = resolveFleet(doc, o.fleetFile);
   // the served namespaces of each cluster's VM networks (a fleet whose VM networks do not plan gets none: synth refuses it)
   const vmNetworks = doc.spec.vmNetworks?.length ? resolveVmNetworks(doc, loadLedgerFile(ledgerPathFor(o.fleetFile))).perCluster : undefined;
-  const base = new k8s.KubeConfig();
-  if (o.kubeconfig) {
-    // what loadFromFile does, with the file read as every input is
-    base.loadFromString(inputText(o.kubeconfig, 'kubeconfig'));
-    base.makePathsAbsolute(path.dirname(o.kubeconfig));
-  } else {
-    base.loadFromDefault();
-  }
+  const base = loadKubeconfig(o.kubeconfig);
   const timeoutMs = o.timeoutMs ?? 10_000;
   const progress = createProgress('status: clusters answered', { minTotal: 2 });
   let done = 0;

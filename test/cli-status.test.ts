@@ -11,7 +11,7 @@ import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import * as yaml from 'yaml';
-import { spawn, execFileSync } from 'child_process';
+import { spawn, spawnSync, execFileSync } from 'child_process';
 import { generatedObjects } from '../cli/generated-objects';
 import { makeCert } from '../proxy/src/testkit/ca-certs';
 import { ownedDifference } from '../src/report/status';
@@ -192,6 +192,16 @@ describe('migration-mesh status', () => {
     expect(r.out).toContain('  x -> y: [status/unreachable] x unreachable');
     expect(slow.api.counts.held).toBeGreaterThan(0);
   }, 90_000);
+
+  test('a kubeconfig it cannot read: status and pin-addresses say so with its code and the fix', async () => {
+    const missing = path.join(dir, 'no-such-kubeconfig');
+    const status = await runStatus([path.join(dir, 'pair.fleet.yaml'), '--out', path.join(dir, 'dist'), '--kubeconfig', missing]);
+    const pin = spawnSync(process.execPath, [BIN, 'pin-addresses', path.join(ROOT, 'examples', 'vm-networks.fleet.yaml'), '--kubeconfig', missing], { encoding: 'utf8' });
+    for (const r of [{ code: status.code, err: status.err }, { code: pin.status, err: pin.stderr }]) {
+      expect(r.code).toBe(1);
+      expect(r.err).toBe(`error: cannot read kubeconfig ${missing}: ENOENT: no such file or directory, stat '${missing}' [file-unreadable]\n  fix: check the path and its permissions\n`);
+    }
+  });
 
   test('usage: one fleet file, --timeout a positive number', async () => {
     expect((await runStatus([])).code).toBe(2);

@@ -47,10 +47,13 @@ function kubeconfigFor(file: string, who: Record<string, Identity>): string {
   return file;
 }
 
-/** The built CLI (lib/cli/cli.js), as the binary runs. */
+/**
+ * The built CLI (lib/cli/cli.js), as the binary runs, with `--timeout 60`: the product's 10 s per request is meant for
+ * real clusters, and a test of an answer must not rest on it beside two CPU hogs (cli-status met that in run t41).
+ */
 function cli(args: string[], kc = operatorKc, file = fleetFile, output = 'json'): Promise<{ code: number; out: string; err: string; json?: any }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [path.join(ROOT, 'lib', 'cli', 'cli.js'), 'pin-addresses', file, '--kubeconfig', kc, '--output', output, ...args]);
+    const p = spawn(process.execPath, [path.join(ROOT, 'lib', 'cli', 'cli.js'), 'pin-addresses', file, '--kubeconfig', kc, '--output', output, '--timeout', '60', ...args]);
     let out = '';
     let err = '';
     p.stdout.on('data', (c) => { out += c; });
