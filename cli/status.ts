@@ -6,9 +6,8 @@
 import * as crypto from 'crypto';
 import * as path from 'path';
 import * as k8s from '@kubernetes/client-node';
-import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/fleet/load';
-import { readInputBytes } from '../src/base/input-file';
-import { decodeInput, parseYamlInput } from '../src/base/yaml-input';
+import { ledgerPathFor, loadFleetFile, loadLedgerFile, readInputText } from '../src/fleet/load';
+import { parseYamlInput } from '../src/base/yaml-input';
 import { resolveFleet } from '../src/fleet/resolve';
 import { hcoKubevirtOf } from '../src/kubevirt/config';
 import { FleetStatus, judgeFleet, ownedDifference } from '../src/report/status';
@@ -218,14 +217,10 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   return judgeFleet(fleet.name, clusters, groups, moves);
 }
 
-/** An input file's text, read as every input is (src/base/input-file.ts: bounded in size and time, whatever the path is). */
-function inputText(file: string, what: string): string {
-  return decodeInput(readInputBytes(file, what, file), file, file);
-}
 
 /** `--context-map FILE`: a YAML/JSON mapping of cluster name to kubeconfig context. */
 export function loadContextMap(file: string): Record<string, string> {
-  const m = parseYamlInput(inputText(file, 'context map'), file, 'yaml-syntax', 'context map', file);
+  const m = parseYamlInput(readInputText(file, 'context map'), file, 'yaml-syntax', 'context map', file);
   if (typeof m !== 'object' || m === null || Array.isArray(m) || Object.values(m).some((v) => typeof v !== 'string')) {
     throw new Error(`${file}: a context map is a mapping of cluster name to kubeconfig context name (east-1: prod-east)`);
   }

@@ -35,7 +35,7 @@ function parseYaml(text: string, source: string): unknown {
  * A file's text: refused with a code when unreadable, too large (a regular file checked before reading;
  * anything else cut off at the cap), a FIFO or pipe that sends nothing, or not UTF-8.
  */
-function readInputText(file: string, what = 'fleet file'): string {
+export function readInputText(file: string, what = 'fleet file'): string {
   const at = what === 'fleet file' ? undefined : file;
   return decodeInput(readInputBytes(file, what, at), file, at);
 }
