@@ -85,7 +85,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
     }
   } catch (e) {
     if (e instanceof FleetValidationError || e instanceof FilesFailed) { err(`${e.message}\n`); return 1; }
-    if (e instanceof MigrationMeshError) { err(`error: ${withCodes(e)}\n`); return 1; }
+    if (e instanceof MigrationMeshError) { err(`error: ${withFixes(e)}\n`); return 1; }
     err(`error: ${(e as Error).message}\n`);
     return 1;
   }
@@ -93,9 +93,10 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
 
 /** The error's message, naming the file its problems belong to (once). */
 function inFile(e: MigrationMeshError, file: string): string {
-  if (e.message.startsWith(`${file}:`) || e.message.startsWith(`${file} `)) return e.message;
-  if (e instanceof FleetValidationError) return new FleetValidationError(e.problems, file).message;
-  return `${e.message.includes(file) ? '' : `${file}: `}${withCodes(e)}`;
+  if (e instanceof FleetValidationError) {
+    return e.message.startsWith(`${file}:`) || e.message.startsWith(`${file} `) ? e.message : new FleetValidationError(e.problems, file, e.input).message;
+  }
+  return `${e.message.includes(file) ? '' : `${file}: `}${withFixes(e)}`;
 }
 
 /** The message, with the codes of its problems unless it shows them already. */
@@ -104,7 +105,7 @@ function withCodes(e: MigrationMeshError): string {
   return `${e.message}${missing.length ? ` [${missing.join(', ')}]` : ''}`;
 }
 
-/** withCodes, then each problem's fix on a line of its own (status and pin-addresses: a kubeconfig or context map they cannot read). */
+/** withCodes, then each problem's fix on a line of its own (a file that cannot be read, a ledger or output that cannot be written). */
 function withFixes(e: MigrationMeshError): string {
   const fixes = [...new Set(e.problems.flatMap((p) => (p.fix && !e.message.includes(p.fix) ? [p.fix] : [])))];
   return [withCodes(e), ...fixes.map((f) => `  fix: ${f}`)].join('\n');
@@ -113,7 +114,7 @@ function withFixes(e: MigrationMeshError): string {
 /** `fn()`, its FleetValidationError naming `file` (synth, plan and diff say which file, as validate does). */
 function named<T>(file: string, fn: () => T): T {
   try { return fn(); } catch (e) {
-    if (e instanceof FleetValidationError && !e.message.startsWith(`${file}:`)) throw new FleetValidationError(e.problems, file);
+    if (e instanceof FleetValidationError && !e.message.startsWith(`${file}:`)) throw new FleetValidationError(e.problems, file, e.input);
     throw e;
   }
 }
@@ -184,7 +185,7 @@ function validate(args: Args, out: Sink, err: Sink): number {
   if (format !== 'text') throw new Error(`--output must be text or json, got '${format}'`);
   const checked = checkFiles(args);
   for (const c of checked) {
-    if (!c.result) { err(`${new FleetValidationError(c.problems, c.file).message}\n`); continue; }
+    if (!c.result) { err(`${new FleetValidationError(c.problems, c.file, c.input).message}\n`); continue; }
     const modes = datapathsOf(c.result);
     out(`${c.file}: valid${modes.length > 1 ? ` (note: ${modes.length} datapath modes, ${modes.join(' / ')}: clusters in different modes cannot live-migrate to each other; \`plan\` lists the groups)` : ''}\n`);
     for (const w of warningsOf(c.result)) out(`  warning: ${formatProblem(w)}\n`);
@@ -192,7 +193,7 @@ function validate(args: Args, out: Sink, err: Sink): number {
   return checked.every((c) => c.result) ? 0 : 1;
 }
 
-interface CheckedFile { readonly file: string; readonly result?: SynthResult; readonly problems: readonly FleetProblem[] }
+interface CheckedFile { readonly file: string; readonly result?: SynthResult; readonly problems: readonly FleetProblem[]; readonly input?: string }
 
 /** Every file synthesized in memory with synth's inputs; a file's problems instead of its result when synth would refuse it. */
 function checkFiles(args: Args): CheckedFile[] {
@@ -203,7 +204,7 @@ function checkFiles(args: Args): CheckedFile[] {
       return { file, name: doc.metadata.name, result: synthesizeFleet(doc, { ...opts, render: false }), problems: [] };
     } catch (e) {
       if (!(e instanceof MigrationMeshError)) throw e;
-      return { file, problems: e.problems };
+      return { file, problems: e.problems, input: e instanceof FleetValidationError ? e.input : undefined };
     }
   });
   // synth refuses two fleets of one name (their output directories would collide)
@@ -409,7 +410,7 @@ function diff(args: Args, out: (s: string) => void, err: (s: string) => void): n
   } catch (e) {
     if (format === 'json') out(failureJson(e, current));
     else if (e instanceof FleetValidationError) err(`${e.message}\n`);
-    else err(`error: ${e instanceof MigrationMeshError ? (current ? inFile(e, current) : withCodes(e)) : (e as Error).message}\n`);
+    else err(`error: ${e instanceof MigrationMeshError ? (current ? inFile(e, current) : withFixes(e)) : (e as Error).message}\n`);
     return 2;
   }
 }

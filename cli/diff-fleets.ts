@@ -60,7 +60,7 @@ function movesBetween(moves: MovesInput | undefined, fleet: FleetDocument): Move
 /** `fn()`, its fleet problems thrown as belonging to `source` (the file of that side of the diff). */
 function inSource<T>(source: string | undefined, fn: () => T): T {
   try { return fn(); } catch (e) {
-    if (source && e instanceof FleetValidationError && e.source !== source) throw new FleetValidationError(e.problems, source);
+    if (source && e instanceof FleetValidationError && e.source !== source) throw new FleetValidationError(e.problems, source, e.input);
     throw e;
   }
 }

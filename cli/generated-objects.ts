@@ -20,6 +20,6 @@ function objectFiles(dir: string): string[] {
 export function generatedObjects(dir: string): GeneratedObject[] {
   if (!fs.existsSync(dir)) throw new Error(`${dir}: no generated objects (run migration-mesh synth first, or give --out)`);
   return objectFiles(dir)
-    .flatMap((f) => yaml.parseAllDocuments(decodeInput(readInputBytes(f, 'generated file', f), f, f)).map((d) => d.toJSON() as GeneratedObject))
+    .flatMap((f) => yaml.parseAllDocuments(decodeInput(readInputBytes(f, 'generated file', f), f, f, 'generated file')).map((d) => d.toJSON() as GeneratedObject))
     .filter((o) => o && typeof o.kind === 'string' && typeof o.apiVersion === 'string' && o.metadata?.name);
 }

@@ -8,6 +8,7 @@ import * as path from 'path';
 import * as k8s from '@kubernetes/client-node';
 import { ledgerPathFor, loadFleetFile, loadLedgerFile, readInputText } from '../src/fleet/load';
 import { parseYamlInput } from '../src/base/yaml-input';
+import { FleetValidationError } from '../src/base/errors';
 import { resolveFleet } from '../src/fleet/resolve';
 import { hcoKubevirtOf } from '../src/kubevirt/config';
 import { FleetStatus, judgeFleet, ownedDifference } from '../src/report/status';
@@ -221,8 +222,11 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
 /** `--context-map FILE`: a YAML/JSON mapping of cluster name to kubeconfig context. */
 export function loadContextMap(file: string): Record<string, string> {
   const m = parseYamlInput(readInputText(file, 'context map'), file, 'yaml-syntax', 'context map', file);
-  if (typeof m !== 'object' || m === null || Array.isArray(m) || Object.values(m).some((v) => typeof v !== 'string')) {
-    throw new Error(`${file}: a context map is a mapping of cluster name to kubeconfig context name (east-1: prod-east)`);
+  const notText = typeof m === 'object' && m !== null && !Array.isArray(m) ? Object.keys(m).filter((k) => typeof (m as Record<string, unknown>)[k] !== 'string') : undefined;
+  if (!notText || notText.length) {
+    const message = notText ? `the contexts of ${notText.join(', ')} are not names (text)` : `it is ${Array.isArray(m) ? 'a list' : `the ${typeof m} ${JSON.stringify(m)}`}, not a mapping`;
+    throw new FleetValidationError([{ code: 'status/context-map-invalid', path: file, message,
+      fix: 'write one line per cluster, its name and its kubeconfig context name: east-1: prod-east' }], file, 'context map');
   }
   return m as Record<string, string>;
 }

@@ -203,6 +203,30 @@ describe('migration-mesh status', () => {
     }
   });
 
+  test('a context map or kubeconfig that cannot be used is named as what it is, not as an invalid fleet', async () => {
+    const badMap = path.join(dir, 'bad-map.yaml');
+    fs.writeFileSync(badMap, 'x: [\n');
+    const bigConfig = path.join(dir, 'big-kubeconfig');
+    fs.writeFileSync(bigConfig, Buffer.alloc(5 * 1024 * 1024, 'a'));
+    const status = await runStatus([path.join(dir, 'pair.fleet.yaml'), '--out', path.join(dir, 'dist'), '--context-map', badMap]);
+    expect(status.code).toBe(1);
+    expect(status.err).toMatch(new RegExp(`^${badMap}: the context map is invalid \\(1 problem\\); nothing was written\n  - \\[yaml-syntax\\] ${badMap} line \\d+, column \\d+: not valid YAML`));
+    const pin = spawnSync(process.execPath, [BIN, 'pin-addresses', path.join(ROOT, 'examples', 'vm-networks.fleet.yaml'), '--kubeconfig', bigConfig], { encoding: 'utf8' });
+    expect(pin.status).toBe(1);
+    expect(pin.stderr).toMatch(new RegExp(`^${bigConfig}: the kubeconfig is invalid \\(1 problem\\); nothing was written\n  - \\[file-too-large\\] ${bigConfig}: the file has 5242880 bytes`));
+    expect(`${status.err}${pin.stderr}`).not.toMatch(/fleet is invalid/);
+    // YAML, but not a map of cluster to context name: its own code and an example of the right form
+    const listMap = path.join(dir, 'list-map.yaml');
+    fs.writeFileSync(listMap, '- x\n- y\n');
+    const nested = path.join(dir, 'nested-map.yaml');
+    fs.writeFileSync(nested, 'x: {context: a}\ny: b\n');
+    const fix = '    fix: write one line per cluster, its name and its kubeconfig context name: east-1: prod-east\n';
+    for (const [file, why] of [[listMap, 'it is a list, not a mapping'], [nested, 'the contexts of x are not names (text)']]) {
+      const r = await runStatus([path.join(dir, 'pair.fleet.yaml'), '--out', path.join(dir, 'dist'), '--context-map', file]);
+      expect(r).toMatchObject({ code: 1, err: `${file}: the context map is invalid (1 problem); nothing was written\n  - [status/context-map-invalid] ${file}: ${why}\n${fix}` });
+    }
+  });
+
   test('usage: one fleet file, --timeout a positive number', async () => {
     expect((await runStatus([])).code).toBe(2);
     expect((await runStatus(['f.yaml', '--timeout', 'soon'])).code).toBe(2);

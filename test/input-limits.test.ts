@@ -86,6 +86,46 @@ test('a ledger that is several documents or an alias bomb is refused with a code
 });
 
 /**
+ * A refusal names the kind of file it is in:  a moves file, a ledger or a kubeconfig is not "fleet is
+ * invalid" (they were, whatever file the problem was in), and a file that cannot be read gives its fix in
+ * every command, as validate did (synth, plan and diff printed the code without the fix).
+ */
+describe('refusals name the kind of input, and give the fix', () => {
+  const fleetWith = (name: string): string => write(`${name}.fleet.yaml`, YAML.stringify(baseFleet({}, name)));
+
+  test('a moves file that is not YAML: "the moves file is invalid" in synth and validate', () => {
+    const f = fleetWith('mv');
+    write('mv.moves.yaml', 'moves: [\n');
+    const out = path.join(dir, 'out-mv');
+    for (const r of [runCli(['synth', f, '--out', out, '--no-svg']), runCli(['validate', f])]) {
+      expect(r.code).toBe(1);
+      expect(r.err).toMatch(new RegExp(`^${f}: the moves file is invalid \\(1 problem\\); nothing was written\n  - \\[forklift/moves-syntax\\] ${path.join(dir, 'mv.moves.yaml')} line \\d+, column \\d+: not valid YAML`));
+    }
+    expect(fs.existsSync(out)).toBe(false);
+  });
+
+  test('a ledger over 4 MiB: "the address ledger cannot be used", as for its other problems, with the file and the code', () => {
+    const f = fleetWith('lg');
+    const ledger = write('lg.ledger.yaml', Buffer.alloc(MAX_INPUT_BYTES + 1, 'a'));
+    const r = runCli(['synth', f, '--out', path.join(dir, 'out-lg'), '--no-svg']);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(new RegExp(`^${f}: the address ledger cannot be used \\(1 problem\\); nothing was written\n  - \\[file-too-large\\] ${ledger}: `));
+  });
+
+  test('a fleet file that does not exist: synth, plan and diff print the code and the fix', () => {
+    const missing = path.join(dir, 'no-such.fleet.yaml');
+    const fix = '  fix: check the path and its permissions\n';
+    const synth = runCli(['synth', missing, '--out', path.join(dir, 'out-missing')]);
+    expect(synth).toMatchObject({ code: 1, err: `cannot read fleet file ${missing}: ENOENT: no such file or directory, stat '${missing}' [file-unreadable]\n${fix}` });
+    const plan = runCli(['plan', missing]);
+    expect(plan).toMatchObject({ code: 1, err: `error: cannot read fleet file ${missing}: ENOENT: no such file or directory, stat '${missing}' [file-unreadable]\n${fix}` });
+    const diff = runCli(['diff', missing, fleetWith('df')]);
+    expect(diff.code).toBe(2);
+    expect(diff.err).toContain(`[file-unreadable]\n${fix}`);
+  });
+});
+
+/**
  * The one reader of every input (issue #39): whatever the path is, it stops at 4 MiB + 1 byte and never
  * blocks for good. The CLI's bounds (3 s without a writer, 30 s of silence) are shortened here; the
  * built CLI is held to them in test/cli-process.test.ts.

@@ -42,18 +42,26 @@ export class MigrationMeshError extends Error {
 export class FleetValidationError extends MigrationMeshError {
   /** The file the problems belong to, when the caller named it. */
   public readonly source?: string;
-  constructor(problems: readonly FleetProblem[], source?: string) {
+  /** The kind of input refused when it is not the fleet (`moves file`, `context map`, `kubeconfig`...). */
+  public readonly input?: string;
+  /**
+   * `input`: the kind of file the problems are in, when it is not the fleet itself (a kubeconfig too
+   * large is not "fleet is invalid").
+   */
+  constructor(problems: readonly FleetProblem[], source?: string, input?: string) {
     const n = `${problems.length} problem${problems.length === 1 ? '' : 's'}`;
+    const other = input !== undefined && input !== 'fleet file' ? input : undefined;
     // a frozen ledger that would change is not an invalid fleet: say what it is
     const what = problems.length > 0 && problems.every((p) => p.code === 'ledger-would-change' || p.code === 'ledger-missing')
       ? `--frozen: the ledger would change (${n})`
-      : problems.length > 0 && problems.every((p) => p.code.startsWith('ledger-'))
+      : other === 'ledger' || (problems.length > 0 && problems.every((p) => p.code.startsWith('ledger-')))
         ? `the address ledger cannot be used (${n})`
-        : `fleet is invalid (${n})`;
+        : other ? `the ${other} is invalid (${n})` : `fleet is invalid (${n})`;
     const head = `${source ? `${source}: ` : ''}${what}; nothing was written`;
     super(`${head}\n${problems.map((p) => `  - ${formatProblem(p)}`).join('\n')}`, problems);
     this.name = 'FleetValidationError';
     this.source = source;
+    this.input = other;
   }
 }
 

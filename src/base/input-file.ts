@@ -55,7 +55,7 @@ function kindOf(st: fs.Stats): string {
 export function readInputBytes(file: string, what: string, at?: string, wait: InputWait = INPUT_WAIT): Uint8Array {
   const docPath = at ?? '(document)';
   const refuse = (code: ProblemCode, message: string, fix: string): never => {
-    throw new FleetValidationError([{ code, path: docPath, message, fix }], file);
+    throw new FleetValidationError([{ code, path: docPath, message, fix }], file, what);
   };
   const unreadable = (why: string, fix: string): never => {
     const message = `cannot read ${what} ${file}: ${why}`;

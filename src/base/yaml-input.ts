@@ -18,14 +18,14 @@ const MAX_INPUT_DEPTH = 64;
 /** Most alias expansions in one document (the yaml library's own resource-exhaustion guard). */
 const MAX_ALIASES = 100;
 
-const refuseAt = (source: string, code: ProblemCode, message: string, fix: string, path = '(document)'): never => {
+const refuseAt = (source: string, code: ProblemCode, message: string, fix: string, path: string, what: string): never => {
   const p: FleetProblem = { code, path, message, fix };
-  throw new FleetValidationError([p], source);
+  throw new FleetValidationError([p], source, what);
 };
 
-/** Bytes to text: refused when too large or not UTF-8 (a UTF-8 byte order mark is dropped). */
-export function decodeInput(bytes: Uint8Array, source: string, docPath = '(document)'): string {
-  const refuse = (_: string, code: ProblemCode, message: string, fix: string): never => refuseAt(source, code, message, fix, docPath);
+/** Bytes to text: refused when too large or not UTF-8 (a UTF-8 byte order mark is dropped). `what`: the kind of file, for messages. */
+export function decodeInput(bytes: Uint8Array, source: string, docPath = '(document)', what = 'fleet file'): string {
+  const refuse = (_: string, code: ProblemCode, message: string, fix: string): never => refuseAt(source, code, message, fix, docPath, what);
   if (bytes.length > MAX_INPUT_BYTES) {
     refuse(source, 'file-too-large', `the file has ${bytes.length} bytes; inputs are limited to ${MAX_INPUT_BYTES} (4 MiB)`,
       'check that this is the right file (a fleet or ledger is a few KiB); split a huge fleet into several fleets');
@@ -62,7 +62,7 @@ function depthOf(root: unknown): number {
  * `forklift/moves-syntax`); `what`: the kind of file, for messages.
  */
 export function parseYamlInput(text: string, source: string, syntax: ProblemCode, what: string, docPath = '(document)'): unknown {
-  const refuse = (_: string, code: ProblemCode, message: string, fix: string): never => refuseAt(source, code, message, fix, docPath);
+  const refuse = (_: string, code: ProblemCode, message: string, fix: string): never => refuseAt(source, code, message, fix, docPath, what);
   if (text.length > MAX_INPUT_BYTES) {
     refuse(source, 'file-too-large', `the ${what} has ${text.length} characters; inputs are limited to ${MAX_INPUT_BYTES} (4 MiB)`,
       'check that this is the right file; split a huge fleet into several fleets');
@@ -101,7 +101,7 @@ export function parseYamlInput(text: string, source: string, syntax: ProblemCode
         fix: 'correct the syntax at that position (indentation, a missing ":" or quote)',
       };
     });
-    throw new FleetValidationError(problems, source);
+    throw new FleetValidationError(problems, source, what);
   }
   let data: unknown;
   try {

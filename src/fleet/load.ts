@@ -37,7 +37,7 @@ function parseYaml(text: string, source: string): unknown {
  */
 export function readInputText(file: string, what = 'fleet file'): string {
   const at = what === 'fleet file' ? undefined : file;
-  return decodeInput(readInputBytes(file, what, at), file, at);
+  return decodeInput(readInputBytes(file, what, at), file, at, what);
 }
 
 function readText(file: string): string {

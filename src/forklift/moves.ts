@@ -22,10 +22,10 @@ export function parseMovesText(text: string, source: string, fleet: string): Mov
   const r = movesDocumentSchema.safeParse(parseYamlInput(text, source, 'forklift/moves-syntax', 'moves file', source));
   if (!r.success) {
     const problems: FleetProblem[] = r.error.issues.map((i) => ({ code: 'forklift/moves-invalid', path: pathToString(i.path) || '(document)', message: i.message }));
-    throw new FleetValidationError(problems, source);
+    throw new FleetValidationError(problems, source, 'moves file');
   }
   if (r.data.metadata.name !== fleet) {
-    throw new FleetValidationError([{ code: 'forklift/moves-fleet', path: 'metadata.name', message: `'${r.data.metadata.name}' is not the fleet '${fleet}' these moves sit beside`, fix: `set metadata.name: ${fleet}` }], source);
+    throw new FleetValidationError([{ code: 'forklift/moves-fleet', path: 'metadata.name', message: `'${r.data.metadata.name}' is not the fleet '${fleet}' these moves sit beside`, fix: `set metadata.name: ${fleet}` }], source, 'moves file');
   }
   return { moves: r.data.moves, path: `${path.basename(source)}: moves` };
 }
@@ -33,5 +33,5 @@ export function parseMovesText(text: string, source: string, fleet: string): Mov
 /** The moves file beside a fleet file, if there is one. */
 export function loadMovesFile(file: string, fleet: string): MovesInput | undefined {
   if (!fs.existsSync(file)) return undefined;
-  return parseMovesText(decodeInput(readInputBytes(file, 'moves file', file), file, file), file, fleet);
+  return parseMovesText(decodeInput(readInputBytes(file, 'moves file', file), file, file, 'moves file'), file, fleet);
 }
