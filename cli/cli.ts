@@ -84,9 +84,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       default: throw new Error(`no command function for '${args.cmd}'`);
     }
   } catch (e) {
-    if (e instanceof FleetValidationError || e instanceof FilesFailed) { err(`${e.message}\n`); return 1; }
-    if (e instanceof MigrationMeshError) { err(`error: ${withFixes(e)}\n`); return 1; }
-    err(`error: ${(e as Error).message}\n`);
+    err(failureText(e));
     return 1;
   }
 }
@@ -109,6 +107,12 @@ function withCodes(e: MigrationMeshError): string {
 function withFixes(e: MigrationMeshError): string {
   const fixes = [...new Set(e.problems.flatMap((p) => (p.fix && !e.message.includes(p.fix) ? [p.fix] : [])))];
   return [withCodes(e), ...fixes.map((f) => `  fix: ${f}`)].join('\n');
+}
+
+/** What a failed command prints: fleet problems as they are (each with its fix), any other error after `error:`, with its codes and fixes. */
+function failureText(e: unknown): string {
+  if (e instanceof FleetValidationError || e instanceof FilesFailed) return `${e.message}\n`;
+  return `error: ${e instanceof MigrationMeshError ? withFixes(e) : (e as Error).message}\n`;
 }
 
 /** `fn()`, its FleetValidationError naming `file` (synth, plan and diff say which file, as validate does). */
@@ -140,8 +144,7 @@ export async function mainAsync(argv: string[], out: Sink = (s) => process.stdou
     out(args.flags.get('output') === 'json' ? `${JSON.stringify(s, null, 2)}\n` : renderStatus(s));
     return s.ready ? 0 : 1;
   } catch (e) {
-    if (e instanceof FleetValidationError) { err(`${e.message}\n`); return 1; }
-    err(`error: ${e instanceof MigrationMeshError ? withFixes(e) : (e as Error).message}\n`);
+    err(failureText(e));
     return 1;
   }
 }
@@ -163,8 +166,7 @@ async function pinAddressesCommand(args: Args, out: Sink, err: Sink): Promise<nu
     out(args.flags.get('output') === 'json' ? `${JSON.stringify(r, null, 2)}\n` : renderPin(r));
     return r.ok ? 0 : 1;
   } catch (e) {
-    if (e instanceof FleetValidationError) { err(`${e.message}\n`); return 1; }
-    err(`error: ${e instanceof MigrationMeshError ? withFixes(e) : (e as Error).message}\n`);
+    err(failureText(e));
     return 1;
   }
 }

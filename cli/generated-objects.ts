@@ -2,8 +2,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import * as yaml from 'yaml';
-import { readInputBytes } from '../src/base/input-file';
-import { decodeInput } from '../src/base/yaml-input';
+import { readInputText } from '../src/base/input-file';
 
 export type GeneratedObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
 
@@ -20,6 +19,6 @@ function objectFiles(dir: string): string[] {
 export function generatedObjects(dir: string): GeneratedObject[] {
   if (!fs.existsSync(dir)) throw new Error(`${dir}: no generated objects (run migration-mesh synth first, or give --out)`);
   return objectFiles(dir)
-    .flatMap((f) => yaml.parseAllDocuments(decodeInput(readInputBytes(f, 'generated file', f), f, f, 'generated file')).map((d) => d.toJSON() as GeneratedObject))
+    .flatMap((f) => yaml.parseAllDocuments(readInputText(f, 'generated file')).map((d) => d.toJSON() as GeneratedObject))
     .filter((o) => o && typeof o.kind === 'string' && typeof o.apiVersion === 'string' && o.metadata?.name);
 }

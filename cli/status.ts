@@ -6,7 +6,8 @@
 import * as crypto from 'crypto';
 import * as path from 'path';
 import * as k8s from '@kubernetes/client-node';
-import { ledgerPathFor, loadFleetFile, loadLedgerFile, readInputText } from '../src/fleet/load';
+import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/fleet/load';
+import { readInputText } from '../src/base/input-file';
 import { parseYamlInput } from '../src/base/yaml-input';
 import { FleetValidationError } from '../src/base/errors';
 import { resolveFleet } from '../src/fleet/resolve';
@@ -217,7 +218,6 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   })));
   return judgeFleet(fleet.name, clusters, groups, moves);
 }
-
 
 /** `--context-map FILE`: a YAML/JSON mapping of cluster name to kubeconfig context. */
 export function loadContextMap(file: string): Record<string, string> {

@@ -12,6 +12,7 @@ import * as YAML from 'yaml';
 import { PROBLEM_CODES } from '../src/base/problem-codes';
 import { MigrationMeshError } from '../src/base/errors';
 import { MAX_INPUT_BYTES } from '../src/base/yaml-input';
+import { readInputBytes } from '../src/base/input-file';
 import { baseFleet, mutate, runCli } from './support/fleets';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-input-'));
@@ -131,7 +132,6 @@ describe('refusals name the kind of input, and give the fix', () => {
  * built CLI is held to them in test/cli-process.test.ts.
  */
 describe('readInputBytes: the size cap and the time bounds hold for every kind of path', () => {
-  const { readInputBytes } = require('../src/base/input-file') as typeof import('../src/base/input-file');
   const wait = { noWriterMs: 400, idleMs: 600, totalMs: 5000 };
   const fifo = (name: string): string => {
     const f = path.join(dir, name);

@@ -17,7 +17,7 @@
 import * as fs from 'fs';
 import { FleetValidationError, MigrationMeshError } from './errors';
 import { ProblemCode } from './problem-codes';
-import { MAX_INPUT_BYTES } from './yaml-input';
+import { MAX_INPUT_BYTES, decodeInput } from './yaml-input';
 
 /** How long a FIFO, pipe or device input is waited for. */
 export interface InputWait {
@@ -128,4 +128,14 @@ export function readInputBytes(file: string, what: string, at?: string, wait: In
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/**
+ * A file's text: readInputBytes, then UTF-8 (refused with `file-encoding` otherwise). `what` names the
+ * kind of input in messages and in the refusal's headline; a fleet's problems sit at `(document)`,
+ * another input's at its file.
+ */
+export function readInputText(file: string, what = 'fleet file'): string {
+  const at = what === 'fleet file' ? undefined : file;
+  return decodeInput(readInputBytes(file, what, at), file, at, what);
 }

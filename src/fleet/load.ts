@@ -5,8 +5,8 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { FleetValidationError } from '../base/errors';
-import { decodeInput, parseYamlInput } from '../base/yaml-input';
-import { readInputBytes } from '../base/input-file';
+import { parseYamlInput } from '../base/yaml-input';
+import { readInputText } from '../base/input-file';
 import { FleetDocument } from './schema';
 import { Ledger, parseLedger } from '../addressing/ledger';
 import { checkFleetDocument } from './document';
@@ -29,15 +29,6 @@ export function parseFleetText(text: string, source = 'fleet'): FleetDocument {
 /** YAML/JSON text to data, without the schema; every refusal has a code (src/base/yaml-input.ts). */
 function parseYaml(text: string, source: string): unknown {
   return parseYamlInput(text, source, 'yaml-syntax', 'fleet file');
-}
-
-/**
- * A file's text: refused with a code when unreadable, too large (a regular file checked before reading;
- * anything else cut off at the cap), a FIFO or pipe that sends nothing, or not UTF-8.
- */
-export function readInputText(file: string, what = 'fleet file'): string {
-  const at = what === 'fleet file' ? undefined : file;
-  return decodeInput(readInputBytes(file, what, at), file, at, what);
 }
 
 function readText(file: string): string {

@@ -5,8 +5,8 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import { decodeInput, parseYamlInput } from '../base/yaml-input';
-import { readInputBytes } from '../base/input-file';
+import { parseYamlInput } from '../base/yaml-input';
+import { readInputText } from '../base/input-file';
 import { FleetProblem, FleetValidationError, pathToString } from '../base/errors';
 import { movesDocumentSchema } from './schema';
 import { MovesInput } from './checks';
@@ -33,5 +33,5 @@ export function parseMovesText(text: string, source: string, fleet: string): Mov
 /** The moves file beside a fleet file, if there is one. */
 export function loadMovesFile(file: string, fleet: string): MovesInput | undefined {
   if (!fs.existsSync(file)) return undefined;
-  return parseMovesText(decodeInput(readInputBytes(file, 'moves file', file), file, file, 'moves file'), file, fleet);
+  return parseMovesText(readInputText(file, 'moves file'), file, fleet);
 }
