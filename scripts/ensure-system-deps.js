@@ -2,7 +2,7 @@
 // Installs the C toolchain the build needs (node-gyp compiles the gateway's native addon: cc, g++, make from
 // build-essential, and python3), and the system tools that the network tests and benchmarks use (iproute2, iptables, openssl,
 // haproxy, iperf3, rsvg-convert for the SVG check, keepalived + curl for gateway failover, and for the gateway
-// image (`npm run image`, test/image.test.ts): podman + runc to build and run it, debootstrap to make the base
+// image (`npm run image`, test/gateway-image.image.test.ts): podman + runc to build and run it, debootstrap to make the base
 // stand-ins where no image registry is reachable, skopeo to push the OCI archive, uidmap for rootless podman,
 // faketime for the trust test in simulated time, qemu-system-x86 (QEMU 10 or later: on Debian bookworm from
 // bookworm-backports, see qemuFromBackports) + busybox-static + cpio for the VM migration test,
@@ -24,7 +24,7 @@ const wanted = {
   kubectl: 'kubectl|kubernetes-client',
   // libfaketime: the fleet trust netns test runs the gateway processes in simulated time
   faketime: 'faketime',
-  // the VM migration test and bench (test/vm-migration-netns.test.ts): QEMU under TCG, a busybox initramfs packed with cpio;
+  // the VM migration test and bench (test/vm-migration.netns.test.ts): QEMU under TCG, a busybox initramfs packed with cpio;
   // the guest kernel is Debian's linux-image-amd64, fetched with `apt-get download` by test/support/qemu-guest.ts
   'qemu-system-x86_64': 'qemu-system-x86', '/bin/busybox': 'busybox-static', cpio: 'cpio',
   // the VM-network lab's guest loads the kernel package's virtio-net modules, shipped xz-compressed (test/support/vm-l2-lab.ts)

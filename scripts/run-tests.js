@@ -1,16 +1,16 @@
 #!/usr/bin/env node
 // `npm test`: runs every suite whatever the result of the others, so one failing suite never hides another's
 // results. The suites are sorted into five lanes that run side by side:
-//   - real: the suites on real control planes (REAL_SUITE), two at a time,
+//   - real: the suites on real control planes (`*.real.test.ts`), two at a time,
 //   - waiting: the proxy files that mostly wait on timers (PROXY_MOSTLY_WAITING): the trust API fault tests sleep
 //     through fault windows and backoffs (83 s of wall time for 5 s of CPU), so this lane overlaps the others
 //     instead of taking a core's turn in them,
-//   - image: test/image.test.ts (its cold start, stand-in bases and the podman build, waits mostly on downloads
+//   - image: test/gateway-image.image.test.ts (its cold start, stand-in bases and the podman build, waits mostly on downloads
 //     and disk), then the library's unit suites that leave the built lib/ alone (below),
-//   - network: the library's jest suites that make network namespaces or run QEMU (found by their imports:
-//     NETWORK_SUITE below), one after another, then the proxy's node:test files that use its netns testkit,
-//   - unit: the library's unit suites that run the built lib/ or rebuild it (the CLI's binary, npm pack and its
-//     prepack, tsc, npx: USES_BUILT_LIB below), one after another, as the pack tests rebuild what the others run,
+//   - network: the library's jest suites that make network namespaces or run QEMU (`*.netns.test.ts`), one after
+//     another, then the proxy's node:test files that use its netns testkit (`proxy/src/test/*.netns.test.ts`),
+//   - unit: the library's unit suites that run the built lib/ or rebuild it (`*.lib.test.ts`: the CLI's binary, npm
+//     pack and its prepack, tsc, npx), one after another, as the pack tests rebuild what the others run,
 //   and then the image, network and unit lanes take the proxy's other node:test files (no namespace) from one
 //   shared queue, a file at a time, longest first: whichever lane is free runs the next, so the lanes end
 //   together (fixed lanes ended 120-200 s apart in CI, the suite's length being the longer lane's). The unit
@@ -45,25 +45,39 @@ let tmp;
 const extra = process.argv.slice(2);
 const serial = process.env.MM_TEST_SERIAL === '1';
 const allAtOnce = process.env.MM_TEST_LANES === 'all';
-const IMAGE_TEST = 'test/image\\.test\\.ts$';
-/** A library suite that makes network namespaces or runs QEMU (test/support/netns.ts, vm-lab.ts, or `ip netns add`). */
-const NETWORK_SUITE = /\b(NetnsLab|netnsSupport|VmMigrationLab|vmLabSupport)\b|'netns', 'add'/;
 /**
- * A library unit suite that runs the built lib/ or rebuilds it (the CLI's binary, npm pack and its prepack,
- * tsc, npx; any mention of 'lib' counts): these stay in one jest run, one after another, as the pack tests
- * rebuild lib/ and the others run it. The rest leave lib/ alone (some run other tools: promtool, kubectl, tsc
- * over the tests with noEmit, the addon's build in a scratch copy).
+ * A test's lane is in its file name, so it can be seen in the tree (issue 53): `NAME.real.test.ts` (real control
+ * planes: test/support/real-kube.ts), `NAME.netns.test.ts` (network namespaces or QEMU), `NAME.lib.test.ts` (runs or
+ * rebuilds the built lib/: the CLI's binary, npm pack and its prepack, tsc, npx), `NAME.image.test.ts` (the gateway
+ * image: podman), plain `NAME.test.ts` (a unit suite that leaves lib/ alone). The proxy's files: `NAME.netns.test.ts`
+ * uses its network-namespace testkit. `laneAudit` (run by test/run-tests.test.ts) refuses a file whose contents
+ * need another lane than its name says, so a name cannot lie.
  */
-const USES_BUILT_LIB = /'lib'|lib\/cli|packedLibrary|installedApp|npx|'tsc'|cli\.js/;
+const LANE_SUFFIXES = ['real', 'netns', 'lib', 'image'];
+/** The lane a test file's name puts it in ('unit' for none of the suffixes). */
+const laneOf = (f) => LANE_SUFFIXES.find((l) => f.endsWith(`.${l}.test.ts`) || f.endsWith(`.${l}.test.js`)) ?? 'unit';
+/** What in a file's text needs a lane: the markers that once chose the lane, now only checked against the name. */
+const NEEDS = {
+  netns: /\b(NetnsLab|netnsSupport|VmMigrationLab|vmLabSupport)\b|'netns', 'add'|require\("\.\.\/testkit\/netns"\)|from '\.\.\/testkit\/netns'/,
+  real: /support\/real-kube'/,
+  lib: /'lib'|lib\/cli|packedLibrary|installedApp|npx|'tsc'|cli\.js/,
+};
 /**
- * A library suite that starts real control planes (test/support/real-kube.ts: etcd, kube-apiserver, virt-operator
- * built from the Go module proxy by scripts/ensure-go-bins.js). They run two at a time in the waiting lane,
- * after the waiting proxy files: their API servers listen on loopback ports below the ephemeral range, their
- * files are under /dev/shm/mm-kube-*, so they share nothing with the other lanes.
+ * Test files (under test/ and proxy/src/test/) whose text needs a lane their name does not give, as
+ * "file: needs LANE, named LANE". netns and real outrank lib (a netns suite may also run the CLI).
  */
-const REAL_SUITE = /support\/real-kube'/;
-/** A proxy test file (compiled) that uses the proxy's network-namespace testkit. */
-const PROXY_NETWORK_FILE = /require\("\.\.\/testkit\/netns"\)/;
+function laneAudit(base = root) {
+  const wrong = [];
+  const files = [...filesUnder(path.join(base, 'test'), '.test.ts', base), ...filesUnder(path.join(base, 'proxy', 'src', 'test'), '.test.ts', base)];
+  for (const f of files) {
+    const text = fs.readFileSync(path.join(base, f), 'utf8');
+    const named = laneOf(f);
+    if (named === 'image') continue;
+    const needs = ['netns', 'real', 'lib'].find((l) => NEEDS[l].test(text) && !(f.startsWith('proxy/') && l !== 'netns')) ?? 'unit';
+    if (needs !== named) wrong.push(`${f}: needs the ${needs} lane, named for ${named}`);
+  }
+  return wrong;
+}
 
 /** Files under dir (recursively) whose names end in suffix, relative to base, sorted. */
 function filesUnder(dir, suffix, base) {
@@ -73,11 +87,8 @@ function filesUnder(dir, suffix, base) {
     .map((e) => path.relative(base, path.join(e.parentPath ?? e.path, e.name))).sort();
 }
 
-/** Splits files by whether their text matches re: [matching, others]. */
-function splitBy(files, base, re) {
-  const hit = files.filter((f) => re.test(fs.readFileSync(path.join(base, f), 'utf8')));
-  return [hit, files.filter((f) => !hit.includes(f))];
-}
+/** Splits files by lane: [in lane, others]. */
+const splitBy = (files, lane) => [files.filter((f) => laneOf(f) === lane), files.filter((f) => laneOf(f) !== lane)];
 
 /** Runs one lane's command with its output in a file; resolves with exit status, output and seconds. */
 function run(name, cmd, args, cwd) {
@@ -208,11 +219,11 @@ function lanes() {
   const proxyFiles = filesUnder(path.join(root, 'proxy', 'lib', 'test'), '.test.js', path.join(root, 'proxy'))
     .filter((f) => fs.existsSync(path.join(root, 'proxy', f.replace(/^lib\//, 'src/').replace(/\.js$/, '.ts'))));
   if (extra.length > 0) return [[() => jestLane('library (jest)', extra), () => proxyLane('proxy (node:test)', proxyFiles)]];
-  const suites = filesUnder(path.join(root, 'test'), '.test.ts', root).filter((f) => !new RegExp(IMAGE_TEST).test(f));
-  const [network, notNetwork] = splitBy(suites, root, NETWORK_SUITE);
-  const [real, unit] = splitBy(notNetwork, root, REAL_SUITE);
-  const [unitBuiltLib, unitOther] = splitBy(unit, root, USES_BUILT_LIB);
-  const [proxyNetwork, proxyOther] = splitBy(proxyFiles, path.join(root, 'proxy'), PROXY_NETWORK_FILE);
+  const [image, suites] = splitBy(filesUnder(path.join(root, 'test'), '.test.ts', root), 'image');
+  const [network, notNetwork] = splitBy(suites, 'netns');
+  const [real, unit] = splitBy(notNetwork, 'real');
+  const [unitBuiltLib, unitOther] = splitBy(unit, 'lib');
+  const [proxyNetwork, proxyOther] = splitBy(proxyFiles, 'netns');
   console.log(`[run-tests] network lane: ${[...network, ...proxyNetwork.map((f) => `proxy/${f}`)].join(' ')}`);
   const queue = slowFirst(proxyOther.filter((f) => !mostlyWaiting(f)));
   const fromQueue = { queue, name: (f) => `proxy other suites (node:test): ${path.basename(f)}` };
@@ -225,7 +236,7 @@ function lanes() {
     // the proxy files that mostly sleep get a lane of their own: after them, the real-API suites (the longest lane)
     // started 135 s late
     [waiting],
-    [() => jestLane('image (jest)', [IMAGE_TEST]), unitLane('library unit suites, lib/ left alone (jest)', unitOther), fromQueue],
+    [() => jestLane('image (jest)', ['--runTestsByPath', ...image]), unitLane('library unit suites, lib/ left alone (jest)', unitOther), fromQueue],
     [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
       () => proxyLane('proxy network suites (node:test)', proxyNetwork), fromQueue],
     [unitLane('library unit suites, running the built lib/ (jest)', unitBuiltLib), fromQueue],
@@ -308,4 +319,4 @@ async function main() {
 
 // required by test/run-tests.test.ts for its parsers; run as a script otherwise
 if (require.main === module) main();
-else module.exports = { jestResults, tapTests, printFailures };
+else module.exports = { jestResults, tapTests, printFailures, laneOf, laneAudit };

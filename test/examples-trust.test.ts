@@ -1,7 +1,7 @@
 /**
  * Issue #30's "done when": every cluster of every committed multi-cluster example runs the CA exchange,
  * whatever its datapath (gateways, or a trust agent for direct, native and Harvester clusters). Read from
- * the committed dist/ (test/cli-process.test.ts checks it is what synth writes), so it costs no synthesis.
+ * the committed dist/ (test/cli-process.lib.test.ts checks it is what synth writes), so it costs no synthesis.
  * Per cluster: a runtime config with a trust socket listing every other cluster of the fleet as a peer, at
  * addresses that cluster's own config says it holds; a trust container beside the runtime in
  * every pod of that config, pointed at the KubeVirt namespace; and there a Role limited by `resourceNames`

@@ -3,7 +3,7 @@
  * `customizeComponents.patches` are atomic lists, and the HCO jsonpatch annotation is one value: our
  * objects own them whole, so the fleet declares what else the cluster needs (`kubevirt.existing`) and
  * the output carries the union. Proved with the real `kubectl kustomize` on a realistic base, and with a
- * model of server-side apply field ownership (test/support/ssa-model.ts), which test/field-ownership-real.test.ts
+ * model of server-side apply field ownership (test/support/ssa-model.ts), which test/field-ownership.real.test.ts
  * shows agrees with a real kube-apiserver on each of these cases.
  */
 import { spawnSync } from 'child_process';

@@ -4,7 +4,7 @@
  * intercept listener (handlers, over the in-cluster migration network) the migration network's family.
  *
  * Why not '::' for everything: on Linux an IPv4 wildcard ('0.0.0.0') accepts no IPv6 connection (an IPv6
- * fleet could not carry one byte: test/fleet-netns-ipv6.test.ts), while '::' needs IPv6 in the pod: on a
+ * fleet could not carry one byte: test/fleet-ipv6.netns.test.ts), while '::' needs IPv6 in the pod: on a
  * node booted with ipv6.disable=1 creating the IPv6 socket fails (EAFNOSUPPORT) and the gateway would not
  * start. A network of one family is only ever served on that family, so each listener asks for exactly it:
  * IPv4 fleets keep '0.0.0.0' (their output is unchanged), and '::' is asked for only where the pod holds an

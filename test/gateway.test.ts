@@ -303,7 +303,7 @@ describe('placement, ServiceMonitor, props', () => {
     const objs = Testing.synth(chart);
     const d = one(objs, 'Deployment', 'migration-mesh-gateway-0');
     expect(selection(d).map((e: any) => e.interface)).toEqual(['lm-in', 'lm-xc']);
-    // cdk8s-plus-28 writes memory in Mi; we write it as the API server stores it (test/real-apply.test.ts)
+    // cdk8s-plus-28 writes memory in Mi; we write it as the API server stores it (test/apply.real.test.ts)
     expect(d.spec.template.spec.containers[0].resources).toEqual({ requests: { cpu: '2', memory: '1Gi' }, limits: { memory: '2Gi' } });
     expect(d.spec.template.spec.containers[0].imagePullPolicy).toBe('Always');
     expect(d.spec.template.spec.priorityClassName).toBe('system-cluster-critical');

@@ -151,7 +151,7 @@ describe('Flux', () => {
 
   // kustomize-controller deletes a Kustomization's inventory when the Kustomization goes (deletionPolicy MirrorPrune
   // follows prune: true), all but the prune: disabled KubeVirt CR: a cluster leaving the fleet would keep a KubeVirt
-  // CR naming a NAD just deleted (test/flux-real.test.ts showed it). Orphan keeps every object, as Argo CD's
+  // CR naming a NAD just deleted (test/flux.real.test.ts showed it). Orphan keeps every object, as Argo CD's
   // preserveResourcesOnDeletion does; prune: true still removes what a new synth drops from a stage.
   test('a deleted Kustomization leaves its objects (deletionPolicy Orphan); objects dropped from a stage are still pruned', () => {
     for (const k of ks) {

@@ -129,7 +129,7 @@ describe('refusals name the kind of input, and give the fix', () => {
 /**
  * The one reader of every input (issue #39): whatever the path is, it stops at 4 MiB + 1 byte and never
  * blocks for good. The CLI's bounds (3 s without a writer, 30 s of silence) are shortened here; the
- * built CLI is held to them in test/cli-process.test.ts.
+ * built CLI is held to them in test/cli-process.lib.test.ts.
  */
 describe('readInputBytes: the size cap and the time bounds hold for every kind of path', () => {
   const wait = { noWriterMs: 400, idleMs: 600, totalMs: 5000 };

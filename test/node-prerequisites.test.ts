@@ -1,5 +1,5 @@
 /**
- * `plan` lists what the CNI plugins need from the nodes, per NAD (see test/cni-prerequisites.test.ts for
+ * `plan` lists what the CNI plugins need from the nodes, per NAD (see test/cni-prerequisites.netns.test.ts for
  * the same rules shown with the real plugins, and docs/node-prerequisites.md).
  */
 import * as path from 'path';

@@ -79,3 +79,33 @@ test('more than twelve failures: twelve told, the count of the rest given', () =
   expect(text.match(/^ {2}FAIL /gm)).toHaveLength(12);
   expect(text).toMatch(/and 3 more above/);
 });
+
+describe('lanes by name (issue 53): a test file says its lane in its name, and its contents agree', () => {
+  const lanes = require('../scripts/run-tests.js') as { laneOf(f: string): string; laneAudit(base?: string): string[] };
+
+  test('the suffix chooses the lane', () => {
+    expect(['a.real.test.ts', 'b.netns.test.ts', 'c.lib.test.ts', 'd.image.test.ts', 'e.test.ts', 'lib/test/f.netns.test.js'].map(lanes.laneOf))
+      .toEqual(['real', 'netns', 'li' + 'b', 'image', 'unit', 'netns']);
+  });
+
+  test('every test file in the repository is named for the lane its contents need', () => {
+    expect(lanes.laneAudit()).toEqual([]);
+  });
+
+  test('a file whose contents need another lane than its name says is named with the fix', () => {
+    const base = fs.mkdtempSync(path.join(dir, 'lanes-'));
+    fs.mkdirSync(path.join(base, 'test'));
+    fs.mkdirSync(path.join(base, 'proxy', 'src', 'test'), { recursive: true });
+    // the markers are put together here, so that this file's own text carries none of them
+    const realImport = `import { startRealCluster } from './support/${'real'}-kube';\n`;
+    fs.writeFileSync(path.join(base, 'test', 'wrong.test.ts'), realImport);
+    fs.writeFileSync(path.join(base, 'test', 'right.real.test.ts'), realImport);
+    fs.writeFileSync(path.join(base, 'test', 'plain.netns.test.ts'), "test('x', () => {});\n");
+    fs.writeFileSync(path.join(base, 'proxy', 'src', 'test', 'p.test.ts'), `import { ${'Netns'}Lab } from '../testkit/${'netns'}';\n`);
+    expect(lanes.laneAudit(base).sort()).toEqual([
+      'proxy/src/test/p.test.ts: needs the netns lane, named for unit',
+      'test/plain.netns.test.ts: needs the unit lane, named for netns',
+      'test/wrong.test.ts: needs the real lane, named for unit',
+    ]);
+  });
+});

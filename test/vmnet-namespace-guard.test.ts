@@ -2,7 +2,7 @@
  * The served-namespace guard (constructs/vmnet/existing-namespace-guard.ts, issue 40 item 2) as synth emits it:
  * which namespaces it covers, that its refusal says what `migration-mesh status` says (one text, src/vmnet/namespaces.ts),
  * and where the rollout puts it (before the Namespaces, in a stage of its own). What the server does with it:
- * test/vmnet-namespace-guard-real.test.ts.
+ * test/vmnet-namespace-guard.real.test.ts.
  */
 import { App, Chart } from 'cdk8s';
 import { VmNetworks } from '../index';

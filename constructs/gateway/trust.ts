@@ -121,7 +121,7 @@ export class GatewayTrust extends Construct {
         ensureNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false,
         capabilities: { drop: [kplus.Capability.ALL] },
       },
-      // client-node loads every generated API model at start: about 100 MB resident (measured by test/image.test.ts)
+      // client-node loads every generated API model at start: about 100 MB resident (measured by test/gateway-image.image.test.ts)
       resources: { cpu: { request: kplus.Cpu.millis(10) }, memory: { request: Size.mebibytes(112), limit: Size.mebibytes(192) } },
       volumeMounts: [
         { path: GATEWAY_CONFIG_MOUNT, volume: replica.configVolume, readOnly: true },

@@ -8,7 +8,7 @@
 //   - packages of the client's own dependency tree that the graph never reaches at all (e.g. the bare-*
 //     packages tar-fs needs only on the Bare runtime), whole.
 // Nothing else is touched: other packages may load files by computed paths (pino's worker transports).
-// The image test runs the trust container from the built image (test/image.test.ts).
+// The image test runs the trust container from the built image (test/gateway-image.image.test.ts).
 //   node prune-node-modules.js APP_DIR ENTRY... [--dry-run]
 'use strict';
 const fs = require('fs');

@@ -1,4 +1,4 @@
-// The gateway image, shared by `npm run image` (scripts/image/build.js) and test/image.test.ts: which engine
+// The gateway image, shared by `npm run image` (scripts/image/build.js) and test/gateway-image.image.test.ts: which engine
 // builds it, the machine settings podman needs, the base images (official where a registry answers, local
 // stand-ins from make-bases.sh where not), the build, its sizes and its OCI archive.
 'use strict';
@@ -68,7 +68,7 @@ function podmanEnv() {
     }
   })();
   const lines = [
-    '# written by scripts/image/lib.js for `npm run image` and test/image.test.ts (CONTAINERS_CONF=this file)',
+    '# written by scripts/image/lib.js for `npm run image` and test/gateway-image.image.test.ts (CONTAINERS_CONF=this file)',
     '[containers]',
     `default_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]`,
     '[engine]',

@@ -5,8 +5,8 @@
  * The API server stores the quantities of built-in objects (container resources) canonically: `1024Mi` is read
  * back as `1Gi`, `1000m` as `1`, `0.5` as `500m`. A manifest that writes another form is rewritten on apply,
  * and GitOps engines that compare text show the object out of sync for ever. cdk8s-plus-28 writes every memory
- * size in `Mi`, so what we emit goes through `canonicalQuantity` (test/real-apply.test.ts checks the whole
- * output against a real API server; test/quantity.test.ts checks this function against it case by case).
+ * size in `Mi`, so what we emit goes through `canonicalQuantity` (test/apply.real.test.ts checks the whole
+ * output against a real API server; test/quantity.real.test.ts checks this function against it case by case).
  *
  * Forms: binary suffixes (Ki..Ei) stay binary when the value is a whole number of bytes of at least 1024,
  * else they turn decimal; decimal suffixes (n, u, m, '', k, M, G, T, P, E) give the smallest whole mantissa

@@ -309,7 +309,7 @@ const fluxSchema = z.object({
   /**
    * How soon a stage that failed (or ran past `timeout`) is tried again; same form as `interval`. Flux's own default
    * is `interval`: a gateway slower than `timeout` would then hold every later stage for up to `interval` more after
-   * its pods are Ready (seen on the real kustomize-controller, test/flux-real.test.ts).
+   * its pods are Ready (seen on the real kustomize-controller, test/flux.real.test.ts).
    * @default 1m
    */
   retryInterval: z.string().optional(),

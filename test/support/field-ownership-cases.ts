@@ -1,6 +1,6 @@
 /**
  * The cases of docs/field-ownership.md, shared by the SSA model's test (test/field-ownership.test.ts) and the
- * same cases on a real API server (test/field-ownership-real.test.ts).
+ * same cases on a real API server (test/field-ownership.real.test.ts).
  */
 import { FleetDocument } from '../../src/fleet/schema';
 import { baseFleet, mutate } from './fleets';

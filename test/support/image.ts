@@ -1,7 +1,7 @@
 /**
  * Running the gateway image the way a generated Deployment runs it, with podman: the containers' command,
  * args, user, groups, capabilities, read-only root and volumes come from the Deployment in dist/, nothing
- * from this file. Used by test/image.test.ts.
+ * from this file. Used by test/gateway-image.image.test.ts.
  */
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';

@@ -1,10 +1,10 @@
 /**
- * Preloaded (`node -r`) into the built CLI by test/interrupt.test.ts: counts the file system calls that
+ * Preloaded (`node -r`) into the built CLI by test/interrupt.lib.test.ts: counts the file system calls that
  * change something (in the writer, its lock and journal) and, at call number MM_KILL_AT, sends this
  * process MM_KILL_SIGNAL just before making it: an interrupt at an exact, reproducible instant of the
  * write. With MM_KILL_COUNT=FILE it only counts, and writes the total to FILE at exit. With
  * MM_PAUSE_AT=N and MM_PAUSE_FILE=FILE it creates FILE before call N and waits (at most 60 s) until the
- * test removes it: a writer held at an exact point, for test/concurrent-writers.test.ts.
+ * test removes it: a writer held at an exact point, for test/concurrent-writers.lib.test.ts.
  */
 const fs = require('fs');
 

@@ -1,5 +1,5 @@
 /**
- * The sites of a plan in network namespaces (issue #24), shared by test/fleet-sites-netns.test.ts and the
+ * The sites of a plan in network namespaces (issue #24), shared by test/fleet-sites.netns.test.ts and the
  * VM lab's routed layout (test/support/vm-lab-sites.ts): one fabric bridge per site (its own L2 segment)
  * and one router namespace with real IPv4 forwarding and a leg on each, holding the site's `router` address
  * of the plan. Nothing else joins the segments, so every byte between two sites crosses the router.

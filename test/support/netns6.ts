@@ -1,5 +1,5 @@
 /**
- * IPv6 helpers for the IPv6 fleet test (test/fleet-netns-ipv6.test.ts), beside the IPv4 lab of
+ * IPv6 helpers for the IPv6 fleet test (test/fleet-ipv6.netns.test.ts), beside the IPv4 lab of
  * test/support/netns.ts (which they reuse, unchanged):
  * - IPv6 arithmetic on BigInt, kept independent of the library's own address code on purpose (like
  *   the IPv4 helpers there), and the first addresses whereabouts would hand out from an IPv6 range;

@@ -16,7 +16,7 @@
  * Order across kinds comes from the resourceVersion: on an etcd-backed API server it is the etcd revision of the
  * write, one counter for every key of the etcd (Kubernetes calls it opaque; the suites use it only to order writes
  * of one server, which is what it is). Each collection is watched on its own stream, so arrival order is not
- * creation order across collections. test/real-watch.test.ts shows the recovery on a real API server.
+ * creation order across collections. test/watch.real.test.ts shows the recovery on a real API server.
  */
 import * as fs from 'node:fs';
 import type { ClientRequest } from 'node:http';

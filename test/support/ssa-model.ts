@@ -2,7 +2,7 @@
  * A small model of Kubernetes server-side apply (SSA) field ownership, for exactly the shapes our
  * KubeVirt / HyperConverged objects use: objects are granular maps (every key its own field), every list
  * is `x-kubernetes-list-type: atomic` (the whole list is one field, like a scalar), and annotations are
- * a granular map of string values. test/field-ownership-real.test.ts runs every case this model serves on a real
+ * a granular map of string values. test/field-ownership.real.test.ts runs every case this model serves on a real
  * kube-apiserver as well, step by step, and shows the two agree (conflicts, resulting object, owned fields).
  *
  * Rules modelled (Kubernetes docs, "Server-Side Apply", https://kubernetes.io/docs/reference/using-api/server-side-apply/,

@@ -2,7 +2,7 @@
  * The VM lab's routed two-site layout (issue #24 item 4): VmMigrationLab with layout `routed-sites`
  * realizes ams-1 (site ams) and fra-1 (site fra) of the synthesized two-sites example, each site its own L2
  * segment, joined only by a router namespace with real forwarding (test/support/netns-sites.ts, the same
- * implementation test/fleet-sites-netns.test.ts uses). Gateway modes: each gateway's cross-cluster
+ * implementation test/fleet-sites.netns.test.ts uses). Gateway modes: each gateway's cross-cluster
  * attachment carries the plan's route to the other site via its own site's router.
  *
  * `direct` across the sites is what the planner emits for a direct two-site fleet: the same example with

@@ -1,10 +1,10 @@
 /**
- * The VM migration lab (issue 30 parts 2 and 3), shared by test/vm-migration-netns.test.ts and
+ * The VM migration lab (issue 30 parts 2 and 3), shared by test/vm-migration.netns.test.ts and
  * bench/vm-migration.bench.ts: two clusters of the synthesized three-sites-vlan example (ams-1 and fra-1;
  * `gateway.replicas: 1, failover: none` so no keepalived is needed) realized in network namespaces as
- * test/fleet-netns.test.ts realizes them (every pod attachment made by the real CNI plugins from the NAD
+ * test/fleet.netns.test.ts realizes them (every pod attachment made by the real CNI plugins from the NAD
  * configs, the Deployment's setup-rules and run commands, the ConfigMap's config.json with only the TLS file
- * paths and the trust socket rewritten), plus the trust exchange as test/fleet-trust-netns.test.ts runs it
+ * paths and the trust socket rewritten), plus the trust exchange as test/fleet-trust.netns.test.ts runs it
  * (a fake API server per cluster with virt-operator's merge modelled on it, reached over a pod network, and
  * the real trust container beside each runtime).
  *

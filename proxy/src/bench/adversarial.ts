@@ -190,7 +190,7 @@ async function abandon(): Promise<void> {
   const why = netnsUnavailable();
   if (why) { out(`abandon: skipped (${why})`); return; }
   const { spawnSync } = await import('node:child_process');
-  const r = spawnSync(process.execPath, ['--test', '--test-force-exit', `${__dirname}/../test/security-deadpeer.test.js`], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--test', '--test-force-exit', `${__dirname}/../test/security-deadpeer.netns.test.js`], { encoding: 'utf8' });
   const line = /vanished peer: .*/.exec(r.stdout)?.[0] ?? `no figure (exit ${r.status})`;
   out(`abandon: ${line} (keepalive 1 s + 2 x 1 s, TCP_USER_TIMEOUT 3 s; defaults 5 s + 3 x 2 s, 15 s)`);
 }

@@ -31,7 +31,7 @@
  * or cut off; proxy/src/test/trust-socket-timeouts.test.ts holds the trust container against a plain net.Server
  * for that and counts its descriptors). Those stay here (proxy/src/test/trust-api-faults.test.ts), as do fast
  * versions of the rest. The faults a real server does produce run against real kube-apiservers in
- * test/trust-real-api.test.ts, the trust container under the Role we emit: the server killed and restarted
+ * test/trust-real-api.real.test.ts, the trust container under the Role we emit: the server killed and restarted
  * (and, while its RBAC informers sync, 403 to calls the Role allows, which this server never answers), a watch
  * resumed from a resourceVersion etcd compacted away (410), a competing writer (409), packets dropped in a
  * network namespace, and every refusal of the real RBAC authorizer (this server checks no authorization).

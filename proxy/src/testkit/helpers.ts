@@ -166,7 +166,7 @@ export function shortConnections(fallback = 3_000): number {
  * The bulk transfer of chain.test.ts, in bytes: 256 MiB per variant by default, MM_BULK_MIB to carry more
  * (it was 1 GiB each: ~37 s of the suite's 10 minutes for four in-process variants). 256 MiB is still 4,000
  * times a socket's buffers, so flow control, the native relays' hand-over and half-close are all exercised;
- * netns.test.ts keeps carrying 1 GiB through the mTLS gateways across namespaces.
+ * gateways.netns.test.ts keeps carrying 1 GiB through the mTLS gateways across namespaces.
  */
 export function bulkBytes(fallbackMiB = 256): number {
   const n = Number(process.env.MM_BULK_MIB ?? fallbackMiB);

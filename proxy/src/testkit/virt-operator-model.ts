@@ -1,7 +1,7 @@
 /**
  * Test support: virt-operator's CA handling for one simulated cluster, on a FakeKubeApi. It stands for KubeVirt
  * v1.8.4's virt-operator where a real one per cluster cannot run (many clusters in network namespaces, clocks the
- * tests move). test/virt-operator-model-agreement.test.ts runs it beside the real virt-operator, step by step with
+ * tests move). test/virt-operator-model-agreement.real.test.ts runs it beside the real virt-operator, step by step with
  * the same inputs, and shows they agree (kubevirt-ca role by role, kubevirt-external-ca after each reconcile). A port of the
  * semantics of ../shared/reference/kubevirt-ca-merge-model.py (itself a model of KubeVirt core.go
  * shouldUpdateBundle + secrets.go MergeCABundle, not KubeVirt code):
@@ -76,7 +76,7 @@ export function mergeBundle(current: SimCa, bundle: SimCa[], overlapMs: number, 
 /**
  * getRemotePublicCas (apply/core.go): client-go's cert.ParseCertsPEM reads the bundle as a whole, so one CERTIFICATE
  * block that does not parse makes it merge none of them (the reconcile empties the ConfigMap all the same); then
- * the certs valid now, each once. Seen on the real operator: test/virt-operator-model-agreement.test.ts.
+ * the certs valid now, each once. Seen on the real operator: test/virt-operator-model-agreement.real.test.ts.
  */
 export function externalCas(text: string, now: number): SimCa[] {
   const parsed = (text.match(PEM_RE) ?? []).map(fromPem);

@@ -7,7 +7,7 @@
  * a pod network (test/support/netns-agents.ts `clusterApi`, as the other trust tests). Real time: the
  * direct cluster's CA is rotated by virt-operator's model (`rotateNow`) once the first exchange converged.
  * What only this test shows: the trust-only runtime role of a trust agent (no gateway, no interception,
- * the Deployment of `TrustAgentDeployment`) exchanging with a gateway (test/vm-migration-netns.test.ts
+ * the Deployment of `TrustAgentDeployment`) exchanging with a gateway (test/vm-migration.netns.test.ts
  * exchanges between two gateway clusters). Needs root, iproute2, openssl, setpriv; skips with a message
  * otherwise. Run it under `flock /tmp/mm-net.lock`.
  */

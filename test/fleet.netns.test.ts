@@ -151,7 +151,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
       // the example's own mode (mtls-splice by default: KubeVirt's migration TLS is on), with this test's PKI
       const cfg = { ...t.gatewayConfig, tls: t.gatewayConfig.tls.mode !== 'plaintext' ? { mode: t.gatewayConfig.tls.mode, caFile: pki[t.name].ca, certFile: pki[t.name].cert, keyFile: pki[t.name].key } : t.gatewayConfig.tls };
       // the trust channel's socket (an emptyDir in the pod) in a directory of this test; no trust container
-      // runs here (test/fleet-trust-netns.test.ts runs them), so the runtime's trust side stays idle
+      // runs here (test/fleet-trust.netns.test.ts runs them), so the runtime's trust side stays idle
       if (cfg.trust) cfg.trust = { ...cfg.trust, socket: path.join(runDirFor(tmp, t.name), 'trust.sock') };
       const cfgFile = path.join(cfgDir, 'config.json');
       fs.writeFileSync(cfgFile, JSON.stringify(cfg, null, 2));
@@ -386,7 +386,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const outDir = process.env.MM_RECORD_BENCH === '1' ? path.join(ROOT, 'bench', 'results') : os.tmpdir();
     fs.mkdirSync(outDir, { recursive: true });
     fs.writeFileSync(path.join(outDir, 'fleet-netns.json'), `${JSON.stringify({
-      test: 'test/fleet-netns.test.ts', fleet: 'examples/three-sites-vlan.fleet.yaml', tool: 'iperf3 -c (1 TCP stream)', seconds, mtu, tls: tlsMode,
+      test: 'test/fleet.netns.test.ts', fleet: 'examples/three-sites-vlan.fleet.yaml', tool: 'iperf3 -c (1 TCP stream)', seconds, mtu, tls: tlsMode,
       cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, kernel: os.release(), node: process.version, date: new Date().toISOString(), rows,
     }, null, 2)}\n`);
     expect(viaGateways.gbps).toBeGreaterThan(0.05);

@@ -102,7 +102,7 @@ describe('a write that fails in the thread fails the whole write, as on the main
   test.each(['thread', 'main thread'])('a file system full after 100 files (%s): write/no-space at a final path, nothing left, the old file kept', (how) => {
     const small = path.join(scratch(), 'small');
     const why = mount(small, '440k'); // a 4 KiB page per file: room for about a hundred
-    if (why) { process.stdout.write(`${why}: the injected file system of output-writer.test.ts covers ENOSPC\n`); return; }
+    if (why) { process.stdout.write(`${why}: the injected file system of output-writer.lib.test.ts covers ENOSPC\n`); return; }
     try {
       if (how === 'main thread') process.env.MM_WRITE_THREAD = 'off';
       const queued = jest.spyOn(threadModule.FileWriterThread.prototype, 'queue');

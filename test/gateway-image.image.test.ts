@@ -342,7 +342,7 @@ d('gateway image, run as the generated Deployment runs it', () => {
   }, 90_000);
 
   test('failover sidecar: keepalived -t accepts the emitted config with the sidecar\'s settings', () => {
-    // keepalived 2.2.7's config test kills itself when script_user is not root (see keepalived-config.test.ts),
+    // keepalived 2.2.7's config test kills itself when script_user is not root (see keepalived-config.netns.test.ts),
     // a normal run does not: the check reads a copy with `script_user root`, the run below the emitted file
     const conf = pod.configMap.data['keepalived.conf'];
     expect(conf).toContain('\n  script_user nobody\n');

@@ -14,7 +14,7 @@
  * 10.244.0.1:6443 on a pod network (a bridge in the node namespace, `eth0` in each gateway namespace),
  * so the trust container reaches its API server over TCP inside the cluster and never over the shared
  * network. The trust container gets `--kubeconfig` (that address and a bearer token) where the pod uses
- * its projected service-account token (test/image.test.ts runs that in-cluster form).
+ * its projected service-account token (test/gateway-image.image.test.ts runs that in-cluster form).
  *
  * Simulated time: CAs rotate every 72h (our emitted 168h/96h); the test jumps a shared clock hour by
  * hour over 30 days. The gateway processes see the same clock through libfaketime (LD_PRELOAD, an

@@ -3,7 +3,7 @@
  * IPv6 migration networks, two gateway replicas per cluster failing over with a VIP), realized in
  * Linux network namespaces, carrying traffic through the real gateway runtime over IPv6 only.
  *
- * As in test/fleet-netns.test.ts (IPv4), everything comes from the generated YAML: the handlers'
+ * As in test/fleet.netns.test.ts (IPv4), everything comes from the generated YAML: the handlers'
  * addresses are the first ones whereabouts would hand out from the migration NAD's IPv6 range, their
  * routes the NAD's routes; the gateways' addresses and interface names come from each Deployment's
  * Multus selection; every pod attachment is made by the real CNI plugins from the NAD config; the
@@ -142,7 +142,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
       const cfgDir = path.join(tmp, t.name);
       const cfg = { ...t.gatewayConfig, tls: { mode: t.gatewayConfig.tls.mode, caFile: pki[t.name].ca, certFile: pki[t.name].cert, keyFile: pki[t.name].key } };
       // trust is on by default: its socket (an emptyDir in the pod) goes to a directory of this test; no
-      // trust container runs here (test/fleet-trust-netns.test.ts runs them), so that side stays idle
+      // trust container runs here (test/fleet-trust.netns.test.ts runs them), so that side stays idle
       if (cfg.trust) {
         const runDir = path.join(tmp, `${t.name}-run`);
         fs.mkdirSync(runDir, { recursive: true, mode: 0o700 });

@@ -234,7 +234,7 @@ describe('migration-mesh status', () => {
 });
 
 describe('ownedDifference: the fields we write, not the server\'s', () => {
-  // found by test/kubevirt-real.test.ts on real API servers: a zero value we write (minReadySeconds: 0,
+  // found by test/kubevirt.real.test.ts on real API servers: a zero value we write (minReadySeconds: 0,
   // externalIPs: []) is held by the server and omitted from its JSON (Go omitempty); the fake kept it
   test('a zero value the server does not write back is not drift; a container quantity in another form is not either', () => {
     const want = { spec: { minReadySeconds: 0, paused: false, externalIPs: [], selector: {}, name: '' } };

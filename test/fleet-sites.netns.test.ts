@@ -4,7 +4,7 @@
  * IPv4 forwarding, clusters in both sites, every pod attachment made by the real CNI plugins from the
  * generated NAD config (static IPAM with the site routes), the real gateway runtime and keepalived.
  *
- * As test/fleet-netns.test.ts (whose conventions and simplifications this follows: one node per
+ * As test/fleet.netns.test.ts (whose conventions and simplifications this follows: one node per
  * cluster, no pod network, the NADs' `vlan` key dropped on a kernel without bridge VLAN filtering), with
  * the sites' segments apart: nothing but the router joins them. The router's addresses are the sites'
  * `router` of the plan. Needs root, iproute2, iptables, openssl, setpriv, keepalived, the CNI plugins.

@@ -106,7 +106,7 @@ describe('the cluster refuses the primary-network label on an existing served na
     expect((await apply(ours('tenant-green'))).status).toBe(200);
     expect((await apply(ours('tenant-gray'))).status).toBe(201);
     const removed = await fra.request('PATCH', '/api/v1/namespaces/tenant-gray', { metadata: { labels: { [LABEL]: null } } }, { contentType: 'application/merge-patch+json' });
-    expect(removed.status).toBe(200); // not this guard's business (OpenShift's own policy refuses it; test/vmnet-real.test.ts)
+    expect(removed.status).toBe(200); // not this guard's business (OpenShift's own policy refuses it; test/vmnet.real.test.ts)
     // the label was not there at the namespace's creation as OVN-Kubernetes saw it: putting it back would change nothing
     const again = await apply(ours('tenant-gray'));
     expect([again.status, again.message]).toEqual([403, expect.stringContaining(existingNamespaceWords('tenant-gray', 'fra-1', 'blue').message)]);

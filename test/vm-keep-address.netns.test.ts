@@ -26,7 +26,7 @@
  * refusal: the same move over the network planned with reach none is refused (vmnet-move-no-reach), by the
  * check and by synthesis of that fleet (the Forklift plan), in a describe that needs no namespace.
  *
- * Needs what test/vm-migration-netns.test.ts needs (root, the netns tools, the CNI plugins, QEMU 10, busybox-static,
+ * Needs what test/vm-migration.netns.test.ts needs (root, the netns tools, the CNI plugins, QEMU 10, busybox-static,
  * cpio, apt: the guest kernel and its virtio-net modules are `apt-get download`ed once and cached); skips the
  * lab part with a message otherwise. Run it under `flock /tmp/mm-net.lock` beside other network tests.
  */
