@@ -128,8 +128,11 @@ describe('the metro example: the right providers, maps and VMs per plan', () => 
     expect(r.files.has('_forklift/drift/edge/kustomization.yaml')).toBe(false); // nothing leaves edge
   });
 
-  test('trust is managed by default between gateway clusters (no spec.trust): no warning', () => {
-    expect(r.forklift.warnings.map((w) => w.code)).toEqual([]);
+  test('trust is managed by default between gateway clusters (no spec.trust): no trust warning; web1 and cache1 name no vmiLabels, so they are told they get their target\'s own migration settings (issue 51)', () => {
+    expect(r.forklift.warnings.map((w) => `${w.code} ${w.path}`)).toEqual([
+      'forklift/cross-cluster-unselected metro-moves.moves.yaml: moves[1].vmiLabels',
+      'forklift/cross-cluster-unselected metro-moves.moves.yaml: moves[2].vmiLabels',
+    ]);
   });
 });
 

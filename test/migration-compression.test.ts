@@ -79,7 +79,7 @@ describe('spec.migrationPolicy.compression', () => {
     const r = synthesizeFleet(doc, { ledger: loadLedgerFile(ledgerPathFor(file)), moves: loadMovesFile(movesPathFor(file), doc.metadata.name) });
     const byCluster = Object.fromEntries([...r.objects].map(([c, objs]) => [c, policiesOf(objs as Obj[])]));
     expect(Object.fromEntries(Object.entries(byCluster).map(([c, ps]) => [c, ps.map((p) => p.metadata.name)])))
-      .toEqual({ east: ['migration-mesh-metro-compression.vms.db1'], west: [], edge: [] }); // db1 moves west -> east
+      .toEqual({ east: ['migration-mesh-metro-move.vms.db1'], west: [], edge: [] }); // db1 moves west -> east
     const p = byCluster.east[0];
     expect(p.spec.selectors).toEqual({ namespaceSelector: { 'kubernetes.io/metadata.name': 'vms' }, virtualMachineInstanceSelector: { 'app': 'db', 'example.org/vm': 'db1' } });
     expect(validateObject(p)).toEqual([]);

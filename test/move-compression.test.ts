@@ -16,7 +16,7 @@ import { FleetDocument } from '../src/fleet/schema';
 import { migrationPolicyVerdict } from '../src/kubevirt/admission';
 import { parseKubevirtVersion } from '../src/kubevirt/versions';
 import { movesReport, renderMoves } from '../src/forklift/report';
-import { moveCompressionPolicyName } from '../src/forklift/compression';
+import { movePolicyName } from '../src/forklift/compression';
 import { movesFleet, mutate, synthProblemsOf } from './support/fleets';
 import { validateObject } from './support/schemas';
 
@@ -83,7 +83,7 @@ describe('compression per move: one MigrationPolicy on the target cluster', () =
     expect(policiesOf(r, 'c')).toEqual([]);
     const [p, ...more] = policiesOf(r, 'a');
     expect(more).toEqual([]);
-    expect(p.metadata).toEqual({ name: 'migration-mesh-test-compression.prod.db1', labels: expect.any(Object) });
+    expect(p.metadata).toEqual({ name: 'migration-mesh-test-move.prod.db1', labels: expect.any(Object) });
     expect(p.metadata.namespace).toBeUndefined();
     expect(p.spec).toEqual({
       selectors: { namespaceSelector: { 'kubernetes.io/metadata.name': 'prod' }, virtualMachineInstanceSelector: { 'app': 'db', 'example.org/vm': 'db1' } },
@@ -96,9 +96,9 @@ describe('compression per move: one MigrationPolicy on the target cluster', () =
   test('ranking model: the move\'s policy beats the fleet-wide one for that VMI only; none per move leaves that VM uncompressed under a zstd fleet', () => {
     const r = synthesizeFleet(fleet([mv('db1', 'b', 'a', { compression: 'none', vmiLabels: DB1 })], { fleetCompression: 'zstd' }));
     const onA = policiesOf(r, 'a');
-    expect(onA.map((p) => p.metadata.name)).toEqual(['migration-mesh-test-compression', 'migration-mesh-test-compression.vms.db1']);
+    expect(onA.map((p) => p.metadata.name)).toEqual(['migration-mesh-test-compression', 'migration-mesh-test-move.vms.db1']);
     // the moved VMI, as it is matched on the target (labels plus the hand-off label)
-    expect(rank(onA, atHandoff(DB1), 'vms')!.metadata.name).toBe('migration-mesh-test-compression.vms.db1');
+    expect(rank(onA, atHandoff(DB1), 'vms')!.metadata.name).toBe('migration-mesh-test-move.vms.db1');
     expect(compressionFor(onA, atHandoff(DB1), 'vms')).toBe('none');
     // other VMIs of that namespace lacking a label, and the same labels in another namespace: the fleet's zstd
     expect(compressionFor(onA, atHandoff({ app: 'db', 'example.org/vm': 'db2' }), 'vms')).toBe('zstd');
@@ -118,7 +118,7 @@ describe('compression per move: one MigrationPolicy on the target cluster', () =
   test('without a fleet-wide policy, only the move\'s VMI gets compression; the other VMIs match no policy', () => {
     const r = synthesizeFleet(fleet([mv('db1', 'b', 'a', { compression: 'zstd', vmiLabels: DB1 }), mv('web1', 'c', 'a', { compression: 'zstd', vmiLabels: { app: 'web' } })]));
     const onA = policiesOf(r, 'a');
-    expect(onA.map((p) => p.metadata.name)).toEqual(['migration-mesh-test-compression.vms.db1', 'migration-mesh-test-compression.vms.web1']);
+    expect(onA.map((p) => p.metadata.name)).toEqual(['migration-mesh-test-move.vms.db1', 'migration-mesh-test-move.vms.web1']);
     expect(compressionFor(onA, atHandoff(DB1), 'vms')).toBe('zstd');
     expect(compressionFor(onA, atHandoff({ app: 'web', tier: 'x' }), 'vms')).toBe('zstd');
     expect(rank(onA, atHandoff({ app: 'cache' }), 'vms')).toBeUndefined();
@@ -127,22 +127,22 @@ describe('compression per move: one MigrationPolicy on the target cluster', () =
 
   test('the longest names stay one DNS subdomain within 253 characters and apart from each other', () => {
     const l63 = (c: string) => c.repeat(63);
-    const name = moveCompressionPolicyName(l63('f'), l63('n'), l63('v'));
+    const name = movePolicyName(l63('f'), l63('n'), l63('v'));
     expect(name.length).toBeLessThanOrEqual(253);
     expect(name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/);
-    expect(moveCompressionPolicyName('p', 'a-b', 'c')).not.toBe(moveCompressionPolicyName('p', 'a', 'b-c'));
+    expect(movePolicyName('p', 'a-b', 'c')).not.toBe(movePolicyName('p', 'a', 'b-c'));
   });
 
   test('plan: the moves table shows each VM\'s compression and the policy that sets it', () => {
     const r = synthesizeFleet(fleet([mv('db1', 'b', 'a', { compression: 'none', vmiLabels: DB1 }), mv('web1', 'b', 'a')], { fleetCompression: 'zstd' }));
     const report = movesReport(r.forklift.plan!, r.forklift.warnings);
     expect(report.moves.map((m) => [m.vm, m.compression])).toEqual([
-      ['db1', { value: 'none', policy: 'migration-mesh-test-compression.vms.db1' }],
+      ['db1', { value: 'none', policy: 'migration-mesh-test-move.vms.db1' }],
       ['web1', { value: 'zstd', policy: 'migration-mesh-test-compression' }],
     ]);
     const text = renderMoves(report);
     expect(text).toContain('COMPRESSION');
-    expect(text).toMatch(/vms\/db1 .* none \(policy migration-mesh-test-compression\.vms\.db1 on a\)/);
+    expect(text).toMatch(/vms\/db1 .* none \(policy migration-mesh-test-move\.vms\.db1 on a\)/);
     // no compression anywhere: the table reads as before
     const plain = synthesizeFleet(fleet([mv('db1', 'b', 'a')]));
     expect(renderMoves(movesReport(plain.forklift.plan!))).not.toContain('COMPRESSION');

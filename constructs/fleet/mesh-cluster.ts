@@ -12,7 +12,7 @@ import { KubevirtConfiguration } from '../kubevirt/configuration';
 import { MigrationNetwork } from '../addressing/migration-network';
 import { MigrationCompressionPolicy } from '../kubevirt/migration-compression-policy';
 import { compressionPolicySpec } from '../../src/kubevirt/compression';
-import { MoveCompressionPolicy, moveCompressionPolicySpec } from '../../src/forklift/compression';
+import { MovePolicy, movePolicySpec } from '../../src/forklift/compression';
 import { DEFAULT_GATEWAY_NAMESPACE, MigrationProxy } from '../gateway/migration-proxy';
 import { AllowMultiNetworkPolicy } from '../kubevirt/allow-multi-network-policy';
 import { AllowNetworkPolicy } from '../kubevirt/allow-network-policy';
@@ -52,12 +52,12 @@ export interface MeshClusterChartProps extends MeshClusterOptions {
   /** This cluster's plan. */
   readonly cluster: ClusterPlan;
   /**
-   * The MigrationPolicies of the moves INTO this cluster that ask for compression
-   * (src/forklift/compression.ts `moveCompressionPolicies`, checked by `planForklift`).
+   * The MigrationPolicies of the moves INTO this cluster that get one of their own (compression, cross-cluster settings)
+   * (src/forklift/compression.ts `movePolicies`, checked by `planForklift`).
    *
    * @default - none
    */
-  readonly moveCompression?: readonly MoveCompressionPolicy[];
+  readonly movePolicies?: readonly MovePolicy[];
   /**
    * This cluster's VM networks (issue 40), resolved and planned (src/vmnet). Their objects go to the last
    * rollout stage (src/delivery/rollout.ts).
@@ -137,8 +137,8 @@ export class MeshClusterChart extends Chart {
     }
     const compression = compressionPolicySpec(plan.migrationPolicy); // issue #29: a MigrationPolicy, not a KubeVirt field
     if (compression) new MigrationCompressionPolicy(this, 'CompressionPolicy', { fleet: plan.fleet, spec: compression });
-    for (const p of props.moveCompression ?? []) { // issue #29: compression per move, on the move's target
-      new MigrationCompressionPolicy(this, `MoveCompression-${p.namespace}.${p.vm}`, { fleet: plan.fleet, name: p.name, spec: moveCompressionPolicySpec(p) });
+    for (const p of props.movePolicies ?? []) { // issue #29, issue 51: a move's own policy, on its target
+      new MigrationCompressionPolicy(this, `MovePolicy-${p.namespace}.${p.vm}`, { fleet: plan.fleet, name: p.name, spec: movePolicySpec(p) });
     }
     if (cluster.datapath === 'gateway') {
       this.proxy = new MigrationProxy(this, 'Gateway', { plan, cluster, ...props.gatewayPod });

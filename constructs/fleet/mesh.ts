@@ -9,7 +9,8 @@ import { GATEWAY_METRICS_SERVICE_NAME } from '../gateway/metrics';
 import { GatewayPodOptions, gatewayPodOptionsOf, mergeGatewayPodOptions } from '../gateway/pod-options';
 import { HarvesterClusterChart } from '../delivery/harvester-cluster';
 import { MeshClusterChart, MeshClusterChartProps, MeshClusterOptions } from './mesh-cluster';
-import { moveCompressionPolicies } from '../../src/forklift/compression';
+import { movePolicies } from '../../src/forklift/compression';
+import { movePolicyContext } from '../../src/forklift/plan';
 import { MigrationProxy } from '../gateway/migration-proxy';
 import { ForkliftHubChart } from '../forklift/hub';
 import { clusterFacts } from '../forklift/output';
@@ -166,12 +167,14 @@ export function planMesh(props: CrossClusterMigrationMeshProps): MeshPlanning {
   const harvester = harvesterValues(document, plan);
   const unknown = Object.keys(props.clusters ?? {}).filter((n) => !plan.clusters.some((c) => c.name === n));
   if (unknown.length) throw new Error(`clusters: ${unknown.join(', ')} not in fleet ${plan.fleet}; use one of ${plan.clusters.map((c) => c.name).join(', ')}`);
-  // issue #29: a move's compression is a MigrationPolicy in its target cluster's chart (refusals: planForklift)
-  const moveCompression = moveCompressionPolicies(plan.fleet, props.moves?.moves ?? document.spec.forklift?.moves ?? []);
+  // issue #29, issue 51: a move's compression and cross-cluster settings are a MigrationPolicy in its target
+  // cluster's chart (refusals and warnings: planForklift)
+  const harvesterClusters = new Map(document.spec.clusters.map((c) => [c.name, { harvester: !!c.harvester }]));
+  const movePolicy = movePolicies(plan.fleet, props.moves?.moves ?? document.spec.forklift?.moves ?? [], movePolicyContext(document, harvesterClusters));
   return {
     plan, ledger: result.ledger, changes: result.changes, document,
     chart: (scope, c) => {
-      const options = { ...clusterOptionsFor(document, c.name, props), moveCompression: moveCompression.get(c.name) };
+      const options = { ...clusterOptionsFor(document, c.name, props), movePolicies: movePolicy.get(c.name) };
       const chart = clusterChart(scope, plan, c, harvester.get(c.name), options);
       addOperatorView(document, [chart], plan);
       return chart;
@@ -207,7 +210,7 @@ function clusterOptionsFor(document: FleetDocument, cluster: string, props: Pick
  */
 function clusterChart(
   scope: Construct, plan: FleetPlan, cluster: ClusterPlan, harvesterValue?: HarvesterMigrationNetworkValue,
-  options: MeshClusterOptions & Pick<MeshClusterChartProps, 'moveCompression'> = {},
+  options: MeshClusterOptions & Pick<MeshClusterChartProps, 'movePolicies'> = {},
 ): MeshClusterChart | HarvesterClusterChart {
   return harvesterValue !== undefined
     ? new HarvesterClusterChart(scope, cluster.name, { plan, cluster, value: harvesterValue, labels: options.labels })

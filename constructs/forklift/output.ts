@@ -6,6 +6,7 @@ import { EmittedObject, featureGatesOf, nadsOf } from '../../src/forklift/gates'
 import { gatesWrittenByProduct, kubevirtHas, libvirtHooksOn } from '../../src/kubevirt/capabilities';
 import { ClusterFacts, ForkliftHubPlan } from '../../src/forklift/model';
 import { vmNetworkNadsOf } from '../../src/forklift/maps';
+import { clusterCompletionTimeoutPerGiB } from '../../src/forklift/move-policy';
 import {
   FORKLIFT_DIR, FORKLIFT_STAGES, ForkliftStageName, driftFiles, forkliftArgoApplication, forkliftFluxKustomizations, forkliftStageOf, orderForklift,
 } from '../../src/forklift/delivery';
@@ -53,6 +54,7 @@ export function clusterFacts(
       vmNetworkNads: vmNetworkNadsOf(objs), // issue 40: the Localnet VM networks' NADs map without hand edits
       kubevirtVersion: c.kubevirt.version.text, migrationCompression: kubevirtHas(c.kubevirt.version, 'migration-compression'), // issue #29: per-move compression
       harvester: harvester.has(c.name),
+      completionTimeoutPerGiB: clusterCompletionTimeoutPerGiB(document, c.kubevirt.configDelivery, harvester.has(c.name)), // issue 51
     };
   });
 }

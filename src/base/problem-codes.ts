@@ -156,6 +156,9 @@ export const PROBLEM_CODES = {
   'forklift/network-unmapped': { stage: 'moves', meaning: 'Warning: a network with no counterpart on the target cluster.' },
   'forklift/storage-missing': { stage: 'moves', meaning: 'No storage class mapping for a cluster pair that moves use.' },
   'forklift/storage-duplicate': { stage: 'moves', meaning: 'A storage class mapped twice for one cluster pair.' },
+  'forklift/cross-cluster-unselected': { stage: 'moves', meaning: 'Warning: spec.migrationPolicy.crossCluster is set, but a move gets its target cluster\'s own migration settings (no vmiLabels to select its VMI by, or a Harvester target).' },
+  'forklift/move-cannot-finish': { stage: 'moves', meaning: 'Warning: a move without the cross-cluster MigrationPolicy cannot copy its memory once within its target\'s completionTimeoutPerGiB at the bandwidth one migration gets.' },
+  'forklift/move-multifd-off': { stage: 'moves', meaning: 'Warning: a VM with a CPU limit: KubeVirt migrates it without multifd (one channel, no compression).' },
   // ---- VM networks that keep their address across clusters (docs/vm-networks.md, src/vmnet/) ----
   'vmnet-duplicate-name': { stage: 'validate', meaning: 'Two spec.vmNetworks with one name (one ClusterUserDefinedNetwork per name on a cluster).' },
   'vmnet-topology-field': { stage: 'validate', meaning: 'A VM network field its topology does not have (gateways on localnet, vlan on layer2, EVPN on localnet, subnets with ipam disabled), or one it needs is missing.' },

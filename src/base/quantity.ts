@@ -80,6 +80,16 @@ export function canonicalQuantity(text: string, minScale = -9): string {
   return suffix === undefined ? `${mantissa}e${exponent}` : `${mantissa}${suffix}`;
 }
 
+/**
+ * The value of a quantity as a number (bytes for a memory size or a bandwidth), or undefined when the text is
+ * not a quantity. Exact for whole values up to 2^53; a fraction of a unit is kept (`0.5Gi` is 536870912).
+ */
+export function quantityValue(text: string): number | undefined {
+  const q = parse(text, -9);
+  if (!q) return undefined;
+  return q.scale >= 0 ? Number(q.value * 10n ** BigInt(q.scale)) : Number(q.value) / 10 ** -q.scale;
+}
+
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 const isObj = (x: unknown): x is { [k: string]: Json } => typeof x === 'object' && x !== null && !Array.isArray(x);
 

@@ -156,6 +156,32 @@ const migrationPolicySchema = z.object({
    * @default - not set (no MigrationPolicy; KubeVirt does not compress)
    */
   compression: z.enum(['none', 'zstd']).optional(),
+  /**
+   * Settings for cross-cluster moves (issue 51): how much bandwidth the path between two clusters gives
+   * migrations. Each move that names its VM's `vmiLabels` gets a MigrationPolicy on its target cluster whose
+   * `bandwidthPerMigration`, `completionTimeoutPerGiB`, auto-converge and post-copy follow from it
+   * (src/forklift/move-policy.ts; docs/migrations.md), and `validate` warns about moves that cannot finish
+   * within the timeout they get. Not written into the KubeVirt CR.
+   * @default - not set (moves get the clusters' own migration settings; no finish-time check)
+   */
+  crossCluster: z.object({
+    /**
+     * Bytes per second that the migrations between two clusters may take on the path between them (the
+     * inter-site link, or the gateways' budget), a quantity such as `125M` (1 Gbit/s) or `1Gi`.
+     */
+    bandwidth: quantity,
+    /**
+     * Let KubeVirt throttle the guest's vCPUs until its memory converges over the slower path.
+     * @default true
+     */
+    allowAutoConverge: z.boolean().optional(),
+    /**
+     * Let a migration that does not converge switch to post-copy: the VM then runs on the target while its
+     * memory still arrives, and a break of the path between the clusters loses the VM. Off unless you accept that.
+     * @default false
+     */
+    allowPostCopy: z.boolean().optional(),
+  }).strict().optional(),
 }).strict();
 
 // ---- sites (issue #24): one block, so other schema edits merge cleanly ----

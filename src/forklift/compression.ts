@@ -16,24 +16,26 @@
  *   matches when every selector label is on the VMI / its namespace, the most matching labels win, ties go
  *   to the lexicographically first name.
  *
- * So the policy sits on the target, selects `kubernetes.io/metadata.name: <target namespace>` plus the
- * VMI labels (score 1 + labels, above the fleet-wide empty-selector policy's 0), and its name sorts after
- * the fleet-wide one (`migration-mesh-<fleet>-compression` is its prefix). Pure, no cdk8s import.
+ * So the policy sits on the target and selects `kubernetes.io/metadata.name: <target namespace>` plus the
+ * VMI labels (score 1 + labels, above the fleet-wide empty-selector policy's 0). KubeVirt applies the one
+ * policy that wins and merges none, so the move's policy also carries the fleet's compression when the move
+ * asks for none, and the cross-cluster settings (issue 51: src/forklift/move-policy.ts) when the fleet states
+ * them. Pure, no cdk8s import.
  */
 import { JsonObject } from '../base/json';
-import { compressionPolicyName } from '../kubevirt/compression';
 import { kubevirtSinceFor } from '../kubevirt/capabilities';
 import { ForkliftProblems, MovesInput } from './checks';
 import { ClusterFacts } from './model';
 import { Move } from './schema';
+import { CrossClusterPolicy } from './move-policy';
 
 /** The namespace label the API server sets on every namespace (Kubernetes 1.21+). */
 const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
 export type Compression = 'none' | 'zstd';
 
-/** One per-move MigrationPolicy, on the move's target cluster. */
-export interface MoveCompressionPolicy {
+/** One per-move MigrationPolicy, on the move's target cluster: its compression, its cross-cluster settings, or both. */
+export interface MovePolicy {
   /** The target cluster: the chart it goes in. */
   readonly cluster: string;
   readonly name: string;
@@ -41,44 +43,68 @@ export interface MoveCompressionPolicy {
   readonly namespace: string;
   readonly vm: string;
   readonly vmiLabels: Readonly<Record<string, string>>;
-  readonly compression: Compression;
+  /** The move's compression, else the fleet's (this policy outranks the fleet-wide one). @default - none */
+  readonly compression?: Compression;
+  /** The fleet's cross-cluster settings (src/forklift/move-policy.ts). @default - none */
+  readonly crossCluster?: CrossClusterPolicy;
 }
 
 /**
- * `migration-mesh-<fleet>-compression.<namespace>.<vm>`: at most 15 + 63 + 12 + 1 + 63 + 1 + 63 = 218
- * characters, a DNS subdomain, one per target namespace and VM (namespace and VM names hold no dot), and
- * sorted after the fleet-wide policy, which is its prefix (the tie rule, migrationpolicy.go:67-79).
+ * `migration-mesh-<fleet>-move.<namespace>.<vm>`: at most 15 + 63 + 5 + 1 + 63 + 1 + 63 = 211 characters, a DNS
+ * subdomain, one per target namespace and VM (namespace and VM names hold no dot).
  */
-export const moveCompressionPolicyName = (fleet: string, namespace: string, vm: string): string =>
-  `${compressionPolicyName(fleet)}.${namespace}.${vm}`;
+export const movePolicyName = (fleet: string, namespace: string, vm: string): string =>
+  `migration-mesh-${fleet}-move.${namespace}.${vm}`;
 
-/** The policy's spec: the target namespace by name, the VMI by its labels, the compression. */
-export function moveCompressionPolicySpec(p: MoveCompressionPolicy): JsonObject {
+/** The policy's spec: the target namespace by name, the VMI by its labels, the compression and the cross-cluster settings. */
+export function movePolicySpec(p: MovePolicy): JsonObject {
+  const cc = p.crossCluster;
   return {
     selectors: {
       namespaceSelector: { [NAMESPACE_NAME_LABEL]: p.namespace },
       virtualMachineInstanceSelector: { ...p.vmiLabels },
     },
-    experimental: { compression: p.compression },
+    ...(cc ? {
+      allowAutoConverge: cc.allowAutoConverge, allowPostCopy: cc.allowPostCopy,
+      bandwidthPerMigration: cc.bandwidthPerMigration, completionTimeoutPerGiB: cc.completionTimeoutPerGiB,
+    } : {}),
+    ...(p.compression ? { experimental: { compression: p.compression } } : {}),
   };
 }
 
 const targetNamespace = (m: Move): string => m.targetNamespace ?? m.namespace;
 
+/** What decides a move's policy: the fleet's cross-cluster settings and compression, and which clusters are Harvester. */
+export interface MovePolicyContext {
+  readonly crossCluster?: CrossClusterPolicy;
+  readonly fleetCompression?: Compression;
+  readonly harvester: (cluster: string) => boolean;
+}
+
+/** The policy a move gets (compression it asks for, or the cross-cluster settings), or undefined. */
+export function movePolicyOf(fleet: string, m: Move, ctx: MovePolicyContext): MovePolicy | undefined {
+  if (!m.vmiLabels || !Object.keys(m.vmiLabels).length) return undefined;
+  const crossCluster = ctx.crossCluster && !ctx.harvester(m.to) ? ctx.crossCluster : undefined;
+  if (!m.compression && !crossCluster) return undefined;
+  const ns = targetNamespace(m);
+  const compression = m.compression ?? ctx.fleetCompression;
+  return {
+    cluster: m.to, name: movePolicyName(fleet, ns, m.vm), namespace: ns, vm: m.vm, vmiLabels: sortedLabels(m.vmiLabels),
+    ...(compression ? { compression } : {}), ...(crossCluster ? { crossCluster } : {}),
+  };
+}
+
 /**
- * The per-move policies by target cluster, for moves with `compression` and `vmiLabels` (the checks
- * refuse the rest). Moves of one VM into one target namespace and cluster that agree are one policy.
+ * The per-move policies by target cluster (the checks refuse moves whose policies would conflict). Moves of one VM
+ * into one target namespace and cluster that agree are one policy.
  */
-export function moveCompressionPolicies(fleet: string, moves: readonly Move[]): Map<string, MoveCompressionPolicy[]> {
-  const byName = new Map<string, MoveCompressionPolicy>();
+export function movePolicies(fleet: string, moves: readonly Move[], ctx: MovePolicyContext): Map<string, MovePolicy[]> {
+  const byName = new Map<string, MovePolicy>();
   for (const m of moves) {
-    if (!m.compression || !m.vmiLabels || !Object.keys(m.vmiLabels).length) continue;
-    const ns = targetNamespace(m);
-    const name = moveCompressionPolicyName(fleet, ns, m.vm);
-    const key = `${m.to}|${name}`;
-    if (!byName.has(key)) byName.set(key, { cluster: m.to, name, namespace: ns, vm: m.vm, vmiLabels: sortedLabels(m.vmiLabels), compression: m.compression });
+    const policy = movePolicyOf(fleet, m, ctx);
+    if (policy && !byName.has(`${m.to}|${policy.name}`)) byName.set(`${m.to}|${policy.name}`, policy);
   }
-  const out = new Map<string, MoveCompressionPolicy[]>();
+  const out = new Map<string, MovePolicy[]>();
   for (const p of [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     out.set(p.cluster, [...(out.get(p.cluster) ?? []), p]);
   }
@@ -95,7 +121,7 @@ function sortedLabels(l: Readonly<Record<string, string>>): Record<string, strin
  * target that is not Harvester (we emit no MigrationPolicy there), and no two moves whose policies
  * select the same VMIs with different compression. Every problem at once.
  */
-export function checkMoveCompression(p: ForkliftProblems, input: MovesInput, clusters: ReadonlyMap<string, ClusterFacts>): void {
+export function checkMoveCompression(p: ForkliftProblems, input: MovesInput, clusters: ReadonlyMap<string, ClusterFacts>, ctx: MovePolicyContext): void {
   input.moves.forEach((m, i) => {
     if (!m.compression) return;
     const at = `${input.path}[${i}]`;
@@ -106,7 +132,7 @@ export function checkMoveCompression(p: ForkliftProblems, input: MovesInput, clu
     }
     checkSides(p, m, at, clusters);
   });
-  checkOverlaps(p, input);
+  checkOverlaps(p, input, (m) => movePolicyOf('f', m, ctx));
 }
 
 function checkSides(p: ForkliftProblems, m: Move, at: string, clusters: ReadonlyMap<string, ClusterFacts>): void {
@@ -146,9 +172,10 @@ export function warnUncompressedMoves(
  * same VMIs: refused when their compression differs. Two moves of one VM into one namespace and cluster
  * are one policy (one name): refused unless they agree on labels and compression.
  */
-function checkOverlaps(p: ForkliftProblems, input: MovesInput): void {
+function checkOverlaps(p: ForkliftProblems, input: MovesInput, policyOf: (m: Move) => MovePolicy | undefined): void {
   const within = (a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean => Object.entries(a).every(([k, v]) => b[k] === v);
-  const selecting = input.moves.map((m, i) => ({ m, i })).filter(({ m }) => m.compression && m.vmiLabels && Object.keys(m.vmiLabels).length);
+  // every move with a policy of its own, with the compression that policy carries (its own, or the fleet's)
+  const selecting = input.moves.map((m, i) => ({ m: { ...m, compression: policyOf(m)?.compression }, i, has: !!policyOf(m) })).filter((x) => x.has);
   for (const { m, i } of selecting) {
     for (const { m: o, i: j } of selecting.filter((x) => x.i < i)) {
       if (o.to !== m.to || targetNamespace(o) !== targetNamespace(m)) continue;
@@ -159,11 +186,11 @@ function checkOverlaps(p: ForkliftProblems, input: MovesInput): void {
       const ns = targetNamespace(m);
       if (o.vm === m.vm && (!same || o.compression !== m.compression)) {
         p.error('compression-conflict', `${input.path}[${i}].vmiLabels`,
-          `moves ${ns}/${m.vm} into ${m.to} as ${input.path}[${j}] does, with other vmiLabels or compression: both would be the one MigrationPolicy <fleet policy>.${ns}.${m.vm}`,
+          `moves ${ns}/${m.vm} into ${m.to} as ${input.path}[${j}] does, with other vmiLabels or compression: both would be the one MigrationPolicy migration-mesh-<fleet>-move.${ns}.${m.vm}`,
           'give both moves the same vmiLabels and compression (the VM carries the same labels), or drop compression from one');
       } else if (o.vm !== m.vm && nested && o.compression !== m.compression) {
         p.error('compression-conflict', `${input.path}[${i}].vmiLabels`,
-          `its MigrationPolicy and that of ${input.path}[${j}] (${ns}/${o.vm}) select the same VMIs of namespace ${ns} on ${m.to} (one label set holds the other) with different compression (${m.compression} here, ${o.compression} there): the policy matching more labels wins for a VMI carrying both, so one of the VMs would not get the compression asked for`,
+          `its MigrationPolicy and that of ${input.path}[${j}] (${ns}/${o.vm}) select the same VMIs of namespace ${ns} on ${m.to} (one label set holds the other) with different compression (${m.compression ?? 'none asked'} here, ${o.compression ?? 'none asked'} there): the policy matching more labels wins for a VMI carrying both, so one of the VMs would not get the compression asked for`,
           'give both moves the same compression, or name vmiLabels that tell the two VMs apart (a label only this VM carries)');
       }
     }

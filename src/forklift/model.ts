@@ -39,6 +39,11 @@ export interface ClusterFacts {
   readonly migrationCompression?: boolean;
   /** A Harvester cluster (we emit no MigrationPolicy there). @default false */
   readonly harvester?: boolean;
+  /**
+   * The `completionTimeoutPerGiB` the cluster's migrations get without a policy of ours: the fleet's, else its
+   * delivery form's default (HCO 20 since PR #4426, KubeVirt 150). @default 150
+   */
+  readonly completionTimeoutPerGiB?: number;
 }
 
 export interface ProviderPlan {

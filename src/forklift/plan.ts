@@ -12,7 +12,8 @@ import {
 import { ForkliftProblems, MovesInput, checkController, checkMoves, checkPairs, checkProviders } from './checks';
 import { checkStorage, declaredNetworks, networkOverrides, networkPairs, storagePairs } from './maps';
 import { migrationName, pairName, planName } from './names';
-import { checkMoveCompression, moveCompressionPolicyName, warnUncompressedMoves } from './compression';
+import { MovePolicyContext, checkMoveCompression, movePolicyOf, warnUncompressedMoves } from './compression';
+import { crossClusterPolicy, warnMoveSettings } from './move-policy';
 import { compressionPolicyName } from '../kubevirt/compression';
 import { fleetMoveProblems } from '../vmnet/moves';
 
@@ -34,8 +35,10 @@ export function planForklift(doc: FleetDocument, facts: readonly ClusterFacts[],
   const input: MovesInput = movesFile ?? { moves: spec.moves ?? [], path: 'spec.forklift.moves' };
   const clusters = new Map(facts.map((f) => [f.name, f]));
   checkMoves(p, input, clusters);
-  checkMoveCompression(p, input, clusters); // issue #29: compression per move
+  const policyCtx = movePolicyContext(doc, clusters);
+  checkMoveCompression(p, input, clusters, policyCtx); // issue #29: compression per move
   warnUncompressedMoves(p, input, clusters, doc.spec.migrationPolicy?.compression);
+  warnMoveSettings(p, input, clusters, doc); // issue 51: moves that cannot finish, multifd off
   checkProviders(p, spec, input, clusters);
   checkController(p, spec, input);
   const vmMoves = fleetMoveProblems(doc, input.moves, input.path); // issue 40: moves that keep their address (src/vmnet/moves.ts)
@@ -60,7 +63,7 @@ export function planForklift(doc: FleetDocument, facts: readonly ClusterFacts[],
       storage: storagePairs(p, spec, from, to, `${input.path}[${first}]`),
     };
   });
-  const plans = livePlans(p, input, valid, pairs, compressionOf(doc, clusters));
+  const plans = livePlans(p, input, valid, pairs, compressionOf(doc, clusters, policyCtx));
   const providers: ProviderPlan[] = Object.entries(spec.providers ?? {})
     .filter(([c]) => clusters.has(c) && !(hubMember && c === spec.hub.cluster))
     .map(([c, v]) => ({ cluster: c, name: c, url: v.url, secret: v.secret }))
@@ -79,14 +82,20 @@ export function planForklift(doc: FleetDocument, facts: readonly ClusterFacts[],
 
 type CompressionOf = (m: Move) => MovePlanVm['compression'];
 
+/** What decides a move's own MigrationPolicy (src/forklift/compression.ts `movePolicyOf`). */
+export function movePolicyContext(doc: FleetDocument, clusters: ReadonlyMap<string, { readonly harvester?: boolean }>): MovePolicyContext {
+  return { crossCluster: crossClusterPolicy(doc), fleetCompression: doc.spec.migrationPolicy?.compression, harvester: (c) => !!clusters.get(c)?.harvester };
+}
+
 /**
- * What compression a move's migration gets: its own (the per-move policy on the target), else the fleet's,
- * which every cluster but a Harvester one has as a policy (src/kubevirt/compression.ts).
+ * What compression a move's migration gets: its own policy's (the move's compression, else the fleet's), else the
+ * fleet's, which every cluster but a Harvester one has as a policy (src/kubevirt/compression.ts).
  */
-function compressionOf(doc: FleetDocument, clusters: ReadonlyMap<string, ClusterFacts>): CompressionOf {
+function compressionOf(doc: FleetDocument, clusters: ReadonlyMap<string, ClusterFacts>, ctx: MovePolicyContext): CompressionOf {
   const fleet = doc.spec.migrationPolicy?.compression;
   return (m) => {
-    if (m.compression) return { value: m.compression, policy: moveCompressionPolicyName(doc.metadata.name, m.targetNamespace ?? m.namespace, m.vm) };
+    const own = movePolicyOf(doc.metadata.name, m, ctx);
+    if (own) return own.compression ? { value: own.compression, policy: own.name } : undefined;
     return fleet && !clusters.get(m.to)?.harvester ? { value: fleet, policy: compressionPolicyName(doc.metadata.name) } : undefined;
   };
 }

@@ -1,7 +1,7 @@
 /**
  * The fleet's `spec.forklift` section and the moves file: where Forklift runs, how it reaches each
  * cluster, the VM networks and storage classes to map, and the VMs to move. One zod schema for the
- * YAML and the TypeScript props. Pure, no cdk8s import. Facts: ../shared/reference/forklift-gitops.md.
+ * YAML and the TypeScript props. Pure, no cdk8s import. Facts: Forklift's API (https://github.com/kubev2v/forklift, pkg/apis/forklift/v1beta1).
  */
 import { z } from 'zod';
 
@@ -135,6 +135,18 @@ export const moveSchema = z.object({
    * @default - none (compression is then refused: nothing could select the VMI)
    */
   vmiLabels: z.record(vmiLabelKey, vmiLabelValue).optional(),
+  /**
+   * The VM's guest memory (`spec.template.spec.domain.memory.guest`, or its memory request), a quantity such as
+   * `16Gi`: with `spec.migrationPolicy.crossCluster`, `validate` says how long its migration may take and needs.
+   * @default - not known (the finish-time warning gives the time per GiB)
+   */
+  /**
+   * The VM's CPU limit (`spec.template.spec.domain.resources.limits.cpu`) where it sets one, e.g. `4`: KubeVirt
+   * then migrates it without multifd, and `validate` says so.
+   * @default - none (no CPU limit)
+   */
+  cpuLimit: z.string().regex(/^[0-9]+(\.[0-9]+)?m?$/, { message: 'must be a CPU quantity such as 4 or 3500m' }).optional(),
+  memory: z.string().regex(/^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/, { message: 'must be a Kubernetes quantity such as 16Gi' }).optional(),
 }).strict();
 
 export const movesSchema = z.array(moveSchema);

@@ -32,4 +32,4 @@ export function compressionPolicySpec(migrationPolicy: Readonly<Record<string, u
 }
 
 /** Fleet `migrationPolicy` fields that are not KubeVirt CR `migrations` fields (rendered elsewhere). */
-export const NOT_IN_KUBEVIRT_CR: readonly string[] = ['compression'];
+export const NOT_IN_KUBEVIRT_CR: readonly string[] = ['compression', 'crossCluster'];
