@@ -102,6 +102,18 @@ const COMMANDS: Record<string, CommandSpec> = {
     files: { min: 1, max: 1 },
     check: (a) => (['cluster', 'address', 'all'].some((k) => a.flags.has(k)) ? undefined : 'reclaim needs --cluster NAME, --address ADDR or --all (what to lift the quarantine of)'),
   },
+  evacuate: {
+    usage: `  migration-mesh evacuate FLEET.yaml --cluster NAME --inventory FILE [--out FILE]
+      plan the drain of cluster NAME across the fleet from an inventory (its VMs, every cluster's nodes:
+      docs/migrations.md): a target per VM in its migration group with its storage and networks mapped
+      and room for it, in waves within the parallel-migration limits; written as a moves file (FLEET.moves.yaml,
+      or --out FILE; --out - prints it), never over an existing one. A VM no target can take is refused
+      with each target's reason, and nothing is written. Exit code: 0 written, 1 refused.
+`,
+    options: { cluster: str('NAME'), inventory: str('FILE'), out: str('FILE') },
+    files: { min: 1, max: 1 },
+    check: (a) => (!a.flags.has('cluster') || !a.flags.has('inventory') ? 'evacuate needs --cluster NAME (the cluster to drain) and --inventory FILE (what runs where)' : undefined),
+  },
   status: {
     usage: `  migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--moves] [--output text|json]
       ask every cluster of the fleet (read-only; kubeconfig context named as the cluster, or as

@@ -7,6 +7,7 @@
  *   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE] [--ledger FILE] [--renamed-from OLD]
  *   migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml | diff FLEET.yaml [--out DIR]   (exit 0 same, 1 changes, 2 error)
  *   migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
+ *   migration-mesh evacuate FLEET.yaml --cluster NAME --inventory FILE [--out FILE]
  *   migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--moves] [--output text|json]
  *   migration-mesh pin-addresses FLEET.yaml [--move NS/VM] [--after] [--apply] [--ledger FILE] [--context-map FILE] [--kubeconfig FILE] ...
  *   migration-mesh --version | help [COMMAND] | COMMAND --help
@@ -36,6 +37,7 @@ import { renderSiteRequirements } from '../src/addressing/sites';
 import { loadMovesFile, movesPathFor } from '../src/forklift/moves';
 import { movesReport, renderMoves } from '../src/forklift/report';
 import { Args, UsageError, parseCommandLine, usageOf } from './args';
+import { evacuate } from './evacuate';
 import { renderStatus } from '../src/report/status';
 import { failureJson, problemJson } from './failure-json';
 import { reclaim } from './reclaim';
@@ -78,6 +80,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       case 'plan': return plan(args, out, err);
       case 'diff': return diff(args, out, err);
       case 'reclaim': return reclaim(args, out);
+      case 'evacuate': return evacuate(args, out);
       case 'validate': return validate(args, out, err);
       case 'status':
       case 'pin-addresses': throw new Error(`${args.cmd} asks the clusters (asynchronous): run it through mainAsync, as the migration-mesh binary does`);

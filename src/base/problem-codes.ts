@@ -126,6 +126,10 @@ export const PROBLEM_CODES = {
   'trust/unknown-cluster': { stage: 'validate', meaning: 'A trust entry names a cluster the fleet does not have.' },
   // ---- Forklift moves (docs/migrations.md) ----
   'forklift/moves-syntax': { stage: 'moves', meaning: 'The moves file is not valid YAML.' },
+  'forklift/inventory-syntax': { stage: 'moves', meaning: 'The inventory file of an evacuation is not valid YAML.' },
+  'forklift/inventory-invalid': { stage: 'moves', meaning: 'The inventory file of an evacuation does not have the Inventory format, or names another fleet.' },
+  'forklift/evacuate-cluster': { stage: 'moves', meaning: 'The cluster to evacuate is not a fleet cluster, is missing from the inventory, or has no cluster in its migration group to drain to.' },
+  'forklift/evacuate-unplaced': { stage: 'moves', meaning: 'A VM of the evacuated cluster that no target can take (datapath group, storage map, network, node selector, capacity), with each target\'s reason.' },
   'forklift/moves-invalid': { stage: 'moves', meaning: 'The moves file does not have the moves format.' },
   'forklift/moves-fleet': { stage: 'moves', meaning: 'The moves file names another fleet.' },
   'forklift/moves-twice': { stage: 'moves', meaning: 'Moves listed both in spec.forklift.moves and in the moves file.' },

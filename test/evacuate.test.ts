@@ -1,0 +1,158 @@
+/**
+ * Issue 51 item 2: a cluster evacuation planned across the fleet. The committed example drains east's 20 VMs over
+ * west, north and south (examples/evacuate/); the plan must be what the planner writes today (byte for byte, and the
+ * same whatever order the inventory lists things in), fit every target node, keep every wave within the limits,
+ * send each VM only where its storage and networks are mapped, and pass the fleet's own move checks.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import * as yaml from 'yaml';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { evacuate, evacuationDocument } from '../cli/evacuate';
+import { FleetDocument } from '../src/fleet/schema';
+import { Inventory, inventorySchema, loadInventoryFile } from '../src/forklift/inventory';
+import { launcherOverhead, planEvacuation } from '../src/forklift/evacuate';
+import { parseMovesText } from '../src/forklift/moves';
+import { quantityValue } from '../src/base/quantity';
+import { FleetValidationError } from '../src/base/errors';
+
+const DIR = path.join(__dirname, '..', 'examples', 'evacuate');
+const FLEET = path.join(DIR, 'drain.fleet.yaml');
+const INVENTORY = path.join(DIR, 'drain-east.inventory.yaml');
+const doc = yaml.parse(fs.readFileSync(FLEET, 'utf8')) as FleetDocument;
+const inventory = loadInventoryFile(INVENTORY, 'drain');
+const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x)) as T;
+const q = (s: string | undefined) => quantityValue(s ?? '0') ?? 0;
+
+describe('the committed evacuation of east', () => {
+  const plan = planEvacuation(doc, inventory, 'east');
+
+  test('every VM is placed, and the committed moves file is what the planner writes', () => {
+    expect(plan.problems).toEqual([]);
+    expect(plan.placements).toHaveLength(20);
+    expect(evacuationDocument('drain', plan)).toBe(fs.readFileSync(path.join(DIR, 'drain.moves.yaml'), 'utf8'));
+  });
+
+  test('deterministic: the inventory\'s VMs, clusters and nodes in another order give the same moves', () => {
+    const shuffled: Inventory = clone(inventory);
+    shuffled.clusters.east.vms = [...shuffled.clusters.east.vms!].reverse();
+    for (const c of Object.values(shuffled.clusters)) c.nodes.reverse();
+    shuffled.clusters = Object.fromEntries(Object.entries(shuffled.clusters).reverse());
+    expect(evacuationDocument('drain', planEvacuation(doc, shuffled, 'east'))).toBe(evacuationDocument('drain', plan));
+  });
+
+  test('every target node keeps room: what lands on it, with KubeVirt\'s overhead, fits its free CPU and memory', () => {
+    for (const [cluster, c] of Object.entries(inventory.clusters).filter(([n]) => n !== 'east')) {
+      for (const node of c.nodes) {
+        const landed = plan.placements.filter((p) => p.to === cluster && p.node === node.name);
+        const memory = landed.reduce((a, p) => a + q(p.vm.memory) + launcherOverhead(q(p.vm.memory), p.vm.vcpus ?? 1), 0);
+        const cpu = landed.reduce((a, p) => a + q(p.vm.cpu), 0);
+        expect(memory).toBeLessThanOrEqual(q(node.allocatable.memory) - q(node.requested?.memory));
+        expect(cpu).toBeLessThanOrEqual(q(node.allocatable.cpu) - q(node.requested?.cpu));
+      }
+    }
+  });
+
+  test('every wave within the limits: 4 at once out of east and into each target, 2 per source node', () => {
+    expect(plan.limits).toEqual({ perCluster: 4, perNode: 2 });
+    const waves = [...new Set(plan.placements.map((p) => p.wave))];
+    expect(waves).toEqual([1, 2, 3, 4, 5]);
+    for (const w of waves) {
+      const ps = plan.placements.filter((p) => p.wave === w);
+      expect(ps.length).toBeLessThanOrEqual(4);
+      for (const count of Object.values(countBy(ps.map((p) => p.to)))) expect(count).toBeLessThanOrEqual(4);
+      for (const count of Object.values(countBy(ps.map((p) => p.vm.node)))) expect(count).toBeLessThanOrEqual(2);
+    }
+  });
+
+  test('reach: the databases (local-lvm, db-net) go only to west, where both are mapped; the largest VMs move first', () => {
+    const dbs = plan.placements.filter((p) => p.vm.name.startsWith('db'));
+    expect(dbs.map((p) => p.to)).toEqual(['west', 'west', 'west', 'west']);
+    expect(dbs.map((p) => p.wave)).toEqual([1, 1, 1, 1]);
+    const sizes = plan.placements.map((p) => q(p.vm.memory));
+    expect(sizes).toEqual([...sizes].sort((a, b) => b - a));
+  });
+
+  test('the moves pass the fleet\'s move checks (a batch per wave, the VM\'s labels, memory and CPU limit carried)', () => {
+    const moves = parseMovesText(fs.readFileSync(path.join(DIR, 'drain.moves.yaml'), 'utf8'), 'drain.moves.yaml', 'drain');
+    const r = synthesizeFleet(doc, { render: false, moves });
+    expect(r.forklift.plan!.plans.map((p) => p.batch)).toEqual(expect.arrayContaining(['drain-east-wave-1', 'drain-east-wave-5']));
+    expect(moves.moves.find((m) => m.vm === 'db1')).toMatchObject({ vmiLabels: { 'app': 'db', 'example.org/vm': 'db1' }, memory: '16Gi' });
+    expect(r.forklift.warnings.filter((w) => w.code === 'forklift/move-multifd-off').map((w) => w.path)).toEqual([expect.stringMatching(/moves\[\d+\]\.cpuLimit$/)]);
+  });
+});
+
+describe('refusals', () => {
+  test('a VM no target can take: refused with each target\'s reason, nothing placed for it', () => {
+    const inv: Inventory = clone(inventory);
+    inv.clusters.east.vms!.push({ name: 'huge', namespace: 'vms', node: 'east-1', cpu: '8', memory: '512Gi', storageClasses: ['ceph-rbd'] });
+    inv.clusters.east.vms!.push({ name: 'pinned', namespace: 'vms', node: 'east-2', cpu: '1', memory: '1Gi', nodeSelector: { 'cpu-model.node.kubevirt.io/Sapphirerapids': 'true' } });
+    const p = planEvacuation(doc, inv, 'east');
+    expect(p.problems.map((x) => `${x.code} ${x.path}`)).toEqual(['forklift/evacuate-unplaced clusters.east.vms[20]', 'forklift/evacuate-unplaced clusters.east.vms[21]']);
+    expect(p.problems[0].message).toMatch(/^vms\/huge \(512Gi, 8 CPU\) has no target: north: no node has 8 CPU and 513\.4 GiB .*; south: .*; west: /);
+    expect(p.problems[1].message).toContain('north: no schedulable node carries its nodeSelector; south: no schedulable node carries its nodeSelector; west: no schedulable node carries its nodeSelector');
+    expect(p.placements).toHaveLength(20);
+  });
+
+  test('a VM whose storage class no target maps: named with the fix', () => {
+    const inv: Inventory = clone(inventory);
+    inv.clusters.east.vms = [{ name: 'nfs1', namespace: 'vms', node: 'east-1', cpu: '1', memory: '1Gi', storageClasses: ['nfs'] }];
+    const p = planEvacuation(doc, inv, 'east');
+    expect(p.problems[0].message).toContain('north: no storage mapping for nfs (spec.forklift.storage)');
+    expect(p.problems[0].fix).toContain('storage mapping');
+  });
+
+  test('an unknown cluster, or one missing from the inventory: refused before planning', () => {
+    expect(planEvacuation(doc, inventory, 'mars').problems.map((x) => x.code)).toEqual(['forklift/evacuate-cluster']);
+    const inv: Inventory = clone(inventory);
+    delete inv.clusters.south; delete inv.clusters.west; delete inv.clusters.north;
+    expect(planEvacuation(doc, inv, 'east').problems[0].message).toContain('no other cluster of east\'s migration group (gateway) is in the inventory');
+  });
+
+  test('HCO\'s default of one outbound migration per node (PR #4426) shapes the waves when the fleet says nothing', () => {
+    const hco = clone(doc) as any;
+    delete hco.spec.migrationPolicy.parallelOutboundMigrationsPerNode;
+    hco.spec.kubevirt = { version: '1.8', configDelivery: 'hco', namespace: 'openshift-cnv' };
+    const p = planEvacuation(hco, inventory, 'east');
+    expect(p.limits.perNode).toBe(1);
+    for (const w of new Set(p.placements.map((x) => x.wave))) {
+      expect(Object.values(countBy(p.placements.filter((x) => x.wave === w).map((x) => x.vm.node))).every((n) => n <= 1)).toBe(true);
+    }
+  });
+
+  test('a bad inventory: every problem with its path; another fleet\'s inventory refused', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-evac-'));
+    try {
+      const bad = path.join(dir, 'bad.yaml');
+      fs.writeFileSync(bad, yaml.stringify({ apiVersion: 'migrationmesh.dev/v1alpha1', kind: 'Inventory', metadata: { name: 'drain' }, clusters: { east: { nodes: [{ name: 'e', allocatable: { cpu: 'x', memory: '1Gi' } }], vms: [{ name: 'A', namespace: 'v', node: 'e', cpu: '1', memory: '1Gi' }] } } }));
+      expect(() => loadInventoryFile(bad, 'drain')).toThrow(FleetValidationError);
+      try { loadInventoryFile(bad, 'drain'); } catch (e) {
+        expect((e as FleetValidationError).problems.map((x) => x.path).sort()).toEqual(['clusters.east.nodes[0].allocatable.cpu', 'clusters.east.vms[0].name']);
+      }
+      expect(() => loadInventoryFile(INVENTORY, 'other')).toThrow(/'drain' is not the fleet 'other'/);
+      expect(inventorySchema.safeParse(yaml.parse(fs.readFileSync(INVENTORY, 'utf8'))).success).toBe(true);
+    } finally { fs.rmSync(dir, { recursive: true, force: true }); }
+  });
+
+  test('the command writes the moves file once and never over an existing one', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-evac-'));
+    try {
+      const out = path.join(dir, 'drain.moves.yaml');
+      const args = (o: string) => ({ cmd: 'evacuate', files: [FLEET], flags: new Map<string, string | true>([['cluster', 'east'], ['inventory', INVENTORY], ['out', o]]) });
+      const printed: string[] = [];
+      expect(evacuate(args(out), (s) => printed.push(s))).toBe(0);
+      expect(fs.readFileSync(out, 'utf8')).toBe(fs.readFileSync(path.join(DIR, 'drain.moves.yaml'), 'utf8'));
+      expect(printed.join('')).toContain('evacuate east: 20 VMs in 5 waves');
+      fs.writeFileSync(out, 'reviewed\n');
+      expect(() => evacuate(args(out), () => undefined)).toThrow(/exists: a moves file is a reviewed plan/);
+      expect(fs.readFileSync(out, 'utf8')).toBe('reviewed\n');
+    } finally { fs.rmSync(dir, { recursive: true, force: true }); }
+  });
+});
+
+function countBy(xs: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const x of xs) out[x] = (out[x] ?? 0) + 1;
+  return out;
+}
