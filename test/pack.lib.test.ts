@@ -12,6 +12,16 @@ import { installedApp, npm, npmEnv, versionOf } from './support/packed';
 
 const root = path.join(__dirname, '..');
 
+/** The ```lang block right after the README line that contains `marker`. */
+function readmeBlock(marker: string, lang: string): string {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const at = readme.indexOf(marker);
+  expect(at).toBeGreaterThan(0);
+  const m = new RegExp(`^[^\\n]*\\n\`\`\`${lang}\\n([\\s\\S]*?)\\n\`\`\`\\n`).exec(readme.slice(at));
+  expect(m).not.toBeNull();
+  return `${m![1]}\n`;
+}
+
 test('npm pack -> install into a scratch project -> import and synth', () => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-pack-'));
   try {
@@ -27,25 +37,18 @@ test('npm pack -> install into a scratch project -> import and synth', () => {
     expect(fs.existsSync(path.join(pkgDir, 'test'))).toBe(false);
     expect(fs.existsSync(path.join(pkgDir, 'dist'))).toBe(false);
 
-    fs.writeFileSync(path.join(app, 'main.ts'), `
-import { App } from 'cdk8s';
-import { CrossClusterMigrationMesh } from 'migration-mesh';
-const app = new App({ outdir: 'out' });
-const mesh = new CrossClusterMigrationMesh(app, 'mesh', { fleet: { name: 'demo', spec: {
-  crossClusterNetwork: { attachment: { type: 'macvlan', master: 'eth2' }, addresses: { pool: ['192.168.9.10-192.168.9.20'], prefixLength: 24 } },
-  migrationNetwork: { attachment: { type: 'macvlan', master: 'eth1' }, supernet: '10.250.0.0/16' },
-  clusters: [{ name: 'east', nodes: 3 }, { name: 'west', nodes: 3 }],
-} } });
-app.synth();
-console.log(JSON.stringify({ charts: mesh.charts.map((c) => c.node.id), gw: mesh.plan.clusters[0].gateways.map((g) => g.crossCluster) }));
-`);
+    // README's plain cdk8s quick start, verbatim, on README's smallest fleet, verbatim
+    fs.writeFileSync(path.join(app, 'main.ts'), readmeBlock('<!-- plain cdk8s snippet:', 'ts'));
+    fs.writeFileSync(path.join(app, 'prod.fleet.yaml'), readmeBlock('<!-- smallest fleet:', 'yaml'));
     fs.writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'commonjs', moduleResolution: 'node', strict: true, esModuleInterop: true, skipLibCheck: false, outDir: 'build', types: [] }, files: ['main.ts'] }));
     execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.'], { cwd: app, encoding: 'utf8', timeout: 120_000 });
     const out = execFileSync(process.execPath, ['build/main.js'], { cwd: app, encoding: 'utf8', timeout: 60_000 });
-    expect(JSON.parse(out.trim())).toEqual({ charts: ['east', 'west'], gw: ['192.168.9.10/24', '192.168.9.11/24'] });
+    // the addresses README's smallest-fleet paragraph states
+    expect(out.trim().split('\n')).toEqual(['east-1: 192.168.50.10/24, 192.168.50.11/24', 'west-1: 192.168.50.12/24, 192.168.50.13/24']);
     const written = fs.readdirSync(path.join(app, 'out')).sort();
-    expect(written).toEqual(['east.k8s.yaml', 'west.k8s.yaml']);
-    expect(fs.readFileSync(path.join(app, 'out', 'east.k8s.yaml'), 'utf8')).toMatch(/kind: NetworkAttachmentDefinition[\s\S]*"range":"10.250.0.0\/24"/);
+    expect(written).toEqual(['east-1.k8s.yaml', 'west-1.k8s.yaml']);
+    expect(fs.readFileSync(path.join(app, 'out', 'east-1.k8s.yaml'), 'utf8')).toMatch(/kind: NetworkAttachmentDefinition[\s\S]*"range":"10.200.0.0\/24"/);
+    expect(fs.readFileSync(path.join(app, 'out', 'west-1.k8s.yaml'), 'utf8')).toMatch(/kind: NetworkAttachmentDefinition[\s\S]*"range":"10.200.1.0\/24"/);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
