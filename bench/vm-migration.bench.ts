@@ -21,7 +21,7 @@
  * mode, fall outside the measured window (not what a KubeVirt target does; default off).
  * MM_VM_AB=<lever,...> (issue 39 section 4) adds a second mtls-splice run to every round, `mtls-splice+ab`, with the
  * levers on, every other run with them off (the two arms swap places every other round): `notrack`, the tunnels
- * taken out of conntrack; `bigtcp`, BIG TCP sizes on the gateways' links (see `levers`; README section 4 tells
+ * taken out of conntrack; `bigtcp`, BIG TCP sizes on the gateways' links (see `levers`; docs/dev/lab/2026-11-28-gateway-cpu-per-gib.md tells
  * of a copying relay tried with it, whose levers are not in the tree). Every migration then prints,
  * per link of the gateway and handler namespaces that sent more than 100 packets, the packets it sent and their mean size.
  */

@@ -356,7 +356,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
       return;
     }
     const [a, b] = clusters;
-    // the check (data through both gateways at a useful rate) needs a second; the figures recorded for README
+    // the check (data through both gateways at a useful rate) needs a second; the figures recorded for docs/performance.md
     // (MM_RECORD_BENCH=1) take 4 s per path: each second here keeps both cores busy for the whole suite
     const seconds = process.env.MM_RECORD_BENCH === '1' ? 4 : 1;
     const iperf = async (clientNs: string, serverNs: string, addr: string, port: number) => {

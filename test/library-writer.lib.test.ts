@@ -1,5 +1,5 @@
 /**
- * One writer for both entry points: README's library snippet, taken verbatim from README.md, compiled
+ * One writer for both entry points: the library snippets, taken verbatim from README.md and docs/library.md, compiled
  * against the built package and run, writes byte for byte the tree (and ledger) the CLI writes for the
  * same fleet; a `customize` hook's additions go through the same order, GitOps annotations, delivery
  * forms and manifest.
@@ -18,9 +18,9 @@ import { ledgerPathFor } from '../src/fleet/load';
 
 const root = path.join(__dirname, '..');
 
-/** The ```ts block right after the README line that contains `marker`. */
-function readmeBlock(marker: string): string {
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+/** The ```ts block right after the line of `file` (README.md, docs/library.md) that contains `marker`. */
+function docBlock(file: string, marker: string): string {
+  const readme = fs.readFileSync(path.join(root, file), 'utf8');
   const at = readme.indexOf(marker);
   expect(at).toBeGreaterThan(0);
   const m = /^[^\n]*\n```ts\n([\s\S]*?)\n```\n/.exec(readme.slice(at));
@@ -62,7 +62,7 @@ function cli(dir: string): void {
 // kustomize-patch delivery (the Component), Flux + Argo CD wiring, Forklift moves from a moves file
 const EXAMPLES = ['three-sites-vlan.fleet.yaml', 'gitops.fleet.yaml', 'metro-moves.fleet.yaml'];
 
-test('README\'s library snippets compile against the package; the plain one writes exactly the CLI\'s tree and ledger', () => {
+test('the library snippets of README.md and docs/library.md compile against the package; the plain one writes exactly the CLI\'s tree and ledger', () => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-w12a-readme-'));
   try {
     const app = path.join(work, 'app');
@@ -70,8 +70,8 @@ test('README\'s library snippets compile against the package; the plain one writ
     // the package as a user's project resolves it (package.json main/types -> lib/), and cdk8s-plus for the hook
     fs.symlinkSync(root, path.join(app, 'node_modules', 'migration-mesh'));
     fs.symlinkSync(path.join(root, 'node_modules', 'cdk8s-plus-28'), path.join(app, 'node_modules', 'cdk8s-plus-28'));
-    fs.writeFileSync(path.join(app, 'plain.ts'), readmeBlock('<!-- library snippet:'));
-    fs.writeFileSync(path.join(app, 'custom.ts'), readmeBlock('<!-- customize snippet:'));
+    fs.writeFileSync(path.join(app, 'plain.ts'), docBlock('README.md', '<!-- library snippet:'));
+    fs.writeFileSync(path.join(app, 'custom.ts'), docBlock('docs/library.md', '<!-- customize snippet:'));
     fs.writeFileSync(path.join(app, 'tsconfig.json'), JSON.stringify({
       compilerOptions: { target: 'ES2022', module: 'commonjs', moduleResolution: 'node', strict: true, esModuleInterop: true, skipLibCheck: true, outDir: 'build', types: [] },
       files: ['plain.ts', 'custom.ts'],

@@ -107,7 +107,7 @@ d('a VM moves between clusters in network namespaces (real QEMU, every datapath 
       if (mode === 'mtls-splice') expect(r.pmemsaveSha).toEqual(r.ramSha);
       expect(lab.vm!.at).toBe(1 - from);
       expect(r.info.transferredKiB! / 1024).toBeGreaterThan(60); // the guest's 64 MiB of random data crossed
-      // resumption: see the README ("a VM moves") for what TCG does to a resumed guest now and then
+      // resumption: see docs/dev/lab/2026-11-25-live-migration-ram-under-load.md for what TCG does to a resumed guest now and then
       if (!r.resumed) console.warn(`[vm-migration-netns] ${mode}: guest did not tick after resuming on the target (${r.trouble ?? 'no oops seen'})`);
     }, 240_000);
   }

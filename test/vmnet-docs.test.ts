@@ -1,5 +1,5 @@
 /**
- * The VM-network examples in README.md and docs/vm-networks.md are fleets that plan: each YAML block,
+ * The VM-network examples in docs/fleet.md and docs/vm-networks.md are fleets that plan: each YAML block,
  * taken verbatim, dropped into a fleet, resolves without a problem (so the docs cannot drift from the schema).
  */
 import * as fs from 'fs';
@@ -20,7 +20,7 @@ function yamlAfter(file: string, marker: string): Record<string, any> {
 }
 
 test.each([
-  ['README.md', '### VM networks: addresses that survive a move', (y: Record<string, any>) => y],
+  ['docs/fleet.md', '## VM networks: addresses that survive a move', (y: Record<string, any>) => y],
   ['docs/vm-networks.md', '## Declaring them', (y: Record<string, any>) => y.spec],
 ])('%s: the example plans', (file, marker, specOf) => {
   const spec = specOf(yamlAfter(file, marker));

@@ -7,6 +7,7 @@ import { Construct } from 'constructs';
 export interface ForkliftControllerSettingProps {
   /** Name of the existing ForkliftController. */
   readonly name: string;
+  /** Its namespace: where Forklift runs on the hub (`spec.forklift.namespace`). */
   readonly namespace: string;
   /** `feature_ocp_live_migration`: without it Forklift runs a live Plan as a cold one. */
   readonly liveMigration: boolean;

@@ -7,6 +7,7 @@ import { Construct } from 'constructs';
 export interface ForkliftMigrationProps {
   /** Migration name (`<plan>-run-<n>`): a new name is a new run. */
   readonly name: string;
+  /** Namespace of the Migration and of its Plan (Forklift's namespace on the hub). */
   readonly namespace: string;
   /** The Plan it runs. */
   readonly plan: string;

@@ -6,10 +6,13 @@ import { NetworkPair, ObjectRef } from '../../src/forklift/model';
  * Properties for `ForkliftNetworkMap`.
  */
 export interface ForkliftNetworkMapProps {
+  /** NetworkMap name (one per ordered cluster pair). */
   readonly name: string;
+  /** Its namespace (Forklift's namespace on the hub). */
   readonly namespace: string;
-  /** Source and destination providers. */
+  /** The source cluster's Provider. */
   readonly source: ObjectRef;
+  /** The destination cluster's Provider. */
   readonly destination: ObjectRef;
   /** Entries: the pod network first, then each VM network to its counterpart. */
   readonly networks: readonly NetworkPair[];

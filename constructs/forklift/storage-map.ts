@@ -6,9 +6,13 @@ import { ObjectRef, StoragePair } from '../../src/forklift/model';
  * Properties for `ForkliftStorageMap`.
  */
 export interface ForkliftStorageMapProps {
+  /** StorageMap name (one per ordered cluster pair). */
   readonly name: string;
+  /** Its namespace (Forklift's namespace on the hub). */
   readonly namespace: string;
+  /** The source cluster's Provider. */
   readonly source: ObjectRef;
+  /** The destination cluster's Provider. */
   readonly destination: ObjectRef;
   /** Source storage class to destination storage class (access and volume mode optional). */
   readonly storage: readonly StoragePair[];

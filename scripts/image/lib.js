@@ -138,7 +138,7 @@ function ensureBases(engine, log = console.log) {
     log(`base ${b}: pull failed (${(r.stderr || '').trim().split('\n').pop()})`);
     if (engine.name !== 'podman' || !isRoot() || !have('debootstrap')) {
       throw new Error(`base image ${b} is neither here nor pullable, and stand-ins need podman, root and debootstrap ` +
-        '(node scripts/ensure-system-deps.js installs them on Debian): see README "Gateway image"');
+        '(node scripts/ensure-system-deps.js installs them on Debian): see docs/gateway-image.md');
     }
     if (made.size === 0) {
       log(`making local stand-ins for ${bases.runtime} and ${bases.build} (scripts/image/make-bases.sh)`);

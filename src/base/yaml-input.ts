@@ -88,7 +88,7 @@ export function parseYamlInput(text: string, source: string, syntax: ProblemCode
   const doc = real[0];
   if (!doc) {
     return refuse(source, 'file-empty', `the ${what} is empty (no YAML document, or only comments)`,
-      `write the ${what} (README shows a complete fleet), or give the right file`);
+      `write the ${what} (docs/fleet.md shows a complete fleet), or give the right file`);
   }
   if (doc.errors.length > 0) {
     if (doc.errors.some((e) => /call stack/i.test(e.message))) return tooDeep();
@@ -117,7 +117,7 @@ export function parseYamlInput(text: string, source: string, syntax: ProblemCode
   if (depthOf(data) > MAX_INPUT_DEPTH) return tooDeep();
   if (data === null || data === undefined) {
     return refuse(source, 'file-empty', `the ${what} is empty (no YAML document, or only comments)`,
-      `write the ${what} (README shows a complete fleet), or give the right file`);
+      `write the ${what} (docs/fleet.md shows a complete fleet), or give the right file`);
   }
   return data;
 }

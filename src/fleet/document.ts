@@ -41,7 +41,7 @@ function problemOf(issue: z.core.$ZodIssue, path: string, input: unknown): Fleet
     return {
       code: 'unknown-field', path,
       message: `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `'${k}'`).join(', ')}`,
-      fix: 'remove it or check its spelling against the fleet format in README',
+      fix: 'remove it or check its spelling against the fleet format in docs/fleet.md',
     };
   }
   if (issue.code === 'invalid_union' && 'note' in issue && issue.note === 'No matching discriminator') {

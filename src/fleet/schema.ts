@@ -4,7 +4,7 @@
  * relate several fields (overlaps, capacity, versions) live in resolve.ts and the phases it runs
  * (shared-network.ts, clusters.ts). No cdk8s import.
  *
- * Over 400 lines on purpose: this file is the fleet format a user reads top to bottom (README links here),
+ * Over 400 lines on purpose: this file is the fleet format a user reads top to bottom (docs/fleet.md links here),
  * so every field and its documented default stays in one place; parts owned by one domain already live
  * with it (gateway/fleet-pod, forklift/schema, trust/schema, kubevirt/existing) and are imported.
  */

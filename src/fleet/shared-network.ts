@@ -41,7 +41,7 @@ export function resolveSharedNetwork(p: ProblemCollector, attachment: Attachment
     const shown = `${subnets.slice(0, 4).map(formatCidr).join(', ')}${subnets.length > 4 ? ', ...' : ''}`;
     p.add('pool-spans-subnets', `${SHARED}.pool`,
       `spans ${subnets.length} subnets of /${prefixLength} (${shown}); members in different subnets cannot reach each other, and one fleet-wide route cannot join them (its next hop is on-link in one subnet only)`,
-      'widen prefixLength so one subnet holds the pool, or, for subnets joined by routers, declare one site per subnet in spec.crossClusterNetwork.sites (each with its pool and router; README "Sites")');
+      'widen prefixLength so one subnet holds the pool, or, for subnets joined by routers, declare one site per subnet in spec.crossClusterNetwork.sites (each with its pool and router; docs/fleet.md, "Sites")');
   }
   const usable = subtractIntervals(subtractIntervals(pool, excluded), reserved);
   const reservedInPool = countIntervals(subtractIntervals(pool, excluded)) - countIntervals(usable);
