@@ -2,7 +2,8 @@ import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../../src/addressing/cni';
 import { disabledGatesFragment, featureGatesFor } from '../../src/kubevirt/gates';
-import { gatesWrittenByProduct, hcoDisabledGates } from '../../src/kubevirt/capabilities';
+import { gatesWrittenByProduct } from '../../src/kubevirt/capabilities';
+import { deliveryForm } from '../../src/kubevirt/delivery-forms';
 import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../../src/kubevirt/config';
 import { FLEET_LABEL, NETWORK_LABEL } from '../../src/base/names';
 import { ClusterPlan, FleetPlan } from '../../src/addressing/planner';
@@ -104,7 +105,7 @@ export class MeshClusterChart extends Chart {
     this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', {
       namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery, existingJsonPatch: kv.existing.kubevirtJsonPatch as JsonObject[],
       existingFeatureGates: [...kv.existing.featureGates, ...gatesWrittenByProduct(kv.product)], // issue #29: HCO writes some itself
-      hcoDisabledGates: hcoDisabledGates(kv.version),
+      hcoDisabledGates: deliveryForm(kv.configDelivery).operatorDisabledGates(kv.version), // src/kubevirt/delivery-forms.ts
     });
     this.kubevirt.addSpec(existingListsFragment(cluster)); // the cluster's own gates/patches first (docs/field-ownership.md)
     this.kubevirt.addSpec(migrationPolicyFragment(plan));

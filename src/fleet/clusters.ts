@@ -13,6 +13,7 @@ import {
 import { resolveExistingKubevirt } from '../kubevirt/existing';
 import { Product, ProductVersion, disabledGateProblems, kubevirtHas, kubevirtSinceFor, productVersionVerdict } from '../kubevirt/capabilities';
 import { featureGatesFor } from '../kubevirt/gates';
+import { deliveryForm } from '../kubevirt/delivery-forms';
 import { DEFAULTS, ResolvedCluster, ResolvedKubevirt, ResolvedNetworkPolicies, inClusterBreakdown, inClusterNeeded } from './resolved';
 import { checkAttachment, checkDialable, parseCidrField, parseRangeField } from './fields';
 import { SharedNetwork } from './shared-network';
@@ -102,7 +103,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
     podCidrs, serviceCidrs,
     multiNetworkPolicy: c.multiNetworkPolicy ?? false,
     networkPolicies,
-    openshift: c.openshift ?? kubevirt.configDelivery === 'hco',
+    openshift: c.openshift ?? deliveryForm(kubevirt.configDelivery).impliesOpenshift,
   };
 }
 
@@ -155,10 +156,10 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
     const path = c.kubevirt?.disabledFeatureGates !== undefined ? `${cp}.kubevirt.disabledFeatureGates` : 'spec.kubevirt.disabledFeatureGates';
     for (const x of disabledGateProblems({ cluster: c.name, version, disabled: disabledFeatureGates, path, enabled })) p.add(x.code, x.path, x.message, x.fix);
   }
-  const hco = configDelivery === 'hco';
+  const form = deliveryForm(configDelivery);
   return {
-    namespace: kv.namespace ?? (hco ? DEFAULTS.hcoNamespace : DEFAULTS.kubevirtNamespace),
-    name: kv.name ?? (hco ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
+    namespace: kv.namespace ?? form.defaultNamespace,
+    name: kv.name ?? form.defaultName,
     version, configDelivery, hasProxyApi,
     existing, disabledFeatureGates,
     product: resolveProduct(p, { product: kv.product, productVersion: kv.productVersion, kubevirt: parsed, versionPath, productPath: c.kubevirt?.productVersion !== undefined ? `${cp}.kubevirt.productVersion` : 'spec.kubevirt.productVersion' }),

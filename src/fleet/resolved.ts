@@ -12,14 +12,12 @@ import { ResolvedSite } from './sites';
 import { ProductVersion } from '../kubevirt/capabilities';
 import { VmNetworkSpec } from '../vmnet/schema';
 import { FleetProblem } from '../base/errors';
+import { DEFAULT_DELIVERY_FORM } from '../kubevirt/delivery-forms';
 
 export const DEFAULTS = {
   datapath: 'gateway' as Datapath,
-  kubevirtNamespace: 'kubevirt',
-  hcoNamespace: 'kubevirt-hyperconverged',
-  kubevirtName: 'kubevirt',
-  hcoName: 'kubevirt-hyperconverged',
-  configDelivery: 'kubevirt-cr' as ConfigDelivery,
+  // kubevirt.namespace and kubevirt.name: each delivery form's own (src/kubevirt/delivery-forms.ts)
+  configDelivery: DEFAULT_DELIVERY_FORM as ConfigDelivery,
   crossClusterNadName: 'lm-crosscluster',
   migrationNadName: 'lm-migration',
   gatewayReplicas: 2,

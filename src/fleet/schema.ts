@@ -13,6 +13,7 @@ import { gatewayPodSpecSchema, objectLabelsSpecSchema } from '../gateway/fleet-p
 import { forkliftSchema } from '../forklift/schema';
 import { trustSchema } from '../trust/schema';
 import { existingKubevirtSchema } from '../kubevirt/existing';
+import { DELIVERY_FORM_NAMES, DeliveryForm } from '../kubevirt/delivery-forms';
 import { imageReferenceProblem } from '../base/image-reference';
 import { ovnKubernetesSchema, vmNetworkSchema } from '../vmnet/schema';
 
@@ -102,12 +103,12 @@ const syncControllersSchema = z.object({
 }).strict();
 
 const kubevirtSchema = z.object({
-  /** Namespace KubeVirt is installed in (the NADs go there). @default kubevirt (openshift-cnv for hco) */
+  /** Namespace KubeVirt is installed in (the NADs go there). @default kubevirt (kubevirt-hyperconverged for hco: src/kubevirt/delivery-forms.ts) */
   namespace: dnsLabel.optional(),
   /** KubeVirt version, `1.8`, `v1.9.0`; `+pr17922` marks a build carrying the cross-cluster proxy. @default 1.8 */
   version: z.string().regex(/^v?\d+\.\d+(\.\d+)?(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/, { message: 'must look like 1.8, v1.9.0 or 1.9.0+pr17922' }).optional(),
-  /** How the KubeVirt configuration is delivered. @default kubevirt-cr */
-  configDelivery: z.enum(['kubevirt-cr', 'kustomize-patch', 'hco']).optional(),
+  /** How the KubeVirt configuration is delivered: a form of src/kubevirt/delivery-forms.ts. @default kubevirt-cr */
+  configDelivery: z.enum(DELIVERY_FORM_NAMES).optional(),
   /** Name of the KubeVirt (or HyperConverged) object. @default kubevirt (kubevirt-hyperconverged for hco) */
   name: dnsLabel.optional(),
   /**
@@ -464,7 +465,8 @@ export type FleetSpec = z.infer<typeof fleetSpecSchema>;
 export type FleetDocument = z.infer<typeof fleetDocumentSchema>;
 export type ClusterSpec = z.infer<typeof clusterSchema>;
 export type Datapath = NonNullable<FleetSpec['datapath']>;
-export type ConfigDelivery = NonNullable<z.infer<typeof kubevirtSchema>['configDelivery']>;
+/** A delivery form (src/kubevirt/delivery-forms.ts): the schema's enum is the registry's keys. */
+export type ConfigDelivery = DeliveryForm;
 export type SyncPlacement = NonNullable<z.infer<typeof syncControllersSchema>['placement']>;
 export type GitopsSpec = z.infer<typeof gitopsSchema>;
 

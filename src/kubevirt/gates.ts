@@ -14,8 +14,9 @@
 import { JsonObject } from '../base/json';
 import { maxDowntimeGateFor } from './admission';
 import { KubevirtVersion } from './versions';
+import { FEATURE_GATE_DLM } from './capabilities';
 
-export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
+export { FEATURE_GATE_DLM };
 const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
 
 /** What the gates of one cluster depend on: its datapath and version, and the fleet's migration policy. */
