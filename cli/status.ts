@@ -22,6 +22,7 @@ import { loadKubeconfig } from './kubeconfig';
 import { createProgress } from './progress';
 import { moveFacts, plannedMoves } from './status-moves';
 import { attachments, gatewayPods, vipOf, why } from './status-runtime';
+import { DATAPATH_NAMES } from '../src/fleet/datapath-modes';
 
 export interface StatusOptions {
   readonly fleetFile: string;
@@ -210,7 +211,7 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
     return facts;
   }));
   progress.done();
-  const groups = ['gateway', 'native', 'direct'].map((m) => fleet.clusters.filter((c) => c.datapath === m).map((c) => c.name)).filter((g) => g.length);
+  const groups = DATAPATH_NAMES.map((m) => fleet.clusters.filter((c) => c.datapath === m).map((c) => c.name)).filter((g) => g.length);
   const answered = (name: string) => (clusters.find((c) => c.cluster === name)?.reachable ? kcs.get(name) : undefined);
   const planned = o.moves ? plannedMoves(path.join(o.outDir, fleet.name)) : undefined;
   const moves = planned && await withTimeout(moveFacts(planned, answered), timeoutMs, () => planned.map((m) => ({

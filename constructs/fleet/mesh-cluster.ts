@@ -23,6 +23,7 @@ import { SyncControllerPlacement } from '../kubevirt/sync-controller-placement';
 import { TrustAgent } from '../trust/agent';
 import { ClusterVmNetwork } from '../../src/vmnet/resolved';
 import { VmNetworks } from '../vmnet/vm-networks';
+import { datapathMode } from '../../src/fleet/datapath-modes';
 
 const MESH_CLUSTER_CHART_SYMBOL = Symbol.for('migration-mesh.MeshClusterChart');
 
@@ -126,7 +127,7 @@ export class MeshClusterChart extends Chart {
       replicas: cluster.syncReplicas,
       datapath: cluster.datapath,
     });
-    if (cluster.datapath === 'native') {
+    if (datapathMode(cluster.datapath).kubevirtProxy) {
       new NetworkAttachment(this, 'CrossClusterNetwork', {
         name: cluster.crossClusterSync!.nadName,
         namespace: kv.namespace,
@@ -141,7 +142,7 @@ export class MeshClusterChart extends Chart {
     for (const p of props.moveCompression ?? []) { // issue #29: compression per move, on the move's target
       new MigrationCompressionPolicy(this, `MoveCompression-${p.namespace}.${p.vm}`, { fleet: plan.fleet, name: p.name, spec: moveCompressionPolicySpec(p) });
     }
-    if (cluster.datapath === 'gateway') {
+    if (datapathMode(cluster.datapath).gateways) {
       this.proxy = new MigrationProxy(this, 'Gateway', { plan, cluster, ...props.gatewayPod });
     }
     if (cluster.trustAgents.length > 0) {

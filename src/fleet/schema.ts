@@ -14,6 +14,7 @@ import { forkliftSchema } from '../forklift/schema';
 import { trustSchema } from '../trust/schema';
 import { existingKubevirtSchema } from '../kubevirt/existing';
 import { DELIVERY_FORM_NAMES, DeliveryForm } from '../kubevirt/delivery-forms';
+import { DATAPATH_NAMES } from './datapath-modes';
 import { imageReferenceProblem } from '../base/image-reference';
 import { ovnKubernetesSchema, vmNetworkSchema } from '../vmnet/schema';
 
@@ -370,7 +371,7 @@ const clusterSchema = z.object({
   site: dnsLabel.optional(),
   /** Nodes running virt-handler (one migration address each in direct mode). */
   nodes: z.number().int().min(1, { message: 'must be at least 1' }).max(100_000),
-  datapath: z.enum(['gateway', 'native', 'direct']).optional(),
+  datapath: z.enum(DATAPATH_NAMES).optional(),
   kubevirt: kubevirtSchema.optional(),
   syncControllers: syncControllersSchema.optional(),
   migrationNetwork: z.object({
@@ -413,7 +414,7 @@ const clusterSchema = z.object({
 
 export const fleetSpecSchema = z.object({
   /** @default gateway */
-  datapath: z.enum(['gateway', 'native', 'direct']).optional(),
+  datapath: z.enum(DATAPATH_NAMES).optional(),
   kubevirt: kubevirtSchema.optional(),
   migrationPolicy: migrationPolicySchema.optional(),
   crossClusterNetwork: crossClusterNetworkSchema,
@@ -464,7 +465,8 @@ export const fleetDocumentSchema = z.object({
 export type FleetSpec = z.infer<typeof fleetSpecSchema>;
 export type FleetDocument = z.infer<typeof fleetDocumentSchema>;
 export type ClusterSpec = z.infer<typeof clusterSchema>;
-export type Datapath = NonNullable<FleetSpec['datapath']>;
+/** A datapath mode (src/fleet/datapath-modes.ts): the schema's enums are the registry's keys. */
+export type { Datapath } from './datapath-modes';
 /** A delivery form (src/kubevirt/delivery-forms.ts): the schema's enum is the registry's keys. */
 export type ConfigDelivery = DeliveryForm;
 export type SyncPlacement = NonNullable<z.infer<typeof syncControllersSchema>['placement']>;

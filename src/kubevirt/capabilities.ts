@@ -6,6 +6,7 @@
  */
 import { FleetProblem } from '../base/errors';
 import { KubevirtVersion, parseKubevirtVersion } from './versions';
+import { Datapath, datapathMode } from '../fleet/datapath-modes';
 
 /**
  * The gate of decentralized (cross-cluster) live migration; its row is in the table below. Defined here, in
@@ -159,7 +160,7 @@ export function gatesWrittenByProduct(p: ProductVersion): string[] {
 /** What the version-skew check reads of a resolved cluster, with the fleet path of its declared version. */
 export interface SkewInput {
   readonly name: string;
-  readonly datapath: 'gateway' | 'direct' | 'native';
+  readonly datapath: Datapath;
   readonly version: KubevirtVersion;
   readonly versionPath: string;
 }
@@ -171,7 +172,7 @@ export interface SkewInput {
  * virt-handler.go:141,807 @cc62b9425f; PR #18870). A direct fleet mixing both sides is refused.
  */
 export function cnSkewProblems(clusters: readonly SkewInput[]): FleetProblem[] {
-  const direct = clusters.filter((c) => c.datapath === 'direct');
+  const direct = clusters.filter((c) => datapathMode(c.datapath).sharedMigrationNetwork);
   const before = (c: SkewInput) => c.version.major < 1 || (c.version.major === 1 && c.version.minor < 7);
   const old = direct.filter(before);
   const newer = direct.filter((c) => !before(c));

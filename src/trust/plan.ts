@@ -15,6 +15,7 @@ import { ConfigDelivery, Datapath } from '../fleet/schema';
 import { JsonObject } from '../base/json';
 import { RotationSpec, TrustSpec } from './schema';
 import { deliveryForm } from '../kubevirt/delivery-forms';
+import { datapathMode } from '../fleet/datapath-modes';
 
 /** One certificate's settings, in seconds. */
 export interface CertTiming { readonly duration: number; readonly renewBefore: number }
@@ -311,7 +312,7 @@ export function resolveTrust(trust: TrustSpec | undefined, clusters: readonly Tr
     const path = own !== undefined ? `spec.trust.clusters.${c.name}` : 'spec.trust.rotation';
     const rotation = rotationOf(add, path, trust.rotation, own);
     checkRotation(add, path, rotation, c, exchange);
-    return { c, path, plan: { rotation, exchange: exchangeOn, agent: exchangeOn && c.datapath !== 'gateway' } };
+    return { c, path, plan: { rotation, exchange: exchangeOn, agent: exchangeOn && !datapathMode(c.datapath).gateways } };
   });
   checkPairs(add, entries, exchangeOn ? minRotationFor(exchange.repush) : 0);
   const repushIntervalSeconds = repushOf(add, trust, entries);
