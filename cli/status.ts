@@ -23,6 +23,7 @@ import { createProgress } from './progress';
 import { moveFacts, plannedMoves } from './status-moves';
 import { attachments, gatewayPods, vipOf, why } from './status-runtime';
 import { DATAPATH_NAMES } from '../src/fleet/datapath-modes';
+import { DELIVERY_KINDS } from '../src/kubevirt/delivery-forms';
 
 export interface StatusOptions {
   readonly fleetFile: string;
@@ -128,7 +129,7 @@ async function askCluster(
       throw e;
     }
   };
-  const kvObj = objects.find((o) => o.kind === 'KubeVirt' || o.kind === 'HyperConverged');
+  const kvObj = objects.find((o) => DELIVERY_KINDS.has(o.kind));
   const kubevirtNs = kvObj?.metadata.namespace ?? 'kubevirt';
   // the first call says whether the cluster answers at all
   let ca: CaCert[];

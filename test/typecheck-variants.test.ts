@@ -54,34 +54,65 @@ function insertAfter(text: string, after: RegExp, add: string): string {
 }
 
 const FORMS = 'src/kubevirt/delivery-forms.ts';
-const RENDERERS = 'constructs/kubevirt/delivery-renderers.ts';
+const MODES = 'src/fleet/datapath-modes.ts';
 
-/** The registry with one more form: a copy of the `kubevirt-cr` entry under a new name (the one declared place). */
-function registryWithFakeForm(): string {
-  const text = read(FORMS);
-  const entry = /\n {2}'kubevirt-cr': \{\n[\s\S]*?\n {2}\},\n/.exec(text);
-  if (!entry) throw new Error(`stale test: no 'kubevirt-cr' entry in ${FORMS}`);
-  return text.replace(entry[0], `${entry[0]}${entry[0].replace("'kubevirt-cr'", "'fake-form'").slice(1)}`);
+/** A registry with one more entry: a copy of the entry `key` under `fake` (the one declared place). */
+function registryWith(file: string, key: string, fake: string): string {
+  const text = read(file);
+  const entry = new RegExp(`\\n {2}${key.replace(/[-']/g, '\\$&')}: \\{\\n[\\s\\S]*?\\n {2}\\},\\n`).exec(text);
+  if (!entry) throw new Error(`stale test: no ${key} entry in ${file}`);
+  return text.replace(entry[0], `${entry[0]}${entry[0].replace(key, `'${fake}'`).slice(1)}`);
 }
 
-describe('a new delivery form: one registry entry, then exactly what the compiler names', () => {
-  let withForm: ts.Program;
+/** The two registries, each with a fake variant and nothing else changed. */
+const fakes = (): Record<string, string> => ({
+  [FORMS]: registryWith(FORMS, "'kubevirt-cr'", 'fake-form'),
+  [MODES]: registryWith(MODES, 'gateway', 'fake-mode'),
+});
 
-  test('a form added to the registry only: the one error is the construct registry that lacks its renderer', () => {
-    const forms = registryWithFakeForm();
-    expect(forms).toContain("'fake-form': {");
-    withForm = programWith({ [FORMS]: forms });
-    const errors = errorsOf(withForm);
-    expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatch(new RegExp(`^${RENDERERS.replace(/[./]/g, '\\$&')}\\(\\d+,\\d+\\): error TS2741: Property '"fake-form"' is missing in type `));
-  }, 300_000);
+/**
+ * What the compiler names for each fake, as `file: TS code: what`; the place an entry is missing from is the
+ * place that handles the variant by name (a Record or an exhaustive switch ending in assertNever).
+ */
+const DEMANDED = [
+  'constructs/kubevirt/delivery-renderers.ts: TS2741: fake-form', // the form's renderer (DELIVERY_RENDERERS)
+  'src/fleet/resolved.ts: TS2345: fake-mode', // crossClusterNeeded: the mode's addresses on the shared network
+  'src/fleet/shared-network.ts: TS2741: fake-mode', // the pool-too-small message: what the mode counts
+  'src/report/plan-report.ts: TS2741: fake-mode', // `plan`: clusters per mode
+];
 
-  test('the registry entry plus the renderer the compiler asked for compiles clean', () => {
-    const renderers = insertAfter(read(RENDERERS), /\n {2}hco: hyperConverged,\n/, "  'fake-form': partialKubevirt,\n");
-    const program = programWith({ [FORMS]: registryWithFakeForm(), [RENDERERS]: renderers }, withForm);
-    // the first program's only error was in the renderers: the second changes that file alone
-    expect(errorsOf(program, [RENDERERS, FORMS])).toEqual([]);
-  }, 300_000);
+/** One tsc line as `file: TS code: the fake it names`. */
+const demand = (line: string): string => {
+  const m = /^(.+?)\(\d+,\d+\): error (TS\d+): .*?(fake-form|fake-mode)/.exec(line);
+  return m ? `${m[1]}: ${m[2]}: ${m[3]}` : line;
+};
+
+describe('a new delivery form or datapath mode: one registry entry, then exactly what the compiler names', () => {
+  let withFakes: ts.Program;
+
+  test('the fakes added to their registries only: the errors are exactly the places that handle a variant by name', () => {
+    const f = fakes();
+    expect(f[FORMS]).toContain("'fake-form': {");
+    expect(f[MODES]).toContain("'fake-mode': {");
+    withFakes = programWith(f);
+    const errors = errorsOf(withFakes);
+    expect(errors.map(demand).sort()).toEqual(DEMANDED);
+    // a missing Record entry names the fake itself
+    expect(errors.find((l) => l.startsWith('constructs/kubevirt/delivery-renderers.ts'))).toMatch(/error TS2741: Property '"fake-form"' is missing in type /);
+  }, 900_000);
+
+  test('the registry entries plus what the compiler asked for compile clean', () => {
+    const add = (file: string, after: RegExp, line: string) => insertAfter(read(file), after, line);
+    const handled: Record<string, string> = {
+      'constructs/kubevirt/delivery-renderers.ts': add('constructs/kubevirt/delivery-renderers.ts', /\n {2}hco: hyperConverged,\n/, "  'fake-form': partialKubevirt,\n"),
+      'src/fleet/resolved.ts': add('src/fleet/resolved.ts', /\n {4}case 'gateway': return c\.gatewayReplicas;\n/, "    case 'fake-mode': return c.gatewayReplicas;\n"),
+      'src/fleet/shared-network.ts': add('src/fleet/shared-network.ts', /\n {4}gateway: \(gw\) => .*\n/, "    'fake-mode': (l) => `fake-mode: ${l.length}`,\n"),
+      'src/report/plan-report.ts': add('src/report/plan-report.ts', /\{ gateway: 0,/, " 'fake-mode': 0,"),
+    };
+    const program = programWith({ ...fakes(), ...handled }, withFakes);
+    // the first program's errors were in these files alone: the second changes them alone
+    expect(errorsOf(program, [FORMS, MODES, ...Object.keys(handled)])).toEqual([]);
+  }, 900_000);
 });
 
 /** Every .ts file under the library's layers. */
@@ -98,11 +129,24 @@ function sources(): string[] {
   return [...out, 'index.ts'];
 }
 
-test('no code compares a delivery form\'s name: it reads the form\'s entry or switches exhaustively', () => {
-  const names = ['kubevirt-cr', 'kustomize-patch', 'hco'];
+/** Lines comparing a value with one of `names` (`x === 'hco'`, `'direct' !== x`), as `file:line: text`. */
+function comparisons(names: readonly string[]): string[] {
   const compare = new RegExp(`[!=]==?\\s*'(${names.join('|')})'|'(${names.join('|')})'\\s*[!=]==?`);
-  const found = sources().flatMap((f) => read(f).split('\n').map((l, i) => [f, i + 1, l] as const)).filter(([, , l]) => compare.test(l)).map(([f, n, l]) => `${f}:${n}: ${l.trim()}`);
-  expect(found).toEqual([]);
-  // the check can fail: the line the registry replaced is caught
-  expect(compare.test("if (this.delivery === 'hco') {")).toBe(true);
+  return sources().flatMap((f) => read(f).split('\n').map((l, i) => [f, i + 1, l] as const))
+    .filter(([, , l]) => compare.test(l)).map(([f, n, l]) => `${f}:${n}: ${l.trim()}`);
+}
+
+test('no code compares a delivery form\'s name: it reads the form\'s entry or switches exhaustively', () => {
+  expect(comparisons(['kubevirt-cr', 'kustomize-patch', 'hco'])).toEqual([]);
+});
+
+test('no code compares a datapath mode with a name: it reads the mode\'s entry or switches exhaustively', () => {
+  // `datapath === 'gateway'` and the like; `keptBy === 'gateway'` (trust report) and stage names are other unions
+  expect(comparisons(['gateway', 'native', 'direct']).filter((l) => /datapath|mode\b/.test(l))).toEqual([]);
+});
+
+test('the comparison check can fail: the lines the registries replaced are caught', () => {
+  const compare = (names: string[], line: string): boolean => new RegExp(`[!=]==?\\s*'(${names.join('|')})'`).test(line);
+  expect(compare(['hco'], "if (this.delivery === 'hco') {")).toBe(true);
+  expect(compare(['direct'], "if (cidr && c.datapath !== 'direct' && !c.migrationCidr)")).toBe(true);
 });
