@@ -63,7 +63,7 @@ export class KubevirtConfiguration extends Construct {
     // a JavaScript caller can pass any string: an unknown form is refused, never rendered as another's object
     const render = Object.hasOwn(DELIVERY_RENDERERS, this.delivery) ? DELIVERY_RENDERERS[this.delivery] : undefined;
     if (!render) {
-      throw new InvalidPropsError({ code: 'prop-invalid', path: 'delivery', message: `'${String(this.delivery)}' is not a delivery form`, fix: `use one of ${DELIVERY_FORM_NAMES.join(', ')}` });
+      throw new InvalidPropsError({ code: 'prop-invalid', path: 'delivery', message: `delivery '${String(this.delivery)}' is not a delivery form`, fix: `use one of ${DELIVERY_FORM_NAMES.join(', ')}` });
     }
     this.apiObject = render(this, {
       namespace: props.namespace, name: props.name, spec: () => this.spec,
