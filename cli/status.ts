@@ -22,6 +22,8 @@ import { loadKubeconfig } from './kubeconfig';
 import { createProgress } from './progress';
 import { moveFacts, plannedMoves } from './status-moves';
 import { attachments, gatewayPods, vipOf, why } from './status-runtime';
+import { DATAPATH_NAMES } from '../src/fleet/datapath-modes';
+import { DELIVERY_KINDS } from '../src/kubevirt/delivery-forms';
 
 export interface StatusOptions {
   readonly fleetFile: string;
@@ -127,7 +129,7 @@ async function askCluster(
       throw e;
     }
   };
-  const kvObj = objects.find((o) => o.kind === 'KubeVirt' || o.kind === 'HyperConverged');
+  const kvObj = objects.find((o) => DELIVERY_KINDS.has(o.kind));
   const kubevirtNs = kvObj?.metadata.namespace ?? 'kubevirt';
   // the first call says whether the cluster answers at all
   let ca: CaCert[];
@@ -210,7 +212,7 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
     return facts;
   }));
   progress.done();
-  const groups = ['gateway', 'native', 'direct'].map((m) => fleet.clusters.filter((c) => c.datapath === m).map((c) => c.name)).filter((g) => g.length);
+  const groups = DATAPATH_NAMES.map((m) => fleet.clusters.filter((c) => c.datapath === m).map((c) => c.name)).filter((g) => g.length);
   const answered = (name: string) => (clusters.find((c) => c.cluster === name)?.reachable ? kcs.get(name) : undefined);
   const planned = o.moves ? plannedMoves(path.join(o.outDir, fleet.name)) : undefined;
   const moves = planned && await withTimeout(moveFacts(planned, answered), timeoutMs, () => planned.map((m) => ({

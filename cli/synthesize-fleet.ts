@@ -26,6 +26,8 @@ import { ForkliftOutput, forkliftOutput } from '../constructs/forklift/output';
 import { MovesInput } from '../src/forklift/checks';
 import { yamlText } from '../src/base/yaml-text';
 import { apiLimitProblems } from '../src/delivery/api-limits';
+import { DeliveryFormSpec, deliveryForm } from '../src/kubevirt/delivery-forms';
+import { assertNever } from '../src/base/never';
 
 export interface SynthOptions extends PlanOptions, Pick<CrossClusterMigrationMeshProps, 'labels' | 'gatewayPod' | 'clusters'> {
   /** Called after each cluster is rendered (progress display for large fleets). */
@@ -254,9 +256,10 @@ export function clusterFiles(
   const objs = r.judgeOnly ? judgedObjects(chart, r.gitops) : clusterObjects(chart, r.gitops);
   const resources = new Map<string, string[]>();
   const seen = new Set<string>();
-  const patchForm = chart.cluster.kubevirt.configDelivery === 'kustomize-patch';
+  const form = deliveryForm(chart.cluster.kubevirt.configDelivery);
+  const asComponent = writtenAsComponent(form.file);
   for (const o of objs) {
-    if (patchForm && o.kind === 'KubeVirt') {
+    if (asComponent && o.kind === form.kind) {
       emit(`${name}/components/kubevirt/kubevirt-patch.yaml`, r.toYaml(o));
       emit(`${name}/components/kubevirt/kustomization.yaml`, r.toYaml({
         apiVersion: 'kustomize.config.k8s.io/v1alpha1',
@@ -286,6 +289,15 @@ export function clusterFiles(
   // plain `kubectl apply -k <cluster>` still applies everything, stage directories in order
   emit(`${name}/kustomization.yaml`, r.kustomization(present.map((st) => st.dir)));
   return { name, stages: present.map((st) => st.name), objects: objs };
+}
+
+/** Whether a delivery form's object is written as a kustomize Component (`components/kubevirt/`) instead of an object file. */
+function writtenAsComponent(file: DeliveryFormSpec['file']): boolean {
+  switch (file) {
+    case 'object': return false;
+    case 'kustomize-component': return true;
+    default: return assertNever(file, 'delivery form file');
+  }
 }
 
 /** The GitOps wiring's files (`_gitops/`): an ApplicationSet or Flux Kustomizations over every cluster. */

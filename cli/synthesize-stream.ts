@@ -14,6 +14,7 @@ import { FleetDocument } from '../src/fleet/schema';
 import { FleetInput, FleetPlan } from '../src/addressing/planner';
 import { Ledger, LedgerChange } from '../src/addressing/ledger';
 import { ResolvedGitops } from '../src/delivery/gitops';
+import { DELIVERY_KINDS } from '../src/kubevirt/delivery-forms';
 import { ClusterStages, SynthOptions, checkedBuild, clusterFiles, fleetFiles, objectFileName, refuseAsync, rendering, throwRefused } from './synthesize-fleet';
 
 /** A fleet planned, no cluster built yet: what `stream` builds the files from, one cluster at a time. */
@@ -36,7 +37,7 @@ export interface PlannedSynthesis {
  * The kinds the Forklift checks read (feature gates, NADs, the Localnet VM networks' CUDNs whose NADs the
  * NetworkMaps map): all that is kept of a cluster to check moves.
  */
-const FORKLIFT_FACT_KINDS = new Set(['KubeVirt', 'HyperConverged', 'NetworkAttachmentDefinition', 'ClusterUserDefinedNetwork']);
+const FORKLIFT_FACT_KINDS = new Set([...DELIVERY_KINDS, 'NetworkAttachmentDefinition', 'ClusterUserDefinedNetwork']);
 
 const newApp = (): App => new App({ outdir: os.tmpdir() });
 

@@ -12,6 +12,22 @@ import { validateObject } from './support/schemas';
 
 const kubevirtOf = (objs: any[]) => objs.find((o) => o.kind === 'KubeVirt' || o.kind === 'HyperConverged');
 
+describe('KubevirtConfiguration: each delivery form\'s own object, never another\'s', () => {
+  test.each([['kubevirt-cr', 'KubeVirt'], ['kustomize-patch', 'KubeVirt'], ['hco', 'HyperConverged']] as const)('%s renders a %s', (delivery, kind) => {
+    const chart = testChart();
+    new KubevirtConfiguration(chart, 'kv', { namespace: 'ns', name: 'n', delivery });
+    expect(Testing.synth(chart).map((o) => o.kind)).toEqual([kind]);
+  });
+
+  test('a form the registry does not know (a JavaScript caller\'s) is refused, not rendered as a KubeVirt CR', () => {
+    const chart = testChart();
+    // before the registry, any value but 'hco' fell to the else branch and rendered a KubeVirt CR
+    expect(() => new KubevirtConfiguration(chart, 'kv', { namespace: 'ns', name: 'n', delivery: 'helm-values' as never }))
+      .toThrow("delivery 'helm-values' is not a delivery form; use one of kubevirt-cr, kustomize-patch, hco");
+    expect(() => new KubevirtConfiguration(testChart(), 'kv', { namespace: 'ns', name: 'n', delivery: 'toString' as never })).toThrow(/'toString' is not a delivery form/);
+  });
+});
+
 describe('MigrationNetwork', () => {
   test('emits a whereabouts NAD in the KubeVirt namespace and selects it in migrations.network', () => {
     const chart = testChart();

@@ -2,7 +2,8 @@ import { Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { whereaboutsIpam } from '../../src/addressing/cni';
 import { disabledGatesFragment, featureGatesFor } from '../../src/kubevirt/gates';
-import { gatesWrittenByProduct, hcoDisabledGates } from '../../src/kubevirt/capabilities';
+import { gatesWrittenByProduct } from '../../src/kubevirt/capabilities';
+import { deliveryForm } from '../../src/kubevirt/delivery-forms';
 import { JsonObject, existingListsFragment, migrationPolicyFragment, nativeDatapathFragment } from '../../src/kubevirt/config';
 import { FLEET_LABEL, NETWORK_LABEL } from '../../src/base/names';
 import { ClusterPlan, FleetPlan } from '../../src/addressing/planner';
@@ -22,6 +23,7 @@ import { SyncControllerPlacement } from '../kubevirt/sync-controller-placement';
 import { TrustAgent } from '../trust/agent';
 import { ClusterVmNetwork } from '../../src/vmnet/resolved';
 import { VmNetworks } from '../vmnet/vm-networks';
+import { datapathMode } from '../../src/fleet/datapath-modes';
 
 const MESH_CLUSTER_CHART_SYMBOL = Symbol.for('migration-mesh.MeshClusterChart');
 
@@ -104,7 +106,7 @@ export class MeshClusterChart extends Chart {
     this.kubevirt = new KubevirtConfiguration(this, 'KubeVirt', {
       namespace: kv.namespace, name: kv.name, delivery: kv.configDelivery, existingJsonPatch: kv.existing.kubevirtJsonPatch as JsonObject[],
       existingFeatureGates: [...kv.existing.featureGates, ...gatesWrittenByProduct(kv.product)], // issue #29: HCO writes some itself
-      hcoDisabledGates: hcoDisabledGates(kv.version),
+      hcoDisabledGates: deliveryForm(kv.configDelivery).operatorDisabledGates(kv.version), // src/kubevirt/delivery-forms.ts
     });
     this.kubevirt.addSpec(existingListsFragment(cluster)); // the cluster's own gates/patches first (docs/field-ownership.md)
     this.kubevirt.addSpec(migrationPolicyFragment(plan));
@@ -125,7 +127,7 @@ export class MeshClusterChart extends Chart {
       replicas: cluster.syncReplicas,
       datapath: cluster.datapath,
     });
-    if (cluster.datapath === 'native') {
+    if (datapathMode(cluster.datapath).kubevirtProxy) {
       new NetworkAttachment(this, 'CrossClusterNetwork', {
         name: cluster.crossClusterSync!.nadName,
         namespace: kv.namespace,
@@ -140,7 +142,7 @@ export class MeshClusterChart extends Chart {
     for (const p of props.movePolicies ?? []) { // issue #29, issue 51: a move's own policy, on its target
       new MigrationCompressionPolicy(this, `MovePolicy-${p.namespace}.${p.vm}`, { fleet: plan.fleet, name: p.name, spec: movePolicySpec(p) });
     }
-    if (cluster.datapath === 'gateway') {
+    if (datapathMode(cluster.datapath).gateways) {
       this.proxy = new MigrationProxy(this, 'Gateway', { plan, cluster, ...props.gatewayPod });
     }
     if (cluster.trustAgents.length > 0) {

@@ -4,6 +4,7 @@ import { ResolvedGitops } from '../../src/delivery/gitops';
 import { ClusterPlan } from '../../src/addressing/planner';
 import { EmittedObject, featureGatesOf, nadsOf } from '../../src/forklift/gates';
 import { gatesWrittenByProduct, kubevirtHas, libvirtHooksOn } from '../../src/kubevirt/capabilities';
+import { deliveryForm } from '../../src/kubevirt/delivery-forms';
 import { ClusterFacts, ForkliftHubPlan } from '../../src/forklift/model';
 import { vmNetworkNadsOf } from '../../src/forklift/maps';
 import { clusterCompletionTimeoutPerGiB } from '../../src/forklift/move-policy';
@@ -48,7 +49,8 @@ export function clusterFacts(
     const objs = objects.get(c.name) ?? [];
     // the gates the product writes itself (HCO on OpenShift Virtualization 4.21.1+) are in the CR Forklift reads
     const featureGates = [...new Set([...featureGatesOf(objs), ...gatesWrittenByProduct(c.kubevirt.product)])].sort();
-    const libvirtHooksRisk = libvirtHooksOn(c.kubevirt); // issue #29: on by default in v1.9 (PR #18526)
+    const operatorDisabled = deliveryForm(c.kubevirt.configDelivery).operatorDisabledGates(c.kubevirt.version).gates;
+    const libvirtHooksRisk = libvirtHooksOn(c.kubevirt, operatorDisabled); // issue #29: on by default in v1.9 (PR #18526)
     return {
       name: c.name, index: index.get(c.name) ?? 0, datapath: c.datapath, featureGates, meshNads: nadsOf(objs), libvirtHooksRisk,
       vmNetworkNads: vmNetworkNadsOf(objs), // issue 40: the Localnet VM networks' NADs map without hand edits

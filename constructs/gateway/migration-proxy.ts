@@ -18,6 +18,7 @@ import { GatewayTls } from './tls';
 import { GatewayTrust } from './trust';
 import { NetworkAttachment } from '../addressing/network-attachment';
 import { crossClusterNad, crossClusterPolicyFor, replicaSetDisruptionBudget } from './replica-parts';
+import { datapathMode } from '../../src/fleet/datapath-modes';
 
 /** Namespace the gateways run in. */
 export const DEFAULT_GATEWAY_NAMESPACE = 'migration-mesh';
@@ -125,7 +126,7 @@ export class MigrationProxy extends Construct {
   constructor(scope: Construct, id: string, props: MigrationProxyProps) {
     super(scope, id);
     const { plan, cluster } = props;
-    if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name}: MigrationProxy needs datapath gateway, got ${cluster.datapath}` });
+    if (!datapathMode(cluster.datapath).gateways) throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name}: MigrationProxy needs datapath gateway, got ${cluster.datapath}` });
     if (cluster.gateways.length === 0) throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster', message: `cluster ${cluster.name}: no gateway replicas planned` });
     this.namespace = props.namespace ?? DEFAULT_GATEWAY_NAMESPACE;
     const labels = { [APP_NAME_LABEL]: GATEWAY_NAME, ...managedByLabels() };

@@ -1,7 +1,10 @@
-import { ApiObject, ApiObjectProps, Lazy } from 'cdk8s';
+import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ConfigDelivery } from '../../src/fleet/schema';
-import { HCO_JSONPATCH_ANNOTATION, HcoDisabledGates, JsonObject, dedupePatches, hcoFormWithExisting, mergeSpec } from '../../src/kubevirt/config';
+import { DEFAULT_DELIVERY_FORM, DELIVERY_FORM_NAMES } from '../../src/kubevirt/delivery-forms';
+import { InvalidPropsError } from '../../src/base/errors';
+import { HcoDisabledGates, JsonObject, mergeSpec } from '../../src/kubevirt/config';
+import { DELIVERY_RENDERERS } from './delivery-renderers';
 
 /**
  * Properties for `KubevirtConfiguration`.
@@ -12,9 +15,10 @@ export interface KubevirtConfigurationProps {
   /** Name of the KubeVirt CR, or of the HyperConverged CR for `hco`. */
   readonly name: string;
   /**
-   * Delivery form: `kubevirt-cr` (partial KubeVirt for server-side apply), `kustomize-patch` (the same
-   * partial object, written as a kustomize Component patch), or `hco` (HyperConverged fields plus the
-   * `kubevirt.kubevirt.io/jsonpatch` annotation for what HCO lacks).
+   * Delivery form (src/kubevirt/delivery-forms.ts): `kubevirt-cr` (partial KubeVirt for server-side apply),
+   * `kustomize-patch` (the same partial object, written as a kustomize Component patch), or `hco`
+   * (HyperConverged fields plus the `kubevirt.kubevirt.io/jsonpatch` annotation for what HCO lacks). Each
+   * form's object is made by its renderer (./delivery-renderers.ts).
    *
    * @default kubevirt-cr
    */
@@ -55,23 +59,16 @@ export class KubevirtConfiguration extends Construct {
 
   constructor(scope: Construct, id: string, props: KubevirtConfigurationProps) {
     super(scope, id);
-    this.delivery = props.delivery ?? 'kubevirt-cr';
-    if (this.delivery === 'hco') {
-      const form = () => hcoFormWithExisting(this.spec, props.existingJsonPatch ?? [], props.existingFeatureGates, props.hcoDisabledGates);
-      this.apiObject = new HyperConvergedObject(this, 'Resource', () => form().kubevirtJsonPatch, {
-        apiVersion: 'hco.kubevirt.io/v1beta1',
-        kind: 'HyperConverged',
-        metadata: { name: props.name, namespace: props.namespace },
-        spec: Lazy.any({ produce: () => form().spec }),
-      });
-    } else {
-      this.apiObject = new ApiObject(this, 'Resource', {
-        apiVersion: 'kubevirt.io/v1',
-        kind: 'KubeVirt',
-        metadata: { name: props.name, namespace: props.namespace },
-        spec: Lazy.any({ produce: () => dedupePatches(this.spec) }),
-      });
+    this.delivery = props.delivery ?? DEFAULT_DELIVERY_FORM;
+    // a JavaScript caller can pass any string: an unknown form is refused, never rendered as another's object
+    const render = Object.hasOwn(DELIVERY_RENDERERS, this.delivery) ? DELIVERY_RENDERERS[this.delivery] : undefined;
+    if (!render) {
+      throw new InvalidPropsError({ code: 'prop-invalid', path: 'delivery', message: `delivery '${String(this.delivery)}' is not a delivery form`, fix: `use one of ${DELIVERY_FORM_NAMES.join(', ')}` });
     }
+    this.apiObject = render(this, {
+      namespace: props.namespace, name: props.name, spec: () => this.spec,
+      existingJsonPatch: props.existingJsonPatch ?? [], existingFeatureGates: props.existingFeatureGates, hcoDisabledGates: props.hcoDisabledGates,
+    });
   }
 
   /** Merge a fragment of the KubeVirt `spec` (objects merge; string lists union). */
@@ -82,19 +79,5 @@ export class KubevirtConfiguration extends Construct {
   /** The canonical partial KubeVirt spec so far. */
   public get kubevirtSpec(): JsonObject {
     return this.spec;
-  }
-}
-
-/** A HyperConverged object whose jsonpatch annotation is computed from the final spec at synth. */
-class HyperConvergedObject extends ApiObject {
-  constructor(scope: Construct, id: string, private readonly jsonPatch: () => JsonObject[], props: ApiObjectProps) {
-    super(scope, id, props);
-  }
-
-  public toJson(): { metadata: { annotations?: Record<string, string> } } {
-    const json = super.toJson();
-    const ops = this.jsonPatch();
-    if (ops.length) json.metadata.annotations = { ...json.metadata.annotations, [HCO_JSONPATCH_ANNOTATION]: JSON.stringify(ops) };
-    return json;
   }
 }

@@ -2,6 +2,7 @@ import { Construct } from 'constructs';
 import { Datapath, SyncPlacement } from '../../src/fleet/schema';
 import { syncPlacementFragment } from '../../src/kubevirt/config';
 import { KubevirtConfiguration } from './configuration';
+import { DEFAULT_DATAPATH } from '../../src/fleet/datapath-modes';
 
 /**
  * Properties for `SyncControllerPlacement`.
@@ -44,7 +45,7 @@ export class SyncControllerPlacement extends Construct {
     props.kubevirt.addSpec(syncPlacementFragment({
       syncPlacement: props.placement ?? 'controlPlane',
       syncReplicas: props.replicas ?? 2,
-      datapath: props.datapath ?? 'gateway',
+      datapath: props.datapath ?? DEFAULT_DATAPATH,
     }));
   }
 }

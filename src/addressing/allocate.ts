@@ -12,6 +12,7 @@ import { Quarantine } from './ledger-guard';
 import { ResolvedCluster, ResolvedFleet, crossClusterNeeded, inClusterBreakdown, inClusterNeeded } from '../fleet/resolved';
 import { AddressPool, AddressRequest, keepThenTake, keysOf, ledgerAddr, ledgerValues } from './address-pool';
 import { ResolvedSite, sitePath } from '../fleet/sites';
+import { datapathMode } from '../fleet/datapath-modes';
 
 const needsInCluster = (c: ResolvedCluster, surge: number): string => `cluster ${c.name} needs ${inClusterNeeded(c, surge)} in-cluster addresses`;
 
@@ -25,7 +26,7 @@ export function planClusterCidrs(p: ProblemCollector, fleet: ResolvedFleet, prev
     if (c.migrationCidr) { cidrs.set(c.name, c.migrationCidr); taken.push(c.migrationCidr); }
     taken.push(...c.podCidrs, ...c.serviceCidrs);
   }
-  const carved = fleet.clusters.filter((c) => !c.migrationCidr && c.datapath !== 'direct');
+  const carved = fleet.clusters.filter((c) => !c.migrationCidr && !datapathMode(c.datapath).sharedMigrationNetwork);
   const fits = (c: ResolvedCluster, cidr: Cidr): boolean =>
     BigInt(inClusterNeeded(c, fleet.addressSurge)) <= countIntervals(subtractIntervals([usableHosts(cidr)], c.migrationExclude));
   // keep what the ledger has
@@ -130,7 +131,7 @@ function planSiteAddresses(p: ProblemCollector, fleet: ResolvedFleet, site: Reso
   const clusters = fleet.clusters.filter((c) => c.site === site.name);
   const requests = clusters.map((c): AddressRequest => {
     const old = prev.clusters[c.name];
-    return c.datapath === 'gateway'
+    return datapathMode(c.datapath).gateways
       ? { want: c.gatewayReplicas, bySlot: true, ledger: (old?.gateways ?? []).map((g) => ledgerAddr(g.crossCluster, cc.family)) }
       : { want: crossClusterNeeded(c, fleet.addressSurge) - c.trustAgentReplicas, bySlot: false, ledger: ledgerValues(old?.crossClusterAddresses, cc.family) };
   });
@@ -146,7 +147,7 @@ function planSiteAddresses(p: ProblemCollector, fleet: ResolvedFleet, site: Reso
   }
   clusters.forEach((c, i) => {
     const values = got[i].filter((v): v is bigint => v !== undefined);
-    out.members.set(c.name, c.datapath === 'gateway' ? values : values.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    out.members.set(c.name, datapathMode(c.datapath).gateways ? values : values.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
   });
   const agents = got.slice(clusters.length);
   withAgents.forEach((c, i) => out.trustAgents.set(c.name, agents[i].filter((v): v is bigint => v !== undefined)));
@@ -163,7 +164,7 @@ export interface GatewayInCluster { readonly replicas: bigint[]; readonly vip?: 
 export function planGatewayInCluster(fleet: ResolvedFleet, prev: Ledger, cidrs: Map<string, Cidr>, quarantine: Quarantine): Map<string, GatewayInCluster> {
   const out = new Map<string, GatewayInCluster>();
   for (const c of fleet.clusters) {
-    if (c.datapath !== 'gateway') continue;
+    if (!datapathMode(c.datapath).gateways) continue;
     const cidr = cidrs.get(c.name)!;
     const old = prev.clusters[c.name];
     const pool = new AddressPool(subtractIntervals([usableHosts(cidr)], c.migrationExclude));

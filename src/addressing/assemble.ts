@@ -15,6 +15,7 @@ import { ResolvedCluster, ResolvedFleet, crossClusterNeeded, inClusterNeeded } f
 import { CapacityReport, ClusterPlan, PeerPlan, PlanResult, TrustAgentReplicaPlan, WhereaboutsPlan } from './fleet-plan';
 import { GatewayInCluster, planClusterCidrs, planGatewayInCluster, planSharedAddresses } from './allocate';
 import { SitePlan, siteOf, sitePlans } from './sites';
+import { datapathMode } from '../fleet/datapath-modes';
 
 // ---------------- phase 4: each cluster's plan and ledger entry ----------------
 
@@ -38,7 +39,7 @@ interface Allocation {
 function peerEntries(fleet: ResolvedFleet, cidrs: Map<string, Cidr>, shared: Map<string, bigint[]>, trustAgents: Map<string, bigint[]>): PeerPlan[] {
   const endpoints = (values: bigint[]) => values.map((x) => ({ host: formatAddr(addr(fleet.crossCluster.family, x)), port: fleet.gateway.tunnelPort }));
   return fleet.clusters.flatMap((o): PeerPlan[] => {
-    if (o.datapath === 'gateway') return [{ cluster: o.name, cidrs: [formatCidr(cidrs.get(o.name)!)], gateways: endpoints(shared.get(o.name)!) }];
+    if (datapathMode(o.datapath).gateways) return [{ cluster: o.name, cidrs: [formatCidr(cidrs.get(o.name)!)], gateways: endpoints(shared.get(o.name)!) }];
     const agents = trustAgents.get(o.name);
     return agents?.length ? [{ cluster: o.name, cidrs: [], gateways: endpoints(agents) }] : [];
   });
@@ -54,7 +55,7 @@ function gatewayParts(a: Allocation, c: ResolvedCluster, entry: LedgerCluster): 
   const cross = a.shared.get(c.name)!;
   entry.gateways = cross.map((x, i) => ({ inCluster: formatAddr(addr(fam, ins[i])), crossCluster: formatAddr(addr(cc.family, x)) }));
   if (vip !== undefined) entry.gatewayVip = formatAddr(addr(fam, vip));
-  const remotes = a.fleet.clusters.filter((o) => o.datapath === 'gateway' && o.name !== c.name).map((o) => a.cidrs.get(o.name)!);
+  const remotes = a.fleet.clusters.filter((o) => datapathMode(o.datapath).gateways && o.name !== c.name).map((o) => a.cidrs.get(o.name)!);
   // next hop: the VIP when the replicas fail over, else replica 0
   const via = formatAddr(addr(fam, vip ?? ins[0]));
   // the replicas' own addresses, the VIP and the quarantined ones are never whereabouts' to give
@@ -88,7 +89,7 @@ function sliceParts(p: ProblemCollector, a: Allocation, c: ResolvedCluster, entr
   if (agents.length) entry.trustAgents = agents.map((x) => ({ crossCluster: formatAddr(addr(cc.family, x)) }));
   const trustAgents = agents.map((x, i) => ({ replica: i, crossCluster: `${formatAddr(addr(cc.family, x))}/${site.prefixLength}` }));
   const peers = agents.length ? a.trustPeers.filter((e) => e.cluster !== c.name) : [];
-  if (c.datapath === 'direct') return { gateways: [], peers, trustAgents, ipam: sliceRange };
+  if (datapathMode(c.datapath).sharedMigrationNetwork) return { gateways: [], peers, trustAgents, ipam: sliceRange };
   const cidr = a.cidrs.get(c.name)!;
   return {
     gateways: [], peers, trustAgents,
@@ -102,14 +103,14 @@ function clusterPlan(p: ProblemCollector, a: Allocation, c: ResolvedCluster, ent
   const surge = a.fleet.addressSurge;
   const cidr = a.cidrs.get(c.name);
   const usableIn = cidr && countIntervals(subtractIntervals([usableHosts(cidr)], c.migrationExclude));
-  if (cidr && c.datapath !== 'direct' && !c.migrationCidr) entry.migrationCidr = formatCidr(cidr);
-  const { ipam, ...parts } = c.datapath === 'gateway' ? gatewayParts(a, c, entry) : sliceParts(p, a, c, entry);
+  if (cidr && !datapathMode(c.datapath).sharedMigrationNetwork && !c.migrationCidr) entry.migrationCidr = formatCidr(cidr);
+  const { ipam, ...parts } = datapathMode(c.datapath).gateways ? gatewayParts(a, c, entry) : sliceParts(p, a, c, entry);
   return {
     name: c.name, datapath: c.datapath, nodes: c.nodes, syncReplicas: c.syncReplicas, syncPlacement: c.syncPlacement,
     kubevirt: c.kubevirt, multiNetworkPolicy: c.multiNetworkPolicy, networkPolicies: c.networkPolicies, openshift: c.openshift,
     migrationNetwork: {
-      nadName: c.datapath === 'direct' ? cc.nadName : a.fleet.migrationNadName,
-      attachment: c.datapath === 'direct' ? siteOf(a.fleet, c).attachment : c.migrationAttachment,
+      nadName: datapathMode(c.datapath).sharedMigrationNetwork ? cc.nadName : a.fleet.migrationNadName,
+      attachment: datapathMode(c.datapath).sharedMigrationNetwork ? siteOf(a.fleet, c).attachment : c.migrationAttachment,
       cidr: cidr ? formatCidr(cidr) : undefined,
       ipam,
     },

@@ -5,6 +5,7 @@
  */
 import { Attachment } from '../fleet/schema';
 import { FleetPlan, RoutePlan, WhereaboutsPlan } from './planner';
+import { datapathMode } from '../fleet/datapath-modes';
 
 const CNI_VERSION = '0.3.1';
 
@@ -114,14 +115,14 @@ export function nodePrerequisites(plan: FleetPlan): NodePrerequisite[] {
   };
   for (const c of plan.clusters) {
     const v6 = c.migrationNetwork.ipam.range.includes(':');
-    add(c.migrationNetwork.nadName, c.migrationNetwork.attachment, c.name, c.datapath === 'direct' ? 'virt-handler, sync controller (shared network)' : 'virt-handler, sync controller', v6);
-    if (c.datapath === 'gateway') {
+    add(c.migrationNetwork.nadName, c.migrationNetwork.attachment, c.name, datapathMode(c.datapath).sharedMigrationNetwork ? 'virt-handler, sync controller (shared network)' : 'virt-handler, sync controller', v6);
+    if (datapathMode(c.datapath).gateways) {
       add(`${c.migrationNetwork.nadName}-gateway`, c.migrationNetwork.attachment, c.name, 'gateway', v6);
       add(plan.crossCluster.nadName, c.site.attachment, c.name, 'gateway (shared network)', (c.gateways[0]?.crossCluster ?? '').includes(':'));
     }
     // a cluster without a gateway exchanges CAs through its trust agent, on the shared network too
-    if (c.datapath !== 'gateway' && c.trustAgents.length > 0) add(plan.crossCluster.nadName, c.site.attachment, c.name, 'trust agent (shared network)', c.trustAgents[0].crossCluster.includes(':'));
-    if (c.datapath === 'native' && c.crossClusterSync) add(c.crossClusterSync.nadName, c.site.attachment, c.name, 'sync controller (shared network)', c.crossClusterSync.ipam.range.includes(':'));
+    if (!datapathMode(c.datapath).gateways && c.trustAgents.length > 0) add(plan.crossCluster.nadName, c.site.attachment, c.name, 'trust agent (shared network)', c.trustAgents[0].crossCluster.includes(':'));
+    if (datapathMode(c.datapath).kubevirtProxy && c.crossClusterSync) add(c.crossClusterSync.nadName, c.site.attachment, c.name, 'sync controller (shared network)', c.crossClusterSync.ipam.range.includes(':'));
   }
   return [...groups.values()].map((g) => ({ network: g.network, clusters: g.clusters.sort(), pods: [...g.pods].join('; '), requirements: attachmentRequirements(g.a, g.ipv6) }));
 }

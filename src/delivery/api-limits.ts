@@ -14,6 +14,7 @@
  */
 import { FleetProblem } from '../base/errors';
 import { Manifest } from './manifest';
+import { formsWhere } from '../kubevirt/delivery-forms';
 
 /** `TotalAnnotationSizeLimitB`. */
 const MAX_ANNOTATION_BYTES = 256 * 1024;
@@ -24,7 +25,7 @@ const DNS_LABEL_KINDS = new Set(['Namespace', 'Service']);
 
 /** What to do about a large annotation the library itself writes, by key. */
 const ANNOTATION_FIX: Record<string, string> = {
-  'kubevirt.kubevirt.io/jsonpatch': 'HCO\'s jsonpatch annotation carries kubevirt.existing (kubevirtJsonPatch, customizeComponentsPatches) beside ours: keep only what the cluster really has, or deliver the cluster as kubevirt-cr or kustomize-patch',
+  'kubevirt.kubevirt.io/jsonpatch': `HCO's jsonpatch annotation carries kubevirt.existing (kubevirtJsonPatch, customizeComponentsPatches) beside ours: keep only what the cluster really has, or deliver the cluster as ${formsWhere((f) => !f.jsonPatchAnnotation)}`,
 };
 
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');

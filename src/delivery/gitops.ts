@@ -9,6 +9,7 @@ import { Manifest } from './manifest';
 import { CLUSTER_LABEL, FLEET_LABEL, STAGE_LABEL, managedByLabels } from '../base/names';
 import { STAGES, StageName, isPrimaryNetworkNamespace } from './rollout';
 import { parseGoDuration } from '../trust/plan';
+import { DELIVERY_KINDS } from '../kubevirt/delivery-forms';
 
 export const GITOPS_DIR = '_gitops';
 export const ARGOCD_WAVE_ANNOTATION = 'argocd.argoproj.io/sync-wave';
@@ -27,7 +28,7 @@ const GITOPS_DEFAULTS = {
 } as const;
 
 /** Kinds we deliver as partial objects owned by an operator: never prune or delete them from GitOps. */
-const PROTECTED_KINDS = new Set(['KubeVirt', 'HyperConverged', 'Setting']);
+const PROTECTED_KINDS = new Set([...DELIVERY_KINDS, 'Setting']); // the delivery forms' kinds (src/kubevirt/delivery-forms.ts), Harvester's Setting
 
 interface ResolvedArgocd {
   readonly namespace: string;

@@ -16,6 +16,7 @@ import {
   Interval, bits, countIntervals, formatCidr, intervalToCidrs, mask, mergeIntervals, parseAddr, parseCidr, subtractIntervals,
 } from '../base/ip';
 import { ClusterPlan, FleetPlan } from '../addressing/planner';
+import { datapathMode } from '../fleet/datapath-modes';
 
 export const HARVESTER_SETTING_NAME = 'vm-migration-network';
 /** Harvester's `minSNPrefixLength`: ranges and excludes must be /16 or smaller. */
@@ -150,7 +151,7 @@ export function checkHarvesterValue(
 /** The setting value for one Harvester cluster from its plan, with every problem (ours and Harvester's). */
 export function harvesterSettingFor(plan: FleetPlan, cluster: ClusterPlan, spec: HarvesterSpec, ctx: HarvesterContext): HarvesterResult {
   const problems: FleetProblem[] = [];
-  if (cluster.datapath !== 'direct') {
+  if (!datapathMode(cluster.datapath).sharedMigrationNetwork) {
     problems.push({
       code: 'harvester-needs-direct',
       path: ctx.datapathPath,

@@ -13,9 +13,11 @@ import {
 import { resolveExistingKubevirt } from '../kubevirt/existing';
 import { Product, ProductVersion, disabledGateProblems, kubevirtHas, kubevirtSinceFor, productVersionVerdict } from '../kubevirt/capabilities';
 import { featureGatesFor } from '../kubevirt/gates';
+import { deliveryForm } from '../kubevirt/delivery-forms';
 import { DEFAULTS, ResolvedCluster, ResolvedKubevirt, ResolvedNetworkPolicies, inClusterBreakdown, inClusterNeeded } from './resolved';
 import { checkAttachment, checkDialable, parseCidrField, parseRangeField } from './fields';
 import { SharedNetwork } from './shared-network';
+import { datapathMode } from './datapath-modes';
 
 // ---------------- phase 2: the in-cluster migration network template ----------------
 
@@ -62,7 +64,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
   const datapath = c.datapath ?? spec.datapath ?? DEFAULTS.datapath;
   const kubevirt = resolveKubevirt(p, spec, c, cp, datapath);
   const attachment = c.migrationNetwork?.attachment ?? spec.migrationNetwork?.attachment;
-  if (!attachment && datapath !== 'direct') {
+  if (!attachment && !datapathMode(datapath).sharedMigrationNetwork) {
     p.add('migration-network-missing', 'spec.migrationNetwork.attachment', `cluster ${c.name} uses datapath ${datapath}, which needs an in-cluster migration network, and none is given`,
       'add spec.migrationNetwork.attachment (e.g. {type: bridge, bridge: br-mig, vlan: 100}) or a per-cluster migrationNetwork.attachment');
   }
@@ -71,7 +73,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
   if (c.migrationNetwork?.cidr !== undefined) {
     migrationCidr = parseCidrField(p, `${cp}.migrationNetwork.cidr`, c.migrationNetwork.cidr);
     if (migrationCidr) checkDialable(p, `${cp}.migrationNetwork.cidr`, migrationCidr, `cluster ${c.name}'s in-cluster migration network`);
-  } else if (spec.migrationNetwork?.supernet === undefined && datapath !== 'direct') {
+  } else if (spec.migrationNetwork?.supernet === undefined && !datapathMode(datapath).sharedMigrationNetwork) {
     p.add('migration-network-missing', `${cp}.migrationNetwork.cidr`, `cluster ${c.name} has no in-cluster migration CIDR and the fleet has no supernet to carve one from`,
       `give ${cp}.migrationNetwork.cidr or spec.migrationNetwork.supernet`);
   }
@@ -82,7 +84,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
   const serviceCidrs = cidrs(c.serviceCidrs, 'serviceCidrs');
   const sync = { ...spec.syncControllers, ...c.syncControllers };
   const gatewayReplicas = c.gateway?.replicas ?? spec.gateway?.replicas ?? DEFAULTS.gatewayReplicas;
-  const gatewayVip = datapath === 'gateway' && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip';
+  const gatewayVip = datapathMode(datapath).gateways && gatewayReplicas > 1 && (spec.gateway?.failover?.mode ?? DEFAULTS.failoverMode) === 'vip';
   const networkPolicies = resolveNetworkPolicies(p, spec, c, cp);
   if (gatewayVip && networkPolicies.installed === 'default-deny' && c.multiNetworkPolicy) {
     p.add('network-policy-vrrp', c.networkPolicies ? `${cp}.networkPolicies.installed` : 'spec.networkPolicies.installed',
@@ -102,7 +104,7 @@ function resolveCluster(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, in
     podCidrs, serviceCidrs,
     multiNetworkPolicy: c.multiNetworkPolicy ?? false,
     networkPolicies,
-    openshift: c.openshift ?? kubevirt.configDelivery === 'hco',
+    openshift: c.openshift ?? deliveryForm(kubevirt.configDelivery).impliesOpenshift,
   };
 }
 
@@ -129,7 +131,7 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
       'upgrade the cluster to KubeVirt 1.6 or later, or leave it out of the fleet');
   }
   const hasProxyApi = hasCrossClusterProxyApi(version);
-  if (parsed && datapath === 'native' && !hasProxyApi) {
+  if (parsed && datapathMode(datapath).kubevirtProxy && !hasProxyApi) {
     p.add('native-needs-pr17922', c.datapath ? `${cp}.datapath` : 'spec.datapath',
       `native datapath needs migrations.decentralizedLiveMigrationDatapath, migrations.crossClusterNetwork and spec.synchronizationPlacement, which KubeVirt ${versionText} (cluster ${c.name}) does not have: they exist only in the open kubevirt/kubevirt PR #17922, and the API server prunes unknown fields`,
       `use datapath: gateway (works with every released KubeVirt), or declare a build that carries the PR as kubevirt.version: "${version.major}.${version.minor}.${version.patch}+pr17922"`);
@@ -155,10 +157,10 @@ function resolveKubevirt(p: ProblemCollector, spec: FleetSpec, c: ClusterSpec, c
     const path = c.kubevirt?.disabledFeatureGates !== undefined ? `${cp}.kubevirt.disabledFeatureGates` : 'spec.kubevirt.disabledFeatureGates';
     for (const x of disabledGateProblems({ cluster: c.name, version, disabled: disabledFeatureGates, path, enabled })) p.add(x.code, x.path, x.message, x.fix);
   }
-  const hco = configDelivery === 'hco';
+  const form = deliveryForm(configDelivery);
   return {
-    namespace: kv.namespace ?? (hco ? DEFAULTS.hcoNamespace : DEFAULTS.kubevirtNamespace),
-    name: kv.name ?? (hco ? DEFAULTS.hcoName : DEFAULTS.kubevirtName),
+    namespace: kv.namespace ?? form.defaultNamespace,
+    name: kv.name ?? form.defaultName,
     version, configDelivery, hasProxyApi,
     existing, disabledFeatureGates,
     product: resolveProduct(p, { product: kv.product, productVersion: kv.productVersion, kubevirt: parsed, versionPath, productPath: c.kubevirt?.productVersion !== undefined ? `${cp}.kubevirt.productVersion` : 'spec.kubevirt.productVersion' }),
@@ -245,7 +247,7 @@ export function checkCidrOverlaps(p: ProblemCollector, clusters: ResolvedCluster
 /** Explicit in-cluster CIDRs (carved ones are checked by the planner). */
 export function checkInClusterCapacity(p: ProblemCollector, clusters: ResolvedCluster[], surge: number): void {
   for (const c of clusters) {
-    if (!c.migrationCidr || c.datapath === 'direct') continue;
+    if (!c.migrationCidr || datapathMode(c.datapath).sharedMigrationNetwork) continue;
     const needed = inClusterNeeded(c, surge);
     const usableIn = countIntervals(subtractIntervals([usableHosts(c.migrationCidr)], c.migrationExclude));
     if (BigInt(needed) > usableIn) {

@@ -12,14 +12,14 @@ import { ResolvedSite } from './sites';
 import { ProductVersion } from '../kubevirt/capabilities';
 import { VmNetworkSpec } from '../vmnet/schema';
 import { FleetProblem } from '../base/errors';
+import { DEFAULT_DELIVERY_FORM } from '../kubevirt/delivery-forms';
+import { DEFAULT_DATAPATH, datapathMode } from './datapath-modes';
+import { assertNever } from '../base/never';
 
 export const DEFAULTS = {
-  datapath: 'gateway' as Datapath,
-  kubevirtNamespace: 'kubevirt',
-  hcoNamespace: 'kubevirt-hyperconverged',
-  kubevirtName: 'kubevirt',
-  hcoName: 'kubevirt-hyperconverged',
-  configDelivery: 'kubevirt-cr' as ConfigDelivery,
+  datapath: DEFAULT_DATAPATH as Datapath,
+  // kubevirt.namespace and kubevirt.name: each delivery form's own (src/kubevirt/delivery-forms.ts)
+  configDelivery: DEFAULT_DELIVERY_FORM as ConfigDelivery,
   crossClusterNadName: 'lm-crosscluster',
   migrationNadName: 'lm-migration',
   gatewayReplicas: 2,
@@ -149,15 +149,18 @@ export interface ResolvedVmNetworks {
 
 /** Addresses one cluster holds on its in-cluster migration network. */
 export const inClusterNeeded = (c: ResolvedCluster, surge: number): number =>
-  c.nodes + c.syncReplicas + (c.datapath === 'gateway' ? c.gatewayReplicas + (c.gatewayVip ? 1 : 0) : 0) + surge;
+  c.nodes + c.syncReplicas + (datapathMode(c.datapath).gateways ? c.gatewayReplicas + (c.gatewayVip ? 1 : 0) : 0) + surge;
 
 /** Addresses one cluster holds on the shared cross-cluster network, by datapath mode. */
 export function crossClusterNeeded(c: ResolvedCluster, surge: number, mode: Datapath = c.datapath): number {
-  if (mode === 'gateway') return c.gatewayReplicas;
   // the trust agents of the cluster's own mode (what-if modes count the handlers alone, as before)
   const agents = mode === c.datapath ? c.trustAgentReplicas : 0;
-  if (mode === 'native') return c.syncReplicas + surge + agents;
-  return c.nodes + c.syncReplicas + surge + agents;
+  switch (mode) {
+    case 'gateway': return c.gatewayReplicas;
+    case 'native': return c.syncReplicas + surge + agents;
+    case 'direct': return c.nodes + c.syncReplicas + surge + agents;
+    default: return assertNever(mode, 'datapath mode');
+  }
 }
 
 /**
@@ -166,6 +169,6 @@ export function crossClusterNeeded(c: ResolvedCluster, surge: number, mode: Data
  * gateway VIP + 2 rollout surge`.
  */
 export function inClusterBreakdown(c: ResolvedCluster, surge: number): string {
-  const gateways = c.datapath === 'gateway' ? ` + ${c.gatewayReplicas} gateways${c.gatewayVip ? ' + 1 gateway VIP' : ''}` : '';
+  const gateways = datapathMode(c.datapath).gateways ? ` + ${c.gatewayReplicas} gateways${c.gatewayVip ? ' + 1 gateway VIP' : ''}` : '';
   return `${c.nodes} nodes + ${c.syncReplicas} sync controllers${gateways} + ${surge} rollout surge`;
 }

@@ -13,6 +13,8 @@ import { gatewayPodSpecSchema, objectLabelsSpecSchema } from '../gateway/fleet-p
 import { forkliftSchema } from '../forklift/schema';
 import { trustSchema } from '../trust/schema';
 import { existingKubevirtSchema } from '../kubevirt/existing';
+import { DELIVERY_FORM_NAMES, DeliveryForm } from '../kubevirt/delivery-forms';
+import { DATAPATH_NAMES } from './datapath-modes';
 import { imageReferenceProblem } from '../base/image-reference';
 import { ovnKubernetesSchema, vmNetworkSchema } from '../vmnet/schema';
 
@@ -102,12 +104,12 @@ const syncControllersSchema = z.object({
 }).strict();
 
 const kubevirtSchema = z.object({
-  /** Namespace KubeVirt is installed in (the NADs go there). @default kubevirt (openshift-cnv for hco) */
+  /** Namespace KubeVirt is installed in (the NADs go there). @default kubevirt (kubevirt-hyperconverged for hco: src/kubevirt/delivery-forms.ts) */
   namespace: dnsLabel.optional(),
   /** KubeVirt version, `1.8`, `v1.9.0`; `+pr17922` marks a build carrying the cross-cluster proxy. @default 1.8 */
   version: z.string().regex(/^v?\d+\.\d+(\.\d+)?(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/, { message: 'must look like 1.8, v1.9.0 or 1.9.0+pr17922' }).optional(),
-  /** How the KubeVirt configuration is delivered. @default kubevirt-cr */
-  configDelivery: z.enum(['kubevirt-cr', 'kustomize-patch', 'hco']).optional(),
+  /** How the KubeVirt configuration is delivered: a form of src/kubevirt/delivery-forms.ts. @default kubevirt-cr */
+  configDelivery: z.enum(DELIVERY_FORM_NAMES).optional(),
   /** Name of the KubeVirt (or HyperConverged) object. @default kubevirt (kubevirt-hyperconverged for hco) */
   name: dnsLabel.optional(),
   /**
@@ -395,7 +397,7 @@ const clusterSchema = z.object({
   site: dnsLabel.optional(),
   /** Nodes running virt-handler (one migration address each in direct mode). */
   nodes: z.number().int().min(1, { message: 'must be at least 1' }).max(100_000),
-  datapath: z.enum(['gateway', 'native', 'direct']).optional(),
+  datapath: z.enum(DATAPATH_NAMES).optional(),
   kubevirt: kubevirtSchema.optional(),
   syncControllers: syncControllersSchema.optional(),
   migrationNetwork: z.object({
@@ -438,7 +440,7 @@ const clusterSchema = z.object({
 
 export const fleetSpecSchema = z.object({
   /** @default gateway */
-  datapath: z.enum(['gateway', 'native', 'direct']).optional(),
+  datapath: z.enum(DATAPATH_NAMES).optional(),
   kubevirt: kubevirtSchema.optional(),
   migrationPolicy: migrationPolicySchema.optional(),
   crossClusterNetwork: crossClusterNetworkSchema,
@@ -489,8 +491,10 @@ export const fleetDocumentSchema = z.object({
 export type FleetSpec = z.infer<typeof fleetSpecSchema>;
 export type FleetDocument = z.infer<typeof fleetDocumentSchema>;
 export type ClusterSpec = z.infer<typeof clusterSchema>;
-export type Datapath = NonNullable<FleetSpec['datapath']>;
-export type ConfigDelivery = NonNullable<z.infer<typeof kubevirtSchema>['configDelivery']>;
+/** A datapath mode (src/fleet/datapath-modes.ts): the schema's enums are the registry's keys. */
+export type { Datapath } from './datapath-modes';
+/** A delivery form (src/kubevirt/delivery-forms.ts): the schema's enum is the registry's keys. */
+export type ConfigDelivery = DeliveryForm;
 export type SyncPlacement = NonNullable<z.infer<typeof syncControllersSchema>['placement']>;
 export type GitopsSpec = z.infer<typeof gitopsSchema>;
 

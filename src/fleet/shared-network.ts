@@ -11,6 +11,7 @@ import {
 } from '../base/ip';
 import { ResolvedCluster, crossClusterNeeded } from './resolved';
 import { checkAttachment, checkDialable, checkPairwiseOverlaps, parseCidrField, parseRangeField } from './fields';
+import { Datapath, datapathMode } from './datapath-modes';
 
 // ---------------- phase 1: the cross-cluster (shared) network ----------------
 
@@ -155,7 +156,7 @@ export function checkSharedCapacity(
   const needed = clusters.reduce((n, c) => n + crossClusterNeeded(c, surge), 0);
   if (shared.pool.length > 0 && BigInt(needed) > usableCount) {
     const missing = BigInt(needed) - usableCount;
-    const alternative = clusters.some((c) => c.datapath === 'direct') ? ', or use datapath: gateway (one address per gateway replica)' : ', or lower gateway.replicas';
+    const alternative = clusters.some((c) => datapathMode(c.datapath).sharedMigrationNetwork) ? ', or use datapath: gateway (one address per gateway replica)' : ', or lower gateway.replicas';
     p.add('pool-too-small', `${SHARED}.pool`,
       `pool too small: needed ${needed} (${summarizeNeeded(clusters, surge)}), usable ${usableCount} = ${poolCount} in pool - ${excludedCount} excluded - ${shared.reservedInPool} network/broadcast${shared.gateway ? '/router' : ''}`,
       `add ${missing} more address${missing === 1n ? '' : 'es'} to the pool, remove exclusions${alternative}`);
@@ -165,13 +166,17 @@ export function checkSharedCapacity(
 
 function summarizeNeeded(clusters: ResolvedCluster[], surge: number): string {
   const parts: string[] = [];
-  const gw = clusters.filter((c) => c.datapath === 'gateway');
-  const dir = clusters.filter((c) => c.datapath === 'direct');
-  const nat = clusters.filter((c) => c.datapath === 'native');
   const sum = (list: ResolvedCluster[]): number => list.reduce((n, c) => n + crossClusterNeeded(c, surge), 0);
-  if (gw.length) parts.push(`gateway: ${gw.length} clusters x replicas = ${sum(gw)}`);
   const agents = (list: ResolvedCluster[]): string => (list.some((c) => c.trustAgentReplicas > 0) ? ' + trust agents' : '');
-  if (dir.length) parts.push(`direct: (nodes + sync controllers + ${surge} surge${agents(dir)}) per cluster over ${dir.length} clusters = ${sum(dir)}`);
-  if (nat.length) parts.push(`native: (sync controllers + ${surge} surge${agents(nat)}) over ${nat.length} clusters = ${sum(nat)}`);
+  // one text per mode (a Record: a new mode must say what it counts), in this order
+  const text: Record<Datapath, (list: ResolvedCluster[]) => string> = {
+    gateway: (gw) => `gateway: ${gw.length} clusters x replicas = ${sum(gw)}`,
+    direct: (dir) => `direct: (nodes + sync controllers + ${surge} surge${agents(dir)}) per cluster over ${dir.length} clusters = ${sum(dir)}`,
+    native: (nat) => `native: (sync controllers + ${surge} surge${agents(nat)}) over ${nat.length} clusters = ${sum(nat)}`,
+  };
+  for (const [mode, say] of Object.entries(text) as [Datapath, (list: ResolvedCluster[]) => string][]) {
+    const list = clusters.filter((c) => c.datapath === mode);
+    if (list.length) parts.push(say(list));
+  }
   return parts.join('; ');
 }

@@ -7,6 +7,7 @@ import { ClusterPlan, FleetPlan } from '../addressing/planner';
 import { InvalidPropsError } from '../base/errors';
 import { Family, parseCidr } from '../base/ip';
 import { deepFreeze } from '../base/json';
+import { datapathMode } from '../fleet/datapath-modes';
 
 export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
 export const GATEWAY_CONFIG_FILE = 'config.json';
@@ -63,7 +64,7 @@ export function trustAgentConfigFor(plan: FleetPlan, cluster: ClusterPlan): Prox
 }
 
 export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyConfig {
-  if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway` });
+  if (!datapathMode(cluster.datapath).gateways) throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway` });
   const tls = tlsFor(plan);
   const input: ProxyConfigInput = {
     version: 1,

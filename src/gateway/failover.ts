@@ -22,6 +22,7 @@
  */
 import { ClusterPlan, FleetPlan } from '../addressing/planner';
 import { InvalidPropsError } from '../base/errors';
+import { datapathMode } from '../fleet/datapath-modes';
 
 /** Key of the keepalived configuration in the gateway ConfigMap. */
 export const GATEWAY_KEEPALIVED_FILE = 'keepalived.conf';
@@ -65,7 +66,7 @@ export interface KeepalivedOptions {
 
 /** The keepalived.conf of a cluster's gateway replicas, or undefined when the cluster has no VIP. */
 export function keepalivedConfigFor(plan: FleetPlan, cluster: ClusterPlan, opts: KeepalivedOptions): string | undefined {
-  if (cluster.datapath !== 'gateway' || !cluster.gatewayVip) return undefined;
+  if (!datapathMode(cluster.datapath).gateways || !cluster.gatewayVip) return undefined;
   if (cluster.gateways.length < 2) {
     throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster.gateways', message: `cluster ${cluster.name}: a gateway VIP needs 2 or more replicas, got ${cluster.gateways.length}` });
   }

@@ -5,8 +5,15 @@
  * Pure, no cdk8s import.
  */
 import { FleetProblem } from '../base/errors';
-import { FEATURE_GATE_DLM } from './gates';
 import { KubevirtVersion, parseKubevirtVersion } from './versions';
+import { Datapath, datapathMode } from '../fleet/datapath-modes';
+
+/**
+ * The gate of decentralized (cross-cluster) live migration; its row is in the table below. Defined here, in
+ * the leaf (./gates.ts re-exports it), so the delivery-form registry reads this table without a circle
+ * through admission.ts.
+ */
+export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
 
 export type Product = 'kubevirt' | 'openshift-virtualization' | 'harvester';
 
@@ -153,7 +160,7 @@ export function gatesWrittenByProduct(p: ProductVersion): string[] {
 /** What the version-skew check reads of a resolved cluster, with the fleet path of its declared version. */
 export interface SkewInput {
   readonly name: string;
-  readonly datapath: 'gateway' | 'direct' | 'native';
+  readonly datapath: Datapath;
   readonly version: KubevirtVersion;
   readonly versionPath: string;
 }
@@ -165,7 +172,7 @@ export interface SkewInput {
  * virt-handler.go:141,807 @cc62b9425f; PR #18870). A direct fleet mixing both sides is refused.
  */
 export function cnSkewProblems(clusters: readonly SkewInput[]): FleetProblem[] {
-  const direct = clusters.filter((c) => c.datapath === 'direct');
+  const direct = clusters.filter((c) => datapathMode(c.datapath).sharedMigrationNetwork);
   const before = (c: SkewInput) => c.version.major < 1 || (c.version.major === 1 && c.version.minor < 7);
   const old = direct.filter(before);
   const newer = direct.filter((c) => !before(c));
@@ -263,14 +270,15 @@ export function disabledGateProblems(x: DisabledGatesInput): FleetProblem[] {
   });
 }
 
-interface HooksInput { readonly version: KubevirtVersion; readonly disabledFeatureGates: readonly string[]; readonly configDelivery: string }
+interface HooksInput { readonly version: KubevirtVersion; readonly disabledFeatureGates: readonly string[] }
 
 /**
  * LibvirtHooksServerAndClient is on for a KubeVirt 1.9 cluster (Beta, on by default: kubevirt PR #18526
- * risk) unless the fleet disables it or HCO does (HCO writes it into disabledFeatureGates itself).
+ * risk) unless the fleet disables it or the delivery form's operator does (`operatorDisabled`: HCO writes
+ * it into disabledFeatureGates itself; src/kubevirt/delivery-forms.ts `operatorDisabledGates`).
  */
-export function libvirtHooksOn(kv: HooksInput): boolean {
+export function libvirtHooksOn(kv: HooksInput, operatorDisabled: readonly string[]): boolean {
   const g = 'LibvirtHooksServerAndClient';
   if (gateStateAt(g, kv.version) !== 'Beta' || kv.disabledFeatureGates.includes(g)) return false;
-  return !(kv.configDelivery === 'hco' && hcoDisabledGates(kv.version).gates.includes(g));
+  return !operatorDisabled.includes(g);
 }

@@ -11,6 +11,7 @@ import { InvalidPropsError } from '../base/errors';
 import { disabledGatesFragment, featureGatesFor, featureGatesFragment } from './gates';
 import { Json, JsonObject } from '../base/json';
 import { NOT_IN_KUBEVIRT_CR } from './compression';
+import { datapathMode } from '../fleet/datapath-modes';
 
 export type { JsonObject } from '../base/json';
 export { FEATURE_GATE_DLM } from './gates';
@@ -56,7 +57,7 @@ export function migrationPolicyFragment(plan: FleetPlan): JsonObject {
 
 /** native mode: the PR #17922 fields (its gate comes from src/kubevirt/gates.ts). Only called for clusters whose version has them. */
 export function nativeDatapathFragment(cluster: ClusterPlan): JsonObject {
-  if (cluster.datapath !== 'native') return {};
+  if (!datapathMode(cluster.datapath).kubevirtProxy) return {};
   if (!cluster.kubevirt.hasProxyApi) {
     throw new InvalidPropsError({ code: 'native-needs-pr17922', path: 'cluster', message: `cluster ${cluster.name}: KubeVirt ${cluster.kubevirt.version.text} lacks the cross-cluster proxy fields` });
   }
@@ -124,7 +125,7 @@ export function syncPlacementFragment(cluster: Pick<ClusterPlan, 'syncPlacement'
       },
     });
   }
-  if (placement && cluster.datapath === 'native') {
+  if (placement && datapathMode(cluster.datapath).kubevirtProxy) {
     return mergeSpec(out, { synchronizationPlacement: { nodePlacement: placement } });
   }
   return out;

@@ -9,6 +9,7 @@
  * cluster) and the output carries the union (docs/field-ownership.md). Pure, no cdk8s import.
  */
 import { z } from 'zod';
+import { DEFAULT_DELIVERY_FORM, DeliveryForm, deliveryForm, formsWhere } from './delivery-forms';
 
 /** One KubeVirt `CustomizeComponentsPatch` (all four fields required by the CRD). */
 export const customizeComponentsPatchSchema = z.object({
@@ -75,7 +76,7 @@ export function resolveExistingKubevirt(fleet?: ExistingKubevirtSpec, cluster?: 
   };
 }
 
-interface KubevirtSection { readonly configDelivery?: string; readonly existing?: ExistingKubevirtSpec }
+interface KubevirtSection { readonly configDelivery?: DeliveryForm; readonly existing?: ExistingKubevirtSpec }
 interface DocLike {
   readonly spec: { readonly kubevirt?: KubevirtSection; readonly clusters: readonly { readonly name: string; readonly kubevirt?: KubevirtSection }[] };
 }
@@ -104,8 +105,8 @@ export function existingKubevirtProblems(doc: DocLike): { path: string; message:
   checkPatches('spec.kubevirt', doc.spec.kubevirt?.existing);
   doc.spec.clusters.forEach((c, i) => {
     checkPatches(`spec.clusters[${i}].kubevirt`, c.kubevirt?.existing);
-    const delivery = c.kubevirt?.configDelivery ?? doc.spec.kubevirt?.configDelivery ?? 'kubevirt-cr';
-    if (delivery === 'hco') {
+    const delivery = c.kubevirt?.configDelivery ?? doc.spec.kubevirt?.configDelivery ?? DEFAULT_DELIVERY_FORM;
+    if (deliveryForm(delivery).jsonPatchAnnotation) {
       // the API server refuses an object whose annotations total more than 256 KiB; ours need a few KiB. HCO's
       // jsonpatch annotation carries the declared operations and, as one operation, the customizeComponents
       // patches (HyperConverged has no field for them): both count (issue #39)
@@ -117,7 +118,7 @@ export function existingKubevirtProblems(doc: DocLike): { path: string; message:
         out.push({
           path: `spec.clusters[${i}].kubevirt.existing.${patches > ops ? 'customizeComponentsPatches' : 'kubevirtJsonPatch'}`,
           message: `cluster ${c.name} is delivered through HCO, whose kubevirt.kubevirt.io/jsonpatch annotation carries its declared customizeComponentsPatches (${patches} bytes) and kubevirtJsonPatch (${ops} bytes) beside ours: past the API server's 256 KiB annotation limit (262144 bytes for all of an object's annotations; room for declared ones: ${ANNOTATION_ROOM})`,
-          fix: 'keep only the patches and operations the cluster really has (copied from its KubeVirt spec.customizeComponents.patches and its kubevirt.kubevirt.io/jsonpatch annotation), or deliver this cluster as kubevirt-cr or kustomize-patch, which carry them in the spec',
+          fix: `keep only the patches and operations the cluster really has (copied from its KubeVirt spec.customizeComponents.patches and its kubevirt.kubevirt.io/jsonpatch annotation), or deliver this cluster as ${formsWhere((f) => !f.jsonPatchAnnotation)}, which carry them in the spec`,
         });
       }
       return;
@@ -127,7 +128,7 @@ export function existingKubevirtProblems(doc: DocLike): { path: string; message:
         out.push({
           path: `${base}.existing.kubevirtJsonPatch`,
           message: `${base === 'spec.kubevirt' ? 'a cluster' : `cluster ${c.name}`} delivers its KubeVirt configuration as ${delivery}, which has no HCO jsonpatch annotation to keep these operations in`,
-          fix: 'remove kubevirtJsonPatch, or set configDelivery: hco for the cluster',
+          fix: `remove kubevirtJsonPatch, or set configDelivery: ${formsWhere((f) => f.jsonPatchAnnotation)} for the cluster`,
         });
       }
     }

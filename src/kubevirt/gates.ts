@@ -14,13 +14,15 @@
 import { JsonObject } from '../base/json';
 import { maxDowntimeGateFor } from './admission';
 import { KubevirtVersion } from './versions';
+import { FEATURE_GATE_DLM } from './capabilities';
+import { Datapath, datapathMode } from '../fleet/datapath-modes';
 
-export const FEATURE_GATE_DLM = 'DecentralizedLiveMigration';
+export { FEATURE_GATE_DLM };
 const FEATURE_GATE_PROXY = 'CrossClusterMigrationProxy';
 
 /** What the gates of one cluster depend on: its datapath and version, and the fleet's migration policy. */
 export interface GateInputs {
-  readonly datapath: 'gateway' | 'direct' | 'native';
+  readonly datapath: Datapath;
   readonly version: KubevirtVersion;
   readonly migrationPolicy: Readonly<Record<string, unknown>>;
 }
@@ -28,7 +30,7 @@ export interface GateInputs {
 /** The feature gates one cluster's KubeVirt configuration lists, in emission order. */
 export function featureGatesFor(x: GateInputs): string[] {
   const gates = [FEATURE_GATE_DLM];
-  if (x.datapath === 'native') gates.push(FEATURE_GATE_PROXY);
+  if (datapathMode(x.datapath).kubevirtProxy) gates.push(FEATURE_GATE_PROXY);
   const downtime = x.migrationPolicy.maxDowntimeMs !== undefined ? maxDowntimeGateFor(x.version) : undefined;
   if (downtime) gates.push(downtime);
   return gates;

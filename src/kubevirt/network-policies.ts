@@ -15,6 +15,7 @@ import { ResolvedNetworkPolicies } from '../fleet/resolved';
 import { Interval, aggregateCidrs, formatCidr, hostCidr, intervalToCidrs, parseAddr, parseCidr, subtractIntervals } from '../base/ip';
 import { APP_NAME_LABEL, TRUST_AGENT_NAME, TRUST_AGENT_SET_LABEL } from '../base/names';
 import { gatewayInClusterNadName, gatewaySetLabels, peerGatewayCidrs } from '../gateway/pod';
+import { datapathMode } from '../fleet/datapath-modes';
 
 /** KubeVirt's sync gRPC port (`synchronizationPort`, default 9185). */
 const SYNC_PORT = 9185;
@@ -159,7 +160,7 @@ function gatewayModeFlows(cluster: ClusterPlan, w: Record<WorkloadKind, Workload
 function sharedModeFlows(plan: FleetPlan, cluster: ClusterPlan, w: Record<WorkloadKind, Workload>): Flow[] {
   const others = plan.clusters.filter((c) => c.name !== cluster.name && c.datapath === cluster.datapath);
   const [h, s] = [w['virt-handler'], w['sync-controller']];
-  if (cluster.datapath === 'direct') {
+  if (datapathMode(cluster.datapath).sharedMigrationNetwork) {
     const peers = cidrs(others.flatMap((c) => sliceCidrs(c.migrationNetwork.ipam)));
     if (peers.length === 0) return [];
     return [
@@ -211,8 +212,8 @@ export function clusterFlows(plan: FleetPlan, cluster: ClusterPlan, meshNamespac
   const w = clusterWorkloads(cluster, meshNamespace);
   const flows = [
     ...inClusterFlows(w),
-    ...(cluster.datapath === 'gateway' ? gatewayModeFlows(cluster, w) : sharedModeFlows(plan, cluster, w)),
-    ...(cluster.datapath === 'gateway' ? meshPodFlows(cluster, w.gateway, plan.gateway.tunnelPort) : []),
+    ...(datapathMode(cluster.datapath).gateways ? gatewayModeFlows(cluster, w) : sharedModeFlows(plan, cluster, w)),
+    ...(datapathMode(cluster.datapath).gateways ? meshPodFlows(cluster, w.gateway, plan.gateway.tunnelPort) : []),
     ...(cluster.trustAgents.length > 0 ? meshPodFlows(cluster, w['trust-agent'], plan.gateway.tunnelPort) : []),
   ];
   return flows.filter((f) => isolates(np, f.workload.kind, f.direction));

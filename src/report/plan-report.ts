@@ -10,6 +10,7 @@ import { ProductVersion, capabilitiesFor } from '../kubevirt/capabilities';
 import { FleetPlan } from '../addressing/planner';
 import { SitePlan } from '../addressing/sites';
 import { DEFAULT_SITE } from '../fleet/sites';
+import { DATAPATH_NAMES, datapathMode } from '../fleet/datapath-modes';
 
 export interface PlanRow {
   readonly cluster: string;
@@ -102,7 +103,7 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
   const hv = new Set(opts.harvester ?? []);
   const surge = plan.addressSurge;
   const clusters: PlanRow[] = plan.clusters.map((c) => {
-    const ipam = c.datapath === 'direct' ? c.migrationNetwork.ipam : c.crossClusterSync?.ipam;
+    const ipam = datapathMode(c.datapath).sharedMigrationNetwork ? c.migrationNetwork.ipam : c.crossClusterSync?.ipam;
     const inCluster = c.capacity.inCluster
       ? {
         needed: c.capacity.inCluster.needed, usable: Number(c.capacity.inCluster.usable),
@@ -150,7 +151,7 @@ export function planReport(plan: FleetPlan, opts: PlanReportOptions = {}): PlanR
       },
       wouldNeed: { ...cap.byMode },
       savedVersusDirect: cap.byMode.directWithSurge - cap.needed,
-      migrationGroups: (['gateway', 'native', 'direct'] as Datapath[])
+      migrationGroups: DATAPATH_NAMES
         .map((mode) => ({ mode, clusters: plan.clusters.filter((c) => c.datapath === mode).map((c) => c.name) }))
         .filter((g) => g.clusters.length > 0),
     },

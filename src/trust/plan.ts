@@ -14,6 +14,8 @@ import { FleetProblem, ProblemCode } from '../base/errors';
 import { ConfigDelivery, Datapath } from '../fleet/schema';
 import { JsonObject } from '../base/json';
 import { RotationSpec, TrustSpec } from './schema';
+import { deliveryForm } from '../kubevirt/delivery-forms';
+import { datapathMode } from '../fleet/datapath-modes';
 
 /** One certificate's settings, in seconds. */
 export interface CertTiming { readonly duration: number; readonly renewBefore: number }
@@ -43,8 +45,6 @@ const TRUST_DEFAULTS = {
   repushIntervalSeconds: 300,
 } as const;
 
-/** HCO's webhook minimum for every certConfig value (validator.go:252-280). */
-const HCO_MIN_SECONDS = 600;
 /** A re-push at most every 1/REPUSH_FRACTION of the shortest rotation period. */
 const REPUSH_FRACTION = 100;
 /** The shortest re-push interval allowed (every gateway publishes to every peer that often). */
@@ -192,14 +192,18 @@ function checkRotation(add: Add, path: string, r: Rotation, c: TrustClusterInput
       b.renewBefore ? `set ca.renewBefore to at least ${human(b.renewBefore[0])}`
         : `set ca.duration to ${human(b.pair.duration)} and ca.renewBefore to ${human(b.pair.renewBefore)} (${boundsReason(minPeriod, exchange.repush)})`);
   }
-  if (c.configDelivery === 'hco') checkHco(add, path, r, c);
+  checkOperatorMinimum(add, path, r, c);
 }
 
-function checkHco(add: Add, path: string, r: Rotation, c: TrustClusterInput): void {
+/** The delivery form's operator's own webhook minimum (HCO's: validator.go:252-280), when the form has one. */
+function checkOperatorMinimum(add: Add, path: string, r: Rotation, c: TrustClusterInput): void {
+  const min = deliveryForm(c.configDelivery).certMinimum;
+  if (!min) return;
   for (const [k, t] of [['ca', r.ca], ['server', r.server]] as const) {
     for (const f of ['duration', 'renewBefore'] as const) {
-      if (t[f] < HCO_MIN_SECONDS) {
-        add('trust/hco-below-minimum', `${path}.${k}.${f}`, `${human(t[f])} is below HCO's minimum of 10m (cluster ${c.name} is delivered through HCO, whose webhook refuses it)`, 'use at least 10m');
+      if (t[f] < min.seconds) {
+        add('trust/hco-below-minimum', `${path}.${k}.${f}`,
+          `${human(t[f])} is below ${min.operator}'s minimum of ${human(min.seconds)} (cluster ${c.name} is delivered through ${min.operator}, whose webhook refuses it)`, `use at least ${human(min.seconds)}`);
       }
     }
   }
@@ -308,7 +312,7 @@ export function resolveTrust(trust: TrustSpec | undefined, clusters: readonly Tr
     const path = own !== undefined ? `spec.trust.clusters.${c.name}` : 'spec.trust.rotation';
     const rotation = rotationOf(add, path, trust.rotation, own);
     checkRotation(add, path, rotation, c, exchange);
-    return { c, path, plan: { rotation, exchange: exchangeOn, agent: exchangeOn && c.datapath !== 'gateway' } };
+    return { c, path, plan: { rotation, exchange: exchangeOn, agent: exchangeOn && !datapathMode(c.datapath).gateways } };
   });
   checkPairs(add, entries, exchangeOn ? minRotationFor(exchange.repush) : 0);
   const repushIntervalSeconds = repushOf(add, trust, entries);

@@ -6,6 +6,7 @@
 import { FleetProblem, ProblemCollector } from '../base/errors';
 import { Cidr, overlaps, parseCidr } from '../base/ip';
 import { FleetDocument } from '../fleet/schema';
+import { DEFAULT_DELIVERY_FORM, deliveryForm } from '../kubevirt/delivery-forms';
 import { GateCluster, VmNetworkFeature, gateProblems } from './gates';
 import { VmNetworkSpec } from './schema';
 
@@ -16,9 +17,9 @@ const VXLAN_OVERHEAD = 50;
 function gateClusters(doc: FleetDocument): GateCluster[] {
   return doc.spec.clusters.map((c, index) => {
     const kv = { ...doc.spec.kubevirt, ...c.kubevirt };
-    const delivery = kv.configDelivery;
-    const product = kv.product ?? (delivery === 'hco' ? 'openshift-virtualization' : 'kubevirt');
-    return { name: c.name, index, product, productVersion: kv.productVersion, hco: delivery === 'hco', ovnKubernetes: c.ovnKubernetes };
+    const form = deliveryForm(kv.configDelivery ?? DEFAULT_DELIVERY_FORM);
+    const product = kv.product ?? form.impliedProduct;
+    return { name: c.name, index, product, productVersion: kv.productVersion, hco: form.deploysIpamExtensions, ovnKubernetes: c.ovnKubernetes };
   });
 }
 
