@@ -23,7 +23,7 @@ export interface GatewayImageUse {
 }
 
 /** Whether a (kubelet-valid) image reference carries a digest. */
-export const hasDigest = (image: string): boolean => image.includes('@');
+const hasDigest = (image: string): boolean => image.includes('@');
 
 /** The `gateway-image-tag-only` warning, or none (lab fleet, pinned image, or no cluster runs the image). */
 export function gatewayImageWarnings(u: GatewayImageUse): FleetProblem[] {

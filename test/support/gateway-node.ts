@@ -18,6 +18,3 @@ export function gatewayNode(): string {
   resolved ??= execFileSync(process.execPath, [RESOLVER, 'path'], { encoding: 'utf8', timeout: 60_000 }).trim();
   return resolved;
 }
-
-/** argv that runs the gateway runtime: [gateway Node, proxy/lib/cli.js, ...args]. */
-export const gatewayCommand = (...args: (string | number)[]): string[] => [gatewayNode(), PROXY_CLI, ...args.map(String)];
