@@ -30,7 +30,8 @@
 #   scripts/image/make-bases.sh                      # both stand-ins
 #   NODE_IMAGE=node:24-bookworm NODE_SLIM_IMAGE=node:24-bookworm-slim DEBIAN_MIRROR=http://... make-bases.sh
 # The Node major version in the image names must be the gateway's Node's (`node proxy/scripts/node-runtime.js
-# json`; MM_GATEWAY_NODE picks another); the script refuses otherwise. Downloaded .debs are kept in /var/cache/migration-mesh/debootstrap for the next run.
+# json`; MM_GATEWAY_NODE picks another); the script refuses otherwise. Downloaded .debs are kept in
+# /var/cache/migration-mesh/debootstrap for the next run.
 # podman runs with CONTAINERS_CONF as set by the caller (scripts/image/build.js passes its own file).
 set -eu
 
