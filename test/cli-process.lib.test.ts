@@ -109,7 +109,7 @@ describe('inputs that are devices, FIFOs or pipes: bounded in size and time', ()
     const r = timed(['validate', fifo]);
     writer.kill();
     expect(r.stderr).toBe('');
-    expect(r.stdout).toBe(`${fifo}: valid\n`);
+    expect(r.stdout.split('\n')[0]).toBe(`${fifo}: valid`); // (then the default image's gateway-image-tag-only warning)
     expect(r.status).toBe(0);
   });
 

@@ -21,10 +21,10 @@ import { VirtOperatorModel } from '../proxy/lib/testkit/virt-operator-model';
 import { NetnsLab, makeFleetPki, netnsSupport, READY_MS } from './support/netns';
 import { RUNTIME_UID, agentCommand, clusterApi } from './support/netns-agents';
 import { baseFleet } from './support/fleets';
+import { gatewayNode } from './support/gateway-node';
 
 const ROOT = path.join(__dirname, '..');
 const PROXY_CLI = path.join(ROOT, 'proxy', 'lib', 'cli.js');
-const NODE = process.execPath;
 const H = 3600_000;
 
 const support = netnsSupport();
@@ -87,7 +87,7 @@ d('trust agent of a direct cluster exchanges CAs with a gateway cluster (network
       }));
       own(cfgFile);
       for (const f of [pki[name].key, pki[name].cert]) own(f);
-      const cmd = (c: any) => [NODE, PROXY_CLI, ...[...c.command, ...c.args].slice(1).map((a: string) => (a.endsWith('/config.json') ? cfgFile : a))];
+      const cmd = (c: any) => [gatewayNode(), PROXY_CLI, ...[...c.command, ...c.args].slice(1).map((a: string) => (a.endsWith('/config.json') ? cfgFile : a))];
       const logs = [path.join(tmp, `${name}-runtime.log`), path.join(tmp, `${name}-trust.log`)];
       const rt = lab.spawn(ns, cmd(runtime), { asUser: RUNTIME_UID, logFile: logs[0] });
       const [p] = await lab.execJson(ns, agentCommand('probe', `http://127.0.0.1:${base.listen.admin.port}/readyz`, READY_MS), READY_MS);

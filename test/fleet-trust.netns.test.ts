@@ -37,6 +37,7 @@ import { FakeKubeApi } from '../proxy/lib/testkit/fake-kube';
 import { VirtOperatorModel } from '../proxy/lib/testkit/virt-operator-model';
 import { makeCert } from '../proxy/lib/testkit/ca-certs';
 import { ClusterTopology, NetnsLab, cidr4, fmt4, makeFleetPki, netnsSupport, STARTUP_MS, topologyFromFiles, READY_MS } from './support/netns';
+import { gatewayNode } from './support/gateway-node';
 
 const ROOT = path.join(__dirname, '..');
 const FLEET = path.join(ROOT, 'examples', 'three-sites-vlan.fleet.yaml');
@@ -145,7 +146,7 @@ d('trust exchange in network namespaces (three-sites-vlan: 3 clusters x 2 gatewa
   const command = (cmd: string[], configFile: string) => {
     if (cmd[0] !== 'migration-mesh-proxy') throw new Error(`unexpected container command ${cmd[0]}`);
     const c = cmd.slice(1).map((a) => (a.endsWith('/config.json') ? configFile : a));
-    return ['env', `LD_PRELOAD=${FAKETIME_LIB}`, `FAKETIME_TIMESTAMP_FILE=${path.join(tmp, 'faketime')}`, 'FAKETIME_NO_CACHE=1', 'DONT_FAKE_MONOTONIC=1', NODE, PROXY_CLI, ...c];
+    return ['env', `LD_PRELOAD=${FAKETIME_LIB}`, `FAKETIME_TIMESTAMP_FILE=${path.join(tmp, 'faketime')}`, 'FAKETIME_NO_CACHE=1', 'DONT_FAKE_MONOTONIC=1', gatewayNode(), PROXY_CLI, ...c];
   };
   const ownByRuntime = (f: string) => fs.chownSync(f, RUNTIME_UID, RUNTIME_UID);
 
@@ -281,7 +282,7 @@ d('trust exchange in network namespaces (three-sites-vlan: 3 clusters x 2 gatewa
   test('the trust table, read with the real CLI (trust-status) inside a gateway namespace, names each peer\'s current CA, trusted locally', () => {
     const [a] = clusters;
     const port = a.topo.gatewayConfig.listen.admin.port;
-    const r = lab.exec(a.replicas[0].ns, [NODE, PROXY_CLI, 'trust-status', '--admin', `http://127.0.0.1:${port}`, '--json'], { asUser: RUNTIME_UID });
+    const r = lab.exec(a.replicas[0].ns, [gatewayNode(), PROXY_CLI, 'trust-status', '--admin', `http://127.0.0.1:${port}`, '--json'], { asUser: RUNTIME_UID });
     expect(r.status).toBe(0);
     const table = JSON.parse(r.stdout);
     expect(table.peers.map((p: any) => p.cluster)).toEqual(['fra-1', 'par-1']);
@@ -330,7 +331,7 @@ d('trust exchange in network namespaces (three-sites-vlan: 3 clusters x 2 gatewa
     console.log(`[fleet-trust-netns] refusals by fra-1 over the tunnel:\n${Object.entries(results).map(([k, v]) => `  ${k.padEnd(64)} ${v.status ?? `connection refused (${v.error})`}`).join('\n')}`);
     expect(Object.values(results).map((r) => r.status ?? 'handshake')).toEqual(['handshake', 'trust_not_self', 'trust_not_self', 'trust_not_ca', 'trust_not_valid', 'header_too_large']);
     // nothing of it reached fra-1's kubevirt-ca, and the real bundles still hold
-    const table = JSON.parse(lab.exec(target.ns, [NODE, PROXY_CLI, 'trust-status', '--admin', `http://127.0.0.1:${fra.topo.gatewayConfig.listen.admin.port}`, '--json']).stdout);
+    const table = JSON.parse(lab.exec(target.ns, [gatewayNode(), PROXY_CLI, 'trust-status', '--admin', `http://127.0.0.1:${fra.topo.gatewayConfig.listen.admin.port}`, '--json']).stdout);
     expect(table.peers.map((p: any) => p.cluster)).toEqual(['ams-1', 'par-1']);
     expect(table.peers.find((p: any) => p.cluster === 'ams-1').certs.map((c: any) => c.sha256)).toEqual([ams.model.ca.sha256]);
     expect(table.peers.find((p: any) => p.cluster === 'ams-1').lastRefusal?.reason).toBeDefined();

@@ -69,6 +69,14 @@ const d = skip ? describe.skip : describe;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Node 24 or later, OpenSSL 3.5 or later (numerically: 3.10 is after 3.5). */
+function supportedStack(v: { node?: string; openssl?: string }): { node: boolean; openssl: boolean } {
+  const n = (s?: string) => (/^(\d+)\.(\d+)/.exec(s ?? '') ?? []).slice(1).map(Number);
+  const [major] = n(v.node);
+  const [a, b] = n(v.openssl);
+  return { node: major >= 24, openssl: a > 3 || (a === 3 && b >= 5) };
+}
+
 async function until<T>(what: string, ms: number, probe: () => T | undefined): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
@@ -95,6 +103,7 @@ d('gateway image, run as the generated Deployment runs it', () => {
   let configDir = '';
   let baseSize = 0;
   let baseName = '';
+  let bases: ReturnType<typeof image.ensureBases> = [];
 
   const podman = (args: string[], timeout = 60_000): SpawnSyncReturns<string> =>
     spawnSync('podman', args, { env: engine.env, encoding: 'utf8', timeout });
@@ -114,7 +123,7 @@ d('gateway image, run as the generated Deployment runs it', () => {
 
   beforeAll(() => {
     const log = (m: string) => console.log(`[image] ${m}`);
-    const bases = image.ensureBases(engine, log);
+    bases = image.ensureBases(engine, log);
     const runtimeBase = bases.find((b) => b.role === 'runtime')!;
     baseSize = runtimeBase.size;
     baseName = runtimeBase.name;
@@ -124,7 +133,7 @@ d('gateway image, run as the generated Deployment runs it', () => {
       log(`reusing ${tag} (same Dockerfile, sources and bases)`);
     } else {
       const logFile = path.join(image.OUT_DIR, 'image-test-build.log');
-      const b = image.buildImage(engine, { tags: [tag], logFile });
+      const b = image.buildImage(engine, { tags: [tag], logFile, bases });
       log(`built ${tag} in ${b.seconds.toFixed(0)} s (log ${logFile})`);
     }
     // older test builds: one cached image is enough (untag only our own names; an image that keeps another
@@ -214,7 +223,23 @@ d('gateway image, run as the generated Deployment runs it', () => {
       'find /app -name "*.ts" -o -name "*.map" -o -type d -name test -o -type d -name testkit -o -type d -empty; find /app/proxy -name src')).toEqual(
       ['/usr/sbin/keepalived', '/usr/sbin/iptables', '/usr/sbin/ip6tables', '/usr/bin/curl', '/usr/local/bin/migration-mesh-proxy']);
     const version = podman(['run', '--rm', '--network', 'none', tag, 'version']);
-    expect(version.stdout.trim()).toBe(JSON.parse(fs.readFileSync(path.join(image.ROOT, 'proxy/package.json'), 'utf8')).version);
+    expect(version.stdout.split('\n')[0]).toBe(JSON.parse(fs.readFileSync(path.join(image.ROOT, 'proxy/package.json'), 'utf8')).version);
+  });
+
+  test('its TLS stack is supported: Node 24 with OpenSSL 3.5 or later (issue 49), and it names the base it was built on', () => {
+    const v = JSON.parse(podman(['run', '--rm', '--network', 'none', tag, 'version', '--json']).stdout);
+    console.log(`[image] ${tag}: node ${v.node}, OpenSSL ${v.openssl}`);
+    expect(supportedStack(v)).toEqual({ node: true, openssl: true });
+    // the runtime base as the build named it: by digest when a registry gave it, else a stand-in that says so
+    const runtime = bases.find((b) => b.role === 'runtime')!;
+    const labels = image.imageInspect(engine, tag)!.labels;
+    expect(labels['dev.migration-mesh.base-image']).toBe(runtime.ref);
+    if (runtime.standIn) {
+      expect(labels['dev.migration-mesh.stand-in']).toBe('true');
+      expect(runtime.ref).not.toContain('@sha256:');
+    } else {
+      expect(runtime.ref).toMatch(/@sha256:[0-9a-f]{64}$/);
+    }
   });
 
   test('init step: as uid 0 with only NET_ADMIN, read-only, installs the REDIRECT rules for every peer CIDR and nothing else', () => {
@@ -258,6 +283,11 @@ d('gateway image, run as the generated Deployment runs it', () => {
     expect(metrics).toMatch(/\n200$/);
     expect(metrics).toContain('# TYPE mm_proxy_tunnels_total counter');
     expect(metrics).toMatch(/^mm_proxy_process_resident_memory_bytes \d+/m);
+    // the running gateway's TLS stack, from its own start line: Node 24, OpenSSL >= 3.5 (issue 49)
+    const started = podman(['logs', names.gateway]).stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'gateway listening');
+    expect(started).toBeDefined();
+    expect(supportedStack(started)).toEqual({ node: true, openssl: true });
     // the real process, seen from the host
     const st = hostStatus(names.gateway);
     expect({ uid: st.uid, gid: st.gid, nnp: st.noNewPrivs }).toEqual({ uid: 65532, gid: 65532, nnp: 1 });

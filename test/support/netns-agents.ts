@@ -10,9 +10,9 @@ import { ChildProcess } from 'child_process';
 import * as YAML from 'yaml';
 import { FakeKubeApi } from '../../proxy/lib/testkit/fake-kube';
 import { NetnsLab, STARTUP_MS } from './netns';
+import { PROXY_CLI, gatewayNode } from './gateway-node';
 
 const AGENT = path.join(__dirname, 'netns-agent.js');
-const PROXY_CLI = path.join(__dirname, '..', '..', 'proxy', 'lib', 'cli.js');
 
 /** The agent's command line: `node netns-agent.js MODE ARGS...`. */
 export const agentCommand = (...args: (string | number)[]): string[] => [process.execPath, AGENT, ...args.map(String)];
@@ -55,11 +55,11 @@ export async function firstSuccess(lab: NetnsLab, ns: string, to: string, port: 
   return { ms: undefined, tries, last };
 }
 
-/** A container command of the generated Deployment, run with the built runtime and this test's config file. */
+/** A container command of the generated Deployment, run with the built runtime (on the gateway's Node) and this test's config file. */
 export function runtimeCommand(cmd: string[], configFile: string): string[] {
   const c = cmd.map((a) => (a.endsWith('/config.json') ? configFile : a));
   if (c[0] !== 'migration-mesh-proxy') throw new Error(`unexpected container command ${c[0]}`);
-  return [process.execPath, PROXY_CLI, ...c.slice(1)];
+  return [gatewayNode(), PROXY_CLI, ...c.slice(1)];
 }
 
 /** The uid the runtime and trust containers run as (the image's `nonroot`). */

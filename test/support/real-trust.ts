@@ -19,9 +19,8 @@ import * as path from 'node:path';
 import { parse } from 'yaml';
 import { KubeObject, stagesOf } from './real-apply';
 import { spawnLogged, type RealCluster } from './real-kube';
+import { PROXY_CLI, gatewayNode } from './gateway-node';
 
-const ROOT = path.resolve(__dirname, '..', '..');
-const PROXY_CLI = path.join(ROOT, 'proxy', 'lib', 'cli.js');
 
 /** SIGKILL and wait (at most 5 s) for the exit. */
 export async function killProcess(p: ChildProcess | undefined): Promise<void> {
@@ -128,13 +127,13 @@ export function tokenKubeconfig(file: string, server: string, saDir: string, tls
 
 /** `migration-mesh-proxy run` (the addon must load: the product refuses to start half-working otherwise). */
 export function startRuntime(configFile: string, log: string): ChildProcess {
-  return spawnLogged(process.execPath, [PROXY_CLI, 'run', '--config', configFile], log);
+  return spawnLogged(gatewayNode(), [PROXY_CLI, 'run', '--config', configFile], log);
 }
 
 /** `migration-mesh-proxy trust`, optionally inside a network namespace (`ip netns exec` execs, so the pid is node's). */
 export function startTrust(configFile: string, namespace: string, kubeconfig: string, log: string, netns?: string): ChildProcess {
   const args = [PROXY_CLI, 'trust', '--config', configFile, '--namespace', namespace, '--kubeconfig', kubeconfig];
-  return netns ? spawnLogged('ip', ['netns', 'exec', netns, process.execPath, ...args], log) : spawnLogged(process.execPath, args, log);
+  return netns ? spawnLogged('ip', ['netns', 'exec', netns, gatewayNode(), ...args], log) : spawnLogged(gatewayNode(), args, log);
 }
 
 /** The JSON lines of a pino log. */
