@@ -20,15 +20,14 @@
  */
 import { quantityValue } from '../base/quantity';
 import { FleetProblem } from '../base/errors';
-import { ConfigDelivery, FleetDocument } from '../fleet/schema';
+import { FleetDocument } from '../fleet/schema';
+import { DEFAULT_DELIVERY_FORM, deliveryForm } from '../kubevirt/delivery-forms';
 import { Inventory, InventoryNode, InventoryVm } from './inventory';
 import { Move } from './schema';
 
 const MI = 2 ** 20;
-/** KubeVirt's defaults (pkg/virt-config/virt-config.go) and HCO's (PR #4426). */
+/** KubeVirt's default (pkg/virt-config/virt-config.go); the per-node default is the delivery form's. */
 const KUBEVIRT_PARALLEL_PER_CLUSTER = 5;
-const KUBEVIRT_PARALLEL_PER_NODE = 2;
-const HCO_PARALLEL_PER_NODE = 1;
 
 /** The memory a VM's virt-launcher pod requests beyond the guest: the bound in the header. */
 export const launcherOverhead = (guestBytes: number, vcpus: number): number =>
@@ -94,22 +93,13 @@ export function planEvacuation(doc: FleetDocument, inventory: Inventory, source:
 
 function limitsOf(doc: FleetDocument, source: string): { perCluster: number; perNode: number } {
   const mp = doc.spec.migrationPolicy;
-  const delivery = clusterSpec(doc, source)?.kubevirt?.configDelivery ?? doc.spec.kubevirt?.configDelivery ?? 'kubevirt-cr';
+  const delivery = clusterSpec(doc, source)?.kubevirt?.configDelivery ?? doc.spec.kubevirt?.configDelivery ?? DEFAULT_DELIVERY_FORM;
   return {
     perCluster: mp?.parallelMigrationsPerCluster ?? KUBEVIRT_PARALLEL_PER_CLUSTER,
-    perNode: mp?.parallelOutboundMigrationsPerNode ?? parallelPerNodeDefault(delivery),
+    perNode: mp?.parallelOutboundMigrationsPerNode ?? deliveryForm(delivery).migrationDefaults.parallelOutboundMigrationsPerNode,
   };
 }
 
-/** What runs KubeVirt's configuration sets for outbound migrations per node when the fleet says nothing. */
-function parallelPerNodeDefault(delivery: ConfigDelivery): number {
-  switch (delivery) {
-    case 'hco': return HCO_PARALLEL_PER_NODE;
-    case 'kubevirt-cr':
-    case 'kustomize-patch': return KUBEVIRT_PARALLEL_PER_NODE;
-    default: { const never: never = delivery; return never; }
-  }
-}
 
 function sourceProblem(doc: FleetDocument, inventory: Inventory, source: string): FleetProblem | undefined {
   const names = doc.spec.clusters.map((c) => c.name);

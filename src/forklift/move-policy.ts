@@ -19,6 +19,7 @@
  */
 import { canonicalQuantity, quantityValue } from '../base/quantity';
 import { ConfigDelivery, FleetDocument } from '../fleet/schema';
+import { deliveryForm } from '../kubevirt/delivery-forms';
 import { ForkliftProblems, MovesInput } from './checks';
 import { ClusterFacts } from './model';
 import { Move } from './schema';
@@ -28,26 +29,17 @@ const GIB = 2 ** 30;
 const KUBEVIRT_PARALLEL_MIGRATIONS = 5;
 /** KubeVirt's `MigrationCompletionTimeoutPerGiB` default (pkg/virt-config/virt-config.go). */
 const KUBEVIRT_COMPLETION_TIMEOUT_PER_GIB = 150;
-/** HCO's default since hyperconverged-cluster-operator PR #4426 (2026-07-22; it was 150). */
-const HCO_COMPLETION_TIMEOUT_PER_GIB = 20;
 /** Copies of the memory the derived timeout allows for: the first pass and the pages dirtied meanwhile. */
 const PASSES = 3;
 
 /**
  * The `completionTimeoutPerGiB` a cluster's migrations get when no policy of ours selects them: the fleet's
  * `migrationPolicy.completionTimeoutPerGiB` where it sets one (every delivery form writes it), else the default of
- * what runs KubeVirt's configuration there.
+ * what runs KubeVirt's configuration there (src/kubevirt/delivery-forms.ts `migrationDefaults`).
  */
 export function clusterCompletionTimeoutPerGiB(doc: FleetDocument, delivery: ConfigDelivery, harvester: boolean): number {
-  const fleet = doc.spec.migrationPolicy?.completionTimeoutPerGiB;
   if (harvester) return KUBEVIRT_COMPLETION_TIMEOUT_PER_GIB; // Harvester writes KubeVirt's configuration itself
-  if (fleet !== undefined) return fleet;
-  switch (delivery) {
-    case 'hco': return HCO_COMPLETION_TIMEOUT_PER_GIB;
-    case 'kubevirt-cr':
-    case 'kustomize-patch': return KUBEVIRT_COMPLETION_TIMEOUT_PER_GIB;
-    default: { const never: never = delivery; return never; }
-  }
+  return doc.spec.migrationPolicy?.completionTimeoutPerGiB ?? deliveryForm(delivery).migrationDefaults.completionTimeoutPerGiB;
 }
 
 /** The MigrationPolicy fields a cross-cluster move gets, and what they came from. */

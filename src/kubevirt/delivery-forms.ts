@@ -53,7 +53,15 @@ export interface DeliveryFormSpec {
    * webhook it is (src/trust/plan.ts, problem `trust/hco-below-minimum`); undefined: none beyond KubeVirt's.
    */
   readonly certMinimum: { readonly seconds: number; readonly operator: string } | undefined;
+  /**
+   * The migration defaults the form's operator writes when the fleet sets none (issue 51: moves that finish, waves
+   * of an evacuation): `completionTimeoutPerGiB` and `parallelOutboundMigrationsPerNode`. KubeVirt's own are 150 and
+   * 2 (pkg/virt-config/virt-config.go); HCO's are 20 and 1 since hyperconverged-cluster-operator PR #4426 (2026-07-22).
+   */
+  readonly migrationDefaults: { readonly completionTimeoutPerGiB: number; readonly parallelOutboundMigrationsPerNode: number };
 }
+
+const KUBEVIRT_MIGRATION_DEFAULTS = { completionTimeoutPerGiB: 150, parallelOutboundMigrationsPerNode: 2 };
 
 const NONE: OperatorDisabledGates = { listWritten: false, gates: [] };
 
@@ -71,6 +79,7 @@ export const DELIVERY_FORMS = {
     jsonPatchAnnotation: false,
     operatorDisabledGates: () => NONE,
     certMinimum: undefined,
+    migrationDefaults: KUBEVIRT_MIGRATION_DEFAULTS,
   },
   'kustomize-patch': {
     summary: 'the same partial KubeVirt object, written as a kustomize Component patch over the cluster\'s own KubeVirt CR',
@@ -84,6 +93,7 @@ export const DELIVERY_FORMS = {
     jsonPatchAnnotation: false,
     operatorDisabledGates: () => NONE,
     certMinimum: undefined,
+    migrationDefaults: KUBEVIRT_MIGRATION_DEFAULTS,
   },
   hco: {
     summary: 'HyperConverged fields, plus the kubevirt.kubevirt.io/jsonpatch annotation for what HCO lacks (HCO overwrites direct KubeVirt edits)',
@@ -98,6 +108,7 @@ export const DELIVERY_FORMS = {
     operatorDisabledGates: (v) => hcoDisabledGates(v),
     // HCO's webhook (validator.go:252-280) refuses any certConfig value below 10m
     certMinimum: { seconds: 600, operator: 'HCO' },
+    migrationDefaults: { completionTimeoutPerGiB: 20, parallelOutboundMigrationsPerNode: 1 },
   },
 } as const satisfies Record<string, DeliveryFormSpec>;
 
