@@ -14,6 +14,7 @@ import { DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT } from '../gateway/runtime-c
 import { resolveTrust } from '../trust/plan';
 import { existingKubevirtProblems } from '../kubevirt/existing';
 import { DEFAULTS, ResolvedFleet, ResolvedGateway } from './resolved';
+import { datapathMode } from './datapath-modes';
 import { checkSharedCapacity, resolveSharedNetwork } from './shared-network';
 import { checkCidrOverlaps, checkInClusterCapacity, resolveClusters, resolveMigrationTemplate } from './clusters';
 import { resolveSites, siteOfClusters, unionOfSites, withSitePaths } from './sites';
@@ -119,7 +120,7 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
         failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
         warnings: gatewayImageWarnings({
           image: gw.image ?? DEFAULTS.gatewayImage, given: gw.image !== undefined, environment: spec.environment ?? 'production',
-          clusters: clusters.filter((c) => c.datapath === 'gateway' || c.trustAgentReplicas > 0).map((c) => c.name).sort(),
+          clusters: clusters.filter((c) => datapathMode(c.datapath).gateways || c.trustAgentReplicas > 0).map((c) => c.name).sort(),
         }),
       },
       migrationPolicy: spec.migrationPolicy ?? {},
