@@ -14,9 +14,9 @@ import { parse } from 'yaml';
 import {
   applyStage, createNamespaces, crdsFor, differences, FieldDifference, installCrds, KubeObject, objectKey, objectPath, platformNamespaces, Stage, stagesOf,
 } from './support/real-apply';
-import { Crd, kubevirtCrdWith, moduleDir, upstreamCrds } from './support/real-crds';
+import { Crd, fluxCrdCopies, kubevirtCrdWith, moduleDir, upstreamCrds } from './support/real-crds';
 import { RealCluster, RealFleet } from './support/real-kube';
-import { sharedSchemasDir } from './support/schemas';
+import { upstreamSchemaFile } from './support/schemas';
 import { suiteTmpDir } from './support/tmp';
 
 const DIST = path.resolve(__dirname, '..', 'dist');
@@ -40,7 +40,7 @@ function treesOf(fleet: string): Array<[string, string]> {
 function crdsServing(objects: readonly KubeObject[], all: Crd[]): Crd[] {
   const native = objects.some((o) => o.kind === 'KubeVirt' && JSON.stringify(o).includes('decentralizedLiveMigrationDatapath'));
   if (!native) return all;
-  const proposed = kubevirtCrdWith(path.join(sharedSchemasDir(), 'kubevirt', 'proposed', 'kubevirt.schema.pr17922.yaml'));
+  const proposed = kubevirtCrdWith(upstreamSchemaFile('kubevirt/proposed/kubevirt.schema.pr17922.yaml'));
   return all.map((c) => (c.metadata.name === proposed.metadata.name ? proposed : c));
 }
 
@@ -168,6 +168,12 @@ beforeAll(async () => {
   real = await RealFleet.start(Array.from({ length: servers }, (_, i) => `s${i}`));
 }, 180_000);
 afterAll(async () => { await real?.stop(); });
+
+test('the Flux CRDs the unit lane validates against (test/fixtures/upstream/flux) are byte for byte those of the Flux modules whose controllers this lane runs', () => {
+  const copies = fluxCrdCopies();
+  expect(copies.length).toBe(3);
+  for (const [name, committed, pinned] of copies) expect({ name, same: committed === pinned }).toEqual({ name, same: true });
+});
 
 describe.each(fleets)('dist/%s on real API servers', (fleet) => {
   const trees = treesOf(fleet);
