@@ -69,6 +69,8 @@ describe('each rule catches its case (a small tree made here)', () => {
     ['the parent of the root, spelled', 'test/a.ts', `// it must sit beside the checkout as <repoRoot>${'/..'}/x`, 'the parent of the repository root'],
     ['the parent of the root, joined', 'test/a.ts', `const d = path.join(ROOT, '..', 'x');`, 'the parent of the repository root'],
     ['a code path climbing out', 'test/support/a.ts', `const d = path.resolve(__dirname, '../../..', 'x');`, 'a code path that climbs out of the repository'],
+    ['a code path climbing out, double-quoted', 'test/support/a.ts', 'const d = path.join(__dirname, "..", "..", "..", "x");', 'a code path that climbs out of the repository'],
+    ['the parent of the root, joined as one segment', 'test/a.ts', `const d = path.resolve(REPO_ROOT, "../x");`, 'the parent of the repository root'],
     ['an import from outside', 'src/a.ts', `import { x } from '../../elsewhere/x';`, 'an import from outside the repository'],
     ['a require from outside', 'test/a.ts', `const x = require('../../elsewhere/x');`, 'an import from outside the repository'],
     ['a compiled file climbing out of lib/', 'src/a.ts', `const d = path.join(__dirname, '..', '..', '..', 'x');`, 'a code path that climbs out of the repository'],

@@ -19,7 +19,7 @@ const LINE_RULES: ReadonlyArray<readonly [string, RegExp]> = [
   ['an absolute path of the workspace', /(?<![\w.$}~-])\/work\//],
   ['a home directory of this machine', /(?<![\w.$}~-])\/(root|home\/[a-z][\w-]*)\/(?=[\w.])/],
   ['the parent of the repository root', /<repo-?root>\/\.\./i],
-  ['the parent of the repository root', /\b(ROOT|REPO_ROOT|repoRoot|root)\s*,\s*'\.\.'\s*[,)]/],
+  ['the parent of the repository root', /\b(ROOT|REPO_ROOT|repoRoot|root)\s*,\s*(['"`])\.\.(\/[^'"`]*)?\2\s*[,)]/],
 ];
 
 /**
@@ -47,13 +47,13 @@ const COMPILED_TO_LIB = /^(index\.ts|main\.ts|(src|constructs|cli|examples|bench
 function codePaths(file: string, text: string, out: Finding[]): void {
   const dir = path.posix.dirname(file);
   const runDir = COMPILED_TO_LIB.test(file) ? path.posix.join('lib', dir) : dir;
-  for (const m of text.matchAll(/path\.(?:posix\.)?(?:resolve|join)\(\s*__dirname((?:\s*,\s*'[^'\n]*')+)\s*[,)]/g)) {
-    const parts = [...m[1].matchAll(/'([^']*)'/g)].map((p) => p[1]);
+  for (const m of text.matchAll(/path\.(?:posix\.)?(?:resolve|join)\(\s*__dirname((?:\s*,\s*(['"`])[^'"`\n]*\2)+)\s*[,)]/g)) {
+    const parts = [...m[1].matchAll(/(['"`])([^'"`]*)\1/g)].map((p) => p[2]);
     if (climbsOut(runDir, parts.join('/'))) out.push({ file, line: lineAt(text, m.index), rule: 'a code path that climbs out of the repository', text: m[0] });
   }
-  const statements = /^[ \t]*(?:(?:import|export)\b[^\n]*?\bfrom\s+|(?:(?:const|let|var)\s+[^\n=]+=\s*)?(?:require|import)\(\s*)'(\.\.?\/[^'\n]*)'/gm;
+  const statements = /^[ \t]*(?:(?:import|export)\b[^\n]*?\bfrom\s+|(?:(?:const|let|var)\s+[^\n=]+=\s*)?(?:require|import)\(\s*)(['"])(\.\.?\/[^'"\n]*)\1/gm;
   for (const m of text.matchAll(statements)) {
-    if (climbsOut(dir, m[1])) out.push({ file, line: lineAt(text, m.index), rule: 'an import from outside the repository', text: m[0].trim() });
+    if (climbsOut(dir, m[2])) out.push({ file, line: lineAt(text, m.index), rule: 'an import from outside the repository', text: m[0].trim() });
   }
 }
 
