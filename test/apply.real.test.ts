@@ -15,7 +15,7 @@ import {
   applyStage, createNamespaces, crdsFor, differences, FieldDifference, installCrds, KubeObject, objectKey, objectPath, platformNamespaces, Stage, stagesOf,
 } from './support/real-apply';
 import { Crd, fluxCrdCopies, kubevirtCrdWith, moduleDir, upstreamCrds } from './support/real-crds';
-import { RealCluster, RealFleet } from './support/real-kube';
+import { readyBoundMs, RealCluster, RealFleet } from './support/real-kube';
 import { upstreamSchemaFile } from './support/schemas';
 import { suiteTmpDir } from './support/tmp';
 
@@ -53,7 +53,6 @@ function objectsIn(dir: string): number {
  * servers started side by side on two cores. A retried apply (test/support/kube-retry.ts) fits within these.
  */
 const treeTimeoutMs = (dir: string) => 120_000 + 6_000 * objectsIn(dir);
-const fleetStartMs = (n: number) => 60_000 + 30_000 * n;
 
 /** A KubeVirt CR with the native datapath's fields is for a build that serves the proposed schema (KubeVirt PR #17922). */
 function crdsServing(objects: readonly KubeObject[], all: Crd[]): Crd[] {
@@ -184,8 +183,8 @@ let real: RealFleet;
 const servers = Math.max(...fleets.map((f) => treesOf(f).length));
 beforeAll(async () => {
   crds = upstreamCrds().map((c) => c.crd);
-  real = await RealFleet.start(Array.from({ length: servers }, (_, i) => `s${i}`), { readyTimeoutMs: fleetStartMs(servers) });
-}, fleetStartMs(servers) + 60_000);
+  real = await RealFleet.start(Array.from({ length: servers }, (_, i) => `s${i}`));
+}, readyBoundMs(servers) + 60_000);
 afterAll(async () => { await real?.stop(); });
 
 test('the Flux CRDs the unit lane validates against (test/fixtures/upstream/flux) are byte for byte those of the Flux modules whose controllers this lane runs', () => {
