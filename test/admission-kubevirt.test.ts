@@ -219,10 +219,10 @@ describe('every example: the KubeVirt spec of every cluster passes the admitter 
  * Every field path we emit in a KubeVirt spec, with the admitter rule (or the type/schema rule) that
  * governs it and where we enforce it. A new emitted field fails this test until it is listed here.
  * A = kubevirt-update-admitter.go @d923fdb8; T = staging/src/kubevirt.io/api/core/v1 types.go /
- * componentconfig.go @d923fdb8; S = ../shared/schemas/kubevirt (CRD schema, checked by the schema tests).
+ * componentconfig.go @d923fdb8; S = test/fixtures/upstream/kubevirt (CRD schema @d923fdb8, checked by the schema tests).
  */
 const FIELD_RULES: Record<string, string> = {
-  'configuration.migrations.network': 'A: not validated (KubeVirt uses it verbatim, kubevirt-api-facts.md s.2); S: string; ours: NAD name is a DNS-1123 label (fleet-schema)',
+  'configuration.migrations.network': 'A: not validated (KubeVirt uses it verbatim, virt-operator util/config.go:181-184 @d923fdb8); S: string; ours: NAD name is a DNS-1123 label (fleet-schema)',
   'configuration.migrations.bandwidthPerMigration': 'A: ValidateSchema only; T: *resource.Quantity; ours: quantity regex (fleet-schema)',
   'configuration.migrations.parallelMigrationsPerCluster': 'A: ValidateSchema only; T: *uint32; ours: 1..4294967295 (src/kubevirt/admission.ts)',
   'configuration.migrations.parallelOutboundMigrationsPerNode': 'A: ValidateSchema only; T: *uint32; ours: 1..4294967295',

@@ -6,7 +6,7 @@
  *     deploy/crds/cert-manager.io_certificates.yaml @0509c05a
  *   - MultiNetworkPolicy (k8s.cni.cncf.io/v1beta1): verbatim upstream CRD, k8snetworkplumbingwg/multi-networkpolicy
  *     scheme.yml @c42a39ea
- *   - NetworkAttachmentDefinition: shared/schemas/nad (network-attachment-definition-client)
+ *   - NetworkAttachmentDefinition: test/fixtures/upstream/nad (network-attachment-definition-client, Multus)
  *   - ServiceMonitor (monitoring.coreos.com/v1): @kubernetes-models/prometheus-operator typings (generated from the
  *     upstream CRD; the CRD file itself, prometheus-operator example/prometheus-operator-crd/
  *     monitoring.coreos.com_servicemonitors.yaml, 71,103 chars, is not vendored yet)

@@ -82,7 +82,7 @@ describe('the table', () => {
   test('plan shows the rows that apply, per cluster', () => {
     const text = renderPlanTable(planReport(synthesizeFleet(ocpFleet('4.21.1')).plan));
     expect(text).toContain('  a (openshift-virtualization 4.21.1):\n');
-    expect(text).toMatch(/since 4\.21\.1: cross-cluster live migration is GA .*\[upstream-2026-09\.md s\.1\.1; openshift-docs PR #109154/);
+    expect(text).toMatch(/since 4\.21\.1: cross-cluster live migration is GA .*\[openshift\/openshift-docs PR #109154/);
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * The checks of spec.vmNetworks before anything is written (issue 40 item 5): each case changes one thing
  * of a valid fleet and expects exactly its code at its path (the valid fleet raises none, so every test
- * fails without its check). Sources of each rule: ../shared/reference/udn-cross-cluster-ips.md §2-3, 5.4.
+ * fails without its check). Sources of each rule: the CRDs in test/fixtures/upstream/ovn-k (ovn-kubernetes @8871cd9c) and the
+ * table of checks in docs/vm-networks.md, each with its upstream source.
  */
 import { resolveVmNetworks } from '../src/vmnet/plan';
 import { planFleetDocument } from '../src/addressing/planner';

@@ -1,7 +1,7 @@
 /**
  * The VM-network constructs (constructs/vmnet/, issue 40 item 2): what each emits from its own props and what the
  * composite `VmNetworks` emits from a resolved cluster shape (src/vmnet/resolved.ts), each object checked against
- * the upstream CRD schemas (../shared/schemas/ovn-k, nmstate; CEL rules are the real server's: vmnet.real.test.ts).
+ * the upstream CRD schemas (test/fixtures/upstream/ovn-k, nmstate; CEL rules are the real server's: vmnet.real.test.ts).
  */
 import { App, Chart } from 'cdk8s';
 import { ClusterVmNetwork } from '../src/vmnet/resolved';

@@ -1,6 +1,6 @@
 /**
  * `migration-mesh pin-addresses` (issue 40 item 4, the API side) against two real kube-apiservers (RBAC on) with the
- * upstream IPAMClaim CRD (../shared/schemas/ipamclaims) and KubeVirt's VirtualMachine CRD as virt-operator v1.8.4
+ * upstream IPAMClaim CRD (test/fixtures/upstream/ipamclaims) and KubeVirt's VirtualMachine CRD as virt-operator v1.8.4
  * generates it (real/kubevirt-bins mm-kubevirt-crds), run as the built CLI under a user bound only to the generated
  * Role (PinAddressesRole) in tenant-blue. The example fleet (examples/vm-networks.fleet.yaml, its ledger) moves
  * tenant-blue/web-1 fra-1 -> ams-1 over the primary Layer2 network blue; a moves file beside a copy adds db-1 (a

@@ -1,6 +1,6 @@
 /**
  * The VM-network objects of issue 40 (item 6, the objects half) on a real kube-apiserver with the upstream CRDs of
- * ../shared/schemas/ovn-k and nmstate installed, CEL rules included (the real server evaluates x-kubernetes-validations):
+ * test/fixtures/upstream/ovn-k and nmstate installed, CEL rules included (the real server evaluates x-kubernetes-validations):
  *  1. every VM-network object synthesized for every cluster of examples/vm-networks.fleet.yaml, server-side applied
  *     in rollout order, is accepted, read back as applied, and a second apply changes nothing;
  *  2. a table of objects the CRDs refuse (schema bounds and CEL rules): each one is refused by the real server AND

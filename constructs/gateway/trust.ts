@@ -19,7 +19,7 @@ export interface TrustPod {
 const TRUST_RUN_DIR = '/run/migration-mesh';
 /** Where client-node's in-cluster config looks for the token, CA and namespace. */
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-/** The two ConfigMaps virt-operator owns (../shared/reference/kubevirt-ca-trust.md section 1.1). */
+/** The two ConfigMaps virt-operator owns (KubeVirt main @d923fdb8, https://github.com/kubevirt/kubevirt/blob/d923fdb815cd2016ddaebdaaa51db04133576d72/pkg/virt-operator/resource/generate/components/secrets.go#L26-L27). */
 const KUBEVIRT_CA_CONFIGMAP = 'kubevirt-ca';
 const KUBEVIRT_EXTERNAL_CA_CONFIGMAP = 'kubevirt-external-ca';
 

@@ -21,7 +21,7 @@ export interface RouteAdvertisementsProps {
   /**
    * `spec.targetVRF`: which VRF the routes are advertised in. `auto` advertises each selected network in its own VRF
    * (and OVN-Kubernetes then keeps it out of the default VRF), which EVPN networks need: OVN-Kubernetes' EVPN
-   * workflow (docs/features/bgp-integration/evpn.md, step 3) sets it. The CRD takes any string and says nothing
+   * workflow (OVN-Kubernetes https://github.com/ovn-kubernetes/ovn-kubernetes/blob/8871cd9cec9c45d6da1baf9e3b06eb575f49039c/docs/features/bgp-integration/evpn.md, step 3) sets it. The CRD takes any string and says nothing
    * of this.
    *
    * @default 'auto'

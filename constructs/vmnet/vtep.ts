@@ -16,7 +16,7 @@ export interface VtepProps {
   readonly cidrs: readonly string[];
   /**
    * `Unmanaged`: the nodes already carry their VTEP addresses and OVN-Kubernetes discovers them; `Managed`:
-   * OVN-Kubernetes assigns them (not yet implemented upstream, docs/features/bgp-integration/evpn.md).
+   * OVN-Kubernetes assigns them (not yet implemented upstream, https://github.com/ovn-kubernetes/ovn-kubernetes/blob/8871cd9cec9c45d6da1baf9e3b06eb575f49039c/docs/features/bgp-integration/evpn.md#L106).
    *
    * @default 'Unmanaged'
    */

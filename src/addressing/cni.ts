@@ -1,7 +1,7 @@
 /**
  * CNI configuration for NetworkAttachmentDefinitions: the main plugin from the fleet's attachment and
- * the IPAM from the plan. Only keys the plugins really read (../shared/reference/kubevirt-api-facts.md
- * s.7). Pure, no cdk8s import.
+ * the IPAM from the plan. Only keys the plugins really read (containernetworking/plugins @3d27709f,
+ * https://github.com/containernetworking/plugins/tree/3d27709faaa4e3619f299b962d9ea24589e28f9c/plugins; whereabouts @3a262bd0, https://github.com/k8snetworkplumbingwg/whereabouts/blob/3a262bd0cd873e13d9b379342f8251b852a89b8f/pkg/types/types.go). Pure, no cdk8s import.
  */
 import { Attachment } from '../fleet/schema';
 import { FleetPlan, RoutePlan, WhereaboutsPlan } from './planner';

@@ -62,7 +62,7 @@ export function checkMoves(p: ForkliftProblems, input: MovesInput, clusters: Rea
 /**
  * KubeVirt v1.9 turns LibvirtHooksServerAndClient on by default (Beta); a decentralized migration whose
  * target namespace (or name) differs from the source then fails until kubevirt PR #18526 (open) lands
- * (upstream-2026-09.md s.1.3.3). Warned for moves into another namespace of a 1.9 target where the gate
+ * (kubevirt PR #18526, open: https://github.com/kubevirt/kubevirt/pull/18526). Warned for moves into another namespace of a 1.9 target where the gate
  * is still on (not in the fleet's `kubevirt.disabledFeatureGates`, not disabled by HCO).
  */
 function checkLibvirtHooks(p: ForkliftProblems, input: MovesInput, clusters: ReadonlyMap<string, ClusterFacts>): void {

@@ -1,7 +1,8 @@
 /**
  * The fleet's `spec.forklift` section and the moves file: where Forklift runs, how it reaches each
  * cluster, the VM networks and storage classes to map, and the VMs to move. One zod schema for the
- * YAML and the TypeScript props. Pure, no cdk8s import. Facts: Forklift's API (https://github.com/kubev2v/forklift, pkg/apis/forklift/v1beta1).
+ * YAML and the TypeScript props. Pure, no cdk8s import. Facts: Forklift's CRDs @d42511bb
+ * (https://github.com/kubev2v/forklift/tree/d42511bb28a605af9303b097333baa61d6c74a00/operator/config/crd/bases; copies in test/fixtures/upstream/forklift).
  */
 import { z } from 'zod';
 

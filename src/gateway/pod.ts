@@ -23,7 +23,7 @@ export const GATEWAY_RESTART_HASH_ANNOTATION = 'migrationmesh.dev/restart-hash';
 /** Default interface names inside the gateway pod (Linux allows at most 15 characters). */
 export const DEFAULT_GATEWAY_INTERFACES = { inCluster: 'mig0', crossCluster: 'xc0' } as const;
 
-/** One Multus network selection element (the keys Multus reads; kubevirt-api-facts.md s.7). */
+/** One Multus network selection element (the keys Multus reads: NetworkSelectionElement, https://github.com/k8snetworkplumbingwg/network-attachment-definition-client/blob/46fcc4112dcb9af0b277dc85fec8178acbddd5ab/pkg/apis/k8s.cni.cncf.io/v1/types.go). */
 export interface NetworkSelectionElement {
   readonly name: string;
   readonly namespace: string;

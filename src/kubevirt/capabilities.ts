@@ -1,6 +1,6 @@
 /**
  * What each virtualization product does about cross-cluster live migration, by version: one table, each
- * row with its source in ../shared/reference/upstream-2026-09.md. The rows that apply to a cluster drive
+ * row with its upstream source (file at a commit, PR or release note). The rows that apply to a cluster drive
  * the gates we leave to the product (HCO writes some itself) and are shown by `migration-mesh plan`.
  * Pure, no cdk8s import.
  */
@@ -25,7 +25,7 @@ export interface CapabilityRow {
   readonly fact: string;
   /** Feature gates the product writes into the KubeVirt CR itself: never added again. */
   readonly writesGates: readonly string[];
-  /** Where the fact comes from (upstream-2026-09.md section, upstream PR or file). */
+  /** Where the fact comes from (upstream file at a commit or tag, PR or release note). */
   readonly source: string;
   /** Fleet options the row makes available (checked per cluster: `productHas`). @default - none */
   readonly features?: readonly Feature[];
@@ -38,12 +38,12 @@ export const CAPABILITIES: readonly CapabilityRow[] = [
   {
     product: 'kubevirt', since: '1.6',
     fact: `decentralized live migration exists; ${FEATURE_GATE_DLM} is Alpha/Beta and must be listed (Forklift reads the explicit list): we list it`,
-    writesGates: [], source: 'upstream-2026-09.md s.5 row 2; kubevirt-api-facts.md',
+    writesGates: [], source: 'kubevirt v1.6.0-v1.9.0 pkg/virt-config/featuregate/active.go (DecentralizedLiveMigration Alpha); forklift @d42511bb pkg/controller/plan/adapter/ocp/validator.go:134-172 (the gate listed in featureGates)',
   },
   {
     product: 'kubevirt', since: '1.9',
     fact: 'LibvirtHooksServerAndClient is Beta, on by default: decentralized migrations whose target name or namespace differs from the source fail until kubevirt PR #18526 lands (mitigation: disabledFeatureGates: [LibvirtHooksServerAndClient])',
-    writesGates: [], source: 'upstream-2026-09.md s.1.3.3; kubevirt PR #18526 (open)',
+    writesGates: [], source: 'kubevirt v1.9.0 pkg/virt-config/featuregate/active.go:80-83,293 (LibvirtHooksServerAndClient Beta); kubevirt PR #18526 (open)',
   },
   {
     product: 'kubevirt', since: '1.9',
@@ -54,18 +54,18 @@ export const CAPABILITIES: readonly CapabilityRow[] = [
   {
     product: 'openshift-virtualization', since: '4.20',
     fact: `cross-cluster live migration is Technology Preview; the ${FEATURE_GATE_DLM} gate is set by us through HCO's jsonpatch`,
-    writesGates: [], source: 'upstream-2026-09.md s.1.1; forklift-documentation PRs #968/#969',
+    writesGates: [], source: 'kubev2v/forklift-documentation PRs #968/#969 (2026-08-20)',
   },
   {
     product: 'openshift-virtualization', since: '4.21.1',
     fact: `cross-cluster live migration is GA with no feature flag; HCO defaults featureGates.decentralizedLiveMigration: true and writes ${FEATURE_GATE_DLM} itself: we do not append it`,
     writesGates: [FEATURE_GATE_DLM],
-    source: 'upstream-2026-09.md s.1.1; openshift-docs PR #109154; HCO api/v1beta1/hyperconverged_types.go:70,630, controllers/handlers/kubevirt.go:949-950',
+    source: 'openshift/openshift-docs PR #109154; HCO api/v1beta1/hyperconverged_types.go:70,630, controllers/handlers/kubevirt.go:949-950',
   },
   {
     product: 'harvester', since: '1.0',
     fact: 'Harvester renders its own KubeVirt CR: we write no KubeVirt featureGates (Forklift needs spec.forklift.providers.<cluster>.externalFeatureGates)',
-    writesGates: [], source: 'upstream-2026-09.md s.4',
+    writesGates: [], source: 'harvester/harvester issue #9792 (open, candidate v1.10.0); docs.harvesterhci.io v1.6 vm-migration-network',
   },
 ];
 
@@ -83,11 +83,11 @@ export interface ProductVersion {
  * cross-cluster live migration to the newest one the rows were read against.
  */
 const KNOWN_VERSIONS: Readonly<Record<Product, { readonly oldest: string; readonly newest: string }>> = {
-  // decentralized live migration from v1.6.0; main @d923fdb8 is 1.10 development (kubevirt-api-facts.md, upstream-2026-09.md)
+  // decentralized live migration from v1.6.0; main @d923fdb8 is 1.10 development (pkg/virt-config/featuregate/active.go at each tag)
   'kubevirt': { oldest: '1.6', newest: '1.10' },
-  // TP in 4.20, GA in 4.21.1 and 4.22 (upstream-2026-09.md s.1.1)
+  // TP in 4.20, GA in 4.21.1 and 4.22 (openshift-docs PR #109154; forklift-documentation PRs #968/#969)
   'openshift-virtualization': { oldest: '4.20', newest: '4.22' },
-  // the stored docs are v1.6 (upstream-2026-09.md s.4); CCLM is only a v1.10 candidate (#9792)
+  // the docs read are v1.6 (docs.harvesterhci.io); CCLM is only a v1.10 candidate (#9792)
   'harvester': { oldest: '1.0', newest: '1.6' },
 };
 
@@ -168,8 +168,8 @@ export interface SkewInput {
 /**
  * Direct mode: virt-handlers of different clusters talk migration mTLS to each other. From v1.7.0 the
  * migration server accepts client CN types `virt-handler` and `migration` and uses a separate migration
- * client secret; before it only the in-cluster transition was handled (upstream-2026-09.md s.1.3.5,
- * virt-handler.go:141,807 @cc62b9425f; PR #18870). A direct fleet mixing both sides is refused.
+ * client secret; before it only the in-cluster transition was handled (kubevirt
+ * cmd/virt-handler/virt-handler.go:141,807 @cc62b9425f, https://github.com/kubevirt/kubevirt/blob/d923fdb815cd2016ddaebdaaa51db04133576d72/cmd/virt-handler/virt-handler.go#L141; PR #18870). A direct fleet mixing both sides is refused.
  */
 export function cnSkewProblems(clusters: readonly SkewInput[]): FleetProblem[] {
   const direct = clusters.filter((c) => datapathMode(c.datapath).sharedMigrationNetwork);

@@ -3,7 +3,8 @@
  * native) and every delivery form (partial KubeVirt CR, kustomize patch, HCO jsonpatch): the delivery
  * forms only render the canonical spec, so a gate listed here reaches all three (issue #29). Sources:
  * - `DecentralizedLiveMigration`: Alpha in KubeVirt 1.6-1.9, needed by sendTo/receive and checked by
- *   Forklift (../shared/reference/kubevirt-api-facts.md, upstream-2026-09.md).
+ *   Forklift (KubeVirt pkg/virt-config/featuregate/active.go at each tag;
+ *   https://github.com/kubev2v/forklift/blob/d42511bb28a605af9303b097333baa61d6c74a00/pkg/controller/plan/adapter/ocp/validator.go#L134-L172).
  * - `CrossClusterMigrationProxy`: only in builds with kubevirt/kubevirt PR #17922 (native datapath).
  * - `MigrationStallDetection`: `migrations.maxDowntimeMs` is refused by the update admitter without it
  *   (src/kubevirt/admission.ts, `maxDowntimeGateFor`).

@@ -4,7 +4,7 @@
  * flows: `NetworkPolicy` for the pod network, `MultiNetworkPolicy` per secondary network (issue #29,
  * docs/network-policies.md). Pure, no cdk8s import.
  *
- * Facts (shared/reference/upstream-2026-09.md §1.3.4, read in KubeVirt's networkpolicy.go): KubeVirt's
+ * Facts (read in KubeVirt's networkpolicy.go @d923fdb8, https://github.com/kubevirt/kubevirt/blob/d923fdb815cd2016ddaebdaaa51db04133576d72/pkg/virt-operator/resource/generate/components/networkpolicy.go): KubeVirt's
  * policies isolate virt-handler for ingress and egress (peers: virt-handler pods only) and the sync
  * controller for ingress (8443/8187 only, never 9185). An allow-policy only adds: it never lists a
  * direction the declared policies leave open, since naming a direction isolates it (the upstream proxy

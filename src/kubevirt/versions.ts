@@ -1,5 +1,6 @@
 /**
- * What each KubeVirt version accepts, from ../shared/reference/kubevirt-api-facts.md. The API server
+ * What each KubeVirt version accepts, read in KubeVirt's API types at each release tag
+ * (staging/src/kubevirt.io/api/core/v1/types.go, https://github.com/kubevirt/kubevirt/tree/v1.9.0 and the other tags). The API server
  * prunes (or, under strict field validation, rejects) fields its CRD schema lacks, so we never emit a
  * field for a cluster whose declared version does not have it.
  */

@@ -6,7 +6,8 @@
  * Why our rules: virt-operator's `MergeCABundle` keeps a non-current cert in `kubevirt-ca` only while
  * the local current CA and every newer cert in the bundle are younger than the overlap
  * (`ca.renewBefore`), and it empties `kubevirt-external-ca` after each merge
- * (../shared/reference/kubevirt-ca-trust.md §1.2, §1.4). A CA is at most `duration - renewBefore` old
+ * (KubeVirt main @d923fdb8: cleanupExternalCACerts, https://github.com/kubevirt/kubevirt/blob/d923fdb815cd2016ddaebdaaa51db04133576d72/pkg/virt-operator/resource/apply/core.go#L375-L398; MergeCABundle,
+ * https://github.com/kubevirt/kubevirt/blob/d923fdb815cd2016ddaebdaaa51db04133576d72/pkg/virt-operator/resource/generate/components/secrets.go#L707-L747). A CA is at most `duration - renewBefore` old
  * before it is replaced (its rotation period). So a pushed peer CA survives when every cluster's
  * rotation period is at most every exchanging cluster's overlap.
  */
@@ -280,7 +281,7 @@ function lengthenRotation(e: TrustEntry, repush: number): string {
  * - `spec.trust.enabled: false`: nothing is planned (no rotation emitted, no trust container).
  * - no `spec.trust`: the default. With two or more clusters, whatever their datapath, as with
  *   `spec.trust: {}`, whatever `migrationPolicy.disableTLS` says: KubeVirt's sync channel is mutual TLS
- *   against `kubevirt-ca` regardless (fact sheet kubevirt-ca-trust.md s.2.4), so a decentralized
+ *   against `kubevirt-ca` regardless (KubeVirt https://github.com/kubevirt/kubevirt/blob/d923fdb815cd2016ddaebdaaa51db04133576d72/pkg/synchronization-controller/synchronization-controller.go#L160), so a decentralized
  *   migration needs the peer's CA either way. A single cluster gets nothing.
  * - `spec.trust` given: every cluster gets the rotation and (unless `exchange.enabled: false`) the
  *   exchange: gateway clusters in their gateway pods, the others in a trust agent (`agent`).

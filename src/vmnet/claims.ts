@@ -1,7 +1,8 @@
 /**
  * The source side of a keep-the-address move (issue 40 item 4): the addresses an `IPAMClaim` holds (read
  * by the CLI from the source cluster and passed to `checkKeepAddressMove`), and the patch that pins them on
- * the source VM's template before the Forklift Plan runs. Facts: udn-cross-cluster-ips.md §1.1, §3
+ * the source VM's template before the Forklift Plan runs. Facts: the IPAMClaim CRD (k8snetworkplumbingwg/ipamclaims @d97058c3, copy
+ * in test/fixtures/upstream/ipamclaims), ipam-extensions' claims (https://github.com/kubevirt/ipam-extensions/blob/edb24dec884f176498021d3c8bbfbed2f9ec76ea/pkg/claims/claims.go)
  * (`status.ips` are `address/prefix` strings behind the status subresource; `spec.network` is the NAD
  * config name, `cluster_udn_<network>` for a ClusterUserDefinedNetwork). Pure, no cdk8s import.
  */

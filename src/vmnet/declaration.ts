@@ -26,7 +26,7 @@ export interface ParsedNetwork {
 }
 
 const DEFAULT_SLOTS = 8;
-/** Linux VRF names OVN-K derives from an EVPN CUDN name must stay under IFNAMSIZ (evpn.md:894). */
+/** Linux VRF names OVN-K derives from an EVPN CUDN name must stay under IFNAMSIZ (https://github.com/ovn-kubernetes/ovn-kubernetes/blob/8871cd9cec9c45d6da1baf9e3b06eb575f49039c/docs/features/bgp-integration/evpn.md#L894). */
 const MAX_EVPN_NAME = 15;
 /** Cross-cluster live migration fails for longer VM names (CNV-61066, OpenShift Virtualization 4.22 release notes). */
 export const MAX_MOVABLE_VM_NAME = 47;
@@ -121,7 +121,7 @@ function containment(p: ProblemCollector, path: string, subnets: readonly Cidr[]
 /** The network's names as the derived objects take them. */
 function names(p: ProblemCollector, s: VmNetworkSpec, path: string): void {
   if (s.reach?.type === 'evpn' && s.name.length > MAX_EVPN_NAME) {
-    p.add('vmnet-name-too-long', `${path}.name`, `'${s.name}' has ${s.name.length} characters; OVN-K names the EVPN network's Linux VRF after it, which needs fewer than 16 (evpn.md:894)`,
+    p.add('vmnet-name-too-long', `${path}.name`, `'${s.name}' has ${s.name.length} characters; OVN-K names the EVPN network's Linux VRF after it, which needs fewer than 16 (Linux IFNAMSIZ)`,
       `rename the network to at most ${MAX_EVPN_NAME} characters (before it is created: the name is immutable)`);
   }
   (s.mobileVms ?? []).forEach((ref, i) => {

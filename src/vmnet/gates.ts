@@ -1,8 +1,8 @@
 /**
  * Which clusters can run which VM network (issue 40 item 5): OVN-Kubernetes and OpenShift versions for
  * preconfigured addresses (reservedSubnets, infrastructureSubnets, defaultGatewayIPs) and EVPN, and
- * ipam-extensions for persistent addresses. One table, each row with its source in
- * ../shared/reference/udn-cross-cluster-ips.md. Pure, no cdk8s import.
+ * ipam-extensions for persistent addresses. One table, each row with its upstream source (OVN-Kubernetes @8871cd9c,
+ * https://github.com/ovn-kubernetes/ovn-kubernetes/blob/8871cd9cec9c45d6da1baf9e3b06eb575f49039c, and OpenShift's feature gates). Pure, no cdk8s import.
  */
 import { ProblemCollector } from '../base/errors';
 import { parseKubevirtVersion } from '../kubevirt/versions';
@@ -25,12 +25,12 @@ const VMNET_GATES: readonly GateRow[] = [
   {
     feature: 'preconfigured-addresses', ovnK: '1.2.0', openshift: '4.20',
     what: 'reservedSubnets, infrastructureSubnets and defaultGatewayIPs (enable-preconfigured-udn-addresses); without it OVN-K drops them from the NAD silently and every cluster allocates the whole subnet',
-    source: 'udn-cross-cluster-ips.md s.3 (net-attach-def-template.go:181-185, 274-284; OpenShift PreconfiguredUDNAddresses Default in 4.20)',
+    source: 'ovn-kubernetes @8871cd9c go-controller/pkg/clustermanager/userdefinednetwork/template/net-attach-def-template.go:181-185, 274-284; OpenShift PreconfiguredUDNAddresses Default in 4.20',
   },
   {
     feature: 'evpn', ovnK: '1.3.0', openshift: '4.22',
     what: 'transport: EVPN with a MAC-VRF (enable-evpn; OpenShift: bare metal only, IPv4 VTEPs)',
-    source: 'udn-cross-cluster-ips.md s.2.2 (CRD since 00ed2851d, in v1.3.0; OpenShift EVPN gate from release-4.22)',
+    source: 'ovn-kubernetes CRD since 00ed2851d, in v1.3.0; OpenShift EVPN gate from release-4.22 (openshift/api features/features.go)',
   },
 ];
 

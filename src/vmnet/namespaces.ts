@@ -1,7 +1,7 @@
 /**
  * A served namespace that already exists (issue 40 item 2): OVN-Kubernetes gives a namespace its primary
  * user-defined network only when the label `k8s.ovn.org/primary-user-defined-network` is there at
- * creation (user-defined-networks.md:111-114), so an existing namespace without it is refused, never
+ * creation (OVN-Kubernetes @8871cd9c, https://github.com/ovn-kubernetes/ovn-kubernetes/blob/8871cd9cec9c45d6da1baf9e3b06eb575f49039c/docs/features/user-defined-networks/user-defined-networks.md#L111-L114), so an existing namespace without it is refused, never
  * patched: adding the label later changes nothing and the VMs would stay on the default network. The words
  * are one text for both places that refuse it: `migration-mesh status` (servedNamespaceProblems, from what a
  * cluster holds) and the cluster itself (constructs/vmnet/existing-namespace-guard.ts, the admission policy

@@ -4,8 +4,8 @@
  * NodeNetworkConfigurationPolicy, VTEP, RouteAdvertisements) and the Forklift NetworkMap entries. THE
  * CONSTRUCTS HELPER CONSUMES THIS SHAPE AS IS: every value is final (defaults applied, the address plan
  * applied, addresses in canonical text, IPv4 before IPv6), so a construct copies fields and decides
- * nothing. Field names follow the upstream CRDs in ../shared/schemas/ovn-k/ (k8s.ovn.org/v1
- * ClusterUserDefinedNetwork, VTEP, RouteAdvertisements) and ../shared/schemas/nmstate/ (nmstate.io/v1
+ * nothing. Field names follow the upstream CRDs in test/fixtures/upstream/ovn-k/ (k8s.ovn.org/v1
+ * ClusterUserDefinedNetwork, VTEP, RouteAdvertisements) and test/fixtures/upstream/nmstate/ (nmstate.io/v1
  * NodeNetworkConfigurationPolicy); the fleet's own words (layer2, localnet, reach) are mapped here.
  * Pure data, no cdk8s import.
  */

@@ -3,7 +3,8 @@
  * once for the fleet and overridden per cluster only where the real systems allow it (the VLAN a site
  * uses, its bridge, its VTEP addresses, whether it serves the network). Structure only; the rules that
  * relate fields (families, containment, the split, versions) are in checks.ts and plan.ts with their own
- * problem codes. Facts: ../shared/reference/udn-cross-cluster-ips.md. Pure, no cdk8s import.
+ * problem codes. Facts: the OVN-Kubernetes CRDs (ovn-kubernetes @8871cd9c, copies in
+ * test/fixtures/upstream/ovn-k) and docs/vm-networks.md, each check with its upstream source. Pure, no cdk8s import.
  */
 import { z } from 'zod';
 import { dnsSubdomain, matchLabels } from '../base/k8s-names';

@@ -2,7 +2,8 @@
  * A real hypervisor for the VM migration test and bench: QEMU 10 (Debian's qemu-system-x86 from bookworm-backports,
  * which scripts/ensure-system-deps.js installs; TCG) running a small
  * Linux guest, driven over its HMP monitor, migrated as KubeVirt's virt-handlers migrate (mutual TLS with
- * `tls-creds-x509 ... verify-peer=on`, multifd channels). Facts: ../shared/reference/qemu-live-migration-testing.md.
+ * `tls-creds-x509 ... verify-peer=on`, multifd channels). QEMU's documentation:
+ * https://www.qemu.org/docs/master/system/tls.html (tls-creds-x509), https://www.qemu.org/docs/master/devel/migration/main.html.
  *
  * The guest: Debian's stock kernel (`apt-get download` of the package linux-image-amd64 depends on) and a
  * busybox-static initramfs whose /init fills a tmpfs file with `mm_fill` MiB from /dev/urandom (real data to

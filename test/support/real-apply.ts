@@ -13,6 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import type { Crd } from './real-crds';
+import { withEngineRequeue } from './kube-retry';
 import type { Identity, RealCluster } from './real-kube';
 
 export type KubeObject = {
@@ -75,17 +76,20 @@ async function discover(cluster: RealCluster, apiVersion: string): Promise<Kinds
 /**
  * Where the API serves a kind: its plural and whether it is namespaced. Discovery is cached per cluster and group
  * version, and read again on a miss, as kubectl does: a CRD is Established a moment before discovery lists it, and a
- * group version cached before one of its CRDs was installed lacks that kind. A kind still missing after 10 s is an error.
+ * group version cached before one of its CRDs was installed lacks that kind. A kind still missing after
+ * DISCOVERY_WAIT_MS of this lookup (each object's own window, so the bound grows with the work) is an error, a
+ * refusal (status 404: its CRD is not installed), which an engine's requeue does not cure.
  */
+const DISCOVERY_WAIT_MS = 30_000;
 async function resourceOf(cluster: RealCluster, apiVersion: string, kind: string): Promise<{ plural: string; namespaced: boolean }> {
   let byGv = discovery.get(cluster);
   if (!byGv) discovery.set(cluster, (byGv = new Map()));
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + DISCOVERY_WAIT_MS;
   for (let fresh = false; ; fresh = true) {
     if (fresh || !byGv.has(apiVersion)) byGv.set(apiVersion, await discover(cluster, apiVersion));
     const hit = byGv.get(apiVersion)!.get(kind);
     if (hit) return hit;
-    if (Date.now() > deadline) throw new Error(`the API server serves no ${kind} in ${apiVersion} after 10 s (is its CRD installed?)`);
+    if (Date.now() > deadline) throw Object.assign(new Error(`the API server serves no ${kind} in ${apiVersion} after ${DISCOVERY_WAIT_MS / 1000} s (is its CRD installed?)`), { status: 404 });
     if (fresh) await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -98,27 +102,39 @@ export async function objectPath(cluster: RealCluster, o: KubeObject): Promise<s
 }
 
 /**
- * Server-side apply of one object, as `kubectl apply --server-side` sends it (strict field validation). Resolves
- * the server's copy; rejects with an Error naming the object, the HTTP status and the server's reason.
+ * Server-side apply of one object, as `kubectl apply --server-side` sends it (strict field validation), made as a
+ * GitOps engine makes it: a failure of the server's (5xx, 429) or of the connection is requeued with backoff,
+ * bounded in count and time; a refusal (another 4xx) is the answer at once (`withEngineRequeue`,
+ * test/support/kube-retry.ts). The objects before it in its stage stay applied, so requeueing this one is what the
+ * engine's next sync of the stage changes. Resolves the server's copy; rejects with an Error naming the object, the
+ * HTTP status and the server's reason.
  */
 export async function serverSideApply(cluster: RealCluster, o: KubeObject, manager = FIELD_MANAGER, opts: { force?: boolean; as?: Identity } = {})
   : Promise<KubeObject> {
   const query = `?fieldManager=${encodeURIComponent(manager)}&fieldValidation=Strict${opts.force ? '&force=true' : ''}`;
-  const r = await cluster.request('PATCH', `${await objectPath(cluster, o)}${query}`, o, { contentType: 'application/apply-patch+yaml', as: opts.as });
-  if (r.status !== 200 && r.status !== 201) throw Object.assign(new Error(`apply ${objectKey(o)}: HTTP ${r.status}: ${r.json?.message ?? r.text.slice(0, 500)}`), { status: r.status });
-  return r.json as KubeObject;
+  return withEngineRequeue(`apply ${objectKey(o)} on ${cluster.name}`, async () => {
+    const r = await cluster.request('PATCH', `${await objectPath(cluster, o)}${query}`, o, { contentType: 'application/apply-patch+yaml', as: opts.as });
+    if (r.status !== 200 && r.status !== 201) throw Object.assign(new Error(`apply ${objectKey(o)}: HTTP ${r.status}: ${r.json?.message ?? r.text.slice(0, 500)}`), { status: r.status });
+    return r.json as KubeObject;
+  });
 }
 
-/** Installs CRDs and waits (at most 60 s) until each is Established. */
+/**
+ * How long one CRD may take to be Established once the ones before it are: each CRD has its own window, so the
+ * bound grows with the number installed (it was 60 s for all of them together, whatever their number).
+ */
+const ESTABLISHED_WAIT_MS = 30_000;
+
+/** Installs CRDs and waits until each is Established (ESTABLISHED_WAIT_MS for each, in turn). */
 export async function installCrds(cluster: RealCluster, crds: readonly Crd[]): Promise<void> {
   await Promise.all(crds.map((c) => serverSideApply(cluster, c as unknown as KubeObject, 'crd-installer')));
-  const deadline = Date.now() + 60_000;
   for (const c of crds) {
+    const deadline = Date.now() + ESTABLISHED_WAIT_MS;
     for (;;) {
       const r = await cluster.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${c.metadata.name}`);
       const conditions = (r.json?.status?.conditions ?? []) as Array<{ type: string; status: string }>;
       if (conditions.some((x) => x.type === 'Established' && x.status === 'True')) break;
-      if (Date.now() > deadline) throw new Error(`CRD ${c.metadata.name} not Established after 60 s`);
+      if (Date.now() > deadline) throw new Error(`CRD ${c.metadata.name} not Established ${ESTABLISHED_WAIT_MS / 1000} s after the CRDs before it were`);
       await new Promise((res) => setTimeout(res, 50));
     }
   }

@@ -1,6 +1,7 @@
 /**
  * The upstream CustomResourceDefinitions a real API server needs before it accepts every object we emit:
- *   - ../shared/schemas: Forklift, OVN-Kubernetes, NAD (Multus' copy), whereabouts, IPAMClaim, nmstate;
+ *   - test/fixtures/upstream (committed with source, commit and licence, its SOURCES.md): Forklift,
+ *     OVN-Kubernetes, NAD (Multus' copy), whereabouts, IPAMClaim, nmstate, KubeVirt's MigrationPolicy schema;
  *   - test/fixtures/crds: HyperConverged (whole), PrometheusRule, SCC, MultiNetworkPolicy, cert-manager
  *     Certificate, Harvester Setting;
  *   - read from the Go module cache at test time, pinned by real/crd-sources/go.mod: KubeVirt's own CRD
@@ -13,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { sharedSchemasDir } from './schemas';
+import { FLUX_CRD_FILES, UPSTREAM_SCHEMAS_DIR, upstreamSchemaFile } from './schemas';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 export type Crd = { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, any> };
@@ -63,12 +64,11 @@ const repairedText = (text: string) => text.replace(/(describes a peer to allow 
 
 /**
  * KubeVirt's MigrationPolicy CRD: virt-operator creates it at install from Go code (no YAML ships in the module),
- * so it is the schema shared/schemas/kubevirt/migrationpolicy.schema.yaml (extracted from virt-operator's
+ * so it is the schema test/fixtures/upstream/kubevirt/migrationpolicy.schema.yaml (extracted from virt-operator's
  * generated validations) in the envelope virt-operator gives it (components.NewMigrationPolicyCrd: cluster-scoped,
  * group migrations.kubevirt.io, version v1alpha1, status subresource).
  */
-function migrationPolicyCrd(shared: string): Crd {
-  const file = path.join(shared, 'kubevirt', 'migrationpolicy.schema.yaml');
+function migrationPolicyCrd(file: string): Crd {
   const schema = (parseAllDocuments(fs.readFileSync(file, 'utf8'))[0].toJS() as { openAPIV3Schema: unknown }).openAPIV3Schema;
   return {
     apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'migrationpolicies.migrations.kubevirt.io' },
@@ -80,7 +80,7 @@ function migrationPolicyCrd(shared: string): Crd {
   };
 }
 
-/** Every CRD, one per name (the first source wins: shared, fixtures, modules), with where it came from. */
+/** Every CRD, one per name (the first source wins: test/fixtures/upstream, test/fixtures/crds, modules), with where it came from. */
 let crdMemo: Array<{ crd: Crd; origin: string }> | undefined;
 export function upstreamCrds(): Array<{ crd: Crd; origin: string }> {
   crdMemo ??= readUpstreamCrds();
@@ -88,10 +88,9 @@ export function upstreamCrds(): Array<{ crd: Crd; origin: string }> {
 }
 
 function readUpstreamCrds(): Array<{ crd: Crd; origin: string }> {
-  const shared = sharedSchemasDir();
   const files = [
-    ...['forklift', 'ovn-k', 'whereabouts', 'ipamclaims', 'nmstate'].flatMap((d) => yamlFiles(path.join(shared, d))),
-    path.join(shared, 'nad', 'network-attachment-definitions.crd.multus-thick.yaml'),
+    ...['forklift', 'ovn-k', 'whereabouts', 'ipamclaims', 'nmstate'].flatMap((d) => yamlFiles(path.join(UPSTREAM_SCHEMAS_DIR, d))),
+    upstreamSchemaFile(path.join('nad', 'network-attachment-definitions.crd.multus-thick.yaml')),
     ...yamlFiles(path.join(ROOT, 'test', 'fixtures', 'crds')).filter((f) => !f.includes('.excerpt.')),
     ...FROM_MODULES.flatMap(([mod, rels]) => rels.map((r) => path.join(moduleDir(mod), r))),
   ];
@@ -99,11 +98,12 @@ function readUpstreamCrds(): Array<{ crd: Crd; origin: string }> {
   for (const f of files) {
     for (const crd of crdsIn(f)) if (!byName.has(crd.metadata.name)) byName.set(crd.metadata.name, { crd, origin: f });
   }
-  byName.set('migrationpolicies.migrations.kubevirt.io', { crd: migrationPolicyCrd(shared), origin: path.join(shared, 'kubevirt', 'migrationpolicy.schema.yaml') });
+  const policySchema = upstreamSchemaFile(path.join('kubevirt', 'migrationpolicy.schema.yaml'));
+  byName.set('migrationpolicies.migrations.kubevirt.io', { crd: migrationPolicyCrd(policySchema), origin: policySchema });
   return [...byName.values()];
 }
 
-/** The KubeVirt CRD with `openAPIV3Schema` replaced (e.g. the proposed PR #17922 schema in shared/schemas/kubevirt/proposed). */
+/** The KubeVirt CRD with `openAPIV3Schema` replaced (e.g. the proposed PR #17922 schema in test/fixtures/upstream/kubevirt/proposed). */
 export function kubevirtCrdWith(schemaFile: string): Crd {
   const kv = upstreamCrds().find((c) => c.crd.metadata.name === 'kubevirts.kubevirt.io');
   if (!kv) throw new Error('no kubevirts.kubevirt.io CRD among the upstream CRDs');
@@ -121,4 +121,19 @@ export function kubevirtCrdWith(schemaFile: string): Crd {
 export function kubevirtWorkloadCrds(): Crd[] {
   const bin = path.join(execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'ensure-go-bins.js'), '--print-dir', 'kubevirt-bins'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000 }).trim(), 'mm-kubevirt-crds');
   return JSON.parse(execFileSync(bin, { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 })) as Crd[];
+}
+
+/**
+ * The Flux CRDs committed in test/fixtures/upstream/flux (which the unit lane's schema walker reads, without Go) next
+ * to the same files of the Flux modules pinned by real/crd-sources, whose controllers the real-API lane runs:
+ * `[name, committed text, module text]` for each, so a test can require them equal (a bump of the pin that leaves
+ * the copies behind fails there).
+ */
+export function fluxCrdCopies(): Array<[string, string, string]> {
+  const modOf = (f: string) => (f.startsWith('kustomize.') ? 'github.com/fluxcd/kustomize-controller' : 'github.com/fluxcd/source-controller');
+  return FLUX_CRD_FILES.map((f) => [
+    f,
+    fs.readFileSync(upstreamSchemaFile(path.join('flux', f)), 'utf8'),
+    fs.readFileSync(path.join(moduleDir(modOf(f)), 'config', 'crd', 'bases', f), 'utf8'),
+  ]);
 }

@@ -1,7 +1,8 @@
 /**
  * Flux's own controllers against a real API server: kustomize-controller and source-controller v1.9.6 and
  * distribution's registry (the one in source-controller's module graph), built from the Go module proxy by
- * scripts/ensure-go-bins.js (real/flux-bins), run out of cluster as Flux's DEVELOPMENT.md runs them
+ * scripts/ensure-go-bins.js (real/flux-bins), run out of cluster as Flux's
+ * https://github.com/fluxcd/kustomize-controller/blob/v1.9.6/DEVELOPMENT.md runs them
  * (`SOURCE_CONTROLLER_LOCALHOST` points kustomize-controller at source-controller's artifact server).
  *
  * A tree reaches Flux as Flux users ship it without a Git server: pushed as an OCI artifact to the local

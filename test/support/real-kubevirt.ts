@@ -9,7 +9,7 @@
  * The API server runs without webhook admission (virt-operator registers validating webhooks whose service has no
  * endpoints here). Nothing else is modelled: virt-api, virt-controller and virt-handler Deployments are created and
  * never become ready (no kubelet), which does not hold back the certificate step (virt-operator reconciles
- * certificates before it waits for readiness: reference/real-kubernetes-parts.md §5.1).
+ * certificates before it waits for readiness: https://github.com/kubevirt/kubevirt/blob/d923fdb815cd2016ddaebdaaa51db04133576d72/pkg/virt-operator/resource/apply/reconcile.go#L496).
  * Each operator listens on its own loopback address (its webhook server binds the fixed port 8444).
  */
 import { ChildProcess, execFile } from 'node:child_process';

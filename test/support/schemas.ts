@@ -2,11 +2,13 @@
  * Schema-validation harness: validates every object we emit against real upstream schemas.
  *
  * Sources of schemas, in order of precedence for an apiVersion+kind:
- *  1. KubeVirt kinds: shared/schemas/kubevirt/*.schema.yaml (openAPIV3Schema extracted from virt-operator),
- *     KubeVirt itself optionally against the PROPOSED PR #17922 schema.
- *  2. CRDs: every CustomResourceDefinition document in shared/schemas/{nad,whereabouts,ovn-k,ipamclaims,forklift,nmstate}
- *     and test/fixtures/crds/*.yaml (verbatim upstream copies, see test/fixtures/crds/SOURCES.md).
- *  3. Flux kinds: the CRDs of the Flux release the real-API lane runs, from the Go module cache (see fluxCrds).
+ *  1. KubeVirt kinds: test/fixtures/upstream/kubevirt/*.schema.yaml (openAPIV3Schema extracted from virt-operator's
+ *     generated validations), KubeVirt itself optionally against the PROPOSED PR #17922 schema.
+ *  2. CRDs: every CustomResourceDefinition document in test/fixtures/upstream/{nad,whereabouts,ovn-k,ipamclaims,
+ *     forklift,nmstate} and test/fixtures/crds/*.yaml. All are upstream copies committed with their source, commit
+ *     and licence (test/fixtures/upstream/SOURCES.md, test/fixtures/crds/SOURCES.md): nothing outside the
+ *     repository is read, and no Go toolchain is needed (issue 53).
+ *  3. Flux kinds: the CRDs of the Flux release the real-API lane runs, test/fixtures/upstream/flux (see fluxCrds).
  *  4. Typed models: the interface declarations (.d.ts) shipped by `kubernetes-models` (core/apps/policy/...
  *     generated from the Kubernetes OpenAPI spec) and by `@kubernetes-models/{cert-manager,prometheus-operator,
  *     argo-cd}` (generated from the upstream CRDs). They are converted to JSON schema with the
@@ -24,7 +26,6 @@ import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import * as YAML from 'yaml';
 import * as ts from 'typescript';
-import { moduleDir } from './real-crds';
 
 export type KubevirtSchemaVariant = 'released' | 'pr17922';
 
@@ -51,16 +52,19 @@ const REPO_ROOT = path.resolve(__dirname, '../..');
 const FIXTURE_CRDS = path.resolve(__dirname, '../fixtures/crds');
 const NODE_MODULES = path.join(REPO_ROOT, 'node_modules');
 
-/** <repoRoot>/../shared/schemas (in CI the repo is a fresh clone with shared/ beside it). */
-export function sharedSchemasDir(): string {
-  const dir = path.resolve(__dirname, '../../../shared/schemas');
-  if (!fs.existsSync(dir)) {
-    throw new Error(
-      `schemas harness: upstream schema directory not found at ${dir}. ` +
-        `It must sit beside the repository checkout as <repoRoot>/../shared/schemas (see shared/schemas/SOURCES.md).`,
-    );
+/**
+ * test/fixtures/upstream: the upstream schemas and CRDs the tests validate against, committed with their source,
+ * commit and licence (its SOURCES.md).
+ */
+export const UPSTREAM_SCHEMAS_DIR = path.resolve(__dirname, '../fixtures/upstream');
+
+/** A file under test/fixtures/upstream; a missing one is an error that names it (never a silent skip). */
+export function upstreamSchemaFile(rel: string): string {
+  const file = path.join(UPSTREAM_SCHEMAS_DIR, rel);
+  if (!fs.existsSync(file)) {
+    throw new Error(`schemas harness: ${path.relative(REPO_ROOT, file)} is missing; it is committed with the repository (see test/fixtures/upstream/SOURCES.md)`);
   }
-  return dir;
+  return file;
 }
 
 /** Packages whose .d.ts model declarations are used as schemas (searched in this order). */
@@ -161,7 +165,7 @@ function registerCrdDoc(map: Map<string, Entry>, doc: any, origin: string): void
     if (!schema) continue;
     const apiVersion = `${group}/${v.name}`;
     const key = gvk(apiVersion, kind);
-    if (map.has(key)) continue; // first file wins (shared before fixtures, sorted by name)
+    if (map.has(key)) continue; // first file wins (test/fixtures/upstream before test/fixtures/crds, sorted by name)
     prepareK8sSchema(schema);
     map.set(key, { apiVersion, kind, origin, flavour: 'crd', schema });
   }
@@ -169,24 +173,22 @@ function registerCrdDoc(map: Map<string, Entry>, doc: any, origin: string): void
 
 function crds(): Map<string, Entry> {
   if (crdEntries) return crdEntries;
-  const shared = sharedSchemasDir();
   const map = new Map<string, Entry>();
-  const kv = path.join(shared, 'kubevirt');
   const kvFiles: Array<[string, string, string]> = [
     ['virtualmachine.schema.yaml', 'kubevirt.io/v1', 'VirtualMachine'],
-    ['virtualmachineinstance.schema.yaml', 'kubevirt.io/v1', 'VirtualMachineInstance'],
     ['virtualmachineinstancemigration.schema.yaml', 'kubevirt.io/v1', 'VirtualMachineInstanceMigration'],
     ['migrationpolicy.schema.yaml', 'migrations.kubevirt.io/v1alpha1', 'MigrationPolicy'],
   ];
   for (const [file, apiVersion, kind] of kvFiles) {
-    const p = path.join(kv, file);
-    if (!fs.existsSync(p)) continue;
+    const p = upstreamSchemaFile(path.join('kubevirt', file));
     const schema = loadYamlDocs(p)[0].openAPIV3Schema;
     prepareK8sSchema(schema);
     map.set(gvk(apiVersion, kind), { apiVersion, kind, origin: p, flavour: 'crd', schema });
   }
   for (const sub of ['nad', 'whereabouts', 'ovn-k', 'ipamclaims', 'forklift', 'nmstate']) {
-    for (const f of listFiles(path.join(shared, sub))) {
+    const files = listFiles(path.join(UPSTREAM_SCHEMAS_DIR, sub));
+    if (files.length === 0) throw new Error(`schemas harness: no schema file in test/fixtures/upstream/${sub}`);
+    for (const f of files) {
       for (const doc of loadYamlDocs(f)) registerCrdDoc(map, doc, f);
     }
   }
@@ -200,12 +202,7 @@ function crds(): Map<string, Entry> {
 function kubevirtEntry(variant: KubevirtSchemaVariant): Entry {
   let e = kubevirtEntries.get(variant);
   if (!e) {
-    const shared = sharedSchemasDir();
-    const file =
-      variant === 'pr17922'
-        ? path.join(shared, 'kubevirt/proposed/kubevirt.schema.pr17922.yaml')
-        : path.join(shared, 'kubevirt/kubevirt.schema.yaml');
-    if (!fs.existsSync(file)) throw new Error(`schemas harness: missing ${file}`);
+    const file = upstreamSchemaFile(variant === 'pr17922' ? 'kubevirt/proposed/kubevirt.schema.pr17922.yaml' : 'kubevirt/kubevirt.schema.yaml');
     const schema = loadYamlDocs(file)[0].openAPIV3Schema;
     prepareK8sSchema(schema);
     e = { apiVersion: 'kubevirt.io/v1', kind: 'KubeVirt', origin: file, flavour: 'crd', schema };
@@ -216,20 +213,29 @@ function kubevirtEntry(variant: KubevirtSchemaVariant): Entry {
 
 /**
  * Flux kinds: the CRDs of the Flux release the real-API lane runs (kustomize-controller and source-controller
- * v1.9.6, pinned by real/crd-sources), read from the Go module cache when a Flux kind is first looked up. The
+ * v1.9.6, pinned by real/crd-sources): byte copies in test/fixtures/upstream/flux, so the unit lane needs no Go
+ * toolchain; test/apply.real.test.ts checks that they equal the pinned modules' files. The
  * @kubernetes-models/flux-cd declarations predate fields that Flux serves, e.g. Kustomization spec.deletionPolicy.
  */
 let fluxEntries: Map<string, Entry> | undefined;
 function fluxCrds(): Map<string, Entry> {
   if (!fluxEntries) {
     const map = new Map<string, Entry>();
-    for (const mod of ['github.com/fluxcd/kustomize-controller', 'github.com/fluxcd/source-controller']) {
-      for (const f of listFiles(path.join(moduleDir(mod), 'config', 'crd', 'bases'))) for (const doc of loadYamlDocs(f)) registerCrdDoc(map, doc, f);
+    for (const name of FLUX_CRD_FILES) {
+      const f = upstreamSchemaFile(path.join('flux', name));
+      for (const doc of loadYamlDocs(f)) registerCrdDoc(map, doc, f);
     }
     fluxEntries = map;
   }
   return fluxEntries;
 }
+
+/** The Flux CRD files committed in test/fixtures/upstream/flux (the same names as in the modules' config/crd/bases). */
+export const FLUX_CRD_FILES = [
+  'kustomize.toolkit.fluxcd.io_kustomizations.yaml',
+  'source.toolkit.fluxcd.io_gitrepositories.yaml',
+  'source.toolkit.fluxcd.io_ocirepositories.yaml',
+] as const;
 
 function lookup(apiVersion: string, kind: string, opts: ValidateOptions): Entry | undefined {
   if (apiVersion === 'kubevirt.io/v1' && kind === 'KubeVirt') return kubevirtEntry(opts.kubevirtSchema ?? 'released');

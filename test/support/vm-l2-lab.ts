@@ -4,7 +4,7 @@
  * joined only by a router namespace, the VM moved by a real QEMU live migration through the mesh's gateways).
  *
  * What this adds, per cluster, is the VM network's data plane as OVN-Kubernetes' EVPN transport builds it
- * (../shared/reference/udn-cross-cluster-ips.md 2.2: one MAC-VRF, an L2 segment per cluster joined by VXLAN
+ * (https://github.com/ovn-kubernetes/ovn-kubernetes/blob/8871cd9cec9c45d6da1baf9e3b06eb575f49039c/docs/features/bgp-integration/evpn.md: one MAC-VRF, an L2 segment per cluster joined by VXLAN
  * between the clusters' VTEPs over the routed fabric):
  *
  *   handler ns (the virt-launcher pod): tap0 (the guest's NIC, virtio-net) + bridge k6t-net0 + vmnet0
@@ -24,7 +24,7 @@
  * and a busybox initramfs whose /init puts the planned addresses (`mm_ip=`, `mm_ip6=` on the kernel command line) on eth0
  * and runs `nc -ll -p <port> -e cat` (an echo server, one process per connection), then ticks as the lab's
  * guest does. The NIC's MAC is the one OVN-Kubernetes derives from the address (0a:58 + the IPv4 bytes,
- * udn-cross-cluster-ips.md 1.2), the same on source and target: the client's ARP and ND entries never change; what
+ * https://github.com/ovn-kubernetes/ovn-kubernetes/blob/8871cd9cec9c45d6da1baf9e3b06eb575f49039c/go-controller/pkg/allocator/pod/pod_annotation.go#L529-L537), the same on source and target: the client's ARP and ND entries never change; what
  * changes is where the switches see the MAC, which the target QEMU announces (its RARP after the incoming
  * migration, and virtio-net's guest announce).
  */

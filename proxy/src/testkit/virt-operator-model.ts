@@ -2,9 +2,9 @@
  * Test support: virt-operator's CA handling for one simulated cluster, on a FakeKubeApi. It stands for KubeVirt
  * v1.8.4's virt-operator where a real one per cluster cannot run (many clusters in network namespaces, clocks the
  * tests move). test/virt-operator-model-agreement.real.test.ts runs it beside the real virt-operator, step by step with
- * the same inputs, and shows they agree (kubevirt-ca role by role, kubevirt-external-ca after each reconcile). A port of the
- * semantics of ../shared/reference/kubevirt-ca-merge-model.py (itself a model of KubeVirt core.go
- * shouldUpdateBundle + secrets.go MergeCABundle, not KubeVirt code):
+ * the same inputs, and shows they agree (kubevirt-ca role by role, kubevirt-external-ca after each reconcile). A model of the
+ * semantics of KubeVirt core.go shouldUpdateBundle + secrets.go MergeCABundle (not KubeVirt code; main @d923fdb8:
+ * https://github.com/kubevirt/kubevirt/blob/d923fdb815cd2016ddaebdaaa51db04133576d72/pkg/virt-operator/resource/apply/core.go#L668-L700, https://github.com/kubevirt/kubevirt/blob/d923fdb815cd2016ddaebdaaa51db04133576d72/pkg/virt-operator/resource/generate/components/secrets.go#L707-L747):
  *   - the CA rotates when it is `duration - renewBefore` old; the new one is valid for `duration`;
  *   - merge: keep certs not yet expired, newest first; stop at the first cert whose newer neighbour (for
  *     the first: the current CA) is older than the overlap (`renewBefore`); current CA first;
@@ -27,7 +27,7 @@
  *
  * `rotateNow()` rotates ahead of schedule, as virt-operator does the moment the KubeVirt CR's CA duration
  * changes (certificationNeedsRotation: the CA Secret's `kubevirt.io/duration` annotation differs, core.go
- * 177-195; ../shared/reference/kubevirt-ca-trust.md 1.3); the merge then keeps the old CA for the overlap.
+ * 177-195, https://github.com/kubevirt/kubevirt/blob/d923fdb815cd2016ddaebdaaa51db04133576d72/pkg/virt-operator/resource/apply/core.go#L177-L195); the merge then keeps the old CA for the overlap.
  * `issueCa` lets a test issue the CAs itself (e.g. with openssl, keeping the key to issue leaf certs).
  */
 import * as crypto from 'node:crypto';
