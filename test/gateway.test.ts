@@ -244,7 +244,7 @@ describe('TLS sources', () => {
   });
 
   test('plaintext: no Certificate, no Secret mounted, runtime config says plaintext', () => {
-    const r = synthesizeFleet(baseFleet({ gateway: { tls: { plaintext: true } } }));
+    const r = synthesizeFleet(baseFleet({ gateway: { tls: { plaintext: true } }, trust: { exchange: { enabled: false } } }));
     const objs = r.objects.get('b')!;
     expect(of(objs, 'Certificate')).toEqual([]);
     const vol = one(objs, 'Deployment', 'migration-mesh-gateway-0').spec.template.spec.volumes.find((v: any) => v.name === 'config');
