@@ -70,7 +70,7 @@ async function rig(o: RigOptions = {}): Promise<Rig> {
   const runtime = await standInRuntime(path.join(dir, 'trust.sock'));
   if (o.peer) runtime.peer(o.peer);
   const base = kubeConfigMaps(kubeConfigFor(api.port), 'kubevirt');
-  const agent = new TrustAgent({ api: o.wrap ? o.wrap(base) : base, socket: path.join(dir, 'trust.sock'), log: silent, resyncMs: 300_000, now });
+  const agent = new TrustAgent({ api: o.wrap ? o.wrap(base) : base, socket: path.join(dir, 'trust.sock'), log: silent, resyncMs: 300_000, now, peers: () => ['west'] });
   await agent.start();
   return {
     api, model, agent, runtime, clock,
