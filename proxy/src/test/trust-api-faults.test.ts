@@ -311,6 +311,30 @@ describe('the runtime reports the state of kubevirt-external-ca', { timeout: 30_
   });
 });
 
+describe('the runtime counts the trust container\'s refusals', { timeout: 30_000 }, () => {
+  it('a refused message increments mm_trust_agent_refusals_total{reason}; an unknown reason is not a label', async () => {
+    const dir = tmpDir('mm-trust-hub-');
+    const socket = path.join(dir, 'trust.sock');
+    const cfg = parseConfigText(JSON.stringify(testConfig(socket)));
+    const registry = new Registry();
+    const hub = new TrustHub({ config: () => cfg, tlsFiles: () => undefined, log: silent, registry });
+    await hub.start();
+    const c = net.connect(socket);
+    try {
+      await new Promise<void>((r) => c.on('connect', () => r()));
+      for (const reason of ['unknown_peer', 'trust_not_ca', 'unknown_peer', 'made-up']) c.write(`${JSON.stringify({ type: 'refused', reason, at: Date.now() })}\n`);
+      const counts = async () => Object.fromEntries((await registry.getSingleMetric('mm_trust_agent_refusals_total')!.get()).values.map((v) => [v.labels.reason, v.value]));
+      let got: Record<string, number> = {};
+      for (let i = 0; i < 100 && (got.unknown_peer ?? 0) < 2; i++) { got = await counts(); await sleep(20); }
+      assert.deepEqual(got, { unknown_peer: 2, trust_not_ca: 1 });
+    } finally {
+      c.destroy();
+      await hub.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('API faults: trust back within 10 s of the API behaving again', { timeout: 180_000 }, () => {
   it('500 on every PUT while reads work: retried with backoff until it succeeds', async () => {
     const r = await rig();
