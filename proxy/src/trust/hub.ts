@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { ProxyConfig } from '../config';
 import { CONNECTION_ID_BYTES, RefusalCode, decodeTrustPublishBody, encodeTrustPublish, refusalName, ProtocolError } from '../protocol';
-import { ToRuntime, ToTrust, onLines, sendLine } from './channel';
+import { AGENT_REFUSALS, ToRuntime, ToTrust, onLines, sendLine } from './channel';
 import { PublishContext, publishOnce } from './publisher';
 import { TrustTable } from './table';
 import { caInfo, derToPem, pemToDer } from './x509';
@@ -46,6 +46,11 @@ function hubMetrics(registry: Registry) {
     }),
     lastWrite: new Gauge({
       name: 'mm_trust_last_write_timestamp_seconds', help: 'When the trust container last wrote kubevirt-external-ca (unix seconds).', registers: [registry],
+    }),
+    agentRefusals: new Counter({
+      name: 'mm_trust_agent_refusals_total',
+      help: 'Bundles the trust container refused on its own re-check before writing kubevirt-external-ca (a peer not configured, not a self-signed CA valid now, too many certificates, another member\'s CA, the ConfigMap over its size cap), by reason.',
+      labelNames: ['reason'], registers: [registry],
     }),
     writeFailures: new Counter({
       name: 'mm_trust_write_failures_total', help: 'Failed attempts of the trust container to write kubevirt-external-ca (API errors, the ConfigMap missing, endless conflicts).',
@@ -138,6 +143,8 @@ export class TrustHub {
       this.table.local = m.fingerprints;
     } else if (m.type === 'write-failed') {
       this.metrics.writeFailures.inc();
+    } else if (m.type === 'refused' && (AGENT_REFUSALS as readonly string[]).includes(m.reason)) {
+      this.metrics.agentRefusals.inc({ reason: m.reason });
     }
     this.noteUntrusted();
   }
@@ -147,18 +154,28 @@ export class TrustHub {
     return { type: 'peer', cluster, certs: b.certs.map((c) => derToPem(c.der)), sequence: Number(b.sequence), receivedAt: b.receivedAt };
   }
 
-  /** A PUBLISH frame arrived on the tunnel port from a connection whose certificate names `certCluster`. */
+  /**
+   * A PUBLISH frame arrived on the tunnel port from a connection whose verified certificate names
+   * `certCluster`; undefined: no verified identity (a plaintext tunnel port), refused as
+   * TRUST_UNAUTHENTICATED before anything in the body is believed (the claimed cluster is not even a
+   * metric label).
+   */
   onPublish(body: Buffer, certCluster: string | undefined): { status: number; reason: string; connectionId: Buffer } {
     const cfg = this.o.config();
     let p;
     try { p = decodeTrustPublishBody(body); } catch (e) {
       const code = e instanceof ProtocolError ? e.code : RefusalCode.MALFORMED;
-      this.metrics.received.inc({ peer: certCluster ?? 'unknown', result: refusalName(code) });
+      this.metrics.received.inc({ peer: certCluster ?? 'unauthenticated', result: refusalName(code) });
       return { status: code, reason: (e as Error).message, connectionId: Buffer.alloc(CONNECTION_ID_BYTES) };
     }
     if (!cfg.trust) return { status: RefusalCode.TRUST_DISABLED, reason: 'this gateway does not exchange trust', connectionId: p.connectionId };
+    if (certCluster === undefined) {
+      this.metrics.received.inc({ peer: 'unauthenticated', result: refusalName(RefusalCode.TRUST_UNAUTHENTICATED) });
+      this.o.log.warn({ claimed: p.cluster, reason: refusalName(RefusalCode.TRUST_UNAUTHENTICATED) }, 'trust bundle refused: no verified peer certificate (the trust exchange needs tls mtls)');
+      return { status: RefusalCode.TRUST_UNAUTHENTICATED, reason: 'a trust bundle is accepted only over mutual TLS, from a verified peer certificate', connectionId: p.connectionId };
+    }
     const v = this.table.judge(p, certCluster, (c) => cfg.peers.some((x) => x.cluster === c), this.now());
-    const who = certCluster ?? p.cluster;
+    const who = certCluster;
     this.metrics.received.inc({ peer: who, result: v.ok ? 'accepted' : refusalName(v.code) });
     if (!v.ok) {
       this.o.log.warn({ peer: who, claimed: p.cluster, reason: refusalName(v.code), why: v.why }, 'trust bundle refused');
@@ -188,6 +205,12 @@ export class TrustHub {
   publishAll(why: string): void {
     const cfg = this.o.config();
     if (this.closed || !cfg.trust || this.table.own.certs.length === 0) return;
+    if (!this.o.tlsFiles()) {
+      // every peer refuses a PUBLISH without a verified certificate (TRUST_UNAUTHENTICATED): say so once, send nothing
+      if (!this.warned.has('plaintext')) this.o.log.error('the trust exchange needs tls mode mtls or mtls-splice; this gateway is plaintext, so it publishes nothing and refuses every PUBLISH');
+      this.warned.add('plaintext');
+      return;
+    }
     this.table.retain((c) => cfg.peers.some((p) => p.cluster === c));
     this.checkExpiry();
     for (const peer of cfg.peers) for (const gw of peer.gateways) this.publishTo(peer.cluster, gw.host, gw.port, why, cfg.trust.retryMs);
