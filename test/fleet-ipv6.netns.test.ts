@@ -95,10 +95,11 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
   const vipHolders = (c: ClusterLab): string[] => vipHoldersIn(lab, c);
 
   /** Established TCP connections in `ns` matching an `ss` filter: [local, peer] addresses. */
-  const established = (ns: string, filter: string): { local: string; peer: string }[] =>
+  /** Established sockets: addresses, and the interface a socket is bound to (ss prints `[addr]%ifname:port`). */
+  const established = (ns: string, filter: string): { local: string; peer: string; localDevice?: string }[] =>
     lab.exec(ns, ['ss', '-Htn', 'state', 'established', filter]).stdout.split('\n').filter(Boolean).map((l) => {
-      const [local, peer] = [...l.matchAll(/\[?([0-9a-fA-F:.]+?)\]?:(\d+)(?=\s|$)/g)].map((m) => m[1]);
-      return { local, peer };
+      const [local, peer] = [...l.matchAll(/\[?([0-9a-fA-F:.]+?)\]?(%[\w.-]+)?:(\d+)(?=\s|$)/g)];
+      return { local: local[1], peer: peer[1], localDevice: local[2]?.slice(1) };
     });
 
   const logTail = (g: Gw) => (fs.existsSync(g.log) ? fs.readFileSync(g.log, 'utf8').slice(-2000) : '');
@@ -253,10 +254,14 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
     for (const c of clusters) {
       for (const g of c.gateways) {
         const v6 = lab.exec(g.ns, ['ip6tables', '-w', '-t', 'nat', '-S']).stdout;
-        const redirected = [...v6.matchAll(/-d (\S+) -p tcp -j REDIRECT --to-ports (\d+)/g)].map((m) => [m[1], Number(m[2])]);
+        const redirected = [...v6.matchAll(/-d (\S+) -i (\S+) -p tcp -j REDIRECT --to-ports (\d+)/g)].map((m) => [m[1], Number(m[3]), m[2]] as const);
         const peers = c.topo.gatewayConfig.peers.flatMap((p: any) => p.cidrs).sort();
         expect(redirected.map(([cidr]) => cidr).sort()).toEqual(peers);
         for (const [, port] of redirected) expect(port).toBe(c.topo.gatewayConfig.listen.intercept.port);
+        // issue 49: the jump and every REDIRECT name the in-cluster interface (the intercept listener's)
+        for (const [, , ifname] of redirected) expect(ifname).toBe(g.ifname);
+        expect(redirected.length).toBe((v6.match(/REDIRECT/g) ?? []).length);
+        expect(v6.split('\n').filter((l) => /^-A PREROUTING .*-j MIGRATION_MESH$/.test(l))).toEqual([`-A PREROUTING -i ${g.ifname} -j MIGRATION_MESH`]);
         expect(lab.exec(g.ns, ['iptables', '-w', '-t', 'nat', '-S']).stdout).not.toMatch(/REDIRECT/);
       }
     }
@@ -293,6 +298,8 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
       for (const x of far) {
         expect(a.gateways.map((g) => g.xcAddr)).toContain(x.peer);
         expect(b.gateways.find((g) => g.ns === x.gw)!.xcAddr).toBe(x.local);
+        // issue 49: the tunnel listener, and so each tunnel it accepted, is bound to the shared interface
+        expect(x.localDevice).toBe(b.gateways.find((g) => g.ns === x.gw)!.xcIfname);
       }
       expect(near.map((x) => x.local).sort()).toEqual(far.map((x) => x.peer).sort());
       console.log(`[fleet-netns-ipv6] tunnels in flight ${a.topo.name} -> ${b.topo.name}: ${far.map((x) => `[${x.peer}] -> [${x.local}]:${tunnelPort}`).join(', ')}`);
