@@ -165,7 +165,7 @@ describe('the ledger keeps what it assigned', () => {
     const r = resolveVmNetworks(vmFleet((f) => { f.spec.vmNetworks[1].allocation = { slots: 2 }; addCluster('par-1')(f); }));
     expect(codes(r.problems)).toEqual(['vmnet-slice-exhausted']);
     expect(r.problems[0].path).toBe('spec.vmNetworks[1].allocation.slots');
-    expect(r.problems[0].fix).toMatch(/delete vlan100's ClusterUserDefinedNetwork on every cluster/);
+    expect(r.problems[0].fix).toMatch(/reclaim FLEET --vm-network vlan100 --cluster NAME/);
     expect(r.perCluster.size).toBe(0);
   });
 });
@@ -215,12 +215,13 @@ describe('ledger merges and hand edits are refused, never repaired', () => {
     expect(r.problems[0].message).toMatch(/clusters fra-1 and ams-1 both hold slot 0/);
   });
 
-  test('a conflict in a network that leaves the fleet does not block the plan: the network leaves the ledger', () => {
+  test('a conflict in a network that leaves the fleet does not block the plan: the network is kept as the ledger had it', () => {
     const l = ledgerOf(first);
     l.vmNetworks!.vlan100.clusters!['ams-1'] = { slot: 0, vlan: 100 };
     const r = resolveVmNetworks(vmFleet((f) => { f.spec.vmNetworks.pop(); }), l);
     expect(r.problems).toEqual([]);
-    expect(Object.keys(r.ledger!)).toEqual(['blue']);
+    expect(Object.keys(r.ledger!)).toEqual(['blue', 'vlan100']);
+    expect(r.ledger!.vlan100).toEqual(l.vmNetworks!.vlan100);
   });
 
   test('one mobile address given to two VMs, and one outside the mobile slice', () => {

@@ -93,6 +93,7 @@ export const PROBLEM_CODES = {
   'ledger-wrong-family': { stage: 'plan', meaning: 'A ledger entry of the other address family than its network.' },
   'ledger-conflict': { stage: 'plan', meaning: 'One address or CIDR held by two owners in the ledger (two clusters on one or overlapping CIDRs after a Git merge, a shared address twice, a VIP equal to a gateway address, a quarantined address still held, a ledger CIDR on another cluster\'s explicit one); both owners are named.' },
   'reclaim/no-ledger': { stage: 'plan', meaning: '`reclaim` without a ledger beside the fleet file (or at --ledger).' },
+  'reclaim/still-declared': { stage: 'plan', meaning: '`reclaim --vm-network` names a network, cluster or mobile VM the fleet still declares: what the ledger keeps for it is in use.' },
   'reclaim/no-match': { stage: 'plan', meaning: '`reclaim --cluster/--address` names nothing the ledger quarantines (`--all` with nothing quarantined succeeds).' },
   'ledger-would-change': { stage: 'plan', meaning: '--frozen, and the plan would change the ledger (addresses would move or be added).' },
   // ---- delivery: GitOps and Harvester ----

@@ -49,7 +49,7 @@ function createdLine(n: ParsedNetwork): string {
 }
 
 const RECREATE = (net: string) => `the ClusterUserDefinedNetwork cannot change in place (its spec.network is immutable upstream): to change it, move or stop every VM on ${net}, `
-  + `delete ${net}'s ClusterUserDefinedNetwork on every cluster, delete vmNetworks.${net} from the ledger, and synth again; `
+  + `remove ${net} from the fleet (listed in spec.vmNetworkDeletions, which deletes its ClusterUserDefinedNetwork on every cluster) and synth, release it with \`migration-mesh reclaim FLEET --vm-network ${net}\`, and declare it again; `
   + `or give the changed network a new name and move the VMs over; otherwise restore the old value`;
 
 /** The ledger's record against the declaration: any difference is refused, never emitted. */
@@ -118,7 +118,7 @@ function planSlots(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger |
     if (slot === undefined) for (let i = 0; i < n.slots; i++) if (!used.has(i)) { slot = i; break; }
     if (slot === undefined) {
       p.add('vmnet-slice-exhausted', `${n.path}.allocation.slots`, `cluster ${c} needs a slot of ${n.spec.name}, and all ${n.slots} are taken (${Object.keys(out).sort().join(', ')}); the split cannot grow in place`,
-        `free a slot of a cluster that left the fleet (delete its line under vmNetworks.${n.spec.name}.clusters in the ledger once its VMs are gone), or set clusters.${c}.served: false; ${RECREATE(n.spec.name)}`);
+        `free a slot of a cluster that left the fleet (\`migration-mesh reclaim FLEET --vm-network ${n.spec.name} --cluster NAME\` once its VMs are gone), or set clusters.${c}.served: false; ${RECREATE(n.spec.name)}`);
       continue;
     }
     used.add(slot);
@@ -150,7 +150,7 @@ function planVms(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger | u
       }
       if (!got) {
         p.add('vmnet-mobile-exhausted', `${n.path}.mobileVms[${i}]`, `the mobile slice ${formatCidr(s.mobile)} of ${n.spec.name} has no free address left for ${ref}`,
-          `remove VMs that are gone from vmNetworks.${n.spec.name}.vms in the ledger, or declare a larger allocation.mobile when you recreate the network`);
+          `release the address of a VM that is gone (\`migration-mesh reclaim FLEET --vm-network ${n.spec.name} --vm NS/NAME\` once it left mobileVms), or declare a larger allocation.mobile when you recreate the network`);
         break;
       }
       taken.add(`${got.family}:${got.value}`);
@@ -227,7 +227,7 @@ export function vmNetworkDocProblems(doc: FleetDocument): { problems: FleetProbl
  * `vmNetworkDocProblems`; here a network that does not parse is left out.
  */
 function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<VmNetworksResult, 'warnings'> {
-  // only the networks still declared: one that leaves the fleet leaves the ledger, whatever it held
+  // only the networks still declared are checked: one that left the fleet is kept as it is
   const declared = new Set(input.specs.map((s) => s.name));
   const inconsistent = vmLedgerProblems(Object.fromEntries(Object.entries(prev ?? {}).filter(([n]) => declared.has(n))));
   if (inconsistent.length) return { perCluster: new Map(), networks: [], changes: [], problems: inconsistent };
@@ -244,13 +244,17 @@ function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<V
     splitsBy.set(n.spec.name, planned.splits);
     networks.push(networkPlan(n, planned.entry, planned.splits, input.clusters));
   }
+  // a network that leaves the fleet keeps what the ledger gave it (split, slots, mobile addresses), exactly
+  // as a cluster that leaves keeps its slot: declared again, it comes back on the same slices. Only
+  // `migration-mesh reclaim --vm-network` releases it (releaseVmNetwork, ledger.ts).
+  for (const [name, entry] of Object.entries(prev ?? {})) if (!declared.has(name)) next[name] = entry;
   const perCluster = new Map<string, ClusterVmNetworks>();
   for (const c of input.clusters) {
     const list = parsed.filter((n): n is ParsedNetwork => !!n && next[n.spec.name] !== undefined && serves(n.spec, c))
       .map((n) => clusterNetwork(p, n, c, next[n.spec.name], splitsBy.get(n.spec.name)!));
     perCluster.set(c, { cluster: c, networks: list });
   }
-  const nextLedger = input.specs.length ? next : undefined;
+  const nextLedger = Object.keys(next).length || input.specs.length ? next : undefined;
   return { perCluster: p.empty ? perCluster : new Map(), networks, ledger: nextLedger, changes: diffVmNetworksLedgers(prev, nextLedger), problems: p.problems };
 }
 

@@ -1,0 +1,107 @@
+/**
+ * VM networks in their second week (issue 50): what the ledger assigned to a network (its split, slots and
+ * mobile addresses) outlives the network's declaration, exactly as cluster addresses do; a network or a
+ * cluster removed and restored comes back on the same slices, every ClusterUserDefinedNetwork byte for byte.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parse, stringify } from 'yaml';
+import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { parseFleetDocument, ledgerPathFor } from '../src/fleet/load';
+import { Ledger, parseLedger, serializeLedger } from '../src/addressing/ledger';
+import { runCli } from './support/fleets';
+import { suiteTmpDir } from './support/tmp';
+
+const FLEET = path.resolve(__dirname, '..', 'examples', 'vm-networks.fleet.yaml');
+const rawFleet = (): any => parse(fs.readFileSync(FLEET, 'utf8'));
+
+/** The example on five clusters (the trial's fleet). */
+function fiveClusters(): any {
+  const f = rawFleet();
+  f.spec.vmNetworks[1].allocation.slots = 8;
+  ['par-1', 'lon-1', 'mad-1'].forEach((c, i) => {
+    f.spec.clusters.push({ name: c, nodes: 3, ovnKubernetes: { version: 'v1.3.0', ipamExtensions: true } });
+    f.spec.vmNetworks[0].clusters[c] = { vtepCidrs: [`203.0.113.${i * 64}/26`] };
+  });
+  return f;
+}
+
+/** Synth against `ledger` (as committed: serialized and read back); the CUDNs' YAML per cluster, and the next ledger. */
+function synth(raw: any, ledger?: Ledger): { cudns: Map<string, string>; ledger: Ledger; changes: string[] } {
+  const r = synthesizeFleet(parseFleetDocument(raw), { ledger: ledger ? parseLedger(serializeLedger(ledger)) : undefined });
+  const cudns = new Map<string, string>();
+  for (const [c, objs] of r.objects) {
+    for (const o of objs as any[]) if (o.kind === 'ClusterUserDefinedNetwork') cudns.set(`${c}/${o.metadata.name}`, stringify(o));
+  }
+  return { cudns, ledger: r.ledger, changes: r.changes.map((x) => `${x.cluster}.${x.field}`) };
+}
+
+describe('remove and restore (issue 50 item 1)', () => {
+  const first = synth(fiveClusters());
+
+  test('a network removed keeps its split, slots and mobile addresses in the ledger; restored, every CUDN is byte-identical', () => {
+    const removed = fiveClusters();
+    removed.spec.vmNetworks = removed.spec.vmNetworks.filter((n: any) => n.name !== 'blue');
+    removed.spec.forklift.moves = [];
+    const mid = synth(removed, first.ledger);
+    expect(mid.ledger.vmNetworks!.blue).toEqual(first.ledger.vmNetworks!.blue);
+    expect([...mid.cudns.keys()].filter((k) => k.endsWith('/blue'))).toEqual([]);
+    // a cluster added while the network is gone does not take a slot the ledger still holds for it
+    const back = synth(fiveClusters(), mid.ledger);
+    expect(back.cudns).toEqual(first.cudns);
+    expect(back.ledger.vmNetworks).toEqual(first.ledger.vmNetworks);
+  });
+
+  test('a cluster removed and restored: every CUDN of every cluster byte-identical', () => {
+    const removed = fiveClusters();
+    removed.spec.clusters = removed.spec.clusters.filter((c: any) => c.name !== 'par-1');
+    delete removed.spec.vmNetworks[0].clusters['par-1'];
+    const mid = synth(removed, first.ledger);
+    expect(mid.ledger.vmNetworks!.blue.clusters!['par-1']).toEqual(first.ledger.vmNetworks!.blue.clusters!['par-1']);
+    const back = synth(fiveClusters(), mid.ledger);
+    expect(back.cudns).toEqual(first.cudns);
+  });
+});
+
+describe('reclaim --vm-network: the only way the ledger gives up a network, a slot or a mobile address', () => {
+  const dir = suiteTmpDir('mm-vmnet-reclaim-');
+  const fleetFile = path.join(dir, 'vmnet.fleet.yaml');
+  const ledgerFile = ledgerPathFor(fleetFile);
+  const first = synth(fiveClusters());
+  const write = (raw: any, l: Ledger) => { fs.writeFileSync(fleetFile, stringify(raw)); fs.writeFileSync(ledgerFile, serializeLedger(l)); };
+  const without = (): any => {
+    const f = fiveClusters();
+    f.spec.vmNetworks = f.spec.vmNetworks.filter((n: any) => n.name !== 'blue');
+    f.spec.forklift.moves = [];
+    return f;
+  };
+
+  test('a declared network, cluster or mobile VM is refused (reclaim/still-declared), the ledger untouched', () => {
+    write(fiveClusters(), first.ledger);
+    const before = fs.readFileSync(ledgerFile, 'utf8');
+    for (const extra of [[], ['--cluster', 'par-1'], ['--vm', 'tenant-blue/web-1']]) {
+      const r = runCli(['reclaim', fleetFile, '--vm-network', 'blue', ...extra]);
+      expect([r.code, r.err]).toEqual([1, expect.stringMatching(/reclaim\/still-declared|still in spec/)]);
+    }
+    expect(fs.readFileSync(ledgerFile, 'utf8')).toBe(before);
+    expect(runCli(['reclaim', fleetFile, '--vm-network', 'nope']).err).toMatch(/keeps no VM network nope \(it keeps blue, vlan100\)/);
+  });
+
+  test('a removed network is released whole; declared again afterwards, it is planned anew', () => {
+    write(without(), first.ledger);
+    const r = runCli(['reclaim', fleetFile, '--vm-network', 'blue']);
+    expect([r.code, r.err]).toEqual([0, '']);
+    expect(r.out).toMatch(/released[^]*vmNetworks\.blue: topology=Layer2/);
+    expect(Object.keys(parseLedger(fs.readFileSync(ledgerFile, 'utf8')).vmNetworks!)).toEqual(['vlan100']);
+  });
+
+  test('a mobile VM that left mobileVms: its address is released alone', () => {
+    const f = fiveClusters();
+    f.spec.vmNetworks[0].mobileVms = ['tenant-blue/web-1'];
+    write(f, first.ledger);
+    expect(runCli(['reclaim', fleetFile, '--vm-network', 'blue', '--vm', 'tenant-blue/db-1']).code).toBe(0);
+    const l = parseLedger(fs.readFileSync(ledgerFile, 'utf8')).vmNetworks!.blue;
+    expect(Object.keys(l.vms!)).toEqual(['tenant-blue/web-1']);
+    expect(l.clusters).toEqual(first.ledger.vmNetworks!.blue.clusters);
+  });
+});
