@@ -105,3 +105,36 @@ describe('reclaim --vm-network: the only way the ledger gives up a network, a sl
     expect(l.clusters).toEqual(first.ledger.vmNetworks!.blue.clusters);
   });
 });
+
+describe('immutability judged on what the upstream object would become (issue 50 item 4, issue 53)', () => {
+  const first = synth(fiveClusters());
+  const withSlots = (slots: number, slicePrefix?: number) => {
+    const f = fiveClusters();
+    f.spec.vmNetworks[0].allocation = { slots, ...(slicePrefix ? { slicePrefix: { ipv4: slicePrefix, ipv6: 68 } } : {}) };
+    return f;
+  };
+
+  test('growing slots 8 -> 12 on a /16 keeps the /20 slices: accepted, every CUDN byte-identical, the split grows in the ledger', () => {
+    const r = synth(withSlots(12), first.ledger);
+    expect(r.cudns).toEqual(first.cudns);
+    expect(r.ledger.vmNetworks!.blue.subnets![0].slices).toHaveLength(12);
+    expect(r.ledger.vmNetworks!.blue.subnets![0].slices.slice(0, 8)).toEqual(first.ledger.vmNetworks!.blue.subnets![0].slices);
+    expect(r.changes).toContain('vmNetworks.blue.subnets');
+  });
+
+  test('slots that change the slices (8 -> 16: /21) are refused, naming each cluster\'s reservedSubnets before and after', () => {
+    expect(() => synth(withSlots(16), first.ledger)).toThrow(/vmnet-immutable-change\] spec\.vmNetworks\[0\]\.allocation: [^\n]*5 clusters \(reservedSubnets: ams-1: \["10\.50\.16\.0\/20"[^\n]*; and 3 more\)/);
+  });
+
+  test('shrinking below a held slot is refused on the slot', () => {
+    expect(() => synth(withSlots(4, 20), first.ledger)).toThrow(/allocation\.slots: cluster mad-1 holds slot 4 of blue; the fleet's allocation now has 4 slots/);
+  });
+
+  test('the EVPN VNI has no CEL immutability upstream: a change goes, and the ledger records the new value', () => {
+    const f = fiveClusters();
+    f.spec.vmNetworks[0].reach.vni = 5002;
+    const r = synth(f, first.ledger);
+    expect(r.ledger.vmNetworks!.blue.created).toMatch(/ vni=5002 /);
+    expect(r.changes).toContain('vmNetworks.blue.created');
+  });
+});

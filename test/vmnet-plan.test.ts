@@ -179,7 +179,6 @@ describe('immutable upstream: refused, never emitted', () => {
     ['mtu', (f: RawFleet) => { f.spec.vmNetworks[0].mtu = 1300; }, 'spec.vmNetworks[0].mtu'],
     ['a subnet', (f: RawFleet) => { f.spec.vmNetworks[1].subnets = ['192.168.101.0/24']; f.spec.vmNetworks[1].reserved = ['192.168.101.1']; }, 'spec.vmNetworks[1].subnets'],
     ['the gateway', (f: RawFleet) => { f.spec.vmNetworks[0].gateways = ['10.50.0.2', 'fd50::1']; }, 'spec.vmNetworks[0].gateways'],
-    ['the VNI', (f: RawFleet) => { f.spec.vmNetworks[0].reach.vni = 5002; }, 'spec.vmNetworks[0].vni'],
     ['the split (slots)', (f: RawFleet) => { f.spec.vmNetworks[0].allocation = { slots: 16 }; }, 'spec.vmNetworks[0].allocation'],
     ['a cluster\'s VLAN', (f: RawFleet) => { f.spec.vmNetworks[1].clusters = { 'ams-1': { vlan: 200 } }; }, 'spec.vmNetworks[1].clusters.ams-1.vlan'],
     ['a cluster\'s slot', (f: RawFleet) => { f.spec.vmNetworks[0].clusters = { 'ams-1': { slot: 3 } }; }, 'spec.vmNetworks[0].clusters.ams-1.slot'],

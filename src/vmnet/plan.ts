@@ -6,7 +6,7 @@
  * constructs. Pure, no cdk8s import.
  */
 import { FleetProblem, ProblemCollector } from '../base/errors';
-import { Addr, Family, addr, containsAddr, formatAddr, formatCidr, parseAddr, usableHosts } from '../base/ip';
+import { Addr, Cidr, Family, addr, containsAddr, formatAddr, formatCidr, parseAddr, parseCidr, usableHosts } from '../base/ip';
 import type { Ledger, LedgerChange } from '../addressing/ledger';
 import type { FleetPlan } from '../addressing/fleet-plan';
 import type { ResolvedFleet } from '../fleet/resolved';
@@ -18,6 +18,7 @@ import { VmLedgerChange, VmNetworkLedger, VmNetworksLedger, diffVmNetworksLedger
 import { ClusterVmNetworks, VmNetworkPlan, VmSubnetSplit } from './resolved';
 import { Split, computeSplit, formatSplit } from './split';
 import { clusterNetwork, mobileVmsOf } from './cluster-network';
+import { CudnNetwork, createdLineOf, createdTokens, cudnNetworkOf, immutableFingerprint } from './cudn-spec';
 
 /** What `resolveVmNetworks` gives. */
 export interface VmNetworksResult {
@@ -34,44 +35,79 @@ export interface VmNetworksResult {
   readonly warnings: readonly FleetProblem[];
 }
 
-/** What the CUDN was created with, one line (ledger `created`): every field OVN-K makes immutable but the per-cluster ones. */
-function createdLine(n: ParsedNetwork): string {
-  const s = n.spec;
-  const parts = [
-    `topology=${n.topology}`, `mtu=${s.mtu}`, `ipam=${n.ipamEnabled ? 'Persistent' : 'Disabled'}`,
-    ...(n.subnets.length ? [`subnets=${n.subnets.map(formatCidr).join(',')}`] : []),
-    ...(n.gateways.length ? [`gateways=${n.gateways.map((g) => formatAddr(g)).join(',')}`] : []),
-    ...(n.infrastructure.length ? [`infrastructure=${n.infrastructure.map(formatCidr).join(',')}`] : []),
-    ...(s.physicalNetworkName ? [`physicalNetworkName=${s.physicalNetworkName}`] : []),
-    ...(s.reach?.type === 'evpn' ? [`transport=EVPN`, `vni=${s.reach.vni}`, ...(s.reach.routeTarget ? [`routeTarget=${s.reach.routeTarget}`] : [])] : []),
-  ];
-  return parts.join(' ');
+/** The network rendered for no cluster in particular: what every cluster's CUDN shares (the `created` line's source). */
+function sharedNetwork(n: ParsedNetwork, splits: readonly Split[]): CudnNetwork {
+  return cudnNetworkOf(clusterNetwork(new ProblemCollector(), n, '', { created: '' }, splits));
 }
+
+/** What the CUDN was created with, one line (ledger `created`): the recorded fields CUDN_FIELDS declares (cudn-spec.ts). */
+const createdLine = (n: ParsedNetwork, splits: readonly Split[]): string => createdLineOf(sharedNetwork(n, splits));
 
 const RECREATE = (net: string) => `the ClusterUserDefinedNetwork cannot change in place (its spec.network is immutable upstream): to change it, move or stop every VM on ${net}, `
   + `remove ${net} from the fleet (listed in spec.vmNetworkDeletions, which deletes its ClusterUserDefinedNetwork on every cluster) and synth, release it with \`migration-mesh reclaim FLEET --vm-network ${net}\`, and declare it again; `
   + `or give the changed network a new name and move the VMs over; otherwise restore the old value`;
 
-/** The ledger's record against the declaration: any difference is refused, never emitted. */
+/**
+ * The ledger's `created` line against what the CUDN would now be created with, token by token: a field
+ * immutable upstream that differs is refused, never emitted; a recorded mutable one (the EVPN VNI) is
+ * updated. A token the declaration does not know (a newer ledger) counts as immutable.
+ */
 function immutable(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger, splits: readonly Split[]): boolean {
-  const now = createdLine(n);
-  const before = p.problems.length;
-  if (was.created !== now) {
-    const a = new Set(was.created.split(' '));
-    const b = new Set(now.split(' '));
-    const diff = [...b].filter((x) => !a.has(x)).map((x) => x.split('=')[0]);
-    const gone = [...a].filter((x) => !b.has(x)).map((x) => x.split('=')[0]);
-    const fields = [...new Set([...diff, ...gone])];
-    p.add('vmnet-immutable-change', `${n.path}.${fields[0] ?? 'name'}`, `network ${n.spec.name} was created with ${[...a].filter((x) => !b.has(x)).join(' ') || '(nothing)'}; the fleet now says ${[...b].filter((x) => !a.has(x)).join(' ') || '(nothing)'}`,
-      RECREATE(n.spec.name));
+  const now = createdTokens(sharedNetwork(n, splits));
+  const old = new Map(was.created.split(' ').filter((x) => x).map((x) => [x.slice(0, x.indexOf('=')), x.slice(x.indexOf('=') + 1)] as const));
+  const nowBy = new Map(now.map((t) => [t.token, t]));
+  const changed = [...new Set([...old.keys(), ...nowBy.keys()])].filter((k) => old.get(k) !== nowBy.get(k)?.value)
+    .filter((k) => nowBy.get(k)?.upstream !== 'mutable');
+  if (!changed.length) return true;
+  const text = (m: Map<string, string>) => changed.filter((k) => m.has(k)).map((k) => `${k}=${m.get(k)}`).join(' ') || '(nothing)';
+  const fleet = nowBy.get(changed[0])?.fleet ?? changed[0];
+  p.add('vmnet-immutable-change', `${n.path}.${fleet}`, `network ${n.spec.name} was created with ${text(old)}; the fleet now says ${text(new Map(now.map((t) => [t.token, t.value])))}`,
+    RECREATE(n.spec.name));
+  return false;
+}
+
+/** A split as the ledger wrote it, read back. */
+function ledgerSplit(e: NonNullable<VmNetworkLedger['subnets']>[number]): Split | undefined {
+  const c = (t: string): Cidr | undefined => { const r = parseCidr(t); return r.ok ? r.cidr : undefined; };
+  const all = [e.subnet, e.mobile, ...(e.infrastructure ?? []), ...(e.reserved ?? []), ...e.slices].map(c);
+  if (all.some((x) => !x)) return undefined;
+  const list = (l: readonly string[] | undefined) => (l ?? []).map((t) => c(t)!);
+  return { subnet: c(e.subnet)!, mobile: c(e.mobile)!, infrastructure: list(e.infrastructure), reserved: list(e.reserved), slices: list(e.slices) };
+}
+
+/**
+ * Immutability judged on the upstream object (issue 50 item 4): each cluster that holds a slot gets its CUDN
+ * rendered from the previous ledger and from the next one, and only a difference in what CUDN_FIELDS makes
+ * immutable is refused. Growing `slots` with the same slices renders every CUDN byte-identical, and goes.
+ * Every kept mobile address must stay inside the (new) mobile slice.
+ */
+function renderedUnchanged(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger, next: VmNetworkLedger, splits: readonly Split[]): void {
+  const oldSplits = (was.subnets ?? []).map(ledgerSplit);
+  if (oldSplits.some((x) => !x)) return; // vmLedgerProblems names what does not parse
+  const moved: string[] = [];
+  for (const c of Object.keys(was.clusters ?? {})) {
+    const slot = next.clusters?.[c]?.slot;
+    if (slot !== undefined && splits.some((sp) => slot >= sp.slices.length)) {
+      p.add('vmnet-immutable-change', `${n.path}.allocation.slots`, `cluster ${c} holds slot ${slot} of ${n.spec.name}; the fleet's allocation now has ${splits[0].slices.length} slots`, RECREATE(n.spec.name));
+      return;
+    }
+    const before = cudnNetworkOf(clusterNetwork(new ProblemCollector(), n, c, was, oldSplits as Split[]));
+    const after = cudnNetworkOf(clusterNetwork(new ProblemCollector(), n, c, next, splits));
+    const block = (x: CudnNetwork) => JSON.stringify(x.layer2?.reservedSubnets ?? x.localnet?.excludeSubnets ?? []);
+    if (immutableFingerprint(before) !== immutableFingerprint(after)) moved.push(`${c}: ${block(before)} -> ${block(after)}`);
   }
-  const recorded = JSON.stringify(was.subnets ?? []);
-  const planned = JSON.stringify(splits.map(formatSplit).map(compactSplit));
-  if (was.created === now && recorded !== planned) {
-    p.add('vmnet-immutable-change', `${n.path}.allocation`, `network ${n.spec.name}'s split is recorded as ${recorded}; the fleet's allocation (slots, slicePrefix, mobile, reserved) now gives ${planned}: every cluster's reserved ranges would change`,
+  if (moved.length) {
+    p.add('vmnet-immutable-change', `${n.path}.allocation`, `the fleet's allocation (slots, slicePrefix, mobile, reserved) would change the ClusterUserDefinedNetwork ${n.spec.name} of ${moved.length} cluster${moved.length === 1 ? '' : 's'} (${n.topology === 'Layer2' ? 'reservedSubnets' : 'excludeSubnets'}: ${moved.slice(0, 2).join('; ')}${moved.length > 2 ? `; and ${moved.length - 2} more` : ''})`,
       RECREATE(n.spec.name));
+    return;
   }
-  return p.problems.length === before;
+  const mobiles = splits.map((sp) => sp.mobile);
+  const inMobile = (t: string) => { const a = parseAddr(t); return !!a && mobiles.some((m) => containsAddr(m, a)); };
+  const outside = Object.entries(next.vms ?? {}).filter(([, addrs]) => !addrs.every(inMobile));
+  if (outside.length) {
+    p.add('vmnet-immutable-change', `${n.path}.allocation.mobile`, `mobile VMs ${outside.map(([vm, a]) => `${vm} (${a.join(', ')})`).join(', ')} of ${n.spec.name} would be outside the fleet's mobile slice ${mobiles.map(formatCidr).join(', ')}`,
+      `keep allocation.mobile as it was, or release each address first (\`migration-mesh reclaim FLEET --vm-network ${n.spec.name} --vm NS/NAME\` once the VM left mobileVms); ${RECREATE(n.spec.name)}`);
+  }
 }
 
 const compactSplit = (s: ReturnType<typeof formatSplit>): VmNetworkLedger['subnets'] extends (infer T)[] | undefined ? T : never => ({
@@ -195,11 +231,13 @@ function planNetwork(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger
   const vms = n.topology === 'Layer2' ? planVms(p, n, was, splits) : {};
   if (p.problems.length > before) return undefined;
   const entry: VmNetworkLedger = {
-    created: createdLine(n),
+    created: createdLine(n, splits),
     ...(splits.length ? { subnets: splits.map(formatSplit).map(compactSplit) } : {}),
     ...(Object.keys(slots).length ? { clusters: slots } : {}),
     ...(Object.keys(vms).length ? { vms } : {}),
   };
+  if (was) renderedUnchanged(p, n, was, entry, splits);
+  if (p.problems.length > before) return undefined;
   return { entry, splits };
 }
 
