@@ -43,6 +43,7 @@ describe('remove and restore (issue 50 item 1)', () => {
     const removed = fiveClusters();
     removed.spec.vmNetworks = removed.spec.vmNetworks.filter((n: any) => n.name !== 'blue');
     removed.spec.forklift.moves = [];
+    removed.spec.vmNetworkDeletions = [{ network: 'blue' }];
     const mid = synth(removed, first.ledger);
     expect(mid.ledger.vmNetworks!.blue).toEqual(first.ledger.vmNetworks!.blue);
     expect([...mid.cudns.keys()].filter((k) => k.endsWith('/blue'))).toEqual([]);
@@ -73,6 +74,7 @@ describe('reclaim --vm-network: the only way the ledger gives up a network, a sl
     const f = fiveClusters();
     f.spec.vmNetworks = f.spec.vmNetworks.filter((n: any) => n.name !== 'blue');
     f.spec.forklift.moves = [];
+    f.spec.vmNetworkDeletions = [{ network: 'blue' }];
     return f;
   };
 
@@ -137,4 +139,55 @@ describe('immutability judged on what the upstream object would become (issue 50
     expect(r.ledger.vmNetworks!.blue.created).toMatch(/ vni=5002 /);
     expect(r.changes).toContain('vmNetworks.blue.created');
   });
+});
+
+describe('an edit that would delete what VMs run on is refused unless the fleet says so (issue 50 item 2)', () => {
+  const first = synth(fiveClusters());
+
+  test('removing a network: vmnet-would-delete naming the clusters and the way out; with vmNetworkDeletions it goes', () => {
+    const f = fiveClusters();
+    f.spec.vmNetworks = f.spec.vmNetworks.filter((n: any) => n.name !== 'vlan100');
+    expect(() => synth(f, first.ledger)).toThrow(/\[vmnet-would-delete\] spec\.vmNetworks: VM network vlan100 is gone from spec\.vmNetworks, but ams-1, fra-1, lon-1, mad-1, par-1 serve it[^]*fix: declare it again[^]*spec\.vmNetworkDeletions/);
+    f.spec.vmNetworkDeletions = [{ network: 'vlan100' }];
+    expect([...synth(f, first.ledger).cudns.keys()].filter((k) => k.endsWith('/vlan100'))).toEqual([]);
+  });
+
+  test('served: false on a cluster that serves: refused on that cluster; allowed for it by a deletion naming it; the slot stays', () => {
+    const f = fiveClusters();
+    f.spec.vmNetworks[1].clusters = { 'lon-1': { served: false } };
+    expect(() => synth(f, first.ledger)).toThrow(/\[vmnet-would-delete\] spec\.vmNetworks\[1\]\.clusters\.lon-1\.served: cluster lon-1 serves VM network vlan100/);
+    f.spec.vmNetworkDeletions = [{ network: 'vlan100', clusters: ['par-1'] }];
+    expect(() => synth(f, first.ledger)).toThrow(/vmnet-would-delete/);
+    f.spec.vmNetworkDeletions = [{ network: 'vlan100', clusters: ['lon-1'] }];
+    const r = synth(f, first.ledger);
+    expect(r.cudns.has('lon-1/vlan100')).toBe(false);
+    expect(r.ledger.vmNetworks!.vlan100.clusters!['lon-1']).toEqual({ slot: first.ledger.vmNetworks!.vlan100.clusters!['lon-1'].slot, vlan: 100, served: false });
+    // planned again against its own ledger: nothing more to allow, nothing refused
+    delete f.spec.vmNetworkDeletions;
+    expect(synth(f, r.ledger).changes).toEqual([]);
+  });
+
+  test('a cluster that never served (served: false from the start) is never refused', () => {
+    const f = fiveClusters();
+    f.spec.vmNetworks[1].clusters = { 'mad-1': { served: false } };
+    const a = synth(f);
+    expect(synth(f, a.ledger).changes).toEqual([]);
+  });
+});
+
+test('every object VMs may run on carries both engines\' prune guards, and every VM-network object our managed-by label', () => {
+  const r = synthesizeFleet(parseFleetDocument(fiveClusters()), {});
+  const runOn = new Set(['ClusterUserDefinedNetwork', 'NodeNetworkConfigurationPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+  let guarded = 0;
+  for (const objs of r.objects.values()) {
+    for (const o of objs as any[]) {
+      const vmnet = runOn.has(o.kind) && /^(mm-|migration-mesh-(moved|served)|blue$|vlan100$)/.test(o.metadata.name);
+      if (vmnet) {
+        guarded++;
+        expect([o.kind, o.metadata.annotations]).toEqual([o.kind, expect.objectContaining({ 'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false', 'kustomize.toolkit.fluxcd.io/prune': 'disabled' })]);
+      }
+      if (vmnet || o.metadata.name === 'migration-mesh-pin-addresses') expect([o.kind, o.metadata.labels?.['app.kubernetes.io/managed-by']]).toEqual([o.kind, 'migration-mesh']);
+    }
+  }
+  expect(guarded).toBe(5 * 7); // per cluster: 2 CUDNs, 1 NNCP, the moved-VM and served-namespace policies and bindings
 });

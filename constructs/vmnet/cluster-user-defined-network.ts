@@ -2,6 +2,7 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { InvalidPropsError } from '../../src/base/errors';
 import { managedByLabels } from '../../src/base/names';
+import { vmPruneGuardAnnotations } from '../../src/vmnet/prune-guard';
 import { Layer2NetworkOptions, LocalnetNetworkOptions, layer2NetworkSpec, localnetNetworkSpec } from '../../src/vmnet/cudn-spec';
 
 export type { EvpnTransportOptions, Layer2NetworkOptions, LocalnetNetworkOptions } from '../../src/vmnet/cudn-spec';
@@ -61,7 +62,7 @@ export class ClusterUserDefinedNetwork extends Construct {
     this.apiObject = new ApiObject(this, 'Resource', {
       apiVersion: OVN_K8S_API_VERSION,
       kind: 'ClusterUserDefinedNetwork',
-      metadata: { name: props.name, labels: { ...managedByLabels(), ...props.labels } },
+      metadata: { name: props.name, labels: { ...managedByLabels(), ...props.labels }, annotations: vmPruneGuardAnnotations() },
       spec: {
         namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [...props.namespaces] }] },
         network: props.layer2 ? layer2NetworkSpec(props.layer2) : localnetNetworkSpec(props.localnet!),

@@ -184,6 +184,7 @@ export const PROBLEM_CODES = {
   'vmnet-slice-exhausted': { stage: 'plan', meaning: 'More clusters than slots in a VM network\'s split, or a subnet without room for the slots.' },
   'vmnet-limit': { stage: 'plan', meaning: 'A cluster\'s reservedSubnets/excludeSubnets would need more than the CRD\'s 25 entries.' },
   'vmnet-immutable-change': { stage: 'plan', meaning: 'A change to what a VM network was created with (topology, subnets, MTU, gateway, split, slot, VLAN, EVPN): the CRD makes it immutable; recreate the network with every VM off it.' },
+  'vmnet-would-delete': { stage: 'plan', meaning: 'An edit that would delete a VM network\'s ClusterUserDefinedNetwork (and its NNCP or guards) under running VMs: the network left the fleet, or a cluster that served it says served: false, and spec.vmNetworkDeletions does not name it.' },
   'vmnet-ledger-conflict': { stage: 'plan', meaning: 'The ledger gives one slot to two clusters, one mobile address to two VMs, or an address outside the mobile slice (a merge or hand edit).' },
   'vmnet-mobile-exhausted': { stage: 'plan', meaning: 'No free address left in a VM network\'s mobile slice for a mobile VM.' },
   'vmnet-move-no-reach': { stage: 'moves', meaning: 'A keep-the-address move over a VM network whose L2 segment does not reach the target cluster (reach none).' },

@@ -14,7 +14,7 @@ import { forkliftSchema } from '../forklift/schema';
 import { trustSchema } from '../trust/schema';
 import { existingKubevirtSchema } from '../kubevirt/existing';
 import { imageReferenceProblem } from '../base/image-reference';
-import { ovnKubernetesSchema, vmNetworkSchema } from '../vmnet/schema';
+import { ovnKubernetesSchema, vmNetworkDeletionSchema, vmNetworkSchema } from '../vmnet/schema';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
@@ -451,6 +451,14 @@ export const fleetSpecSchema = z.object({
    * @default - none
    */
   vmNetworks: z.array(vmNetworkSchema).optional(),
+  /**
+   * What may be deleted under running VMs, said explicitly (issue 50 item 2): a VM network removed from
+   * `vmNetworks` (`{network}`), or served no more on some clusters (`{network, clusters}`, with
+   * `clusters.<name>.served: false`). Without an entry, an edit that would delete a network's
+   * ClusterUserDefinedNetwork, NodeNetworkConfigurationPolicy or guards is refused (`vmnet-would-delete`).
+   * @default - none
+   */
+  vmNetworkDeletions: z.array(vmNetworkDeletionSchema).optional(),
 }).strict();
 
 export const fleetDocumentSchema = z.object({

@@ -23,6 +23,8 @@ const clusterSlot = z.object({
   slot: z.number().int().min(0).optional(),
   /** Localnet: the VLAN the cluster's CUDN was created with. */
   vlan: z.number().int().optional(),
+  /** The cluster holds its slot but does not serve the network (no CUDN there); absent: it serves it. */
+  served: z.literal(false).optional(),
 }).strict();
 
 export const vmNetworkLedgerEntry = z.object({
@@ -55,8 +57,9 @@ export function normalizeVmNetworksLedger(l: VmNetworksLedger): VmNetworksLedger
       }));
     }
     if (n.clusters && Object.keys(n.clusters).length) {
-      const entry = (v: { slot?: number; vlan?: number }) => ({
+      const entry = (v: { slot?: number; vlan?: number; served?: false }) => ({
         ...(v.slot !== undefined ? { slot: v.slot } : {}), ...(v.vlan !== undefined ? { vlan: v.vlan } : {}),
+        ...(v.served === false ? { served: false as const } : {}),
       });
       e.clusters = Object.fromEntries(byName(n.clusters).map(([c, v]) => [c, entry(v)]));
     }

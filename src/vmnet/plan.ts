@@ -11,7 +11,7 @@ import type { Ledger, LedgerChange } from '../addressing/ledger';
 import type { FleetPlan } from '../addressing/fleet-plan';
 import type { ResolvedFleet } from '../fleet/resolved';
 import { FleetDocument } from '../fleet/schema';
-import { VmNetworkSpec } from './schema';
+import { VmNetworkDeletion, VmNetworkSpec } from './schema';
 import { ParsedNetwork, parseNetwork } from './declaration';
 import { fleetVmNetworkProblems, serves, vmNetworkWarnings } from './fleet-checks';
 import { VmLedgerChange, VmNetworkLedger, VmNetworksLedger, diffVmNetworksLedgers, vmLedgerProblems } from './ledger';
@@ -116,7 +116,7 @@ const compactSplit = (s: ReturnType<typeof formatSplit>): VmNetworkLedger['subne
 });
 
 /** Slots: the ledger's kept, pinned ones honoured, new clusters on the lowest free. */
-type Slots = Record<string, { slot?: number; vlan?: number }>;
+type Slots = Record<string, { slot?: number; vlan?: number; served?: false }>;
 
 function planSlots(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger | undefined, clusters: readonly string[]): Slots {
   const out: Slots = {};
@@ -159,6 +159,12 @@ function planSlots(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger |
     }
     used.add(slot);
     out[c] = { slot, ...(vlan !== undefined ? { vlan } : {}) };
+  }
+  // the ledger says who serves: a cluster that stops serving is seen (and refused unless deletions allow it)
+  for (const c of clusters) {
+    if (!out[c]) continue;
+    const { served: _, ...rest } = out[c];
+    out[c] = serves(n.spec, c) ? rest : { ...rest, served: false };
   }
   return out;
 }
@@ -241,6 +247,43 @@ function planNetwork(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger
   return { entry, splits };
 }
 
+const servedIn = (e: VmNetworkLedger | undefined): string[] => Object.entries(e?.clusters ?? {}).filter(([, v]) => v.served !== false).map(([c]) => c).sort();
+
+/**
+ * An edit that would delete what VMs may be running on (issue 50 item 2): a network the ledger holds gone
+ * from the fleet, or a cluster that served a network set to `served: false`, takes its CUDN (and NNCP and
+ * guards) out of the output, and the GitOps engine would delete them. Refused unless
+ * `spec.vmNetworkDeletions` names it.
+ */
+function wouldDelete(input: VmNetworksInput, prev: VmNetworksLedger | undefined, parsed: readonly (ParsedNetwork | undefined)[]): FleetProblem[] {
+  const out: FleetProblem[] = [];
+  const allowed = (net: string, c?: string) => (input.deletions ?? [])
+    .some((d) => d.network === net && (!d.clusters || (c !== undefined && d.clusters.includes(c))));
+  const declared = new Set(input.specs.map((s) => s.name));
+  for (const [net, e] of Object.entries(prev ?? {})) {
+    const on = servedIn(e).filter((c) => input.clusters.includes(c));
+    if (declared.has(net) || !on.length || allowed(net)) continue;
+    out.push({
+      code: 'vmnet-would-delete', path: 'spec.vmNetworks',
+      message: `VM network ${net} is gone from spec.vmNetworks, but ${on.join(', ')} serve it (the ledger keeps its slots${Object.keys(e.vms ?? {}).length ? ` and mobile VMs ${Object.keys(e.vms!).join(', ')}` : ''}): synth would delete its ClusterUserDefinedNetwork there, under running VMs`,
+      fix: `declare it again (it comes back on the same slices); or, once every VM is off it, add {network: ${net}} to spec.vmNetworkDeletions, synth, and release it with \`migration-mesh reclaim FLEET --vm-network ${net}\``,
+    });
+  }
+  for (const n of parsed) {
+    if (!n) continue;
+    const was = new Set(servedIn(prev?.[n.spec.name]));
+    const stops = input.clusters.filter((c) => was.has(c) && !serves(n.spec, c) && !allowed(n.spec.name, c));
+    for (const c of stops) {
+      out.push({
+        code: 'vmnet-would-delete', path: `${n.path}.clusters.${c}.served`,
+        message: `cluster ${c} serves VM network ${n.spec.name}; served: false would delete its ClusterUserDefinedNetwork there${n.topology === 'Layer2' ? ' (and, with the last primary network, the moved-VM and served-namespace guards)' : ' (and its NodeNetworkConfigurationPolicy with the last network on it)'}, under running VMs`,
+        fix: `remove served: false; or, once every VM on ${c} is off ${n.spec.name}, add {network: ${n.spec.name}, clusters: [${c}]} to spec.vmNetworkDeletions (the cluster keeps its slot)`,
+      });
+    }
+  }
+  return out;
+}
+
 /** What planning reads of a fleet's VM networks (ResolvedFleet.vmNetworks carries it from validation). */
 export interface VmNetworksInput {
   /** `metadata.name` (a ledger of another fleet is not read). */
@@ -248,6 +291,8 @@ export interface VmNetworksInput {
   /** Every fleet cluster, in `spec.clusters` order. */
   readonly clusters: readonly string[];
   readonly specs: readonly VmNetworkSpec[];
+  /** `spec.vmNetworkDeletions`. @default - none */
+  readonly deletions?: readonly VmNetworkDeletion[];
 }
 
 /** The validation stage: every problem of `spec.vmNetworks` that needs no ledger, and the warnings. */
@@ -286,6 +331,7 @@ function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<V
   // as a cluster that leaves keeps its slot: declared again, it comes back on the same slices. Only
   // `migration-mesh reclaim --vm-network` releases it (releaseVmNetwork, ledger.ts).
   for (const [name, entry] of Object.entries(prev ?? {})) if (!declared.has(name)) next[name] = entry;
+  p.addAll(wouldDelete(input, prev, parsed));
   const perCluster = new Map<string, ClusterVmNetworks>();
   for (const c of input.clusters) {
     const list = parsed.filter((n): n is ParsedNetwork => !!n && next[n.spec.name] !== undefined && serves(n.spec, c))
@@ -304,7 +350,9 @@ function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<V
 export function resolveVmNetworks(doc: FleetDocument, ledger?: Ledger): VmNetworksResult {
   const checked = vmNetworkDocProblems(doc);
   const prev = ledger && ledger.fleet === doc.metadata.name ? ledger.vmNetworks : undefined;
-  const input = { fleet: doc.metadata.name, clusters: doc.spec.clusters.map((c) => c.name), specs: doc.spec.vmNetworks ?? [] };
+  const input = {
+    fleet: doc.metadata.name, clusters: doc.spec.clusters.map((c) => c.name), specs: doc.spec.vmNetworks ?? [], deletions: doc.spec.vmNetworkDeletions ?? [],
+  };
   const planned = planVmNetworks(input, prev);
   const problems = [...checked.problems, ...planned.problems];
   return { ...planned, perCluster: problems.length ? new Map() : planned.perCluster, problems, warnings: checked.warnings };
@@ -335,7 +383,8 @@ export function planFleetVmNetworks(fleet: ResolvedFleet, prev: Ledger): {
 } {
   if (!fleet.vmNetworks && !prev.vmNetworks) return { problems: [], ledger: {}, plan: {}, changes: [] };
   const clusters = fleet.vmNetworks?.clusterOrder ?? fleet.clusters.map((c) => c.name);
-  const vm = planVmNetworks({ fleet: fleet.name, clusters, specs: fleet.vmNetworks?.specs ?? [] }, prev.vmNetworks);
+  const input = { fleet: fleet.name, clusters, specs: fleet.vmNetworks?.specs ?? [], deletions: fleet.vmNetworks?.deletions ?? [] };
+  const vm = planVmNetworks(input, prev.vmNetworks);
   return {
     problems: vm.problems,
     ledger: vm.ledger ? { vmNetworks: vm.ledger } : {},
