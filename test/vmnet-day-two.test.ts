@@ -191,3 +191,44 @@ test('every object VMs may run on carries both engines\' prune guards, and every
   }
   expect(guarded).toBe(5 * 7); // per cluster: 2 CUDNs, 1 NNCP, the moved-VM and served-namespace policies and bindings
 });
+
+describe('diff sees every ledger change synth would make, VM networks included (issue 50 item 3)', () => {
+  const dir = suiteTmpDir('mm-vmnet-diff-');
+  const first = synth(fiveClusters());
+  const files = (after: any): [string, string] => {
+    const a = path.join(dir, 'old', 'vmnet.fleet.yaml');
+    const b = path.join(dir, 'new', 'vmnet.fleet.yaml');
+    for (const [f, raw] of [[a, fiveClusters()], [b, after]] as const) { fs.mkdirSync(path.dirname(f), { recursive: true }); fs.writeFileSync(f, stringify(raw)); }
+    fs.writeFileSync(ledgerPathFor(a), serializeLedger(first.ledger));
+    fs.writeFileSync(ledgerPathFor(b), serializeLedger(first.ledger));
+    return [a, b];
+  };
+
+  test('adding a mobile VM: the new address in the text and the JSON, exit 1 (validate --frozen refuses the same change)', () => {
+    const f = fiveClusters();
+    f.spec.vmNetworks[0].mobileVms.push('tenant-blue/api-1');
+    const [a, b] = files(f);
+    const t = runCli(['diff', a, b]);
+    expect([t.code, t.out]).toEqual([1, expect.stringMatching(/vmNetworks\.blue\.vms\.tenant-blue\/api-1: \+ 10\.50\.240\.2,fd50::f000:0:0:2/)]);
+    const j = runCli(['diff', a, b, '--output', 'json']);
+    expect(j.code).toBe(1);
+    expect(JSON.stringify(JSON.parse(j.out))).toMatch(/"field":"vms\.tenant-blue\/api-1"[^}]*"to":"10\.50\.240\.2,fd50::f000:0:0:2"/);
+    expect(runCli(['validate', b, '--frozen']).code).toBe(1);
+  });
+
+  test('adding a cluster: its slot and slice of each network under the cluster', () => {
+    const f = fiveClusters();
+    f.spec.clusters.push({ name: 'waw-1', nodes: 3, ovnKubernetes: { version: 'v1.3.0', ipamExtensions: true } });
+    f.spec.vmNetworks[0].clusters['waw-1'] = { vtepCidrs: ['203.0.113.192/26'] };
+    const [a, b] = files(f);
+    const t = runCli(['diff', a, b]);
+    expect(t.code).toBe(1);
+    expect(t.out).toMatch(/waw-1[^]*vmNetworks\.blue: \+ slot 5 \(slice 10\.50\.96\.0\/20, fd50::6000:0:0:0\/68\)/);
+    expect(t.out).toMatch(/vmNetworks\.vlan100: \+ slot 5 \(slice 192\.168\.100\.\d+\/\d+\), vlan 100/);
+  });
+});
+
+test('a first synth lists every slot and mobile address it planned (issue 50 item 8)', () => {
+  const r = synth(fiveClusters());
+  expect(r.changes).toEqual(expect.arrayContaining(['vmNetworks.blue.created', 'fra-1.vmNetworks.blue', 'mad-1.vmNetworks.vlan100', 'vmNetworks.blue.vms.tenant-blue/web-1']));
+});

@@ -217,7 +217,7 @@ describe('ledger merges and hand edits are refused, never repaired', () => {
   test('a conflict in a network that leaves the fleet does not block the plan: the network is kept as the ledger had it', () => {
     const l = ledgerOf(first);
     l.vmNetworks!.vlan100.clusters!['ams-1'] = { slot: 0, vlan: 100 };
-    const r = resolveVmNetworks(vmFleet((f) => { f.spec.vmNetworks.pop(); }), l);
+    const r = resolveVmNetworks(vmFleet((f) => { f.spec.vmNetworks.pop(); f.spec.vmNetworkDeletions = [{ network: 'vlan100' }]; }), l);
     expect(r.problems).toEqual([]);
     expect(Object.keys(r.ledger!)).toEqual(['blue', 'vlan100']);
     expect(r.ledger!.vlan100).toEqual(l.vmNetworks!.vlan100);
@@ -263,9 +263,13 @@ describe('the ledger file', () => {
     const planned = planFleetDocument(vmFleet());
     expect(Object.keys(planned.ledger.vmNetworks!)).toEqual(['blue', 'vlan100']);
     expect(planned.plan.vmNetworks!.perCluster.get('fra-1')!.networks.map((n) => n.name)).toEqual(['blue', 'vlan100']);
-    // what synth lists as ledger changes: each new network with the line it is created with
-    expect(planned.changes.filter((c) => c.cluster.startsWith('vmNetworks.')).map((c) => [c.cluster, c.field, c.to?.split(' ')[0]]))
-      .toEqual([['vmNetworks.blue', 'created', 'topology=Layer2'], ['vmNetworks.vlan100', 'created', 'topology=Localnet']]);
+    // what synth lists as ledger changes: each new network with the line it is created with, every slot and mobile address
+    expect(planned.changes.filter((c) => c.cluster.startsWith('vmNetworks.') || c.field.startsWith('vmNetworks.')).map((c) => [c.cluster, c.field, c.to?.split(' ')[0]]))
+      .toEqual([
+        ['vmNetworks.blue', 'created', 'topology=Layer2'], ['ams-1', 'vmNetworks.blue', 'slot'], ['fra-1', 'vmNetworks.blue', 'slot'],
+        ['vmNetworks.blue', 'vms.tenant-blue/db-1', '10.50.240.1,fd50::f000:0:0:1'], ['vmNetworks.blue', 'vms.tenant-blue/web-1', '10.50.240.0,fd50::f000:0:0:0'],
+        ['vmNetworks.vlan100', 'created', 'topology=Localnet'], ['ams-1', 'vmNetworks.vlan100', 'slot'], ['fra-1', 'vmNetworks.vlan100', 'slot'],
+      ]);
     const withoutVm: Ledger = { ...planned.ledger, vmNetworks: undefined };
     let err: unknown;
     try { planFleetDocument(vmFleet(), { ledger: withoutVm, frozen: true }); } catch (e) { err = e; }

@@ -84,11 +84,12 @@ export function diffVmNetworksLedgers(before: VmNetworksLedger | undefined, afte
   const out: VmLedgerChange[] = [];
   const text = (v: unknown): string | undefined => (v === undefined ? undefined : JSON.stringify(v));
   for (const n of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
-    const x = a[n];
-    const y = b[n];
-    if (!x || !y) { out.push({ network: n, field: '', from: x?.created, to: y?.created }); continue; } // a network added or removed whole
-    if (x.created !== y.created) out.push({ network: n, field: 'created', from: x.created, to: y.created });
-    if (text(x.subnets) !== text(y.subnets)) out.push({ network: n, field: 'subnets', from: text(x.subnets), to: text(y.subnets) });
+    const x = a[n] ?? { created: '' };
+    const y = b[n] ?? { created: '' };
+    // a network added or released whole: that line, then every slot and mobile address it brings or gives up
+    if (!a[n] || !b[n]) out.push({ network: n, field: '', from: a[n]?.created, to: b[n]?.created });
+    if (a[n] && b[n] && x.created !== y.created) out.push({ network: n, field: 'created', from: x.created, to: y.created });
+    if (a[n] && b[n] && text(x.subnets) !== text(y.subnets)) out.push({ network: n, field: 'subnets', from: text(x.subnets), to: text(y.subnets) });
     for (const c of [...new Set([...Object.keys(x.clusters ?? {}), ...Object.keys(y.clusters ?? {})])].sort()) {
       const f = text(x.clusters?.[c]);
       const t = text(y.clusters?.[c]);
@@ -186,4 +187,31 @@ export function releaseVmNetwork(l: VmNetworksLedger | undefined, sel: VmReclaim
   }
   if (declared.networks.has(sel.network)) return { refused: 'reclaim/still-declared', message: `VM network ${sel.network} is still in spec.vmNetworks: its split, slots and mobile addresses are in use`, fix: `remove it from the fleet (with spec.vmNetworkDeletions once every VM is off it) and synth, then reclaim` };
   return { ledger: rest, released: [`vmNetworks.${sel.network}: ${n.created}`] };
+}
+
+/** One VM-network ledger change as the address ledger's change list writes it (the shape of `LedgerChange`). */
+export interface VmLedgerChangeLine { readonly cluster: string; readonly field: string; readonly from?: string; readonly to?: string }
+
+/** A cluster's slot entry in words: the slot and its slices (the cluster's dynamic range), VLAN, served. */
+function slotText(n: VmNetworkLedger | undefined, text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const v = JSON.parse(text) as { slot?: number; vlan?: number; served?: false };
+  const slices = v.slot !== undefined ? (n?.subnets ?? []).map((s) => s.slices[v.slot!]).filter((x) => x) : [];
+  return [
+    ...(v.slot !== undefined ? [`slot ${v.slot}${slices.length ? ` (slice ${slices.join(', ')})` : ''}`] : []),
+    ...(v.vlan !== undefined ? [`vlan ${v.vlan}`] : []), ...(v.served === false ? ['not served'] : []),
+  ].join(', ') || 'no slot';
+}
+
+/**
+ * Every change of the VM networks' ledger part, as ledger changes: a cluster's slot (with its slice) under
+ * the cluster, everything else (a network's created line, split, mobile VM addresses) under
+ * `vmNetworks.<net>`. What synth's change list, `--frozen` and `diff` all read (one list, diffLedgers).
+ */
+export function vmLedgerChanges(before: VmNetworksLedger | undefined, after: VmNetworksLedger | undefined): VmLedgerChangeLine[] {
+  return diffVmNetworksLedgers(before, after).map((c) => {
+    const m = /^clusters\.(.+)$/.exec(c.field);
+    if (m) return { cluster: m[1], field: `vmNetworks.${c.network}`, from: slotText(before?.[c.network], c.from), to: slotText(after?.[c.network], c.to) };
+    return { cluster: `vmNetworks.${c.network}`, field: c.field || 'created', from: c.from, to: c.to };
+  });
 }

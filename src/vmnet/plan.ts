@@ -7,7 +7,7 @@
  */
 import { FleetProblem, ProblemCollector } from '../base/errors';
 import { Addr, Cidr, Family, addr, containsAddr, formatAddr, formatCidr, parseAddr, parseCidr, usableHosts } from '../base/ip';
-import type { Ledger, LedgerChange } from '../addressing/ledger';
+import type { Ledger } from '../addressing/ledger';
 import type { FleetPlan } from '../addressing/fleet-plan';
 import type { ResolvedFleet } from '../fleet/resolved';
 import { FleetDocument } from '../fleet/schema';
@@ -373,15 +373,14 @@ function networkPlan(n: ParsedNetwork, entry: VmNetworkLedger, splits: readonly 
 /**
  * checkPlan's step (src/addressing/assemble.ts): the VM networks of a resolved fleet against the previous
  * ledger, as the parts the fleet plan and the next ledger take (both empty for a fleet without VM networks
- * and a ledger without them, so those ledgers stay byte for byte), and the changes as ledger changes.
+ * and a ledger without them, so those ledgers stay byte for byte); the changes are diffLedgers' (addressing/ledger.ts).
  */
 export function planFleetVmNetworks(fleet: ResolvedFleet, prev: Ledger): {
   problems: readonly FleetProblem[];
   ledger: { vmNetworks?: VmNetworksLedger };
   plan: { vmNetworks?: NonNullable<FleetPlan['vmNetworks']> };
-  changes: LedgerChange[];
 } {
-  if (!fleet.vmNetworks && !prev.vmNetworks) return { problems: [], ledger: {}, plan: {}, changes: [] };
+  if (!fleet.vmNetworks && !prev.vmNetworks) return { problems: [], ledger: {}, plan: {} };
   const clusters = fleet.vmNetworks?.clusterOrder ?? fleet.clusters.map((c) => c.name);
   const input = { fleet: fleet.name, clusters, specs: fleet.vmNetworks?.specs ?? [], deletions: fleet.vmNetworks?.deletions ?? [] };
   const vm = planVmNetworks(input, prev.vmNetworks);
@@ -389,6 +388,5 @@ export function planFleetVmNetworks(fleet: ResolvedFleet, prev: Ledger): {
     problems: vm.problems,
     ledger: vm.ledger ? { vmNetworks: vm.ledger } : {},
     plan: vm.ledger ? { vmNetworks: { perCluster: vm.perCluster, networks: vm.networks, warnings: fleet.vmNetworks?.warnings ?? [] } } : {},
-    changes: vm.changes.map((c) => ({ cluster: `vmNetworks.${c.network}`, field: c.field || 'created', from: c.from, to: c.to })),
   };
 }
