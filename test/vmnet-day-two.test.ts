@@ -198,7 +198,10 @@ describe('diff sees every ledger change synth would make, VM networks included (
   const files = (after: any): [string, string] => {
     const a = path.join(dir, 'old', 'vmnet.fleet.yaml');
     const b = path.join(dir, 'new', 'vmnet.fleet.yaml');
-    for (const [f, raw] of [[a, fiveClusters()], [b, after]] as const) { fs.mkdirSync(path.dirname(f), { recursive: true }); fs.writeFileSync(f, stringify(raw)); }
+    for (const [f, raw] of [[a, fiveClusters()], [b, after]] as const) {
+      fs.mkdirSync(path.dirname(f), { recursive: true });
+      fs.writeFileSync(f, stringify(raw));
+    }
     fs.writeFileSync(ledgerPathFor(a), serializeLedger(first.ledger));
     fs.writeFileSync(ledgerPathFor(b), serializeLedger(first.ledger));
     return [a, b];
