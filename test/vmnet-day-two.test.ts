@@ -235,3 +235,32 @@ test('a first synth lists every slot and mobile address it planned (issue 50 ite
   const r = synth(fiveClusters());
   expect(r.changes).toEqual(expect.arrayContaining(['vmNetworks.blue.created', 'fra-1.vmNetworks.blue', 'mad-1.vmNetworks.vlan100', 'vmNetworks.blue.vms.tenant-blue/web-1']));
 });
+
+describe('across networks and derived names (issue 50 items 5 and 6)', () => {
+  const second = (patch: (n: any) => void) => {
+    const f = fiveClusters();
+    const n = { ...structuredClone(f.spec.vmNetworks[1]), name: 'vlan200', vlan: 200, namespaces: ['tenant-red'], subnets: ['192.168.200.0/24'], reserved: ['192.168.200.1'] };
+    patch(n);
+    f.spec.vmNetworks.push(n);
+    return f;
+  };
+  const nncps = (raw: any, cluster: string) => [...synthesizeFleet(parseFleetDocument(raw), {}).objects.get(cluster)!].filter((o: any) => o.kind === 'NodeNetworkConfigurationPolicy') as any[];
+
+  test('one physicalNetworkName mapped to two bridges is refused on the second network\'s field', () => {
+    expect(() => synth(second((n) => { n.bridge = { existing: 'br-ex' }; })))
+      .toThrow(/\[vmnet-bridge-conflict\] spec\.vmNetworks\[2\]\.bridge: networks vlan100 and vlan200 both use physical network physnet-vms on cluster fra-1/);
+    expect(() => synth(second((n) => { n.clusters = { 'ams-1': { bridge: { name: 'br-x', port: 'bond2' } } }; })))
+      .toThrow(/\[vmnet-bridge-conflict\] spec\.vmNetworks\[2\]\.clusters\.ams-1\.bridge:[^\n]*on cluster ams-1/);
+  });
+
+  test('two networks on one physical network and bridge: one NNCP (the README\'s "once"), named after the first', () => {
+    const list = nncps(second(() => undefined), 'fra-1');
+    expect(list.map((o) => o.metadata.name)).toEqual(['mm-vlan100-bridge-mapping']);
+  });
+
+  test('a localnet name whose NNCP name would not fit the nmstate.io/policy label (63) is refused; 45 characters fit', () => {
+    const long = (len: number) => { const f = fiveClusters(); f.spec.vmNetworks[1].name = `v${'x'.repeat(len - 1)}`; f.spec.forklift.moves = []; return f; };
+    expect(() => synth(long(50))).toThrow(/\[vmnet-name-too-long\] spec\.vmNetworks\[1\]\.name: [^\n]*would have 68[^\n]*nmstate\.io\/policy label/);
+    expect(nncps(long(45), 'fra-1').map((o) => o.metadata.name.length)).toEqual([63]);
+  });
+});

@@ -335,7 +335,7 @@ function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<V
   const perCluster = new Map<string, ClusterVmNetworks>();
   for (const c of input.clusters) {
     const list = parsed.filter((n): n is ParsedNetwork => !!n && next[n.spec.name] !== undefined && serves(n.spec, c))
-      .map((n) => clusterNetwork(p, n, c, next[n.spec.name], splitsBy.get(n.spec.name)!));
+      .map((n) => clusterNetwork(p, n, c, next[n.spec.name], splitsBy.get(n.spec.name)!, input.specs));
     perCluster.set(c, { cluster: c, networks: list });
   }
   const nextLedger = Object.keys(next).length || input.specs.length ? next : undefined;
