@@ -124,6 +124,9 @@ function named<T>(file: string, fn: () => T): T {
   }
 }
 
+/** The fleet's cluster names (what a context map's keys must be). */
+const fleetClusterNames = (file: string): string[] => readFleetFile(file).spec.clusters.map((c) => c.name);
+
 /** `main`, and `status`, which asks the clusters and so cannot answer synchronously. The binary runs this. */
 export async function mainAsync(argv: string[], out: Sink = (s) => process.stdout.write(s), err: Sink = (s) => process.stderr.write(s)): Promise<number> {
   let line;
@@ -137,7 +140,7 @@ export async function mainAsync(argv: string[], out: Sink = (s) => process.stdou
     const s = await fleetStatus({
       fleetFile: args.files[0],
       outDir: String(args.flags.get('out') ?? process.env.CDK8S_OUTDIR ?? 'dist'),
-      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map'))) : undefined,
+      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map')), fleetClusterNames(args.files[0])) : undefined,
       kubeconfig: args.flags.has('kubeconfig') ? String(args.flags.get('kubeconfig')) : undefined,
       timeoutMs: args.flags.has('timeout') ? Number(args.flags.get('timeout')) * 1000 : undefined,
       moves: args.flags.has('moves'),
@@ -158,7 +161,7 @@ async function pinAddressesCommand(args: Args, out: Sink, err: Sink): Promise<nu
     const r = await pinAddresses({
       fleetFile: args.files[0],
       ledgerFile: args.flags.has('ledger') ? String(args.flags.get('ledger')) : undefined,
-      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map'))) : undefined,
+      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map')), fleetClusterNames(args.files[0])) : undefined,
       kubeconfig: args.flags.has('kubeconfig') ? String(args.flags.get('kubeconfig')) : undefined,
       move: args.flags.has('move') ? String(args.flags.get('move')) : undefined,
       apply: args.flags.has('apply'), after: args.flags.has('after'),

@@ -219,14 +219,24 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   return judgeFleet(fleet.name, clusters, groups, moves);
 }
 
-/** `--context-map FILE`: a YAML/JSON mapping of cluster name to kubeconfig context. */
-export function loadContextMap(file: string): Record<string, string> {
+/**
+ * `--context-map FILE`: a YAML/JSON mapping of cluster name to kubeconfig context. With `clusters` (the
+ * fleet's), a key that names no cluster is refused (a typo would leave its cluster on a context of its own
+ * name, which may be another cluster's, and `pin-addresses --apply` would write there).
+ */
+export function loadContextMap(file: string, clusters?: readonly string[]): Record<string, string> {
   const m = parseYamlInput(readInputText(file, 'context map'), file, 'yaml-syntax', 'context map', file);
   const notText = typeof m === 'object' && m !== null && !Array.isArray(m) ? Object.keys(m).filter((k) => typeof (m as Record<string, unknown>)[k] !== 'string') : undefined;
   if (!notText || notText.length) {
     const message = notText ? `the contexts of ${notText.join(', ')} are not names (text)` : `it is ${Array.isArray(m) ? 'a list' : `the ${typeof m} ${JSON.stringify(m)}`}, not a mapping`;
     throw new FleetValidationError([{ code: 'status/context-map-invalid', path: file, message,
       fix: 'write one line per cluster, its name and its kubeconfig context name: east-1: prod-east' }], file, 'context map');
+  }
+  const unknown = clusters ? Object.keys(m as object).filter((k) => !clusters.includes(k)) : [];
+  if (unknown.length) {
+    throw new FleetValidationError([{ code: 'status/context-map-invalid', path: `${file}: ${unknown[0]}`,
+      message: `${unknown.map((k) => `'${k}'`).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not a cluster of the fleet (${clusters!.join(', ')}): a typo leaves its cluster on the context of its own name`,
+      fix: `name each cluster as spec.clusters does, e.g. ${clusters![0]}: <its kubeconfig context>` }], file, 'context map');
   }
   return m as Record<string, string>;
 }

@@ -222,6 +222,7 @@ export const PROBLEM_CODES = {
   'write/input': { stage: 'write', meaning: 'A file to write is one of the run\'s inputs (the fleet, its ledger or moves file): `plan --svg` never overwrites an input.' },
   // ---- `migration-mesh status`: findings about live clusters (docs/status.md) ----
   'status/context-map-invalid': { stage: 'status', meaning: 'The --context-map file is not a mapping of cluster name to kubeconfig context name.' },
+  'status/kubeconfig-invalid': { stage: 'status', meaning: 'The --kubeconfig file is YAML but not a kubeconfig (no clusters or contexts list, or entries the client cannot read).' },
   'status/unreachable': { stage: 'status', meaning: 'A cluster that did not answer: no such kubeconfig context, connection refused, TLS, or no answer within --timeout.' },
   'status/object-missing': { stage: 'status', meaning: 'A generated object that is not in the cluster.' },
   'status/object-different': { stage: 'status', meaning: 'A generated object whose live copy differs in a field we write (the first such field is named).' },
