@@ -264,3 +264,31 @@ describe('across networks and derived names (issue 50 items 5 and 6)', () => {
     expect(nncps(long(45), 'fra-1').map((o) => o.metadata.name.length)).toEqual([63]);
   });
 });
+
+describe('smaller promises (issue 50 item 8)', () => {
+  const refused = (patch: (f: any) => void) => { const f = fiveClusters(); patch(f); try { synth(f); } catch (e) { return (e as Error).message; } return 'accepted'; };
+
+  test('mobileVms: [web-1] (no namespace) is the schema\'s refusal, not a TypeError', () => {
+    const m = refused((f) => { f.spec.vmNetworks[0].mobileVms = ['web-1']; });
+    expect(m).toMatch(/spec\.vmNetworks\[0\]\.mobileVms\[0\][^\n]*namespace\/name/);
+    expect(m).not.toMatch(/Cannot read properties|TypeError/);
+  });
+
+  test('a mobile VM in a namespace the network does not serve is refused', () => {
+    expect(refused((f) => { f.spec.vmNetworks[0].mobileVms = ['tenant-red/web-9']; }))
+      .toMatch(/\[vmnet-mobile-namespace\] spec\.vmNetworks\[0\]\.mobileVms\[0\]: tenant-red\/web-9 is in namespace tenant-red, which network blue does not serve/);
+  });
+
+  test('a /29 localnet with 4 slots would make /32 slices of the network and broadcast addresses: refused', () => {
+    expect(refused((f) => {
+      const v = f.spec.vmNetworks[1];
+      v.subnets = ['192.168.100.0/29']; v.reserved = ['192.168.100.3']; v.allocation = { slots: 4 };
+      f.spec.clusters = f.spec.clusters.slice(0, 2);
+      for (const c of ['par-1', 'lon-1', 'mad-1']) delete f.spec.vmNetworks[0].clusters[c];
+    })).toMatch(/\[vmnet-slice-prefix\] spec\.vmNetworks\[1\]\.allocation: slot \d's slice 192\.168\.100\.\d\/32 of 192\.168\.100\.0\/29 holds no address a VM can have/);
+  });
+
+  test('the npm pack tarball is git-ignored', () => {
+    expect(fs.readFileSync(path.join(__dirname, '..', '.gitignore'), 'utf8').split('\n')).toContain('*.tgz');
+  });
+});

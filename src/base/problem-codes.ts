@@ -170,6 +170,7 @@ export const PROBLEM_CODES = {
   'vmnet-unknown-cluster': { stage: 'validate', meaning: 'A VM network override, or a move, naming a cluster the fleet does not have.' },
   'vmnet-namespace-reserved': { stage: 'validate', meaning: 'A primary VM network serving a platform namespace (default, kube-*, openshift-*, KubeVirt\'s, Forklift\'s or the mesh\'s own): it would take over every pod\'s network there.' },
   'vmnet-namespace-primary': { stage: 'validate', meaning: 'One namespace served by two primary Layer2 networks (a namespace has one primary network).' },
+  'vmnet-mobile-namespace': { stage: 'validate', meaning: 'A mobile VM in a namespace its VM network does not serve.' },
   'vmnet-bridge-conflict': { stage: 'validate', meaning: 'Two localnet networks map one physicalNetworkName to different OVS bridges (or node sets) on a cluster: one physical network has one bridge mapping per node.' },
   'vmnet-evpn-vni': { stage: 'validate', meaning: 'Two EVPN networks with one VNI (a VNI is one L2 segment).' },
   'vmnet-vtep': { stage: 'validate', meaning: 'EVPN VTEP CIDRs missing for a cluster that serves the network, not masked CIDRs, overlapping, or two networks giving one VTEP different CIDRs.' },

@@ -132,7 +132,13 @@ function names(p: ProblemCollector, s: VmNetworkSpec, path: string): void {
       `rename the network to at most ${MAX_EVPN_NAME} characters (before it is created: the name is immutable)`);
   }
   (s.mobileVms ?? []).forEach((ref, i) => {
-    const vm = ref.split('/')[1];
+    // a value the schema refused (no namespace) is not read again here: the schema's problem says it
+    if (typeof ref !== 'string' || !/^[^/]+\/[^/]+$/.test(ref)) return;
+    const [ns, vm] = ref.split('/');
+    if (!s.namespaces.includes(ns)) {
+      p.add('vmnet-mobile-namespace', `${path}.mobileVms[${i}]`, `${ref} is in namespace ${ns}, which network ${s.name} does not serve (${s.namespaces.join(', ')}): its address would be pinned on a network it is not on`,
+        `add ${ns} to namespaces, or remove ${ref} from mobileVms`);
+    }
     // a mobile VM is there to move: cross-cluster live migration fails for names over 47 (CNV-61066)
     if (vm.length > MAX_MOVABLE_VM_NAME) {
       p.add('vmnet-name-too-long', `${path}.mobileVms[${i}]`,

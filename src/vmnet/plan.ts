@@ -217,6 +217,14 @@ function splitsOf(p: ProblemCollector, n: ParsedNetwork): Split[] | undefined {
         'lower allocation.slots, use a longer allocation.slicePrefix, or move the infrastructure, reserved ranges or mobile slice together');
       return undefined;
     }
+    // a slice with no usable host (a /32 of a /29: the subnet's network or broadcast address) is no slice
+    const hosts = usableHosts(sn);
+    const empty = r.split.slices.findIndex((c) => c.end < hosts.start || c.start > hosts.end);
+    if (empty >= 0) {
+      p.add('vmnet-slice-prefix', `${n.path}.allocation`, `slot ${empty}'s slice ${formatCidr(r.split.slices[empty])} of ${formatCidr(sn)} holds no address a VM can have (the subnet's network or broadcast address)`,
+        'use a larger subnet, fewer slots or a shorter allocation.slicePrefix');
+      return undefined;
+    }
     out.push(r.split);
   }
   if (n.mobile.size && [...n.mobile.keys()].some((f) => !n.subnets.some((s) => s.family === f))) {
