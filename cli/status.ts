@@ -123,6 +123,11 @@ async function askCluster(
       const got = await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace } });
       return JSON.parse(JSON.stringify(got));
     } catch (e) {
+      // a 404 for core v1's own discovery (/api/v1) is no missing object: the server is not an API server
+      if (codeOf(e) === 404 && o.apiVersion === 'v1' && /^Failed to fetch resource metadata for /.test((e as Error).message)) {
+        throw new Error(`${kc.getCluster(kc.getContextObject(context)?.cluster ?? '')?.server ?? 'the server'} answers, but is not a Kubernetes API server `
+          + `(404 for /api/v1, which every API server serves): check the server URL of kubeconfig context ${context}`);
+      }
       if (codeOf(e) === 404 || /Unrecognized API version and kind/.test((e as Error).message)) return undefined;
       throw e;
     }

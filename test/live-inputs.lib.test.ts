@@ -31,3 +31,27 @@ test('a kubeconfig that is not YAML, or YAML but no kubeconfig: its file, a code
   const b = run('status', FLEET, '--kubeconfig', notKc, '--timeout', '1');
   expect([b.code, b.err]).toEqual([1, expect.stringMatching(/\[status\/kubeconfig-invalid\] [^\n]*kc-list is not a kubeconfig: it is a list, not a mapping\n\s*fix: point --kubeconfig at a kubeconfig file/)]);
 });
+
+test('a URL that answers 404 to everything is named as no API server, not reported as an empty cluster', async () => {
+  const http = await import('node:http');
+  const server = http.createServer((_req, res) => { res.writeHead(404, { 'content-type': 'text/plain' }); res.end('404 page not found\n'); });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (server.address() as { port: number }).port;
+    const kc = file('kc-404', `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "http://127.0.0.1:${port}", insecure-skip-tls-verify: true}\n`
+      + 'users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: fra-1\n  context: {cluster: c, user: u}\n- name: ams-1\n  context: {cluster: c, user: u}\ncurrent-context: fra-1\n');
+    const { spawn } = await import('node:child_process');
+    const r = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const p = spawn(process.execPath, [CLI, 'status', FLEET, '--kubeconfig', kc, '--timeout', '20', '--out', path.resolve(__dirname, '..', 'dist')]);
+      let out = '';
+      p.stdout.on('data', (d) => { out += d; });
+      p.stderr.on('data', (d) => { out += d; });
+      p.on('close', (code) => resolve({ code, out }));
+    });
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(new RegExp(`127\\.0\\.0\\.1:${port} answers, but is not a Kubernetes API server \\(404 for /api/v1`));
+    expect(r.out).not.toMatch(/missing/);
+  } finally {
+    server.close();
+  }
+});
