@@ -292,3 +292,14 @@ describe('smaller promises (issue 50 item 8)', () => {
     expect(fs.readFileSync(path.join(__dirname, '..', '.gitignore'), 'utf8').split('\n')).toContain('*.tgz');
   });
 });
+
+test('synth --frozen leaves a CRLF ledger byte for byte (issue 50 item 8)', () => {
+  const dir = suiteTmpDir('mm-vmnet-crlf-');
+  const fleetFile = path.join(dir, 'vmnet.fleet.yaml');
+  fs.copyFileSync(FLEET, fleetFile);
+  const crlf = fs.readFileSync(ledgerPathFor(FLEET), 'utf8').replace(/\n/g, '\r\n');
+  fs.writeFileSync(ledgerPathFor(fleetFile), crlf);
+  const r = runCli(['synth', fleetFile, '--frozen', '--out', path.join(dir, 'dist'), '--no-svg']);
+  expect([r.code, r.err]).toEqual([0, '']);
+  expect(fs.readFileSync(ledgerPathFor(fleetFile), 'utf8')).toBe(crlf);
+});
