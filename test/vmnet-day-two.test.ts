@@ -303,3 +303,10 @@ test('synth --frozen leaves a CRLF ledger byte for byte (issue 50 item 8)', () =
   expect([r.code, r.err]).toEqual([0, '']);
   expect(fs.readFileSync(ledgerPathFor(fleetFile), 'utf8')).toBe(crlf);
 });
+
+test('plan says how full each mobile slice is, kept addresses included (issue 50 item 8)', () => {
+  const r = runCli(['plan', FLEET]);
+  expect(r.code).toBe(0);
+  expect(r.out).toContain('mobile slice 10.50.240.0/20: 2 of 4095 addresses given');
+  expect(r.out).toContain('mobile slice fd50::f000:0:0:0/68: 2 of 1152921504606846976 addresses given');
+});

@@ -366,6 +366,17 @@ export function resolveVmNetworks(doc: FleetDocument, ledger?: Ledger): VmNetwor
   return { ...planned, perCluster: problems.length ? new Map() : planned.perCluster, problems, warnings: checked.warnings };
 }
 
+/** Each mobile slice: how many addresses the ledger gives, of how many usable ones. */
+function mobileUse(entry: VmNetworkLedger, splits: readonly Split[]): VmNetworkPlan['mobileUse'] {
+  return splits.map((s) => {
+    const hosts = usableHosts(s.subnet);
+    const lo = s.mobile.start > hosts.start ? s.mobile.start : hosts.start;
+    const hi = s.mobile.end < hosts.end ? s.mobile.end : hosts.end;
+    const given = Object.values(entry.vms ?? {}).flat().filter((t) => { const a = parseAddr(t); return !!a && containsAddr(s.mobile, a); }).length;
+    return { slice: formatCidr(s.mobile), given, capacity: String(hi >= lo ? hi - lo + 1n : 0n) };
+  });
+}
+
 function networkPlan(n: ParsedNetwork, entry: VmNetworkLedger, splits: readonly Split[], clusters: readonly string[]): VmNetworkPlan {
   const slots = Object.fromEntries(Object.entries(entry.clusters ?? {}).filter(([, v]) => v.slot !== undefined).map(([c, v]) => [c, v.slot!]));
   const mobileVms = mobileVmsOf(n, entry);
@@ -373,7 +384,7 @@ function networkPlan(n: ParsedNetwork, entry: VmNetworkLedger, splits: readonly 
   return {
     name: n.spec.name, index: n.index, topology: n.topology, role: n.topology === 'Layer2' ? 'Primary' : 'Secondary', reach: n.spec.reach?.type ?? 'none',
     splits: splitTexts, slots, servedOn: clusters.filter((c) => serves(n.spec, c)),
-    spareSlots: n.ipamEnabled ? n.slots - Object.keys(slots).length : 0, mobileVms, primaryInterface: n.spec.primaryInterface ?? 'default',
+    spareSlots: n.ipamEnabled ? n.slots - Object.keys(slots).length : 0, mobileVms, mobileUse: mobileUse(entry, splits), primaryInterface: n.spec.primaryInterface ?? 'default',
     keepsAddress: n.topology === 'Layer2' ? 'pinned' : n.ipamEnabled ? 'no' : 'guest',
   };
 }
