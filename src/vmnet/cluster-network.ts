@@ -45,11 +45,8 @@ function networkMap(n: ParsedNetwork, namespaces: readonly string[]): NetworkPai
   return namespaces.map((ns) => ({ source: { name: n.spec.name, namespace: ns }, destination: { type: 'multus', name: n.spec.name, namespace: ns } }));
 }
 
-/** kubernetes-nmstate writes the policy name into the `nmstate.io/policy` label of every enactment: at most 63 characters. */
-export const MAX_POLICY_NAME = 63;
-
 /** `mm-<network>-bridge-mapping`, after the first network (in fleet order) on the same physical network: one NNCP per mapping. */
-export function bridgePolicyName(n: ParsedNetwork, all: readonly VmNetworkSpec[] = [n.spec]): string {
+function bridgePolicyName(n: ParsedNetwork, all: readonly VmNetworkSpec[] = [n.spec]): string {
   const first = all.find((x) => x.topology === 'localnet' && x.physicalNetworkName === n.spec.physicalNetworkName) ?? n.spec;
   return `mm-${first.name}-bridge-mapping`;
 }

@@ -9,11 +9,11 @@
 
 /** Argo CD: `Prune=false` keeps it when it leaves Git, `Delete=false` when its Application is deleted
  * (https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/). */
-export const ARGOCD_SYNC_OPTIONS = { key: 'argocd.argoproj.io/sync-options', value: 'Prune=false,Delete=false' } as const;
+const ARGOCD_SYNC_OPTIONS = { key: 'argocd.argoproj.io/sync-options', value: 'Prune=false,Delete=false' } as const;
 
 /** Flux kustomize-controller: `disabled` keeps it when it leaves the Kustomization
  * (https://fluxcd.io/flux/components/kustomize/kustomizations/#prune). */
-export const FLUX_PRUNE = { key: 'kustomize.toolkit.fluxcd.io/prune', value: 'disabled' } as const;
+const FLUX_PRUNE = { key: 'kustomize.toolkit.fluxcd.io/prune', value: 'disabled' } as const;
 
 /** The annotations, for `metadata.annotations`. */
 export const vmPruneGuardAnnotations = (): Record<string, string> => ({
