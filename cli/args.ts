@@ -95,12 +95,17 @@ const COMMANDS: Record<string, CommandSpec> = {
   },
   reclaim: {
     usage: `  migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
+  migration-mesh reclaim FLEET.yaml --vm-network NET [--cluster NAME | --vm NS/NAME] [--ledger FILE]
       lift the quarantine of released addresses (a removed cluster's CIDR, shared addresses, VIP),
       once their old holders are gone from the network; until then no member is given them.
+      --vm-network: release what the ledger keeps for a VM network the fleet no longer declares
+      (its split, slots and mobile addresses), a removed cluster's slot of it, or a mobile address.
 `,
-    options: { cluster: str('NAME'), address: str('ADDR'), all: BOOL, ledger: LEDGER },
+    options: { cluster: str('NAME'), address: str('ADDR'), all: BOOL, ledger: LEDGER, 'vm-network': str('NET'), vm: str('NS/NAME') },
     files: { min: 1, max: 1 },
-    check: (a) => (['cluster', 'address', 'all'].some((k) => a.flags.has(k)) ? undefined : 'reclaim needs --cluster NAME, --address ADDR or --all (what to lift the quarantine of)'),
+    check: (a) => (['cluster', 'address', 'all', 'vm-network'].some((k) => a.flags.has(k))
+      ? (a.flags.has('vm') && !a.flags.has('vm-network') ? '--vm is for reclaim --vm-network NET --vm NS/NAME' : undefined)
+      : 'reclaim needs --cluster NAME, --address ADDR, --all or --vm-network NET (what to lift the quarantine of)'),
   },
   evacuate: {
     usage: `  migration-mesh evacuate FLEET.yaml --cluster NAME --inventory FILE [--out FILE]

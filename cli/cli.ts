@@ -7,6 +7,7 @@
  *   migration-mesh plan FLEET.yaml [--output table|json] [--svg FILE] [--ledger FILE] [--renamed-from OLD]
  *   migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml | diff FLEET.yaml [--out DIR]   (exit 0 same, 1 changes, 2 error)
  *   migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
+ *   migration-mesh reclaim FLEET.yaml --vm-network NET [--cluster NAME | --vm NS/NAME] [--ledger FILE]
  *   migration-mesh evacuate FLEET.yaml --cluster NAME --inventory FILE [--out FILE]
  *   migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--moves] [--output text|json]
  *   migration-mesh pin-addresses FLEET.yaml [--move NS/VM] [--after] [--apply] [--ledger FILE] [--context-map FILE] [--kubeconfig FILE] ...
@@ -126,6 +127,9 @@ function named<T>(file: string, fn: () => T): T {
   }
 }
 
+/** The fleet's cluster names (what a context map's keys must be). */
+const fleetClusterNames = (file: string): string[] => readFleetFile(file).spec.clusters.map((c) => c.name);
+
 /** `main`, and `status`, which asks the clusters and so cannot answer synchronously. The binary runs this. */
 export async function mainAsync(argv: string[], out: Sink = (s) => process.stdout.write(s), err: Sink = (s) => process.stderr.write(s)): Promise<number> {
   let line;
@@ -139,7 +143,7 @@ export async function mainAsync(argv: string[], out: Sink = (s) => process.stdou
     const s = await fleetStatus({
       fleetFile: args.files[0],
       outDir: String(args.flags.get('out') ?? process.env.CDK8S_OUTDIR ?? 'dist'),
-      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map'))) : undefined,
+      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map')), fleetClusterNames(args.files[0])) : undefined,
       kubeconfig: args.flags.has('kubeconfig') ? String(args.flags.get('kubeconfig')) : undefined,
       timeoutMs: args.flags.has('timeout') ? Number(args.flags.get('timeout')) * 1000 : undefined,
       moves: args.flags.has('moves'),
@@ -160,7 +164,7 @@ async function pinAddressesCommand(args: Args, out: Sink, err: Sink): Promise<nu
     const r = await pinAddresses({
       fleetFile: args.files[0],
       ledgerFile: args.flags.has('ledger') ? String(args.flags.get('ledger')) : undefined,
-      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map'))) : undefined,
+      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map')), fleetClusterNames(args.files[0])) : undefined,
       kubeconfig: args.flags.has('kubeconfig') ? String(args.flags.get('kubeconfig')) : undefined,
       move: args.flags.has('move') ? String(args.flags.get('move')) : undefined,
       apply: args.flags.has('apply'), after: args.flags.has('after'),

@@ -4,6 +4,7 @@
  * the GitOps layout and wiring, the kustomize-patch Component, rollout order, `fleet.svg`, the
  * manifest of generated files, and the ledger written back.
  */
+import * as fs from 'fs';
 import * as path from 'path';
 import { InvalidPropsError } from '../src/base/errors';
 import { FleetInput, FleetPlan } from '../src/addressing/planner';
@@ -139,6 +140,16 @@ function lazily<T extends object>(base: T, full: () => PendingFleetDirectory): T
  * `OutputWriteError` (codes `write/...`, docs/errors.md) with the path and the fix, or the fleet's
  * own error when a cluster cannot be built (nothing written).
  */
+/**
+ * A ledger whose content is unchanged but for its line ends (a CRLF checkout, git's autocrlf) stays byte for
+ * byte as it is: `synth --frozen` and an unchanged plan never rewrite it (issue 50 item 8).
+ */
+function keptLineEnds(file: string, content: string): string {
+  let old: string;
+  try { old = fs.readFileSync(file, 'utf8'); } catch { return content; }
+  return old !== content && old.replace(/\r\n/g, '\n') === content ? old : content;
+}
+
 export function writeFleetDirectories(pending: readonly PendingFleetDirectory[], io?: WriterFs, hooks?: WriteHooks): FleetDirectoryResult[] {
   const counts = pending.map((p) => (streamed.get(p)?.materialized() === false ? 0 : p.files.size));
   const trees: StreamedTree[] = pending.map((p, i) => {
@@ -154,7 +165,8 @@ export function writeFleetDirectories(pending: readonly PendingFleetDirectory[],
       },
     };
   });
-  const ledgers: OutputFile[] = pending.flatMap((p) => (p.ledgerFile ? [{ file: p.ledgerFile, content: serializeLedger(p.ledger) }] : []));
+  const ledgers: OutputFile[] = pending
+    .flatMap((p) => (p.ledgerFile ? [{ file: p.ledgerFile, content: keptLineEnds(p.ledgerFile, serializeLedger(p.ledger)) }] : []));
   const reports = writeStreamedOutputs(trees, ledgers, io, hooks);
   return pending.map((p, i) => {
     // the same object with its lazy fields kept (a spread would synthesize them)

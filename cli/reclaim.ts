@@ -1,10 +1,14 @@
 /**
  * `migration-mesh reclaim`: lift the quarantine of released addresses in a fleet's ledger, written
- * atomically under the writer's lock. Refusals carry `reclaim/no-ledger` or `reclaim/no-match`.
+ * atomically under the writer's lock; with `--vm-network NET` (and `--cluster` or `--vm`), release what the
+ * ledger keeps for a VM network, a cluster's slot of it or a mobile VM's address once the fleet no longer
+ * declares it. Refusals carry `reclaim/no-ledger`, `reclaim/no-match` or `reclaim/still-declared`.
  */
 import { MigrationMeshError } from '../src/base/errors';
 import { reclaimReleased, serializeLedger } from '../src/addressing/ledger';
-import { ledgerPathFor, loadLedgerFile } from '../src/fleet/load';
+import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/fleet/load';
+import { releaseVmNetwork } from '../src/vmnet/ledger';
+import type { Ledger } from '../src/addressing/ledger';
 import { writeOutputs } from './write-tree';
 import { Args, usageOf } from './args';
 
@@ -16,11 +20,13 @@ export function reclaim(args: Args, out: (s: string) => void): number {
   const flag = args.flags.get('ledger');
   const ledgerFile = typeof flag === 'string' ? flag : ledgerPathFor(files[0]);
   const ledger = loadLedgerFile(ledgerFile);
-  const refuse = (code: 'reclaim/no-ledger' | 'reclaim/no-match', message: string, fix: string): never => {
+  const refuse = (code: 'reclaim/no-ledger' | 'reclaim/no-match' | 'reclaim/still-declared', message: string, fix: string): never => {
     throw new MigrationMeshError(`${ledgerFile}: ${message}\n  fix: ${fix}`, [{ code, path: ledgerFile, message, fix }]);
   };
   if (!ledger) return refuse('reclaim/no-ledger', 'no ledger to reclaim addresses in', `run synth once to write it, or point --ledger at the fleet's ledger`);
   const str = (k: string) => (typeof args.flags.get(k) === 'string' ? [String(args.flags.get(k))] : []);
+  const net = str('vm-network')[0];
+  if (net !== undefined) return reclaimVm(ledger, ledgerFile, files[0], { network: net, cluster: str('cluster')[0], vm: str('vm')[0] }, refuse, out);
   const sel = { all: args.flags.get('all') === true, clusters: str('cluster'), addresses: str('address') };
   if (!sel.all && !sel.clusters.length && !sel.addresses.length) throw new Error(`reclaim needs --cluster NAME, --address ADDR or --all\n${usageOf()}`);
   const { ledger: next, reclaimed } = reclaimReleased(ledger, sel);
@@ -33,5 +39,23 @@ export function reclaim(args: Args, out: (s: string) => void): number {
   }
   writeOutputs([], [{ file: ledgerFile, content: serializeLedger(next) }], undefined, { onNotice: (n) => out(`cleaned up: ${n}\n`) }); // atomic, locked
   out(`${ledgerFile}: ${reclaimed.length} address${reclaimed.length === 1 ? '' : 'es'} reclaimed\n${reclaimed.map((r) => `  ${r.cluster}.${r.field}: ${r.address}\n`).join('')}`);
+  return 0;
+}
+
+/** `reclaim --vm-network NET [--cluster C | --vm NS/NAME]`: release what the ledger keeps, never what the fleet declares. */
+function reclaimVm(ledger: Ledger, ledgerFile: string, fleetFile: string, sel: { network: string; cluster?: string; vm?: string },
+  refuse: (code: 'reclaim/no-match' | 'reclaim/still-declared', message: string, fix: string) => never, out: (s: string) => void): number {
+  if (sel.cluster !== undefined && sel.vm !== undefined) throw new Error(`reclaim --vm-network takes --cluster or --vm, not both\n${usageOf()}`);
+  const doc = loadFleetFile(fleetFile);
+  const specs = doc.spec.vmNetworks ?? [];
+  const r = releaseVmNetwork(ledger.vmNetworks, sel, {
+    networks: new Set(specs.map((s) => s.name)),
+    clusters: new Set(doc.spec.clusters.map((c) => c.name)),
+    mobileVms: new Map(specs.map((s) => [s.name, new Set(s.mobileVms ?? [])])),
+  });
+  if ('refused' in r) return refuse(r.refused, r.message, r.fix);
+  const next: Ledger = { ...ledger, vmNetworks: Object.keys(r.ledger).length ? r.ledger : undefined };
+  writeOutputs([], [{ file: ledgerFile, content: serializeLedger(next) }], undefined, { onNotice: (n) => out(`cleaned up: ${n}\n`) }); // atomic, locked
+  out(`${ledgerFile}: released (the next plan may give it to another member)\n${r.released.map((x) => `  ${x}\n`).join('')}`);
   return 0;
 }

@@ -125,6 +125,11 @@ async function askCluster(
       const got = await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace } });
       return JSON.parse(JSON.stringify(got));
     } catch (e) {
+      // a 404 for core v1's own discovery (/api/v1) is no missing object: the server is not an API server
+      if (codeOf(e) === 404 && o.apiVersion === 'v1' && /^Failed to fetch resource metadata for /.test((e as Error).message)) {
+        throw new Error(`${kc.getCluster(kc.getContextObject(context)?.cluster ?? '')?.server ?? 'the server'} answers, but is not a Kubernetes API server `
+          + `(404 for /api/v1, which every API server serves): check the server URL of kubeconfig context ${context}`);
+      }
       if (codeOf(e) === 404 || /Unrecognized API version and kind/.test((e as Error).message)) return undefined;
       throw e;
     }
@@ -221,14 +226,24 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   return judgeFleet(fleet.name, clusters, groups, moves);
 }
 
-/** `--context-map FILE`: a YAML/JSON mapping of cluster name to kubeconfig context. */
-export function loadContextMap(file: string): Record<string, string> {
+/**
+ * `--context-map FILE`: a YAML/JSON mapping of cluster name to kubeconfig context. With `clusters` (the
+ * fleet's), a key that names no cluster is refused (a typo would leave its cluster on a context of its own
+ * name, which may be another cluster's, and `pin-addresses --apply` would write there).
+ */
+export function loadContextMap(file: string, clusters?: readonly string[]): Record<string, string> {
   const m = parseYamlInput(readInputText(file, 'context map'), file, 'yaml-syntax', 'context map', file);
   const notText = typeof m === 'object' && m !== null && !Array.isArray(m) ? Object.keys(m).filter((k) => typeof (m as Record<string, unknown>)[k] !== 'string') : undefined;
   if (!notText || notText.length) {
     const message = notText ? `the contexts of ${notText.join(', ')} are not names (text)` : `it is ${Array.isArray(m) ? 'a list' : `the ${typeof m} ${JSON.stringify(m)}`}, not a mapping`;
     throw new FleetValidationError([{ code: 'status/context-map-invalid', path: file, message,
       fix: 'write one line per cluster, its name and its kubeconfig context name: east-1: prod-east' }], file, 'context map');
+  }
+  const unknown = clusters ? Object.keys(m as object).filter((k) => !clusters.includes(k)) : [];
+  if (unknown.length) {
+    throw new FleetValidationError([{ code: 'status/context-map-invalid', path: `${file}: ${unknown[0]}`,
+      message: `${unknown.map((k) => `'${k}'`).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not a cluster of the fleet (${clusters!.join(', ')}): a typo leaves its cluster on the context of its own name`,
+      fix: `name each cluster as spec.clusters does, e.g. ${clusters![0]}: <its kubeconfig context>` }], file, 'context map');
   }
   return m as Record<string, string>;
 }

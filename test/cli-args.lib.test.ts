@@ -97,7 +97,7 @@ describe('usage errors name the problem and the fix (exit 2)', () => {
     [['validate', 'a.yaml', '--output=yaml'], /validate: --output must be text or json, got 'yaml'/],
     [['diff', 'a.yaml', 'b.yaml', 'c.yaml'], /diff: takes 1 or 2 fleet files, got 3/],
     [['diff', 'a.yaml', 'b.yaml', '--out', 'dist'], /diff: --out is for the one-file form/],
-    [['reclaim', 'a.yaml'], /reclaim: reclaim needs --cluster NAME, --address ADDR or --all/],
+    [['reclaim', 'a.yaml'], /reclaim: reclaim needs --cluster NAME, --address ADDR, --all or --vm-network NET/],
     [['reclaim', 'a.yaml', '--all=yes'], /reclaim: --all is a switch and takes no value/],
     [['synth', 'a.yaml', 'b.yaml', '--ledger', 'l.yaml'], /synth: --ledger applies to one fleet, got 2 fleet files/],
     [['plan', 'a.yaml', '--renamed-from'], /plan: --renamed-from needs a value: --renamed-from OLD/],

@@ -110,7 +110,7 @@ describe('VmNetworks from one cluster\'s resolved networks', () => {
     expect(rolloutWave({ kind: 'Namespace', metadata: { name: 'migration-mesh' } }, new Set())).toBe(0); // the gateway's stays first
   });
 
-  test('GitOps never prunes or deletes a primary-network Namespace (it holds the VMs); the CUDN stays prunable', () => {
+  test('GitOps never prunes or deletes a primary-network Namespace (it holds the VMs), nor the CUDN (VMs run on it, issue 50 item 2)', () => {
     const g: ResolvedGitops = {
       fleet: 'f', clusters: ['a'], targetRevision: 'HEAD', path: 'dist/f',
       argocd: { namespace: 'argocd', project: 'default', repoURL: 'https://git.example/x.git', automated: true },
@@ -120,7 +120,7 @@ describe('VmNetworks from one cluster\'s resolved networks', () => {
     expect(ns[ARGOCD_SYNC_OPTIONS_ANNOTATION]).toBe('Prune=false,Delete=false');
     expect(ns[FLUX_PRUNE_ANNOTATION]).toBe('disabled');
     const cudn = annotateForGitops(find('ClusterUserDefinedNetwork', 'blue'), 8, g).metadata.annotations;
-    expect(cudn[ARGOCD_SYNC_OPTIONS_ANNOTATION]).toBeUndefined();
+    expect([cudn[ARGOCD_SYNC_OPTIONS_ANNOTATION], cudn[FLUX_PRUNE_ANNOTATION]]).toEqual(['Prune=false,Delete=false', 'disabled']);
     expect(annotateForGitops({ kind: 'Namespace', metadata: { name: 'migration-mesh' } }, 0, g).metadata.annotations[ARGOCD_SYNC_OPTIONS_ANNOTATION]).toBeUndefined();
   });
 });

@@ -165,7 +165,7 @@ describe('the ledger keeps what it assigned', () => {
     const r = resolveVmNetworks(vmFleet((f) => { f.spec.vmNetworks[1].allocation = { slots: 2 }; addCluster('par-1')(f); }));
     expect(codes(r.problems)).toEqual(['vmnet-slice-exhausted']);
     expect(r.problems[0].path).toBe('spec.vmNetworks[1].allocation.slots');
-    expect(r.problems[0].fix).toMatch(/delete vlan100's ClusterUserDefinedNetwork on every cluster/);
+    expect(r.problems[0].fix).toMatch(/reclaim FLEET --vm-network vlan100 --cluster NAME/);
     expect(r.perCluster.size).toBe(0);
   });
 });
@@ -179,7 +179,6 @@ describe('immutable upstream: refused, never emitted', () => {
     ['mtu', (f: RawFleet) => { f.spec.vmNetworks[0].mtu = 1300; }, 'spec.vmNetworks[0].mtu'],
     ['a subnet', (f: RawFleet) => { f.spec.vmNetworks[1].subnets = ['192.168.101.0/24']; f.spec.vmNetworks[1].reserved = ['192.168.101.1']; }, 'spec.vmNetworks[1].subnets'],
     ['the gateway', (f: RawFleet) => { f.spec.vmNetworks[0].gateways = ['10.50.0.2', 'fd50::1']; }, 'spec.vmNetworks[0].gateways'],
-    ['the VNI', (f: RawFleet) => { f.spec.vmNetworks[0].reach.vni = 5002; }, 'spec.vmNetworks[0].vni'],
     ['the split (slots)', (f: RawFleet) => { f.spec.vmNetworks[0].allocation = { slots: 16 }; }, 'spec.vmNetworks[0].allocation'],
     ['a cluster\'s VLAN', (f: RawFleet) => { f.spec.vmNetworks[1].clusters = { 'ams-1': { vlan: 200 } }; }, 'spec.vmNetworks[1].clusters.ams-1.vlan'],
     ['a cluster\'s slot', (f: RawFleet) => { f.spec.vmNetworks[0].clusters = { 'ams-1': { slot: 3 } }; }, 'spec.vmNetworks[0].clusters.ams-1.slot'],
@@ -215,12 +214,13 @@ describe('ledger merges and hand edits are refused, never repaired', () => {
     expect(r.problems[0].message).toMatch(/clusters fra-1 and ams-1 both hold slot 0/);
   });
 
-  test('a conflict in a network that leaves the fleet does not block the plan: the network leaves the ledger', () => {
+  test('a conflict in a network that leaves the fleet does not block the plan: the network is kept as the ledger had it', () => {
     const l = ledgerOf(first);
     l.vmNetworks!.vlan100.clusters!['ams-1'] = { slot: 0, vlan: 100 };
-    const r = resolveVmNetworks(vmFleet((f) => { f.spec.vmNetworks.pop(); }), l);
+    const r = resolveVmNetworks(vmFleet((f) => { f.spec.vmNetworks.pop(); f.spec.vmNetworkDeletions = [{ network: 'vlan100' }]; }), l);
     expect(r.problems).toEqual([]);
-    expect(Object.keys(r.ledger!)).toEqual(['blue']);
+    expect(Object.keys(r.ledger!)).toEqual(['blue', 'vlan100']);
+    expect(r.ledger!.vlan100).toEqual(l.vmNetworks!.vlan100);
   });
 
   test('one mobile address given to two VMs, and one outside the mobile slice', () => {
@@ -263,9 +263,13 @@ describe('the ledger file', () => {
     const planned = planFleetDocument(vmFleet());
     expect(Object.keys(planned.ledger.vmNetworks!)).toEqual(['blue', 'vlan100']);
     expect(planned.plan.vmNetworks!.perCluster.get('fra-1')!.networks.map((n) => n.name)).toEqual(['blue', 'vlan100']);
-    // what synth lists as ledger changes: each new network with the line it is created with
-    expect(planned.changes.filter((c) => c.cluster.startsWith('vmNetworks.')).map((c) => [c.cluster, c.field, c.to?.split(' ')[0]]))
-      .toEqual([['vmNetworks.blue', 'created', 'topology=Layer2'], ['vmNetworks.vlan100', 'created', 'topology=Localnet']]);
+    // what synth lists as ledger changes: each new network with the line it is created with, every slot and mobile address
+    expect(planned.changes.filter((c) => c.cluster.startsWith('vmNetworks.') || c.field.startsWith('vmNetworks.')).map((c) => [c.cluster, c.field, c.to?.split(' ')[0]]))
+      .toEqual([
+        ['vmNetworks.blue', 'created', 'topology=Layer2'], ['ams-1', 'vmNetworks.blue', 'slot'], ['fra-1', 'vmNetworks.blue', 'slot'],
+        ['vmNetworks.blue', 'vms.tenant-blue/db-1', '10.50.240.1,fd50::f000:0:0:1'], ['vmNetworks.blue', 'vms.tenant-blue/web-1', '10.50.240.0,fd50::f000:0:0:0'],
+        ['vmNetworks.vlan100', 'created', 'topology=Localnet'], ['ams-1', 'vmNetworks.vlan100', 'slot'], ['fra-1', 'vmNetworks.vlan100', 'slot'],
+      ]);
     const withoutVm: Ledger = { ...planned.ledger, vmNetworks: undefined };
     let err: unknown;
     try { planFleetDocument(vmFleet(), { ledger: withoutVm, frozen: true }); } catch (e) { err = e; }

@@ -135,6 +135,7 @@ describe('examples/vm-networks.fleet.yaml', () => {
   test('a cluster that does not serve a network gets none of its objects, and a move to it is warned that the localnet NADs have no counterpart', () => {
     const raw = rawFleet();
     raw.spec.vmNetworks[1].clusters = { 'ams-1': { served: false } };
+    raw.spec.vmNetworkDeletions = [{ network: 'vlan100', clusters: ['ams-1'] }]; // it served it: said explicitly (issue 50 item 2)
     const g = synth(raw, r.ledger);
     expect(vmObjects(g.objects.get('ams-1')!).map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
       'Namespace/tenant-blue', 'VTEP/fleet-vtep', ...guardKeys.slice(0, 2), 'ClusterUserDefinedNetwork/blue', guardKeys[2], 'RouteAdvertisements/mm-blue',
@@ -162,6 +163,7 @@ describe('examples/vm-networks.fleet.yaml', () => {
   test('a cluster that serves only the localnet network gets neither the guard nor the Role; the other keeps both', () => {
     const raw = rawFleet();
     raw.spec.vmNetworks[0].clusters['ams-1'] = { served: false };
+    raw.spec.vmNetworkDeletions = [{ network: 'blue', clusters: ['ams-1'] }];
     raw.spec.forklift.moves = []; // the example's move goes to ams-1 over blue, which ams-1 no longer serves
     const g = synth(raw, r.ledger);
     expect(g.objects.get('ams-1')!.filter(isGuard)).toEqual([]);

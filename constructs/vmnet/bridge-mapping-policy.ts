@@ -2,6 +2,7 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { InvalidPropsError } from '../../src/base/errors';
 import { managedByLabels } from '../../src/base/names';
+import { vmPruneGuardAnnotations } from '../../src/vmnet/prune-guard';
 
 /** nmstate's API group and version of `NodeNetworkConfigurationPolicy`. */
 export const NMSTATE_API_VERSION = 'nmstate.io/v1';
@@ -90,7 +91,7 @@ export class BridgeMappingPolicy extends Construct {
     this.apiObject = new ApiObject(this, 'Resource', {
       apiVersion: NMSTATE_API_VERSION,
       kind: 'NodeNetworkConfigurationPolicy',
-      metadata: { name: this.name, labels: managedByLabels() },
+      metadata: { name: this.name, labels: managedByLabels(), annotations: vmPruneGuardAnnotations() },
       spec: {
         ...(props.nodeSelector && Object.keys(props.nodeSelector).length ? { nodeSelector: { ...props.nodeSelector } } : {}),
         ...(props.maxUnavailable !== undefined ? { maxUnavailable: props.maxUnavailable } : {}),

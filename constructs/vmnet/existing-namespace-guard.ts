@@ -1,3 +1,5 @@
+import { vmPruneGuardAnnotations } from '../../src/vmnet/prune-guard';
+import { managedByLabels } from '../../src/base/names';
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { SERVED_NAMESPACE_GUARD_NAME, servedNamespaceRule } from '../../src/vmnet/namespaces';
@@ -33,7 +35,7 @@ export class ExistingNamespaceGuard extends Construct {
     this.policy = new ApiObject(this, 'Policy', {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingAdmissionPolicy',
-      metadata: { name: SERVED_NAMESPACE_GUARD_NAME },
+      metadata: { name: SERVED_NAMESPACE_GUARD_NAME, labels: managedByLabels(), annotations: vmPruneGuardAnnotations() },
       spec: {
         failurePolicy: 'Fail',
         matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['namespaces'], resourceNames: names }] },
@@ -43,7 +45,7 @@ export class ExistingNamespaceGuard extends Construct {
     this.binding = new ApiObject(this, 'Binding', {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingAdmissionPolicyBinding',
-      metadata: { name: SERVED_NAMESPACE_GUARD_NAME },
+      metadata: { name: SERVED_NAMESPACE_GUARD_NAME, labels: managedByLabels(), annotations: vmPruneGuardAnnotations() },
       spec: { policyName: SERVED_NAMESPACE_GUARD_NAME, validationActions: ['Deny'] },
     });
   }

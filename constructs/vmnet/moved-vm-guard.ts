@@ -1,3 +1,5 @@
+import { vmPruneGuardAnnotations } from '../../src/vmnet/prune-guard';
+import { managedByLabels } from '../../src/base/names';
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { MOVED_TO_LABEL, MOVED_VM_GUARD_NAME, MOVED_VM_GUARD_RULE } from '../../src/vmnet/pin-role';
@@ -28,7 +30,7 @@ export class MovedVmGuard extends Construct {
     this.policy = new ApiObject(this, 'Policy', {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingAdmissionPolicy',
-      metadata: { name: MOVED_VM_GUARD_NAME },
+      metadata: { name: MOVED_VM_GUARD_NAME, labels: managedByLabels(), annotations: vmPruneGuardAnnotations() },
       spec: {
         failurePolicy: 'Fail',
         matchConstraints: { resourceRules: [{ apiGroups: ['kubevirt.io'], apiVersions: ['*'], operations: ['UPDATE'], resources: ['virtualmachines'] }] },
@@ -43,7 +45,7 @@ export class MovedVmGuard extends Construct {
     this.binding = new ApiObject(this, 'Binding', {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingAdmissionPolicyBinding',
-      metadata: { name: MOVED_VM_GUARD_NAME },
+      metadata: { name: MOVED_VM_GUARD_NAME, labels: managedByLabels(), annotations: vmPruneGuardAnnotations() },
       spec: {
         policyName: MOVED_VM_GUARD_NAME,
         validationActions: ['Deny'],

@@ -1,3 +1,4 @@
+import { managedByLabels } from '../../src/base/names';
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { PIN_ROLE_NAME, PinSubject, pinAddressesRoleRules, rbacSubject } from '../../src/vmnet/pin-role';
@@ -37,13 +38,13 @@ export class PinAddressesRole extends Construct {
     this.roles = [...new Set(props.namespaces)].map((namespace) => new ApiObject(this, `Role-${namespace}`, {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'Role',
-      metadata: { name: PIN_ROLE_NAME, namespace },
+      metadata: { name: PIN_ROLE_NAME, namespace, labels: managedByLabels() },
       rules: pinAddressesRoleRules().map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], verbs: [...r.verbs] })),
     }));
     this.bindings = [...new Set(props.namespaces)].filter((ns) => (props.bindings?.[ns] ?? []).length > 0).map((namespace) => new ApiObject(this, `RoleBinding-${namespace}`, {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
-      metadata: { name: PIN_ROLE_NAME, namespace },
+      metadata: { name: PIN_ROLE_NAME, namespace, labels: managedByLabels() },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: PIN_ROLE_NAME },
       subjects: uniqueSubjects(props.bindings![namespace]).map(rbacSubject),
     }));

@@ -3,7 +3,8 @@ import { InvalidPropsError } from '../../src/base/errors';
 import { PinSubject } from '../../src/vmnet/pin-role';
 import { ClusterVmNetwork, VmNetworkEvpn } from '../../src/vmnet/resolved';
 import { BridgeMappingPolicy } from './bridge-mapping-policy';
-import { ClusterUserDefinedNetwork, Layer2NetworkOptions, LocalnetNetworkOptions } from './cluster-user-defined-network';
+import { layer2Of, localnetOf } from '../../src/vmnet/cudn-spec';
+import { ClusterUserDefinedNetwork } from './cluster-user-defined-network';
 import { ExistingNamespaceGuard } from './existing-namespace-guard';
 import { MovedVmGuard } from './moved-vm-guard';
 import { PinAddressesRole } from './pin-addresses-role';
@@ -26,24 +27,6 @@ export interface VmNetworksProps {
    * @default '(this cluster)'
    */
   readonly cluster?: string;
-}
-
-/** The CUDN block of one resolved network. */
-function layer2Of(n: ClusterVmNetwork): Layer2NetworkOptions {
-  const evpn = n.reach.type === 'evpn' ? n.reach : undefined;
-  return {
-    subnets: n.subnets, mtu: n.mtu, persistentIps: n.ipam.lifecycle === 'Persistent',
-    defaultGatewayIPs: n.defaultGatewayIPs, infrastructureSubnets: n.infrastructureSubnets, reservedSubnets: n.reservedSubnets,
-    ...(evpn ? { evpn: { vtep: evpn.vtep, vni: evpn.vni, routeTarget: evpn.routeTarget } } : {}),
-  };
-}
-
-function localnetOf(n: ClusterVmNetwork): LocalnetNetworkOptions {
-  const l = n.localnet!;
-  return {
-    physicalNetworkName: l.physicalNetworkName, mtu: n.mtu, vlan: l.vlan,
-    ...(n.ipam.mode === 'Enabled' ? { subnets: n.subnets, excludeSubnets: n.excludeSubnets } : {}),
-  };
 }
 
 /**

@@ -195,7 +195,7 @@ export function checkPlan(fleet: ResolvedFleet, previous?: Ledger): Checked<Plan
       ...vm.plan,
     },
     ledger,
-    changes: [...diffLedgers(prev, ledger), ...vm.changes],
+    changes: diffLedgers(prev, ledger),
   }));
 }
 

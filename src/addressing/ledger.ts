@@ -9,7 +9,7 @@ import { MigrationMeshError } from '../base/errors';
 import { parseYamlInput } from '../base/yaml-input';
 import { FLEET_API_VERSION } from '../fleet/schema';
 import { Interval, formatInterval, parsePoolItem, subtractIntervals } from '../base/ip';
-import { normalizeVmNetworksLedger, vmNetworksLedgerSchema } from '../vmnet/ledger';
+import { normalizeVmNetworksLedger, vmLedgerChanges, vmNetworksLedgerSchema } from '../vmnet/ledger';
 
 const LEDGER_KIND = 'AddressLedger';
 
@@ -130,7 +130,8 @@ export function diffLedgers(before: Ledger, after: Ledger): LedgerChange[] {
       if (ta[i]?.crossCluster !== tb[i]?.crossCluster) out.push({ cluster: n, field: `trustAgents[${i}].crossCluster`, from: ta[i]?.crossCluster, to: tb[i]?.crossCluster });
     }
   }
-  return out;
+  // the VM networks' part (slots, splits, mobile addresses): synth, --frozen and diff read this one list
+  return [...out, ...vmLedgerChanges(before.vmNetworks, after.vmNetworks)];
 }
 
 /**

@@ -143,7 +143,11 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
       migrationPolicy: spec.migrationPolicy ?? {},
       addressSurge: surge,
       clusters: [...clusters].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-      ...(spec.vmNetworks?.length ? { vmNetworks: { specs: spec.vmNetworks, clusterOrder: spec.clusters.map((c) => c.name), warnings: vm.warnings } } : {}),
+      ...(spec.vmNetworks?.length || spec.vmNetworkDeletions?.length ? {
+        vmNetworks: {
+          specs: spec.vmNetworks ?? [], deletions: spec.vmNetworkDeletions ?? [], clusterOrder: spec.clusters.map((c) => c.name), warnings: vm.warnings,
+        },
+      } : {}),
     },
   };
 }

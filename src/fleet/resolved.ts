@@ -10,7 +10,7 @@ import { TrustPlan } from '../trust/plan';
 import { ExistingKubevirt } from '../kubevirt/existing';
 import { ResolvedSite } from './sites';
 import { ProductVersion } from '../kubevirt/capabilities';
-import { VmNetworkSpec } from '../vmnet/schema';
+import { VmNetworkDeletion, VmNetworkSpec } from '../vmnet/schema';
 import { FleetProblem } from '../base/errors';
 import { DEFAULT_DELIVERY_FORM } from '../kubevirt/delivery-forms';
 import { DEFAULT_DATAPATH, datapathMode } from './datapath-modes';
@@ -144,6 +144,8 @@ export interface ResolvedFleet {
 /** What validation gives planning of `spec.vmNetworks`. */
 export interface ResolvedVmNetworks {
   readonly specs: readonly VmNetworkSpec[];
+  /** `spec.vmNetworkDeletions`: what may be deleted under running VMs. */
+  readonly deletions: readonly VmNetworkDeletion[];
   /** Every fleet cluster, in `spec.clusters` order (the slots are handed out in it). */
   readonly clusterOrder: readonly string[];
   readonly warnings: readonly FleetProblem[];

@@ -16,7 +16,7 @@ import { existingKubevirtSchema } from '../kubevirt/existing';
 import { DELIVERY_FORM_NAMES, DeliveryForm } from '../kubevirt/delivery-forms';
 import { DATAPATH_NAMES } from './datapath-modes';
 import { imageReferenceProblem } from '../base/image-reference';
-import { ovnKubernetesSchema, vmNetworkSchema } from '../vmnet/schema';
+import { ovnKubernetesSchema, vmNetworkDeletionSchema, vmNetworkSchema } from '../vmnet/schema';
 
 export const FLEET_API_VERSION = 'migrationmesh.dev/v1alpha1';
 export const FLEET_KIND = 'Fleet';
@@ -492,6 +492,14 @@ export const fleetSpecSchema = z.object({
    * @default - none
    */
   vmNetworks: z.array(vmNetworkSchema).optional(),
+  /**
+   * What may be deleted under running VMs, said explicitly (issue 50 item 2): a VM network removed from
+   * `vmNetworks` (`{network}`), or served no more on some clusters (`{network, clusters}`, with
+   * `clusters.<name>.served: false`). Without an entry, an edit that would delete a network's
+   * ClusterUserDefinedNetwork, NodeNetworkConfigurationPolicy or guards is refused (`vmnet-would-delete`).
+   * @default - none
+   */
+  vmNetworkDeletions: z.array(vmNetworkDeletionSchema).optional(),
 }).strict();
 
 export const fleetDocumentSchema = z.object({

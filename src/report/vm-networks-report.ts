@@ -38,6 +38,8 @@ export interface VmNetworkReportRow {
     readonly rangeEntries: number;
   }[];
   readonly spareSlots: number;
+  /** How full each mobile slice is. */
+  readonly mobileUse: readonly { readonly slice: string; readonly given: number; readonly capacity: string }[];
   readonly mobileVms: readonly { readonly vm: string; readonly addresses: readonly string[] }[];
 }
 
@@ -68,7 +70,7 @@ export function vmNetworkReport(vm: FleetPlan['vmNetworks']): VmNetworkReportRow
           rangeEntries: cn ? cn.reservedSubnets.length + cn.excludeSubnets.length : 0,
         };
       }),
-      spareSlots: n.spareSlots,
+      spareSlots: n.spareSlots, mobileUse: n.mobileUse,
       mobileVms: n.mobileVms.map((v) => ({ vm: `${v.namespace}/${v.vm}`, addresses: v.addresses })),
     };
   });
@@ -100,6 +102,7 @@ export function renderVmNetworks(rows: readonly VmNetworkReportRow[]): string {
       }
       out.push(`    ${r.spareSlots} spare slot${r.spareSlots === 1 ? '' : 's'} for clusters not in the fleet yet`);
     }
+    if (r.topology === 'Layer2') for (const m of r.mobileUse) out.push(`    mobile slice ${m.slice}: ${m.given} of ${m.capacity} addresses given`);
     for (const v of r.mobileVms) out.push(`    mobile VM ${v.vm}: ${v.addresses.join(', ')}`);
   }
   return `${out.join('\n')}\n`;

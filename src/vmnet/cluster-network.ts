@@ -10,6 +10,7 @@ import { NetworkPair } from '../forklift/model';
 import { ParsedNetwork } from './declaration';
 import { VmNetworkLedger } from './ledger';
 import { PinSubject } from './pin-role';
+import { VmNetworkSpec } from './schema';
 import { ClusterVmNetwork, MobileVmAddress, VM_NETWORK_LABEL, VmNetworkReach } from './resolved';
 import { MAX_RESERVED_ENTRIES, Split, reservedFor } from './split';
 
@@ -44,8 +45,15 @@ function networkMap(n: ParsedNetwork, namespaces: readonly string[]): NetworkPai
   return namespaces.map((ns) => ({ source: { name: n.spec.name, namespace: ns }, destination: { type: 'multus', name: n.spec.name, namespace: ns } }));
 }
 
-/** The network on `cluster`; `entry` is its ledger entry (slots), `splits` its subnets' splits. */
-export function clusterNetwork(p: ProblemCollector, n: ParsedNetwork, cluster: string, entry: VmNetworkLedger, splits: readonly Split[]): ClusterVmNetwork {
+/** `mm-<network>-bridge-mapping`, after the first network (in fleet order) on the same physical network: one NNCP per mapping. */
+function bridgePolicyName(n: ParsedNetwork, all: readonly VmNetworkSpec[] = [n.spec]): string {
+  const first = all.find((x) => x.topology === 'localnet' && x.physicalNetworkName === n.spec.physicalNetworkName) ?? n.spec;
+  return `mm-${first.name}-bridge-mapping`;
+}
+
+/** The network on `cluster`; `entry` is its ledger entry (slots), `splits` its subnets' splits; `all`: the fleet's networks (the shared NNCP's name). */
+export function clusterNetwork(p: ProblemCollector, n: ParsedNetwork, cluster: string, entry: VmNetworkLedger, splits: readonly Split[],
+  all: readonly VmNetworkSpec[] = [n.spec]): ClusterVmNetwork {
   const s = n.spec;
   const l2 = n.topology === 'Layer2';
   const slot = entry.clusters?.[cluster]?.slot;
@@ -72,7 +80,7 @@ export function clusterNetwork(p: ProblemCollector, n: ParsedNetwork, cluster: s
         physicalNetworkName: s.physicalNetworkName,
         ...(vlan !== undefined ? { vlan } : {}),
         bridge: 'existing' in bridge ? { kind: 'existing' as const, name: bridge.existing } : { kind: 'create' as const, name: bridge.name, port: bridge.port },
-        policyName: `mm-${s.name}-bridge-mapping`,
+        policyName: bridgePolicyName(n, all),
         nodeSelector: { ...(s.clusters?.[cluster]?.nodeSelector ?? s.nodeSelector ?? {}) },
       },
     } : {}),

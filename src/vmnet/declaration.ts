@@ -119,13 +119,26 @@ function containment(p: ProblemCollector, path: string, subnets: readonly Cidr[]
 }
 
 /** The network's names as the derived objects take them. */
+/** `mm-<name>-bridge-mapping` is the NNCP's name, which kubernetes-nmstate copies into a label value (`nmstate.io/policy`): 63 characters. */
+const MAX_LOCALNET_NAME = 63 - 'mm--bridge-mapping'.length;
+
 function names(p: ProblemCollector, s: VmNetworkSpec, path: string): void {
+  if (s.topology === 'localnet' && s.name.length > MAX_LOCALNET_NAME) {
+    p.add('vmnet-name-too-long', `${path}.name`, `'${s.name}' has ${s.name.length} characters; its NodeNetworkConfigurationPolicy mm-${s.name}-bridge-mapping would have ${s.name.length + 18}, and kubernetes-nmstate puts the policy name into the nmstate.io/policy label of every enactment (at most 63): the bridge mapping would never be enacted`,
+      `rename the network to at most ${MAX_LOCALNET_NAME} characters (before it is created: the name is immutable)`);
+  }
   if (s.reach?.type === 'evpn' && s.name.length > MAX_EVPN_NAME) {
     p.add('vmnet-name-too-long', `${path}.name`, `'${s.name}' has ${s.name.length} characters; OVN-K names the EVPN network's Linux VRF after it, which needs fewer than 16 (Linux IFNAMSIZ)`,
       `rename the network to at most ${MAX_EVPN_NAME} characters (before it is created: the name is immutable)`);
   }
   (s.mobileVms ?? []).forEach((ref, i) => {
-    const vm = ref.split('/')[1];
+    // a value the schema refused (no namespace) is not read again here: the schema's problem says it
+    if (typeof ref !== 'string' || !/^[^/]+\/[^/]+$/.test(ref)) return;
+    const [ns, vm] = ref.split('/');
+    if (!s.namespaces.includes(ns)) {
+      p.add('vmnet-mobile-namespace', `${path}.mobileVms[${i}]`, `${ref} is in namespace ${ns}, which network ${s.name} does not serve (${s.namespaces.join(', ')}): its address would be pinned on a network it is not on`,
+        `add ${ns} to namespaces, or remove ${ref} from mobileVms`);
+    }
     // a mobile VM is there to move: cross-cluster live migration fails for names over 47 (CNV-61066)
     if (vm.length > MAX_MOVABLE_VM_NAME) {
       p.add('vmnet-name-too-long', `${path}.mobileVms[${i}]`,

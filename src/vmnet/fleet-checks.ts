@@ -171,6 +171,33 @@ function platformNamespaces(p: ProblemCollector, doc: FleetDocument, nets: reado
   });
 }
 
+/** A cluster's bridge mapping of a localnet network: the bridge and the nodes the NNCP configures. */
+const bridgeOn = (net: VmNetworkSpec, c: string): string =>
+  JSON.stringify([net.clusters?.[c]?.bridge ?? net.bridge, net.clusters?.[c]?.nodeSelector ?? net.nodeSelector ?? {}]);
+
+/**
+ * One physical network is one OVS bridge mapping per cluster (issue 50 item 5): two localnet networks that
+ * map one `physicalNetworkName` to different bridges (or node sets) on a cluster would yield two
+ * NodeNetworkConfigurationPolicies fighting over one mapping. Refused; networks that agree share one NNCP.
+ */
+function bridgeMappings(p: ProblemCollector, nets: readonly VmNetworkSpec[], clusters: readonly string[]): void {
+  for (const c of clusters) {
+    const first = new Map<string, { i: number; key: string; name: string }>();
+    nets.forEach((net, i) => {
+      if (net.topology !== 'localnet' || !net.physicalNetworkName || !serves(net, c)) return;
+      const key = bridgeOn(net, c);
+      const seen = first.get(net.physicalNetworkName);
+      if (!seen) { first.set(net.physicalNetworkName, { i, key, name: net.name }); return; }
+      if (seen.key === key) return;
+      const where = net.clusters?.[c]?.bridge ? `clusters.${c}.bridge` : net.clusters?.[c]?.nodeSelector ? `clusters.${c}.nodeSelector` : 'bridge';
+      p.add('vmnet-bridge-conflict', `spec.vmNetworks[${i}].${where}`,
+        `networks ${seen.name} and ${net.name} both use physical network ${net.physicalNetworkName} on cluster ${c}, `
+        + `mapped to ${JSON.stringify(JSON.parse(seen.key)[0])} and ${JSON.stringify(JSON.parse(key)[0])} (or other nodes): one physical network has one bridge mapping per node`,
+        `give ${net.name} the same bridge and nodeSelector as ${seen.name} on ${c}, or another physicalNetworkName (and its own bridge)`);
+    });
+  }
+}
+
 /** Every cross-network and per-cluster problem of `spec.vmNetworks`. */
 export function fleetVmNetworkProblems(p: ProblemCollector, doc: FleetDocument): void {
   const nets = doc.spec.vmNetworks ?? [];
@@ -179,5 +206,6 @@ export function fleetVmNetworkProblems(p: ProblemCollector, doc: FleetDocument):
   platformNamespaces(p, doc, nets);
   nets.forEach((net, i) => overrideProblems(p, net, `spec.vmNetworks[${i}]`, new Set(clusters)));
   vtepProblems(p, nets, clusters);
+  bridgeMappings(p, nets, clusters);
   gates(p, doc, nets);
 }

@@ -6,18 +6,19 @@
  * constructs. Pure, no cdk8s import.
  */
 import { FleetProblem, ProblemCollector } from '../base/errors';
-import { Addr, Family, addr, containsAddr, formatAddr, formatCidr, parseAddr, usableHosts } from '../base/ip';
-import type { Ledger, LedgerChange } from '../addressing/ledger';
+import { Addr, Cidr, Family, addr, containsAddr, formatAddr, formatCidr, parseAddr, parseCidr, usableHosts } from '../base/ip';
+import type { Ledger } from '../addressing/ledger';
 import type { FleetPlan } from '../addressing/fleet-plan';
 import type { ResolvedFleet } from '../fleet/resolved';
 import { FleetDocument } from '../fleet/schema';
-import { VmNetworkSpec } from './schema';
+import { VmNetworkDeletion, VmNetworkSpec } from './schema';
 import { ParsedNetwork, parseNetwork } from './declaration';
 import { fleetVmNetworkProblems, serves, vmNetworkWarnings } from './fleet-checks';
 import { VmLedgerChange, VmNetworkLedger, VmNetworksLedger, diffVmNetworksLedgers, vmLedgerProblems } from './ledger';
 import { ClusterVmNetworks, VmNetworkPlan, VmSubnetSplit } from './resolved';
 import { Split, computeSplit, formatSplit } from './split';
 import { clusterNetwork, mobileVmsOf } from './cluster-network';
+import { CudnNetwork, createdLineOf, createdTokens, cudnNetworkOf, immutableFingerprint } from './cudn-spec';
 
 /** What `resolveVmNetworks` gives. */
 export interface VmNetworksResult {
@@ -34,44 +35,79 @@ export interface VmNetworksResult {
   readonly warnings: readonly FleetProblem[];
 }
 
-/** What the CUDN was created with, one line (ledger `created`): every field OVN-K makes immutable but the per-cluster ones. */
-function createdLine(n: ParsedNetwork): string {
-  const s = n.spec;
-  const parts = [
-    `topology=${n.topology}`, `mtu=${s.mtu}`, `ipam=${n.ipamEnabled ? 'Persistent' : 'Disabled'}`,
-    ...(n.subnets.length ? [`subnets=${n.subnets.map(formatCidr).join(',')}`] : []),
-    ...(n.gateways.length ? [`gateways=${n.gateways.map((g) => formatAddr(g)).join(',')}`] : []),
-    ...(n.infrastructure.length ? [`infrastructure=${n.infrastructure.map(formatCidr).join(',')}`] : []),
-    ...(s.physicalNetworkName ? [`physicalNetworkName=${s.physicalNetworkName}`] : []),
-    ...(s.reach?.type === 'evpn' ? [`transport=EVPN`, `vni=${s.reach.vni}`, ...(s.reach.routeTarget ? [`routeTarget=${s.reach.routeTarget}`] : [])] : []),
-  ];
-  return parts.join(' ');
+/** The network rendered for no cluster in particular: what every cluster's CUDN shares (the `created` line's source). */
+function sharedNetwork(n: ParsedNetwork, splits: readonly Split[]): CudnNetwork {
+  return cudnNetworkOf(clusterNetwork(new ProblemCollector(), n, '', { created: '' }, splits));
 }
 
+/** What the CUDN was created with, one line (ledger `created`): the recorded fields CUDN_FIELDS declares (cudn-spec.ts). */
+const createdLine = (n: ParsedNetwork, splits: readonly Split[]): string => createdLineOf(sharedNetwork(n, splits));
+
 const RECREATE = (net: string) => `the ClusterUserDefinedNetwork cannot change in place (its spec.network is immutable upstream): to change it, move or stop every VM on ${net}, `
-  + `delete ${net}'s ClusterUserDefinedNetwork on every cluster, delete vmNetworks.${net} from the ledger, and synth again; `
+  + `remove ${net} from the fleet (listed in spec.vmNetworkDeletions, which deletes its ClusterUserDefinedNetwork on every cluster) and synth, release it with \`migration-mesh reclaim FLEET --vm-network ${net}\`, and declare it again; `
   + `or give the changed network a new name and move the VMs over; otherwise restore the old value`;
 
-/** The ledger's record against the declaration: any difference is refused, never emitted. */
+/**
+ * The ledger's `created` line against what the CUDN would now be created with, token by token: a field
+ * immutable upstream that differs is refused, never emitted; a recorded mutable one (the EVPN VNI) is
+ * updated. A token the declaration does not know (a newer ledger) counts as immutable.
+ */
 function immutable(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger, splits: readonly Split[]): boolean {
-  const now = createdLine(n);
-  const before = p.problems.length;
-  if (was.created !== now) {
-    const a = new Set(was.created.split(' '));
-    const b = new Set(now.split(' '));
-    const diff = [...b].filter((x) => !a.has(x)).map((x) => x.split('=')[0]);
-    const gone = [...a].filter((x) => !b.has(x)).map((x) => x.split('=')[0]);
-    const fields = [...new Set([...diff, ...gone])];
-    p.add('vmnet-immutable-change', `${n.path}.${fields[0] ?? 'name'}`, `network ${n.spec.name} was created with ${[...a].filter((x) => !b.has(x)).join(' ') || '(nothing)'}; the fleet now says ${[...b].filter((x) => !a.has(x)).join(' ') || '(nothing)'}`,
-      RECREATE(n.spec.name));
+  const now = createdTokens(sharedNetwork(n, splits));
+  const old = new Map(was.created.split(' ').filter((x) => x).map((x) => [x.slice(0, x.indexOf('=')), x.slice(x.indexOf('=') + 1)] as const));
+  const nowBy = new Map(now.map((t) => [t.token, t]));
+  const changed = [...new Set([...old.keys(), ...nowBy.keys()])].filter((k) => old.get(k) !== nowBy.get(k)?.value)
+    .filter((k) => nowBy.get(k)?.upstream !== 'mutable');
+  if (!changed.length) return true;
+  const text = (m: Map<string, string>) => changed.filter((k) => m.has(k)).map((k) => `${k}=${m.get(k)}`).join(' ') || '(nothing)';
+  const fleet = nowBy.get(changed[0])?.fleet ?? changed[0];
+  p.add('vmnet-immutable-change', `${n.path}.${fleet}`, `network ${n.spec.name} was created with ${text(old)}; the fleet now says ${text(new Map(now.map((t) => [t.token, t.value])))}`,
+    RECREATE(n.spec.name));
+  return false;
+}
+
+/** A split as the ledger wrote it, read back. */
+function ledgerSplit(e: NonNullable<VmNetworkLedger['subnets']>[number]): Split | undefined {
+  const c = (t: string): Cidr | undefined => { const r = parseCidr(t); return r.ok ? r.cidr : undefined; };
+  const all = [e.subnet, e.mobile, ...(e.infrastructure ?? []), ...(e.reserved ?? []), ...e.slices].map(c);
+  if (all.some((x) => !x)) return undefined;
+  const list = (l: readonly string[] | undefined) => (l ?? []).map((t) => c(t)!);
+  return { subnet: c(e.subnet)!, mobile: c(e.mobile)!, infrastructure: list(e.infrastructure), reserved: list(e.reserved), slices: list(e.slices) };
+}
+
+/**
+ * Immutability judged on the upstream object (issue 50 item 4): each cluster that holds a slot gets its CUDN
+ * rendered from the previous ledger and from the next one, and only a difference in what CUDN_FIELDS makes
+ * immutable is refused. Growing `slots` with the same slices renders every CUDN byte-identical, and goes.
+ * Every kept mobile address must stay inside the (new) mobile slice.
+ */
+function renderedUnchanged(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger, next: VmNetworkLedger, splits: readonly Split[]): void {
+  const oldSplits = (was.subnets ?? []).map(ledgerSplit);
+  if (oldSplits.some((x) => !x)) return; // vmLedgerProblems names what does not parse
+  const moved: string[] = [];
+  for (const c of Object.keys(was.clusters ?? {})) {
+    const slot = next.clusters?.[c]?.slot;
+    if (slot !== undefined && splits.some((sp) => slot >= sp.slices.length)) {
+      p.add('vmnet-immutable-change', `${n.path}.allocation.slots`, `cluster ${c} holds slot ${slot} of ${n.spec.name}; the fleet's allocation now has ${splits[0].slices.length} slots`, RECREATE(n.spec.name));
+      return;
+    }
+    const before = cudnNetworkOf(clusterNetwork(new ProblemCollector(), n, c, was, oldSplits as Split[]));
+    const after = cudnNetworkOf(clusterNetwork(new ProblemCollector(), n, c, next, splits));
+    const block = (x: CudnNetwork) => JSON.stringify(x.layer2?.reservedSubnets ?? x.localnet?.excludeSubnets ?? []);
+    if (immutableFingerprint(before) !== immutableFingerprint(after)) moved.push(`${c}: ${block(before)} -> ${block(after)}`);
   }
-  const recorded = JSON.stringify(was.subnets ?? []);
-  const planned = JSON.stringify(splits.map(formatSplit).map(compactSplit));
-  if (was.created === now && recorded !== planned) {
-    p.add('vmnet-immutable-change', `${n.path}.allocation`, `network ${n.spec.name}'s split is recorded as ${recorded}; the fleet's allocation (slots, slicePrefix, mobile, reserved) now gives ${planned}: every cluster's reserved ranges would change`,
+  if (moved.length) {
+    p.add('vmnet-immutable-change', `${n.path}.allocation`, `the fleet's allocation (slots, slicePrefix, mobile, reserved) would change the ClusterUserDefinedNetwork ${n.spec.name} of ${moved.length} cluster${moved.length === 1 ? '' : 's'} (${n.topology === 'Layer2' ? 'reservedSubnets' : 'excludeSubnets'}: ${moved.slice(0, 2).join('; ')}${moved.length > 2 ? `; and ${moved.length - 2} more` : ''})`,
       RECREATE(n.spec.name));
+    return;
   }
-  return p.problems.length === before;
+  const mobiles = splits.map((sp) => sp.mobile);
+  const inMobile = (t: string) => { const a = parseAddr(t); return !!a && mobiles.some((m) => containsAddr(m, a)); };
+  const outside = Object.entries(next.vms ?? {}).filter(([, addrs]) => !addrs.every(inMobile));
+  if (outside.length) {
+    p.add('vmnet-immutable-change', `${n.path}.allocation.mobile`, `mobile VMs ${outside.map(([vm, a]) => `${vm} (${a.join(', ')})`).join(', ')} of ${n.spec.name} would be outside the fleet's mobile slice ${mobiles.map(formatCidr).join(', ')}`,
+      `keep allocation.mobile as it was, or release each address first (\`migration-mesh reclaim FLEET --vm-network ${n.spec.name} --vm NS/NAME\` once the VM left mobileVms); ${RECREATE(n.spec.name)}`);
+  }
 }
 
 const compactSplit = (s: ReturnType<typeof formatSplit>): VmNetworkLedger['subnets'] extends (infer T)[] | undefined ? T : never => ({
@@ -80,7 +116,7 @@ const compactSplit = (s: ReturnType<typeof formatSplit>): VmNetworkLedger['subne
 });
 
 /** Slots: the ledger's kept, pinned ones honoured, new clusters on the lowest free. */
-type Slots = Record<string, { slot?: number; vlan?: number }>;
+type Slots = Record<string, { slot?: number; vlan?: number; served?: false }>;
 
 function planSlots(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger | undefined, clusters: readonly string[]): Slots {
   const out: Slots = {};
@@ -118,11 +154,17 @@ function planSlots(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger |
     if (slot === undefined) for (let i = 0; i < n.slots; i++) if (!used.has(i)) { slot = i; break; }
     if (slot === undefined) {
       p.add('vmnet-slice-exhausted', `${n.path}.allocation.slots`, `cluster ${c} needs a slot of ${n.spec.name}, and all ${n.slots} are taken (${Object.keys(out).sort().join(', ')}); the split cannot grow in place`,
-        `free a slot of a cluster that left the fleet (delete its line under vmNetworks.${n.spec.name}.clusters in the ledger once its VMs are gone), or set clusters.${c}.served: false; ${RECREATE(n.spec.name)}`);
+        `free a slot of a cluster that left the fleet (\`migration-mesh reclaim FLEET --vm-network ${n.spec.name} --cluster NAME\` once its VMs are gone), or set clusters.${c}.served: false; ${RECREATE(n.spec.name)}`);
       continue;
     }
     used.add(slot);
     out[c] = { slot, ...(vlan !== undefined ? { vlan } : {}) };
+  }
+  // the ledger says who serves: a cluster that stops serving is seen (and refused unless deletions allow it)
+  for (const c of clusters) {
+    if (!out[c]) continue;
+    const { served: _, ...rest } = out[c];
+    out[c] = serves(n.spec, c) ? rest : { ...rest, served: false };
   }
   return out;
 }
@@ -150,7 +192,7 @@ function planVms(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger | u
       }
       if (!got) {
         p.add('vmnet-mobile-exhausted', `${n.path}.mobileVms[${i}]`, `the mobile slice ${formatCidr(s.mobile)} of ${n.spec.name} has no free address left for ${ref}`,
-          `remove VMs that are gone from vmNetworks.${n.spec.name}.vms in the ledger, or declare a larger allocation.mobile when you recreate the network`);
+          `release the address of a VM that is gone (\`migration-mesh reclaim FLEET --vm-network ${n.spec.name} --vm NS/NAME\` once it left mobileVms), or declare a larger allocation.mobile when you recreate the network`);
         break;
       }
       taken.add(`${got.family}:${got.value}`);
@@ -175,6 +217,14 @@ function splitsOf(p: ProblemCollector, n: ParsedNetwork): Split[] | undefined {
         'lower allocation.slots, use a longer allocation.slicePrefix, or move the infrastructure, reserved ranges or mobile slice together');
       return undefined;
     }
+    // a slice with no usable host (a /32 of a /29: the subnet's network or broadcast address) is no slice
+    const hosts = usableHosts(sn);
+    const empty = r.split.slices.findIndex((c) => c.end < hosts.start || c.start > hosts.end);
+    if (empty >= 0) {
+      p.add('vmnet-slice-prefix', `${n.path}.allocation`, `slot ${empty}'s slice ${formatCidr(r.split.slices[empty])} of ${formatCidr(sn)} holds no address a VM can have (the subnet's network or broadcast address)`,
+        'use a larger subnet, fewer slots or a shorter allocation.slicePrefix');
+      return undefined;
+    }
     out.push(r.split);
   }
   if (n.mobile.size && [...n.mobile.keys()].some((f) => !n.subnets.some((s) => s.family === f))) {
@@ -195,12 +245,51 @@ function planNetwork(p: ProblemCollector, n: ParsedNetwork, was: VmNetworkLedger
   const vms = n.topology === 'Layer2' ? planVms(p, n, was, splits) : {};
   if (p.problems.length > before) return undefined;
   const entry: VmNetworkLedger = {
-    created: createdLine(n),
+    created: createdLine(n, splits),
     ...(splits.length ? { subnets: splits.map(formatSplit).map(compactSplit) } : {}),
     ...(Object.keys(slots).length ? { clusters: slots } : {}),
     ...(Object.keys(vms).length ? { vms } : {}),
   };
+  if (was) renderedUnchanged(p, n, was, entry, splits);
+  if (p.problems.length > before) return undefined;
   return { entry, splits };
+}
+
+const servedIn = (e: VmNetworkLedger | undefined): string[] => Object.entries(e?.clusters ?? {}).filter(([, v]) => v.served !== false).map(([c]) => c).sort();
+
+/**
+ * An edit that would delete what VMs may be running on (issue 50 item 2): a network the ledger holds gone
+ * from the fleet, or a cluster that served a network set to `served: false`, takes its CUDN (and NNCP and
+ * guards) out of the output, and the GitOps engine would delete them. Refused unless
+ * `spec.vmNetworkDeletions` names it.
+ */
+function wouldDelete(input: VmNetworksInput, prev: VmNetworksLedger | undefined, parsed: readonly (ParsedNetwork | undefined)[]): FleetProblem[] {
+  const out: FleetProblem[] = [];
+  const allowed = (net: string, c?: string) => (input.deletions ?? [])
+    .some((d) => d.network === net && (!d.clusters || (c !== undefined && d.clusters.includes(c))));
+  const declared = new Set(input.specs.map((s) => s.name));
+  for (const [net, e] of Object.entries(prev ?? {})) {
+    const on = servedIn(e).filter((c) => input.clusters.includes(c));
+    if (declared.has(net) || !on.length || allowed(net)) continue;
+    out.push({
+      code: 'vmnet-would-delete', path: 'spec.vmNetworks',
+      message: `VM network ${net} is gone from spec.vmNetworks, but ${on.join(', ')} serve it (the ledger keeps its slots${Object.keys(e.vms ?? {}).length ? ` and mobile VMs ${Object.keys(e.vms!).join(', ')}` : ''}): synth would delete its ClusterUserDefinedNetwork there, under running VMs`,
+      fix: `declare it again (it comes back on the same slices); or, once every VM is off it, add {network: ${net}} to spec.vmNetworkDeletions, synth, and release it with \`migration-mesh reclaim FLEET --vm-network ${net}\``,
+    });
+  }
+  for (const n of parsed) {
+    if (!n) continue;
+    const was = new Set(servedIn(prev?.[n.spec.name]));
+    const stops = input.clusters.filter((c) => was.has(c) && !serves(n.spec, c) && !allowed(n.spec.name, c));
+    for (const c of stops) {
+      out.push({
+        code: 'vmnet-would-delete', path: `${n.path}.clusters.${c}.served`,
+        message: `cluster ${c} serves VM network ${n.spec.name}; served: false would delete its ClusterUserDefinedNetwork there${n.topology === 'Layer2' ? ' (and, with the last primary network, the moved-VM and served-namespace guards)' : ' (and its NodeNetworkConfigurationPolicy with the last network on it)'}, under running VMs`,
+        fix: `remove served: false; or, once every VM on ${c} is off ${n.spec.name}, add {network: ${n.spec.name}, clusters: [${c}]} to spec.vmNetworkDeletions (the cluster keeps its slot)`,
+      });
+    }
+  }
+  return out;
 }
 
 /** What planning reads of a fleet's VM networks (ResolvedFleet.vmNetworks carries it from validation). */
@@ -210,6 +299,8 @@ export interface VmNetworksInput {
   /** Every fleet cluster, in `spec.clusters` order. */
   readonly clusters: readonly string[];
   readonly specs: readonly VmNetworkSpec[];
+  /** `spec.vmNetworkDeletions`. @default - none */
+  readonly deletions?: readonly VmNetworkDeletion[];
 }
 
 /** The validation stage: every problem of `spec.vmNetworks` that needs no ledger, and the warnings. */
@@ -227,7 +318,7 @@ export function vmNetworkDocProblems(doc: FleetDocument): { problems: FleetProbl
  * `vmNetworkDocProblems`; here a network that does not parse is left out.
  */
 function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<VmNetworksResult, 'warnings'> {
-  // only the networks still declared: one that leaves the fleet leaves the ledger, whatever it held
+  // only the networks still declared are checked: one that left the fleet is kept as it is
   const declared = new Set(input.specs.map((s) => s.name));
   const inconsistent = vmLedgerProblems(Object.fromEntries(Object.entries(prev ?? {}).filter(([n]) => declared.has(n))));
   if (inconsistent.length) return { perCluster: new Map(), networks: [], changes: [], problems: inconsistent };
@@ -244,13 +335,18 @@ function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<V
     splitsBy.set(n.spec.name, planned.splits);
     networks.push(networkPlan(n, planned.entry, planned.splits, input.clusters));
   }
+  // a network that leaves the fleet keeps what the ledger gave it (split, slots, mobile addresses), exactly
+  // as a cluster that leaves keeps its slot: declared again, it comes back on the same slices. Only
+  // `migration-mesh reclaim --vm-network` releases it (releaseVmNetwork, ledger.ts).
+  for (const [name, entry] of Object.entries(prev ?? {})) if (!declared.has(name)) next[name] = entry;
+  p.addAll(wouldDelete(input, prev, parsed));
   const perCluster = new Map<string, ClusterVmNetworks>();
   for (const c of input.clusters) {
     const list = parsed.filter((n): n is ParsedNetwork => !!n && next[n.spec.name] !== undefined && serves(n.spec, c))
-      .map((n) => clusterNetwork(p, n, c, next[n.spec.name], splitsBy.get(n.spec.name)!));
+      .map((n) => clusterNetwork(p, n, c, next[n.spec.name], splitsBy.get(n.spec.name)!, input.specs));
     perCluster.set(c, { cluster: c, networks: list });
   }
-  const nextLedger = input.specs.length ? next : undefined;
+  const nextLedger = Object.keys(next).length || input.specs.length ? next : undefined;
   return { perCluster: p.empty ? perCluster : new Map(), networks, ledger: nextLedger, changes: diffVmNetworksLedgers(prev, nextLedger), problems: p.problems };
 }
 
@@ -262,10 +358,23 @@ function planVmNetworks(input: VmNetworksInput, prev?: VmNetworksLedger): Omit<V
 export function resolveVmNetworks(doc: FleetDocument, ledger?: Ledger): VmNetworksResult {
   const checked = vmNetworkDocProblems(doc);
   const prev = ledger && ledger.fleet === doc.metadata.name ? ledger.vmNetworks : undefined;
-  const input = { fleet: doc.metadata.name, clusters: doc.spec.clusters.map((c) => c.name), specs: doc.spec.vmNetworks ?? [] };
+  const input = {
+    fleet: doc.metadata.name, clusters: doc.spec.clusters.map((c) => c.name), specs: doc.spec.vmNetworks ?? [], deletions: doc.spec.vmNetworkDeletions ?? [],
+  };
   const planned = planVmNetworks(input, prev);
   const problems = [...checked.problems, ...planned.problems];
   return { ...planned, perCluster: problems.length ? new Map() : planned.perCluster, problems, warnings: checked.warnings };
+}
+
+/** Each mobile slice: how many addresses the ledger gives, of how many usable ones. */
+function mobileUse(entry: VmNetworkLedger, splits: readonly Split[]): VmNetworkPlan['mobileUse'] {
+  return splits.map((s) => {
+    const hosts = usableHosts(s.subnet);
+    const lo = s.mobile.start > hosts.start ? s.mobile.start : hosts.start;
+    const hi = s.mobile.end < hosts.end ? s.mobile.end : hosts.end;
+    const given = Object.values(entry.vms ?? {}).flat().filter((t) => { const a = parseAddr(t); return !!a && containsAddr(s.mobile, a); }).length;
+    return { slice: formatCidr(s.mobile), given, capacity: String(hi >= lo ? hi - lo + 1n : 0n) };
+  });
 }
 
 function networkPlan(n: ParsedNetwork, entry: VmNetworkLedger, splits: readonly Split[], clusters: readonly string[]): VmNetworkPlan {
@@ -275,7 +384,7 @@ function networkPlan(n: ParsedNetwork, entry: VmNetworkLedger, splits: readonly 
   return {
     name: n.spec.name, index: n.index, topology: n.topology, role: n.topology === 'Layer2' ? 'Primary' : 'Secondary', reach: n.spec.reach?.type ?? 'none',
     splits: splitTexts, slots, servedOn: clusters.filter((c) => serves(n.spec, c)),
-    spareSlots: n.ipamEnabled ? n.slots - Object.keys(slots).length : 0, mobileVms, primaryInterface: n.spec.primaryInterface ?? 'default',
+    spareSlots: n.ipamEnabled ? n.slots - Object.keys(slots).length : 0, mobileVms, mobileUse: mobileUse(entry, splits), primaryInterface: n.spec.primaryInterface ?? 'default',
     keepsAddress: n.topology === 'Layer2' ? 'pinned' : n.ipamEnabled ? 'no' : 'guest',
   };
 }
@@ -283,21 +392,20 @@ function networkPlan(n: ParsedNetwork, entry: VmNetworkLedger, splits: readonly 
 /**
  * checkPlan's step (src/addressing/assemble.ts): the VM networks of a resolved fleet against the previous
  * ledger, as the parts the fleet plan and the next ledger take (both empty for a fleet without VM networks
- * and a ledger without them, so those ledgers stay byte for byte), and the changes as ledger changes.
+ * and a ledger without them, so those ledgers stay byte for byte); the changes are diffLedgers' (addressing/ledger.ts).
  */
 export function planFleetVmNetworks(fleet: ResolvedFleet, prev: Ledger): {
   problems: readonly FleetProblem[];
   ledger: { vmNetworks?: VmNetworksLedger };
   plan: { vmNetworks?: NonNullable<FleetPlan['vmNetworks']> };
-  changes: LedgerChange[];
 } {
-  if (!fleet.vmNetworks && !prev.vmNetworks) return { problems: [], ledger: {}, plan: {}, changes: [] };
+  if (!fleet.vmNetworks && !prev.vmNetworks) return { problems: [], ledger: {}, plan: {} };
   const clusters = fleet.vmNetworks?.clusterOrder ?? fleet.clusters.map((c) => c.name);
-  const vm = planVmNetworks({ fleet: fleet.name, clusters, specs: fleet.vmNetworks?.specs ?? [] }, prev.vmNetworks);
+  const input = { fleet: fleet.name, clusters, specs: fleet.vmNetworks?.specs ?? [], deletions: fleet.vmNetworks?.deletions ?? [] };
+  const vm = planVmNetworks(input, prev.vmNetworks);
   return {
     problems: vm.problems,
     ledger: vm.ledger ? { vmNetworks: vm.ledger } : {},
     plan: vm.ledger ? { vmNetworks: { perCluster: vm.perCluster, networks: vm.networks, warnings: fleet.vmNetworks?.warnings ?? [] } } : {},
-    changes: vm.changes.map((c) => ({ cluster: `vmNetworks.${c.network}`, field: c.field || 'created', from: c.from, to: c.to })),
   };
 }

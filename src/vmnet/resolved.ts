@@ -198,6 +198,8 @@ export interface VmNetworkPlan {
   readonly servedOn: readonly string[];
   /** Spare slots (not given to any cluster yet). */
   readonly spareSlots: number;
+  /** How full each mobile slice is: addresses the ledger gives (kept ones included) of those a VM can have. */
+  readonly mobileUse: readonly { readonly slice: string; readonly given: number; readonly capacity: string }[];
   readonly mobileVms: readonly MobileVmAddress[];
   /** Layer2: the VM's primary interface name, the key of the addresses annotation. */
   readonly primaryInterface: string;

@@ -173,6 +173,14 @@ export const vmNetworkSchema = z.object({
   clusters: z.record(z.string(), clusterOverrideSchema).optional(),
 }).strict();
 
+/** One deletion the fleet allows (`spec.vmNetworkDeletions[i]`): a network's objects, everywhere or on some clusters. */
+export const vmNetworkDeletionSchema = z.object({
+  /** The VM network (as the ledger names it). */
+  network: label,
+  /** Only on these clusters (those that no longer serve it). @default - every cluster (the network left the fleet) */
+  clusters: z.array(z.string().min(1)).min(1).optional(),
+}).strict();
+
 /** What a cluster's OVN-Kubernetes can do (plain KubeVirt: nothing else tells us). */
 export const ovnKubernetesSchema = z.object({
   /** OVN-Kubernetes version (`v1.2.0`, `1.3`). @default - from OpenShift's version (openshift-virtualization), else unknown */
@@ -184,4 +192,5 @@ export const ovnKubernetesSchema = z.object({
 }).strict();
 
 export type VmNetworkSpec = z.infer<typeof vmNetworkSchema>;
+export type VmNetworkDeletion = z.infer<typeof vmNetworkDeletionSchema>;
 export type OvnKubernetesSpec = z.infer<typeof ovnKubernetesSchema>;
