@@ -32,7 +32,6 @@ import { makePki, tmpDir, type Pki } from '../testkit/helpers';
 import { MATRIX, VANTAGES, type Expect, type Row, type Vantage } from '../testkit/attack-matrix';
 
 const CLI = path.join(__dirname, '..', 'cli.js');
-const TOOL = path.join(__dirname, '..', 'testkit', 'tool.js');
 const PROBE = path.join(__dirname, '..', 'testkit', 'attack-probe.js');
 const ROOT_LIB = path.join(__dirname, '..', '..', '..', 'lib', 'src');
 const node = process.execPath;
@@ -43,8 +42,12 @@ const ATTEMPT_MS = 5000;
 
 type Family = 4 | 6;
 type Json = Record<string, unknown>;
-interface GatewayConfig { listen: Json; localCidrs: string[]; ownAddresses: string[]; peers: { cluster: string; cidrs: string[]; gateways: { host: string; port: number }[] }[]; tls: Json; trust?: Json }
-interface ClusterPlan { name: string; gateways: { inCluster: string; crossCluster: string }[]; gatewayVip?: string; migrationNetwork: { cidr: string; ipam: { routes: { dst: string; gw: string }[] } } }
+/** The parts of the library's types this test reads (the proxy's sources cannot import the library's). */
+interface GatewayConfig { listen: Json; localCidrs: string[]; ownAddresses: string[]; tls: Json; trust?: Json }
+interface ClusterPlan {
+  name: string; gateways: { inCluster: string; crossCluster: string }[]; gatewayVip?: string;
+  migrationNetwork: { cidr: string; ipam: { routes: { dst: string; gw: string }[] } };
+}
 interface Library {
   planFleetDocument(doc: unknown): { plan: { fleet: string; clusters: ClusterPlan[] } };
   gatewayConfigFor(plan: unknown, cluster: ClusterPlan): GatewayConfig;
@@ -54,7 +57,6 @@ interface Library {
 function library(): Library {
   const file = (f: string) => path.join(ROOT_LIB, f);
   if (!fs.existsSync(file('gateway/config.js'))) throw new Error(`${file('gateway/config.js')} is missing: run \`npm run build\` at the repository root first`);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   return { ...require(file('addressing/planner.js')), ...require(file('gateway/config.js')) } as Library;
 }
 
@@ -147,6 +149,10 @@ function matches(expect: Expect, got: string): boolean {
   return got.slice('refused '.length).split(',').includes(expect.slice('refused '.length));
 }
 
+/** One PKI for both families (openssl takes seconds on a loaded machine). */
+let sharedPki: Pki | undefined;
+const pkiFor = (fleet: string): Pki => (sharedPki ??= makePki(fleet, ['a', 'b', 'c']));
+
 function matrixSuite(f: Family): void {
   describe(`attack matrix, IPv${f} (library-written configs, real runtime and setup-rules, network namespaces)`, { timeout: 80_000, skip }, () => {
     const lab = new NetnsLab();
@@ -203,26 +209,27 @@ function matrixSuite(f: Family): void {
       const lib = library();
       const { plan } = lib.planFleetDocument(fleetDocument(f));
       A = addressesOf(plan, f);
-      pki = makePki(plan.fleet, ['a', 'b', 'c']);
+      pki = pkiFor(plan.fleet);
       const dir = tmpDir('mm-matrix-');
       buildLab();
       const files = { a: writeConfig(lib, plan, 'a', dir), b: writeConfig(lib, plan, 'b', dir) };
+      const tLab = Date.now();
       await Promise.all((['a', 'b'] as const).map(async (g) => {
         const where = g === 'a' ? ns.ga : ns.gb;
         await lab.exec(where, [node, CLI, 'setup-rules', '--config', files[g]], 30_000);
         const started = await lab.start(where, [node, CLI, 'run', '--config', files[g]], 'gateway listening', 20_000);
         logs[g] = started.out;
       }));
-      await Promise.all([
-        lab.start(ns.hb, [node, TOOL, 'sink', '::', '49152'], 'listening'),
-        lab.start(ns.hb, [node, TOOL, 'sink', '::', '9185'], 'listening'),
-        lab.start(ns.l, [node, TOOL, 'sink', '::', '9185'], 'listening'),
-        lab.start(ns.p, [node, TOOL, 'sink', bare(A.node), '10250'], 'listening'),
-        ...(['x', 'l', 'p', 'ga', 'gb'] as const).map(async (k) => {
-          probes[k] = new Probe((await lab.start(ns[k], [node, PROBE], 'probe ready', 10_000, 'pipe')).child);
-        }),
-      ]);
-      console.log(`# attack matrix IPv${f}: lab, gateways and probes up in ${Date.now() - t0} ms`);
+      const tGateways = Date.now();
+      // the probes, and the destinations' sinks in the same processes: b's handler, a's handler, a's node
+      const sinks: Record<'x' | 'l' | 'p' | 'ga' | 'gb' | 'hb', string[]> = {
+        x: [], l: [`${A.handler}:9185`], p: [`${bare(A.node)}:10250`], ga: [], gb: [], hb: [`${A.peerHandler}:49152`, `${A.peerHandler}:9185`],
+      };
+      await Promise.all((Object.keys(sinks) as (keyof typeof sinks)[]).map(async (k) => {
+        const child = (await lab.start(ns[k], [node, PROBE, ...sinks[k]], 'probe ready', 15_000, 'pipe')).child;
+        if (k !== 'hb') probes[k] = new Probe(child);
+      }));
+      console.log(`# attack matrix IPv${f}: up in ${Date.now() - t0} ms (plan, pki and namespaces ${tLab - t0} ms, setup-rules and gateways ${tGateways - tLab} ms, probes ${Date.now() - tGateways} ms)`);
     });
     after(async () => { await lab.cleanup(); });
 
@@ -302,11 +309,13 @@ function matrixSuite(f: Family): void {
         seen.set(key(c.row, c.v), { got: r.connected || r.how === 'flowed' ? `connected, ${r.how}` : 'no connection', how: r.how, ms: r.ms });
       }));
       // the others one by one, each with its own refusal counts
+      const counts = async () => Promise.all([metricsOf('a'), metricsOf('b')]);
+      let before = await counts();
       for (const c of cells.filter((x) => x.req && x.expect !== 'no connection')) {
-        const [a0, b0] = [await metricsOf('a'), await metricsOf('b')];
         const r = await standing(c.v).probe.ask(c.req!);
-        const [a1, b1] = [await metricsOf('a'), await metricsOf('b')];
-        seen.set(key(c.row, c.v), { got: outcome(r, delta(a0, a1), delta(b0, b1)), how: r.how, ms: r.ms });
+        const now = await counts();
+        seen.set(key(c.row, c.v), { got: outcome(r, delta(before[0], now[0]), delta(before[1], now[1])), how: r.how, ms: r.ms });
+        before = now;
       }
       for (const c of cells.filter((x) => !x.req)) seen.set(key(c.row, c.v), { got: c.expect === 'no address' ? trustSocketHasNoAddress() : 'n/a', how: '-', ms: 0 });
 

@@ -13,6 +13,9 @@
  *   - `reply:<name>`: the gateway answered a tunnel frame with a REPLY of that status,
  *   - `http:<status>`: an HTTP answer.
  *
+ * `attack-probe.js [HOST:PORT...]` also runs a sink on each HOST:PORT (hash what arrives, reply "<sha256> <bytes>" on
+ * the client's FIN), so a namespace's attacker and its destinations are one process.
+ *
  * Requests: {id, op: 'tcp', host, port, src, bytes, timeoutMs}
  *           {id, op: 'http', host, port, src, path, timeoutMs, body?}   (body: the answer's text too)
  *           {id, op: 'tunnel', host, port, src, timeoutMs, creds?: {ca, cert, key}, send: 'open' | 'publish' | 'garbage',
@@ -73,7 +76,11 @@ function httpGet(r: Req, done: (x: Res) => void): void {
   let connected = false;
   let settled = false;
   let body = '';
-  const settle = (how: string) => { if (settled) return; settled = true; clearTimeout(timer); req.destroy(); done({ how, connected, ms: Date.now() - t0, ...(r.body ? { body } : {}) }); };
+  const settle = (how: string) => {
+    if (settled) return;
+    settled = true; clearTimeout(timer); req.destroy();
+    done({ how, connected, ms: Date.now() - t0, ...(r.body ? { body } : {}) });
+  };
   const req = http.get({ host: r.host, port: r.port, path: r.path, localAddress: r.src, agent: false }, (res) => {
     res.on('data', (d: Buffer) => { if (r.body) body += d; });
     res.on('end', () => settle(`http:${res.statusCode}`));
@@ -105,7 +112,11 @@ function tunnel(r: Req, done: (x: Res) => void): void {
   const s: net.Socket = c
     ? tls.connect({ socket: raw, ca: fs.readFileSync(c.ca), cert: fs.readFileSync(c.cert), key: fs.readFileSync(c.key), checkServerIdentity: () => undefined, minVersion: 'TLSv1.3' })
     : raw;
-  const settle = (how: string) => { if (settled) return; settled = true; clearTimeout(timer); s.destroy(); raw.destroy(); done({ how, connected, ms: Date.now() - t0 }); };
+  const settle = (how: string) => {
+    if (settled) return;
+    settled = true; clearTimeout(timer); s.destroy(); raw.destroy();
+    done({ how, connected, ms: Date.now() - t0 });
+  };
   const timer = setTimeout(() => settle(connected ? 'timeout-open' : 'timeout-connect'), r.timeoutMs);
   const first = firstFrame(r);
   raw.on('connect', () => { connected = true; if (!c) s.write(first); });
@@ -131,6 +142,18 @@ function tunnel(r: Req, done: (x: Res) => void): void {
   s.on('close', () => settle(c && !secure ? 'tls-failed:closed' : connected ? 'closed' : 'closed-before-connect'));
 }
 
+/** Arguments `HOST:PORT` (the last colon splits): also a sink there, as testkit/tool.ts's (the digest of what arrives, on FIN). */
+for (const a of process.argv.slice(2)) {
+  const i = a.lastIndexOf(':');
+  net.createServer({ allowHalfOpen: true }, (s) => {
+    const h = crypto.createHash('sha256');
+    let n = 0;
+    s.on('error', () => undefined);
+    s.on('data', (d: Buffer) => { h.update(d); n += d.length; });
+    s.on('end', () => s.end(`${h.digest('hex')} ${n}`));
+  }).listen(Number(a.slice(i + 1)), a.slice(0, i));
+}
+
 const ops = { tcp, http: httpGet, tunnel } as const;
 const rl = readline.createInterface({ input: process.stdin });
 rl.on('line', (line) => {
@@ -139,4 +162,4 @@ rl.on('line', (line) => {
   try { ops[r.op](r, answer); } catch (e) { answer({ how: `probe-error:${(e as Error).message}`, connected: false, ms: 0 }); }
 });
 rl.on('close', () => process.exit(0));
-process.stdout.write('probe ready\n');
+setImmediate(() => process.stdout.write('probe ready\n')); // after the sinks' listen calls
