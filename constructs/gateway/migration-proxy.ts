@@ -73,7 +73,8 @@ export const GATEWAY_CONFIGMAP_NAME = 'migration-mesh-gateway';
  * - the two NADs its replicas attach (the shared cross-cluster network and the in-cluster migration
  *   network, both static IPAM with per-pod `ips`, so one NAD serves every replica);
  * - the peer-table ConfigMap written through the runtime's own config schema (one per cluster: the
- *   runtime binds 0.0.0.0 and lists every replica's addresses as its own);
+ *   runtime binds the wildcard on each network's own interface, so every replica reads the same file, and lists
+ *   every replica's addresses as its own);
  * - one Deployment per replica (`GatewayDeployment`), a ServiceAccount, a PodDisruptionBudget;
  * - cdk8s-plus-28 constructs for the Namespace, ConfigMap, ServiceAccount, Deployments and Service (typed
  *   handles below, `add...` methods for every replica); cdk8s `ApiObject`s where cdk8s-plus-28 has no
@@ -134,7 +135,7 @@ export class MigrationProxy extends Construct {
       metadata: { name: this.namespace, labels: { ...labels, 'pod-security.kubernetes.io/enforce': 'privileged' } },
     });
     [this.crossClusterNad, this.inClusterNad] = this.buildAttachments(props);
-    this.config = gatewayConfigFor(plan, cluster);
+    this.config = gatewayConfigFor(plan, cluster, props.interfaces ?? DEFAULT_GATEWAY_INTERFACES);
     this.keepalivedConfig = keepalivedConfigFor(plan, cluster, {
       inClusterInterface: (props.interfaces ?? DEFAULT_GATEWAY_INTERFACES).inCluster,
       adminPort: this.config.listen.admin.port,

@@ -13,6 +13,10 @@
  *       thread when the relay ends; the sockets are NOT closed here: JavaScript owns and closes them.
  *   pumpStats(handle)  -> [aToB, bToA]   (bytes so far; safe to call at any time)
  *   pumpCancel(handle)                   (ask the thread to stop; cb then reports reason "cancel")
+ *   bindDeviceSocket(host, port, ifname) -> fd
+ *       A TCP socket bound to the interface `ifname` (SO_BINDTODEVICE, set before bind: unprivileged since
+ *       Linux 5.7) and to host:port, not yet listening: Node's server.listen({fd}) takes it. Only connections
+ *       that arrive on `ifname` are accepted. Throws (code ERR_MMPROXY_ERRNO, errno) on failure.
  */
 #define _GNU_SOURCE
 #include <node_api.h>
@@ -29,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <net/if.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -338,6 +343,48 @@ static napi_value SetTcpLiveness(napi_env env, napi_callback_info info) {
   return v;
 }
 
+
+/* ---------------------------------------------------------------- bindDeviceSocket */
+
+static napi_value BindDeviceSocket(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  char host[INET6_ADDRSTRLEN + 1], ifname[IF_NAMESIZE + 1];
+  size_t hl = 0, il = 0;
+  int32_t port = -1;
+  if (argc < 3 || napi_get_value_string_utf8(env, argv[0], host, sizeof host, &hl) != napi_ok ||
+      napi_get_value_int32(env, argv[1], &port) != napi_ok ||
+      napi_get_value_string_utf8(env, argv[2], ifname, sizeof ifname, &il) != napi_ok ||
+      port < 0 || port > 65535 || il == 0 || il >= IF_NAMESIZE) {
+    napi_throw_type_error(env, NULL, "bindDeviceSocket(host, port, ifname): an IP literal, a port 0-65535 and an interface name of 1-15 bytes");
+    return NULL;
+  }
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  socklen_t sl;
+  int family;
+  struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+  struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+  if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+    family = AF_INET; a4->sin_family = AF_INET; a4->sin_port = htons((uint16_t)port); sl = sizeof *a4;
+  } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+    family = AF_INET6; a6->sin6_family = AF_INET6; a6->sin6_port = htons((uint16_t)port); sl = sizeof *a6;
+  } else {
+    napi_throw_type_error(env, NULL, "bindDeviceSocket: host is not an IP literal");
+    return NULL;
+  }
+  int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) return throw_errno(env, "socket", errno);
+  int on = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) < 0) { int e = errno; close(fd); return throw_errno(env, "setsockopt(SO_REUSEADDR)", e); }
+  if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)il) < 0) { int e = errno; close(fd); return throw_errno(env, "setsockopt(SO_BINDTODEVICE)", e); }
+  if (bind(fd, (struct sockaddr *)&ss, sl) < 0) { int e = errno; close(fd); return throw_errno(env, "bind", e); }
+  napi_value v;
+  CHECK(napi_create_int32(env, fd, &v));
+  return v;
+}
+
 void tlsrelay_register(napi_env env, napi_value exports);
 
 static napi_value Init(napi_env env, napi_value exports) {
@@ -348,6 +395,7 @@ static napi_value Init(napi_env env, napi_value exports) {
       {"pumpStats", NULL, PumpStats, NULL, NULL, NULL, napi_default, NULL},
       {"pumpCancel", NULL, PumpCancel, NULL, NULL, NULL, napi_default, NULL},
       {"setTcpLiveness", NULL, SetTcpLiveness, NULL, NULL, NULL, napi_default, NULL},
+      {"bindDeviceSocket", NULL, BindDeviceSocket, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -61,7 +61,26 @@ export const endpointSchema = z.object({
 }).strict();
 
 /** Linux interface name (IFNAMSIZ - 1). */
-const interfaceName = z.string().regex(/^[A-Za-z0-9_.-]{1,15}$/);
+const interfaceName = z.string().regex(/^[A-Za-z0-9_.-]{1,15}$/).refine((n) => n !== '.' && n !== '..', { message: 'is not an interface name' });
+
+/** Default interface of the in-cluster migration network inside the gateway pod (the intercept listener's). */
+export const DEFAULT_INTERCEPT_INTERFACE = 'mig0';
+/** Default interface of the shared cross-cluster network inside the gateway pod (the tunnel listener's). */
+export const DEFAULT_TUNNEL_INTERFACE = 'xc0';
+
+/**
+ * The intercept and tunnel listeners (issue 49): an address, optionally bound to the one interface that serves
+ * the listener (SO_BINDTODEVICE: only connections that arrive on that interface are accepted, whatever their
+ * destination address). A wildcard `host` (`0.0.0.0`, `::`) is accepted only together with `interface`: a
+ * wildcard on every interface would take connections from networks the listener does not serve.
+ */
+export const listenEndpointSchema = z.object({
+  /** Address to bind: the exact address, or the wildcard of the family together with `interface`. */
+  host: ipLiteral,
+  port,
+  /** The interface the listener is bound to (SO_BINDTODEVICE; unprivileged on Linux >= 5.7). Absent: the address alone. */
+  interface: interfaceName.optional(),
+}).strict();
 
 /**
  * The admin listener (/healthz, /readyz, /metrics): either an address, or an interface whose addresses
@@ -75,6 +94,10 @@ export const adminEndpointSchema = z.union([
 
 /** Default admin listener: the pod network interface (and loopback), not the shared network. */
 export const DEFAULT_ADMIN_LISTEN = { interface: 'eth0', port: DEFAULT_ADMIN_PORT } as const;
+/** Default intercept listener: the IPv4 wildcard bound to the migration network's interface. */
+export const DEFAULT_INTERCEPT_LISTEN = { host: '0.0.0.0', interface: DEFAULT_INTERCEPT_INTERFACE, port: DEFAULT_INTERCEPT_PORT } as const;
+/** Default tunnel listener: the IPv4 wildcard bound to the shared network's interface. */
+export const DEFAULT_TUNNEL_LISTEN = { host: '0.0.0.0', interface: DEFAULT_TUNNEL_INTERFACE, port: DEFAULT_TUNNEL_PORT } as const;
 
 export const peerSchema = z.object({
   /** Peer cluster name; must match the URI SAN of its gateway certificates. */
@@ -151,15 +174,18 @@ export const proxyConfigSchema = z.object({
   /** The cluster this gateway serves. */
   cluster: clusterName,
   listen: z.object({
-    /** Where redirected in-cluster connections arrive (nat REDIRECT target). */
-    intercept: endpointSchema.default({ host: '0.0.0.0', port: DEFAULT_INTERCEPT_PORT }),
-    /** Where peer gateways connect, on the cross-cluster address. */
-    tunnel: endpointSchema.default({ host: '0.0.0.0', port: DEFAULT_TUNNEL_PORT }),
+    /**
+     * Where redirected in-cluster connections arrive (nat REDIRECT target), on the migration network's interface;
+     * `setup-rules` redirects only what arrives on `interface`. Default: `0.0.0.0` on interface `mig0`.
+     */
+    intercept: listenEndpointSchema.default({ ...DEFAULT_INTERCEPT_LISTEN }),
+    /** Where peer gateways connect, on the cross-cluster network's interface. Default: `0.0.0.0` on interface `xc0`. */
+    tunnel: listenEndpointSchema.default({ ...DEFAULT_TUNNEL_LISTEN }),
     /** /healthz, /readyz, /metrics: an address, or an interface (+ loopback). Default: interface eth0. */
     admin: adminEndpointSchema.default({ ...DEFAULT_ADMIN_LISTEN }),
   }).strict().default(() => ({
-    intercept: { host: '0.0.0.0', port: DEFAULT_INTERCEPT_PORT },
-    tunnel: { host: '0.0.0.0', port: DEFAULT_TUNNEL_PORT },
+    intercept: { ...DEFAULT_INTERCEPT_LISTEN },
+    tunnel: { ...DEFAULT_TUNNEL_LISTEN },
     admin: { ...DEFAULT_ADMIN_LISTEN },
   })),
   /**
@@ -201,6 +227,8 @@ export function parseProxyConfig(input: unknown): ProxyConfig {
     throw new Error(`invalid gateway config:\n${z.prettifyError(r.error)}`);
   }
   const cfg = r.data;
+  const bad = listenProblems(cfg.listen);
+  if (bad.length) throw new Error(`invalid gateway config:\n${bad.map((b) => `  - ${b}`).join('\n')}`);
   const names = new Set<string>();
   for (const [i, p] of cfg.peers.entries()) {
     if (p.cluster === cfg.cluster) throw new Error(`invalid gateway config: peers[${i}].cluster '${p.cluster}' is this gateway's own cluster; remove it`);
@@ -208,4 +236,36 @@ export function parseProxyConfig(input: unknown): ProxyConfig {
     names.add(p.cluster);
   }
   return cfg;
+}
+
+/** The unspecified address of either family ('0.0.0.0', '::', '::ffff:0.0.0.0' in any spelling). */
+export function isWildcard(host: string): boolean {
+  return /^(0+\.0+\.0+\.0+|[0:]*:[0:]*|::ffff:0+\.0+\.0+\.0+|::ffff:0+:0+)$/i.test(host);
+}
+
+/**
+ * Every listener bound to the one interface or address that serves it (issue 49): no wildcard without its
+ * interface, and the three networks kept apart (the migration network's interface is not the shared one's, and
+ * the admin listener is on neither). Each problem names its field and the fix.
+ */
+export function listenProblems(listen: ProxyConfig['listen']): string[] {
+  const out: string[] = [];
+  const wild = { intercept: 'the migration network\'s interface (e.g. mig0)', tunnel: 'the shared cross-cluster network\'s interface (e.g. xc0)' };
+  for (const k of ['intercept', 'tunnel'] as const) {
+    const e = listen[k];
+    if (isWildcard(e.host) && !e.interface) {
+      out.push(`listen.${k}: host '${e.host}' without interface binds every interface of the pod (an open relay: issue 49); set listen.${k}.interface to ${wild[k]}, or host to the exact address`);
+    }
+  }
+  const { intercept, tunnel, admin } = listen;
+  if (intercept.interface && intercept.interface === tunnel.interface) {
+    out.push(`listen.tunnel.interface: '${tunnel.interface}' is also listen.intercept.interface; the shared network and the migration network are different interfaces: name each its own`);
+  }
+  if ('host' in admin && isWildcard(admin.host)) {
+    out.push(`listen.admin: host '${admin.host}' binds every interface, the shared and migration networks too; use {interface: 'eth0', port: ${admin.port}} (the pod network and loopback) or an exact address`);
+  }
+  if ('interface' in admin && (admin.interface === intercept.interface || admin.interface === tunnel.interface)) {
+    out.push(`listen.admin.interface: '${admin.interface}' is the ${admin.interface === intercept.interface ? 'migration' : 'shared'} network's interface; the admin listener serves the pod network: use eth0`);
+  }
+  return out;
 }

@@ -26,7 +26,7 @@ import { Origin, type Destination } from './origin';
 import { AddressPolicy } from './policy';
 import { listenAdmin } from './admin-listen';
 import { RecentErrors, runtimeStatus } from './runtime-status';
-import { listen } from './sockets';
+import { listenBound } from './sockets';
 import { Terminus } from './terminus';
 import { TrustHub } from './trust/hub';
 import { NativeTlsSessions, type TlsFiles } from './tls-native-session';
@@ -173,8 +173,8 @@ export class Gateway implements GatewayContext {
     const servers = [this.origin.server, this.terminus.server, this.admin];
     try {
       const [intercept, tunnel, admin] = await Promise.all([
-        listen(this.origin.server, cfg.listen.intercept.host, cfg.listen.intercept.port),
-        listen(this.terminus.server, cfg.listen.tunnel.host, cfg.listen.tunnel.port),
+        listenBound(this.origin.server, cfg.listen.intercept, this.native, 'listen.intercept'),
+        listenBound(this.terminus.server, cfg.listen.tunnel, this.native, 'listen.tunnel'),
         listenAdmin(this.admin, cfg.listen.admin),
       ]);
       this.addrs = { intercept, tunnel, admin };

@@ -52,6 +52,12 @@ export interface NativeAddon {
   pumpCancel(h: PumpHandle): void;
   /** SO_KEEPALIVE + TCP_KEEPIDLE/KEEPINTVL/KEEPCNT + TCP_USER_TIMEOUT on a TCP socket; 0 or an errno. */
   setTcpLiveness(fd: number, idleMs: number, intervalMs: number, probes: number, userTimeoutMs: number): number;
+  /**
+   * A TCP socket bound to interface `ifname` (SO_BINDTODEVICE before bind; unprivileged since Linux 5.7) and to
+   * host:port, not listening yet (for `server.listen({fd})`): it accepts only connections arriving on `ifname`.
+   * Throws an Error with `errno` (ENODEV: no such interface; EPERM: a kernel before 5.7 without CAP_NET_RAW).
+   */
+  bindDeviceSocket(host: string, port: number, ifname: string): number;
 }
 
 /** tlsStart flag: the session may switch to the authenticated splice in phase 2. */

@@ -1,5 +1,7 @@
 /** TCP helpers of the gateway: listen, dial with a deadline, reset a connection. */
+import * as fs from 'node:fs';
 import * as net from 'node:net';
+import type { NativeAddon } from './native';
 
 /** Wall-clock milliseconds (tunnel start, last activity). */
 export const nowMs = (): number => Date.now();
@@ -18,6 +20,41 @@ export function listen(server: net.Server, host: string, port: number): Promise<
       resolve(server.address() as net.AddressInfo);
     });
   });
+}
+
+/** What a listener binds: an address, and the one interface that serves it (issue 49). */
+export interface ListenSpec { host: string; port: number; interface?: string }
+
+const BIND_HINTS: Record<number, string> = {
+  1: 'SO_BINDTODEVICE without privileges needs Linux 5.7 or later', // EPERM
+  19: 'no such interface in this network namespace (is the network attached?)', // ENODEV
+  98: 'the port is in use', // EADDRINUSE
+  99: 'the address is not on this host', // EADDRNOTAVAIL
+};
+
+/**
+ * Listen on `spec`: with `interface`, on a socket bound to that interface (the addon's SO_BINDTODEVICE), so a
+ * connection arriving on any other interface is refused by the kernel, whatever its destination; without, on the
+ * address alone. `what` names the config field in errors.
+ */
+export async function listenBound(server: net.Server, spec: ListenSpec, native: NativeAddon | undefined, what: string): Promise<net.AddressInfo> {
+  if (!spec.interface) return listen(server, spec.host, spec.port);
+  if (!native) throw new Error(`${what}.interface '${spec.interface}': binding a listener to an interface needs the native addon (SO_BINDTODEVICE)`);
+  let fd: number;
+  try { fd = native.bindDeviceSocket(spec.host, spec.port, spec.interface); } catch (e) {
+    const errno = (e as { errno?: number }).errno ?? 0;
+    throw new Error(`${what}: cannot bind ${spec.host}:${spec.port} on interface ${spec.interface}: ${(e as Error).message}${BIND_HINTS[errno] ? ` (${BIND_HINTS[errno]})` : ''}`);
+  }
+  try {
+    return await new Promise<net.AddressInfo>((resolve, reject) => {
+      const onErr = (e: Error) => reject(e);
+      server.once('error', onErr);
+      server.listen({ fd, backlog: 4096 }, () => { server.off('error', onErr); resolve(server.address() as net.AddressInfo); });
+    });
+  } catch (e) {
+    if (!server.listening) { try { fs.closeSync(fd); } catch { /* taken by the handle */ } }
+    throw new Error(`${what}: cannot listen on ${spec.host}:${spec.port} on interface ${spec.interface}: ${(e as Error).message}`);
+  }
 }
 
 /** The error code a dial that ran out of time rejects with. */

@@ -3,6 +3,7 @@
  * (`proxy/src/config.ts`, through ./runtime-config) so the ConfigMap and the runtime can never disagree. Pure.
  */
 import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_LISTEN, DEFAULT_INTERCEPT_PORT } from './runtime-config';
+import { DEFAULT_GATEWAY_INTERFACES, GatewayInterfaces, checkGatewayInterfaces } from './pod';
 import { ClusterPlan, FleetPlan } from '../addressing/planner';
 import { InvalidPropsError } from '../base/errors';
 import { Family, parseCidr } from '../base/ip';
@@ -15,9 +16,12 @@ const GATEWAY_TLS_MOUNT = '/etc/migration-mesh/tls';
 const bare = (cidrAddr: string): string => cidrAddr.replace(/\/\d+$/, '');
 
 /**
- * The wildcard a listener binds for a network of `family`. Not '::' for both: an IPv4 wildcard accepts
- * no IPv6 connection, and '::' needs IPv6 in the pod (a node booted with ipv6.disable=1 cannot even
- * create the socket), so each listener asks for exactly the family of the network it serves.
+ * The wildcard a listener binds for a network of `family`, always together with that network's interface
+ * (issue 49: the runtime binds the socket to the interface, so it never takes a connection from another
+ * network). Not '::' for both: an IPv4 wildcard accepts no IPv6 connection, and '::' needs IPv6 in the pod
+ * (a node booted with ipv6.disable=1 cannot even create the socket), so each listener asks for exactly the
+ * family of the network it serves. The wildcard, not the replica's address: one ConfigMap serves every
+ * replica, and the handlers' next hop may be the VIP, which moves between replicas.
  */
 const wildcard = (family: Family): string => (family === 6 ? '::' : '0.0.0.0');
 
@@ -39,9 +43,12 @@ const trustSection = (plan: FleetPlan) => ({ socket: '/run/migration-mesh/trust.
  * Harvester) runs the same runtime as a trust agent. Its tunnel listener on the shared network answers
  * PUBLISH with the same fleet mTLS identity, refusals and caps as a gateway; it dials nothing
  * (`localCidrs` empty: every tunnel is refused), tunnels nothing (every peer is trust only) and its
- * intercept listener binds loopback (no rule redirects to it).
+ * intercept listener binds loopback (no rule redirects to it). Its tunnel listener is bound to the shared
+ * network's interface (`crossClusterInterface`), the admin listener to the pod network and loopback.
  */
-export function trustAgentConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyConfig {
+export function trustAgentConfigFor(
+  plan: FleetPlan, cluster: ClusterPlan, crossClusterInterface: string = DEFAULT_GATEWAY_INTERFACES.crossCluster,
+): ProxyConfig {
   if (cluster.trustAgents.length === 0) throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster.trustAgents', message: `cluster ${cluster.name} has no trust agent planned` });
   const family = plan.capacity.family;
   const cfg = parseProxyConfig({
@@ -50,7 +57,7 @@ export function trustAgentConfigFor(plan: FleetPlan, cluster: ClusterPlan): Prox
     cluster: cluster.name,
     listen: {
       intercept: { host: family === 6 ? '::1' : '127.0.0.1', port: DEFAULT_INTERCEPT_PORT },
-      tunnel: { host: wildcard(family), port: plan.gateway.tunnelPort },
+      tunnel: { host: wildcard(family), interface: crossClusterInterface, port: plan.gateway.tunnelPort },
       admin: { ...DEFAULT_ADMIN_LISTEN },
     },
     localCidrs: [],
@@ -62,18 +69,24 @@ export function trustAgentConfigFor(plan: FleetPlan, cluster: ClusterPlan): Prox
   return withPeers(cfg, cluster);
 }
 
-export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan): ProxyConfig {
+/**
+ * A gateway's runtime config. `interfaces`: the pod's interface names of the two attachments (the Multus
+ * selection's); the intercept listener and the REDIRECT rules are bound to `inCluster`, the tunnel listener to
+ * `crossCluster`.
+ */
+export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan, interfaces: GatewayInterfaces = DEFAULT_GATEWAY_INTERFACES): ProxyConfig {
   if (cluster.datapath !== 'gateway') throw new InvalidPropsError({ code: 'wrong-datapath', path: 'cluster', message: `cluster ${cluster.name} is in ${cluster.datapath} mode: it has no gateway` });
   const tls = tlsFor(plan);
+  checkGatewayInterfaces(interfaces);
   const input: ProxyConfigInput = {
     version: 1,
     fleet: plan.fleet,
     cluster: cluster.name,
     listen: {
       // the handlers reach the intercept listener over the migration network; peer gateways reach the
-      // tunnel listener over the shared network: each on its network's family
-      intercept: { host: wildcard(migrationFamily(cluster)), port: DEFAULT_INTERCEPT_PORT },
-      tunnel: { host: wildcard(plan.capacity.family), port: plan.gateway.tunnelPort },
+      // tunnel listener over the shared network: each bound to its network's interface, on its family
+      intercept: { host: wildcard(migrationFamily(cluster)), interface: interfaces.inCluster, port: DEFAULT_INTERCEPT_PORT },
+      tunnel: { host: wildcard(plan.capacity.family), interface: interfaces.crossCluster, port: plan.gateway.tunnelPort },
       admin: { ...DEFAULT_ADMIN_LISTEN }, // the pod network (eth0) and loopback: never the shared network
     },
     localCidrs: [cluster.migrationNetwork.cidr!],

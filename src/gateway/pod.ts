@@ -4,7 +4,7 @@
  * API objects).
  */
 import * as crypto from 'crypto';
-import { ProxyConfig, peerIdentityUri } from './runtime-config';
+import { DEFAULT_INTERCEPT_INTERFACE, DEFAULT_TUNNEL_INTERFACE, ProxyConfig, peerIdentityUri } from './runtime-config';
 import { ClusterPlan, GatewayReplicaPlan } from '../addressing/planner';
 import { InvalidPropsError } from '../base/errors';
 import { APP_NAME_LABEL, GATEWAY_NAME } from '../base/names';
@@ -20,8 +20,14 @@ export const GATEWAY_REPLICA_LABEL = 'migrationmesh.dev/gateway-replica';
 /** Pod-template annotation carrying the hash of the config fields the runtime cannot reload. */
 export const GATEWAY_RESTART_HASH_ANNOTATION = 'migrationmesh.dev/restart-hash';
 
-/** Default interface names inside the gateway pod (Linux allows at most 15 characters). */
-export const DEFAULT_GATEWAY_INTERFACES = { inCluster: 'mig0', crossCluster: 'xc0' } as const;
+/**
+ * Default interface names inside the gateway pod (Linux allows at most 15 characters): the runtime's own
+ * defaults, so the Multus selection, the listeners' interfaces and the REDIRECT rules name the same interfaces.
+ */
+export const DEFAULT_GATEWAY_INTERFACES = { inCluster: DEFAULT_INTERCEPT_INTERFACE, crossCluster: DEFAULT_TUNNEL_INTERFACE } as const;
+
+/** The two attachments' interface names inside a gateway pod. */
+export interface GatewayInterfaces { readonly inCluster: string; readonly crossCluster: string }
 
 /** One Multus network selection element (the keys Multus reads; kubevirt-api-facts.md s.7). */
 export interface NetworkSelectionElement {
@@ -40,6 +46,21 @@ function checkInterfaceName(field: string, name: string): void {
       code: 'prop-invalid', path: field, message: `interface name '${name}' is invalid`, fix: `use 1-${MAX_INTERFACE_NAME} characters of [A-Za-z0-9_.-] (Linux IFNAMSIZ)`,
     });
   }
+}
+
+/** Valid, distinct interface names for the two attachments (the listeners and rules are bound to them), or the error. */
+export function checkGatewayInterfaces(ifs: GatewayInterfaces): GatewayInterfaces {
+  checkInterfaceName('interfaces.inCluster', ifs.inCluster);
+  checkInterfaceName('interfaces.crossCluster', ifs.crossCluster);
+  if (ifs.inCluster === ifs.crossCluster) {
+    throw new InvalidPropsError({ code: 'prop-invalid', path: 'interfaces', message: `inCluster and crossCluster are both '${ifs.inCluster}'`, fix: 'give them different names' });
+  }
+  if (ifs.inCluster === 'eth0' || ifs.crossCluster === 'eth0') {
+    throw new InvalidPropsError({
+      code: 'prop-invalid', path: 'interfaces', message: "'eth0' is the pod network's interface (the admin listener's)", fix: 'name the migration and shared networks\' attachments otherwise (defaults mig0, xc0)',
+    });
+  }
+  return ifs;
 }
 
 /** The gateway's copy of the in-cluster migration NAD (in the gateway's namespace, with static IPAM). */
@@ -65,12 +86,7 @@ export function gatewayNetworkSelection(opts: {
   readonly replica: GatewayReplicaPlan;
   readonly interfaces?: { readonly inCluster: string; readonly crossCluster: string };
 }): NetworkSelectionElement[] {
-  const ifs = opts.interfaces ?? DEFAULT_GATEWAY_INTERFACES;
-  checkInterfaceName('interfaces.inCluster', ifs.inCluster);
-  checkInterfaceName('interfaces.crossCluster', ifs.crossCluster);
-  if (ifs.inCluster === ifs.crossCluster) {
-    throw new InvalidPropsError({ code: 'prop-invalid', path: 'interfaces', message: `inCluster and crossCluster are both '${ifs.inCluster}'`, fix: 'give them different names' });
-  }
+  const ifs = checkGatewayInterfaces(opts.interfaces ?? DEFAULT_GATEWAY_INTERFACES);
   return [
     { name: opts.inClusterNad, namespace: opts.namespace, interface: ifs.inCluster, ips: [opts.replica.inCluster] },
     { name: opts.crossClusterNad, namespace: opts.namespace, interface: ifs.crossCluster, ips: [opts.replica.crossCluster] },

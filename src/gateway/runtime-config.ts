@@ -6,6 +6,7 @@
  * never disagree. The only door from the library into proxy/ (test/layers.test.ts holds it so).
  */
 export {
-  DEFAULT_ADMIN_LISTEN, DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT, FORBIDDEN_CIDRS, parseProxyConfig, peerIdentityUri, peerSchema,
+  DEFAULT_ADMIN_LISTEN, DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_INTERFACE, DEFAULT_INTERCEPT_PORT, DEFAULT_TUNNEL_INTERFACE, FORBIDDEN_CIDRS,
+  isWildcard, parseProxyConfig, peerIdentityUri, peerSchema,
 } from '../../proxy/src/config';
 export type { PeerConfig, ProxyConfig, ProxyConfigInput } from '../../proxy/src/config';

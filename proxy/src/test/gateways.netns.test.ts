@@ -33,7 +33,7 @@ describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS
     return {
       version: 1, fleet: 'fleet', cluster: me,
       listen: {
-        intercept: { host: '::', port: 15001 },
+        intercept: { host: '::', interface: 'mig0', port: 15001 },
         tunnel: { host: a ? '192.168.50.1' : '192.168.50.2', port: 15443 },
         admin: { host: '127.0.0.1', port: 15090 },
       },
@@ -101,9 +101,10 @@ describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS
   it('setup-rules is idempotent: one REDIRECT per peer CIDR and one jump', () => {
     const v4 = lab.run(['iptables', '-t', 'nat', '-S'], ns.ga);
     assert.equal((v4.match(/-A MIGRATION_MESH .*REDIRECT --to-ports 15001/g) ?? []).length, 1, v4);
-    assert.equal((v4.match(/-A PREROUTING -j MIGRATION_MESH/g) ?? []).length, 1, v4);
+    assert.equal((v4.match(/-A PREROUTING -i mig0 -j MIGRATION_MESH/g) ?? []).length, 1, v4);
+    assert.doesNotMatch(v4, /-A PREROUTING -j MIGRATION_MESH/, 'the jump names the migration interface (issue 49)');
     const v6 = lab.run(['ip6tables', '-t', 'nat', '-S'], ns.ga);
-    assert.equal((v6.match(/-A MIGRATION_MESH -d fd02::\/64 .*REDIRECT --to-ports 15001/g) ?? []).length, 1, v6);
+    assert.equal((v6.match(/-A MIGRATION_MESH -d fd02::\/64 -i mig0 .*REDIRECT --to-ports 15001/g) ?? []).length, 1, v6);
   });
 
   it('carries 1 GiB from cluster east to the sync port in cluster west, sha256 equal at both ends', async () => {

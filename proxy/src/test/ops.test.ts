@@ -87,14 +87,35 @@ describe('setup-rules', () => {
       { cluster: 'north', cidrs: ['10.3.0.0/24'], gateways: [{ host: '192.168.50.3', port: 15443 }] }],
     tls: { mode: 'plaintext' },
   });
-  it('plans a dedicated chain with one REDIRECT per peer CIDR, IPv6 through ip6tables', () => {
+  it('plans a dedicated chain with one REDIRECT per peer CIDR, IPv6 through ip6tables, on the migration interface', () => {
     const text = renderRules(planRules(cfg));
-    assert.match(text, /iptables -w -t nat -A MIGRATION_MESH -p tcp -d 10\.2\.0\.0\/24 -j REDIRECT --to-ports 15001/);
-    assert.match(text, /iptables -w -t nat -A MIGRATION_MESH -p tcp -d 10\.3\.0\.0\/24 -j REDIRECT --to-ports 15001/);
-    assert.match(text, /ip6tables -w -t nat -A MIGRATION_MESH -p tcp -d fd02::\/64 -j REDIRECT --to-ports 15001/);
+    assert.match(text, /iptables -w -t nat -A MIGRATION_MESH -i mig0 -p tcp -d 10\.2\.0\.0\/24 -j REDIRECT --to-ports 15001/);
+    assert.match(text, /iptables -w -t nat -A MIGRATION_MESH -i mig0 -p tcp -d 10\.3\.0\.0\/24 -j REDIRECT --to-ports 15001/);
+    assert.match(text, /ip6tables -w -t nat -A MIGRATION_MESH -i mig0 -p tcp -d fd02::\/64 -j REDIRECT --to-ports 15001/);
     assert.doesNotMatch(text, /ip6tables .*10\.2/);
     assert.match(text, /iptables -w -t nat -F MIGRATION_MESH/);
-    assert.match(text, /iptables -w -t nat -C PREROUTING -j MIGRATION_MESH 2>\/dev\/null \|\| iptables -w -t nat -A PREROUTING -j MIGRATION_MESH/);
+    assert.match(text, /iptables -w -t nat -C PREROUTING -i mig0 -j MIGRATION_MESH 2>\/dev\/null \|\| iptables -w -t nat -A PREROUTING -i mig0 -j MIGRATION_MESH/);
+  });
+  it('every rule it adds names the intercept interface, in both families; an unrestricted jump is deleted (issue 49)', () => {
+    const custom = parseProxyConfig({ ...cfg, listen: { ...cfg.listen, intercept: { host: '::', interface: 'migr-7', port: 15001 } } });
+    const plan = planRules(custom);
+    const adds = plan.filter((c) => c.args.includes('-A'));
+    assert.deepEqual([...new Set(adds.map((c) => c.bin))].sort(), ['ip6tables', 'iptables']);
+    assert.equal(adds.length, 3 + 2, 'three REDIRECTs and one jump per family');
+    for (const c of adds) {
+      const i = c.args.indexOf('-i');
+      assert.ok(i > 0 && c.args[i + 1] === 'migr-7', `${c.bin} ${c.args.join(' ')} does not name the interface`);
+      if (c.check) assert.equal(c.check[c.check.indexOf('-i') + 1], 'migr-7', 'the check looks for the same rule');
+    }
+    for (const bin of ['iptables', 'ip6tables']) {
+      const del = plan.find((c) => c.bin === bin && c.kind === 'delete-while-present');
+      assert.deepEqual(del?.args, ['-w', '-t', 'nat', '-D', 'PREROUTING', '-j', 'MIGRATION_MESH'], `${bin}: the old unrestricted jump is removed`);
+    }
+    assert.match(renderRules(plan), /while iptables -w -t nat -C PREROUTING -j MIGRATION_MESH 2>\/dev\/null; do iptables -w -t nat -D PREROUTING -j MIGRATION_MESH \|\| exit 1; done/);
+  });
+  it('refuses to plan rules without the intercept interface, saying what to set', () => {
+    const noIf = parseProxyConfig({ ...cfg, listen: { ...cfg.listen, intercept: { host: '10.1.0.1', port: 15001 } } });
+    assert.throws(() => planRules(noIf), /listen\.intercept\.interface is not set[\s\S]*issue 49[\s\S]*mig0/);
   });
   it('is idempotent: re-running flushes and refills, adds the jump once', () => {
     const state = new Map<string, string[]>();
@@ -108,13 +129,23 @@ describe('setup-rules', () => {
       if (op === '-F') { state.set(key(chain), []); return { status: 0, stderr: '' }; }
       if (op === '-A') { const l = state.get(key(chain)) ?? []; l.push(args.slice(5).join(' ')); state.set(key(chain), l); return { status: 0, stderr: '' }; }
       if (op === '-C') return { status: (state.get(key(chain)) ?? []).includes(args.slice(5).join(' ')) ? 0 : 1, stderr: '' };
+      if (op === '-D') {
+        const l = state.get(key(chain)) ?? [];
+        const at = l.indexOf(args.slice(5).join(' '));
+        if (at < 0) return { status: 1, stderr: 'no such rule' };
+        l.splice(at, 1);
+        return { status: 0, stderr: '' };
+      }
       return { status: 1, stderr: 'unexpected' };
     };
+    // what a version before issue 49 left behind: two unrestricted jumps
+    state.set('iptables:PREROUTING', ['-j MIGRATION_MESH', '-j MIGRATION_MESH']);
     applyRules(planRules(cfg), fake as never);
     const first = JSON.stringify([...state]);
     applyRules(planRules(cfg), fake as never);
     assert.equal(JSON.stringify([...state]), first);
-    assert.deepEqual(state.get('iptables:PREROUTING'), ['-j MIGRATION_MESH']);
+    assert.deepEqual(state.get('iptables:PREROUTING'), ['-i mig0 -j MIGRATION_MESH']);
+    assert.deepEqual(state.get('ip6tables:PREROUTING'), ['-i mig0 -j MIGRATION_MESH']);
     assert.equal(state.get('iptables:MIGRATION_MESH')!.length, 2);
     assert.equal(state.get('ip6tables:MIGRATION_MESH')!.length, 1);
   });
