@@ -41,6 +41,9 @@ export interface Row {
 }
 
 const all = (e: Expect): Record<Vantage, Expect> => ({ 'stranger': e, 'peer-c': e, 'other-fleet': e, 'pod': e, 'mig-host': e, 'handler': e });
+/** The same outcome for the three shared-network vantage points, or for the pod and the two migration-network ones. */
+const shared = (e: Expect) => ({ 'stranger': e, 'peer-c': e, 'other-fleet': e });
+const inside = (e: Expect) => ({ 'pod': e, 'mig-host': e, 'handler': e });
 const cert = 'refused a:unknown_peer_certificate';
 const noTls = 'refused a:tls_handshake';
 
@@ -82,33 +85,33 @@ export const MATRIX: readonly Row[] = [
   },
   {
     key: 'intercept-mig', target: 'intercept port on a\'s migration address :15001 (no REDIRECT: the gateway itself)',
-    threat: 'a client outside the migration network using the intercept listener as a tunnel entrance',
-    expect: { 'stranger': 'refused a:client_not_local', 'peer-c': 'refused a:client_not_local', 'other-fleet': 'refused a:client_not_local', 'pod': 'refused a:client_not_local', 'mig-host': 'refused a:no_route', 'handler': 'refused a:no_route' },
+    threat: 'a client outside the migration network using the intercept listener as a tunnel entrance (routing to the migration address via another interface)',
+    expect: { ...all('no connection'), 'mig-host': 'refused a:no_route', 'handler': 'refused a:no_route' },
   },
   {
     key: 'intercept-shared', target: 'intercept port on a\'s shared address :15001',
-    threat: 'the intercept listener exposed on the shared network',
-    expect: all('no connection'),
+    threat: 'the intercept listener exposed on the shared network (from the migration network it is the intercept listener, and the gateway itself no route)',
+    expect: { ...all('no connection'), 'mig-host': 'refused a:no_route', 'handler': 'refused a:no_route' },
   },
   {
     key: 'intercept-pod', target: 'intercept port on a\'s pod address :15001',
     threat: 'the intercept listener exposed on the pod network',
-    expect: all('no connection'),
+    expect: { ...all('no connection'), 'mig-host': 'refused a:no_route', 'handler': 'refused a:no_route' },
   },
   {
     key: 'tunnel-shared', target: 'tunnel port on a\'s shared address :15443, plain bytes',
-    threat: 'anything but a TLS 1.3 client with a fleet certificate getting past the handshake',
-    expect: all(noTls),
+    threat: 'anything but a TLS 1.3 client with a fleet certificate getting past the handshake; the tunnel listener reached from another network',
+    expect: { ...shared(noTls), ...inside('no connection') },
   },
   {
     key: 'tunnel-mig', target: 'tunnel port on a\'s migration address :15443',
-    threat: 'the tunnel listener exposed on the migration network',
-    expect: all('no connection'),
+    threat: 'the tunnel listener exposed on the migration network (from the shared network it is the tunnel listener, whatever the address)',
+    expect: { ...shared(noTls), ...inside('no connection') },
   },
   {
     key: 'tunnel-pod', target: 'tunnel port on a\'s pod address :15443',
     threat: 'the tunnel listener exposed on the pod network',
-    expect: all('no connection'),
+    expect: { ...shared(noTls), ...inside('no connection') },
   },
   {
     key: 'admin-healthz', target: 'admin /healthz on a\'s pod address :15090',
@@ -138,17 +141,17 @@ export const MATRIX: readonly Row[] = [
   {
     key: 'open-claim-b', target: 'tunnel port: OPEN naming cluster b as its source (to a\'s handler)',
     threat: 'a fleet member speaking for another one (the certificate names the source, not the header)',
-    expect: { ...all(noTls), 'peer-c': 'refused a:source_mismatch', 'other-fleet': cert },
+    expect: { ...inside('no connection'), 'stranger': noTls, 'peer-c': 'refused a:source_mismatch', 'other-fleet': cert },
   },
   {
     key: 'publish-claim-b', target: 'tunnel port: PUBLISH of a CA bundle for cluster b',
     threat: 'a fleet member planting its CA as another cluster\'s (KubeVirt would trust it for b\'s migrations)',
-    expect: { ...all(noTls), 'peer-c': 'refused a:trust_not_self', 'other-fleet': cert },
+    expect: { ...inside('no connection'), 'stranger': noTls, 'peer-c': 'refused a:trust_not_self', 'other-fleet': cert },
   },
   {
     key: 'bad-frame', target: 'tunnel port: bytes that are no frame, after TLS',
     threat: 'the header parser crashed or held open by junk',
-    expect: { ...all(noTls), 'peer-c': 'refused a:malformed', 'other-fleet': cert },
+    expect: { ...inside('no connection'), 'stranger': noTls, 'peer-c': 'refused a:malformed', 'other-fleet': cert },
   },
   {
     key: 'trust-socket', target: 'the trust socket (unix, mode 0600, in the pod\'s emptyDir)',
