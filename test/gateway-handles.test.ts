@@ -56,9 +56,9 @@ describe('typed handles and add... methods', () => {
       expect(shipper.resources).toEqual({ requests: { cpu: '20m', memory: '32Mi' }, limits: { memory: '64Mi' } });
       expect(shipper.volumeMounts).toEqual([
         { name: 'logs', mountPath: '/var/log/shipper' },
-        { name: 'config', mountPath: '/etc/migration-mesh', readOnly: true },
+        { name: 'config-json', mountPath: '/etc/migration-mesh', readOnly: true },
       ]);
-      expect(t.spec.volumes.map((v: any) => v.name).sort()).toEqual(['config', 'keepalived-run', 'logs', 'tmp', 'trust-run', 'trust-token', 'xtables-lock']);
+      expect(t.spec.volumes.map((v: any) => v.name).sort()).toEqual(['config', 'config-json', 'keepalived-config', 'keepalived-run', 'logs', 'tmp', 'trust-run', 'trust-token', 'xtables-lock']);
       expect(t.spec.tolerations).toEqual([{ key: 'dedicated', operator: 'Equal', value: 'migration', effect: 'NoSchedule' }]);
       expect(t.spec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
       expect(t.spec.priorityClassName).toBe('system-cluster-critical');

@@ -23,7 +23,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { spawn, ChildProcess } from 'child_process';
 import * as crypto from 'crypto';
-import { image, findGatewayPod, writeConfigVolume, writeTokenVolume, podmanRunArgs, procStatus, capMask, GatewayPod } from './support/image';
+import { image, findGatewayPod, configVolumeDir, writeConfigVolume, writeTokenVolume, podmanRunArgs, procStatus, capMask, GatewayPod } from './support/image';
 import { FakeKubeApi } from '../proxy/lib/testkit/fake-kube';
 import { VirtOperatorModel } from '../proxy/lib/testkit/virt-operator-model';
 import { makeCert } from '../proxy/lib/testkit/ca-certs';
@@ -346,14 +346,22 @@ d('gateway image, run as the generated Deployment runs it', () => {
     // a normal run does not: the check reads a copy with `script_user root`, the run below the emitted file
     const conf = pod.configMap.data['keepalived.conf'];
     expect(conf).toContain('\n  script_user nobody\n');
+    // keepalived mounts its own volume (keepalived.conf alone): the copy replaces that one
+    const ownDir = configVolumeDir(configDir, 'keepalived-config');
     const testDir = path.join(work, 'config-t');
-    fs.cpSync(configDir, testDir, { recursive: true });
+    fs.cpSync(ownDir, testDir, { recursive: true });
     fs.writeFileSync(path.join(testDir, 'keepalived.conf'), conf.replace('\n  script_user nobody\n', '\n  script_user root\n'));
-    const args = runArgs('failover', `${names.failover}-t`, ['--rm']).map((a) => a.replace(`${configDir}:`, `${testDir}:`));
+    const args = runArgs('failover', `${names.failover}-t`, ['--rm']).map((a) => a.replace(`${ownDir}:`, `${testDir}:`));
+    expect(args.some((a) => a.startsWith(`${testDir}:`))).toBe(true);
     const r = podman([...args, '--config-test']);
     expect(r.stderr + r.stdout).not.toMatch(/error|unknown|invalid/i);
     expect(r.status).toBe(0);
-    const broken = podman([...args.map((a) => a.replace('/etc/migration-mesh/keepalived.conf', '/etc/migration-mesh/config.json')), '--config-test']);
+    // not a keepalived config (config.json in its place): refused
+    const brokenDir = path.join(work, 'config-broken');
+    fs.mkdirSync(brokenDir);
+    fs.writeFileSync(path.join(brokenDir, 'keepalived.conf'), pod.configMap.data['config.json']);
+    fs.chmodSync(brokenDir, 0o755);
+    const broken = podman([...args.map((a) => a.replace(`${testDir}:`, `${brokenDir}:`)), '--config-test']);
     expect(broken.status).not.toBe(0);
   });
 

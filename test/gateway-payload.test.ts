@@ -32,7 +32,7 @@ describe('gateway payload mode', () => {
 
   test('payload: tls is honoured with KubeVirt TLS on; plaintext tunnels stay plaintext', () => {
     expect(modeOf({ gateway: { payload: 'tls' } })).toEqual(['mtls', 'mtls']);
-    expect(modeOf({ gateway: { tls: { plaintext: true } } })).toEqual(['plaintext', 'plaintext']);
+    expect(modeOf({ gateway: { tls: { plaintext: true } }, trust: { exchange: { enabled: false } } })).toEqual(['plaintext', 'plaintext']);
   });
 
   test('payload: splice with disableTLS is refused: VM memory would cross the shared network in clear', () => {
@@ -44,12 +44,12 @@ describe('gateway payload mode', () => {
   });
 
   test('payload: splice with a plaintext tunnel is refused (splice authenticates with mutual TLS)', () => {
-    const ps = problemsOf({ gateway: { payload: 'splice', tls: { plaintext: true } } });
+    const ps = problemsOf({ gateway: { payload: 'splice', tls: { plaintext: true } }, trust: { exchange: { enabled: false } } });
     expect(ps.map((p) => p.code)).toEqual(['splice-without-mtls']);
   });
 
   test('both mistakes at once are both reported', () => {
-    const ps = problemsOf({ gateway: { payload: 'splice', tls: { plaintext: true } }, migrationPolicy: { disableTLS: true } });
+    const ps = problemsOf({ gateway: { payload: 'splice', tls: { plaintext: true } }, migrationPolicy: { disableTLS: true }, trust: { exchange: { enabled: false } } });
     expect(ps.map((p) => p.code).sort()).toEqual(['splice-without-kubevirt-tls', 'splice-without-mtls']);
   });
 });

@@ -34,7 +34,7 @@ const variants: [string, Parameters<typeof baseFleet>[0]][] = [
   }],
   ['namespaced Issuer', { gateway: { tls: { issuerRef: { name: 'fleet-ca', kind: 'Issuer' } } } }],
   ['user Secret', { gateway: { tls: { secretName: 'gw-certs' }, replicas: 3 } }],
-  ['plaintext', { gateway: { tls: { plaintext: true }, replicas: 1 } }],
+  ['plaintext', { gateway: { tls: { plaintext: true }, replicas: 1 }, trust: { exchange: { enabled: false } } }],
 ];
 
 describe.each(variants)('gateway objects validate against upstream schemas: %s', (_name, overrides) => {

@@ -144,17 +144,22 @@ describe('gateway Deployments (three-sites-vlan example)', () => {
     expect(pod.nodeSelector).toBeUndefined();
   });
 
-  test('config and TLS are one projected volume (no subPath), so reloads and cert rotations reach the runtime', () => {
+  test('config and TLS are one projected volume (no subPath) of the runtime alone, so reloads and cert rotations reach it', () => {
     const pod = one(r.objects.get('fra-1')!, 'Deployment', 'migration-mesh-gateway-0').spec.template.spec;
     const vol = pod.volumes.find((v: any) => v.name === 'config');
     expect(vol.projected.sources).toEqual([
-      { configMap: { name: 'migration-mesh-gateway', items: [{ key: 'config.json', path: 'config.json' }, { key: 'keepalived.conf', path: 'keepalived.conf' }] } },
+      { configMap: { name: 'migration-mesh-gateway', items: [{ key: 'config.json', path: 'config.json' }] } },
       { secret: { name: 'migration-mesh-gateway-tls', items: [{ key: 'ca.crt', path: 'tls/ca.crt' }, { key: 'tls.crt', path: 'tls/tls.crt' }, { key: 'tls.key', path: 'tls/tls.key' }] } },
     ]);
-    for (const c of [...pod.initContainers, ...pod.containers]) {
-      expect(c.volumeMounts.find((m: any) => m.name === 'config')).toEqual({ name: 'config', mountPath: '/etc/migration-mesh', readOnly: true });
-      expect(c.volumeMounts.some((m: any) => m.subPath)).toBe(false);
-    }
+    // every container sees its own files at one path (test/gateway-secrets.test.ts: which keys each one reads)
+    const volumeAt = Object.fromEntries([...pod.initContainers, ...pod.containers].map((c: any) => [c.name, c.volumeMounts.find((m: any) => m.mountPath === '/etc/migration-mesh')]));
+    expect(volumeAt).toEqual({
+      'setup-rules': { name: 'config-json', mountPath: '/etc/migration-mesh', readOnly: true },
+      gateway: { name: 'config', mountPath: '/etc/migration-mesh', readOnly: true },
+      failover: { name: 'keepalived-config', mountPath: '/etc/migration-mesh', readOnly: true },
+      trust: { name: 'config-json', mountPath: '/etc/migration-mesh', readOnly: true },
+    });
+    for (const c of [...pod.initContainers, ...pod.containers]) expect(c.volumeMounts.some((m: any) => m.subPath)).toBe(false);
     // the runtime config names exactly those files
     const cfg = JSON.parse(one(r.objects.get('fra-1')!, 'ConfigMap').data['config.json']);
     // mtls-splice: the example keeps KubeVirt's migration TLS on (spec.gateway.payload defaults to splice)
@@ -244,7 +249,7 @@ describe('TLS sources', () => {
   });
 
   test('plaintext: no Certificate, no Secret mounted, runtime config says plaintext', () => {
-    const r = synthesizeFleet(baseFleet({ gateway: { tls: { plaintext: true } } }));
+    const r = synthesizeFleet(baseFleet({ gateway: { tls: { plaintext: true } }, trust: { exchange: { enabled: false } } }));
     const objs = r.objects.get('b')!;
     expect(of(objs, 'Certificate')).toEqual([]);
     const vol = one(objs, 'Deployment', 'migration-mesh-gateway-0').spec.template.spec.volumes.find((v: any) => v.name === 'config');

@@ -69,7 +69,8 @@ export interface GatewayDeploymentProps extends GatewayPodOptions {
   /** Ports the runtime listens on (from the runtime config). */
   readonly ports: { readonly intercept: number; readonly tunnel: number; readonly admin: number };
   /**
-   * Secret with `ca.crt`, `tls.crt`, `tls.key`, projected next to the config under `tls/`.
+   * Secret with `ca.crt`, `tls.crt`, `tls.key`, projected next to the config under `tls/`, into the runtime
+   * container only (`runtimeVolume`).
    *
    * @default - no TLS material (plaintext tunnel)
    */
@@ -145,8 +146,16 @@ export class GatewayDeployment extends Construct {
   public readonly setupContainer: kplus.Container;
   /** The keepalived sidecar (`failover`); undefined without failover. */
   public readonly failoverContainer?: kplus.Container;
-  /** The projected volume holding `config.json` (and the TLS files under `tls/`): mount it read-only into a sidecar to read the config. */
+  /**
+   * The volume holding `config.json` alone (no TLS file, no keepalived.conf): what `setup-rules` and the
+   * trust container mount, and what a sidecar that reads the config should mount (read-only).
+   */
   public readonly configVolume: kplus.Volume;
+  /**
+   * The runtime container's own volume: `config.json` and, with TLS, the TLS files under `tls/` (the private
+   * key among them). Mounted into the `gateway` container only: no other container gets the key.
+   */
+  public readonly runtimeVolume: kplus.Volume;
   /** The L1 object under `deployment` (for JSON patches). */
   public readonly apiObject: ApiObject;
   private readonly pullSecrets: { name: string }[] = [];
@@ -188,7 +197,10 @@ export class GatewayDeployment extends Construct {
     this.deployment.select(kplus.LabelSelector.of({ labels: selector }));
     this.apiObject = canonicalQuantitiesOf(ApiObject.of(this.deployment));
     hardenPodSpec(this.apiObject);
-    this.configVolume = this.buildConfigVolume(props);
+    this.runtimeVolume = this.buildRuntimeVolume(props);
+    this.configVolume = projectedVolume(this, 'ConfigJsonVolume', 'config-json', {
+      defaultMode: 0o440, sources: [{ configMap: { name: props.configMapName, items: [{ key: GATEWAY_CONFIG_FILE, path: GATEWAY_CONFIG_FILE }] } }],
+    });
     const containers = this.addGatewayContainers(props);
     this.setupContainer = containers.setup;
     this.container = containers.runtime;
@@ -243,13 +255,13 @@ export class GatewayDeployment extends Construct {
     this.apiObject.addJsonPatch(JsonPatch.add('/spec/template/spec/priorityClassName', name));
   }
 
-  private buildConfigVolume(props: GatewayDeploymentProps): kplus.Volume {
-    // One projected volume: the ConfigMap and the TLS Secret appear under one directory, so the
-    // runtime's directory watch sees both a peer-table change and a certificate rotation (no subPath:
-    // subPath mounts are never updated).
-    const cmItems = [{ key: GATEWAY_CONFIG_FILE, path: GATEWAY_CONFIG_FILE }];
-    if (props.failover) cmItems.push({ key: GATEWAY_KEEPALIVED_FILE, path: GATEWAY_KEEPALIVED_FILE });
-    const sources: Record<string, unknown>[] = [{ configMap: { name: props.configMapName, items: cmItems } }];
+  /**
+   * Secrets only where needed (issue 49): each container mounts only the files it reads. The runtime's
+   * volume projects the ConfigMap and the TLS Secret under one directory, so its directory watch sees both
+   * a peer-table change and a certificate rotation (no subPath: subPath mounts are never updated).
+   */
+  private buildRuntimeVolume(props: GatewayDeploymentProps): kplus.Volume {
+    const sources: Record<string, unknown>[] = [{ configMap: { name: props.configMapName, items: [{ key: GATEWAY_CONFIG_FILE, path: GATEWAY_CONFIG_FILE }] } }];
     if (props.tlsSecretName) {
       sources.push({
         secret: {
@@ -261,8 +273,17 @@ export class GatewayDeployment extends Construct {
     return projectedVolume(this, 'ConfigVolume', 'config', { defaultMode: 0o440, sources });
   }
 
+  /** keepalived's volume: keepalived.conf alone (it parses VRRP from the network: no config.json, no TLS file). */
+  private keepalivedVolume(props: GatewayDeploymentProps): kplus.Volume {
+    return projectedVolume(this, 'KeepalivedConfigVolume', 'keepalived-config', {
+      defaultMode: 0o440, sources: [{ configMap: { name: props.configMapName, items: [{ key: GATEWAY_KEEPALIVED_FILE, path: GATEWAY_KEEPALIVED_FILE }] } }],
+    });
+  }
+
   private addGatewayContainers(props: GatewayDeploymentProps): { setup: kplus.Container; runtime: kplus.Container; failover?: kplus.Container } {
     const configPath = `${GATEWAY_CONFIG_MOUNT}/${GATEWAY_CONFIG_FILE}`;
+    // one path, three volumes: the runtime's (config and TLS), setup-rules' (config only), keepalived's (its conf only)
+    const runtimeMount: kplus.VolumeMount = { path: GATEWAY_CONFIG_MOUNT, volume: this.runtimeVolume, readOnly: true };
     const configMount: kplus.VolumeMount = { path: GATEWAY_CONFIG_MOUNT, volume: this.configVolume, readOnly: true };
     const imagePullPolicy = props.imagePullPolicy ?? kplus.ImagePullPolicy.IF_NOT_PRESENT;
     const admin = props.ports.admin;
@@ -288,7 +309,7 @@ export class GatewayDeployment extends Construct {
       startup: probe('/healthz', 2, 30),
       liveness: probe('/healthz', 10, 3, 3),
       readiness: probe('/readyz', 5, 2, 3),
-      volumeMounts: [configMount, { path: '/tmp', volume: memoryDir(this, 'Tmp', 'tmp', 16) }],
+      volumeMounts: [runtimeMount, { path: '/tmp', volume: memoryDir(this, 'Tmp', 'tmp', 16) }],
     });
     const failover = props.failover ? this.deployment.addContainer({
       name: 'failover',
@@ -301,7 +322,10 @@ export class GatewayDeployment extends Construct {
       // check never runs: seen in the fleet netns test, keepalived logs "Couldn't setgroups")
       securityContext: rootWithOnly([kplus.Capability.NET_ADMIN, kplus.Capability.NET_RAW, kplus.Capability.SETUID, kplus.Capability.SETGID]),
       resources: { cpu: { request: kplus.Cpu.millis(10) }, memory: { request: Size.mebibytes(16), limit: Size.mebibytes(64) } },
-      volumeMounts: [configMount, { path: KEEPALIVED_RUN_DIR, volume: memoryDir(this, 'KeepalivedRun', 'keepalived-run', 1) }],
+      volumeMounts: [
+        { path: GATEWAY_CONFIG_MOUNT, volume: this.keepalivedVolume(props), readOnly: true },
+        { path: KEEPALIVED_RUN_DIR, volume: memoryDir(this, 'KeepalivedRun', 'keepalived-run', 1) },
+      ],
     }) : undefined;
     const setup = this.deployment.addInitContainer({
       name: 'setup-rules',

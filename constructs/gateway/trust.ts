@@ -9,7 +9,7 @@ import { refuseImage } from '../../src/base/image-reference';
 export interface TrustPod {
   /** The network-facing runtime container (it gets the shared socket directory). */
   readonly container: kplus.Container;
-  /** The projected config volume (runtime config and TLS), mounted read-only into the trust container. */
+  /** The volume with `config.json` alone (no TLS file), mounted read-only into the trust container. */
   readonly configVolume: kplus.Volume;
   /** Add a container to the pod. */
   addSidecar(container: kplus.ContainerProps): kplus.Container;

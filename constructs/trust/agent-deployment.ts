@@ -75,8 +75,10 @@ export class TrustAgentDeployment extends Construct implements TrustPod {
   public readonly deployment: kplus.Deployment;
   /** The runtime container (network-facing, no credentials). */
   public readonly container: kplus.Container;
-  /** The projected config volume (ConfigMap and TLS Secret). */
+  /** `config.json` alone (no TLS file): what the trust container mounts. */
   public readonly configVolume: kplus.Volume;
+  /** The runtime container's own volume: `config.json` and the TLS files (the private key among them); no other container mounts it. */
+  public readonly runtimeVolume: kplus.Volume;
   /** The Deployment's ApiObject, for JSON patches. */
   public readonly apiObject: ApiObject;
 
@@ -113,7 +115,8 @@ export class TrustAgentDeployment extends Construct implements TrustPod {
         },
       });
     }
-    this.configVolume = projectedVolume(this, 'ConfigVolume', 'config', { defaultMode: 0o440, sources });
+    this.runtimeVolume = projectedVolume(this, 'ConfigVolume', 'config', { defaultMode: 0o440, sources });
+    this.configVolume = projectedVolume(this, 'ConfigJsonVolume', 'config-json', { defaultMode: 0o440, sources: sources.slice(0, 1) });
     const admin = props.ports.admin;
     const probe = (path: string, period: number, failures: number, timeout?: number): kplus.Probe => kplus.Probe.fromHttpGet(path, {
       port: admin, periodSeconds: Duration.seconds(period), failureThreshold: failures, timeoutSeconds: timeout ? Duration.seconds(timeout) : undefined,
@@ -137,7 +140,7 @@ export class TrustAgentDeployment extends Construct implements TrustPod {
       liveness: probe('/healthz', 10, 3, 3),
       readiness: probe('/readyz', 5, 2, 3),
       volumeMounts: [
-        { path: GATEWAY_CONFIG_MOUNT, volume: this.configVolume, readOnly: true },
+        { path: GATEWAY_CONFIG_MOUNT, volume: this.runtimeVolume, readOnly: true },
         { path: '/tmp', volume: kplus.Volume.fromEmptyDir(this, 'Tmp', 'tmp', { medium: kplus.EmptyDirMedium.MEMORY, sizeLimit: Size.mebibytes(16) }) },
       ],
     });

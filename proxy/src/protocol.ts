@@ -55,7 +55,18 @@ export const RefusalCode = {
   TRUST_STALE: 18,
   /** OPEN asks for a payload mode this terminus does not allow (spliced payload on an mtls-only terminus). */
   PAYLOAD_MODE_REFUSED: 19,
+  /** PUBLISH arrived without a verified peer certificate (a plaintext tunnel port): trust needs mTLS. */
+  TRUST_UNAUTHENTICATED: 20,
+  /** PUBLISH's sequence is further ahead of the receiver's clock than TRUST_SEQUENCE_AHEAD_MS. */
+  TRUST_FUTURE: 21,
 } as const;
+
+/**
+ * How far ahead of the receiver's clock a PUBLISH's sequence (the publisher's clock, ms) may be: clock skew
+ * between clusters, generously. A sequence further ahead is refused (TRUST_FUTURE), so no accepted sequence
+ * is more than this ahead of real time.
+ */
+export const TRUST_SEQUENCE_AHEAD_MS = 10 * 60_000;
 export type RefusalCodeValue = (typeof RefusalCode)[keyof typeof RefusalCode];
 
 /** Metric label for a reply status. */

@@ -58,6 +58,7 @@ export const PROBLEM_CODES = {
   'image-invalid': { stage: 'validate', meaning: 'spec.gateway.image is not a reference the kubelet can parse (distribution/reference: lowercase path, tag, digest, registry host and port); the pods would stay in InvalidImageName.' },
   // ---- gateway tunnel ----
   'splice-without-kubevirt-tls': { stage: 'validate', meaning: "spec.gateway.payload: splice while migrationPolicy.disableTLS is true: VM memory would cross the shared network in clear." },
+  'trust/exchange-without-mtls': { stage: 'validate', meaning: 'The gateways\' CA exchange is on but spec.gateway.tls is plaintext: a CA bundle must come over mutual TLS from a verified peer.' },
   'splice-without-mtls': { stage: 'validate', meaning: 'spec.gateway.payload: splice with a plaintext tunnel (splice authenticates the gateways with mutual TLS).' },
   // ---- clusters and versions ----
   'duplicate-cluster-name': { stage: 'validate', meaning: 'Two clusters with one name.' },

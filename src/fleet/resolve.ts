@@ -11,7 +11,7 @@ import { kubevirtAdmissionProblems } from '../kubevirt/admission';
 import { FleetDocument } from './schema';
 import { DEFAULT_TUNNEL_PORT } from '../base/names';
 import { DEFAULT_ADMIN_PORT, DEFAULT_INTERCEPT_PORT } from '../gateway/runtime-config';
-import { resolveTrust } from '../trust/plan';
+import { TrustPlan, resolveTrust } from '../trust/plan';
 import { existingKubevirtProblems } from '../kubevirt/existing';
 import { DEFAULTS, ResolvedFleet, ResolvedGateway } from './resolved';
 import { checkSharedCapacity, resolveSharedNetwork } from './shared-network';
@@ -45,6 +45,22 @@ function resolvePayload(p: ProblemCollector, asked: 'splice' | 'tls' | undefined
       "remove spec.migrationPolicy.disableTLS (KubeVirt's migration TLS on), or set spec.gateway.payload: tls");
   }
   return asked ?? (kubevirtTlsOff ? 'tls' : 'splice');
+}
+
+/**
+ * No trust without authentication (issue 49): a CA bundle is believed only from a verified peer
+ * certificate. Over a plaintext tunnel anyone who reaches the tunnel port could hand a cluster a CA
+ * "from" any peer, so a fleet with plaintext tunnels must turn the exchange off (every runtime also
+ * refuses such a PUBLISH, TRUST_UNAUTHENTICATED).
+ */
+function checkTrustAuthenticated(p: ProblemCollector, doc: FleetDocument, trust: TrustPlan, tlsKind: ResolvedGateway['tls']['kind']): void {
+  if (tlsKind !== 'plaintext') return;
+  const exchanging = Object.entries(trust.clusters).filter(([, c]) => c.exchange).map(([name]) => name);
+  if (exchanging.length === 0) return;
+  const why = doc.spec.trust === undefined ? ' (on by default in a fleet of two or more clusters)' : '';
+  p.add('trust/exchange-without-mtls', 'spec.gateway.tls',
+    `spec.gateway.tls is plaintext, but the gateways' CA exchange is on${why} for ${exchanging.join(', ')}: a CA bundle is accepted only over mutual TLS from a verified peer certificate, so every gateway would refuse it, and without mTLS anyone reaching a tunnel port could pose as a peer`,
+    "use mTLS material (spec.gateway.tls.issuerRef or spec.gateway.tls.secretName), or turn the exchange off with spec.trust.exchange.enabled: false (each cluster's kubevirt-ca then needs its peers' CAs by other means, docs/trust.md)");
 }
 
 // ---------------- the phases together ----------------
@@ -99,6 +115,7 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
       `choose another port (the default is ${DEFAULT_TUNNEL_PORT}; ${DEFAULT_INTERCEPT_PORT} and ${DEFAULT_ADMIN_PORT} are taken)`);
   }
   const payload = resolvePayload(p, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
+  checkTrustAuthenticated(p, doc, trust, tls.kind);
   const vm = vmNetworkDocProblems(doc); // issue 40: VM networks (src/vmnet/)
   p.addAll(vm.problems);
   return {

@@ -230,7 +230,11 @@ const gatewaySchema = z.object({
   /** TCP port of the tunnel listener on the cross-cluster network. @default 15443 */
   tunnelPort: z.number().int().min(1).max(65535).optional(),
   placement: placementSchema.optional(),
-  /** mTLS material: cert-manager issuer (default) or an existing Secret per cluster. */
+  /**
+   * mTLS material: cert-manager issuer (default) or an existing Secret per cluster. `{plaintext: true}`
+   * (trusted networks only) authenticates nobody, so the gateways' CA exchange must then be off
+   * (`spec.trust.exchange.enabled: false`; validate refuses it otherwise: trust/exchange-without-mtls).
+   */
   tls: z.union([
     z.object({ issuerRef: z.object({ name: z.string().min(1), kind: z.enum(['Issuer', 'ClusterIssuer']).optional() }).strict() }).strict(),
     z.object({ secretName: dnsLabel }).strict(),

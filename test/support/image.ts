@@ -56,14 +56,19 @@ function openssl(args: string[], cwd: string): void {
   if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
 }
 
+/** Where the emulation keeps a projected ConfigMap/Secret volume of the pod: `config` (the runtime's) in `configDir`, another beside it. */
+export function configVolumeDir(configDir: string, volume: string): string {
+  return volume === 'config' ? configDir : `${configDir}-${volume}`;
+}
+
 /**
- * The projected `config` volume as the kubelet writes it: the ConfigMap keys and the TLS Secret's keys
- * (a throwaway fleet CA and a gateway certificate naming spiffe://<fleet>/cluster/<cluster>), files owned by
- * root, group fsGroup, mode defaultMode.
+ * Every projected ConfigMap/Secret volume of the pod as the kubelet writes it (`config`, the runtime's, in
+ * `dir`; `config-json`, `keepalived-config` beside it, configVolumeDir): the ConfigMap keys and the TLS
+ * Secret's keys (a throwaway fleet CA and a gateway certificate naming spiffe://<fleet>/cluster/<cluster>),
+ * each volume only the items it projects, files owned by root, group fsGroup, mode defaultMode.
  */
 export function writeConfigVolume(pod: GatewayPod, dir: string, opts: { peerDir?: string } = {}): void {
   const spec = pod.deployment.spec.template.spec;
-  const projected = spec.volumes.find((v: any) => v.name === 'config').projected;
   const fsGroup: number = spec.securityContext.fsGroup;
   const cfg = JSON.parse(pod.configMap.data['config.json']);
   const pki = fs.mkdtempSync(path.join(dir, '..', 'pki-'));
@@ -84,14 +89,19 @@ export function writeConfigVolume(pod: GatewayPod, dir: string, opts: { peerDir?
   const secret: Record<string, string> = {};
   for (const k of ['ca.crt', 'tls.crt', 'tls.key']) secret[k] = fs.readFileSync(path.join(pki, k), 'utf8');
   fs.rmSync(pki, { recursive: true, force: true });
-  for (const src of projected.sources) {
-    const data = src.configMap ? pod.configMap.data : secret;
-    for (const item of (src.configMap ?? src.secret).items) {
-      const f = path.join(dir, item.path);
-      fs.mkdirSync(path.dirname(f), { recursive: true });
-      fs.writeFileSync(f, data[item.key]);
-      fs.chownSync(f, 0, fsGroup);
-      fs.chmodSync(f, projected.defaultMode);
+  for (const v of spec.volumes.filter((x: any) => x.projected && x.projected.sources.every((src: any) => src.secret || src.configMap))) {
+    const root = configVolumeDir(dir, v.name);
+    fs.mkdirSync(root, { recursive: true, mode: 0o755 });
+    fs.chmodSync(root, 0o755);
+    for (const src of v.projected.sources) {
+      const data = src.configMap ? pod.configMap.data : secret;
+      for (const item of (src.configMap ?? src.secret).items) {
+        const f = path.join(root, item.path);
+        fs.mkdirSync(path.dirname(f), { recursive: true });
+        fs.writeFileSync(f, data[item.key]);
+        fs.chownSync(f, 0, fsGroup);
+        fs.chmodSync(f, v.projected.defaultMode);
+      }
     }
   }
 }
@@ -165,9 +175,9 @@ export function podmanRunArgs(pod: GatewayPod, containerName: string, o: RunOpti
     const v = spec.volumes.find((x: any) => x.name === m.name);
     const own = o.volumeDirs?.[m.name];
     if (own) args.push('-v', `${own}:${m.mountPath}:${v.projected || m.readOnly ? 'ro' : 'rw'}`);
-    else if (v.projected && m.name === 'config') args.push('-v', `${o.configDir}:${m.mountPath}:ro`);
+    else if (v.projected?.sources.every((src: any) => src.secret || src.configMap)) args.push('-v', `${configVolumeDir(o.configDir, m.name)}:${m.mountPath}:ro`);
     else if (v.emptyDir) args.push('--tmpfs', `${m.mountPath}:rw,mode=0777${v.emptyDir.sizeLimit ? `,size=${memory(v.emptyDir.sizeLimit)}` : ''}`);
-    else throw new Error(`volume ${m.name}: only the config volume, emptyDirs and volumes given in volumeDirs are emulated`);
+    else throw new Error(`volume ${m.name}: only ConfigMap/Secret projections, emptyDirs and volumes given in volumeDirs are emulated`);
   }
   // o.command: a probe with the same settings in place of the container's own command and args
   args.push('--entrypoint', JSON.stringify(o.command ?? c.command), o.imageName, ...(o.command ? [] : c.args ?? []));

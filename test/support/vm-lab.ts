@@ -258,6 +258,9 @@ export class VmMigrationLab {
     for (const m of Object.keys(VARIANTS) as GatewayMode[]) {
       const f = JSON.parse(JSON.stringify(base));
       f.spec.gateway = { ...f.spec.gateway, replicas: 1, failover: { mode: 'none' }, ...VARIANTS[m] };
+      // validate refuses a plaintext tunnel with the CA exchange on (trust/exchange-without-mtls): the
+      // exchange runs in the mtls-splice variant's trust containers, so the plaintext one turns it off
+      if (m === 'plaintext') f.spec.trust = { ...f.spec.trust, exchange: { ...f.spec.trust?.exchange, enabled: false } };
       const synth = synthesizeFleet(f, { ledger });
       sites = synth.plan.sites;
       topos[m] = topologyFromFiles(synth.files).filter((t) => t.name === 'ams-1' || t.name === 'fra-1');

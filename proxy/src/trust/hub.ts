@@ -147,18 +147,28 @@ export class TrustHub {
     return { type: 'peer', cluster, certs: b.certs.map((c) => derToPem(c.der)), sequence: Number(b.sequence), receivedAt: b.receivedAt };
   }
 
-  /** A PUBLISH frame arrived on the tunnel port from a connection whose certificate names `certCluster`. */
+  /**
+   * A PUBLISH frame arrived on the tunnel port from a connection whose verified certificate names
+   * `certCluster`; undefined: no verified identity (a plaintext tunnel port), refused as
+   * TRUST_UNAUTHENTICATED before anything in the body is believed (the claimed cluster is not even a
+   * metric label).
+   */
   onPublish(body: Buffer, certCluster: string | undefined): { status: number; reason: string; connectionId: Buffer } {
     const cfg = this.o.config();
     let p;
     try { p = decodeTrustPublishBody(body); } catch (e) {
       const code = e instanceof ProtocolError ? e.code : RefusalCode.MALFORMED;
-      this.metrics.received.inc({ peer: certCluster ?? 'unknown', result: refusalName(code) });
+      this.metrics.received.inc({ peer: certCluster ?? 'unauthenticated', result: refusalName(code) });
       return { status: code, reason: (e as Error).message, connectionId: Buffer.alloc(CONNECTION_ID_BYTES) };
     }
     if (!cfg.trust) return { status: RefusalCode.TRUST_DISABLED, reason: 'this gateway does not exchange trust', connectionId: p.connectionId };
+    if (certCluster === undefined) {
+      this.metrics.received.inc({ peer: 'unauthenticated', result: refusalName(RefusalCode.TRUST_UNAUTHENTICATED) });
+      this.o.log.warn({ claimed: p.cluster, reason: refusalName(RefusalCode.TRUST_UNAUTHENTICATED) }, 'trust bundle refused: no verified peer certificate (the trust exchange needs tls mtls)');
+      return { status: RefusalCode.TRUST_UNAUTHENTICATED, reason: 'a trust bundle is accepted only over mutual TLS, from a verified peer certificate', connectionId: p.connectionId };
+    }
     const v = this.table.judge(p, certCluster, (c) => cfg.peers.some((x) => x.cluster === c), this.now());
-    const who = certCluster ?? p.cluster;
+    const who = certCluster;
     this.metrics.received.inc({ peer: who, result: v.ok ? 'accepted' : refusalName(v.code) });
     if (!v.ok) {
       this.o.log.warn({ peer: who, claimed: p.cluster, reason: refusalName(v.code), why: v.why }, 'trust bundle refused');
@@ -188,6 +198,12 @@ export class TrustHub {
   publishAll(why: string): void {
     const cfg = this.o.config();
     if (this.closed || !cfg.trust || this.table.own.certs.length === 0) return;
+    if (!this.o.tlsFiles()) {
+      // every peer refuses a PUBLISH without a verified certificate (TRUST_UNAUTHENTICATED): say so once, send nothing
+      if (!this.warned.has('plaintext')) this.o.log.error('the trust exchange needs tls mode mtls or mtls-splice; this gateway is plaintext, so it publishes nothing and refuses every PUBLISH');
+      this.warned.add('plaintext');
+      return;
+    }
     this.table.retain((c) => cfg.peers.some((p) => p.cluster === c));
     this.checkExpiry();
     for (const peer of cfg.peers) for (const gw of peer.gateways) this.publishTo(peer.cluster, gw.host, gw.port, why, cfg.trust.retryMs);

@@ -3,7 +3,7 @@
  * that peer itself, with fingerprints, NotAfter, the last write the trust container reported and an
  * expiry warning. Judges an incoming PUBLISH (identity, relay, certificates, sequence). No I/O.
  */
-import { RefusalCode, TrustPublish } from '../protocol';
+import { RefusalCode, TRUST_SEQUENCE_AHEAD_MS, TrustPublish } from '../protocol';
 import { CaInfo, checkBundle } from './x509';
 
 export interface CertView { sha256: string; subject: string; notBefore: string; notAfter: string }
@@ -48,17 +48,30 @@ export class TrustTable {
 
   constructor(readonly cluster: string, private readonly repushIntervalMs: () => number) {}
 
-  /** Judge a PUBLISH from a connection whose certificate names `certCluster` (undefined: plaintext). */
-  judge(p: TrustPublish, certCluster: string | undefined, isPeer: (c: string) => boolean, now: number): Judgement {
-    const who = certCluster ?? p.cluster;
+  /**
+   * Judge a PUBLISH from a connection whose verified certificate names `certCluster` (a plaintext PUBLISH
+   * never gets here: hub.ts refuses it as TRUST_UNAUTHENTICATED). The sequence is the publisher's clock
+   * when it read its bundle: one more than TRUST_SEQUENCE_AHEAD_MS ahead of ours is refused
+   * (TRUST_FUTURE); one older than the last accepted from that peer is refused (TRUST_STALE) only while
+   * that last acceptance is younger than one repush interval. So no message, whatever its sequence, keeps
+   * a later genuine one out for longer than a repush interval after it was last accepted: a peer whose
+   * clock stepped back is heard again once its old sequence is no longer renewed.
+   */
+  judge(p: TrustPublish, certCluster: string, isPeer: (c: string) => boolean, now: number): Judgement {
+    const who = certCluster;
     if (p.cluster !== who) return this.refused(who, RefusalCode.TRUST_NOT_SELF, `publishes for '${p.cluster}' but the certificate names '${who}'`, now);
     if (!isPeer(who)) return { ok: false, code: RefusalCode.UNKNOWN_PEER, why: `'${who}' is not a peer of '${this.cluster}'` };
+    if (p.sequence > BigInt(Math.floor(now)) + BigInt(TRUST_SEQUENCE_AHEAD_MS)) {
+      return this.refused(who, RefusalCode.TRUST_FUTURE, `sequence ${p.sequence} is more than ${TRUST_SEQUENCE_AHEAD_MS / 60_000} minutes ahead of this gateway's clock (${Math.floor(now)})`, now);
+    }
     const v = checkBundle(p.certs, now);
     if (!v.ok) return this.refused(who, v.code, v.why, now);
     const relayed = v.certs.find((c) => this.ownerOf(c.sha256, who) !== undefined);
     if (relayed) return this.refused(who, RefusalCode.TRUST_NOT_SELF, `relays ${relayed.subject}, the CA of '${this.ownerOf(relayed.sha256, who)}'`, now);
     const prev = this.peers.get(who);
-    if (prev && p.sequence < prev.sequence) return this.refused(who, RefusalCode.TRUST_STALE, `sequence ${p.sequence} is older than ${prev.sequence}`, now);
+    if (prev && p.sequence < prev.sequence && now - prev.receivedAt < this.repushIntervalMs()) {
+      return this.refused(who, RefusalCode.TRUST_STALE, `sequence ${p.sequence} is older than ${prev.sequence}, accepted ${Math.round((now - prev.receivedAt) / 1000)} s ago`, now);
+    }
     const changed = !prev || prev.certs.map((c) => c.sha256).join() !== v.certs.map((c) => c.sha256).join();
     this.peers.set(who, { certs: v.certs, sequence: p.sequence, receivedAt: now });
     return { ok: true, changed, certs: v.certs };
