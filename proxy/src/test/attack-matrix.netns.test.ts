@@ -53,11 +53,23 @@ interface Library {
   gatewayConfigFor(plan: unknown, cluster: ClusterPlan): GatewayConfig;
 }
 
-/** The library's planner and config writer, from the root package's built lib/. */
-function library(): Library {
+/**
+ * The library's planner and config writer, from the root package's built lib/. In `npm test` the unit lane may
+ * be rebuilding that lib/ (npm pack's prepack) at this moment, and tsc rewrites a file in place: a require that
+ * fails is tried again, three times, 2 s apart, with the module cache cleared.
+ */
+async function library(): Promise<Library> {
   const file = (f: string) => path.join(ROOT_LIB, f);
   if (!fs.existsSync(file('gateway/config.js'))) throw new Error(`${file('gateway/config.js')} is missing: run \`npm run build\` at the repository root first`);
-  return { ...require(file('addressing/planner.js')), ...require(file('gateway/config.js')) } as Library;
+  for (let i = 1; ; i++) {
+    try {
+      return { ...require(file('addressing/planner.js')), ...require(file('gateway/config.js')) } as Library;
+    } catch (e) {
+      if (i === 3) throw e;
+      for (const k of Object.keys(require.cache)) if (k.startsWith(ROOT_LIB)) delete require.cache[k];
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
 }
 
 /** A three-cluster gateway-mode fleet, both networks of one family (the shapes of examples/ and test/support/fleets.ts). */
@@ -206,7 +218,7 @@ function matrixSuite(f: Family): void {
 
     before(async () => {
       const t0 = Date.now();
-      const lib = library();
+      const lib = await library();
       const { plan } = lib.planFleetDocument(fleetDocument(f));
       A = addressesOf(plan, f);
       pki = pkiFor(plan.fleet);
