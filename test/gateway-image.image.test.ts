@@ -228,8 +228,13 @@ d('gateway image, run as the generated Deployment runs it', () => {
       const cidrs: string[] = cfg.peers.flatMap((p: any) => p.cidrs).filter((c: string) => c.includes(':') === (bin === 'ip6tables'));
       if (cidrs.length === 0) continue;
       const chain = inNs([bin, '-w', '-t', 'nat', '-S', 'MIGRATION_MESH']).stdout.trim().split('\n');
-      expect(chain).toEqual(['-N MIGRATION_MESH', ...cidrs.map((c) => `-A MIGRATION_MESH -d ${c} -p tcp -j REDIRECT --to-ports ${port}`)]);
-      expect(inNs([bin, '-w', '-t', 'nat', '-S', 'PREROUTING']).stdout).toContain('-A PREROUTING -j MIGRATION_MESH');
+      // issue 49: every rule names the migration interface (the intercept listener's)
+      const ifname = cfg.listen.intercept.interface;
+      expect(ifname).toBe(pod.networks[0].interface);
+      expect(chain).toEqual(['-N MIGRATION_MESH', ...cidrs.map((c) => `-A MIGRATION_MESH -d ${c} -i ${ifname} -p tcp -j REDIRECT --to-ports ${port}`)]);
+      const prerouting = inNs([bin, '-w', '-t', 'nat', '-S', 'PREROUTING']).stdout;
+      expect(prerouting).toContain(`-A PREROUTING -i ${ifname} -j MIGRATION_MESH`);
+      expect(prerouting).not.toMatch(/^-A PREROUTING -j MIGRATION_MESH$/m);
       expect(inNs([bin, '-w', '-t', 'filter', '-S']).stdout.trim().split('\n')).toEqual(['-P INPUT ACCEPT', '-P FORWARD ACCEPT', '-P OUTPUT ACCEPT']);
     }
     // the same container settings, looking at themselves: uid 0, exactly NET_ADMIN, no new privileges, root read-only

@@ -171,18 +171,20 @@ export class Gateway implements GatewayContext {
   async start(): Promise<void> {
     const { cfg } = this;
     const servers = [this.origin.server, this.terminus.server, this.admin];
-    try {
-      const [intercept, tunnel, admin] = await Promise.all([
-        listenBound(this.origin.server, cfg.listen.intercept, this.native, 'listen.intercept'),
-        listenBound(this.terminus.server, cfg.listen.tunnel, this.native, 'listen.tunnel'),
-        listenAdmin(this.admin, cfg.listen.admin),
-      ]);
-      this.addrs = { intercept, tunnel, admin };
-    } catch (e) {
+    // every listen settles before a failure is handled: one that succeeds after another failed is closed too
+    const bound = await Promise.allSettled([
+      listenBound(this.origin.server, cfg.listen.intercept, this.native, 'listen.intercept'),
+      listenBound(this.terminus.server, cfg.listen.tunnel, this.native, 'listen.tunnel'),
+      listenAdmin(this.admin, cfg.listen.admin),
+    ]);
+    const failed = bound.find((b): b is PromiseRejectedResult => b.status === 'rejected');
+    if (failed) {
       clearInterval(this.sweeper);
       for (const s of servers) if (s.listening) s.close();
-      throw new Error(`cannot listen: ${(e as Error).message}`);
+      throw new Error(`cannot listen: ${(failed.reason as Error).message}`);
     }
+    const [intercept, tunnel, admin] = bound.map((b) => (b as PromiseFulfilledResult<net.AddressInfo>).value);
+    this.addrs = { intercept, tunnel, admin };
     try { await this.trust.start(); } catch (e) {
       clearInterval(this.sweeper);
       for (const s of servers) if (s.listening) s.close();

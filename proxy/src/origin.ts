@@ -1,6 +1,7 @@
 /**
  * Origin side: the intercept listener. An in-cluster client's connection to a peer cluster's address is
- * redirected here; we find the peer, open a tunnel to one of its gateways (TLS, OPEN, REPLY), and relay.
+ * redirected here; we check that the client is in this cluster's migration network (`client_not_local`
+ * otherwise), find the peer, open a tunnel to one of its gateways (TLS, OPEN, REPLY), and relay.
  */
 import * as crypto from 'node:crypto';
 import * as net from 'node:net';
@@ -62,6 +63,15 @@ export class Origin {
   private route(client: net.Socket): { dst: Destination; peer: PeerConfig } | undefined {
     const { ctx } = this;
     if (ctx.stopping) { ctx.refuse('origin', 'draining'); client.destroy(); return undefined; }
+    // never an open relay (issue 49): only the handlers' network may be tunnelled, whatever brought the client here
+    const from = normalizeAddress(client.remoteAddress ?? '');
+    if (!ctx.policy.isLocalClient(from)) {
+      ctx.refuse('origin', 'client_not_local');
+      ctx.log.warn({ reason: 'client_not_local', client: from, port: client.remotePort, localCidrs: ctx.cfg.localCidrs },
+        "refused: the client is not in this cluster's migration network");
+      resetOrDestroy(client);
+      return undefined;
+    }
     let dst: Destination | undefined;
     try { dst = this.originalDestination(client); } catch (e) { ctx.log.warn({ err: (e as Error).message }, 'original destination lookup failed'); }
     const peer = dst ? ctx.policy.peerFor(dst.host) : undefined;

@@ -108,6 +108,15 @@ export class AddressPolicy {
     return false;
   }
 
+  /**
+   * Origin side: may this client use the intercept listener? Only a source inside this cluster's migration
+   * CIDR(s) (`localCidrs`: the handlers' network) may (issue 49); a trust agent (no local CIDRs) admits none.
+   */
+  isLocalClient(address: string): boolean {
+    const a = parseAddress(address.replace(/%.*$/, ''));
+    return !!a && inAny(a, this.local);
+  }
+
   /** Origin side: the peer whose CIDRs contain this destination (first match in config order). */
   peerFor(address: string): PeerConfig | undefined {
     const a = parseAddress(address);

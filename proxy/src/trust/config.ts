@@ -9,8 +9,12 @@ import { z } from 'zod';
 export const DEFAULT_TRUST_SOCKET = '/run/migration-mesh/trust.sock';
 
 export const trustConfigSchema = z.object({
-  /** Unix socket the runtime listens on for its trust container (mode 0600). */
-  socket: z.string().min(1).default(DEFAULT_TRUST_SOCKET),
+  /**
+   * Unix socket the runtime listens on for its trust container (mode 0600): an absolute path, never a TCP
+   * port (Node would read a number-like string as one: a listener on every interface, issue 49).
+   */
+  socket: z.string().regex(/^\/[^\0]*[^/\0]$/, { message: 'must be an absolute path of a unix socket (e.g. /run/migration-mesh/trust.sock)' })
+    .default(DEFAULT_TRUST_SOCKET),
   /** Re-publish the own bundle to every peer this often (besides on every change). */
   repushIntervalMs: z.number().int().min(1000).max(86_400_000).default(300_000),
   /** Wait between two publications to one peer gateway after a failure (doubles up to repushIntervalMs). */

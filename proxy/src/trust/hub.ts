@@ -106,7 +106,7 @@ export class TrustHub {
     if (!t) return;
     try { fs.unlinkSync(t.socket); } catch { /* not there */ }
     this.server = net.createServer((s) => this.onClient(s));
-    await new Promise<void>((res, rej) => { this.server!.once('error', rej); this.server!.listen(t.socket, () => res()); });
+    await new Promise<void>((res, rej) => { this.server!.once('error', rej); this.server!.listen({ path: t.socket }, () => res()); }); // a path, only ever a unix socket
     fs.chmodSync(t.socket, 0o600);
     this.repushTimer = setInterval(() => this.publishAll('periodic'), t.repushIntervalMs);
     this.repushTimer.unref();
