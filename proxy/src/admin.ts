@@ -1,5 +1,15 @@
-/** The admin server: /healthz (process up), /readyz (accepting tunnels), /metrics (Prometheus). */
+/**
+ * The admin server: /healthz (process up), /readyz (accepting tunnels), /metrics (Prometheus), and JSON
+ * routes (/status, /trust). What each answers, and to whom (issue 49), is what an operator's tooling needs:
+ * - /healthz, /readyz: the kubelet's probes, and keepalived's readiness check over 127.0.0.1;
+ * - /metrics: Prometheus (the ServiceMonitor);
+ * - /status: `migration-mesh status`, through the API server's pod proxy (so on the pod address);
+ * - /trust: `migration-mesh-proxy trust-status`, run inside the pod (`kubectl exec`): loopback only
+ *   (LOOPBACK_ONLY_ROUTES), 403 from anywhere else.
+ * Only GET and HEAD are answered (405 otherwise); nothing else is served (404). No route changes state.
+ */
 import * as http from 'node:http';
+import * as net from 'node:net';
 import type { GatewayMetrics } from './metrics';
 
 export type Readiness = 'ready' | 'draining' | 'not ready';
@@ -7,10 +17,31 @@ export type Readiness = 'ready' | 'draining' | 'not ready';
 /** Extra JSON endpoints (e.g. `/trust`): the body, or undefined for 404. */
 export type JsonRoutes = Record<string, () => unknown>;
 
+/** Routes answered only to a connection from loopback to loopback (inside the pod's network namespace). */
+export const LOOPBACK_ONLY_ROUTES: readonly string[] = ['/trust'];
+
+/** Is `address` a loopback address (127.0.0.0/8, ::1, or IPv4-mapped 127.x)? */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const a = address.toLowerCase().replace(/^::ffff:/, '');
+  if (net.isIPv4(a)) return a.startsWith('127.');
+  return a === '::1';
+}
+
+/** Whether a request on `socket` may read `route`. */
+export function mayRead(route: string, socket: Pick<net.Socket, 'localAddress' | 'remoteAddress'>): boolean {
+  return !LOOPBACK_ONLY_ROUTES.includes(route) || (isLoopback(socket.localAddress) && isLoopback(socket.remoteAddress));
+}
+
 export function createAdminServer(metrics: GatewayMetrics, readiness: () => Readiness, json: JsonRoutes = {}): http.Server {
   return http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') { res.writeHead(405, { allow: 'GET, HEAD' }).end('method not allowed\n'); return; }
     if (Object.hasOwn(json, url)) {
+      if (!mayRead(url, req.socket)) {
+        res.writeHead(403, { 'content-type': 'text/plain' }).end(`${url} answers only inside the pod (127.0.0.1): run migration-mesh-proxy trust-status there (kubectl exec)\n`);
+        return;
+      }
       const body = json[url]();
       res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' }).end(`${JSON.stringify(body ?? { error: 'not enabled' }, null, 2)}\n`);
       return;

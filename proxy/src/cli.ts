@@ -74,7 +74,7 @@ async function main(argv: string[]): Promise<void> {
     const { pino } = await import('pino');
     const { runTrustAgent } = await import('./trust/cli');
     const tlog = pino({ level: arg(argv, '--log-level') ?? process.env.LOG_LEVEL ?? 'info', base: { cluster: cfg.cluster, container: 'trust' } });
-    await runTrustAgent(cfg, ns, tlog, arg(argv, '--kubeconfig')).catch((e: Error) => die(e.message, 1));
+    await runTrustAgent(cfg, ns, tlog, arg(argv, '--kubeconfig'), file).catch((e: Error) => die(e.message, 1));
     process.exit(0); // stopped on a signal: exit now, whatever the API left open
 
   }

@@ -214,12 +214,6 @@ export function peerIdentityUri(fleet: string, cluster: string): string {
   return `spiffe://${fleet}/cluster/${cluster}`;
 }
 
-/** Parse a URI SAN back into fleet and cluster, or undefined when it is not ours. */
-export function parsePeerIdentityUri(uri: string): { fleet: string; cluster: string } | undefined {
-  const m = /^spiffe:\/\/([a-z0-9][-a-z0-9]*)\/cluster\/([a-z0-9][-a-z0-9]*)$/.exec(uri);
-  return m ? { fleet: m[1], cluster: m[2] } : undefined;
-}
-
 /** Validate a config object; throws an Error whose message lists every problem with its path. */
 export function parseProxyConfig(input: unknown): ProxyConfig {
   const r = proxyConfigSchema.safeParse(input);

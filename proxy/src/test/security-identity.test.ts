@@ -8,7 +8,10 @@ import * as fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startGateway, type GatewayHandle } from '../gateway';
 import { certificateIdentity, identityFromUris, uriSansOfDer } from '../identity';
-import { RefusalCode, encodeOpen } from '../protocol';
+import * as tls from 'node:tls';
+import { CONNECTION_ID_BYTES, RefusalCode, encodeOpen, encodeReply, encodeTrustPublish } from '../protocol';
+import { publishOnce } from '../trust/publisher';
+import { makeCert } from '../testkit/ca-certs';
 import { configFor } from '../testkit/gateways';
 import { makePki, silent, type Pki } from '../testkit/helpers';
 import { issueOdd } from '../testkit/odd-certs';
@@ -32,6 +35,11 @@ before(() => {
     upper: issueOdd(pki, 'upper', ['SPIFFE://fleet/cluster/east']),
     rsa1024: issueOdd(pki, 'rsa1024', ['spiffe://fleet/cluster/east'], 'rsa1024'),
     rsa2048: issueOdd(pki, 'rsa2048', ['spiffe://fleet/cluster/east'], 'rsa2048'),
+    // the same impostors naming west, for the trust publisher dialing west
+    westTwoUris: issueOdd(pki, 'west-two-uris', ['spiffe://fleet/cluster/west', 'urn:x']),
+    westForged: issueOdd(pki, 'west-forged', ['urn:x, URI:spiffe://fleet/cluster/west']),
+    westSuffix: issueOdd(pki, 'west-suffix', ['spiffe://fleet/cluster/west/']),
+    westRsa1024: issueOdd(pki, 'west-rsa1024', ['spiffe://fleet/cluster/west'], 'rsa1024'),
   };
 });
 
@@ -130,5 +138,59 @@ describe('identity from structured SANs', () => {
       for (let k = 0; k < 4; k++) b[crypto.randomInt(0, b.length)] = crypto.randomInt(0, 256);
       try { uriSansOfDer(b); } catch (e) { assert.match((e as Error).message, /DER|SubjectAltName/); }
     }
+  });
+});
+
+describe('the trust exchange applies the one identity check (identity.ts) on both ends', { timeout: 60_000 }, () => {
+  const H = 3600_000;
+  const frame = () => encodeTrustPublish({
+    connectionId: crypto.randomBytes(CONNECTION_ID_BYTES), cluster: 'east', sequence: BigInt(Date.now()), certs: [makeCert('kubevirt.io@east', Date.now() - H, Date.now() + H).der],
+  });
+
+  /** A stand-in peer gateway 'west' presenting `creds`; counts the bytes it received (the bundle) and replies ACCEPTED. */
+  async function fakeWest(creds: { cert: string; key: string }) {
+    let received = 0;
+    const server = tls.createServer({
+      cert: fs.readFileSync(creds.cert), key: fs.readFileSync(creds.key), ca: fs.readFileSync(pki.ca), requestCert: true, rejectUnauthorized: true,
+      minVersion: 'TLSv1.3',
+    }, (s) => {
+      s.on('error', () => s.destroy());
+      s.on('data', (d: Buffer) => { received += d.length; s.end(encodeReply({ status: RefusalCode.ACCEPTED, connectionId: Buffer.alloc(CONNECTION_ID_BYTES), reason: '' })); });
+    });
+    server.on('tlsClientError', () => { /* the publisher aborts the handshake */ });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    return { port: (server.address() as import('node:net').AddressInfo).port, received: () => received, close: () => new Promise<void>((r) => server.close(() => r())) };
+  }
+  const ctx = () => ({ fleet: 'fleet', timeoutMs: 3000, headerMaxBytes: 4096, tls: { ca: fs.readFileSync(pki.ca), cert: fs.readFileSync(pki.certs.east.cert), key: fs.readFileSync(pki.certs.east.key) } });
+
+  it('the publisher sends its bundle to the genuine peer only: two URI SANs, a forged one, a suffix, a weak key are refused before a byte', async () => {
+    const genuine = await fakeWest(pki.certs.west);
+    try {
+      const r = await publishOnce(ctx(), { cluster: 'west', host: '127.0.0.1', port: genuine.port }, frame());
+      assert.equal(r.status, RefusalCode.ACCEPTED);
+      assert.ok(genuine.received() > 0);
+    } finally { await genuine.close(); }
+    for (const name of ['westTwoUris', 'westForged', 'westSuffix', 'westRsa1024']) {
+      const w = await fakeWest(odd[name]);
+      try {
+        await assert.rejects(publishOnce(ctx(), { cluster: 'west', host: '127.0.0.1', port: w.port }, frame()), /refused|identity|URI|bits/, name);
+        assert.equal(w.received(), 0, `${name}: the bundle never left`);
+      } finally { await w.close(); }
+    }
+  });
+
+  it('the receiving terminus drops a PUBLISH from a certificate with two URI SANs (no reply), as it drops such an OPEN', async () => {
+    const cfg = await configFor('west', 'east', 1, 'mtls', pki, { trust: { socket: `${pki.dir}/trust-id.sock`, repushIntervalMs: 60_000, retryMs: 1000 } });
+    const west = await startGateway(cfg, { logger: silent });
+    try {
+      const port = west.addresses().tunnel.port;
+      const ok = await probe(port, frame(), { ...pki.certs.east, ca: pki.ca });
+      assert.equal(ok.reply?.status, RefusalCode.ACCEPTED);
+      for (const name of ['twoUris', 'twoSpiffe', 'forged']) {
+        const r = await probe(port, frame(), odd[name]);
+        assert.equal(r.reply, undefined, name);
+        assert.ok(r.closed);
+      }
+    } finally { await west.close(); }
   });
 });

@@ -70,7 +70,7 @@ async function rig(o: RigOptions = {}): Promise<Rig> {
   const runtime = await standInRuntime(path.join(dir, 'trust.sock'));
   if (o.peer) runtime.peer(o.peer);
   const base = kubeConfigMaps(kubeConfigFor(api.port), 'kubevirt');
-  const agent = new TrustAgent({ api: o.wrap ? o.wrap(base) : base, socket: path.join(dir, 'trust.sock'), log: silent, resyncMs: 300_000, now });
+  const agent = new TrustAgent({ api: o.wrap ? o.wrap(base) : base, socket: path.join(dir, 'trust.sock'), log: silent, resyncMs: 300_000, now, peers: () => ['west'] });
   await agent.start();
   return {
     api, model, agent, runtime, clock,
@@ -303,6 +303,30 @@ describe('the runtime reports the state of kubevirt-external-ca', { timeout: 30_
       assert.ok(await until(() => hub.table.toJSON().externalCa?.state === 'missing', 3000) >= 0);
       const m = await registry.getSingleMetric('mm_trust_external_ca_state')!.get();
       assert.deepEqual(Object.fromEntries(m.values.map((v) => [v.labels.state, v.value])), { ok: 0, missing: 1, 'invisible-to-virt-operator': 0, 'api-error': 0 });
+    } finally {
+      c.destroy();
+      await hub.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the runtime counts the trust container\'s refusals', { timeout: 30_000 }, () => {
+  it('a refused message increments mm_trust_agent_refusals_total{reason}; an unknown reason is not a label', async () => {
+    const dir = tmpDir('mm-trust-hub-');
+    const socket = path.join(dir, 'trust.sock');
+    const cfg = parseConfigText(JSON.stringify(testConfig(socket)));
+    const registry = new Registry();
+    const hub = new TrustHub({ config: () => cfg, tlsFiles: () => undefined, log: silent, registry });
+    await hub.start();
+    const c = net.connect(socket);
+    try {
+      await new Promise<void>((r) => c.on('connect', () => r()));
+      for (const reason of ['unknown_peer', 'trust_not_ca', 'unknown_peer', 'made-up']) c.write(`${JSON.stringify({ type: 'refused', reason, at: Date.now() })}\n`);
+      const counts = async () => Object.fromEntries((await registry.getSingleMetric('mm_trust_agent_refusals_total')!.get()).values.map((v) => [v.labels.reason, v.value]));
+      let got: Record<string, number> = {};
+      for (let i = 0; i < 100 && (got.unknown_peer ?? 0) < 2; i++) { got = await counts(); await sleep(20); }
+      assert.deepEqual(got, { unknown_peer: 2, trust_not_ca: 1 });
     } finally {
       c.destroy();
       await hub.close();

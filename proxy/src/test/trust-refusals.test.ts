@@ -146,7 +146,7 @@ describe('trust container against the API contract', { timeout: 120_000 }, () =>
     const line = peerCa.pem.split('\n')[1];
     // hold virt-operator back (both replicas see the CA missing); the first write of the CA is the event awaited
     const written = new Promise<void>((r) => { api.onUpdate = (name, _prev, next) => { if (name === 'kubevirt-external-ca' && (next.data['ca-bundle'] ?? '').includes(line)) r(); }; });
-    cluster.agents.push(await startAgent(cluster, clock), await startAgent(cluster, clock));
+    cluster.agents.push(await startAgent(cluster, clock, ['west']), await startAgent(cluster, clock, ['west']));
     await written;
     api.onUpdate = undefined;
     // both replicas connected to the runtime (so both hold the peer bundle) and their write passes ended

@@ -46,14 +46,15 @@ let serial = BigInt(Date.now()) * 1000n;
 /** One EC key for all test certificates: generation is the slow part, and identity comes from the serial. */
 const KEY = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
 
-export function makeCert(cn: string, notBefore: number, notAfter: number, opts: { ca?: boolean; padBytes?: number } = {}): TestCert {
+/** A test certificate; `issuer`: another issuer name (the certificate is then not self-issued, though signed by the same key). */
+export function makeCert(cn: string, notBefore: number, notAfter: number, opts: { ca?: boolean; padBytes?: number; issuer?: string } = {}): TestCert {
   const sigAlg = seq(oid('1.2.840.10045.4.3.2'));
   const exts: Buffer[] = [];
   if (opts.ca !== false) exts.push(seq(oid('2.5.29.19'), tlv(0x01, Buffer.from([0xff])), tlv(0x04, seq(tlv(0x01, Buffer.from([0xff]))))));
   // padding in a non-critical private extension, to build oversized certificates
   if (opts.padBytes) exts.push(seq(oid('1.3.6.1.4.1.55555.1'), tlv(0x04, Buffer.alloc(opts.padBytes, 0x41))));
   const tbs = seq(
-    tlv(0xa0, int(2n)), int(serial++), sigAlg, name(cn), seq(time(notBefore), time(notAfter)), name(cn),
+    tlv(0xa0, int(2n)), int(serial++), sigAlg, name(opts.issuer ?? cn), seq(time(notBefore), time(notAfter)), name(cn),
     KEY.publicKey.export({ type: 'spki', format: 'der' }),
     ...(exts.length ? [tlv(0xa3, seq(...exts))] : []),
   );

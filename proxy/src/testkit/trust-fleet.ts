@@ -61,14 +61,15 @@ export async function startTrustFleet(names: string[], pki: Pki, clock: SimClock
       const gw = await startGateway(cfg, { logger: silent, trustClock: clock.now });
       clusters.push({ name, api, model, gw, agents: [], socket });
     }
-    for (const c of clusters) c.agents.push(await startAgent(c, clock));
+    for (const c of clusters) c.agents.push(await startAgent(c, clock, names.filter((n) => n !== c.name)));
   } catch (e) { await close(); throw e; }
   return { clusters, dir, close };
 }
 
-export async function startAgent(c: SimCluster, clock: SimClock): Promise<TrustAgent> {
+/** A trust container for `c`; `peers`: the clusters its gateway config names (the re-check's peer table). */
+export async function startAgent(c: SimCluster, clock: SimClock, peers: readonly string[]): Promise<TrustAgent> {
   const a = new TrustAgent({
-    api: kubeConfigMaps(kubeConfigFor(c.api.port), 'kubevirt'), socket: c.socket, log: silent, resyncMs: 300_000, minRewriteMs: 2000, now: clock.now,
+    api: kubeConfigMaps(kubeConfigFor(c.api.port), 'kubevirt'), socket: c.socket, log: silent, resyncMs: 300_000, minRewriteMs: 2000, now: clock.now, peers: () => peers,
   });
   await a.start();
   return a;

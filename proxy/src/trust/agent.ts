@@ -22,9 +22,10 @@
  */
 import * as net from 'node:net';
 import type { Logger } from 'pino';
-import { ToRuntime, ToTrust, onLines, sendLine } from './channel';
+import { TRUST_MAX_CERTS, refusalName } from '../protocol';
+import { AgentRefusal, ToRuntime, ToTrust, onLines, sendLine } from './channel';
 import { ApiError, ConfigMapApi, ConfigMapObject, WatchEnd } from './kube';
-import { caInfo, CaInfo, derToPem, pemToDer } from './x509';
+import { caInfo, CaInfo, checkBundle, derToPem, pemToDer } from './x509';
 
 export const KUBEVIRT_CA = 'kubevirt-ca';
 export const KUBEVIRT_EXTERNAL_CA = 'kubevirt-external-ca';
@@ -37,9 +38,21 @@ export const BACKOFF_MS = 200;
 export const MAX_BACKOFF_MS = 4000;
 /** Longest Retry-After honoured (a larger one is cut to this). */
 export const MAX_RETRY_AFTER_MS = 60_000;
+/** Most certificates the trust container takes from the runtime for one peer (the wire's own bound, TRUST_MAX_CERTS). */
+export const AGENT_MAX_CERTS_PER_PEER = TRUST_MAX_CERTS;
+/**
+ * Largest `kubevirt-external-ca` the trust container writes (the whole object as JSON, other keys included):
+ * half of the 1 MiB an object may have in etcd, room for a fleet of over 100 clusters with 2 CAs each.
+ */
+export const EXTERNAL_CA_MAX_BYTES = 512 * 1024;
 
 export interface TrustAgentOptions {
   readonly api: ConfigMapApi;
+  /**
+   * The clusters this cluster's gateway config names as peers, read afresh at every check: a bundle the
+   * runtime hands over for any other cluster is refused, and a peer that left is never written.
+   */
+  readonly peers: () => readonly string[];
   readonly socket: string;
   readonly log: Logger;
   /** Re-list `kubevirt-ca` and re-check this often (a missed watch event costs at most this). */
@@ -86,6 +99,8 @@ export class TrustAgent {
   private externalState?: ExternalCaState;
   /** Counters for tests and the status line. */
   readonly stats = { writes: 0, conflicts: 0, relists: 0, gone: 0, writeErrors: 0, listErrors: 0, decodeErrors: 0, stalls: 0, missing: 0 };
+  /** Bundles refused by the re-check, by reason (AgentRefusal: stable names). */
+  readonly refusals = new Map<AgentRefusal, number>();
 
   constructor(private readonly o: TrustAgentOptions) {}
 
@@ -131,10 +146,48 @@ export class TrustAgent {
     this.send({ type: 'local', fingerprints: this.local.map((c) => c.sha256), at: this.now() });
   }
 
+  /**
+   * The runtime faces the network and runs the C record layer: whatever it hands over is checked again
+   * before it can reach kubevirt-external-ca (issue 49): a configured peer, 1..AGENT_MAX_CERTS_PER_PEER
+   * certificates, each a self-signed CA valid now (x509.ts checkBundle, the runtime's own rule), none
+   * another peer's or the local cluster's own. A refused bundle leaves that peer's previous one in place.
+   */
   private onPeer(m: ToTrust): void {
-    if (m.type !== 'peer') return;
-    this.peers.set(m.cluster, parseBundle(m.certs.join('')));
+    if (m?.type !== 'peer') return;
+    const v = this.recheck(m);
+    if ('reason' in v) {
+      this.refuse(v.reason, v.why, typeof m.cluster === 'string' ? m.cluster : undefined);
+      if (v.reason === 'unknown_peer' && typeof m.cluster === 'string') this.peers.delete(m.cluster);
+      return;
+    }
+    this.peers.set(m.cluster, v.certs);
     this.schedule();
+  }
+
+  private recheck(m: ToTrust): { certs: CaInfo[] } | { reason: AgentRefusal; why: string } {
+    if (typeof m.cluster !== 'string' || !Array.isArray(m.certs) || !m.certs.every((c) => typeof c === 'string')) {
+      return { reason: 'malformed', why: 'not a peer bundle (cluster and certs)' };
+    }
+    if (!this.o.peers().includes(m.cluster)) return { reason: 'unknown_peer', why: `'${m.cluster}' is not a peer in the gateway config` };
+    const ders = m.certs.flatMap((c) => pemToDer(c));
+    if (ders.length > AGENT_MAX_CERTS_PER_PEER) return { reason: 'trust_count', why: `${ders.length} certificates (at most ${AGENT_MAX_CERTS_PER_PEER} per peer)` };
+    const v = checkBundle(ders, this.now());
+    if (!v.ok) return { reason: refusalName(v.code) as AgentRefusal, why: v.why };
+    const own = this.local[0]?.sha256;
+    for (const c of v.certs) {
+      if (c.sha256 === own) return { reason: 'trust_not_self', why: `${c.subject} is this cluster's own CA` };
+      for (const [other, b] of this.peers) {
+        if (other !== m.cluster && b.some((x) => x.sha256 === c.sha256)) return { reason: 'trust_not_self', why: `${c.subject} is the CA of '${other}'` };
+      }
+    }
+    return { certs: v.certs };
+  }
+
+  /** Log and count a refusal, and tell the runtime (`mm_trust_agent_refusals_total`: the trust container has no metrics of its own). */
+  private refuse(reason: AgentRefusal, why: string, cluster?: string): void {
+    this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
+    this.o.log.warn({ peer: cluster, reason, why }, 'trust container refused a bundle from the runtime');
+    this.send({ type: 'refused', reason, at: this.now() });
   }
 
   private onLocal(data: Record<string, string> | undefined): void {
@@ -221,12 +274,14 @@ export class TrustAgent {
     }
   }
 
-  /** Peer CAs (valid now) that the local kubevirt-ca lacks. */
+  /** Peer CAs (valid now, of peers still configured) that the local kubevirt-ca lacks. */
   private missing(): CaInfo[] {
     const have = new Set(this.local.map((c) => c.sha256));
     const now = this.now();
+    const configured = new Set(this.o.peers());
     const out = new Map<string, CaInfo>();
-    for (const b of this.peers.values()) {
+    for (const [cluster, b] of this.peers) {
+      if (!configured.has(cluster)) continue;
       for (const c of b) {
         if (have.has(c.sha256) || c.notBefore > now || c.notAfter <= now) continue;
         out.set(c.sha256, c);
@@ -308,6 +363,12 @@ export class TrustAgent {
       const next = [...keep, ...miss.filter((m) => !keep.some((k) => k.sha256 === m.sha256))];
       if (next.length === keep.length && keep.length === had.length) return nextCheck;
       const body: ConfigMapObject = { ...cur, data: { ...(cur.data ?? {}), [CA_BUNDLE_KEY]: next.map((c) => derToPem(c.der)).join('') } };
+      const size = Buffer.byteLength(JSON.stringify(body));
+      if (size > EXTERNAL_CA_MAX_BYTES) {
+        this.refuse('configmap_too_large', `kubevirt-external-ca would be ${size} bytes (at most ${EXTERNAL_CA_MAX_BYTES}); not written`);
+        this.writeFailed(`kubevirt-external-ca would exceed ${EXTERNAL_CA_MAX_BYTES} bytes`);
+        return nextCheck;
+      }
       const r = await this.o.api.replace(body);
       if (r === 'conflict') { this.stats.conflicts++; continue; }
       if (r === 'gone') { this.stats.missing++; continue; }

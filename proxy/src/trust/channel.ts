@@ -19,7 +19,18 @@ export type ToRuntime =
   /** What the trust container found `kubevirt-external-ca` to be (agent.ts ExternalCaState). */
   | { type: 'external-ca'; state: 'ok' | 'missing' | 'invisible-to-virt-operator' | 'api-error'; at: number }
   /** Writing `kubevirt-external-ca` failed (API error, the ConfigMap missing, conflicts without end); retried. */
-  | { type: 'write-failed'; at: number; reason: string };
+  | { type: 'write-failed'; at: number; reason: string }
+  /** The trust container's re-check refused a bundle the runtime handed over, or a write over the size cap (agent.ts). */
+  | { type: 'refused'; reason: AgentRefusal; at: number };
+
+/**
+ * Why the trust container refused what the runtime handed over (stable names: log field and metric label).
+ * The trust_* names are the wire's refusal names for the same rule (protocol.ts RefusalCode).
+ */
+export const AGENT_REFUSALS = [
+  'malformed', 'unknown_peer', 'trust_count', 'trust_not_valid', 'trust_not_ca', 'trust_not_self', 'configmap_too_large',
+] as const;
+export type AgentRefusal = (typeof AGENT_REFUSALS)[number];
 
 /** runtime -> trust container: the current bundle of one peer, as accepted from that peer itself. */
 export type ToTrust = { type: 'peer'; cluster: string; certs: string[]; sequence: number; receivedAt: number };

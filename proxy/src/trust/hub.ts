@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { ProxyConfig } from '../config';
 import { CONNECTION_ID_BYTES, RefusalCode, decodeTrustPublishBody, encodeTrustPublish, refusalName, ProtocolError } from '../protocol';
-import { ToRuntime, ToTrust, onLines, sendLine } from './channel';
+import { AGENT_REFUSALS, ToRuntime, ToTrust, onLines, sendLine } from './channel';
 import { PublishContext, publishOnce } from './publisher';
 import { TrustTable } from './table';
 import { caInfo, derToPem, pemToDer } from './x509';
@@ -46,6 +46,11 @@ function hubMetrics(registry: Registry) {
     }),
     lastWrite: new Gauge({
       name: 'mm_trust_last_write_timestamp_seconds', help: 'When the trust container last wrote kubevirt-external-ca (unix seconds).', registers: [registry],
+    }),
+    agentRefusals: new Counter({
+      name: 'mm_trust_agent_refusals_total',
+      help: 'Bundles the trust container refused on its own re-check before writing kubevirt-external-ca (a peer not configured, not a self-signed CA valid now, too many certificates, another member\'s CA, the ConfigMap over its size cap), by reason.',
+      labelNames: ['reason'], registers: [registry],
     }),
     writeFailures: new Counter({
       name: 'mm_trust_write_failures_total', help: 'Failed attempts of the trust container to write kubevirt-external-ca (API errors, the ConfigMap missing, endless conflicts).',
@@ -138,6 +143,8 @@ export class TrustHub {
       this.table.local = m.fingerprints;
     } else if (m.type === 'write-failed') {
       this.metrics.writeFailures.inc();
+    } else if (m.type === 'refused' && (AGENT_REFUSALS as readonly string[]).includes(m.reason)) {
+      this.metrics.agentRefusals.inc({ reason: m.reason });
     }
     this.noteUntrusted();
   }

@@ -1,12 +1,13 @@
 /**
  * Send one PUBLISH to one peer gateway and read its REPLY, over the same port and with the same mTLS
- * identity check as a tunnel: the server certificate must chain to the fleet CA and name exactly the
- * peer cluster, checked before the bundle is sent.
+ * identity check as a tunnel (identity.ts identifyPeer, the one function every TLS path uses: exactly one
+ * canonical URI SAN read from the certificate's DER, a strong key): the server certificate must chain to
+ * the fleet CA and name exactly the peer cluster, checked before the bundle is sent.
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { FRAME_REPLY, FrameReader, decodeReplyBody } from '../protocol';
-import { peerIdentityUri, parsePeerIdentityUri } from '../config';
+import { identifyPeer } from '../identity';
 
 export interface PublishTarget {
   readonly host: string;
@@ -24,20 +25,13 @@ export interface PublishContext {
 
 export interface PublishResult { readonly status: number; readonly reason: string }
 
-function uriOf(cert: tls.PeerCertificate | undefined): string[] {
-  return (cert?.subjectaltname ?? '').split(/,\s*/).filter((s) => s.startsWith('URI:')).map((s) => s.slice(4));
-}
-
 function connect(ctx: PublishContext, t: PublishTarget): net.Socket {
   if (!ctx.tls) return net.connect({ host: t.host, port: t.port });
   return tls.connect({
     host: t.host, port: t.port, ...ctx.tls, minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3', rejectUnauthorized: true,
     checkServerIdentity: (_h, cert) => {
-      const ids = uriOf(cert).map(parsePeerIdentityUri).filter((x) => x && x.fleet === ctx.fleet);
-      if (ids.length !== 1 || ids[0]!.cluster !== t.cluster) {
-        return new Error(`peer gateway presented ${uriOf(cert).join(' ') || 'no URI SAN'}, expected ${peerIdentityUri(ctx.fleet, t.cluster)}`);
-      }
-      return undefined;
+      const who = identifyPeer(cert, { fleet: ctx.fleet, peers: [] }, t.cluster);
+      return 'error' in who ? new Error(`peer gateway ${t.cluster} ${t.host}:${t.port} refused: ${who.error}`) : undefined;
     },
   });
 }
