@@ -125,8 +125,8 @@ export const MATRIX: readonly Row[] = [
   },
   {
     key: 'admin-trust', target: 'admin /trust on a\'s pod address :15090',
-    threat: 'the trust table read from outside the pod network',
-    expect: { ...all('no connection'), 'pod': 'HTTP 200' },
+    threat: 'the trust table read from outside the pod: it answers over loopback only (`migration-mesh-proxy trust-status`)',
+    expect: { ...all('no connection'), 'pod': 'HTTP 403' },
   },
   {
     key: 'admin-shared', target: 'admin port on a\'s shared address :15090',
