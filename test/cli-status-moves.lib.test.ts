@@ -63,7 +63,7 @@ describe('migration-mesh status: gateway runtime, KubeVirt pods, --moves', () =>
     const q = await startCluster(objs('q'), ca.q, [ca.p], { vipUnheld: true, detachedHandler: 'virt-handler-9fz7q' });
     fakes.push(p, q);
     await q.gateways[1].close(); // the pod is there and Ready, its admin port refuses
-    // a connection p's gateway-0 cannot route (its original destination is its own loopback listener): refused, no_route
+    // a connection p's gateway-0 refuses: its source (loopback) is not in p's migration network (issue 49): client_not_local
     const c = net.connect({ host: '127.0.0.1', port: p.gateways[0].addresses().intercept.port });
     c.on('error', () => undefined);
     await new Promise<void>((r) => c.once('close', () => r()));
@@ -83,7 +83,7 @@ describe('migration-mesh status: gateway runtime, KubeVirt pods, --moves', () =>
         + 'error trying to reach service: dial tcp 10.128.1.2:15090: connect: connection refused',
       '  error [status/not-attached] q: virt-handler virt-handler-9fz7q is not on the migration network kubevirt/lm-migration',
     ]);
-    expect(lines.find((l) => l.startsWith('  gateway migration-mesh-gateway-0-7d9f8-q0: ready; tunnels open: q 0; last error '))).toMatch(/last error \S+Z origin no_route$/);
+    expect(lines.find((l) => l.startsWith('  gateway migration-mesh-gateway-0-7d9f8-q0: ready; tunnels open: q 0; last error '))).toMatch(/last error \S+Z origin client_not_local$/);
     expect(lines).toContain('  p -> q: [status/vip-unheld] q: no gateway pod holds the VIP 10.200.1.3');
     expect(lines).toContain('0/2 pairs ready to migrate');
     expect(q.api.proxied.map((x) => `${x.target} ${x.code}`).sort()).toEqual([

@@ -253,10 +253,14 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
     for (const c of clusters) {
       for (const g of c.gateways) {
         const v6 = lab.exec(g.ns, ['ip6tables', '-w', '-t', 'nat', '-S']).stdout;
-        const redirected = [...v6.matchAll(/-d (\S+) -p tcp -j REDIRECT --to-ports (\d+)/g)].map((m) => [m[1], Number(m[2])]);
+        const redirected = [...v6.matchAll(/-d (\S+) -i (\S+) -p tcp -j REDIRECT --to-ports (\d+)/g)].map((m) => [m[1], Number(m[3]), m[2]] as const);
         const peers = c.topo.gatewayConfig.peers.flatMap((p: any) => p.cidrs).sort();
         expect(redirected.map(([cidr]) => cidr).sort()).toEqual(peers);
         for (const [, port] of redirected) expect(port).toBe(c.topo.gatewayConfig.listen.intercept.port);
+        // issue 49: the jump and every REDIRECT name the in-cluster interface (the intercept listener's)
+        for (const [, , ifname] of redirected) expect(ifname).toBe(g.ifname);
+        expect(redirected.length).toBe((v6.match(/REDIRECT/g) ?? []).length);
+        expect(v6.split('\n').filter((l) => /^-A PREROUTING .*-j MIGRATION_MESH$/.test(l))).toEqual([`-A PREROUTING -i ${g.ifname} -j MIGRATION_MESH`]);
         expect(lab.exec(g.ns, ['iptables', '-w', '-t', 'nat', '-S']).stdout).not.toMatch(/REDIRECT/);
       }
     }

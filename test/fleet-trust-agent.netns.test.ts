@@ -77,6 +77,12 @@ d('trust agent of a direct cluster exchanges CAs with a gateway cluster (network
       const ns = lab.addNs(`c${i}-p0`);
       lab.addVeth({ hostNs: ns, ifname: 'eth0', addrs: ['10.244.0.10/24'], fabricNs: node, portName: 'pod0', bridge: 'br-pod' });
       lab.addVeth({ hostNs: ns, ifname: xc.interface, addrs: [xc.ips[0]], fabricNs: fab, portName: `c${i}p0`, bridge: 'br-xc' });
+      // the gateway's other attachment (in-cluster), unused here but named by its intercept listener (bound to it: issue 49)
+      for (const att of JSON.parse(dep.spec.template.metadata.annotations['k8s.v1.cni.cncf.io/networks']).filter((e: any) => e.interface !== xc.interface)) {
+        lab.run(['ip', '-n', ns, 'link', 'add', att.interface, 'type', 'veth', 'peer', 'name', 'mmunused0']); // no dummy module here
+        for (const a of att.ips) lab.run(['ip', '-n', ns, 'addr', 'add', a, 'dev', att.interface]);
+        lab.run(['ip', '-n', ns, 'link', 'set', att.interface, 'up']);
+      }
       const run = path.join(tmp, `${name}-run`);
       fs.mkdirSync(run, { mode: 0o700 });
       own(run);

@@ -210,6 +210,10 @@ d('trust exchange in network namespaces (three-sites-vlan: 3 clusters x 2 gatewa
       const ns = lab.addNs(`c${i}-g${j}`);
       lab.addVeth({ hostNs: ns, ifname: 'eth0', addrs: [`10.244.0.${10 + j}/24`], fabricNs: node, portName: `pod${j}`, bridge: 'br-pod' });
       lab.addVeth({ hostNs: ns, ifname: g.crossCluster.ifname, addrs: [g.crossCluster.address], fabricNs: fab, portName: `c${i}g${j}`, bridge: 'br-xc', mtu: g.crossCluster.mtu });
+      // the in-cluster attachment: unused here, but the intercept listener is bound to it (issue 49)
+      lab.run(['ip', '-n', ns, 'link', 'add', g.inCluster.ifname, 'type', 'veth', 'peer', 'name', 'mmunused0']); // no dummy module here
+      lab.run(['ip', '-n', ns, 'addr', 'add', g.inCluster.address, 'dev', g.inCluster.ifname]);
+      lab.run(['ip', '-n', ns, 'link', 'set', g.inCluster.ifname, 'up']);
       // the pod's emptyDir for the trust socket; the config as the ConfigMap has it, TLS files and the socket path ours
       const run = path.join(tmp, `${t.name}-g${j}-run`);
       fs.mkdirSync(run, { mode: 0o700 });

@@ -253,10 +253,16 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
   test('the rule-setup step installed REDIRECT rules for exactly the peer CIDRs of the ConfigMap', () => {
     for (const c of clusters) {
       const rules = lab.exec(c.gateways[0].ns, ['iptables', '-w', '-t', 'nat', '-S']).stdout;
-      const redirected = [...rules.matchAll(/-d (\S+) -p tcp -j REDIRECT --to-ports (\d+)/g)].map((m) => m[1]).sort();
+      const redirected = [...rules.matchAll(/-d (\S+) -i (\S+) -p tcp -j REDIRECT --to-ports (\d+)/g)];
       const peers = c.topo.gatewayConfig.peers.flatMap((p: any) => p.cidrs).sort();
-      expect(redirected).toEqual(peers);
+      expect(redirected.map((m) => m[1]).sort()).toEqual(peers);
       expect(rules).toMatch(new RegExp(`--to-ports ${c.topo.gatewayConfig.listen.intercept.port}`));
+      // issue 49: only what arrives on the in-cluster interface is intercepted, the jump and every REDIRECT
+      const ifname = c.gateways[0].ifname;
+      expect(c.topo.gatewayConfig.listen.intercept.interface).toBe(ifname);
+      expect([...new Set(redirected.map((m) => m[2]))]).toEqual([ifname]);
+      expect(rules.split('\n').filter((l) => /^-A PREROUTING .*-j MIGRATION_MESH$/.test(l))).toEqual([`-A PREROUTING -i ${ifname} -j MIGRATION_MESH`]);
+      expect(redirected.length).toBe((rules.match(/REDIRECT/g) ?? []).length);
     }
   });
 

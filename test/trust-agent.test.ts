@@ -90,6 +90,10 @@ describe('peer tables: gateways and trust agents list each other', () => {
     expect(cfg.cluster).toBe('d');
     expect(cfg.localCidrs).toEqual([]);
     expect(cfg.listen.intercept.host).toBe('127.0.0.1');
+    expect(cfg.listen.intercept.interface).toBeUndefined(); // loopback: no rule redirects to it
+    // issue 49: the tunnel listener on the shared network's interface (the Multus selection's), the admin on the pod network
+    expect(cfg.listen.tunnel).toEqual({ host: '0.0.0.0', interface: 'xc0', port: 15443 });
+    expect(cfg.listen.admin).toEqual({ interface: 'eth0', port: 15090 });
     expect(cfg.ownAddresses).toEqual(dHosts);
     expect(cfg.peers.map((p) => [p.cluster, p.cidrs])).toEqual([['a', []], ['b', []]]);
     const a = r.plan.clusters.find((c) => c.name === 'a')!;

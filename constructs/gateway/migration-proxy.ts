@@ -39,7 +39,8 @@ export interface MigrationProxyProps extends GatewayPodOptions {
    */
   readonly namespace?: string;
   /**
-   * Interface names of the two attachments inside the gateway pods (at most 15 characters).
+   * Interface names of the two attachments inside the gateway pods (at most 15 characters, not `eth0`). The
+   * intercept listener and every REDIRECT rule are bound to `inCluster`, the tunnel listener to `crossCluster`.
    *
    * @default {inCluster: 'mig0', crossCluster: 'xc0'}
    */

@@ -146,6 +146,8 @@ export class TrustAgent extends Construct {
       setLabels,
       image: plan.gateway.image,
       crossClusterNad: this.crossClusterNad.name,
+      // the Multus selection names the interface the tunnel listener is bound to (issue 49)
+      crossClusterInterface: this.config.listen.tunnel.interface,
       configMapName: TRUST_AGENT_NAME,
       serviceAccount: this.serviceAccount,
       ports: { tunnel: this.config.listen.tunnel.port, admin: this.config.listen.admin.port },
