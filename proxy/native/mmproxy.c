@@ -398,6 +398,15 @@ static napi_value Init(napi_env env, napi_value exports) {
       {"bindDeviceSocket", NULL, BindDeviceSocket, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  /* testHooks: this build reads the MMPROXY_TLS_TEST_* switches (a test build); false in the shipped addon */
+#ifdef MMPROXY_TEST_HOOKS
+  const bool test_hooks = true;
+#else
+  const bool test_hooks = false;
+#endif
+  napi_value hooks;
+  napi_get_boolean(env, test_hooks, &hooks);
+  napi_set_named_property(env, exports, "testHooks", hooks);
   return exports;
 }
 

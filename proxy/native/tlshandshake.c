@@ -197,13 +197,16 @@ SSL_CTX *tlsr_ssl_ctx_new(const unsigned char *ca, size_t nca, const unsigned ch
   }
   EVP_PKEY_free(pk);
   SSL_CTX_set_keylog_callback(ctx, keylog_cb);
-  /* MMPROXY_TLS_TEST_TICKETS=n (tests only): a server sends n session tickets after the handshake, to prove the
-   * record counts do not depend on tickets being off (they stay off otherwise: nothing would resume) */
+#ifdef MMPROXY_TEST_HOOKS
+  /* MMPROXY_TLS_TEST_TICKETS=n (test builds only, binding.gyp mm_test_hooks): a server sends n session tickets
+   * after the handshake, to prove the record counts do not depend on tickets being off (they stay off
+   * otherwise: nothing would resume). The shipped addon has no such switch. */
   const char *tk = getenv("MMPROXY_TLS_TEST_TICKETS");
   if (tk && atoi(tk) > 0) {
     SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
     SSL_CTX_set_num_tickets(ctx, (size_t)atoi(tk));
   }
+#endif
   return ctx;
 }
 

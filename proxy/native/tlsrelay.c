@@ -167,7 +167,12 @@ static napi_value TlsContext(napi_env env, napi_callback_info info) {
   c->own_records = !(rec && strcmp(rec, "openssl") == 0);
   c->key_update_records = ku_records;
   c->key_update_request = getenv("MMPROXY_TLS_KEY_UPDATE_REQUEST") && strcmp(getenv("MMPROXY_TLS_KEY_UPDATE_REQUEST"), "1") == 0;
+#ifdef MMPROXY_TEST_HOOKS
+  /* test builds only (binding.gyp mm_test_hooks): the shipped addon never sends an early KeyUpdate */
   c->early_key_update = getenv("MMPROXY_TLS_TEST_EARLY_KEY_UPDATE") && strcmp(getenv("MMPROXY_TLS_TEST_EARLY_KEY_UPDATE"), "1") == 0;
+#else
+  c->early_key_update = 0;
+#endif
   napi_value ext;
   if (napi_create_external(env, c, ctx_finalize, NULL, &ext) != napi_ok) { SSL_CTX_free(ctx); free(c); return throw_msg(env, "tlsContext: external"); }
   return ext;

@@ -83,7 +83,9 @@ function nodedirArgs(args) {
   return fs.existsSync(path.join(headers, 'node_api.h')) && fs.existsSync(path.join(headers, 'common.gypi')) ? [`--nodedir=${prefix}`] : [];
 }
 
-const args = process.argv.slice(2);
+// The MMPROXY_TLS_TEST_* switches (native/tlshandshake.c, tlsrelay.c) exist only in a test build: every
+// build but the shipped one (MM_PROXY_SHIPPED=1, set by proxy/Dockerfile) passes mm_test_hooks=1 to gyp.
+const args = [...process.argv.slice(2), ...(process.env.MM_PROXY_SHIPPED === '1' ? [] : ['--mm_test_hooks=1'])];
 const missing = missingToolchain();
 if (missing.length) {
   console.error(`[build-addon] cannot build the gateway's native addon: missing ${missing.join(', ')}; ${INSTALL}`);

@@ -33,6 +33,9 @@ export interface TrustTableView {
 
 interface PeerState { certs: CaInfo[]; sequence: bigint; receivedAt: number; refusal?: { at: number; reason: string } }
 
+/** How many repush intervals an accepted sequence keeps older ones out (renewed by each acceptance). */
+export const TRUST_STALE_HOLD_PERIODS = 2;
+
 const iso = (ms: number) => new Date(ms).toISOString();
 const view = (c: CaInfo): CertView => ({ sha256: c.sha256, subject: c.subject, notBefore: iso(c.notBefore), notAfter: iso(c.notAfter) });
 
@@ -53,8 +56,9 @@ export class TrustTable {
    * never gets here: hub.ts refuses it as TRUST_UNAUTHENTICATED). The sequence is the publisher's clock
    * when it read its bundle: one more than TRUST_SEQUENCE_AHEAD_MS ahead of ours is refused
    * (TRUST_FUTURE); one older than the last accepted from that peer is refused (TRUST_STALE) only while
-   * that last acceptance is younger than one repush interval. So no message, whatever its sequence, keeps
-   * a later genuine one out for longer than a repush interval after it was last accepted: a peer whose
+   * that last acceptance is younger than TRUST_STALE_HOLD_PERIODS repush intervals (one publication may be
+   * late or lost without an older one slipping in). So no message, whatever its sequence, keeps a later
+   * genuine one out for longer than two repush intervals after it was last accepted: a peer whose
    * clock stepped back is heard again once its old sequence is no longer renewed.
    */
   judge(p: TrustPublish, certCluster: string, isPeer: (c: string) => boolean, now: number): Judgement {
@@ -69,7 +73,7 @@ export class TrustTable {
     const relayed = v.certs.find((c) => this.ownerOf(c.sha256, who) !== undefined);
     if (relayed) return this.refused(who, RefusalCode.TRUST_NOT_SELF, `relays ${relayed.subject}, the CA of '${this.ownerOf(relayed.sha256, who)}'`, now);
     const prev = this.peers.get(who);
-    if (prev && p.sequence < prev.sequence && now - prev.receivedAt < this.repushIntervalMs()) {
+    if (prev && p.sequence < prev.sequence && now - prev.receivedAt < TRUST_STALE_HOLD_PERIODS * this.repushIntervalMs()) {
       return this.refused(who, RefusalCode.TRUST_STALE, `sequence ${p.sequence} is older than ${prev.sequence}, accepted ${Math.round((now - prev.receivedAt) / 1000)} s ago`, now);
     }
     const changed = !prev || prev.certs.map((c) => c.sha256).join() !== v.certs.map((c) => c.sha256).join();
