@@ -95,10 +95,11 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
   const vipHolders = (c: ClusterLab): string[] => vipHoldersIn(lab, c);
 
   /** Established TCP connections in `ns` matching an `ss` filter: [local, peer] addresses. */
-  const established = (ns: string, filter: string): { local: string; peer: string }[] =>
+  /** Established sockets: addresses, and the interface a socket is bound to (ss prints `[addr]%ifname:port`). */
+  const established = (ns: string, filter: string): { local: string; peer: string; localDevice?: string }[] =>
     lab.exec(ns, ['ss', '-Htn', 'state', 'established', filter]).stdout.split('\n').filter(Boolean).map((l) => {
-      const [local, peer] = [...l.matchAll(/\[?([0-9a-fA-F:.]+?)\]?:(\d+)(?=\s|$)/g)].map((m) => m[1]);
-      return { local, peer };
+      const [local, peer] = [...l.matchAll(/\[?([0-9a-fA-F:.]+?)\]?(%[\w.-]+)?:(\d+)(?=\s|$)/g)];
+      return { local: local[1], peer: peer[1], localDevice: local[2]?.slice(1) };
     });
 
   const logTail = (g: Gw) => (fs.existsSync(g.log) ? fs.readFileSync(g.log, 'utf8').slice(-2000) : '');
@@ -297,6 +298,8 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
       for (const x of far) {
         expect(a.gateways.map((g) => g.xcAddr)).toContain(x.peer);
         expect(b.gateways.find((g) => g.ns === x.gw)!.xcAddr).toBe(x.local);
+        // issue 49: the tunnel listener, and so each tunnel it accepted, is bound to the shared interface
+        expect(x.localDevice).toBe(b.gateways.find((g) => g.ns === x.gw)!.xcIfname);
       }
       expect(near.map((x) => x.local).sort()).toEqual(far.map((x) => x.peer).sort());
       console.log(`[fleet-netns-ipv6] tunnels in flight ${a.topo.name} -> ${b.topo.name}: ${far.map((x) => `[${x.peer}] -> [${x.local}]:${tunnelPort}`).join(', ')}`);

@@ -36,7 +36,7 @@ const FAMILIES = [
 
 type Probe = { connected: boolean; sent: string; reply: string; ms: number; error?: string };
 
-describe('never an open relay: a host on the shared network gets no tunnel (issue 49)', { timeout: 240_000, skip }, () => {
+describe('never an open relay: a host on the shared network gets no tunnel (issue 49)', { timeout: 420_000, skip }, () => {
   const lab = new NetnsLab();
   let pki: Pki;
   const ns = { h: '', ga: '', sw: '', gb: '', s: '', x: '' };
