@@ -50,16 +50,17 @@ export class NetnsLab {
     }
   }
 
-  spawn(ns: string, args: string[]): ChildProcess {
-    const c = spawn('ip', ['netns', 'exec', ns, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  /** A child inside `ns`; `stdin: 'pipe'` for one that takes requests on its standard input. */
+  spawn(ns: string, args: string[], stdin: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
+    const c = spawn('ip', ['netns', 'exec', ns, ...args], { stdio: [stdin, 'pipe', 'pipe'] });
     this.children.add(c);
     c.on('exit', () => this.children.delete(c));
     return c;
   }
 
   /** Spawn and wait until stdout contains `marker`. */
-  async start(ns: string, args: string[], marker: string, timeoutMs = 10_000): Promise<{ child: ChildProcess; out: () => string }> {
-    const child = this.spawn(ns, args);
+  async start(ns: string, args: string[], marker: string, timeoutMs = 10_000, stdin: 'ignore' | 'pipe' = 'ignore'): Promise<{ child: ChildProcess; out: () => string }> {
+    const child = this.spawn(ns, args, stdin);
     let out = '';
     let err = '';
     child.stdout!.on('data', (d) => { out += d; });
