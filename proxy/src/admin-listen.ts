@@ -1,21 +1,24 @@
 /**
  * The admin listener's binding (issue 14): an address, or every address of one interface (learned at
- * start; by default the pod network's eth0) plus 127.0.0.1 for in-pod checks (the failover sidecar). The
- * admin server thus never answers on the shared cross-cluster network unless told to.
+ * start; by default the pod network's eth0) plus 127.0.0.1 for in-pod checks (the failover sidecar). Each
+ * address of the interface is listened on with a socket bound to that interface (SO_BINDTODEVICE, issue 49):
+ * Linux takes a packet for any local address on any interface, so an address bind alone answered a host on
+ * the shared or the migration network that routed the pod address via the gateway (the attack matrix found
+ * it). The admin server thus never answers on another network unless told to (`host`).
  */
 import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import type { ProxyConfig } from './config';
+import type { NativeAddon } from './native';
+import { listenBound } from './sockets';
 
 type AdminSpec = ProxyConfig['listen']['admin'];
 
-function listenOn(server: net.Server, host: string, port: number): Promise<net.AddressInfo> {
-  return new Promise((resolve, reject) => {
-    const onErr = (e: Error) => reject(e);
-    server.once('error', onErr);
-    server.listen({ host, port, backlog: 511 }, () => { server.off('error', onErr); resolve(server.address() as net.AddressInfo); });
-  });
+/** Listen on `host`: bound to `spec`'s interface unless the host is loopback or `spec` names an address. */
+function listenOn(server: net.Server, host: string, port: number, spec: AdminSpec, native: NativeAddon | undefined): Promise<net.AddressInfo> {
+  const device = 'interface' in spec && host !== '127.0.0.1' ? spec.interface : undefined;
+  return listenBound(server, { host, port, ...(device ? { interface: device } : {}) }, native, 'listen.admin');
 }
 
 /**
@@ -32,7 +35,7 @@ export function adminBindAddresses(spec: AdminSpec, interfaces: NodeJS.Dict<os.N
  * Listen `server` on the first bind address, and sibling servers (which hand their requests to `server`)
  * on the others; closing `server` (close / closeAllConnections) closes the siblings too.
  */
-export async function listenAdmin(server: http.Server, spec: AdminSpec): Promise<net.AddressInfo> {
+export async function listenAdmin(server: http.Server, spec: AdminSpec, native?: NativeAddon): Promise<net.AddressInfo> {
   const [first, ...rest] = adminBindAddresses(spec);
   const siblings = rest.map(() => http.createServer());
   const origClose = server.close.bind(server);
@@ -41,8 +44,8 @@ export async function listenAdmin(server: http.Server, spec: AdminSpec): Promise
   server.closeAllConnections = () => { for (const s of siblings) s.closeAllConnections(); origCloseAll(); };
   for (const s of siblings) s.on('request', (req, res) => server.emit('request', req, res));
   try {
-    const addr = await listenOn(server, first, spec.port);
-    await Promise.all(siblings.map((s, i) => listenOn(s, rest[i], addr.port)));
+    const addr = await listenOn(server, first, spec.port, spec, native);
+    await Promise.all(siblings.map((s, i) => listenOn(s, rest[i], addr.port, spec, native)));
     return addr;
   } catch (e) {
     for (const s of siblings) if (s.listening) s.close();

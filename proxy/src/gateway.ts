@@ -176,7 +176,7 @@ export class Gateway implements GatewayContext {
     const bound = await Promise.allSettled([
       listenBound(this.origin.server, cfg.listen.intercept, this.native, 'listen.intercept'),
       listenBound(this.terminus.server, cfg.listen.tunnel, this.native, 'listen.tunnel'),
-      listenAdmin(this.admin, cfg.listen.admin),
+      listenAdmin(this.admin, cfg.listen.admin, this.native),
     ]);
     const failed = bound.find((b): b is PromiseRejectedResult => b.status === 'rejected');
     if (failed) {

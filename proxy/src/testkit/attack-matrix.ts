@@ -40,8 +40,8 @@ export interface Row {
   expect: Record<Vantage, Expect>;
 }
 
-/** A hole the matrix found that is not fixed yet (issue 49): its cells expect the safe outcome, and fail until it is fixed. */
-const OPEN_ADMIN = "**OPEN** (not fixed yet): the admin listener is bound to eth0's address, not to eth0 itself, so a host on the shared or migration network that routes a's pod address via the gateway reaches it (Linux accepts a packet for any local address on any interface); the fix is to bind it to eth0 (SO_BINDTODEVICE) as the intercept and tunnel listeners are. These cells expect the safe outcome (no connection but from the pod) and fail until it is done";
+/** What holds the admin cells (issue 49): the admin listener is bound to eth0 itself, not only to its address. */
+const ADMIN_BOUND = "The admin listener's sockets are bound to eth0 (SO_BINDTODEVICE), as the intercept and tunnel listeners are to theirs: Linux takes a packet for any local address on any interface, so an address bind alone answered a host on the shared or migration network that routed a's pod address via the gateway (what this matrix found first)";
 
 const all = (e: Expect): Record<Vantage, Expect> => ({ 'stranger': e, 'peer-c': e, 'other-fleet': e, 'pod': e, 'mig-host': e, 'handler': e });
 /** The same outcome for the three shared-network vantage points, or for the pod and the two migration-network ones. */
@@ -118,17 +118,17 @@ export const MATRIX: readonly Row[] = [
   },
   {
     key: 'admin-healthz', target: 'admin /healthz on a\'s pod address :15090',
-    threat: `admin endpoints reached from outside the pod network (the kubelet's probes come from there). ${OPEN_ADMIN}`,
+    threat: `admin endpoints reached from outside the pod network (the kubelet's probes come from there). ${ADMIN_BOUND}`,
     expect: { ...all('no connection'), 'pod': 'HTTP 200' },
   },
   {
     key: 'admin-metrics', target: 'admin /metrics on a\'s pod address :15090',
-    threat: `peer names, counters and tunnel state read from outside the pod network (Prometheus scrapes from there). ${OPEN_ADMIN}`,
+    threat: `peer names, counters and tunnel state read from outside the pod network (Prometheus scrapes from there). ${ADMIN_BOUND}`,
     expect: { ...all('no connection'), 'pod': 'HTTP 200' },
   },
   {
     key: 'admin-trust', target: 'admin /trust on a\'s pod address :15090',
-    threat: `the trust table read from outside the pod: it answers over loopback only (\`migration-mesh-proxy trust-status\`). ${OPEN_ADMIN}`,
+    threat: `the trust table read from outside the pod: it answers over loopback only (\`migration-mesh-proxy trust-status\`). ${ADMIN_BOUND}`,
     expect: { ...all('no connection'), 'pod': 'HTTP 403' },
   },
   {
