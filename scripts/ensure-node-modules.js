@@ -10,7 +10,8 @@
 // dependencies into the root's node_modules/.bin): npm puts that folder first on PATH for every package script,
 // so the link would run the library's build, its CLI and its jest suites on the gateway's Node instead of the
 // user's (>= 20.19, what the library supports). The gateway's Node is found by proxy/scripts/node-runtime.js,
-// never by PATH. `--unlink-only` (the root's postinstall, after every `npm ci` and `npm install`): only that.
+// never by PATH. `--unlink-only`: only that (not a postinstall: the published package has no scripts/, and a user's
+// `npm install migration-mesh` would fail on it).
 'use strict';
 const fs = require('fs');
 const path = require('path');

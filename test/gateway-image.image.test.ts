@@ -91,6 +91,11 @@ d('gateway image, run as the generated Deployment runs it', () => {
   const engine = skip ? undefined! : image.findEngine();
   const netns = `mmimg${process.pid}`;
   const apiNetns = `mmimg${process.pid}-api`;
+  /** A peer gateway's host on the shared network: the tunnel listener is bound to its interface (issue 49), so a
+   * peer must come in through it, not over the pod's loopback. */
+  const peerNetns = `mmimg${process.pid}-peer`;
+  /** The pod's address on the shared network (the tunnel listener's interface), learned in the set-up. */
+  let tunnelAddress = '';
   const names = {
     init: `mmimg-${process.pid}-init`, gateway: `mmimg-${process.pid}-gateway`, failover: `mmimg-${process.pid}-failover`, trust: `mmimg-${process.pid}-trust`,
   };
@@ -162,12 +167,27 @@ d('gateway image, run as the generated Deployment runs it', () => {
     };
     ip('netns', 'add', netns);
     ip('-n', netns, 'link', 'set', 'lo', 'up');
+    ip('netns', 'add', peerNetns);
+    ip('-n', peerNetns, 'link', 'set', 'lo', 'up');
+    const tunnelIf = (JSON.parse(pod.configMap.data['config.json']) as { listen: { tunnel: { interface?: string } } }).listen.tunnel.interface;
     pod.networks.forEach((n, i) => {
       ip('-n', netns, 'link', 'add', n.interface, 'type', 'veth', 'peer', 'name', `mmpeer${i}`);
       for (const a of n.ips) ip('-n', netns, 'addr', 'add', a, 'dev', n.interface);
       ip('-n', netns, 'link', 'set', n.interface, 'up');
-      ip('-n', netns, 'link', 'set', `mmpeer${i}`, 'up');
+      if (n.interface === tunnelIf) {
+        // the shared network's far end is a peer's host: an address of the same subnet, in a namespace of its own
+        const [addr, prefix] = n.ips[0].split('/');
+        const octets = addr.split('.').map(Number);
+        const peerAddr = [...octets.slice(0, 3), octets[3] === 250 ? 251 : 250].join('.');
+        tunnelAddress = addr;
+        ip('-n', netns, 'link', 'set', `mmpeer${i}`, 'netns', peerNetns);
+        ip('-n', peerNetns, 'addr', 'add', `${peerAddr}/${prefix}`, 'dev', `mmpeer${i}`);
+        ip('-n', peerNetns, 'link', 'set', `mmpeer${i}`, 'up');
+      } else {
+        ip('-n', netns, 'link', 'set', `mmpeer${i}`, 'up');
+      }
     });
+    expect(tunnelAddress).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     // the pod network (eth0) to a second namespace that serves the API server's address
     ip('netns', 'add', apiNetns);
     ip('-n', apiNetns, 'link', 'set', 'lo', 'up');
@@ -184,6 +204,7 @@ d('gateway image, run as the generated Deployment runs it', () => {
     if (relay?.pid) { try { process.kill(-relay.pid, 'SIGKILL'); } catch { /* gone */ } }
     await api?.close();
     spawnSync('ip', ['netns', 'del', apiNetns]);
+    spawnSync('ip', ['netns', 'del', peerNetns]);
     spawnSync('ip', ['netns', 'del', netns]);
     if (work) fs.rmSync(work, { recursive: true, force: true });
   }, 120_000);
@@ -353,10 +374,11 @@ d('gateway image, run as the generated Deployment runs it', () => {
     const peer = cfg.peers[0].cluster;
     const peerCa = makeCert(`kubevirt.io@${peer}`, Date.now() - H, Date.now() + 100 * H);
     fs.writeFileSync(path.join(work, 'peer', 'ca.pem'), peerCa.pem);
-    const pub = inNs([process.execPath, PUBLISH, JSON.stringify({
-      host: '127.0.0.1', port: cfg.listen.tunnel.port, target: cfg.cluster, fleet: cfg.fleet, claim: peer, pems: [path.join(work, 'peer', 'ca.pem')],
+    // from a peer's host on the shared network: the tunnel listener refuses the pod's own loopback (issue 49)
+    const pub = spawnSync('ip', ['netns', 'exec', peerNetns, process.execPath, PUBLISH, JSON.stringify({
+      host: tunnelAddress, port: cfg.listen.tunnel.port, target: cfg.cluster, fleet: cfg.fleet, claim: peer, pems: [path.join(work, 'peer', 'ca.pem')],
       ca: path.join(work, 'peer', 'ca.crt'), cert: path.join(work, 'peer', 'tls.crt'), key: path.join(work, 'peer', 'tls.key'),
-    })], 15_000);
+    })], { encoding: 'utf8', timeout: 15_000 });
     expect(JSON.parse(pub.stdout)).toEqual({ status: 'accepted', reason: '' });
     const peerSha = crypto.createHash('sha256').update(peerCa.der).digest('hex');
     await withLogs(until(`${peer}'s CA merged into kubevirt-ca`, 15_000, () => (model.trusts(peerSha) ? true : undefined)));

@@ -19,8 +19,13 @@ export function probe(port: number, payload: Buffer | ((s: net.Socket) => void),
       done = true; clearTimeout(timer); s.destroy();
       resolve({ reply, closed, error, ms: Date.now() - t0 });
     };
+    // SECLEVEL=0: this attacker's client must be able to offer what the gateway is tested to refuse (an RSA-1024 key:
+    // OpenSSL 3.5 under Node 24 refuses to load it at its default level, before a byte is sent)
     const s: net.Socket = creds
-      ? tls.connect({ port, host: '127.0.0.1', ca: fs.readFileSync(creds.ca), cert: fs.readFileSync(creds.cert), key: fs.readFileSync(creds.key), checkServerIdentity: () => undefined, minVersion: 'TLSv1.3' })
+      ? tls.connect({
+        port, host: '127.0.0.1', ca: fs.readFileSync(creds.ca), cert: fs.readFileSync(creds.cert), key: fs.readFileSync(creds.key),
+        checkServerIdentity: () => undefined, minVersion: 'TLSv1.3', ciphers: 'DEFAULT:@SECLEVEL=0',
+      })
       : net.connect(port, '127.0.0.1');
     const timer = setTimeout(() => finish(false), timeoutMs);
     s.on(creds ? 'secureConnect' : 'connect', () => { if (typeof payload === 'function') payload(s); else s.write(payload); });
