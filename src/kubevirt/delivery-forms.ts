@@ -65,35 +65,31 @@ const KUBEVIRT_MIGRATION_DEFAULTS = { completionTimeoutPerGiB: 150, parallelOutb
 
 const NONE: OperatorDisabledGates = { listWritten: false, gates: [] };
 
+/** What both forms that write KubeVirt's own CR (no operator on top) share; each form still states its summary and file. */
+const PLAIN_KUBEVIRT = {
+  kind: 'KubeVirt',
+  defaultNamespace: 'kubevirt',
+  defaultName: 'kubevirt',
+  impliesOpenshift: false,
+  impliedProduct: 'kubevirt',
+  deploysIpamExtensions: false,
+  jsonPatchAnnotation: false,
+  operatorDisabledGates: () => NONE,
+  certMinimum: undefined,
+  migrationDefaults: KUBEVIRT_MIGRATION_DEFAULTS,
+} as const satisfies Omit<DeliveryFormSpec, 'summary' | 'file'>;
+
 /** The registry. The order is the schema enum's (and its error message's). */
 export const DELIVERY_FORMS = {
   'kubevirt-cr': {
+    ...PLAIN_KUBEVIRT,
     summary: 'a partial KubeVirt object holding only the fields we manage, for server-side apply',
-    kind: 'KubeVirt',
-    defaultNamespace: 'kubevirt',
-    defaultName: 'kubevirt',
     file: 'object',
-    impliesOpenshift: false,
-    impliedProduct: 'kubevirt',
-    deploysIpamExtensions: false,
-    jsonPatchAnnotation: false,
-    operatorDisabledGates: () => NONE,
-    certMinimum: undefined,
-    migrationDefaults: KUBEVIRT_MIGRATION_DEFAULTS,
   },
   'kustomize-patch': {
+    ...PLAIN_KUBEVIRT,
     summary: 'the same partial KubeVirt object, written as a kustomize Component patch over the cluster\'s own KubeVirt CR',
-    kind: 'KubeVirt',
-    defaultNamespace: 'kubevirt',
-    defaultName: 'kubevirt',
     file: 'kustomize-component',
-    impliesOpenshift: false,
-    impliedProduct: 'kubevirt',
-    deploysIpamExtensions: false,
-    jsonPatchAnnotation: false,
-    operatorDisabledGates: () => NONE,
-    certMinimum: undefined,
-    migrationDefaults: KUBEVIRT_MIGRATION_DEFAULTS,
   },
   hco: {
     summary: 'HyperConverged fields, plus the kubevirt.kubevirt.io/jsonpatch annotation for what HCO lacks (HCO overwrites direct KubeVirt edits)',

@@ -288,50 +288,45 @@ describe('in-cluster credentials over HTTPS', { timeout: 30_000 }, () => {
   });
 });
 
+/** A runtime's trust hub on a socket of its own, and a client connected to it, for `fn`; all closed after. */
+async function withHub(fn: (c: net.Socket, hub: TrustHub, registry: Registry) => Promise<void>): Promise<void> {
+  const dir = tmpDir('mm-trust-hub-');
+  const socket = path.join(dir, 'trust.sock');
+  const cfg = parseConfigText(JSON.stringify(testConfig(socket)));
+  const registry = new Registry();
+  const hub = new TrustHub({ config: () => cfg, tlsFiles: () => undefined, log: silent, registry });
+  await hub.start();
+  const c = net.connect(socket);
+  try {
+    await new Promise<void>((r) => c.on('connect', () => r()));
+    await fn(c, hub, registry);
+  } finally {
+    c.destroy();
+    await hub.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('the runtime reports the state of kubevirt-external-ca', { timeout: 30_000 }, () => {
   it('an external-ca message sets /trust externalCa and mm_trust_external_ca_state', async () => {
-    const dir = tmpDir('mm-trust-hub-');
-    const socket = path.join(dir, 'trust.sock');
-    const cfg = parseConfigText(JSON.stringify(testConfig(socket)));
-    const registry = new Registry();
-    const hub = new TrustHub({ config: () => cfg, tlsFiles: () => undefined, log: silent, registry });
-    await hub.start();
-    const c = net.connect(socket);
-    try {
-      await new Promise<void>((r) => c.on('connect', () => r()));
+    await withHub(async (c, hub, registry) => {
       c.write(`${JSON.stringify({ type: 'external-ca', state: 'missing', at: Date.now() })}\n`);
       assert.ok(await until(() => hub.table.toJSON().externalCa?.state === 'missing', 3000) >= 0);
       const m = await registry.getSingleMetric('mm_trust_external_ca_state')!.get();
       assert.deepEqual(Object.fromEntries(m.values.map((v) => [v.labels.state, v.value])), { ok: 0, missing: 1, 'invisible-to-virt-operator': 0, 'api-error': 0 });
-    } finally {
-      c.destroy();
-      await hub.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe('the runtime counts the trust container\'s refusals', { timeout: 30_000 }, () => {
   it('a refused message increments mm_trust_agent_refusals_total{reason}; an unknown reason is not a label', async () => {
-    const dir = tmpDir('mm-trust-hub-');
-    const socket = path.join(dir, 'trust.sock');
-    const cfg = parseConfigText(JSON.stringify(testConfig(socket)));
-    const registry = new Registry();
-    const hub = new TrustHub({ config: () => cfg, tlsFiles: () => undefined, log: silent, registry });
-    await hub.start();
-    const c = net.connect(socket);
-    try {
-      await new Promise<void>((r) => c.on('connect', () => r()));
+    await withHub(async (c, hub, registry) => {
       for (const reason of ['unknown_peer', 'trust_not_ca', 'unknown_peer', 'made-up']) c.write(`${JSON.stringify({ type: 'refused', reason, at: Date.now() })}\n`);
       const counts = async () => Object.fromEntries((await registry.getSingleMetric('mm_trust_agent_refusals_total')!.get()).values.map((v) => [v.labels.reason, v.value]));
       let got: Record<string, number> = {};
       for (let i = 0; i < 100 && (got.unknown_peer ?? 0) < 2; i++) { got = await counts(); await sleep(20); }
       assert.deepEqual(got, { unknown_peer: 2, trust_not_ca: 1 });
-    } finally {
-      c.destroy();
-      await hub.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
