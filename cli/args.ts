@@ -107,6 +107,18 @@ const COMMANDS: Record<string, CommandSpec> = {
       ? (a.flags.has('vm') && !a.flags.has('vm-network') ? '--vm is for reclaim --vm-network NET --vm NS/NAME' : undefined)
       : 'reclaim needs --cluster NAME, --address ADDR, --all or --vm-network NET (what to lift the quarantine of)'),
   },
+  inventory: {
+    usage: `  migration-mesh inventory FLEET.yaml [--cluster NAME] [--context-map FILE] [--kubeconfig FILE] [--out FILE] [--timeout SECONDS]
+      read what runs where from every cluster of the fleet (read-only: nodes, pods, PVCs, KubeVirt VMs and
+      VMIs; kubeconfig context named as the cluster, or as --context-map FILE says) and write the Inventory
+      document evacuate plans from (FLEET.inventory.yaml, or --out FILE; --out - prints it). --cluster NAME
+      lists that cluster's VMs only. Nothing is written unless every cluster answered within --timeout
+      (default 30). Exit code: 0 written, 1 a cluster could not be read.
+`,
+    options: { cluster: str('NAME'), 'context-map': str('FILE'), kubeconfig: str('FILE'), out: str('FILE'), timeout: str('SECONDS') },
+    files: { min: 1, max: 1 },
+    check: (a) => (a.flags.has('timeout') && !(Number(a.flags.get('timeout')) > 0) ? '--timeout needs a number of seconds above 0' : undefined),
+  },
   evacuate: {
     usage: `  migration-mesh evacuate FLEET.yaml --cluster NAME --inventory FILE [--out FILE]
       plan the drain of cluster NAME across the fleet from an inventory (its VMs, every cluster's nodes:

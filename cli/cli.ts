@@ -8,6 +8,7 @@
  *   migration-mesh diff OLD.fleet.yaml NEW.fleet.yaml | diff FLEET.yaml [--out DIR]   (exit 0 same, 1 changes, 2 error)
  *   migration-mesh reclaim FLEET.yaml (--cluster NAME | --address ADDR | --all) [--ledger FILE]
  *   migration-mesh reclaim FLEET.yaml --vm-network NET [--cluster NAME | --vm NS/NAME] [--ledger FILE]
+ *   migration-mesh inventory FLEET.yaml [--cluster NAME] [--context-map FILE] [--kubeconfig FILE] [--out FILE] [--timeout SECONDS]
  *   migration-mesh evacuate FLEET.yaml --cluster NAME --inventory FILE [--out FILE]
  *   migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--moves] [--output text|json]
  *   migration-mesh pin-addresses FLEET.yaml [--move NS/VM] [--after] [--apply] [--ledger FILE] [--context-map FILE] [--kubeconfig FILE] ...
@@ -84,6 +85,7 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       case 'evacuate': return evacuate(args, out);
       case 'validate': return validate(args, out, err);
       case 'status':
+      case 'inventory':
       case 'pin-addresses': throw new Error(`${args.cmd} asks the clusters (asynchronous): run it through mainAsync, as the migration-mesh binary does`);
       default: throw new Error(`no command function for '${args.cmd}'`);
     }
@@ -135,6 +137,7 @@ export async function mainAsync(argv: string[], out: Sink = (s) => process.stdou
   let line;
   try { line = parseCommandLine(argv); } catch { return main(argv, out, err); }
   if (line.kind === 'run' && line.args.cmd === 'pin-addresses') return pinAddressesCommand(line.args, out, err);
+  if (line.kind === 'run' && line.args.cmd === 'inventory') return inventoryCommand(line.args, out, err);
   if (line.kind !== 'run' || line.args.cmd !== 'status') return main(argv, out, err);
   const args = line.args;
   try {
@@ -150,6 +153,27 @@ export async function mainAsync(argv: string[], out: Sink = (s) => process.stdou
     });
     out(args.flags.get('output') === 'json' ? `${JSON.stringify(s, null, 2)}\n` : renderStatus(s));
     return s.ready ? 0 : 1;
+  } catch (e) {
+    err(failureText(e));
+    return 1;
+  }
+}
+
+/** `inventory`: reads the clusters, like status (docs/migrations.md). */
+async function inventoryCommand(args: Args, out: Sink, err: Sink): Promise<number> {
+  try {
+    const { readInventory, renderInventory } = await import('./inventory');
+    const { loadContextMap } = await import('./status');
+    const r = await readInventory({
+      fleetFile: args.files[0],
+      cluster: args.flags.has('cluster') ? String(args.flags.get('cluster')) : undefined,
+      contexts: args.flags.has('context-map') ? loadContextMap(String(args.flags.get('context-map')), fleetClusterNames(args.files[0])) : undefined,
+      kubeconfig: args.flags.has('kubeconfig') ? String(args.flags.get('kubeconfig')) : undefined,
+      out: args.flags.has('out') ? String(args.flags.get('out')) : undefined,
+      timeoutMs: args.flags.has('timeout') ? Number(args.flags.get('timeout')) * 1000 : undefined,
+    });
+    out(r.written ? renderInventory(r) : r.text);
+    return 0;
   } catch (e) {
     err(failureText(e));
     return 1;
@@ -464,6 +488,6 @@ if (require.main === module) {
     process.exitCode = code;
     // status: a cluster that never answered still holds a socket open; the report is written (stdout and
     // stderr are synchronous on pipes and files), so do not wait for it
-    if (process.argv[2] === 'status' || process.argv[2] === 'pin-addresses') process.exit(code);
+    if (['status', 'pin-addresses', 'inventory'].includes(process.argv[2])) process.exit(code);
   });
 }

@@ -9,7 +9,7 @@
  * would write them), KubeVirt's controllers and Forklift (the move is simulated: the target VM and claim created,
  * the source VM set to runStrategy Halted as virt-controller does on completion).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -17,7 +17,7 @@ import { parse, stringify } from 'yaml';
 import { App, Chart } from 'cdk8s';
 import { KubeObject, installCrds, serverSideApply } from './support/real-apply';
 import { kubevirtWorkloadCrds, upstreamCrds } from './support/real-crds';
-import { Identity, RealCluster, RealFleet } from './support/real-kube';
+import { Identity, RealCluster, RealFleet, kubeconfigFile, ensureBuiltCli } from './support/real-kube';
 import { MovedVmGuard, PinAddressesRole } from '../index';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -35,17 +35,7 @@ let fleetFile: string;
 let operatorKc: string;
 
 /** A kubeconfig with one context per cluster (named as the cluster) for `who` on each. */
-function kubeconfigFor(file: string, who: Record<string, Identity>): string {
-  const clusters = [...real.clusters.values()];
-  const user = (c: RealCluster) => { const w = who[c.name]; return 'token' in w ? { token: w.token } : { 'client-certificate': w.cert, 'client-key': w.key }; };
-  fs.writeFileSync(file, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': clusters[0].name,
-    clusters: clusters.map((c) => ({ name: c.name, cluster: { server: c.url, 'certificate-authority': c.caFile } })),
-    users: clusters.map((c) => ({ name: `${c.name}-user`, user: user(c) })),
-    contexts: clusters.map((c) => ({ name: c.name, context: { cluster: c.name, user: `${c.name}-user` } })),
-  }));
-  return file;
-}
+const kubeconfigFor = (file: string, who: Record<string, Identity>): string => kubeconfigFile(file, [...real.clusters.values()], who);
 
 /**
  * The built CLI (lib/cli/cli.js), as the binary runs, with `--timeout 60`: the product's 10 s per request is meant for
@@ -101,9 +91,7 @@ async function completeMove(vm: string, ips: string[]): Promise<void> {
 }
 
 beforeAll(async () => {
-  const stale = !fs.existsSync(path.join(ROOT, 'lib', 'cli', 'pin-addresses.js'))
-    || fs.statSync(path.join(ROOT, 'lib', 'cli', 'pin-addresses.js')).mtimeMs < fs.statSync(path.join(ROOT, 'cli', 'pin-addresses.ts')).mtimeMs;
-  if (stale) execFileSync('npx', ['tsc', '-p', '.'], { cwd: ROOT, stdio: 'inherit' });
+  ensureBuiltCli('pin-addresses');
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-pin-'));
   fleetFile = path.join(dir, 'vm-networks.fleet.yaml');
   fs.copyFileSync(EXAMPLE, fleetFile);

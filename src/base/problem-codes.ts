@@ -131,6 +131,7 @@ export const PROBLEM_CODES = {
   'forklift/moves-syntax': { stage: 'moves', meaning: 'The moves file is not valid YAML.' },
   'forklift/inventory-syntax': { stage: 'moves', meaning: 'The inventory file of an evacuation is not valid YAML.' },
   'forklift/inventory-invalid': { stage: 'moves', meaning: 'The inventory file of an evacuation does not have the Inventory format, or names another fleet.' },
+  'forklift/inventory-read': { stage: 'status', meaning: 'migration-mesh inventory could not read a cluster: no kubeconfig context, no answer in time, a refused request (RBAC), KubeVirt\'s CRDs missing, or a cluster with no nodes.' },
   'forklift/evacuate-cluster': { stage: 'moves', meaning: 'The cluster to evacuate is not a fleet cluster, is missing from the inventory, or has no cluster in its migration group to drain to.' },
   'forklift/evacuate-unplaced': { stage: 'moves', meaning: 'A VM of the evacuated cluster that no target can take (datapath group, storage map, network, node selector, capacity), with each target\'s reason.' },
   'forklift/moves-invalid': { stage: 'moves', meaning: 'The moves file does not have the moves format.' },

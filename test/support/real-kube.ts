@@ -395,3 +395,24 @@ export class RealFleet {
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }
+
+/** Writes a kubeconfig with one context per cluster (named as the cluster) for `who[cluster]` on each; returns `file`. */
+export function kubeconfigFile(file: string, clusters: readonly RealCluster[], who: Readonly<Record<string, Identity>>): string {
+  const user = (c: RealCluster) => { const w = who[c.name]; return 'token' in w ? { token: w.token } : { 'client-certificate': w.cert, 'client-key': w.key }; };
+  fs.writeFileSync(file, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': clusters[0].name,
+    clusters: clusters.map((c) => ({ name: c.name, cluster: { server: c.url, 'certificate-authority': c.caFile } })),
+    users: clusters.map((c) => ({ name: `${c.name}-user`, user: user(c) })),
+    contexts: clusters.map((c) => ({ name: c.name, context: { cluster: c.name, user: `${c.name}-user` } })),
+  }));
+  return file;
+}
+
+/** Builds lib/ (tsc) when `lib/cli/<module>.js` is missing or older than `cli/<module>.ts`: a suite run without `npm run build` first. */
+export function ensureBuiltCli(module: string): void {
+  const root = path.resolve(__dirname, '..', '..');
+  const js = path.join(root, 'lib', 'cli', `${module}.js`);
+  if (!fs.existsSync(js) || fs.statSync(js).mtimeMs < fs.statSync(path.join(root, 'cli', `${module}.ts`)).mtimeMs) {
+    execFileSync('npx', ['tsc', '-p', '.'], { cwd: root, stdio: 'inherit' });
+  }
+}
