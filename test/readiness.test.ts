@@ -29,6 +29,7 @@ test('every check passes on a node labelled as the node labeller labels it, with
 describe('network', () => {
   test('refused when neither side\'s gateways carried a connection to the other', () => {
     const down = { read: 2, publicationsOk: 0, publicationsFailed: 3, tunnelsOpen: 0 };
+    expect(codes(facts({ tunnel: { source: { ...down, publicationsFailed: 0 }, target: tunnel } }))).toEqual(['warning status/ready-tunnel-unknown']);
     const r = judgeReadiness(move, facts({ tunnel: { source: down, target: tunnel } }));
     expect(r.map((p) => p.code)).toEqual(['status/ready-tunnel-down']);
     expect(r[0].message).toBe('no gateway of q has carried a connection to p: no tunnel open and its last 3 trust publication(s) to p\'s gateways failed');
@@ -114,6 +115,7 @@ test('CPU limits: multifd off is a warning, the move stays ready; an error makes
   const [warned] = judgeMoves([{ ...base, readiness: facts({ vm: vm({ cpuLimited: true }) }) }], () => undefined);
   expect(warned.ready).toBe(true);
   expect(warned.problems.map((p) => [p.code, p.severity])).toEqual([['status/move-multifd-off', 'warning']]);
+  expect(codes(facts({ nodes: undefined }))).toEqual([]);
   const [refused] = judgeMoves([{ ...base, readiness: facts({ nodes: [] }) }], () => undefined);
   expect(refused.ready).toBe(false);
   expect(refused.problems[0]).toMatchObject({ code: 'status/ready-no-node', check: 'compute', message: 'no schedulable node of p can run vms/db1 (no nodes)' });

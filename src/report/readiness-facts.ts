@@ -97,7 +97,8 @@ export interface ReadinessFacts {
   readonly storageClasses: Readonly<Record<string, StorageClassFacts>>;
   /** Undefined when CSIStorageCapacity could not be listed. */
   readonly capacities?: readonly CapacityFacts[];
-  readonly nodes: readonly NodeFacts[];
+  /** The target's Nodes; undefined when they could not be listed (compute and capacity then judge nothing). */
+  readonly nodes?: readonly NodeFacts[];
   readonly quotas: readonly QuotaFacts[];
   readonly limits: readonly LimitFacts[];
   readonly source: KubevirtSide;

@@ -136,9 +136,12 @@ function network(m: Move, f: ReadinessFacts, add: Add): void {
   }
   for (const [a, b, t] of sides) {
     if (!t || t.read === 0) continue;
-    if (t.tunnelsOpen === 0 && t.publicationsOk === 0) {
-      const seen = t.publicationsFailed ? `its last ${t.publicationsFailed} trust publication(s) to ${b}'s gateways failed` : `it has published nothing to ${b}'s gateways yet`;
-      add('network', 'status/ready-tunnel-down', 'error', `no gateway of ${a} has carried a connection to ${b}: no tunnel open and ${seen}`,
+    if (t.tunnelsOpen > 0 || t.publicationsOk > 0) continue;
+    if (t.publicationsFailed === 0) {
+      add('network', 'status/ready-tunnel-unknown', 'warning', `no gateway of ${a} has a tunnel open to ${b} or has published trust through one yet, so the tunnel is not probed`,
+        `turn the trust exchange on (its publications through the tunnel are the probe), or watch a migration's first connection in the gateways' /status`);
+    } else {
+      add('network', 'status/ready-tunnel-down', 'error', `no gateway of ${a} has carried a connection to ${b}: no tunnel open and its last ${t.publicationsFailed} trust publication(s) to ${b}'s gateways failed`,
         `check the path between ${a}'s and ${b}'s gateways (the peer address in the gateway config, firewalls, the peer's TLS identity): the gateways' /status lastErrors name the reason`);
     }
   }
@@ -168,7 +171,7 @@ function storage(m: Move, f: ReadinessFacts, add: Add): void {
 
 function compute(m: Move, f: ReadinessFacts, add: Add): void {
   const vm = f.vm;
-  if (!vm) return;
+  if (!vm || !f.nodes) return;
   if (f.nodes.some((n) => !nodeRefusal(vm, n))) return;
   const why = f.nodes.map((n) => `${n.name}: ${nodeRefusal(vm, n)}`).join('; ') || 'no nodes';
   add('compute', 'status/ready-no-node', 'error', `no schedulable node of ${m.to} can run ${m.vm} (${why})`,
@@ -180,7 +183,7 @@ function capacity(m: Move, f: ReadinessFacts, add: Add): void {
   if (!vm) return;
   const need = launcherRequests(vm);
   const want = `${fmtCpu(need.cpuMilli)} CPU, ${fmtMem(need.memoryBytes)} memory (requests plus ${fmtMem(memoryOverhead(vm))} KubeVirt overhead)`;
-  const able = f.nodes.filter((n) => !nodeRefusal(vm, n));
+  const able = (f.nodes ?? []).filter((n) => !nodeRefusal(vm, n));
   if (able.length && !able.some((n) => fits(need, free(n)))) {
     add('capacity', 'status/ready-no-room', 'error', `no node of ${m.to} that can run ${m.vm} has ${want} free (${able.map((n) => `${n.name}: ${fmtCpu(free(n).cpuMilli)}, ${fmtMem(free(n).memoryBytes)} free`).join('; ')})`,
       `free or add capacity on ${m.to}, or move the VM to another cluster: the receiving virt-launcher pod would stay Pending`);
