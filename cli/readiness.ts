@@ -22,11 +22,17 @@ const num = (q: unknown, milli = false): number => {
   const v = typeof q === 'string' || typeof q === 'number' ? quantityValue(String(q)) : undefined;
   return v === undefined ? 0 : milli ? Math.round(v * 1000) : v;
 };
+const sum = (a: Resources, b: Resources): Resources => ({ cpuMilli: a.cpuMilli + b.cpuMilli, memoryBytes: a.memoryBytes + b.memoryBytes });
 const res = (r: J | undefined): Resources => ({ cpuMilli: num(r?.cpu, true), memoryBytes: num(r?.memory) });
 const notFound = (e: unknown) => (e as { code?: number }).code === 404 || /Unrecognized API version and kind/.test((e as Error).message);
 
 async function get(api: k8s.KubernetesObjectApi, apiVersion: string, kind: string, name: string, namespace?: string): Promise<J | undefined> {
-  try { return await api.read({ apiVersion, kind, metadata: { name, ...(namespace ? { namespace } : {}) } }) as J; } catch (e) { if (notFound(e)) return undefined; throw e; }
+  try {
+    return await api.read({ apiVersion, kind, metadata: { name, ...(namespace ? { namespace } : {}) } }) as J;
+  } catch (e) {
+    if (notFound(e)) return undefined;
+    throw e;
+  }
 }
 async function list(api: k8s.KubernetesObjectApi, apiVersion: string, kind: string, namespace?: string, fieldSelector?: string): Promise<J[]> {
   return ((await api.list(apiVersion, kind, namespace, undefined, undefined, undefined, fieldSelector)) as { items?: J[] }).items ?? [];
@@ -82,9 +88,8 @@ async function nodes(dst: k8s.KubernetesObjectApi): Promise<NodeFacts[]> {
   for (const p of pods) {
     const n = p.spec?.nodeName;
     if (!n) continue;
-    const r = ((p.spec.containers ?? []) as J[]).map((c) => res(c.resources?.requests)).reduce((a, b) => ({ cpuMilli: a.cpuMilli + b.cpuMilli, memoryBytes: a.memoryBytes + b.memoryBytes }), { cpuMilli: 0, memoryBytes: 0 });
-    const u = used.get(n) ?? { cpuMilli: 0, memoryBytes: 0 };
-    used.set(n, { cpuMilli: u.cpuMilli + r.cpuMilli, memoryBytes: u.memoryBytes + r.memoryBytes });
+    const r = ((p.spec.containers ?? []) as J[]).map((c) => res(c.resources?.requests)).reduce(sum, { cpuMilli: 0, memoryBytes: 0 });
+    used.set(n, sum(used.get(n) ?? { cpuMilli: 0, memoryBytes: 0 }, r));
   }
   return (await list(dst, 'v1', 'Node')).map((n) => ({
     name: n.metadata.name, labels: n.metadata.labels ?? {}, taints: n.spec?.taints ?? [], unschedulable: !!n.spec?.unschedulable,
@@ -104,11 +109,16 @@ async function storage(dst: k8s.KubernetesObjectApi, classes: string[], note: (c
   let capacities: CapacityFacts[] | undefined;
   try {
     capacities = (await list(dst, 'storage.k8s.io/v1', 'CSIStorageCapacity')).map((c) => ({
-      storageClassName: c.storageClassName, ...(c.capacity ? { capacity: num(c.capacity) } : {}), ...(c.maximumVolumeSize ? { maximumVolumeSize: num(c.maximumVolumeSize) } : {}),
+      storageClassName: c.storageClassName, ...(c.capacity ? { capacity: num(c.capacity) } : {}),
+      ...(c.maximumVolumeSize ? { maximumVolumeSize: num(c.maximumVolumeSize) } : {}),
     }));
   } catch (e) { note('storage', `CSIStorageCapacity: ${why(e)}`); }
   return { storageClasses, ...(capacities ? { capacities } : {}) };
 }
+
+const partial = (r: J | undefined): Partial<Resources> => ({
+  ...(r?.cpu !== undefined ? { cpuMilli: num(r.cpu, true) } : {}), ...(r?.memory !== undefined ? { memoryBytes: num(r.memory) } : {}),
+});
 
 async function namespaceLimits(dst: k8s.KubernetesObjectApi, ns: string): Promise<{ quotas: QuotaFacts[]; limits: LimitFacts[] }> {
   const asNumbers = (r: J | undefined) => Object.fromEntries(Object.entries(r ?? {}).map(([k, v]) => [k, num(v, /cpu$/.test(k))]));
@@ -118,10 +128,9 @@ async function namespaceLimits(dst: k8s.KubernetesObjectApi, ns: string): Promis
     .map((i) => ({ name: l.metadata.name, type: i.type, max: partial(i.max), min: partial(i.min) })));
   return { quotas, limits };
 }
-const partial = (r: J | undefined): Partial<Resources> => ({ ...(r?.cpu !== undefined ? { cpuMilli: num(r.cpu, true) } : {}), ...(r?.memory !== undefined ? { memoryBytes: num(r.memory) } : {}) });
 
 /** What one cluster's gateways say about the tunnel to `peer` (pods whose admin /status was read). */
-export function tunnelFacts(c: ClusterFacts | undefined, peer: string): TunnelFacts | undefined {
+function tunnelFacts(c: ClusterFacts | undefined, peer: string): TunnelFacts | undefined {
   if (!c?.reachable || !c.gateway?.pods) return undefined;
   const read = c.gateway.pods.filter((p) => p.runtime);
   const views = read.map((p) => p.runtime!.peers[peer]).filter((v) => v);
@@ -134,7 +143,10 @@ export function tunnelFacts(c: ClusterFacts | undefined, peer: string): TunnelFa
 
 const kubevirtSide = (c: ClusterFacts | undefined): KubevirtSide => {
   const kv = c?.reachable ? c.kubevirt : undefined;
-  return { found: !!kv?.found, featureGates: kv?.featureGates ?? [], ...(kv?.version ? { version: kv.version } : {}), ...(kv?.migrationNetwork ? { migrationNetwork: kv.migrationNetwork } : {}) };
+  return {
+    found: !!kv?.found, featureGates: kv?.featureGates ?? [],
+    ...(kv?.version ? { version: kv.version } : {}), ...(kv?.migrationNetwork ? { migrationNetwork: kv.migrationNetwork } : {}),
+  };
 };
 
 /** Read the readiness facts of one move; a read the identity may not make is named in `unread`, not fatal. */
@@ -154,7 +166,8 @@ export async function readinessFacts(srcKc: k8s.KubeConfig, dstKc: k8s.KubeConfi
   const source = tunnelFacts(by(m.from), m.to);
   const target = tunnelFacts(by(m.to), m.from);
   return {
-    ...(needs ? { vm: needs } : {}), tunnel: { ...(source ? { source } : {}), ...(target ? { target } : {}) }, ...st, ...(nodeList ? { nodes: nodeList } : {}), ...ns,
+    ...(needs ? { vm: needs } : {}), tunnel: { ...(source ? { source } : {}), ...(target ? { target } : {}) }, ...st,
+    ...(nodeList ? { nodes: nodeList } : {}), ...ns,
     source: kubevirtSide(by(m.from)), target: kubevirtSide(by(m.to)), ...(Object.keys(unread).length ? { unread } : {}),
   };
 }

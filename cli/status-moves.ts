@@ -33,7 +33,8 @@ export function plannedMoves(fleetDir: string): PlannedMove[] {
   const objs = generatedObjects(dir);
   const find = (kind: string, ref?: { name: string; namespace: string }) => objs
     .find((o) => o.kind === kind && ref && o.metadata.name === ref.name && o.metadata.namespace === ref.namespace);
-  type MapSpec = { map?: { source?: { name?: string }; destination?: { type?: string; name?: string; namespace?: string; storageClass?: string; accessMode?: string; volumeMode?: string } }[] };
+  type Destination = { type?: string; name?: string; namespace?: string; storageClass?: string; accessMode?: string; volumeMode?: string };
+  type MapSpec = { map?: { source?: { name?: string }; destination?: Destination }[] };
   return objs.filter((o) => o.kind === 'Plan').flatMap((p: Obj) => {
     type Ref = { name: string; namespace: string };
     const spec = p.spec as { targetNamespace: string; vms: Ref[]; map: { network?: Ref; storage?: Ref } };
@@ -44,7 +45,8 @@ export function plannedMoves(fleetDir: string): PlannedMove[] {
     const storageClasses = [...new Set(sm.map((e) => e.destination?.storageClass).filter((s): s is string => !!s))];
     const storageMap = sm.filter((e) => e.source?.name && e.destination?.storageClass).map((e) => ({
       source: e.source!.name!, storageClass: e.destination!.storageClass!,
-      ...(e.destination!.accessMode ? { accessMode: e.destination!.accessMode } : {}), ...(e.destination!.volumeMode ? { volumeMode: e.destination!.volumeMode } : {}),
+      ...(e.destination!.accessMode ? { accessMode: e.destination!.accessMode } : {}),
+      ...(e.destination!.volumeMode ? { volumeMode: e.destination!.volumeMode } : {}),
     }));
     return spec.vms.map((vm) => ({
       plan: `${p.metadata.namespace}/${p.metadata.name}`, from: labels['migrationmesh.dev/from'], to: labels['migrationmesh.dev/to'],
@@ -81,7 +83,9 @@ async function targetSide(kc: k8s.KubeConfig, m: PlannedMove): Promise<MoveFacts
 }
 
 /** Read the facts of every planned move; `kcOf(cluster)` is undefined for a cluster that did not answer. */
-export async function moveFacts(moves: PlannedMove[], kcOf: (cluster: string) => k8s.KubeConfig | undefined, clusters: readonly ClusterFacts[] = []): Promise<MoveFacts[]> {
+export async function moveFacts(
+  moves: PlannedMove[], kcOf: (cluster: string) => k8s.KubeConfig | undefined, clusters: readonly ClusterFacts[] = [],
+): Promise<MoveFacts[]> {
   return Promise.all(moves.map(async (m): Promise<MoveFacts> => {
     const base = { plan: m.plan, from: m.from, to: m.to, vm: m.vm, targetNamespace: m.targetNamespace };
     const src = kcOf(m.from);

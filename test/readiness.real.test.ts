@@ -29,7 +29,6 @@ import { RealCluster, RealFleet } from './support/real-kube';
 import { baseFleet, runCli } from './support/fleets';
 
 const ROOT = path.resolve(__dirname, '..');
-const Gi = 1024 ** 3;
 const started = Date.now();
 let real: RealFleet;
 let p: RealCluster;

@@ -58,7 +58,9 @@ const vmSchema = z.object({
   /** `domain.machine.type`: a node labelled `machine-type.node.kubevirt.io/<type>`. @default - none */
   machineType: z.string().min(1).optional(),
   /** `spec.template.spec.tolerations`. @default - none */
-  tolerations: z.array(z.object({ key: z.string().optional(), operator: z.string().optional(), value: z.string().optional(), effect: z.string().optional() }).strict()).optional(),
+  tolerations: z.array(z.object({
+    key: z.string().optional(), operator: z.string().optional(), value: z.string().optional(), effect: z.string().optional(),
+  }).strict()).optional(),
 }).strict();
 
 const clusterSchema = z.object({

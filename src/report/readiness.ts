@@ -16,11 +16,11 @@ import { parseKubevirtVersion } from '../kubevirt/versions';
 import { StatusCode } from './status-facts';
 import { NodeFacts, NodeSelectorRequirement, ReadinessFacts, Resources, Taint, Toleration, VmNeeds } from './readiness-facts';
 
-export const CPU_MODEL_LABEL = 'cpu-model.node.kubevirt.io/';
-export const CPU_FEATURE_LABEL = 'cpu-feature.node.kubevirt.io/';
-export const HOST_MODEL_MIGRATION_LABEL = 'cpu-model-migration.node.kubevirt.io/';
-export const MACHINE_TYPE_LABEL = 'machine-type.node.kubevirt.io/';
-export const HOST_MODEL_OBSOLETE_LABEL = 'node-labeller.kubevirt.io/obsolete-host-model';
+const CPU_MODEL_LABEL = 'cpu-model.node.kubevirt.io/';
+const CPU_FEATURE_LABEL = 'cpu-feature.node.kubevirt.io/';
+const HOST_MODEL_MIGRATION_LABEL = 'cpu-model-migration.node.kubevirt.io/';
+const MACHINE_TYPE_LABEL = 'machine-type.node.kubevirt.io/';
+const HOST_MODEL_OBSOLETE_LABEL = 'node-labeller.kubevirt.io/obsolete-host-model';
 export const SCHEDULABLE_LABEL = 'kubevirt.io/schedulable';
 
 export type ReadinessCheck = 'network' | 'storage' | 'compute' | 'version' | 'capacity';
@@ -60,7 +60,7 @@ export function memoryOverhead(vm: Pick<VmNeeds, 'requests' | 'vcpus' | 'graphic
 }
 
 /** What the virt-launcher pod requests: the VM's requests plus the overhead. */
-export const launcherRequests = (vm: VmNeeds): Resources => ({ cpuMilli: vm.requests.cpuMilli, memoryBytes: vm.requests.memoryBytes + memoryOverhead(vm) });
+const launcherRequests = (vm: VmNeeds): Resources => ({ cpuMilli: vm.requests.cpuMilli, memoryBytes: vm.requests.memoryBytes + memoryOverhead(vm) });
 
 function tolerates(t: Toleration, taint: Taint): boolean {
   if (t.effect && t.effect !== taint.effect) return false;
@@ -83,7 +83,7 @@ function matches(req: NodeSelectorRequirement, labels: Readonly<Record<string, s
 }
 
 /** The labels the virt-launcher pod selects on for this VM (true-valued), and those it rejects. */
-export function kubevirtSelector(vm: VmNeeds): { need: string[]; reject: string[] } {
+function kubevirtSelector(vm: VmNeeds): { need: string[]; reject: string[] } {
   const need = [SCHEDULABLE_LABEL];
   const reject: string[] = [];
   if (vm.cpuModel && vm.cpuModel !== 'host-model' && vm.cpuModel !== 'host-passthrough') need.push(CPU_MODEL_LABEL + vm.cpuModel);
@@ -115,7 +115,9 @@ export function nodeRefusal(vm: VmNeeds, n: NodeFacts): string | undefined {
   return undefined;
 }
 
-const free = (n: NodeFacts): Resources => ({ cpuMilli: n.allocatable.cpuMilli - n.requested.cpuMilli, memoryBytes: n.allocatable.memoryBytes - n.requested.memoryBytes });
+const free = (n: NodeFacts): Resources => ({
+  cpuMilli: n.allocatable.cpuMilli - n.requested.cpuMilli, memoryBytes: n.allocatable.memoryBytes - n.requested.memoryBytes,
+});
 const fits = (need: Resources, have: Resources) => need.cpuMilli <= have.cpuMilli && need.memoryBytes <= have.memoryBytes;
 
 /** The nodes that can run the VM and have room for its virt-launcher pod (used by evacuate too). */
