@@ -14,7 +14,9 @@
  *   - phase 1: db1 passes storage, compute, version and capacity; web1 is refused by storage (RWO PVC) and compute
  *     (a nodeSelector no node matches); app1 by capacity (more memory than any node has free) and storage
  *     (CSIStorageCapacity without room for its disk);
- *   - phase 2: the target's KubeVirt reports an older version without the gate, the target namespace gets a
+ *     hm1 (host-model, its VMI on a source node labelled host-model-cpu Skylake-Server) by compute (no target node
+ *     labelled cpu-model-migration for it);
+ *   - phase 2: p-node-0 labelled for hm1's host model (hm1 passes compute); the target's KubeVirt reports an older version without the gate, the target namespace gets a
  *     ResourceQuota and a LimitRange: db1 is refused by version and capacity.
  */
 import { spawn, execFileSync } from 'node:child_process';
@@ -100,7 +102,7 @@ beforeAll(async () => {
       hub: { cluster: 'p', namespace: 'mtv' },
       providers: { q: { url: 'https://api.q.example:6443', secret: 'q-provider' } },
       storage: [{ source: 'ceph-rbd', storageClass: 'ceph-rbd' }],
-      moves: ['db1', 'web1', 'app1'].map((v) => ({ vm: v, namespace: 'vms', from: 'q', to: 'p', batch: 'w1' })),
+      moves: ['db1', 'web1', 'app1', 'hm1'].map((v) => ({ vm: v, namespace: 'vms', from: 'q', to: 'p', batch: 'w1' })),
     },
   } as any, 'rd')));
   const r = runCli(['synth', fleetFile, '--out', path.join(dir, 'dist'), '--no-svg']);
@@ -134,6 +136,20 @@ beforeAll(async () => {
   await serverSideApply(q, vm('db1', '8Gi', 'db1-root'), 'user');
   await serverSideApply(q, vm('web1', '8Gi', 'web1-root', { 'topology.kubernetes.io/zone': 'nowhere' }), 'user');
   await serverSideApply(q, vm('app1', '200Gi', 'app1-root'), 'user');
+  // hm1: a host-model VM running on q-node-0, which KubeVirt's node labeller labelled with its host model
+  await serverSideApply(q, pvc('hm1-root', '10Gi', 'ReadWriteMany'), 'user');
+  const hm = vm('hm1', '4Gi', 'hm1-root') as any;
+  hm.spec.template.spec.domain.cpu = { model: 'host-model', cores: 1 };
+  delete hm.spec.template.spec.domain.machine;
+  await serverSideApply(q, hm, 'user');
+  const qNode = await ok(q, 'POST', '/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'q-node-0', labels: {
+    'kubevirt.io/schedulable': 'true', 'host-model-cpu.node.kubevirt.io/Skylake-Server': 'true', 'host-model-required-features.node.kubevirt.io/mpx': 'true' } } });
+  expect(qNode.metadata.name).toBe('q-node-0');
+  // the VMI CRD virt-operator generates has no status subresource: virt-handler writes status with the object
+  const vmi = await ok(q, 'POST', '/apis/kubevirt.io/v1/namespaces/vms/virtualmachineinstances', { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstance',
+    metadata: { name: 'hm1', namespace: 'vms' }, spec: { domain: { cpu: { model: 'host-model' }, devices: {}, memory: { guest: '4Gi' } } },
+    status: { phase: 'Running', nodeName: 'q-node-0' } });
+  expect(vmi.status.nodeName).toBe('q-node-0');
   // the target: the storage class with a segment of 60Gi, a labelled node with 64Gi, a cordoned one, a pod using 16Gi
   await serverSideApply(p, { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'ceph-rbd' }, provisioner: 'rbd.csi.ceph.com' } as KubeObject, 'platform-installer');
   await serverSideApply(p, { apiVersion: 'storage.k8s.io/v1', kind: 'CSIStorageCapacity', metadata: { name: 'rbd-a', namespace: 'kube-system' }, storageClassName: 'ceph-rbd',
@@ -178,6 +194,10 @@ test('phase 1: db1 passes; web1 refused by storage and compute, app1 by capacity
   const web1 = r.json.moves.find((m: any) => m.vm === 'vms/web1');
   expect(web1.problems.find((x: any) => x.code === 'status/ready-no-node').message)
     .toBe('no schedulable node of p can run vms/web1 (p-node-0: nodeSelector topology.kubernetes.io/zone=nowhere not matched; p-node-1: cordoned)');
+  // hm1 needs a target node labelled for its source host model (cpu-model-migration) and its required feature
+  expect(checks(r.json, 'hm1')).toEqual([...checks(r.json, 'db1'), 'error status/ready-no-node']);
+  expect(r.json.moves.find((m: any) => m.vm === 'vms/hm1').problems.find((x: any) => x.code === 'status/ready-no-node').message)
+    .toBe('no schedulable node of p can run vms/hm1 (p-node-0: no label cpu-model-migration.node.kubevirt.io/Skylake-Server=true; p-node-1: cordoned)');
   const app1 = r.json.moves.find((m: any) => m.vm === 'vms/app1');
   expect(app1.problems.find((x: any) => x.code === 'status/ready-no-room').message).toMatch(/^no node of p that can run vms\/app1 has 2000m CPU, \d+Mi memory .*p-node-0: 12000m, 49152Mi free\)$/);
   expect(db1.card).toEqual({ from: 'q', to: 'p', source: expect.objectContaining({ version: 'v1.8.4', gate: true }),
@@ -189,6 +209,10 @@ test('phase 2: an older target KubeVirt without the gate, a quota and a LimitRan
     const gates: string[] = kv.spec.configuration.developerConfiguration.featureGates;
     kv.spec.configuration.developerConfiguration.featureGates = gates.filter((g) => g !== 'DecentralizedLiveMigration');
   });
+  // the node labeller found p-node-0 can take Skylake-Server host-model guests with mpx
+  const n0 = await ok(p, 'GET', '/api/v1/nodes/p-node-0', undefined);
+  n0.metadata.labels = { ...n0.metadata.labels, 'cpu-model-migration.node.kubevirt.io/Skylake-Server': 'true', 'cpu-feature.node.kubevirt.io/mpx': 'true' };
+  await ok(p, 'PUT', '/api/v1/nodes/p-node-0', n0);
   await serverSideApply(p, { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'rq', namespace: 'vms' }, spec: { hard: { 'requests.memory': '20Gi', pods: '10' } } } as unknown as KubeObject, 'admin');
   const rq = await ok(p, 'GET', '/api/v1/namespaces/vms/resourcequotas/rq', undefined);
   // what the quota controller would write: the busy pod's 16Gi used
@@ -199,6 +223,9 @@ test('phase 2: an older target KubeVirt without the gate, a quota and a LimitRan
   expect(r.err).toBe('');
   expect(r.code).toBe(1);
   expect(checks(r.json, 'db1')).toEqual(['warning status/ready-tunnel-unknown',
+    'error status/ready-kubevirt-older', 'error status/ready-gate-off', 'error status/ready-quota', 'error status/ready-limit-range']);
+  // hm1 now has a node (no compute refusal); its 4Gi with KubeVirt's overhead exceed the quota's 4Gi left, its 2 CPUs the LimitRange
+  expect(checks(r.json, 'hm1')).toEqual(['warning status/ready-tunnel-unknown',
     'error status/ready-kubevirt-older', 'error status/ready-gate-off', 'error status/ready-quota', 'error status/ready-limit-range']);
   const db1 = r.json.moves.find((m: any) => m.vm === 'vms/db1');
   expect(db1.card.update).toEqual(['p']);
