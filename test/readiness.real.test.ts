@@ -16,8 +16,9 @@
  *     (CSIStorageCapacity without room for its disk);
  *     hm1 (host-model, its VMI on a source node labelled host-model-cpu Skylake-Server) by compute (no target node
  *     labelled cpu-model-migration for it);
- *   - phase 2: p-node-0 labelled for hm1's host model (hm1 passes compute); the target's KubeVirt reports an older version without the gate, the target namespace gets a
- *     ResourceQuota and a LimitRange: db1 is refused by version and capacity.
+ *   - phase 2: p-node-0 labelled for hm1's host model (hm1 passes compute); the target's KubeVirt reports an older
+ *     version without the gate, the target namespace gets a ResourceQuota and a LimitRange: db1 is refused by version
+ *     and capacity.
  */
 import { spawn, execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
