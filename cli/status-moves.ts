@@ -11,15 +11,19 @@ import { FORKLIFT_DIR } from '../src/forklift/delivery';
 import { MoveFacts } from '../src/report/status-moves';
 import { GeneratedObject as Obj, generatedObjects } from './generated-objects';
 import { why } from './status-runtime';
+import { readinessFacts, StorageMapEntry } from './readiness';
+import { ClusterFacts } from '../src/report/status-facts';
 
 type Iface = { macAddress?: string };
 type Vm = { metadata?: { name?: string; namespace?: string }; spec?: { template?: { spec?: { domain?: { devices?: { interfaces?: Iface[] } } } } } };
 const macsOf = (vm: Vm) => (vm.spec?.template?.spec?.domain?.devices?.interfaces ?? []).map((i) => i.macAddress).filter((m): m is string => !!m);
 
-interface PlannedMove {
+export interface PlannedMove {
   plan: string; from: string; to: string; targetNamespace: string; vm: { namespace: string; name: string };
   /** `namespace/name` of the NADs and the storage classes the pair's maps send the VM to. */
   networks: string[]; storageClasses: string[];
+  /** The pair's StorageMap entries: source class to target class, with the access and volume modes it sets. */
+  storageMap: StorageMapEntry[];
 }
 
 /** Every VM of every generated live Plan, with the destinations of its pair's maps. */
@@ -29,7 +33,8 @@ export function plannedMoves(fleetDir: string): PlannedMove[] {
   const objs = generatedObjects(dir);
   const find = (kind: string, ref?: { name: string; namespace: string }) => objs
     .find((o) => o.kind === kind && ref && o.metadata.name === ref.name && o.metadata.namespace === ref.namespace);
-  type MapSpec = { map?: { destination?: { type?: string; name?: string; namespace?: string; storageClass?: string } }[] };
+  type Destination = { type?: string; name?: string; namespace?: string; storageClass?: string; accessMode?: string; volumeMode?: string };
+  type MapSpec = { map?: { source?: { name?: string }; destination?: Destination }[] };
   return objs.filter((o) => o.kind === 'Plan').flatMap((p: Obj) => {
     type Ref = { name: string; namespace: string };
     const spec = p.spec as { targetNamespace: string; vms: Ref[]; map: { network?: Ref; storage?: Ref } };
@@ -38,9 +43,14 @@ export function plannedMoves(fleetDir: string): PlannedMove[] {
     const sm = (find('StorageMap', spec.map.storage)?.spec as MapSpec | undefined)?.map ?? [];
     const networks = [...new Set(nm.filter((e) => e.destination?.type === 'multus').map((e) => `${e.destination!.namespace}/${e.destination!.name}`))];
     const storageClasses = [...new Set(sm.map((e) => e.destination?.storageClass).filter((s): s is string => !!s))];
+    const storageMap = sm.filter((e) => e.source?.name && e.destination?.storageClass).map((e) => ({
+      source: e.source!.name!, storageClass: e.destination!.storageClass!,
+      ...(e.destination!.accessMode ? { accessMode: e.destination!.accessMode } : {}),
+      ...(e.destination!.volumeMode ? { volumeMode: e.destination!.volumeMode } : {}),
+    }));
     return spec.vms.map((vm) => ({
       plan: `${p.metadata.namespace}/${p.metadata.name}`, from: labels['migrationmesh.dev/from'], to: labels['migrationmesh.dev/to'],
-      targetNamespace: spec.targetNamespace, vm: { namespace: vm.namespace, name: vm.name }, networks, storageClasses,
+      targetNamespace: spec.targetNamespace, vm: { namespace: vm.namespace, name: vm.name }, networks, storageClasses, storageMap,
     }));
   });
 }
@@ -73,21 +83,26 @@ async function targetSide(kc: k8s.KubeConfig, m: PlannedMove): Promise<MoveFacts
 }
 
 /** Read the facts of every planned move; `kcOf(cluster)` is undefined for a cluster that did not answer. */
-export async function moveFacts(moves: PlannedMove[], kcOf: (cluster: string) => k8s.KubeConfig | undefined): Promise<MoveFacts[]> {
+export async function moveFacts(
+  moves: PlannedMove[], kcOf: (cluster: string) => k8s.KubeConfig | undefined, clusters: readonly ClusterFacts[] = [],
+): Promise<MoveFacts[]> {
   return Promise.all(moves.map(async (m): Promise<MoveFacts> => {
     const base = { plan: m.plan, from: m.from, to: m.to, vm: m.vm, targetNamespace: m.targetNamespace };
     const src = kcOf(m.from);
     const dst = kcOf(m.to);
     let source: MoveFacts['source'];
     let sourceError: string | undefined = src ? undefined : `${m.from} unreachable`;
+    let sourceVm: Vm | undefined;
     if (src) {
       try {
         const vm = await exists(k8s.KubernetesObjectApi.makeApiClient(src), 'kubevirt.io/v1', 'VirtualMachine', m.vm.name, m.vm.namespace) as Vm | undefined;
         source = vm && { macs: macsOf(vm) };
+        sourceVm = vm;
       } catch (e) { sourceError = why(e); }
     }
     let target: MoveFacts['target'] = { error: `${m.to} unreachable` };
     if (dst) { try { target = await targetSide(dst, m); } catch (e) { target = { error: why(e) }; } }
-    return { ...base, ...(source ? { source } : {}), ...(sourceError ? { sourceError } : {}), target };
+    const readiness = src && dst && sourceVm && !('error' in target) ? { readiness: await readinessFacts(src, dst, m, sourceVm, clusters) } : {};
+    return { ...base, ...(source ? { source } : {}), ...(sourceError ? { sourceError } : {}), target, ...readiness };
   }));
 }

@@ -64,12 +64,17 @@ const kvConfig = (o: unknown) => (o as { spec?: { configuration?: KvConfig } } |
  * delivery: the KubeVirt CR HCO writes from our HyperConverged CR (src/kubevirt/config.ts `hcoKubevirtOf`:
  * its name, namespace and what our form puts there), since HCO, not we, writes it.
  */
+const observedVersion = (got: unknown) => {
+  const v = (got as { status?: { observedKubeVirtVersion?: string } } | undefined)?.status?.observedKubeVirtVersion;
+  return v ? { version: v } : {};
+};
+
 async function kubevirtFacts(
   kvObj: Obj, live: Record<string, unknown> | undefined, read: Reader, declaredGates: readonly string[],
 ): Promise<KubevirtFacts | undefined> {
   const facts = (got: unknown, wantNetwork: string | undefined, wantGates: string[]) => ({
     found: got !== undefined, migrationNetwork: kvConfig(got)?.migrations?.network, featureGates: kvConfig(got)?.developerConfiguration?.featureGates ?? [],
-    wantNetwork, wantGates,
+    wantNetwork, wantGates, ...observedVersion(got),
   });
   if (kvObj.kind === 'KubeVirt') return facts(live, kvConfig(kvObj)?.migrations?.network, kvConfig(kvObj)?.developerConfiguration?.featureGates ?? []);
   if (kvObj.kind !== 'HyperConverged') return undefined;
@@ -220,7 +225,7 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
   const groups = DATAPATH_NAMES.map((m) => fleet.clusters.filter((c) => c.datapath === m).map((c) => c.name)).filter((g) => g.length);
   const answered = (name: string) => (clusters.find((c) => c.cluster === name)?.reachable ? kcs.get(name) : undefined);
   const planned = o.moves ? plannedMoves(path.join(o.outDir, fleet.name)) : undefined;
-  const moves = planned && await withTimeout(moveFacts(planned, answered), timeoutMs, () => planned.map((m) => ({
+  const moves = planned && await withTimeout(moveFacts(planned, answered, clusters), timeoutMs, () => planned.map((m) => ({
     plan: m.plan, from: m.from, to: m.to, vm: m.vm, targetNamespace: m.targetNamespace, sourceError: 'no answer', target: { error: `no answer within ${timeoutMs / 1000} s` },
   })));
   return judgeFleet(fleet.name, clusters, groups, moves);

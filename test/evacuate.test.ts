@@ -95,6 +95,31 @@ describe('refusals', () => {
     expect(p.placements).toHaveLength(20);
   });
 
+  test('the readiness compute predicate: CPU model, machine type, taints against tolerations (src/report/readiness.ts nodeRefusal)', () => {
+    const inv: Inventory = clone(inventory);
+    const base = { namespace: 'vms', node: 'east-1', cpu: '1', memory: '1Gi', storageClasses: ['ceph-rbd'] };
+    inv.clusters.east.vms = [
+      { ...base, name: 'spr', cpuModel: 'Sapphirerapids' },
+      { ...base, name: 'clx', cpuModel: 'Cascadelake-Server', machineType: 'pc-q35-rhel9.6.0' },
+      { ...base, name: 'clx-tol', cpuModel: 'Cascadelake-Server', tolerations: [{ key: 'maint', operator: 'Exists' }] },
+    ];
+    for (const c of ['north', 'south', 'west']) {
+      // labelled as KubeVirt's node labeller labels a Cascade Lake host (the committed targets carry no CPU labels)
+      for (const n of inv.clusters[c].nodes) { n.taints = [{ key: 'maint', effect: 'NoSchedule' }]; n.labels = { ...n.labels, 'cpu-model.node.kubevirt.io/Cascadelake-Server': 'true' }; }
+    }
+    const north0 = inv.clusters.north.nodes[0];
+    const p = planEvacuation(doc, inv, 'east');
+    expect(p.problems.map((x) => x.message.split(':')[0])).toEqual(['vms/clx (1Gi, 1 CPU) has no target', 'vms/spr (1Gi, 1 CPU) has no target']);
+    expect(p.problems[1].message).toContain(`north: no schedulable node carries its nodeSelector or can run it (${north0.name}: taint maint:NoSchedule not tolerated)`);
+    expect(p.placements.map((x) => x.vm.name)).toEqual(['clx-tol']);
+    // untainted: the named model is on every node, the other is on none; the machine type nowhere labelled
+    for (const c of ['north', 'south', 'west']) for (const n of inv.clusters[c].nodes) delete n.taints;
+    const q2 = planEvacuation(doc, inv, 'east');
+    expect(q2.problems[1].message).toContain(`(${north0.name}: no label cpu-model.node.kubevirt.io/Sapphirerapids=true)`);
+    expect(q2.problems[0].message).toContain(`(${north0.name}: no label machine-type.node.kubevirt.io/pc-q35-rhel9.6.0=true)`);
+    expect(q2.placements.map((x) => x.vm.name)).toEqual(['clx-tol']);
+  });
+
   test('a VM whose storage class no target maps: named with the fix', () => {
     const inv: Inventory = clone(inventory);
     inv.clusters.east.vms = [{ name: 'nfs1', namespace: 'vms', node: 'east-1', cpu: '1', memory: '1Gi', storageClasses: ['nfs'] }];

@@ -9,7 +9,7 @@ import { inventorySchema } from '../src/forklift/inventory';
 
 const GI = 2 ** 30;
 const node = (name: string, extra: Record<string, unknown> = {}) => ({
-  metadata: { name, labels: { 'kubernetes.io/hostname': name, 'cpu-model.node.kubevirt.io/Skylake-Server': 'true' } },
+  metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubevirt.io/schedulable': 'true', 'cpu-model.node.kubevirt.io/Skylake-Server': 'true' } },
   spec: {},
   status: { allocatable: { cpu: '16', memory: '64Gi' }, conditions: [{ type: 'Ready', status: 'True' }] },
   ...extra,
@@ -64,18 +64,19 @@ describe('nodes', () => {
     ]);
   });
 
-  it('marks cordoned, not-Ready and NoSchedule/NoExecute-tainted nodes as taking no VM, and keeps a PreferNoSchedule one', () => {
+  it('marks cordoned, not-Ready and nodes virt-handler has not labelled schedulable as taking no VM, and carries taints as they are', () => {
     const { inventory } = inventoryFromObjects('f', new Map([['a', cluster({
       nodes: [
         node('cordoned', { spec: { unschedulable: true } }),
         node('notready', { status: { allocatable: { cpu: '4', memory: '8Gi' }, conditions: [{ type: 'Ready', status: 'Unknown' }] } }),
-        node('tainted', { spec: { taints: [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] } }),
-        node('evicting', { spec: { taints: [{ key: 'x', effect: 'NoExecute' }] } }),
-        node('preferred', { spec: { taints: [{ key: 'x', effect: 'PreferNoSchedule' }] } }),
+        node('no-handler', { metadata: { name: 'no-handler', labels: { 'kubevirt.io/schedulable': 'false' } } }),
+        node('tainted', { spec: { taints: [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule', timeAdded: 'x' }] } }),
+        node('plain'),
       ],
     })]]));
-    expect(Object.fromEntries(inventory.clusters.a.nodes.map((n) => [n.name, n.schedulable ?? true]))).toEqual({
-      cordoned: false, evicting: false, notready: false, preferred: true, tainted: false,
+    expect(Object.fromEntries(inventory.clusters.a.nodes.map((n) => [n.name, [n.schedulable ?? true, n.taints]]))).toEqual({
+      cordoned: [false, undefined], 'no-handler': [false, undefined], notready: [false, undefined], plain: [true, undefined],
+      tainted: [true, [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }]],
     });
   });
 
@@ -89,18 +90,19 @@ describe('VMs', () => {
   it('lists a running VM with its node, size, CPU limit, vCPUs, claims\' storage classes, networks and labels', () => {
     const { inventory, skipped } = inventoryFromObjects('f', new Map([['a', cluster({
       vms: [vm('db1', { template: { metadata: { labels: { app: 'db' } }, spec: {
-        domain: {}, nodeSelector: { 'cpu-model.node.kubevirt.io/Skylake-Server': 'true' },
+        domain: {}, nodeSelector: { 'cpu-model.node.kubevirt.io/Skylake-Server': 'true' }, tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'db', effect: 'NoSchedule' }],
         networks: [{ name: 'n', multus: { networkName: 'vlan100' } }],
         volumes: [{ name: 'root', dataVolume: { name: 'db1-root' } }, { name: 'data', persistentVolumeClaim: { claimName: 'db1-data' } }, { name: 'ci', cloudInitNoCloud: {} }],
       } } })],
-      vmis: [vmi('db1', 'n1', { cpu: { sockets: 2, cores: 2, threads: 1 }, memory: { guest: '16Gi' }, resources: { requests: { cpu: '3' }, limits: { cpu: '4' } } })],
+      vmis: [vmi('db1', 'n1', { cpu: { sockets: 2, cores: 2, threads: 1, model: 'Skylake-Server', features: [{ name: 'avx512f', policy: 'require' }] }, machine: { type: 'pc-q35-rhel9.4.0' }, memory: { guest: '16Gi' }, resources: { requests: { cpu: '3' }, limits: { cpu: '4' } } })],
       pvcs: [{ metadata: { name: 'db1-root', namespace: 'vms' }, spec: { storageClassName: 'ceph-rbd' } }, { metadata: { name: 'db1-data', namespace: 'vms' }, spec: { storageClassName: 'local-lvm' } }],
     })]]));
     expect(skipped).toEqual([]);
     expect(inventory.clusters.a.vms).toEqual([{
       name: 'db1', namespace: 'vms', node: 'n1', cpu: '3', memory: '16Gi', cpuLimit: '4', vcpus: 4,
       storageClasses: ['ceph-rbd', 'local-lvm'], networks: ['vms/vlan100'], vmiLabels: { app: 'db' },
-      nodeSelector: { 'cpu-model.node.kubevirt.io/Skylake-Server': 'true' },
+      nodeSelector: { 'cpu-model.node.kubevirt.io/Skylake-Server': 'true' }, cpuModel: 'Skylake-Server', cpuFeatures: [{ name: 'avx512f', policy: 'require' }],
+      machineType: 'pc-q35-rhel9.4.0', tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'db', effect: 'NoSchedule' }],
     }]);
   });
 

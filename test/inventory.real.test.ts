@@ -17,6 +17,7 @@ import { RealCluster, RealFleet, kubeconfigFile, ensureBuiltCli } from './suppor
 
 const ROOT = path.resolve(__dirname, '..');
 const started = Date.now();
+const SCHEDULABLE = { 'kubevirt.io/schedulable': 'true' };
 let real: RealFleet;
 let east: RealCluster;
 let west: RealCluster;
@@ -58,7 +59,7 @@ async function status(c: RealCluster, p: string, body: unknown, whole = false): 
 }
 
 async function node(c: RealCluster, name: string, o: { cpu: string; memory: string; cordoned?: boolean; labels?: Record<string, string> }): Promise<void> {
-  await serverSideApply(c, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: o.labels ?? {} }, spec: o.cordoned ? { unschedulable: true } : {} } as KubeObject, 'kubelet');
+  await serverSideApply(c, { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubevirt.io/schedulable': 'true', ...o.labels } }, spec: o.cordoned ? { unschedulable: true } : {} } as KubeObject, 'kubelet');
   await status(c, `/api/v1/nodes/${name}`, { status: { allocatable: { cpu: o.cpu, memory: o.memory, pods: '110' }, capacity: { cpu: o.cpu, memory: o.memory, pods: '110' },
     conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'ok', lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() }] } });
   // the API server taints a new node not-ready (TaintNodesByCondition); the node lifecycle controller lifts it once Ready
@@ -135,8 +136,8 @@ test('reads, as the documented ClusterRole allows, what runs where; evacuate pla
   const inv = parse(fs.readFileSync(out, 'utf8'));
   expect(inv.clusters.east).toEqual({
     nodes: [
-      { name: 'east-a', allocatable: { cpu: '16', memory: '64Gi' }, requested: { cpu: '1', memory: '9Gi' } },
-      { name: 'east-b', allocatable: { cpu: '16', memory: '64Gi' } },
+      { name: 'east-a', allocatable: { cpu: '16', memory: '64Gi' }, requested: { cpu: '1', memory: '9Gi' }, labels: SCHEDULABLE },
+      { name: 'east-b', allocatable: { cpu: '16', memory: '64Gi' }, labels: SCHEDULABLE },
     ],
     vms: [
       { name: 'db1', namespace: 'vms', node: 'east-a', cpu: '400m', memory: '8Gi', vcpus: 4, storageClasses: ['ceph-rbd'], networks: ['vms/vlan100'], vmiLabels: { app: 'db1' } },
@@ -144,8 +145,8 @@ test('reads, as the documented ClusterRole allows, what runs where; evacuate pla
     ],
   });
   expect(inv.clusters.west).toEqual({ nodes: [
-    { name: 'west-a', allocatable: { cpu: '32', memory: '128Gi' }, requested: { cpu: '20', memory: '100Gi' }, labels: { 'cpu-model.node.kubevirt.io/Skylake-Server': 'true' } },
-    { name: 'west-b', allocatable: { cpu: '64', memory: '512Gi' }, schedulable: false },
+    { name: 'west-a', allocatable: { cpu: '32', memory: '128Gi' }, requested: { cpu: '20', memory: '100Gi' }, labels: { 'cpu-model.node.kubevirt.io/Skylake-Server': 'true', ...SCHEDULABLE } },
+    { name: 'west-b', allocatable: { cpu: '64', memory: '512Gi' }, labels: SCHEDULABLE, schedulable: false },
   ] });
   // the plan goes to west-a (west-b is cordoned), both VMs in one wave
   const moves = path.join(dir, 'drain.moves.yaml');

@@ -6,7 +6,9 @@
  * - Reach: a target is in the source's migration group (the same datapath: src/forklift/checks.ts `checkPairs`),
  *   has a storage mapping (spec.forklift.storage) for each of the VM's storage classes, and each of its Multus
  *   networks is declared for the target (spec.forklift.networks) or mapped (spec.forklift.networkMaps).
- * - Room: a schedulable node of the target carries the VM's nodeSelector and has the CPU and memory free for the
+ * - Room: a schedulable node of the target passes the readiness compute predicate (src/report/readiness.ts
+ *   nodeRefusal: the VM's nodeSelector, its CPU model, features and machine type as node labeller labels, taints
+ *   against its tolerations) and has the CPU and memory free for the
  *   virt-launcher pod: the VM's requests plus KubeVirt's memory overhead, bounded here by KubeVirt v1.8.4's
  *   `GetMemoryOverhead` (pkg/hypervisor/kvm/hypervisorbackend.go): guest memory / 512 for page tables, 220 MiB for
  *   virt-launcher, its monitor, virtlogd, virtqemud and QEMU, 8 MiB per vCPU, 8 MiB for the IO thread, 32 MiB of
@@ -24,14 +26,31 @@ import { FleetDocument } from '../fleet/schema';
 import { DEFAULT_DELIVERY_FORM, deliveryForm } from '../kubevirt/delivery-forms';
 import { Inventory, InventoryNode, InventoryVm } from './inventory';
 import { Move } from './schema';
+import { memoryOverhead, nodeRefusal, SCHEDULABLE_LABEL } from '../report/readiness';
+import { NodeFacts, VmNeeds } from '../report/readiness-facts';
 
 const MI = 2 ** 20;
 /** KubeVirt's default (pkg/virt-config/virt-config.go); the per-node default is the delivery form's. */
 const KUBEVIRT_PARALLEL_PER_CLUSTER = 5;
 
-/** The memory a VM's virt-launcher pod requests beyond the guest: the bound in the header. */
+/**
+ * The memory a VM's virt-launcher pod requests beyond the guest: the bound in the header, the readiness check's
+ * computation (src/report/readiness.ts memoryOverhead, video RAM counted) plus 100 MiB for what the inventory does not say.
+ */
 export const launcherOverhead = (guestBytes: number, vcpus: number): number =>
-  Math.ceil(guestBytes / 512) + (220 + 8 + 32 + 100) * MI + 8 * MI * vcpus;
+  memoryOverhead({ requests: { cpuMilli: 0, memoryBytes: guestBytes }, vcpus, graphics: true }) + 100 * MI;
+
+/** The inventory's VM as the readiness compute predicate reads it (src/report/readiness.ts nodeRefusal). */
+const needsOf = (vm: InventoryVm): VmNeeds => ({
+  ...(vm.cpuModel ? { cpuModel: vm.cpuModel } : {}), features: vm.cpuFeatures ?? [], ...(vm.machineType ? { machineType: vm.machineType } : {}),
+  nodeSelector: vm.nodeSelector ?? {}, tolerations: vm.tolerations ?? [], vcpus: vm.vcpus ?? 1,
+  requests: { cpuMilli: Math.round(num(vm.cpu) * 1000), memoryBytes: num(vm.memory) }, cpuLimited: !!vm.cpuLimit, graphics: true, volumes: [],
+});
+/** An inventory node as the predicate reads it: `schedulable` stands for KubeVirt's own schedulable label. */
+const factsOf = (n: InventoryNode): NodeFacts => ({
+  name: n.name, labels: { ...n.labels, [SCHEDULABLE_LABEL]: n.schedulable === false ? 'false' : 'true' }, taints: n.taints ?? [], unschedulable: n.schedulable === false,
+  allocatable: { cpuMilli: 0, memoryBytes: 0 }, requested: { cpuMilli: 0, memoryBytes: 0 },
+});
 
 interface Room { cpu: number; memory: number }
 interface TargetNode { readonly node: InventoryNode; free: Room }
@@ -136,8 +155,13 @@ function place(doc: FleetDocument, source: string, vm: InventoryVm, targets: Tar
   for (const t of targets) {
     const why = reachProblem(doc, source, t.name, vm);
     if (why) { reasons.push(`${t.name}: ${why}`); continue; }
-    const fits = t.nodes.filter((n) => Object.entries(vm.nodeSelector ?? {}).every(([k, v]) => n.node.labels?.[k] === v));
-    if (fits.length === 0) { reasons.push(`${t.name}: no schedulable node carries its nodeSelector`); continue; }
+    const needs = needsOf(vm);
+    const fits = t.nodes.filter((n) => !nodeRefusal(needs, factsOf(n.node)));
+    if (fits.length === 0) {
+      const first = t.nodes[0] ? nodeRefusal(needs, factsOf(t.nodes[0].node)) : undefined;
+      reasons.push(`${t.name}: no schedulable node carries its nodeSelector${first && !first.startsWith('nodeSelector') ? ` or can run it (${t.nodes[0].node.name}: ${first})` : ''}`);
+      continue;
+    }
     const room = fits.filter((n) => n.free.cpu >= need.cpu && n.free.memory >= need.memory)
       .sort((a, b) => b.free.memory - a.free.memory || byName(a.node.name, b.node.name));
     if (room.length === 0) {

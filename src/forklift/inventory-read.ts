@@ -7,8 +7,9 @@
  * - A node's `requested` is what its pods request as the scheduler counts it (Kubernetes' pod resource rule:
  *   the larger of the containers' sum and the largest init container, plus the pod overhead), over the pods bound
  *   to it that have not ended (`Succeeded`, `Failed`); https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers
- * - A node is schedulable when it is not cordoned, its `Ready` condition is `True`, and it has no `NoSchedule`
- *   or `NoExecute` taint (the inventory carries no tolerations: a tainted node is no target).
+ * - A node is schedulable when it is not cordoned, its `Ready` condition is `True`, and virt-handler has labelled it
+ *   `kubevirt.io/schedulable: "true"` (every virt-launcher pod selects that label); its taints are carried as they
+ *   are, for evacuate to weigh against each VM's tolerations.
  * - A VM is listed when its VMI is `Running` on a node; the rest (stopped, pending, migrating away) are returned
  *   apart in `skipped` with the reason, for the caller to say. Its CPU is the VMI's CPU request, or, where the VMI
  *   has none, what KubeVirt gives the virt-launcher pod: vCPUs x 1000m / `cpuAllocationRatio` (the KubeVirt CR's
@@ -18,6 +19,7 @@
  * Everything is sorted by name, so the same cluster state gives the same document byte for byte.
  */
 import { canonicalQuantity, quantityValue } from '../base/quantity';
+import { SCHEDULABLE_LABEL } from '../report/readiness';
 import { Inventory, InventoryNode, InventoryVm } from './inventory';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -62,14 +64,15 @@ function nodeOf(node: Json, pods: readonly Json[]): InventoryNode {
   const bound = pods.filter((p) => p.spec?.nodeName === node.metadata.name && !['Succeeded', 'Failed'].includes(p.status?.phase));
   const req = bound.map(podRequests).reduce((a, b) => ({ cpu: a.cpu + b.cpu, memory: a.memory + b.memory }), { cpu: 0, memory: 0 });
   const ready = (node.status?.conditions ?? []).some((c: Json) => c.type === 'Ready' && c.status === 'True');
-  const tainted = (node.spec?.taints ?? []).some((t: Json) => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
   const labels = sortedRecord(node.metadata.labels);
+  const taints = (node.spec?.taints ?? []).map((t: Json) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect }));
   return {
     name: node.metadata.name,
     allocatable: { cpu: cpuQuantity(val(node.status?.allocatable?.cpu)), memory: memoryQuantity(val(node.status?.allocatable?.memory)) },
     ...(bound.length ? { requested: { cpu: cpuQuantity(req.cpu), memory: memoryQuantity(req.memory) } } : {}),
     ...(labels ? { labels } : {}),
-    ...(!node.spec?.unschedulable && ready && !tainted ? {} : { schedulable: false }),
+    ...(!node.spec?.unschedulable && ready && labels?.[SCHEDULABLE_LABEL] === 'true' ? {} : { schedulable: false }),
+    ...(taints.length ? { taints } : {}),
   };
 }
 
@@ -101,6 +104,8 @@ function vmOf(vm: Json, vmi: Json, pvcs: readonly Json[], ratio: number): Invent
   const storageClasses = storageClassesOf(vm, pvcs);
   const vmiLabels = sortedRecord(vm.spec?.template?.metadata?.labels);
   const nodeSelector = sortedRecord(vm.spec?.template?.spec?.nodeSelector);
+  const tolerations = (vm.spec?.template?.spec?.tolerations ?? []) as InventoryVm['tolerations'];
+  const features = (cpu.features ?? []).map((f: Json) => ({ name: f.name, ...(f.policy ? { policy: f.policy } : {}) }));
   return {
     name: vm.metadata.name, namespace: ns, node: vmi.status.nodeName,
     cpu: requestedCpu !== undefined ? cpuQuantity(val(requestedCpu)) : cpuQuantity(vcpus / ratio),
@@ -111,6 +116,10 @@ function vmOf(vm: Json, vmi: Json, pvcs: readonly Json[], ratio: number): Invent
     ...(networks.length ? { networks } : {}),
     ...(vmiLabels ? { vmiLabels } : {}),
     ...(nodeSelector ? { nodeSelector } : {}),
+    ...(cpu.model && cpu.model !== 'host-model' ? { cpuModel: cpu.model } : {}),
+    ...(features.length ? { cpuFeatures: features } : {}),
+    ...(domain.machine?.type ? { machineType: domain.machine.type } : {}),
+    ...(tolerations?.length ? { tolerations } : {}),
   };
 }
 

@@ -24,8 +24,10 @@ const nodeSchema = z.object({
   requested: z.object({ cpu, memory }).strict().optional(),
   /** The node's labels (KubeVirt's node labeller adds CPU models and features as labels). @default - none */
   labels: labels.optional(),
-  /** False for a cordoned node (`spec.unschedulable`) or one not Ready. @default true */
+  /** False for a cordoned node (`spec.unschedulable`), one not Ready, or one without `kubevirt.io/schedulable: "true"`. @default true */
   schedulable: z.boolean().optional(),
+  /** Its `spec.taints` (NoSchedule and NoExecute ones keep a VM off unless it tolerates them). @default - none */
+  taints: z.array(z.object({ key: z.string().min(1), value: z.string().optional(), effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']) }).strict()).optional(),
 }).strict();
 
 const vmSchema = z.object({
@@ -49,6 +51,16 @@ const vmSchema = z.object({
   vmiLabels: labels.optional(),
   /** Its `spec.template.spec.nodeSelector`: a target node must carry every one. @default - none */
   nodeSelector: labels.optional(),
+  /** `domain.cpu.model`: a named model needs a node labelled `cpu-model.node.kubevirt.io/<model>`. @default - none (host-model) */
+  cpuModel: z.string().min(1).optional(),
+  /** `domain.cpu.features` (policy `require` or none: node labelled `cpu-feature.node.kubevirt.io/<name>`; `forbid`: not). @default - none */
+  cpuFeatures: z.array(z.object({ name: z.string().min(1), policy: z.string().optional() }).strict()).optional(),
+  /** `domain.machine.type`: a node labelled `machine-type.node.kubevirt.io/<type>`. @default - none */
+  machineType: z.string().min(1).optional(),
+  /** `spec.template.spec.tolerations`. @default - none */
+  tolerations: z.array(z.object({
+    key: z.string().optional(), operator: z.string().optional(), value: z.string().optional(), effect: z.string().optional(),
+  }).strict()).optional(),
 }).strict();
 
 const clusterSchema = z.object({

@@ -84,6 +84,8 @@ export type ClusterFacts = {
     readonly found: boolean; readonly migrationNetwork?: string; readonly featureGates: string[]; readonly wantNetwork?: string; readonly wantGates: string[];
     /** HCO delivery: `namespace/name` of the KubeVirt CR HCO writes (not one of ours). */
     readonly object?: string;
+    /** The live CR's `status.observedKubeVirtVersion` (readiness' version check). */
+    readonly version?: string;
   };
   /** Gateway clusters. */
   readonly gateway?: GatewayFacts;

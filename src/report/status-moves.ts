@@ -6,6 +6,8 @@
  * no longer checks MAC conflicts between KubeVirt clusters, Forklift PR #8293). Pure.
  */
 import { StatusCode } from './status-facts';
+import { ReadinessFacts } from './readiness-facts';
+import { judgeReadiness, ReadinessCheck, VersionCard, versionCard } from './readiness';
 
 /** What was read for one moving VM. */
 export interface MoveFacts {
@@ -29,6 +31,8 @@ export interface MoveFacts {
     /** VMs of the target (`namespace/name`) by lower-case MAC address. */
     readonly macs: Record<string, string>;
   } | { readonly error: string };
+  /** The five readiness checks' facts (src/report/readiness.ts), when they could be read. */
+  readonly readiness?: ReadinessFacts;
 }
 
 export interface MoveCheck {
@@ -37,9 +41,16 @@ export interface MoveCheck {
   readonly vm: string;
   readonly from: string;
   readonly to: string;
+  /** No problem of severity error. */
   readonly ready: boolean;
-  /** Every reason it is not ready, with its code, in this order: pair, source, namespace, name, networks, storage, MAC. */
-  readonly problems: { readonly code: StatusCode; readonly message: string }[];
+  /**
+   * Every reason it is not ready, with its code, in this order: pair, source, namespace, name, networks, storage, MAC,
+   * then the readiness checks (network, storage, compute, version, capacity; `check` names it). Severity error unless
+   * `severity` says warning.
+   */
+  readonly problems: { readonly code: StatusCode; readonly message: string; readonly severity?: 'warning'; readonly check?: ReadinessCheck; readonly fix?: string }[];
+  /** The version card of the pair: both sides' KubeVirt and the clusters to update. */
+  readonly card?: VersionCard;
 }
 
 /** Judge each move; `pairReason(from, to)` is the pair verdict's reason (undefined: ready). */
@@ -64,6 +75,11 @@ export function judgeMoves(moves: readonly MoveFacts[], pairReason: (from: strin
         if (holder) add('status/move-mac-conflict', `MAC ${mac.toLowerCase()} of ${id} is already used by VM ${holder} in ${m.to}`);
       }
     }
-    return { plan: m.plan, vm: id, from: m.from, to: m.to, ready: problems.length === 0, problems };
+    const r = m.readiness;
+    for (const x of r ? judgeReadiness({ from: m.from, to: m.to, vm: id, targetNamespace: m.targetNamespace }, r) : []) {
+      problems.push({ code: x.code, message: x.message, ...(x.severity === 'warning' ? { severity: 'warning' as const } : {}), check: x.check, fix: x.fix });
+    }
+    const card = r && versionCard(m.from, m.to, r);
+    return { plan: m.plan, vm: id, from: m.from, to: m.to, ready: problems.every((p) => p.severity === 'warning'), problems, ...(card ? { card } : {}) };
   });
 }

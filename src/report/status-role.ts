@@ -3,7 +3,8 @@
  * kind synth wrote for it (drift), and what the runtime checks read: ConfigMaps (`kubevirt-ca`), pods
  * (`list`: gateway, virt-handler and sync controller pods) and `pods/proxy` (`get`: the gateways' admin
  * `/status`), `kubevirts` (`get`) where HCO writes the KubeVirt CR, and for `--moves` namespaces, VirtualMachines (`list`: MAC addresses across the cluster),
- * NADs and StorageClasses. Pure: constructs/report/status-cluster-role.ts emits it.
+ * NADs and StorageClasses, and for the readiness checks of `--moves` Nodes (`list`), PVCs and VMIs (`get`), ResourceQuotas,
+ * LimitRanges and CSIStorageCapacities (`list`) and CDI StorageProfiles (`get`). Pure: constructs/report/status-cluster-role.ts emits it.
  * Namespaces `get` also serves the VM networks' pre-flight (the served namespaces' primary-network label,
  * `vmnet-namespace-label`); it stays cluster-wide, not limited by resourceNames to the served names, because the
  * drift check reads every generated Namespace and `--moves` reads each plan's target namespace, which no fleet lists.
@@ -42,6 +43,15 @@ const RUNTIME: [string, string, string[]][] = [
   ['k8s.cni.cncf.io', 'network-attachment-definitions', ['get']],
   ['storage.k8s.io', 'storageclasses', ['get']],
   ['rbac.authorization.k8s.io', 'clusterroles', ['get']],
+  // --moves readiness (src/report/readiness.ts): the target's nodes and what its pods request (pods list above), storage
+  // profiles and capacities, the target namespace's quotas and limits; in the source the VM's PVCs, its VMI and node
+  ['', 'nodes', ['get', 'list']],
+  ['', 'persistentvolumeclaims', ['get']],
+  ['', 'resourcequotas', ['list']],
+  ['', 'limitranges', ['list']],
+  ['kubevirt.io', 'virtualmachineinstances', ['get']],
+  ['storage.k8s.io', 'csistoragecapacities', ['list']],
+  ['cdi.kubevirt.io', 'storageprofiles', ['get']],
 ];
 
 /** The rules for a cluster whose generated objects have these kinds; one rule per (API group, verbs), sorted. */

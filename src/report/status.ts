@@ -183,7 +183,8 @@ export function renderStatus(s: FleetStatus): string {
     lines.push('', 'moves:');
     for (const m of s.moves) {
       lines.push(`  ${m.vm} ${m.from} -> ${m.to} (plan ${m.plan}): ${m.ready ? 'ready' : 'NOT ready'}`);
-      for (const p of m.problems) lines.push(`    [${p.code}] ${p.message}`);
+      for (const p of m.problems) lines.push(`    ${p.severity === 'warning' ? 'warning ' : ''}[${p.code}] ${p.message}${p.fix ? `; fix: ${p.fix}` : ''}`);
+      if (m.card?.update.length) lines.push(`    version card: ${m.from} ${m.card.source.version ?? '?'} -> ${m.to} ${m.card.target.version ?? '?'}; update ${m.card.update.join(' and ')}`);
     }
   }
   const ready = s.pairs.filter((p) => p.ready).length;
