@@ -17,8 +17,9 @@
  * restarts the runtimes with that synthesis' config.json. `direct` is a veth pair between the two handler
  * namespaces (the shared migration network of a direct datapath).
  *
- * A "virt-handler" namespace per cluster holds the VM's QEMU; the target is addressed as KubeVirt addresses it:
- * its own address on the migration network (through the gateways: the source's route sends it to its gateway,
+ * A "virt-handler" namespace per cluster holds the VMs' QEMUs (one VM, `boot`, or several moving at once, `bootMany`
+ * and `migrateMany`: each with its own target QEMU and port on the same handler address); the target is addressed
+ * as KubeVirt addresses it: its own address on the migration network (through the gateways: the source's route sends it to its gateway,
  * whose REDIRECT rule intercepts it) or its direct0 address. Each cluster has its own KubeVirt CA (openssl, its
  * own key; adopted by the virt-operator model as its current CA) and issues its handler's certificate; the
  * CA file each QEMU reads is the `ca-bundle` of that cluster's `kubevirt-ca` on its API server at the moment of
@@ -223,7 +224,6 @@ export class VmMigrationLab {
   /** The running VMs (`bootMany`); `vm` is the first. */
   vms: Vm[] = [];
   get vm(): Vm | undefined { return this.vms[0]; }
-  set vm(v: Vm | undefined) { if (v) this.vms[0] = v; else this.vms = this.vms.slice(1); }
   mode?: ChainMode;
   private cni = new CniRunner();
   private seq = 0;
