@@ -1,5 +1,6 @@
 /**
- * `npm run bench:vm` (issue 30 part 3): real QEMU 10 live migrations (TCG guest, mutual TLS, 4 multifd channels)
+ * `npm run bench:vm` (issue 30 part 3, issue 52 item 4): real QEMU 10 live migrations of VMS guests at once (`--vms N`
+ * or MM_BENCH_VMS, default 4; 1 is the single-VM bench of before, the same code) (TCG guest, mutual TLS, 4 multifd channels)
  * between two clusters' handler namespaces, through each gateway mode and over a direct veth pair, from one
  * run: several interleaved rounds (direct, mtls-splice, mtls, plaintext, then again), the median of each
  * mode's total time, downtime and MiB moved, and its total (and arrival) time as a ratio to direct: the median
@@ -19,6 +20,9 @@
  * MM_VM_PREALLOC=1 starts every QEMU with its RAM locked and faulted in (`-overcommit mem-lock=on`), so the
  * target's first touches of its RAM, whose cost varied tenfold here from one migration to the next in every
  * mode, fall outside the measured window (not what a KubeVirt target does; default off).
+ * Every round also runs `haproxy-chain`: HAProxy in both gateway namespaces in place of the runtimes (test/support/vm-lab.ts
+ * haproxyConfig), the peer a user would pick instead; each gateway mode's gateway CPU per GiB is also a ratio to it.
+ * MM_VM_MEM_MIB (default 128 with several VMs, 256 with one) sets each guest's RAM, a quarter of it random.
  * MM_VM_AB=<lever,...> (issue 39 section 4) adds a second mtls-splice run to every round, `mtls-splice+ab`, with the
  * levers on, every other run with them off (the two arms swap places every other round): `notrack`, the tunnels
  * taken out of conntrack; `bigtcp`, BIG TCP sizes on the gateways' links (see `levers`; docs/dev/lab/2026-11-28-gateway-cpu-per-gib.md tells
@@ -29,13 +33,14 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { qemuVersion } from '../test/support/qemu-guest';
-import { MigrationResult, PathMode, VmMigrationLab, vmLabSupport } from '../test/support/vm-lab';
+import { BatchResult, PathMode, VmMigrationLab, vmLabSupport } from '../test/support/vm-lab';
 
 const ROUNDS = Number(process.env.MM_VM_ROUNDS ?? 3);
+const VMS = Number(process.env.MM_BENCH_VMS ?? 4);
 const PERF_WINDOWS = process.env.MM_VM_PERF_WINDOWS;
 const PREALLOC = process.env.MM_VM_PREALLOC === '1';
-// MM_VM_MODES=mtls-splice,plaintext: direct and those only (default: every mode)
-const PATHS: PathMode[] = ['direct', ...(process.env.MM_VM_MODES?.split(',') as PathMode[] ?? ['mtls-splice', 'mtls', 'plaintext']).filter((m) => m !== 'direct')];
+// MM_VM_MODES=mtls-splice,plaintext: direct and those only (default: every mode and the HAProxy chain)
+const PATHS: PathMode[] = ['direct', ...(process.env.MM_VM_MODES?.split(',') as PathMode[] ?? ['mtls-splice', 'mtls', 'plaintext', 'haproxy-chain']).filter((m) => m !== 'direct')];
 const AB = process.env.MM_VM_AB ? process.env.MM_VM_AB.split(',') : [];
 /** The runs of a round: each path mode, and with MM_VM_AB the levers' arm `mtls-splice+ab` after the plain one. */
 type Arm = PathMode | 'mtls-splice+ab';
@@ -44,15 +49,21 @@ const pathOf = (a: Arm): PathMode => (a === 'mtls-splice+ab' ? 'mtls-splice' : a
 const support = vmLabSupport();
 const d = support.ok ? describe : describe.skip;
 if (!support.ok) console.warn(`[bench:vm] SKIPPED: ${support.reason}`);
+if (!(Number.isInteger(VMS) && VMS >= 1)) throw new Error(`MM_BENCH_VMS / --vms: a whole number of VMs >= 1, not ${process.env.MM_BENCH_VMS}`);
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
+const GiB = 1024 ** 3;
+const bytesOf = (b: BatchResult) => b.results.reduce((s, r) => s + (r.info.transferredKiB ?? NaN) * 1024, 0);
 
-d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
-  // anonymous RAM, as a VM's: a file-backed target loads pages slower and would hide the gateways' cost (VmShape.ram)
-  const shape = { memMiB: 256, fillMiB: 64, dirtyMiB: 2, cpu: 'qemu64', ram: 'anonymous' as const };
+d(`bench: ${VMS} VM live migration(s) at once per datapath mode vs a direct veth pair and an HAProxy chain`, () => {
+  // anonymous RAM, as a VM's: a file-backed target loads pages slower and would hide the gateways' cost (VmShape.ram).
+  // Several VMs: 128 MiB each (32 MiB random), so 4 sources and 4 targets (1 GiB of guest RAM) and their TCG vCPUs
+  // fit two shared cores and a run stays within minutes; one VM keeps the 256 MiB guest of the single-VM bench
+  const memMiB = Number(process.env.MM_VM_MEM_MIB ?? (VMS > 1 ? 128 : 256));
+  const shape = { memMiB, fillMiB: memMiB / 4, dirtyMiB: 2, cpu: 'qemu64', ram: 'anonymous' as const };
   const split = process.env.MM_VM_CPUS === 'split';
   const lab = new VmMigrationLab(shape, 4, console.log, 'one-segment', split ? { qemu: '0', gateway: '1' } : {});
   // every QEMU's RAM faulted in (and zeroed) at its start, outside the measured window: a fresh target's first
@@ -62,81 +73,123 @@ d('bench: VM live migration per datapath mode vs a direct veth pair', () => {
 
   test('interleaved rounds, medians and ratios', async () => {
     await lab.setup();
-    await lab.boot(0);
-    // one warm-up migration per mode, not counted: the run's first migrations (the freshly booted guest, the
+    console.log(`[bench:vm] ${VMS} guest(s) booted in ${await lab.bootMany(VMS, 0)} ms`);
+    // one warm-up batch per mode, not counted: the run's first migrations (the freshly booted guest, the
     // first gateways) took 1.1-2.5 s where later ones of the same mode took 0.5-1.1 s, and the first is always
     // direct's, which flattered every gateway mode's first-round ratio
     const windows: object[] = [];
-    const completed = async (m: Arm, what: string): Promise<MigrationResult> => {
+    const completed = async (m: Arm, what: string): Promise<BatchResult> => {
       if (AB.length) levers(lab, AB, m === 'mtls-splice+ab');
-      const t0 = process.hrtime.bigint();
-      const source = lab.vm?.proc.pid;
       const sent0 = AB.length ? labLinks(lab, true) : [];
-      const r = await lab.migrate(pathOf(m));
-      if (r.info.status !== 'completed') throw new Error(`${m} ${what}: ${r.info.status} ${r.info.reason ?? ''}`);
+      const sources = lab.vms.map((v) => v.proc.pid!);
+      const b = await lab.migrateMany(pathOf(m));
+      const bad = b.results.filter((r) => r.info.status !== 'completed');
+      if (bad.length) throw new Error(`${m} ${what}: ${bad.map((r) => `${r.target} ${r.info.status} ${r.info.reason ?? ''}`).join('; ')}`);
       if (AB.length) console.log(`[bench:vm] ${what} ${m}: sent ${linkDeltas(sent0, labLinks(lab, true))}`);
-      if (PERF_WINDOWS) windows.push({ ...perfWindow(lab, r, what, t0, source), arm: m });
-      return r;
+      if (PERF_WINDOWS) windows.push(perfWindow(lab, b, what, m, sources));
+      return b;
     };
     for (const m of MODES) {
-      const r = await completed(m, 'warm-up');
-      console.log(`[bench:vm] warm-up ${m}: total ${r.info.totalMs} ms, arrived ${r.arrivedMs} ms (not counted)`);
+      const b = await completed(m, 'warm-up');
+      console.log(`[bench:vm] warm-up ${m}: wall ${b.wallMs} ms (not counted)`);
     }
-    const runs: Record<string, MigrationResult[]> = Object.fromEntries(MODES.map((m) => [m, []]));
+    const runs: Record<string, BatchResult[]> = Object.fromEntries(MODES.map((m) => [m, []]));
     for (let round = 0; round < ROUNDS; round++) {
       // with MM_VM_AB the two mtls-splice arms swap places every other round, so a drift in load favours neither
       const order = AB.length && round % 2 ? [...MODES.slice(0, -2), ...MODES.slice(-2).reverse()] : MODES;
       for (const m of order) {
-        const r = await completed(m, `round ${round}`);
-        runs[m].push(r);
-        console.log(`[bench:vm] round ${round + 1} ${m}: total ${r.info.totalMs} ms, arrived ${r.arrivedMs} ms, CPU ${r.cpuMs} ms (gateways ${r.gatewayCpuMs}), downtime ${r.info.downtimeMs} ms, ${((r.info.transferredKiB ?? 0) / 1024).toFixed(1)} MiB, RAM equal ${r.ramEqual}${r.ramDiff ? ` (${r.ramDiff})` : ''}`);
+        const b = await completed(m, `round ${round}`);
+        runs[m].push(b);
+        const each = b.results.map((r) => `${r.completedAtMs}`).join('/');
+        console.log(`[bench:vm] round ${round + 1} ${m}: wall ${b.wallMs} ms (per VM ${each}), ${(bytesOf(b) / 2 ** 20).toFixed(1)} MiB, CPU ${b.cpuMs} ms (gateways ${b.cpuParts.gatewaysMs.join('+')}), RAM equal ${b.results.filter((r) => r.ramEqual).length}/${VMS}${b.results.map((r) => (r.ramDiff ? ` (${r.ramDiff})` : '')).join('')}`);
       }
     }
-    // each round's ratio to that round's direct run (the load on this shared machine drifts between rounds), then
-    // the median of those ratios and their spread; times, downtime and MiB as medians over the rounds
-    const perRound = (m: Arm, f: (r: MigrationResult) => number) => runs[m].map((r, i) => f(r) / f(runs.direct[i]));
-    const spread = (xs: number[]) => ({ median: +median(xs).toFixed(2), min: +Math.min(...xs).toFixed(2), max: +Math.max(...xs).toFixed(2) });
-    const rows = MODES.map((m) => ({
-      mode: m,
-      totalMs: median(runs[m].map((r) => r.info.totalMs ?? NaN)),
-      totalRatio: spread(perRound(m, (r) => r.info.totalMs ?? NaN)),
-      arrivedMs: median(runs[m].map((r) => r.arrivedMs ?? NaN)),
-      arrivedRatio: spread(perRound(m, (r) => r.arrivedMs ?? NaN)),
-      downtimeMs: median(runs[m].map((r) => r.info.downtimeMs ?? NaN)),
-      cpuMs: median(runs[m].map((r) => r.cpuMs ?? NaN)),
-      gatewayCpuMs: median(runs[m].map((r) => r.gatewayCpuMs ?? NaN)),
-      mib: +median(runs[m].map((r) => (r.info.transferredKiB ?? NaN) / 1024)).toFixed(1),
-      ramEqual: `${runs[m].filter((r) => r.ramEqual).length}/${runs[m].length}`,
-      resumed: `${runs[m].filter((r) => r.resumed).length}/${runs[m].length}`,
-    }));
-    const x = (s: { median: number; min: number; max: number }) => `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})`;
+    const rows = batchRows(runs, lab.clusters.map((c) => c.name));
     const cpu = cpuPerGib(runs);
     const load = os.loadavg().map((l) => l.toFixed(1)).join(' ');
     console.log([
-      `[bench:vm] ${new Date().toISOString()}, load average ${load}; ${ROUNDS} interleaved rounds (${MODES.join(', ')}), medians; ratios: median of the per-round ratios to that round's direct run (min-max)`,
-      `  QEMU ${qemuVersion()}, guest ${shape.memMiB} MiB (${shape.fillMiB} MiB random, ${shape.dirtyMiB} MiB rewritten per second), TCG ${shape.cpu}, TLS + ${lab.channels} multifd channels, ${os.cpus().length} CPUs (shared)` +
+      `[bench:vm] ${new Date().toISOString()}, load average ${load}; ${VMS} VM(s) at once, ${ROUNDS} interleaved rounds (${MODES.join(', ')}), medians; xN: median of the per-round ratios (min-max)`,
+      `  QEMU ${qemuVersion()}, guests ${shape.memMiB} MiB (${shape.fillMiB} MiB random, ${shape.dirtyMiB} MiB rewritten per second), TCG ${shape.cpu}, TLS + ${lab.channels} multifd channels each, ${os.cpus().length} CPUs (shared)` +
         `; ${split ? 'QEMUs on CPU 0, gateways on CPU 1 (MM_VM_CPUS=split)' : 'every process on every CPU'}${PREALLOC ? '; RAM locked and faulted in at start (MM_VM_PREALLOC=1)' : ''}`,
-      `  ${'mode'.padEnd(12)} ${'total ms'.padStart(9)} ${'total x direct'.padStart(18)} ${'arrived ms'.padStart(10)} ${'arrived x direct'.padStart(18)} ${'CPU ms'.padStart(7)} ${'gateways'.padStart(8)} ${'downtime ms'.padStart(11)} ${'MiB'.padStart(7)}  RAM equal  resumed`,
-      ...rows.map((r) => `  ${r.mode.padEnd(12)} ${String(r.totalMs).padStart(9)} ${x(r.totalRatio).padStart(18)} ${String(r.arrivedMs).padStart(10)} ${x(r.arrivedRatio).padStart(18)} ${String(r.cpuMs).padStart(7)} ${String(r.gatewayCpuMs).padStart(8)} ${String(r.downtimeMs).padStart(11)} ${String(r.mib).padStart(7)}  ${r.ramEqual.padStart(9)}  ${r.resumed.padStart(7)}`),
+      ...batchTable(rows),
       ...cpuTable(cpu),
     ].join('\n'));
     if (PERF_WINDOWS) fs.writeFileSync(PERF_WINDOWS, `${JSON.stringify(windows, null, 2)}\n`);
     const outDir = process.env.MM_RECORD_BENCH === '1' ? path.join(__dirname, 'results') : os.tmpdir();
-    fs.writeFileSync(path.join(outDir, 'vm-migration.json'), `${JSON.stringify({
-      bench: 'bench/vm-migration.bench.ts', rounds: ROUNDS, shape, prealloc: PREALLOC, layout: split ? 'split' : 'all', channels: lab.channels, cpus: os.cpus().length, kernel: os.release(), qemu: qemuVersion(), guestKernel: lab.guest.kernelVersion, date: new Date().toISOString(), loadavg: os.loadavg(), rows, cpuPerGib: cpu,
+    const file = VMS === 1 ? 'vm-migration.json' : `vm-migration-${VMS}vms.json`;
+    fs.writeFileSync(path.join(outDir, file), `${JSON.stringify({
+      bench: 'bench/vm-migration.bench.ts', vms: VMS, rounds: ROUNDS, shape, prealloc: PREALLOC, layout: split ? 'split' : 'all', channels: lab.channels, cpus: os.cpus().length, kernel: os.release(), qemu: qemuVersion(), guestKernel: lab.guest.kernelVersion, date: new Date().toISOString(), loadavg: os.loadavg(), rows, cpuPerGib: cpu,
+      batches: Object.fromEntries(MODES.map((m) => [m, runs[m].map((b) => ({
+        wallMs: b.wallMs, cpuMs: b.cpuMs, cpuParts: b.cpuParts,
+        vms: b.results.map((r) => ({
+          startOffsetMs: r.startOffsetMs, completedAtMs: r.completedAtMs, arrivedMs: r.arrivedMs, totalMs: r.info.totalMs, downtimeMs: r.info.downtimeMs,
+          kib: r.info.transferredKiB, ramEqual: r.ramEqual, resumed: r.resumed,
+        })),
+      }))])),
     }, null, 2)}\n`);
-  }, 1_800_000);
+  }, 3_600_000);
 });
+
+type Spread = { median: number; min: number; max: number };
+const spreadOf = (xs: number[]): Spread => ({ median: +median(xs).toFixed(3), min: +Math.min(...xs).toFixed(3), max: +Math.max(...xs).toFixed(3) });
+
+interface BatchRow {
+  mode: Arm; gib: number; wallMs: number; wallRatio: Spread; gbps: number;
+  /** Each VM's completion (ms from the batch's first `migrate`), medians over the rounds by VM order; fairness: slowest / fastest per batch. */
+  perVmMs: number[]; spread: Spread;
+  /** CPU-s per GiB of the source's gateway and the target's, and their sum; throughput and that sum as ratios to the same round's HAProxy chain. */
+  gatewaysPerGib: number[]; gatewayPerGib: number; gbpsVsHaproxy: Spread | null; vsHaproxy: Spread | null;
+  ramEqual: string; resumed: string;
+}
+
+/** Per mode, over the rounds: GiB moved, wall time (x direct), aggregate Gbit/s, per-VM completion and spread, each gateway's CPU-s/GiB (x HAProxy chain). */
+function batchRows(runs: Record<string, BatchResult[]>, clusters: string[]): BatchRow[] {
+  const perGib = (b: BatchResult, ms: number) => ms / 1000 / (bytesOf(b) / GiB);
+  // the gateways in the batch's direction: its source cluster's, then its target's (every VM of a batch moves the same way)
+  const side = (b: BatchResult, g: number) => b.cpuParts.gatewaysMs[g === 0 ? clusters.indexOf(b.results[0].from) : clusters.indexOf(b.results[0].to)];
+  const gbps = (b: BatchResult) => (bytesOf(b) * 8) / 1e9 / (b.wallMs / 1000);
+  const gwSum = (b: BatchResult) => perGib(b, b.cpuParts.gatewaysMs.reduce((s, x) => s + x, 0));
+  const hap = runs['haproxy-chain'];
+  return MODES.map((mode) => {
+    const bs = runs[mode];
+    const all = bs.flatMap((b) => b.results);
+    const n = bs[0]?.results.length ?? 0;
+    return {
+      mode,
+      gib: +median(bs.map((b) => bytesOf(b) / GiB)).toFixed(3),
+      wallMs: median(bs.map((b) => b.wallMs)),
+      wallRatio: spreadOf(bs.map((b, i) => b.wallMs / runs.direct[i].wallMs)),
+      gbps: +median(bs.map(gbps)).toFixed(2),
+      perVmMs: Array.from({ length: n }, (_, v) => median(bs.map((b) => b.results[v].completedAtMs ?? NaN))),
+      spread: spreadOf(bs.map((b) => Math.max(...b.results.map((r) => r.completedAtMs ?? NaN)) / Math.min(...b.results.map((r) => r.completedAtMs ?? NaN)))),
+      gatewaysPerGib: mode === 'direct' ? [] : [0, 1].map((g) => +median(bs.map((b) => perGib(b, side(b, g) ?? NaN))).toFixed(3)),
+      gatewayPerGib: +median(bs.map(gwSum)).toFixed(3),
+      gbpsVsHaproxy: hap ? spreadOf(bs.map((b, i) => gbps(b) / gbps(hap[i]))) : null,
+      vsHaproxy: hap && mode !== 'direct' ? spreadOf(bs.map((b, i) => gwSum(b) / gwSum(hap[i]))) : null,
+      ramEqual: `${all.filter((r) => r.ramEqual).length}/${all.length}`,
+      resumed: `${all.filter((r) => r.resumed).length}/${all.length}`,
+    };
+  });
+}
+
+function batchTable(rows: BatchRow[]): string[] {
+  const sp = (s: Spread | null) => (s ? `${s.median.toFixed(2)} (${s.min.toFixed(2)}-${s.max.toFixed(2)})` : '-');
+  return [
+    '  per batch: GiB moved by all VMs, wall = first `migrate` until the last target completed, Gbit/s = GiB / wall; per VM: each one\'s completion, ms from the first `migrate`;',
+    '  slow/fast: slowest / fastest VM of a batch (1.00 = fair); gateways: CPU-s per GiB of the source side\'s gateway + the target side\'s; x haproxy: the same round\'s',
+    '  HAProxy chain against, for Gbit/s and for the two gateways\' CPU-s/GiB summed',
+    `  ${'mode'.padEnd(14)} ${'GiB'.padStart(6)} ${'wall ms'.padStart(8)} ${'wall x direct'.padStart(17)} ${'Gbit/s'.padStart(6)} ${'x haproxy'.padStart(17)}  ${'per VM ms'.padEnd(24)} ${'slow/fast'.padStart(17)} ${'gateways s/GiB'.padStart(14)} ${'x haproxy'.padStart(17)}  RAM equal  resumed`,
+    ...rows.map((r) => `  ${r.mode.padEnd(14)} ${r.gib.toFixed(3).padStart(6)} ${String(r.wallMs).padStart(8)} ${sp(r.wallRatio).padStart(17)} ${r.gbps.toFixed(2).padStart(6)} ${sp(r.gbpsVsHaproxy).padStart(17)}  ${r.perVmMs.join(' ').padEnd(24)} ${sp(r.spread).padStart(17)} ` +
+      `${(r.gatewaysPerGib.length ? r.gatewaysPerGib.map((x) => x.toFixed(2)).join(' + ') : '-').padStart(14)} ${sp(r.vsHaproxy).padStart(17)}  ${r.ramEqual.padStart(9)}  ${r.resumed.padStart(7)}`),
+  ];
+}
 
 const PARTS = ['source', 'sourceStaying', 'target', 'gateways', 'kernelThreads', 'unattributed', 'total', 'perByte'] as const;
 type Part = typeof PARTS[number];
-type Spread = { median: number; min: number; max: number };
 interface CpuRow {
   mode: Arm; gib: number; perRound: Record<Part, number>[]; part: Record<Part, Spread>; ratio: Record<Part, Spread | null>;
   extra: Spread; extraPerByte: Spread;
 }
-
-const spreadOf = (xs: number[]): Spread => ({ median: +median(xs).toFixed(3), min: +Math.min(...xs).toFixed(3), max: +Math.max(...xs).toFixed(3) });
 
 /**
  * One migration's CPU-seconds per GiB migrated (the source's transferred bytes), by part: the source QEMU's
@@ -149,9 +202,9 @@ const spreadOf = (xs: number[]): Spread => ({ median: +median(xs).toFixed(3), mi
  * idle CPU but also every short-lived process of other people that ended in the span (a compiler, a test
  * worker): up to 2.8 CPU-s/GiB in one run, 0 in the next, so shown but not summed.
  */
-function partsPerGib(r: MigrationResult): Record<Part, number> {
-  const c = r.cpuParts!;
-  const gib = (r.info.transferredKiB ?? NaN) / 1024 ** 2;
+function partsPerGib(b: BatchResult): Record<Part, number> {
+  const c = b.cpuParts;
+  const gib = bytesOf(b) / GiB;
   const gateways = c.gatewaysMs.reduce((a, b) => a + b, 0);
   const p = {
     source: c.sourceMs - c.sourceStayingMs, sourceStaying: c.sourceStayingMs, target: c.targetMs, gateways, kernelThreads: c.kernelThreadsMs,
@@ -162,14 +215,14 @@ function partsPerGib(r: MigrationResult): Record<Part, number> {
 }
 
 /** Per mode: each part's median over the rounds, its per-round ratio to the same round's direct run, and the totals' extra CPU-s/GiB over direct. */
-function cpuPerGib(runs: Record<string, MigrationResult[]>): CpuRow[] {
+function cpuPerGib(runs: Record<string, BatchResult[]>): CpuRow[] {
   const direct = runs.direct.map(partsPerGib);
   return MODES.map((mode) => {
     const perRound = runs[mode].map(partsPerGib);
     const part = Object.fromEntries(PARTS.map((k) => [k, spreadOf(perRound.map((r) => r[k]))])) as Record<Part, Spread>;
     const ratioOf = (k: Part) => (direct.every((d) => d[k] > 0) ? spreadOf(perRound.map((r, i) => r[k] / direct[i][k])) : null);
     const ratio = Object.fromEntries(PARTS.map((k) => [k, ratioOf(k)])) as Record<Part, Spread | null>;
-    const gib = +median(runs[mode].map((r) => (r.info.transferredKiB ?? NaN) / 1024 ** 2)).toFixed(3);
+    const gib = +median(runs[mode].map((b) => bytesOf(b) / GiB)).toFixed(3);
     const extraOf = (k: Part) => spreadOf(perRound.map((r, i) => r[k] - direct[i][k]));
     return { mode, gib, perRound, part, ratio, extra: extraOf('total'), extraPerByte: extraOf('perByte') };
   });
@@ -187,28 +240,23 @@ function cpuTable(rows: CpuRow[]): string[] {
     '  over that round\'s direct run. Each process with its process group; softirq work is charged to the process it interrupted (no IRQ time accounting',
     '  on this kernel). source: its migration threads; guest+main: its threads that stayed (the TCG vCPU runs the guest throughout: grows with duration).',
     '  per byte = source + target + gateways + kthreads; total = per byte + guest+main. Other processes (other people\'s) and "no process" left out.',
-    `  ${'mode'.padEnd(12)} ${'source'.padStart(11)} ${'guest+main'.padStart(11)} ${'target'.padStart(11)} ${'gateways'.padStart(8)} ${'kthreads'.padStart(8)} ` +
+    `  ${'mode'.padEnd(14)} ${'source'.padStart(11)} ${'guest+main'.padStart(11)} ${'target'.padStart(11)} ${'gateways'.padStart(8)} ${'kthreads'.padStart(8)} ` +
       `${'no process'.padStart(10)}  ${'per byte x direct, extra'.padEnd(42)} total x direct, extra`,
-    ...rows.map((r) => `  ${r.mode.padEnd(12)} ${cell(r, 'source').padStart(11)} ${cell(r, 'sourceStaying').padStart(11)} ${cell(r, 'target').padStart(11)} ` +
+    ...rows.map((r) => `  ${r.mode.padEnd(14)} ${cell(r, 'source').padStart(11)} ${cell(r, 'sourceStaying').padStart(11)} ${cell(r, 'target').padStart(11)} ` +
       `${r.part.gateways.median.toFixed(2).padStart(8)} ${r.part.kernelThreads.median.toFixed(2).padStart(8)} ${r.part.unattributed.median.toFixed(2).padStart(10)}  ` +
       `${tot(r, 'perByte', r.extraPerByte).padEnd(42)} ${tot(r, 'total', r.extra)}`),
   ];
 }
 
 /**
- * For profiling (MM_VM_PERF_WINDOWS=<file>, beside `perf record -a -k CLOCK_MONOTONIC`): when each migration ran, in
- * CLOCK_MONOTONIC ns as perf stamps its samples (libuv's hrtime is that clock), and the pids it involved. `start`
- * is `migrate`'s start as the lab's phases place it (gateway restart, wait, target, credentials before it; the
- * few ms of migrate_incoming and the bandwidth setting not counted), `end` when the target reported completed.
+ * For profiling (MM_VM_PERF_WINDOWS=<file>, beside `perf record -a -k CLOCK_MONOTONIC`): when each batch ran, in
+ * CLOCK_MONOTONIC ns as perf stamps its samples (libuv's hrtime is that clock), from its first `migrate` until its
+ * last target reported completed, and the pids it involved.
  */
-function perfWindow(lab: VmMigrationLab, r: MigrationResult, what: string, t0: bigint, source?: number): object {
-  const ms = (n: number) => BigInt(Math.round(n * 1e6));
-  const p = r.phases;
-  const start = t0 + ms((p.gateways ?? 0) + (p.released ?? 0) + (p.target ?? 0) + (p.creds ?? 0));
-  const end = start + ms((p.migrate ?? 0) + (p.arrive ?? 0));
-  const gateways = r.mode === 'direct' ? [] : lab.clusters.map((c) => c.gw.proc?.pid);
-  const pids = { source, target: lab.vm?.proc.pid, gateways };
-  return { mode: r.mode, what, start: String(start), end: String(end), ...pids, cpuParts: r.cpuParts, kib: r.info.transferredKiB };
+function perfWindow(lab: VmMigrationLab, b: BatchResult, what: string, arm: Arm, sources: number[]): object {
+  const gateways = b.mode === 'direct' ? [] : lab.clusters.map((c) => c.gw.proc?.pid);
+  const pids = { sources, targets: lab.vms.map((v) => v.proc.pid), gateways };
+  return { mode: b.mode, arm, what, start: String(b.startNs), end: String(b.endNs), ...pids, cpuParts: b.cpuParts, kib: bytesOf(b) / 1024 };
 }
 
 interface LinkCount { ns: string; ifname: string; tx: number; txBytes: number }

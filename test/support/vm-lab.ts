@@ -17,8 +17,9 @@
  * restarts the runtimes with that synthesis' config.json. `direct` is a veth pair between the two handler
  * namespaces (the shared migration network of a direct datapath).
  *
- * A "virt-handler" namespace per cluster holds the VM's QEMU; the target is addressed as KubeVirt addresses it:
- * its own address on the migration network (through the gateways: the source's route sends it to its gateway,
+ * A "virt-handler" namespace per cluster holds the VMs' QEMUs (one VM, `boot`, or several moving at once, `bootMany`
+ * and `migrateMany`: each with its own target QEMU and port on the same handler address); the target is addressed
+ * as KubeVirt addresses it: its own address on the migration network (through the gateways: the source's route sends it to its gateway,
  * whose REDIRECT rule intercepts it) or its direct0 address. Each cluster has its own KubeVirt CA (openssl, its
  * own key; adopted by the virt-operator model as its current CA) and issues its handler's certificate; the
  * CA file each QEMU reads is the `ca-bundle` of that cluster's `kubevirt-ca` on its API server at the moment of
@@ -49,7 +50,12 @@ const PROXY_CLI = path.join(ROOT, 'proxy', 'lib', 'cli.js');
 const H = 3600_000;
 
 export type GatewayMode = 'mtls-splice' | 'mtls' | 'plaintext';
-export type PathMode = GatewayMode | 'direct';
+/**
+ * `haproxy-chain`: what a user would run instead of the gateways (issue 52): HAProxy 2.6 in each gateway namespace in
+ * place of the runtime, on the same listeners, behind the same REDIRECT rules (see `haproxyConfig`).
+ */
+type ChainMode = GatewayMode | 'haproxy-chain';
+export type PathMode = ChainMode | 'direct';
 const VARIANTS: Record<GatewayMode, Record<string, unknown>> = { 'mtls-splice': { payload: 'splice' }, mtls: { payload: 'tls' }, plaintext: { tls: { plaintext: true } } };
 
 export function vmLabSupport(): { ok: true } | { ok: false; reason: string } {
@@ -105,6 +111,8 @@ export interface MigrationResult {
   /** On failure: the source's VM status afterwards, and whether its guest kept ticking. */
   sourceStatus?: string; sourceKeptTicking?: boolean;
   wallMs: number;
+  /** In a batch (`migrateMany`): ms from the batch's first `migrate` until this one's was issued, and until its target completed. */
+  startOffsetMs?: number; completedAtMs?: number;
   /**
    * CPU the whole machine spent from `migrate` until the target completed (ms of busy CPU over every core,
    * from /proc/stat: user, system, irq and softirq; idle and iowait not counted), and the part of it the two
@@ -118,14 +126,29 @@ export interface MigrationResult {
   phases: Record<string, number>;
 }
 
+/** One `migrateMany`: each VM's result, and the batch's wall time (first `migrate` until the last target completed) and CPU. */
+export interface BatchResult {
+  mode: PathMode; results: MigrationResult[]; wallMs: number; cpuMs: number; gatewayCpuMs: number; cpuParts: CpuParts;
+  /** The first `migrate` and the last target's completion, CLOCK_MONOTONIC ns (process.hrtime), as `perf record -k CLOCK_MONOTONIC` stamps. */
+  startNs: bigint; endNs: bigint;
+}
+
+/** One VM's migration between `prepare` and `conclude`. */
+interface Prepared {
+  vi: number; src: Vm; dst: Vm; host: string; port: number; res: MigrationResult; mark: (name: string) => void; t0: number; startedAt: number;
+  stop: boolean; arrived: Promise<{ st: string; ms: number; at?: number }>;
+}
+
 /**
- * CPU (ms) used from `migrate` until the target completed, by who used it; each process counted with its whole
+ * CPU (ms) used from `migrate` until the target completed (in a batch: the first `migrate` until the last target), by who
+ * used it; each process counted with its whole
  * process group (utime + stime of /proc/<pid>/stat, which the kernel scales to the exact run time of its threads).
  * This kernel has no IRQ time accounting: softirq work (a veth's receive side, TCP's ACKs) is charged to the
  * process it interrupted, mostly the sender whose `local_bh_enable` ran it; what ran in ksoftirqd or kworkers is
  * `kernelThreadsMs`, and what ran over an idle CPU (and processes that ended in between) is `unattributedMs`.
  */
 export interface CpuParts {
+  /** The source QEMUs' and the target QEMUs' process groups, summed over a batch's VMs. */
   sourceMs: number; targetMs: number;
   /**
    * The part of `sourceMs` its threads that lived through the whole span used: its vCPU running the guest (TCG),
@@ -198,8 +221,10 @@ export class VmMigrationLab {
   tmp = '';
   clusters: LabCluster[] = [];
   guest!: Guest;
-  vm?: Vm;
-  mode?: GatewayMode;
+  /** The running VMs (`bootMany`); `vm` is the first. */
+  vms: Vm[] = [];
+  get vm(): Vm | undefined { return this.vms[0]; }
+  mode?: ChainMode;
   private cni = new CniRunner();
   private seq = 0;
   private port = 49152 + (process.pid % 1000);
@@ -362,15 +387,16 @@ export class VmMigrationLab {
     fs.chownSync(c.gw.cfgFile, RUNTIME_UID, RUNTIME_UID);
   }
 
-  /** (Re)start both runtimes with `m`'s config.json; ready when /readyz answers. */
-  async setMode(m: GatewayMode): Promise<void> {
+  /** (Re)start both runtimes with `m`'s config.json (or both HAProxies); ready when /readyz answers (HAProxy: when it listens). */
+  async setMode(m: ChainMode): Promise<void> {
     // both clusters' gateways at once: each lives in its own namespace with its own config file and log
     await Promise.all(this.clusters.map((c) => this.startGateway(c, m)));
     this.mode = m;
   }
 
-  async startGateway(c: LabCluster, m: GatewayMode): Promise<void> {
+  async startGateway(c: LabCluster, m: ChainMode): Promise<void> {
     await this.killWait(c.gw.proc);
+    if (m === 'haproxy-chain') return this.startHaproxy(c);
     this.writeConfig(c, m);
     const env = Object.entries(this.gatewayEnv).map(([k, v]) => `${k}=${v}`);
     const cmd = runtimeCommand(c.topo[m].runArgs, c.gw.cfgFile);
@@ -378,6 +404,22 @@ export class VmMigrationLab {
     const port = c.topo[m].gatewayConfig.listen.admin.port;
     const [r] = await this.lab.execJson(c.gw.ns, agentCommand('probe', `http://127.0.0.1:${port}/readyz`, READY_MS), READY_MS);
     if (!r?.ok) throw new Error(`gateway ${c.gw.ns} (${m}) not ready: ${JSON.stringify(r)}\n${this.tails()}`);
+  }
+
+  /** HAProxy in place of cluster `c`'s runtime (`haproxyConfig`), as the runtime's user; ready once both its listeners listen. */
+  private async startHaproxy(c: LabCluster): Promise<void> {
+    const cfg = c.topo['mtls-splice'].gatewayConfig;
+    const file = path.join(this.tmp, `${c.name}-haproxy.cfg`);
+    fs.writeFileSync(file, haproxyConfig(cfg));
+    c.gw.proc = this.lab.spawn(c.gw.ns, pinned(this.cpus.gateway, ['haproxy', '-db', '-f', file]), { asUser: RUNTIME_UID, logFile: c.gw.log });
+    const ports = [cfg.listen.intercept.port, cfg.listen.tunnel.port];
+    const end = Date.now() + READY_MS;
+    for (;;) {
+      const ss = this.lab.exec(c.gw.ns, ['ss', '-Hltn']).stdout;
+      if (ports.every((p) => ss.includes(`:${p} `))) return;
+      if (Date.now() > end || c.gw.proc.exitCode !== null) throw new Error(`haproxy in ${c.gw.ns} not listening on ${ports.join(', ')}\n${this.tails()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   async killGateway(c: LabCluster): Promise<void> { await this.killWait(c.gw.proc); }
@@ -445,12 +487,15 @@ export class VmMigrationLab {
 
   /** Boot the VM in cluster `ci`'s handler namespace; resolves once the guest ticks. */
   async boot(ci = 0, timeoutMs = 240_000): Promise<number> {
+    return this.bootMany(1, ci, timeoutMs);
+  }
+
+  /** Boot `n` VMs at once in cluster `ci`'s handler namespace (in place of any running); resolves once every guest ticks. */
+  async bootMany(n: number, ci = 0, timeoutMs = 240_000): Promise<number> {
     const t0 = Date.now();
-    this.vm = await this.qemu(ci, false);
-    while (lastTick(this.vm.serial) < 1) {
-      if (Date.now() - t0 > timeoutMs || this.vm.proc.exitCode !== null) throw new Error(`guest did not tick in ${timeoutMs} ms: ${fs.existsSync(this.vm.serial) ? fs.readFileSync(this.vm.serial, 'latin1').slice(-800) : ''}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    this.vms = [];
+    for (let i = 0; i < n; i++) this.vms.push(await this.qemu(ci, false));
+    for (const vm of this.vms) await ticking(vm, t0 + timeoutMs);
     return Date.now() - t0;
   }
 
@@ -458,7 +503,10 @@ export class VmMigrationLab {
   async reboot(): Promise<number> {
     const at = this.vm?.at ?? 0;
     if (this.vm) { this.vm.hmp.close(); await this.killWait(this.vm.proc); }
-    return this.boot(at);
+    const t0 = Date.now();
+    this.vms[0] = await this.qemu(at, false);
+    await ticking(this.vms[0], t0 + 240_000);
+    return Date.now() - t0;
   }
 
   /**
@@ -480,19 +528,66 @@ export class VmMigrationLab {
   }
 
   /**
-   * Migrate the VM to the other cluster's handler over `mode` (a gateway mode must be the running one).
-   * Completed: RAM of both paused sides compared, the target resumed, the source killed; the VM lives on.
-   * Failed: the source must still run; the target is killed (SIGKILL: it ignores SIGTERM while incoming).
-   * About 100 lines: one migration's steps in the order they run, each timed into `phases` by `mark`.
+   * Migrate the VM (`vms[0]`) to the other cluster's handler over `mode`: `migrateMany` with that one VM, its
+   * result with the batch's CPU as its own.
    */
   async migrate(mode: PathMode, o: MigrateOptions = {}): Promise<MigrationResult> {
     if (!this.vm) throw new Error('no VM');
+    return (await this.migrateMany(mode, o, [0])).results[0];
+  }
+
+  /**
+   * Migrate the VMs `which` (indexes into `vms`, default all) at once, each to the other cluster's handler over
+   * `mode` (a gateway mode must be the running one): every target started and listening first, then each
+   * `migrate` issued back to back, then all waited for together. Completed: RAM of both paused sides compared,
+   * the target resumed, the source killed; the VM lives on. Failed: the source must still run; the target is
+   * killed (SIGKILL: it ignores SIGTERM while incoming). The CPU is the batch's, from the first `migrate` until
+   * the last target completed (with one VM: that migration's).
+   */
+  async migrateMany(mode: PathMode, o: MigrateOptions = {}, which = this.vms.map((_, i) => i)): Promise<BatchResult> {
+    const t0 = Date.now();
+    if (mode !== 'direct' && mode !== this.mode) await this.setMode(mode);
+    const gatewaysMs = Date.now() - t0;
+    const preps: Prepared[] = [];
+    try {
+      for (const i of which) preps.push(await this.prepare(i, mode, o));
+      if (gatewaysMs) preps[0].res.phases.gateways = gatewaysMs;
+      const gateways = mode === 'direct' ? [] : this.clusters.map((c) => c.gw.proc?.pid).filter((x): x is number => x !== undefined);
+      const sources = preps.map((p) => p.src.proc.pid!);
+      const cpu0 = { machine: machineBusyMs(), gateways: gateways.map(processCpuMs), snap: cpuSnapshot(sources) };
+      const started = Date.now();
+      const startNs = process.hrtime.bigint();
+      for (const p of preps) await this.start(p, started);
+      if (o.whileRunning) { await o.whileRunning(preps[0].src.hmp); preps[0].mark('whileRunning'); } // then `migrate`: until the source's end
+      await Promise.all(preps.map((p) => this.await(p, o)));
+      const endNs = process.hrtime.bigint();
+      const cpuMs = machineBusyMs() - cpu0.machine;
+      const gatewayCpuMs = gateways.reduce((sum, pid, i) => sum + processCpuMs(pid) - cpu0.gateways[i], 0);
+      const cpu = cpuParts(cpu0.snap, cpuSnapshot(sources), sources, preps.map((p) => p.dst.proc.pid!), gateways);
+      const wallMs = Math.max(...preps.map((p) => p.res.completedAtMs ?? 0));
+      for (const p of preps) {
+        if (p.res.info.status === 'completed') Object.assign(p.res, { cpuMs, gatewayCpuMs, cpuParts: cpu });
+        await this.conclude(p, o);
+      }
+      return { mode, results: preps.map((p) => p.res), wallMs, cpuMs, gatewayCpuMs, cpuParts: cpu, startNs, endNs };
+    } catch (e) {
+      // the QEMU the error names (its monitor's path), before the targets are killed: it may be the one that hangs
+      const names = (x: Prepared) => (e as Error).message.includes(x.dst.hmp.path) || (e as Error).message.includes(x.src.hmp.path);
+      const p = preps.find(names) ?? preps[0];
+      const explained = p ? await explainQemu(p.src, e as Error, p.dst) : e;
+      for (const x of preps) { x.dst.hmp.close(); await this.killWait(x.dst.proc); }
+      throw explained;
+    }
+  }
+
+  /** One VM's migration up to `migrate`: the released wait, its target listening, TLS credentials, the bandwidth. */
+  private async prepare(vi: number, mode: PathMode, o: MigrateOptions): Promise<Prepared> {
+    const src = this.vms[vi];
+    if (!src) throw new Error(`no VM ${vi}`);
     const t0 = Date.now();
     let tp = t0;
     const phases: Record<string, number> = {};
     const mark = (name: string) => { const now = Date.now(); phases[name] = (phases[name] ?? 0) + now - tp; tp = now; };
-    if (mode !== 'direct' && mode !== this.mode) { await this.setMode(mode); mark('gateways'); }
-    const src = this.vm;
     const ti = 1 - src.at;
     const to = this.clusters[ti];
     const host = mode === 'direct' ? to.handler.direct : to.handler.addr;
@@ -503,6 +598,7 @@ export class VmMigrationLab {
     const dst = await this.qemu(ti, true);
     mark('target');
     const res: MigrationResult = { mode, from: this.clusters[src.at].name, to: to.name, target: `${host}:${port}`, info: parseInfoMigrate(''), wallMs: 0, phases };
+    const p: Prepared = { vi, src, dst, host, port, res, mark, t0, startedAt: 0, stop: false, arrived: Promise.resolve({ st: '', ms: NaN }) };
     try {
       await this.tlsCreds(dst, 'server', !!o.withoutExchange);
       await this.tlsCreds(src, 'client', !!o.withoutExchange);
@@ -515,73 +611,85 @@ export class VmMigrationLab {
         const stop = await src.hmp.cmd('stop');
         if (stop) throw new Error(`stop: ${stop}`);
       }
-      const gateways = mode === 'direct' ? [] : this.clusters.map((c) => c.gw.proc?.pid).filter((x): x is number => x !== undefined);
-      const cpu0 = { machine: machineBusyMs(), gateways: gateways.map(processCpuMs), snap: cpuSnapshot(src.proc.pid!) };
-      const started = Date.now();
-      const mig = await src.hmp.cmd(`migrate -d tcp:${host}:${port}`);
-      if (mig) throw new Error(`migrate: ${mig}`);
-      // the target's side, polled alongside: its RAM is compared only once it has loaded everything. A failed
-      // incoming migration may end the target QEMU (its monitor then never answers): that ends the polling
-      let stop = false;
-      const arrived = (async () => {
-        for (;;) {
-          // a monitor that is slow to answer (a busy target on a loaded machine) is asked again; only a closed one
-          // (the QEMU exited) is unreachable
-          const st = await dst.hmp.cmd('info migrate', 5000).then((t) => parseInfoMigrate(t).status, () => (dst.hmp.isClosed ? 'unreachable' : 'not answering'));
-          if (st === 'completed' || st === 'failed' || st === 'unreachable') return { st, ms: Date.now() - started };
-          if (stop) return { st, ms: NaN };
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      })();
-      if (o.whileRunning) { await o.whileRunning(src.hmp); mark('whileRunning'); } // then `migrate`: until the source's end
-      res.info = await waitMigration(src.hmp, o.timeoutMs ?? 180_000);
-      mark('migrate');
-      if (res.info.status !== 'completed') stop = true;
-      const bound = setTimeout(() => { stop = true; }, 60_000);
-      const target = await arrived;
-      clearTimeout(bound);
-      mark('arrive');
-      if (res.info.status === 'completed') {
-        if (target.st !== 'completed') throw new Error(`source completed, the target's incoming migration is ${target.st} after 60 s`);
-        res.arrivedMs = target.ms;
-        res.cpuMs = machineBusyMs() - cpu0.machine;
-        res.gatewayCpuMs = gateways.reduce((sum, pid, i) => sum + processCpuMs(pid) - cpu0.gateways[i], 0);
-        res.cpuParts = cpuParts(cpu0.snap, cpuSnapshot(src.proc.pid!), src.proc.pid!, dst.proc.pid!, gateways);
-        // both paused: the source by the migration's end (postmigrate), the target (-S) until `cont` below
-        await compareRam(res, src, dst, this.shape.memMiB * 1024 * 1024, !!o.pmemsave);
-        mark('ram');
-        res.sourceLastTick = lastTick(src.serial);
-        const c = await dst.hmp.cmd('cont');
-        if (c) throw new Error(`cont: ${c}`);
-        const end = Date.now() + 30_000;
-        while (Date.now() < end && lastTick(dst.serial) <= res.sourceLastTick && !guestTrouble(dst.serial)) await new Promise((r) => setTimeout(r, 200));
-        res.targetTick = lastTick(dst.serial);
-        res.resumed = res.targetTick > res.sourceLastTick;
-        res.trouble = guestTrouble(dst.serial);
-        mark('resume');
-        src.hmp.close();
-        await this.killWait(src.proc);
-        mark('stop');
-        this.vm = dst;
-      } else {
-        const before = lastTick(src.serial);
-        res.sourceStatus = /VM status:\s*(\S+)/.exec(await src.hmp.cmd('info status'))?.[1];
-        const end = Date.now() + 20_000;
-        while (Date.now() < end && lastTick(src.serial) <= before) await new Promise((r) => setTimeout(r, 200));
-        res.sourceKeptTicking = lastTick(src.serial) > before;
-        mark('source');
-        dst.hmp.close();
-        await this.killWait(dst.proc);
-        mark('stop');
-      }
     } catch (e) {
-      const explained = await explainQemu(src, e as Error, dst); // before the target is killed: it may be the one that hangs
+      const explained = await explainQemu(src, e as Error, dst);
       dst.hmp.close();
       await this.killWait(dst.proc);
       throw explained;
     }
-    res.wallMs = Date.now() - t0;
-    return res;
+    return p;
+  }
+
+  /**
+   * `migrate` on the source, and the target's side polled alongside: its RAM is compared only once it has loaded
+   * everything. A failed incoming migration may end the target QEMU (its monitor then never answers): that ends
+   * the polling. `batchStart`: when the batch's first `migrate` went out (each VM's completion is counted from it).
+   */
+  private async start(p: Prepared, batchStart: number): Promise<void> {
+    p.startedAt = Date.now();
+    p.res.startOffsetMs = p.startedAt - batchStart;
+    const mig = await p.src.hmp.cmd(`migrate -d tcp:${p.host}:${p.port}`);
+    if (mig) throw new Error(`migrate: ${mig}`);
+    p.arrived = (async () => {
+      for (;;) {
+        // a monitor that is slow to answer (a busy target on a loaded machine) is asked again; only a closed one
+        // (the QEMU exited) is unreachable
+        const st = await p.dst.hmp.cmd('info migrate', 5000).then((t) => parseInfoMigrate(t).status, () => (p.dst.hmp.isClosed ? 'unreachable' : 'not answering'));
+        if (st === 'completed' || st === 'failed' || st === 'unreachable') return { st, ms: Date.now() - p.startedAt, at: Date.now() - batchStart };
+        if (p.stop) return { st, ms: NaN };
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+  }
+
+  /** Until the source's end and the target's arrival (bounded: 60 s after the source's end). */
+  private async await(p: Prepared, o: MigrateOptions): Promise<void> {
+    p.res.info = await waitMigration(p.src.hmp, o.timeoutMs ?? 180_000);
+    p.mark('migrate');
+    if (p.res.info.status !== 'completed') p.stop = true;
+    const bound = setTimeout(() => { p.stop = true; }, 60_000);
+    const target = await p.arrived;
+    clearTimeout(bound);
+    p.mark('arrive');
+    if (p.res.info.status === 'completed') {
+      if (target.st !== 'completed') throw new Error(`source completed, the target's incoming migration is ${target.st} after 60 s`);
+      p.res.arrivedMs = target.ms;
+      p.res.completedAtMs = target.at;
+    }
+  }
+
+  /** After the batch: a completed migration's RAM compared, the target resumed, the source killed; a failed one's source checked, the target killed. */
+  private async conclude(p: Prepared, o: MigrateOptions): Promise<void> {
+    const { src, dst, res, mark } = p;
+    if (res.info.status === 'completed') {
+      // both paused: the source by the migration's end (postmigrate), the target (-S) until `cont` below
+      await compareRam(res, src, dst, this.shape.memMiB * 1024 * 1024, !!o.pmemsave);
+      mark('ram');
+      res.sourceLastTick = lastTick(src.serial);
+      const c = await dst.hmp.cmd('cont');
+      if (c) throw new Error(`cont: ${c}`);
+      const end = Date.now() + 30_000;
+      while (Date.now() < end && lastTick(dst.serial) <= res.sourceLastTick && !guestTrouble(dst.serial)) await new Promise((r) => setTimeout(r, 200));
+      res.targetTick = lastTick(dst.serial);
+      res.resumed = res.targetTick > res.sourceLastTick;
+      res.trouble = guestTrouble(dst.serial);
+      mark('resume');
+      src.hmp.close();
+      await this.killWait(src.proc);
+      mark('stop');
+      this.vms[p.vi] = dst;
+    } else {
+      const before = lastTick(src.serial);
+      res.sourceStatus = /VM status:\s*(\S+)/.exec(await src.hmp.cmd('info status'))?.[1];
+      const end = Date.now() + 20_000;
+      while (Date.now() < end && lastTick(src.serial) <= before) await new Promise((r) => setTimeout(r, 200));
+      res.sourceKeptTicking = lastTick(src.serial) > before;
+      mark('source');
+      dst.hmp.close();
+      await this.killWait(dst.proc);
+      mark('stop');
+    }
+    res.wallMs = Date.now() - p.t0;
   }
 
   /**
@@ -632,7 +740,7 @@ export class VmMigrationLab {
   }
 
   async cleanup(): Promise<void> {
-    this.vm?.hmp.close();
+    for (const vm of this.vms) vm.hmp.close();
     for (const p of this.qemus) await this.killWait(p);
     for (const c of this.clusters) { await this.killWait(c.gw.trust); await this.killWait(c.gw.proc); }
     this.cni.delAll();
@@ -711,6 +819,33 @@ export async function explainQemu(src: QemuProcess, e: Error, dst?: QemuProcess)
   return new Error(`the ${role} QEMU does not answer its monitor: ${e.message}\n${busy}\n${stacks.text}\nits stderr: ${log || '(nothing)'}${defect ? `\n${defect}` : ''}`);
 }
 
+/**
+ * HAProxy as a user would chain it in place of the two gateways (issue 52's peer: `mode tcp`, splice on, one thread):
+ * one process per gateway with two sections on the runtime's own listeners. `out`: the intercept listener (behind the
+ * same REDIRECT rules; HAProxy reads the original destination with SO_ORIGINAL_DST) to the peer's tunnel listener,
+ * handing that destination over in a PROXY v2 header; `in`: the tunnel listener, which takes the header and connects
+ * to the destination it names (`0.0.0.0:0`). No TLS on the hop (QEMU's own TLS runs end to end, as in mtls-splice).
+ */
+function haproxyConfig(cfg: ClusterTopology['gatewayConfig']): string {
+  const { intercept, tunnel } = cfg.listen;
+  const peer = (cfg.peers as { gateways: { host: string; port: number }[] }[])[0].gateways[0];
+  const bind = (l: { host: string; port: number; interface?: string }) => `  bind ${l.host}:${l.port}${l.interface ? ` interface ${l.interface}` : ''}`;
+  return [
+    'global', '  maxconn 4000', '  nbthread 1', 'defaults', '  mode tcp', '  timeout connect 5s', '  timeout client 300s', '  timeout server 300s',
+    '  option splice-request', '  option splice-response',
+    'listen out', bind(intercept), `  server peer ${peer.host}:${peer.port} send-proxy-v2`,
+    'listen in', `${bind(tunnel)} accept-proxy`, '  server dst 0.0.0.0:0',
+  ].join('\n') + '\n';
+}
+
+/** Resolves once the guest has ticked; throws with its console's end past `deadline` or when its QEMU exited. */
+async function ticking(vm: Vm, deadline: number): Promise<void> {
+  while (lastTick(vm.serial) < 1) {
+    if (Date.now() > deadline || vm.proc.exitCode !== null) throw new Error(`guest did not tick in time: ${fs.existsSync(vm.serial) ? fs.readFileSync(vm.serial, 'latin1').slice(-800) : ''}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** `cmd` under `taskset -c cpus`, or as it is. */
 const pinned = (cpus: string | undefined, cmd: string[]): string[] => (cpus ? ['taskset', '-c', cpus, ...cmd] : cmd);
 
@@ -751,8 +886,8 @@ function threadCpuMs(pid: number): Map<number, number> {
   return m;
 }
 
-/** /proc/stat's busy and softirq time, every process's CPU (utime + stime) and the threads of `pid`, ms. */
-function cpuSnapshot(pid: number): CpuSnapshot {
+/** /proc/stat's busy and softirq time, every process's CPU (utime + stime) and the threads of the `pids`, ms. */
+function cpuSnapshot(pids: number[]): CpuSnapshot {
   const procs = new Map<number, { pgrp: number; ppid: number; ms: number }>();
   for (const d of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -763,12 +898,14 @@ function cpuSnapshot(pid: number): CpuSnapshot {
     } catch { /* gone meanwhile */ }
   }
   const softirq = Number(fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/)[7]) * TICK_MS;
-  return { machineMs: machineBusyMs(), softirqMs: softirq, procs, threads: threadCpuMs(pid) };
+  const threads = new Map(pids.flatMap((pid) => [...threadCpuMs(pid)]));
+  return { machineMs: machineBusyMs(), softirqMs: softirq, procs, threads };
 }
 
-/** Who used the CPU between two snapshots: the process groups of the two QEMUs and of each gateway, kernel threads, the rest. */
-function cpuParts(a: CpuSnapshot, b: CpuSnapshot, source: number, target: number, gateways: number[]): CpuParts {
-  const group = new Map<number, number>([[source, 0], [target, 0], ...gateways.map((g): [number, number] => [g, 0])]);
+/** Who used the CPU between two snapshots: the process groups of the QEMUs (sources, targets) and of each gateway, kernel threads, the rest. */
+function cpuParts(a: CpuSnapshot, b: CpuSnapshot, sources: number[], targets: number[], gateways: number[]): CpuParts {
+  const group = new Map<number, number>([...sources, ...targets, ...gateways].map((g): [number, number] => [g, 0]));
+  const sum = (pids: number[]) => pids.reduce((s, pid) => s + group.get(pid)!, 0);
   let kernelThreadsMs = 0;
   let othersMs = 0;
   let all = 0;
@@ -783,7 +920,7 @@ function cpuParts(a: CpuSnapshot, b: CpuSnapshot, source: number, target: number
   let sourceStayingMs = 0;
   for (const [tid, ms] of b.threads) if (a.threads.has(tid)) sourceStayingMs += ms - a.threads.get(tid)!;
   return {
-    sourceMs: group.get(source)!, targetMs: group.get(target)!, sourceStayingMs, gatewaysMs: gateways.map((g) => group.get(g)!), kernelThreadsMs, othersMs,
+    sourceMs: sum(sources), targetMs: sum(targets), sourceStayingMs, gatewaysMs: gateways.map((g) => group.get(g)!), kernelThreadsMs, othersMs,
     unattributedMs: machineMs - all, softirqMs: b.softirqMs - a.softirqMs, machineMs,
   };
 }
