@@ -6,9 +6,13 @@
  *   what the header allows is an ASan report); a failed open wipes what it decrypted;
  * - mm_wait, the one readiness wait of every relay loop: timeout, ready, the cancel eventfd first, POLLERR
  *   reported with SO_ERROR and which socket, events 0 meaning errors only, EINTR retried to the deadline.
+ * - mm_budget (budget.c), the per-peer bandwidth budget: the rate held over a simulated clock, an equal share
+ *   between greedy users, an idle user's share redistributed, a late user's share within its first second, and
+ *   real threads on the real clock within 5%.
  * usage: native-units CASE    prints "ok CASE" and exits 0, or names what failed and exits 1
  */
 #define _GNU_SOURCE
+#include "budget.h"
 #include "ioready.h"
 #include "tls13rec.h"
 #include <arpa/inet.h>
@@ -21,6 +25,8 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
+#include <pthread.h>
 #include <unistd.h>
 
 static const char *which;
@@ -136,6 +142,93 @@ static void wait_eintr(void) {
   CHECK(w == MM_TIMEOUT && took >= 100, "signals every 10 ms: still the deadline (got %d after %lld ms)", w, (long long)took);
 }
 
+
+/* ---- mm_budget: a simulated clock in 1 ms steps; every user greedy (asks 16 KiB at a time until refused) ---- */
+#define BRATE 10000000ULL /* 10 MB/s */
+#define MS 1000000LL
+
+/* one simulated millisecond: the users in a rotating order, each taking until refused */
+static void budget_step(mm_budget *b, mm_budget_user *u, int n, const int *on, uint64_t *got, int64_t now, int step) {
+  for (int k = 0; k < n; k++) {
+    int i = (k + step) % n;
+    if (!on[i]) continue;
+    int64_t w = 0;
+    for (uint64_t g; (g = mm_budget_take(b, &u[i], 16384, now, &w)) > 0;) {
+      CHECK(g <= 16384, "granted %llu of 16384", (unsigned long long)g);
+      got[i] += g;
+    }
+    CHECK(w >= 100000 && w <= 50 * MS, "wait %lld ns out of 100 us .. 50 ms", (long long)w);
+  }
+}
+
+static void within(const char *what, double v, double want, double tol) {
+  CHECK(v >= want * (1 - tol) && v <= want * (1 + tol), "%s: %.0f, want %.0f +-%.0f%%", what, v, want, tol * 100);
+}
+
+static void budget_sim(void) {
+  mm_budget b; mm_budget_user u[4]; uint64_t got[4] = {0}; int on[4] = {1, 1, 1, 1};
+  int n = strcmp(which, "budget-rate") == 0 ? 1 : 4;
+  CHECK(mm_budget_init(&b, BRATE, 0, 0) == 0, "init");
+  CHECK(mm_budget_init(&b, 0, 0, 0) == -1, "a rate of 0 is refused");
+  int64_t t = 0;
+  if (strcmp(which, "budget-late") == 0) {
+    for (int i = 0; i < 3; i++) mm_budget_join(&b, &u[i], 0);
+    on[3] = 0;
+    for (int s = 0; s < 1000; s++, t += MS) budget_step(&b, u, 4, on, got, t, s);
+    mm_budget_join(&b, &u[3], t); on[3] = 1;
+    uint64_t before[4]; memcpy(before, got, sizeof got);
+    for (int s = 0; s < 1000; s++, t += MS) budget_step(&b, u, 4, on, got, t, s);
+    for (int i = 0; i < 4; i++) within("a user's bytes in the second after the 4th joined", (double)(got[i] - before[i]), BRATE / 4.0, 0.03);
+    mm_budget_leave(&b, &u[3], t); on[3] = 0;
+    memcpy(before, got, sizeof got);
+    for (int s = 0; s < 1000; s++, t += MS) budget_step(&b, u, 4, on, got, t, s);
+    for (int i = 0; i < 3; i++) within("a user's bytes in the second after the 4th left", (double)(got[i] - before[i]), BRATE / 3.0, 0.03);
+  } else {
+    for (int i = 0; i < n; i++) mm_budget_join(&b, &u[i], 0);
+    if (strcmp(which, "budget-idle") == 0) on[1] = on[2] = on[3] = 0;
+    for (int s = 0; s < 2000; s++, t += MS) budget_step(&b, u, n, on, got, t, s);
+    double total = 0;
+    for (int i = 0; i < n; i++) total += (double)got[i];
+    within("all users' bytes over 2 s (rate x 2 s: nothing saved up at the start)", total, 2.0 * BRATE, 0.01);
+    if (strcmp(which, "budget-fair") == 0)
+      for (int i = 0; i < n; i++) within("a greedy user's bytes", (double)got[i], total / n, 0.02);
+    CHECK(mm_budget_sent(&b) == (uint64_t)total, "sent %llu != granted %.0f", (unsigned long long)mm_budget_sent(&b), total);
+  }
+  for (int i = 0; i < 4; i++) mm_budget_leave(&b, &u[i], t);
+  CHECK(b.users == 0 && b.head == NULL, "every user left");
+  mm_budget_destroy(&b);
+}
+
+/* ---- real threads on the real clock: 4 greedy pumps, 20 MB/s, 600 ms ---- */
+typedef struct { mm_budget *b; int64_t until; uint64_t got; } pump_arg;
+
+static void *pump(void *p) {
+  pump_arg *a = p;
+  mm_budget_user u;
+  mm_budget_join(a->b, &u, mm_budget_now_ns());
+  for (int64_t now; (now = mm_budget_now_ns()) < a->until;) {
+    int64_t w = 0;
+    uint64_t g = mm_budget_take(a->b, &u, 65536, now, &w);
+    a->got += g;
+    if (g == 0) { struct timespec ts = {0, w}; nanosleep(&ts, NULL); }
+  }
+  mm_budget_leave(a->b, &u, mm_budget_now_ns());
+  return NULL;
+}
+
+static void budget_threads(void) {
+  mm_budget b;
+  int64_t t0 = mm_budget_now_ns();
+  CHECK(mm_budget_init(&b, 20000000ULL, 0, t0) == 0, "init");
+  pthread_t th[4]; pump_arg a[4];
+  for (int i = 0; i < 4; i++) { a[i] = (pump_arg){&b, t0 + 600 * MS, 0}; pthread_create(&th[i], NULL, pump, &a[i]); }
+  double total = 0;
+  for (int i = 0; i < 4; i++) { pthread_join(th[i], NULL); total += (double)a[i].got; }
+  within("4 threads' bytes in 600 ms (rate x 0.6 s)", total, 0.6 * 20000000.0, 0.05);
+  for (int i = 0; i < 4; i++) within("a thread's bytes", (double)a[i].got, total / 4, 0.15);
+  mm_budget_destroy(&b);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) { fprintf(stderr, "usage: native-units CASE\n"); return 2; }
   which = argv[1];
@@ -143,6 +236,8 @@ int main(int argc, char **argv) {
   else if (strcmp(which, "open-wipes-on-failure") == 0) open_wipes_on_failure();
   else if (strcmp(which, "wait-sockerr") == 0) wait_sockerr();
   else if (strcmp(which, "wait-eintr") == 0) wait_eintr();
+  else if (strncmp(which, "budget-threads", 14) == 0) budget_threads();
+  else if (strncmp(which, "budget-", 7) == 0) budget_sim();
   else wait_cases(which);
   printf("ok %s\n", which);
   return 0;
