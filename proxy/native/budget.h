@@ -4,8 +4,9 @@
  * Fairness: every call refills by rate x elapsed and splits it equally between the joined users (O(users) under
  * the mutex: a few hundred additions per call at most); a user's credit is capped at burst / users, and what
  * overflows (an idle or slow user's share) goes to a shared pool any user may draw from, a fair slice per call,
- * so unused share is redistributed and a user that joins late gets its share from the next refill on. Thread-safe (one mutex per budget); the clock is the caller's (CLOCK_MONOTONIC ns), so
- * the same API serves a thread per tunnel or an event loop. No privileges: it only decides how much to send. */
+ * so unused share is redistributed and a user that joins late gets its share from the next refill on.
+ * Thread-safe (one mutex per budget); the clock is the caller's (CLOCK_MONOTONIC ns), so the same
+ * API serves a thread per tunnel or an event loop. No privileges: it only decides how much to send. */
 #ifndef MM_BUDGET_H
 #define MM_BUDGET_H
 #include <pthread.h>

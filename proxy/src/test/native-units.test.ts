@@ -4,7 +4,8 @@
  * tls13_open refuses a record from its header alone (buffers of the exact size: a read past them is a report)
  * and wipes what a failed open decrypted; mm_wait times out, reports readiness, lets the cancel eventfd win,
  * reports POLLERR with SO_ERROR and the socket's slot, treats events 0 as errors only, and retries EINTR to the
- * deadline; mm_budget (native/budget.c, issue 52 item 3) holds its rate and shares it fairly. Needs cc, the OpenSSL headers and libcrypto (Debian: build-essential, libssl-dev); fails, saying so,
+ * deadline; mm_budget (native/budget.c, issue 52 item 3) holds its rate and shares it fairly.
+ * Needs cc, the OpenSSL headers and libcrypto (Debian: build-essential, libssl-dev); fails, saying so,
  * without them.
  */
 import assert from 'node:assert/strict';
