@@ -11,7 +11,7 @@ int64_t mm_budget_now_ns(void) {
 int mm_budget_init(mm_budget *b, uint64_t rate, uint64_t burst, int64_t now_ns) {
   if (rate == 0) return -1;
   b->rate = (double)rate;
-  b->burst = burst ? (double)burst : (double)rate / 50.0;
+  b->burst = burst ? (double)burst : (double)rate / 10.0;
   if (b->burst < 65536.0) b->burst = 65536.0;
   b->head = NULL;
   b->pool = 0;
@@ -93,12 +93,20 @@ uint64_t mm_budget_take(mm_budget *b, mm_budget_user *u, uint64_t want, int64_t 
   uint64_t g = (uint64_t)got;
   b->sent += g;
   if (g == 0) {
-    /* until this user's own share has grown by what it wants (at most one fair slice) */
-    double need = w < b->burst / b->users ? w : b->burst / b->users;
+    /* until this user's own share has grown by what it wants, at most a quarter of its cap: waking then leaves
+     * three quarters of the cap to absorb a late wake-up (a loaded machine) before any of its share is lost */
+    double q = b->burst / b->users / 4, need = w < q ? w : q;
     *wait_ns = clamp_wait((need - u->credit) * b->users * 1e9 / b->rate);
   } else *wait_ns = 0;
   pthread_mutex_unlock(&b->mu);
   return g;
+}
+
+void mm_budget_refund(mm_budget *b, mm_budget_user *u, uint64_t n) {
+  pthread_mutex_lock(&b->mu);
+  u->credit += (double)n;
+  b->sent -= n < b->sent ? n : b->sent;
+  pthread_mutex_unlock(&b->mu);
 }
 
 uint64_t mm_budget_sent(mm_budget *b) {

@@ -29,13 +29,15 @@ typedef struct mm_budget {
   uint64_t sent;     /* bytes granted in total (for the metrics) */
 } mm_budget;
 
-/* rate in bytes/s (> 0); burst in bytes (0: rate / 50, at least 64 KiB). Returns 0, or -1 for a bad rate. */
+/* rate in bytes/s (> 0); burst in bytes (0: rate / 10, at least 64 KiB). Returns 0, or -1 for a bad rate. */
 int mm_budget_init(mm_budget *b, uint64_t rate, uint64_t burst, int64_t now_ns);
 void mm_budget_destroy(mm_budget *b);
 void mm_budget_join(mm_budget *b, mm_budget_user *u, int64_t now_ns);
 void mm_budget_leave(mm_budget *b, mm_budget_user *u, int64_t now_ns);
 /* Bytes the user may send now, 1..want; or 0 with *wait_ns set to when to ask again (100 us .. 50 ms). */
 uint64_t mm_budget_take(mm_budget *b, mm_budget_user *u, uint64_t want, int64_t now_ns, int64_t *wait_ns);
+/* give back bytes granted but not sent (a short or refused write) */
+void mm_budget_refund(mm_budget *b, mm_budget_user *u, uint64_t n);
 /* bytes granted so far */
 uint64_t mm_budget_sent(mm_budget *b);
 int64_t mm_budget_now_ns(void);
