@@ -44,6 +44,18 @@ void splice_io_close_pipes(splice_io_t *p) {
       if (p->pipefd[d][k] >= 0) { close(p->pipefd[d][k]); p->pipefd[d][k] = -1; }
 }
 
+/* How many of the pipe's bytes direction d may write now: all without a budget; else what the budget grants,
+ * 0 while it holds the direction (held_until[d], ns, set from the budget's wait and cleared once it passes). */
+static size_t budget_grant(splice_io_t *p, int d, int64_t held_until[2]) {
+  if (!p->budget[d]) return p->inpipe[d];
+  int64_t now = mm_budget_now_ns(), wait = 0;
+  if (held_until[d] && now < held_until[d]) return 0;
+  held_until[d] = 0;
+  size_t g = (size_t)mm_budget_take(p->budget[d], &p->buser[d], p->inpipe[d], now, &wait);
+  if (g == 0) held_until[d] = now + wait;
+  return g;
+}
+
 /* Relay until both directions have finished (EOF propagated as SHUT_WR), a socket fails, the idle time passes
  * or the eventfd is signalled. Pipes are closed on return. A forced end arms SO_LINGER {1, 0} on both sockets. */
 void splice_run(splice_io_t *p) {
@@ -52,6 +64,8 @@ void splice_run(splice_io_t *p) {
    * succeed, so a one-way bulk transfer costs two splices per chunk and no EAGAIN probes */
   int rd_ready[2] = {1, 1}, wr_ready[2] = {1, 1};
   int64_t last = mm_now_ms();
+  int64_t held_until[2] = {0, 0}; /* ns: a budgeted direction refused until then */
+  for (int d = 0; d < 2; d++) if (p->budget[d]) mm_budget_join(p->budget[d], &p->buser[d], mm_budget_now_ns());
   p->reason = -1;
   for (;;) {
     int progress = 0;
@@ -92,8 +106,10 @@ void splice_run(splice_io_t *p) {
         }
       }
       /* 3. pipe -> socket */
-      if (p->inpipe[d] > 0 && wr_ready[1 - d]) {
-        ssize_t n = splice(p->pipefd[d][0], NULL, dst, NULL, p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      size_t len = p->inpipe[d] > 0 && wr_ready[1 - d] ? budget_grant(p, d, held_until) : 0;
+      if (len > 0) {
+        ssize_t n = splice(p->pipefd[d][0], NULL, dst, NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (p->budget[d] && (size_t)(n > 0 ? n : 0) < len) mm_budget_refund(p->budget[d], &p->buser[d], len - (size_t)(n > 0 ? n : 0));
         if (n > 0) {
           p->inpipe[d] -= (size_t)n;
           __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
@@ -125,12 +141,18 @@ void splice_run(splice_io_t *p) {
       if (!rd_eof[i] && !in_full[i] && !rd_ready[i]) ev |= POLLIN;
       /* as the destination of direction 1-i */
       int o = 1 - i;
-      if ((p->inpipe[o] > 0 || p->prefix_off[o] < p->prefix_len[o]) && !wr_ready[i]) ev |= POLLOUT;
+      if ((p->inpipe[o] > 0 || p->prefix_off[o] < p->prefix_len[o]) && !wr_ready[i] && !held_until[o]) ev |= POLLOUT;
       pfd[i].fd = (ev == 0 && hup_ignored[i]) ? -1 : p->fd[i];
       pfd[i].events = ev;
       pfd[i].revents = 0;
     }
-    int idx = 0, err = 0, w = mm_wait(pfd, p->efd, p->idle_ms > 0 ? last + p->idle_ms : -1, &idx, &err);
+    int64_t idle_at = p->idle_ms > 0 ? last + p->idle_ms : -1, until = idle_at;
+    for (int d = 0; d < 2; d++) {
+      int64_t h = held_until[d] ? (held_until[d] + 999999) / 1000000 : -1; /* ms, rounded up */
+      if (h >= 0 && (until < 0 || h < until)) until = h;
+    }
+    int idx = 0, err = 0, w = mm_wait(pfd, p->efd, until, &idx, &err);
+    if (w == MM_TIMEOUT && (idle_at < 0 || mm_now_ms() < idle_at)) continue; /* a budget's wait ended, not the idle time */
     if (w == MM_TIMEOUT) { p->reason = R_IDLE; break; }
     if (w == MM_CANCEL) { p->reason = R_CANCEL; break; }
     if (w == MM_POLLFAIL) { p->reason = R_ERROR; p->err = err; p->side = -1; break; }
@@ -145,6 +167,7 @@ void splice_run(splice_io_t *p) {
     }
     if (p->reason >= 0) break;
   }
+  for (int d = 0; d < 2; d++) if (p->budget[d]) mm_budget_leave(p->budget[d], &p->buser[d], mm_budget_now_ns());
   splice_io_close_pipes(p);
   /* a forced end (idle, cancel, error) is a reset on both sides: a cut stream must never look complete */
   if (p->reason != R_EOF) { mm_arm_reset(p->fd[0]); mm_arm_reset(p->fd[1]); }

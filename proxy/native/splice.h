@@ -1,6 +1,7 @@
 /* The kernel splice(2) relay between two connected, non-blocking TCP sockets (splice.c). */
 #ifndef MM_SPLICE_H
 #define MM_SPLICE_H
+#include "budget.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,9 @@ typedef struct splice_io {
   int idle_ms;      /* 0 = no idle limit */
   uint64_t *bytes;  /* [2], bytes delivered per direction, updated with __atomic builtins */
   int reason, side, err; /* R_*, index of the failed socket (-1 none), errno */
+  mm_budget *budget[2];  /* per direction: the peer's bandwidth budget the bytes written count against (NULL: none);
+                            splice_run joins it at start and leaves it on return (issue 52 item 3) */
+  mm_budget_user buser[2];
 } splice_io_t;
 
 /* create the two pipes (1 MiB when the kernel allows): 0 or an errno */

@@ -69,6 +69,7 @@ export const PROBLEM_CODES = {
   'migration-field-unsupported': { stage: 'validate', meaning: 'A migration policy field the cluster\'s KubeVirt version does not have.' },
   'unknown-product-version': { stage: 'validate', meaning: 'A product/version the capability table does not know (another major, before the product had cross-cluster migration, or not a version); the fix lists the known ones.' },
   'gateway-image-tag-only': { stage: 'validate', meaning: 'Warning: the gateway image (spec.gateway.image, or its default) is named by tag only, in a fleet that is not spec.environment: lab; the registry can move the tag, so pods may run an image that was never tested. Name it by digest (repo:tag@sha256:...).' },
+  'gateway-bandwidth-below-migrations': { stage: 'validate', meaning: 'Warning: spec.gateway.bandwidth (bytes/s per peer) is below parallelMigrationsPerCluster x bandwidthPerMigration: the gateways share it between the migrations, each gets less than KubeVirt planned for.' },
   'product-version-newer': { stage: 'validate', meaning: 'Warning: a newer minor than the capability table knows for the product; its later facts are not checked (shown by validate, synth and plan).' },
   'unknown-feature-gate': { stage: 'validate', meaning: 'A disabledFeatureGates name the capability table does not know for the cluster\'s KubeVirt version (a typo disables nothing).' },
   'feature-gate-ga': { stage: 'validate', meaning: 'A disabledFeatureGates entry that is GA in the cluster\'s KubeVirt version: KubeVirt ignores disabling it.' },

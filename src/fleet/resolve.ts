@@ -19,6 +19,8 @@ import { checkSharedCapacity, resolveSharedNetwork } from './shared-network';
 import { checkCidrOverlaps, checkInClusterCapacity, resolveClusters, resolveMigrationTemplate } from './clusters';
 import { resolveSites, siteOfClusters, unionOfSites, withSitePaths } from './sites';
 import { vmNetworkDocProblems } from '../vmnet/plan';
+import { quantityValue } from '../base/quantity';
+import { bandwidthBudgetWarnings } from '../gateway/bandwidth-budget';
 import { gatewayImageWarnings } from '../gateway/image-pinning';
 
 function resolveGatewayTls(doc: FleetDocument): ResolvedGateway['tls'] {
@@ -135,10 +137,14 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
         image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
         placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false, alerts: gw.alerts ?? gw.serviceMonitor ?? false,
         failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
-        warnings: gatewayImageWarnings({
+        ...(gw.bandwidth !== undefined ? { bandwidth: quantityValue(gw.bandwidth) } : {}),
+        warnings: [...gatewayImageWarnings({
           image: gw.image ?? DEFAULTS.gatewayImage, given: gw.image !== undefined, environment: spec.environment ?? 'production',
           clusters: clusters.filter((c) => datapathMode(c.datapath).gateways || c.trustAgentReplicas > 0).map((c) => c.name).sort(),
-        }),
+        }), ...bandwidthBudgetWarnings({
+          budget: gw.bandwidth, bandwidthPerMigration: spec.migrationPolicy?.bandwidthPerMigration,
+          parallelMigrationsPerCluster: spec.migrationPolicy?.parallelMigrationsPerCluster,
+        })],
       },
       migrationPolicy: spec.migrationPolicy ?? {},
       addressSurge: surge,

@@ -113,11 +113,16 @@ export interface ResolvedGateway {
   readonly tls: { kind: 'issuer'; name: string; issuerKind: 'Issuer' | 'ClusterIssuer' } | { kind: 'secret'; secretName: string } | { kind: 'plaintext' };
   /** How an mTLS tunnel carries the payload (`spec.gateway.payload`): spliced (KubeVirt's TLS alone) or inside TLS. */
   readonly payload: 'splice' | 'tls';
+  /** Bytes per second per peer (`spec.gateway.bandwidth`). @default - none (no budget) */
+  readonly bandwidth?: number;
   readonly serviceMonitor: boolean;
   /** A PrometheusRule beside the ServiceMonitor (`spec.gateway.alerts`, default: `serviceMonitor`). */
   readonly alerts: boolean;
   readonly failover: { readonly mode: 'vip' | 'none'; readonly virtualRouterId: number };
-  /** What validate tells about the image but does not refuse (`gateway-image-tag-only`, src/gateway/image-pinning.ts). @default - none */
+  /**
+   * What validate tells about the gateway but does not refuse (`gateway-image-tag-only`, src/gateway/image-pinning.ts;
+   * `gateway-bandwidth-below-migrations`, src/gateway/bandwidth-budget.ts). @default - none
+   */
   readonly warnings?: readonly FleetProblem[];
 }
 

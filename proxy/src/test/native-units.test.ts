@@ -4,7 +4,8 @@
  * tls13_open refuses a record from its header alone (buffers of the exact size: a read past them is a report)
  * and wipes what a failed open decrypted; mm_wait times out, reports readiness, lets the cancel eventfd win,
  * reports POLLERR with SO_ERROR and the socket's slot, treats events 0 as errors only, and retries EINTR to the
- * deadline. Needs cc, the OpenSSL headers and libcrypto (Debian: build-essential, libssl-dev); fails, saying so,
+ * deadline; mm_budget (native/budget.c, issue 52 item 3) holds its rate and shares it fairly.
+ * Needs cc, the OpenSSL headers and libcrypto (Debian: build-essential, libssl-dev); fails, saying so,
  * without them.
  */
 import assert from 'node:assert/strict';
@@ -17,7 +18,7 @@ import { tmpDir } from '../testkit/helpers';
 const root = path.resolve(__dirname, '..', '..');
 const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'LD_PRELOAD'));
 
-describe('addon units under ASan + UBSan: tls13_open\'s own checks, mm_wait', { timeout: 120_000 }, () => {
+describe('addon units under ASan + UBSan: tls13_open\'s own checks, mm_wait, mm_budget', { timeout: 120_000 }, () => {
   let bin = '';
   before(() => {
     const dir = tmpDir('mmproxy-units-');
@@ -25,7 +26,7 @@ describe('addon units under ASan + UBSan: tls13_open\'s own checks, mm_wait', { 
     bin = path.join(dir, 'native-units');
     const r = spawnSync('cc', ['-O1', '-g', '-Wall', '-Wextra', '-Werror', '-fsanitize=address,undefined', '-fno-sanitize-recover=all',
       '-I', path.join(root, 'native'), '-o', bin, path.join(root, 'src', 'testkit', 'native-units.c'), path.join(root, 'native', 'ioready.c'),
-      path.join(root, 'native', 'tls13rec.c'), '-lcrypto'], { encoding: 'utf8', timeout: 90_000, env: ENV });
+      path.join(root, 'native', 'tls13rec.c'), path.join(root, 'native', 'budget.c'), path.join(root, 'native', 'splice.c'), '-lcrypto', '-lpthread'], { encoding: 'utf8', timeout: 90_000, env: ENV });
     if (r.error || r.status !== 0) {
       throw new Error(`compiling the addon units failed (needs cc with ASan/UBSan, the OpenSSL headers and libcrypto: apt-get install build-essential libssl-dev): ${r.error?.message ?? r.stderr}`);
     }
@@ -40,6 +41,12 @@ describe('addon units under ASan + UBSan: tls13_open\'s own checks, mm_wait', { 
     ['wait-errors-only', 'mm_wait: events 0 is polled for errors only'],
     ['wait-sockerr', 'mm_wait: a reset socket is MM_SOCKERR with its slot and ECONNRESET'],
     ['wait-eintr', 'mm_wait: signals every 10 ms do not end the wait before its deadline'],
+    ['budget-rate', 'mm_budget: one greedy user gets the rate (+-1% over 2 simulated s), a rate of 0 is refused'],
+    ['budget-fair', 'mm_budget: four greedy users get the rate together and each a quarter (+-2%)'],
+    ['budget-idle', 'mm_budget: the shares of three idle users go to the one that sends'],
+    ['budget-late', 'mm_budget: a user that joins late has its quarter in its first second; after it leaves, the others a third each'],
+    ['budget-threads', 'mm_budget: four threads on the real clock never over the rate, each moving'],
+    ['budget-splice', 'splice_run with a budget on one direction over loopback TCP: never over 10 MB/s, joins and leaves the budget'],
   ]) {
     it(what, () => {
       const r = spawnSync(bin, [name], { encoding: 'utf8', timeout: 30_000, env: { ...ENV, ASAN_OPTIONS: 'detect_leaks=1' } });
