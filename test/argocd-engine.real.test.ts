@@ -275,6 +275,7 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     expect(kinds).toEqual(expect.arrayContaining(['ClusterUserDefinedNetwork/blue']));
     expect(kinds.some((k) => /^ValidatingAdmissionPolicy\/.*moved/.test(k))).toBe(true);
     expect(kinds.some((k) => /^ValidatingAdmissionPolicy\/.*served/.test(k))).toBe(true);
+    expect(kinds.some((k) => k.startsWith('NodeNetworkConfigurationPolicy/'))).toBe(true);
     const controls = dropped.map(unguarded);
     await installCrds(a.cluster, crdsFor([...before, ...after], upstreamCrds().map((c) => c.crd)));
     const file = (name: string, objects: readonly KubeObject[]) => {

@@ -404,6 +404,7 @@ test('the prune guard holds (issue 50): a synth that drops the VM networks leave
   expect(kinds).toEqual(expect.arrayContaining(['ClusterUserDefinedNetwork/blue']));
   expect(kinds.some((k) => /^ValidatingAdmissionPolicy\/.*moved/.test(k))).toBe(true);
   expect(kinds.some((k) => /^ValidatingAdmissionPolicy\/.*served/.test(k))).toBe(true);
+  expect(kinds.some((k) => k.startsWith('NodeNetworkConfigurationPolicy/'))).toBe(true);
   const controls = dropped.map(unguarded);
   times.push(`vmnet prune guard: dropped by the synth, guarded: ${kinds.join(', ')}`);
   await installCrds(east, crdsFor([...before, ...after], upstreamCrds().map((c) => c.crd)));
