@@ -22,9 +22,9 @@
  * cluster is held back; a synth without a cluster makes the parent prune that cluster's Kustomizations, and
  * every object of that cluster stays; the prune guard (issue 50): a synth of examples/vm-networks.fleet.yaml that drops
  * both networks leaves their CUDN, NNCP and the moved-VM and served-namespace guards on the cluster, while copies of
- * them without `kustomize.toolkit.fluxcd.io/prune: disabled` (the control) are pruned. Times from push to all-Ready are printed. Measured here (2 shared cores):
- * push to all 9 stages Ready 7-14 s (64 s with Flux's default 30 s requeue), later pushes 5-9 s, the suite
- * 60-80 s.
+ * them without `kustomize.toolkit.fluxcd.io/prune: disabled` (the control) are pruned. Times from push to all-Ready
+ * are printed. Measured here (2 shared cores): push to all 9 stages Ready 7-14 s (64 s with Flux's default 30 s
+ * requeue), later pushes 5-9 s, the suite 60-80 s (about 100 s beside two CPU hogs and another real-API suite).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
