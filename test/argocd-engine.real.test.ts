@@ -17,6 +17,9 @@
  *   - a second sync writes nothing;
  *   - a new synth with one gateway replica fewer, and the KubeVirt file gone: that Deployment alone is pruned, the
  *     KubeVirt CR stays (our Prune=false);
+ *   - the prune guard (issue 50): a synth of examples/vm-networks.fleet.yaml that drops both networks: the engine
+ *     skips pruning their CUDN, NNCP and the moved-VM and served-namespace guards (PruneSkipped) and prunes copies of
+ *     them without the `Prune=false` sync option (the control: pruning ran);
  *   - on a second cluster without nodes at first, the engine holds wave 4 while the gateway Deployments are not
  *     Available, goes on once nodes arrive, and fails at the wave-4 NAD the server refuses: waves 0-3 are applied, the
  *     KubeVirt CR of wave 5 is never written, and the engine names the refused object and the server's reason;
@@ -34,7 +37,7 @@ import { parseAllDocuments, parse } from 'yaml';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { CLUSTER_LABEL } from '../src/base/names';
 import { ARGOCD_WAVE_ANNOTATION, GITOPS_DIR } from '../src/delivery/gitops';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor, parseFleetDocument } from '../src/fleet/load';
 import { createNamespaces, crdsFor, installCrds, objectKey, objectPath, platformNamespaces, serverSideApply, type KubeObject } from './support/real-apply';
 import {
   argoCdCrds, argoSync, renderKustomize, startApplicationSetController, type ArgoSync,
@@ -256,6 +259,49 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     expect(a.watch.events.slice(before).filter((w) => w.type === 'DELETED' && tracked.has(w.key)).map((w) => w.key)).toEqual(removedDeployment);
     expect((await a.cluster.request('GET', await objectPath(a.cluster, kubevirt))).status).toBe(200);
   }, 90_000);
+
+  test('the prune guard holds (issue 50): a synth that drops the VM networks leaves their CUDN and guards on the cluster (PruneSkipped); the same objects without the guard are pruned', async () => {
+    await a.sync;
+    const before = guardedVmnetObjects();
+    // the fleet drops both networks, with the explicit opt-in a removal needs
+    const after = guardedVmnetObjects((doc) => {
+      doc.spec.vmNetworkDeletions = doc.spec.vmNetworks.map((n: { name: string }) => ({ network: n.name }));
+      doc.spec.vmNetworks = [];
+      if (doc.spec.forklift) doc.spec.forklift.moves = [];
+    });
+    const keep = new Set(after.map(objectKey));
+    const dropped = before.filter((o) => !keep.has(objectKey(o)));
+    const kinds = dropped.map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(kinds).toEqual(expect.arrayContaining(['ClusterUserDefinedNetwork/blue']));
+    expect(kinds.some((k) => /^ValidatingAdmissionPolicy\/.*moved/.test(k))).toBe(true);
+    expect(kinds.some((k) => /^ValidatingAdmissionPolicy\/.*served/.test(k))).toBe(true);
+    expect(kinds.some((k) => k.startsWith('NodeNetworkConfigurationPolicy/'))).toBe(true);
+    const controls = dropped.map(unguarded);
+    await installCrds(a.cluster, crdsFor([...before, ...after], upstreamCrds().map((c) => c.crd)));
+    const file = (name: string, objects: readonly KubeObject[]) => {
+      const f = path.join(dir, `${name}.yaml`);
+      fs.writeFileSync(f, objects.map((o) => JSON.stringify(o)).join('\n---\n'));
+      return f;
+    };
+    // an Application of its own (the gateway one's objects are not in these manifests)
+    const app = { ...APP, app: `${APP.app}-vmnet` };
+    const first = await argoSync(a.cluster, file('vmnet-v1', [...before, ...controls]), app);
+    timed('vmnet: sync of the guarded objects and their unguarded copies', first);
+    expect({ phase: first.phase, message: first.message }).toEqual({ phase: 'Succeeded', message: 'successfully synced (all tasks run)' });
+    const s = await argoSync(a.cluster, file('vmnet-v2', after), app);
+    timed('vmnet: sync of the synth without the networks', s);
+    expect({ phase: s.phase, message: s.message }).toEqual({ phase: 'Succeeded', message: 'successfully synced (all tasks run)' });
+    const by = (status: string) => s.results.filter((r) => r.status === status).map((r) => `${r.kind}/${r.name}`).sort();
+    expect(by('PruneSkipped')).toEqual(dropped.map((o) => `${o.kind}/${o.metadata.name}`).sort());
+    expect(by('Pruned')).toEqual(controls.map((o) => `${o.kind}/${o.metadata.name}`).sort());
+    // the server: the guarded objects stay; their unguarded copies (the control: pruning ran) are deleted
+    const status = async (o: KubeObject) => (await a.cluster.request('GET', await objectPath(a.cluster, o))).status;
+    for (const o of dropped) expect({ o: objectKey(o), status: await status(o) }).toEqual({ o: objectKey(o), status: 200 });
+    for (const o of controls) {
+      for (const t0 = Date.now(); (await status(o)) !== 404 && Date.now() - t0 < 20_000;) await sleep(100);
+      expect({ o: objectKey(o), status: await status(o) }).toEqual({ o: objectKey(o), status: 404 });
+    }
+  }, 120_000);
 });
 
 describe('a cluster whose Deployments cannot become healthy yet, and a wave-4 object the server refuses', () => {
@@ -365,3 +411,22 @@ describe('Argo CD\'s ApplicationSet controller expands our ApplicationSet', () =
     expect(!!east.spec.syncPolicy.automated?.prune).toBe(APP.prune);
   }, 120_000);
 });
+
+/** Argo CD's own prune guard: the sync option `Prune=false` makes the engine skip an object that left the source. */
+const ARGOCD_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
+
+/** fra-1's objects of the VM-network example that carry Argo CD's prune guard, synthesized with `edit` applied to the fleet. */
+function guardedVmnetObjects(edit: (doc: any) => void = () => undefined): KubeObject[] {
+  const doc = parse(fs.readFileSync(path.resolve(__dirname, '..', 'examples', 'vm-networks.fleet.yaml'), 'utf8'));
+  edit(doc);
+  return (synthesizeFleet(parseFleetDocument(doc), {}).objects.get('fra-1') as unknown as KubeObject[])
+    .filter((o) => /(^|,)Prune=false(,|$)/.test((o.metadata.annotations as Record<string, string> | undefined)?.[ARGOCD_SYNC_OPTIONS] ?? ''))
+    .map((o) => JSON.parse(JSON.stringify(o)) as KubeObject);
+}
+
+/** The object under another name, without the prune guard (a binding names the renamed policy): the control. */
+function unguarded(o: KubeObject): KubeObject {
+  const { [ARGOCD_SYNC_OPTIONS]: _guard, ...annotations } = (o.metadata.annotations ?? {}) as Record<string, string>;
+  const spec = o.kind === 'ValidatingAdmissionPolicyBinding' ? { ...(o.spec as object), policyName: `${(o.spec as { policyName: string }).policyName}-unguarded` } : o.spec;
+  return { ...o, metadata: { ...o.metadata, name: `${o.metadata.name}-unguarded`, annotations }, spec };
+}
