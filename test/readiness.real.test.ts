@@ -10,7 +10,7 @@
  * and the API server's not-ready taint lifted as the node lifecycle controller does:
  * no kwok (it would only fake kubelets; what readiness reads is the Node and the pods' requests), and the pod that
  * uses a node's capacity is bound to it by spec.nodeName (no scheduler). No gateway runs here, so the network check
- * only warns that it could not probe (its refusal: test/readiness.test.ts).
+ * only warns that it could not probe (its pass and refusal on real gateway runtimes: test/readiness-network.netns.test.ts).
  *   - phase 1: db1 passes storage, compute, version and capacity; web1 is refused by storage (RWO PVC) and compute
  *     (a nodeSelector no node matches); app1 by capacity (more memory than any node has free) and storage
  *     (CSIStorageCapacity without room for its disk);
@@ -20,7 +20,7 @@
  *     version without the gate, the target namespace gets a ResourceQuota and a LimitRange: db1 is refused by version
  *     and capacity.
  */
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -29,7 +29,8 @@ import { generatedObjects } from '../cli/generated-objects';
 import { KubeObject, installCrds, serverSideApply } from './support/real-apply';
 import { kubevirtWorkloadCrds, upstreamCrds } from './support/real-crds';
 import { RealCluster, RealFleet } from './support/real-kube';
-import { baseFleet, runCli } from './support/fleets';
+import { runCli } from './support/fleets';
+import { readinessFleet, statusMoves } from './support/status-moves';
 
 const ROOT = path.resolve(__dirname, '..');
 const started = Date.now();
@@ -74,17 +75,7 @@ async function kubevirt(c: RealCluster, version: string, edit: (o: any) => void 
   await ok(c, 'PUT', `${url}/status`, { ...live, status: { observedKubeVirtVersion: version, phase: 'Deployed' } });
 }
 
-function status(): Promise<{ code: number; json: any; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'lib', 'cli', 'cli.js'), 'status', fleetFile, '--out', path.join(dir, 'dist'), '--kubeconfig', kc,
-      '--moves', '--output', 'json', '--timeout', '60'], { env: { ...process.env, CI: '1' } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (x) => { out += x; });
-    child.stderr.on('data', (x) => { err += x; });
-    child.on('close', (code) => { let json: any; try { json = JSON.parse(out); } catch { json = { raw: out }; } resolve({ code: code ?? -1, json, err }); });
-  });
-}
+const status = () => statusMoves(fleetFile, path.join(dir, 'dist'), kc);
 /** The readiness problems of one move: `severity code` of those a check names. */
 const checks = (s: any, vmName: string) => (s.moves.find((m: any) => m.vm === `vms/${vmName}`)?.problems ?? [])
   .filter((x: any) => x.check).map((x: any) => `${x.severity ?? 'error'} ${x.code}`);
@@ -96,16 +87,7 @@ beforeAll(async () => {
   }
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-readiness-'));
   fleetFile = path.join(dir, 'rd.fleet.yaml');
-  fs.writeFileSync(fleetFile, stringify(baseFleet({
-    clusters: [{ name: 'p', nodes: 3 }, { name: 'q', nodes: 3 }],
-    operatorView: { statusClusterRole: true },
-    forklift: {
-      hub: { cluster: 'p', namespace: 'mtv' },
-      providers: { q: { url: 'https://api.q.example:6443', secret: 'q-provider' } },
-      storage: [{ source: 'ceph-rbd', storageClass: 'ceph-rbd' }],
-      moves: ['db1', 'web1', 'app1', 'hm1'].map((v) => ({ vm: v, namespace: 'vms', from: 'q', to: 'p', batch: 'w1' })),
-    },
-  } as any, 'rd')));
+  fs.writeFileSync(fleetFile, stringify(readinessFleet(['db1', 'web1', 'app1', 'hm1'], 'rd')));
   const r = runCli(['synth', fleetFile, '--out', path.join(dir, 'dist'), '--no-svg']);
   if (r.code !== 0) throw new Error(r.err);
   real = await RealFleet.start(['p', 'q']);

@@ -2,8 +2,10 @@
  * Nodes for a real API server that has no kubelet: kube-controller-manager and kube-scheduler from the same build
  * (real/kube-bins), and kwok (real/kwok-bins) faking the kubelets of `count` nodes, with kwok's own "fast"
  * stages (read from the kwok module at test time): pods are scheduled, become Running and Ready at once and get an
- * IP from `podCidr`. Give each cluster a loopback CIDR of its own (127.1.N.0/24): the API server's pod proxy then
- * reaches a pod's port at its IP, where a test can run the process that pod would run.
+ * IP from `podCidr`. Give each cluster a loopback CIDR of its own (127.1.N.0/24): a test reaches a pod's port at its
+ * IP, where it can run the process that pod would run; the API server's pod proxy does not (it refuses loopback pod
+ * IPs, "address not allowed": test/kubevirt.real.test.ts), so a pod read through it needs an IP on a veth of a
+ * network namespace the test makes (test/readiness-network.netns.test.ts).
  * Containers never run: what a pod does is whatever the test starts at its IP.
  */
 import { ChildProcess, execFileSync } from 'node:child_process';
