@@ -44,6 +44,39 @@ void splice_io_close_pipes(splice_io_t *p) {
       if (p->pipefd[d][k] >= 0) { close(p->pipefd[d][k]); p->pipefd[d][k] = -1; }
 }
 
+/* After socket `side` failed: what it had already sent (JavaScript's prefix, its pipe, its receive queue) goes on to
+ * the other socket before the reset, as a direct connection would have delivered it (a reset ends the stream, it
+ * does not unsend it), for at most SALVAGE_MS. Without this, data and RST arriving in one poll wake-up were
+ * dropped (proxy/src/test/security-resets.test.ts, "bytes before a reset"). The budget is not asked: this is the
+ * last of the stream, bounded in time. */
+#define SALVAGE_MS 200
+static void splice_salvage(splice_io_t *p, int side) {
+  int d = side, dst = p->fd[1 - side];
+  int64_t deadline = mm_now_ms() + SALVAGE_MS;
+  for (int src_open = 1;;) {
+    ssize_t n;
+    if (p->prefix_off[d] < p->prefix_len[d]) {
+      n = write(dst, p->prefix[d] + p->prefix_off[d], p->prefix_len[d] - p->prefix_off[d]);
+      if (n > 0) { p->prefix_off[d] += (size_t)n; __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED); continue; }
+    } else {
+      if (src_open && p->inpipe[d] < PIPE_SZ) {
+        n = splice(p->fd[d], NULL, p->pipefd[d][1], NULL, PIPE_SZ - p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) p->inpipe[d] += (size_t)n;
+        else if (!(n < 0 && errno == EINTR)) src_open = 0; /* 0, the reset, or EAGAIN: nothing more to read */
+      }
+      if (p->inpipe[d] == 0) { if (!src_open) return; continue; }
+      n = splice(p->pipefd[d][0], NULL, dst, NULL, p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) { p->inpipe[d] -= (size_t)n; __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED); continue; }
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN) return; /* the other side cannot take it either */
+    int64_t left = deadline - mm_now_ms();
+    if (left <= 0) return;
+    struct pollfd q = { .fd = dst, .events = POLLOUT, .revents = 0 };
+    if (poll(&q, 1, (int)left) < 0 && errno != EINTR) return;
+  }
+}
+
 /* How many of the pipe's bytes direction d may write now: all without a budget; else what the budget grants,
  * 0 while it holds the direction (held_until[d], ns, set from the budget's wait and cleared once it passes). */
 static size_t budget_grant(splice_io_t *p, int d, int64_t held_until[2]) {
@@ -101,7 +134,9 @@ void splice_run(splice_io_t *p) {
           /* either the socket is empty or the pipe is full (it counts pages, not bytes) */
           if (p->inpipe[d] > 0) in_full[d] = 1; else rd_ready[d] = 0;
         } else if (errno != EINTR) {
-          splice_fail(p, d, errno);
+          int e = errno;
+          splice_salvage(p, d);
+          splice_fail(p, d, e);
           continue;
         }
       }
@@ -118,7 +153,9 @@ void splice_run(splice_io_t *p) {
         } else if (n < 0 && errno == EAGAIN) {
           wr_ready[1 - d] = 0;
         } else if (n < 0 && errno != EINTR) {
-          splice_fail(p, 1 - d, errno);
+          int e = errno;
+          splice_salvage(p, 1 - d);
+          splice_fail(p, 1 - d, e);
           continue;
         }
       }
@@ -156,7 +193,7 @@ void splice_run(splice_io_t *p) {
     if (w == MM_TIMEOUT) { p->reason = R_IDLE; break; }
     if (w == MM_CANCEL) { p->reason = R_CANCEL; break; }
     if (w == MM_POLLFAIL) { p->reason = R_ERROR; p->err = err; p->side = -1; break; }
-    if (w == MM_SOCKERR) { splice_fail(p, idx, err); break; }
+    if (w == MM_SOCKERR) { splice_salvage(p, idx); splice_fail(p, idx, err); break; }
     for (int i = 0; i < 2; i++) {
       short re = pfd[i].revents;
       /* POLLHUP/RDHUP: a read returns 0 (or an error) now, and a write fails: let the syscalls say which */

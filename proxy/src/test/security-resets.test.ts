@@ -125,3 +125,39 @@ describe('a dying peer gateway is a reset, every time', { timeout: 240_000 }, ()
     });
   }
 });
+
+/**
+ * What a destination sent just before its reset reaches the client, as it does on a direct connection: iperf3's
+ * "busy" answer (one byte, then a close with the client's cookie unread, which is an RST). The splice relay used to
+ * drop that byte when it and the RST came in one poll wake-up (it took the socket's error first): 1 round in 20-60
+ * (2026-12-02, found by the concurrency bench's open-time probe). Each round is made directly too, as the reference.
+ */
+describe('bytes before a reset', { timeout: 300_000 }, () => {
+  const rounds = 100;
+  /** One round: connect, send a cookie, what comes back before the end. */
+  const round = (port: number) => withTimeout(new Promise<boolean>((resolve) => {
+    const c = net.connect(port, '127.0.0.1');
+    c.on('connect', () => c.write(Buffer.alloc(37, 1)));
+    c.on('data', () => { c.destroy(); resolve(true); });
+    c.on('error', () => resolve(false));
+    c.on('close', () => resolve(false));
+  }), 10_000, 'round');
+  for (const [name, mode, o] of variants) {
+    it(`${name}: ${rounds} x a byte then RST from the destination -> the client gets the byte, as it does directly`, async () => {
+      const server = net.createServer((s) => { s.on('error', () => {}); s.pause(); setTimeout(() => s.write(Buffer.from([0xfe]), () => s.destroy()), 30); });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const port = (server.address() as net.AddressInfo).port;
+      const pair = await startPair(mode, pki, () => ({ host: '127.0.0.1', port }), o, o);
+      let through = 0;
+      let direct = 0;
+      try {
+        for (let i = 0; i < rounds; i++) {
+          if (await round(pair.cfgA.listen!.intercept!.port)) through++;
+          if (await round(port)) direct++;
+        }
+        assert.equal(direct, rounds, 'the reference: directly, the byte always arrives');
+        assert.equal(through, rounds);
+      } finally { await pair.close(); server.close(); }
+    });
+  }
+});
