@@ -10,6 +10,7 @@
  *   migration-mesh reclaim FLEET.yaml --vm-network NET [--cluster NAME | --vm NS/NAME] [--ledger FILE]
  *   migration-mesh evacuate FLEET.yaml --cluster NAME --inventory FILE [--out FILE]
  *   migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--moves] [--output text|json]
+ *   migration-mesh watch-moves FLEET.yaml [--timeout SECONDS] [--output text|json] ... | cleanup-move FLEET.yaml --move NS/VM [--apply] ...
  *   migration-mesh pin-addresses FLEET.yaml [--move NS/VM] [--after] [--apply] [--ledger FILE] [--context-map FILE] [--kubeconfig FILE] ...
  *   migration-mesh --version | help [COMMAND] | COMMAND --help
  *
@@ -84,7 +85,9 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       case 'evacuate': return evacuate(args, out);
       case 'validate': return validate(args, out, err);
       case 'status':
-      case 'pin-addresses': throw new Error(`${args.cmd} asks the clusters (asynchronous): run it through mainAsync, as the migration-mesh binary does`);
+      case 'pin-addresses':
+      case 'watch-moves':
+      case 'cleanup-move': throw new Error(`${args.cmd} asks the clusters (asynchronous): run it through mainAsync, as the migration-mesh binary does`);
       default: throw new Error(`no command function for '${args.cmd}'`);
     }
   } catch (e) {
@@ -135,6 +138,7 @@ export async function mainAsync(argv: string[], out: Sink = (s) => process.stdou
   let line;
   try { line = parseCommandLine(argv); } catch { return main(argv, out, err); }
   if (line.kind === 'run' && line.args.cmd === 'pin-addresses') return pinAddressesCommand(line.args, out, err);
+  if (line.kind === 'run' && (line.args.cmd === 'watch-moves' || line.args.cmd === 'cleanup-move')) return (await import('./move-commands')).moveCommand(line.args, out, err);
   if (line.kind !== 'run' || line.args.cmd !== 'status') return main(argv, out, err);
   const args = line.args;
   try {
@@ -464,6 +468,6 @@ if (require.main === module) {
     process.exitCode = code;
     // status: a cluster that never answered still holds a socket open; the report is written (stdout and
     // stderr are synchronous on pipes and files), so do not wait for it
-    if (process.argv[2] === 'status' || process.argv[2] === 'pin-addresses') process.exit(code);
+    if (['status', 'pin-addresses', 'watch-moves', 'cleanup-move'].includes(process.argv[2])) process.exit(code);
   });
 }
