@@ -20,6 +20,9 @@ const objects: TargetObject[] = [
   mk('DataVolume', 'db-disk1', 'other', { labels: { plan: 'plan-9', migration: 'mig-9' } }),
   mk('DataVolume', 'db-disk2', 'stale', { labels: { plan: 'plan-1', migration: 'mig-old' } }),
   mk('VirtualMachine', 'web', 'web', { labels: { plan: 'plan-9', migration: 'mig-9' } }),
+  // another VM of the same Plan: the same plan/migration labels, its own name
+  mk('VirtualMachine', 'cache', 'cache', { labels: ours }),
+  mk('DataVolume', 'cache-disk0', 'cachedv', { labels: ours }),
   mk('Pod', 'virt-launcher-web-xyz', 'webpod', { ownerReferences: [{ uid: 'web', kind: 'VirtualMachine', name: 'web' }] }),
 ];
 
@@ -37,7 +40,7 @@ test('refuses same-named objects without the markers, saying why; ignores other 
     'db-disk1': 'labelled for another plan (plan=plan-9)',
     'db-disk2': 'labelled for this plan but a migration not of it (migration=mig-old)',
   });
-  expect(sel.delete.map((o) => o.uid)).not.toEqual(expect.arrayContaining(['hand', 'other', 'stale', 'web', 'webpod']));
+  expect(sel.delete.map((o) => o.uid)).not.toEqual(expect.arrayContaining(['hand', 'other', 'stale', 'web', 'webpod', 'cache', 'cachedv']));
 });
 
 test('nothing marked: nothing deleted, a name alone is never enough', () => {

@@ -39,8 +39,11 @@ export interface CleanupSelection {
   readonly refused: readonly (TargetObject & { readonly why: string })[];
 }
 
+/** A Plan moves several VMs under one plan/migration label: a marked object is this VM's when named as it (VM, VMI) or after it (DataVolumes, PVCs: `<vm>-...`). */
+const namedFor = (o: TargetObject, vm: string): boolean =>
+  o.name === vm || ((o.kind === 'DataVolume' || o.kind === 'PersistentVolumeClaim') && o.name.startsWith(`${vm}-`));
 const marked = (o: TargetObject, m: CleanupMove): boolean =>
-  o.labels?.plan === m.planUid && m.migrationUids.includes(o.labels?.migration ?? '');
+  o.labels?.plan === m.planUid && m.migrationUids.includes(o.labels?.migration ?? '') && namedFor(o, m.vmName);
 
 /** The move's objects: marked, or owned (transitively) by a marked one. */
 function ownedClosure(objs: readonly TargetObject[], m: CleanupMove): Set<string> {
