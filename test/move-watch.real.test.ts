@@ -116,7 +116,7 @@ test('the watch reports each state the objects go through and ends 3 (one failed
     .some((j) => j.vm === vm && j.state === state && (!phase || j.phase === phase));
   await until('pending lines', () => phaseSeen('vms/db1', 'pending'));
   const mig = await create(p, { apiVersion: 'forklift.konveyor.io/v1beta1', kind: 'Migration', metadata: { name: 'w1-1', namespace: 'mtv' }, spec: { plan: { name: plan.metadata.name, namespace: 'mtv' } } } as KubeObject,
-    { vms: ['db1', 'web1', 'app1'].map((name) => ({ name, namespace: 'vms', phase: 'StartMigration' })) });
+    { vms: ['db1', 'web1', 'app1'].map((name) => ({ name, namespace: 'vms', phase: 'StartMigration', pipeline: [{ name: 'Initialize', phase: 'Completed', progress: { completed: 1, total: 1 } }, { name: 'Migrate', phase: 'Running', progress: { completed: 0, total: 1 } }] })) });
   await until('Migration phase', () => phaseSeen('vms/web1', 'running', 'StartMigration'));
   const src: Record<string, KubeObject> = {};
   const dst: Record<string, KubeObject> = {};
@@ -156,7 +156,9 @@ test('cleanup-move: dry run lists, --apply deletes exactly the failed move\'s ob
   await create(p, pvc('web1-disk9', { plan: 'another-plan-uid', migration: 'x' }));
   await create(p, pod('virt-launcher-web1-hand', {}));
   const names = async () => {
-    const list = async (u: string) => ((await p.request('GET', u)).json.items as KubeObject[]).map((o) => `${o.kind ?? ''}${o.metadata.name}`);
+    // a PVC keeps kubernetes.io/pvc-protection until kube-controller-manager (not run here) lifts it: deleted = deletionTimestamp set
+    const list = async (u: string) => ((await p.request('GET', u)).json.items as KubeObject[])
+      .filter((o) => !(o.metadata as { deletionTimestamp?: string }).deletionTimestamp).map((o) => o.metadata.name);
     return { pvcs: await list('/api/v1/namespaces/vms/persistentvolumeclaims'), pods: await list('/api/v1/namespaces/vms/pods'),
       vms: await list('/apis/kubevirt.io/v1/namespaces/vms/virtualmachines'), vmis: await list('/apis/kubevirt.io/v1/namespaces/vms/virtualmachineinstances') };
   };
