@@ -36,7 +36,9 @@ type Meta = { name: string; namespace: string; uid: string; labels?: Record<stri
 async function listKind(api: k8s.KubernetesObjectApi, kind: CleanupKind, namespace: string): Promise<TargetObject[]> {
   try {
     const l = await api.list(API[kind].apiVersion, kind, namespace);
-    return (l.items as { metadata: Meta }[]).map(({ metadata: m }) => ({ kind, name: m.name, namespace: m.namespace, uid: m.uid, labels: m.labels, ownerReferences: m.ownerReferences }));
+    return (l.items as { metadata: Meta }[]).map(({ metadata: m }) => ({
+      kind, name: m.name, namespace: m.namespace, uid: m.uid, labels: m.labels, ownerReferences: m.ownerReferences,
+    }));
   } catch (e) {
     // a kind the cluster does not serve (no CDI) holds nothing of the move
     if ((e as { code?: number }).code === 404 || /Unrecognized API version and kind/.test((e as Error).message)) return [];
@@ -44,9 +46,11 @@ async function listKind(api: k8s.KubernetesObjectApi, kind: CleanupKind, namespa
   }
 }
 
-async function read(api: k8s.KubernetesObjectApi, apiVersion: string, kind: string, namespace: string, name: string): Promise<{ metadata: Meta; status?: Record<string, unknown> } | undefined> {
+type Live = { metadata: Meta; status?: Record<string, unknown> };
+
+async function read(api: k8s.KubernetesObjectApi, apiVersion: string, kind: string, namespace: string, name: string): Promise<Live | undefined> {
   try {
-    return await api.read({ apiVersion, kind, metadata: { name, namespace } }) as { metadata: Meta; status?: Record<string, unknown> };
+    return await api.read({ apiVersion, kind, metadata: { name, namespace } }) as Live;
   } catch (e) {
     if ((e as { code?: number }).code === 404) return undefined;
     throw e;

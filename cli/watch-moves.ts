@@ -82,7 +82,14 @@ export async function watchMoves(o: WatchOptions): Promise<{ code: number; moves
   return new Promise((resolve) => {
     const stops: (() => void)[] = [];
     let finished = false;
-    const finish = (ps: MoveProgress[]) => { if (finished) return; finished = true; clearTimeout(timer); stops.forEach((s) => s()); resolve({ code: watchExit(ps), moves: ps }); };
+    const clock: { timer?: NodeJS.Timeout } = {};
+    const finish = (ps: MoveProgress[]) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(clock.timer);
+      stops.forEach((s) => s());
+      resolve({ code: watchExit(ps), moves: ps });
+    };
     const onEvent = (what: Parameters<typeof fold>[2]) => (type: string, x: Obj) => {
       if (type === 'ERROR' || finished) return;
       fold(obs, moves, what, x);
@@ -100,7 +107,7 @@ export async function watchMoves(o: WatchOptions): Promise<{ code: number; moves
       if (!seen.has(`${m.from}${src}`)) { seen.add(`${m.from}${src}`); stops.push(keepWatching(kcOf(m.from), src, onEvent('source'))); }
       if (!seen.has(`${m.to}${dst}`)) { seen.add(`${m.to}${dst}`); stops.push(keepWatching(kcOf(m.to), dst, onEvent('target'))); }
     }
-    const timer = setTimeout(() => finish(render()), o.timeoutMs ?? 3_600_000);
+    clock.timer = setTimeout(() => finish(render()), o.timeoutMs ?? 3_600_000);
     render();
   });
 }

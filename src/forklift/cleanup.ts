@@ -39,7 +39,10 @@ export interface CleanupSelection {
   readonly refused: readonly (TargetObject & { readonly why: string })[];
 }
 
-/** A Plan moves several VMs under one plan/migration label: a marked object is this VM's when named as it (VM, VMI) or after it (DataVolumes, PVCs: `<vm>-...`). */
+/**
+ * A Plan moves several VMs under one plan/migration label: a marked object is this VM's when named as it
+ * (VM, VMI) or after it (DataVolumes, PVCs: `<vm>-...`).
+ */
 const namedFor = (o: TargetObject, vm: string): boolean =>
   o.name === vm || ((o.kind === 'DataVolume' || o.kind === 'PersistentVolumeClaim') && o.name.startsWith(`${vm}-`));
 const marked = (o: TargetObject, m: CleanupMove): boolean =>

@@ -13,10 +13,6 @@
  * what the tunnel carried. Without either, bytes are unknown and shown as such, never guessed.
  */
 
-/** KubeVirt's VirtualMachineInstanceMigrationPhase values (kubevirt.io/api v1.8.4 core/v1/types.go). */
-export const VMIM_PHASES = ['', 'Pending', 'Scheduling', 'Scheduled', 'PreparingTarget', 'TargetReady', 'Running',
-  'Succeeded', 'Failed', 'WaitingForSync', 'Synchronizing'] as const;
-
 /** One reading of a move; every field optional because each source may not have answered yet. */
 export interface MoveObservation {
   /** `namespace/name` of the Forklift Plan. */
@@ -39,7 +35,9 @@ export interface MoveObservation {
 
 export interface VmimStatus {
   readonly phase?: string;
-  readonly migrationState?: { completed?: boolean; failed?: boolean; failureReason?: string; startTimestamp?: string; endTimestamp?: string; mode?: string; abortStatus?: string };
+  readonly migrationState?: {
+    completed?: boolean; failed?: boolean; failureReason?: string; startTimestamp?: string; endTimestamp?: string; mode?: string; abortStatus?: string;
+  };
 }
 
 export type MoveState = 'pending' | 'running' | 'completed' | 'failed';
