@@ -162,6 +162,29 @@ const COMMANDS: Record<string, CommandSpec> = {
     check: (a) => (a.flags.has('timeout') && !(Number(a.flags.get('timeout')) > 0) ? `--timeout takes a number of seconds above 0, got '${String(a.flags.get('timeout'))}'`
       : a.flags.has('move') && !/^[^/\s]+\/[^/\s]+$/.test(String(a.flags.get('move'))) ? `--move takes NAMESPACE/VM, got '${String(a.flags.get('move'))}'` : undefined),
   },
+  'watch-moves': {
+    usage: `  migration-mesh watch-moves FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--output text|json]
+      watch every move of the generated Forklift Plans until it completes or fails: the hub's Plan and
+      Migration, each side's VirtualMachineInstanceMigration (watches, reconnected). A bar per move on a
+      terminal, a line per change otherwise, a JSON line per change with --output json; a failed move
+      prints its cleanup-move command. Waits at most --timeout seconds (3600).
+      Exit code: 0 every move completed, 3 one failed, 4 the wait ran out, 1 an error, 2 usage.
+`,
+    options: { out: OUT, 'context-map': str('FILE'), kubeconfig: str('FILE'), timeout: str('SECONDS'), output: str('FORMAT', { choices: ['text', 'json'] }) },
+    files: { min: 1, max: 1 },
+    check: (a) => (a.flags.has('timeout') && !(Number(a.flags.get('timeout')) > 0) ? `--timeout takes a number of seconds above 0, got '${String(a.flags.get('timeout'))}'` : undefined),
+  },
+  'cleanup-move': {
+    usage: `  migration-mesh cleanup-move FLEET.yaml --move NS/VM [--apply] [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--output text|json]
+      list what a failed or cancelled move left in the target namespace: the VM, VMI, DataVolumes, PVCs and
+      pods Forklift labelled with the Plan's and its Migrations' UIDs, and what those own. Same-named objects
+      without the labels are kept and listed. Refused while the source VM is not Running or the Plan
+      succeeded. A dry run unless --apply. Exit code: 0 ok, 1 refused or an error, 2 usage.
+`,
+    options: { move: str('NS/VM'), apply: BOOL, out: OUT, 'context-map': str('FILE'), kubeconfig: str('FILE'), output: str('FORMAT', { choices: ['text', 'json'] }) },
+    files: { min: 1, max: 1 },
+    check: (a) => (!/^[^/\s]+\/[^/\s]+$/.test(String(a.flags.get('move') ?? '')) ? `cleanup-move needs --move NAMESPACE/VM, got '${String(a.flags.get('move') ?? '')}'` : undefined),
+  },
 };
 
 const HEADER = `usage: migration-mesh COMMAND [FILES] [OPTIONS]     (migration-mesh COMMAND --help: that command only)

@@ -11,6 +11,7 @@
  *   migration-mesh inventory FLEET.yaml [--cluster NAME] [--context-map FILE] [--kubeconfig FILE] [--out FILE] [--timeout SECONDS]
  *   migration-mesh evacuate FLEET.yaml --cluster NAME --inventory FILE [--out FILE]
  *   migration-mesh status FLEET.yaml [--context-map FILE] [--kubeconfig FILE] [--out DIR] [--timeout SECONDS] [--moves] [--output text|json]
+ *   migration-mesh watch-moves FLEET.yaml [--timeout SECONDS] [--output text|json] ... | cleanup-move FLEET.yaml --move NS/VM [--apply] ...
  *   migration-mesh pin-addresses FLEET.yaml [--move NS/VM] [--after] [--apply] [--ledger FILE] [--context-map FILE] [--kubeconfig FILE] ...
  *   migration-mesh --version | help [COMMAND] | COMMAND --help
  *
@@ -86,6 +87,8 @@ export function main(argv: string[], out: Sink = (s) => process.stdout.write(s),
       case 'validate': return validate(args, out, err);
       case 'status':
       case 'inventory':
+      case 'watch-moves':
+      case 'cleanup-move':
       case 'pin-addresses': throw new Error(`${args.cmd} asks the clusters (asynchronous): run it through mainAsync, as the migration-mesh binary does`);
       default: throw new Error(`no command function for '${args.cmd}'`);
     }
@@ -138,6 +141,7 @@ export async function mainAsync(argv: string[], out: Sink = (s) => process.stdou
   try { line = parseCommandLine(argv); } catch { return main(argv, out, err); }
   if (line.kind === 'run' && line.args.cmd === 'pin-addresses') return pinAddressesCommand(line.args, out, err);
   if (line.kind === 'run' && line.args.cmd === 'inventory') return inventoryCommand(line.args, out, err);
+  if (line.kind === 'run' && (line.args.cmd === 'watch-moves' || line.args.cmd === 'cleanup-move')) return (await import('./move-commands')).moveCommand(line.args, out, err);
   if (line.kind !== 'run' || line.args.cmd !== 'status') return main(argv, out, err);
   const args = line.args;
   try {
@@ -488,6 +492,6 @@ if (require.main === module) {
     process.exitCode = code;
     // status: a cluster that never answered still holds a socket open; the report is written (stdout and
     // stderr are synchronous on pipes and files), so do not wait for it
-    if (['status', 'pin-addresses', 'inventory'].includes(process.argv[2])) process.exit(code);
+    if (['status', 'pin-addresses', 'inventory', 'watch-moves', 'cleanup-move'].includes(process.argv[2])) process.exit(code);
   });
 }
