@@ -8,8 +8,8 @@ import { describe, it } from 'node:test';
 import { parseProxyConfig } from '../config';
 import { startGateway } from '../gateway';
 import { loadNative } from '../native';
-import { configFor } from '../testkit/gateways';
-import { makePki, silent } from '../testkit/helpers';
+import { configFor, startPair } from '../testkit/gateways';
+import { makePki, sendAndVerify, silent, startSink } from '../testkit/helpers';
 
 describe('bandwidth budget: enforced or refused', () => {
   it('the runtime config refuses it with tls.mode mtls, naming the field and the fix; takes it with mtls-splice and plaintext', async () => {
@@ -34,5 +34,27 @@ describe('bandwidth budget: enforced or refused', () => {
     assert.equal(n.budgetSent(b), 0);
     assert.throws(() => n.budgetSent({} as never), /budgetSent\(handle\)/);
     assert.throws(() => n.startPump(0, 1, null, null, 0, () => undefined, {} as never), /budgets must be budgetCreate\(\) handles or null/);
+  });
+
+  it('payload inside TLS never crosses a budget unenforced: the terminus refuses it, the origin does not fall back to it', { timeout: 30_000 }, async () => {
+    const pki = makePki('fleet', ['east', 'west']);
+    const sink = await startSink();
+    const mtls = (c: string) => ({ tls: { mode: 'mtls' as const, caFile: pki.ca, certFile: pki.certs[c].cert, keyFile: pki.certs[c].key } });
+    // an mtls origin (payload tls) to an mtls-splice terminus with a budget
+    const p1 = await startPair('mtls-splice', pki, () => ({ host: '127.0.0.1', port: sink.port }), {}, {}, { bandwidth: 20_000_000 }, mtls('east'));
+    try {
+      await assert.rejects(sendAndVerify(p1.cfgA.listen!.intercept!.port, '127.0.0.1', 1000), /ECONNRESET|EPIPE|socket hang up|closed/);
+      const refused = (await p1.b.registry.getSingleMetric('mm_proxy_refusals_total')!.get()).values.find((v) => v.labels.reason === 'payload_mode_refused');
+      assert.ok(refused && refused.value >= 1, 'counted as payload_mode_refused on the terminus');
+    } finally { await p1.close(); }
+    // an mtls-splice origin with a budget to an mtls terminus (which refuses the splice payload): no fallback
+    const p2 = await startPair('mtls-splice', pki, () => ({ host: '127.0.0.1', port: sink.port }), {}, {}, mtls('west'), { bandwidth: 20_000_000 });
+    try {
+      await assert.rejects(sendAndVerify(p2.cfgA.listen!.intercept!.port, '127.0.0.1', 1000), /ECONNRESET|EPIPE|socket hang up|closed/);
+      // without the budget the same pair falls back to payload inside TLS and carries the bytes
+      assert.ok(p2.a.reload({ ...p2.cfgA, bandwidth: undefined }));
+      const r = await sendAndVerify(p2.cfgA.listen!.intercept!.port, '127.0.0.1', 1000);
+      assert.equal(r.reply, r.sent);
+    } finally { await p2.close(); await sink.close(); }
   });
 });
