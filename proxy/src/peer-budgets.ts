@@ -31,6 +31,7 @@ export class PeerBudgets {
 
   /** Per peer with a budget: its rate (bytes/s) and the bytes sent under it so far (read at scrape time). */
   snapshot(): { peer: string; rate: number; sent: number }[] {
+    if (this.cfg().bandwidth === undefined) this.byPeer.clear(); // reloaded without a budget: none to report
     return [...this.byPeer].map(([peer, b]) => ({ peer, rate: b.rate, sent: this.native!.budgetSent(b.handle) }));
   }
 }
