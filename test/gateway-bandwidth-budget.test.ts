@@ -4,6 +4,9 @@
  * migrations at bandwidthPerMigration, with the code, the path and a fix that names numbers that fit.
  */
 import { synthesizeFleet } from '../cli/synthesize-fleet';
+import { FleetValidationError } from '../src/base/errors';
+import { planFleetDocument } from '../src/addressing/planner';
+import { gatewayConfigFor } from '../src/gateway/config';
 import { baseFleet } from './support/fleets';
 
 const DIGEST = `ghcr.io/acme/proxy@sha256:${'0123456789abcdef'.repeat(4)}`;
@@ -39,6 +42,26 @@ describe('spec.gateway.bandwidth', () => {
   test('no budget, or migrations KubeVirt does not limit, is nothing to check', () => {
     expect(warningsOf(undefined, { bandwidthPerMigration: '64Mi' })).toEqual([]);
     expect(warningsOf('1Mi')).toEqual([]);
+  });
+
+  test('the gateway runtime config carries it (bytes/s) on every gateway; without it the config has no field', () => {
+    const r = planFleetDocument(baseFleet({ gateway: { image: DIGEST, bandwidth: '125M' } }));
+    expect(r.plan.clusters.map((c) => gatewayConfigFor(r.plan, c).bandwidth)).toEqual([125_000_000, 125_000_000]);
+    const none = planFleetDocument(baseFleet({ gateway: { image: DIGEST } }));
+    expect(none.plan.clusters.map((c) => 'bandwidth' in gatewayConfigFor(none.plan, c))).toEqual([false, false]);
+  });
+
+  test('with payload tls (tls.mode mtls) it is refused: the gateway enforces budgets on plaintext and spliced tunnels only', () => {
+    let problems: FleetValidationError['problems'] = [];
+    try { planFleetDocument(baseFleet({ gateway: { image: DIGEST, bandwidth: '125M', payload: 'tls' } })); } catch (e) {
+      if (!(e instanceof FleetValidationError)) throw e;
+      problems = e.problems;
+    }
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatchObject({ code: 'gateway-bandwidth-needs-splice', path: 'spec.gateway.bandwidth' });
+    expect(problems[0].fix).toContain('spec.gateway.payload: splice');
+    // plaintext tunnels and the default payload (splice) take it
+    expect(planOf('125M').gateway.bandwidth).toBe(125_000_000);
   });
 
   test('a budget that is not a quantity is refused at the schema', () => {

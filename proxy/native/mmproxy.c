@@ -11,6 +11,9 @@
  *       shutdown(SHUT_WR) on the other (half-close); an error/reset on one side sets SO_LINGER{1,0} on the
  *       other so that closing it sends a RST. cb({aToB, bToA, reason, side, errno}) runs once on the JS
  *       thread when the relay ends; the sockets are NOT closed here: JavaScript owns and closes them.
+ *       budgetAtoB / budgetBtoA (optional, budgetCreate handles): the peer's bandwidth budget the bytes written
+ *       in that direction count against (issue 52 item 3).
+ *   budgetCreate(bytesPerSecond) -> handle; budgetSent(handle) -> bytes granted so far
  *   pumpStats(handle)  -> [aToB, bToA]   (bytes so far; safe to call at any time)
  *   pumpCancel(handle)                   (ask the thread to stop; cb then reports reason "cancel")
  *   bindDeviceSocket(host, port, ifname) -> fd
@@ -121,6 +124,69 @@ static napi_value GetOriginalDst(napi_env env, napi_callback_info info) {
   return obj;
 }
 
+/* ---------------------------------------------------------------- per-peer bandwidth budget */
+
+/* A budget shared by JavaScript (an external, one per peer) and every relay thread toward that peer: counted
+ * references, so a relay still running when the gateway drops the budget keeps it alive until it ends. */
+typedef struct budget_ref {
+  mm_budget b; /* first: an mm_budget * is a budget_ref_t * */
+  int refs;
+} budget_ref_t;
+
+void mm_budget_put(mm_budget *b) {
+  if (!b) return;
+  budget_ref_t *r = (budget_ref_t *)b;
+  if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) { mm_budget_destroy(&r->b); free(r); }
+}
+
+static void budget_finalize(napi_env env, void *data, void *hint) { mm_budget_put((mm_budget *)data); }
+
+/* the budget behind a budgetCreate() handle, with a reference for the caller (NULL for undefined/null);
+ * -1 in *bad when the value is neither */
+mm_budget *mm_budget_from_js(napi_env env, napi_value v, int *bad) {
+  napi_valuetype t;
+  *bad = 0;
+  if (napi_typeof(env, v, &t) != napi_ok || t == napi_undefined || t == napi_null) return NULL;
+  void *data = NULL;
+  if (t != napi_external || napi_get_value_external(env, v, &data) != napi_ok || !data) { *bad = -1; return NULL; }
+  budget_ref_t *r = data;
+  __atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL);
+  return &r->b;
+}
+
+/* budgetCreate(bytesPerSecond) -> handle: one peer's budget, shared by every relay given it */
+static napi_value BudgetCreate(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  double rate = 0;
+  if (argc < 1 || napi_get_value_double(env, argv[0], &rate) != napi_ok || !(rate >= 1) || rate > 1e15) {
+    napi_throw_type_error(env, NULL, "budgetCreate(bytesPerSecond): a number of bytes per second, at least 1");
+    return NULL;
+  }
+  budget_ref_t *r = calloc(1, sizeof *r);
+  if (!r) return throw_errno(env, "calloc", ENOMEM);
+  if (mm_budget_init(&r->b, (uint64_t)rate, 0, mm_budget_now_ns()) != 0) { free(r); return throw_errno(env, "budgetCreate", EINVAL); }
+  r->refs = 1;
+  napi_value ext;
+  if (napi_create_external(env, r, budget_finalize, NULL, &ext) != napi_ok) { mm_budget_put(&r->b); napi_throw_error(env, NULL, "budgetCreate: napi_create_external failed"); return NULL; }
+  return ext;
+}
+
+/* budgetSent(handle) -> bytes granted so far under this budget (for the metrics) */
+static napi_value BudgetSent(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], v;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int bad = 0;
+  mm_budget *b = argc >= 1 ? mm_budget_from_js(env, argv[0], &bad) : NULL;
+  if (!b) { napi_throw_type_error(env, NULL, "budgetSent(handle)"); return NULL; }
+  uint64_t sent = mm_budget_sent(b);
+  mm_budget_put(b);
+  CHECK(napi_create_double(env, (double)sent, &v));
+  return v;
+}
+
 /* ---------------------------------------------------------------- splice pump */
 
 static const char *reason_names[] = {"eof", "reset", "idle", "cancel", "error"};
@@ -136,6 +202,7 @@ typedef struct pump {
 
 static void pump_unref(pump_t *p) {
   if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    for (int d = 0; d < 2; d++) mm_budget_put(p->io.budget[d]);
     pthread_mutex_destroy(&p->mu);
     free(p->io.prefix[0]);
     free(p->io.prefix[1]);
@@ -200,11 +267,11 @@ static int copy_prefix(napi_env env, napi_value v, unsigned char **out, size_t *
 }
 
 static napi_value StartPump(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value argv[6];
+  size_t argc = 8;
+  napi_value argv[8];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 6) {
-    napi_throw_type_error(env, NULL, "startPump(fdA, fdB, prefixAtoB, prefixBtoA, idleMs, callback)");
+    napi_throw_type_error(env, NULL, "startPump(fdA, fdB, prefixAtoB, prefixBtoA, idleMs, callback, budgetAtoB?, budgetBtoA?)");
     return NULL;
   }
   int32_t fa, fb, idle;
@@ -226,6 +293,15 @@ static napi_value StartPump(napi_env env, napi_callback_info info) {
     p->refs = 1; pump_unref(p);
     napi_throw_type_error(env, NULL, "startPump: prefixes must be Buffers or null");
     return NULL;
+  }
+  for (int d = 0; d < 2; d++) {
+    int bad = 0;
+    if (argc > 6 + (size_t)d) p->io.budget[d] = mm_budget_from_js(env, argv[6 + d], &bad);
+    if (bad) {
+      p->refs = 1; pump_unref(p);
+      napi_throw_type_error(env, NULL, "startPump: budgets must be budgetCreate() handles or null");
+      return NULL;
+    }
   }
   p->io.bytes = p->bytes;
   int err = splice_io_pipes(&p->io);
@@ -391,6 +467,8 @@ static napi_value Init(napi_env env, napi_value exports) {
   tlsrelay_register(env, exports);
   napi_property_descriptor props[] = {
       {"getOriginalDst", NULL, GetOriginalDst, NULL, NULL, NULL, napi_default, NULL},
+      {"budgetCreate", NULL, BudgetCreate, NULL, NULL, NULL, napi_default, NULL},
+      {"budgetSent", NULL, BudgetSent, NULL, NULL, NULL, napi_default, NULL},
       {"startPump", NULL, StartPump, NULL, NULL, NULL, napi_default, NULL},
       {"pumpStats", NULL, PumpStats, NULL, NULL, NULL, napi_default, NULL},
       {"pumpCancel", NULL, PumpCancel, NULL, NULL, NULL, napi_default, NULL},

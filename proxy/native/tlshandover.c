@@ -37,6 +37,7 @@ void tlsr_unref(tlsr_t *t) {
     free(t->expect_uri);
     if (t->hdr_open) OPENSSL_clear_free(t->hdr_open, t->hdr_open_len);
     if (t->hdr_reply) OPENSSL_clear_free(t->hdr_reply, t->hdr_reply_len);
+    mm_budget_put(t->budget);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
     free(t);
@@ -203,6 +204,7 @@ static void splice_phase2(tlsr_t *t) {
   io.idle_ms = t->idle_ms;
   io.bytes = t->bytes;
   io.side = -1;
+  io.budget[1] = t->budget; /* direction 1 = plaintext -> tunnel: the bytes sent toward the peer */
   int e = splice_io_pipes(&io);
   if (e) { t->reason = T_ERROR; t->err = e; t->side = -1; snprintf(t->error, sizeof t->error, "pipe: %s", strerror(e)); return; }
   /* Without TLS around the payload, a FIN cannot say whether the peer finished or died. So the tunnel socket

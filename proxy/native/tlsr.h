@@ -12,6 +12,7 @@
 #include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include "budget.h"
 #include "ioready.h"
 #include "tls13rec.h"
 
@@ -65,6 +66,7 @@ struct tlsr {
   /* authenticated splice (see splice_phase2) */
   int splice_ok;    /* tlsStart flag: no read-ahead, keep the tunnel header for the binding */
   int splice;       /* tlsContinue: switch to the kernel splice after the binding exchange */
+  mm_budget *budget; /* tlsContinue: the peer's bandwidth budget for the spliced bytes toward the tunnel (a reference; NULL: none) */
   int64_t hs_ms;    /* handshakeTimeoutMs: also bounds the binding exchange */
   unsigned char *hdr_open, *hdr_reply; /* the OPEN and REPLY frames exactly as sent/received */
   size_t hdr_open_len, hdr_reply_len;
@@ -110,6 +112,10 @@ void tlsr_wipe_secrets(tlsr_t *t);
 /* tlshandover.c */
 void *tlsr_thread(void *arg);
 void tlsr_unref(tlsr_t *t);
+/* per-peer bandwidth budgets (mmproxy.c): the budget behind a budgetCreate() handle with a reference taken
+ * (NULL for undefined/null; *bad set for anything else), and dropping such a reference */
+mm_budget *mm_budget_from_js(napi_env env, napi_value v, int *bad);
+void mm_budget_put(mm_budget *b);
 void tlsr_free_phase1(tlsr_t *t);
 
 /* tlsopenssl.c (called by tlshandover.c only; it calls nothing there) */

@@ -271,15 +271,19 @@ static tlsr_t *get_t(napi_env env, napi_value v) {
 }
 
 static napi_value TlsContinue(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
-  napi_value argv[5];
+  size_t argc = 6;
+  napi_value argv[6];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   tlsr_t *t = argc >= 4 ? get_t(env, argv[0]) : NULL;
+  int bad = 0;
+  mm_budget *budget = argc >= 6 ? mm_budget_from_js(env, argv[5], &bad) : NULL;
+  if (bad) { napi_throw_type_error(env, NULL, "tlsContinue: budget must be a budgetCreate() handle or null"); return NULL; }
   bool splice = false;
   if (argc >= 5) napi_get_value_bool(env, argv[4], &splice);
   int32_t pfd = -1, idle = 0;
   if (!t || napi_get_value_int32(env, argv[2], &pfd) != napi_ok || napi_get_value_int32(env, argv[3], &idle) != napi_ok) {
-    napi_throw_type_error(env, NULL, "tlsContinue(handle, replyOrNull, relayFd, idleMs, splice?)");
+    mm_budget_put(budget);
+    napi_throw_type_error(env, NULL, "tlsContinue(handle, replyOrNull, relayFd, idleMs, splice?, budget?)");
     return NULL;
   }
   unsigned char *r;
@@ -293,10 +297,13 @@ static napi_value TlsContinue(napi_env env, napi_callback_info info) {
     t->pfd = pfd;
     t->idle_ms = idle;
     t->splice = splice && t->splice_ok;
+    /* the budget counts spliced bytes only: a session relaying inside TLS is refused a budget by the caller */
+    if (t->splice && !t->budget) { t->budget = budget; budget = NULL; }
     t->have_cmd = 1;
     pthread_cond_signal(&t->cv);
   }
   pthread_mutex_unlock(&t->mu);
+  mm_budget_put(budget);
   napi_value u;
   napi_get_undefined(env, &u);
   return u;

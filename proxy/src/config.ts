@@ -201,6 +201,12 @@ export const proxyConfigSchema = z.object({
   peers: z.array(peerSchema),
   tls: tlsSchema,
   limits: limitsSchema.default(() => limitsSchema.parse({})),
+  /**
+   * Bandwidth budget per peer, bytes per second: what this gateway sends toward each peer over the shared network,
+   * all tunnels to that peer together, shared fairly between them (native splice relay: tls.mode plaintext and
+   * mtls-splice; refused with tls.mode mtls). Absent: no budget.
+   */
+  bandwidth: z.number().int().min(1).optional(),
   /** KubeVirt CA exchange with the peers (trust/config.ts); absent: none. */
   trust: trustConfigSchema.optional(),
 }).strict();
@@ -222,6 +228,9 @@ export function parseProxyConfig(input: unknown): ProxyConfig {
   }
   const cfg = r.data;
   const bad = listenProblems(cfg.listen);
+  if (cfg.bandwidth !== undefined && cfg.tls.mode === 'mtls') {
+    bad.push('bandwidth: a budget per peer is enforced on plaintext and spliced tunnels only, not on payload inside TLS (tls.mode mtls); set tls.mode mtls-splice, or remove bandwidth');
+  }
   if (bad.length) throw new Error(`invalid gateway config:\n${bad.map((b) => `  - ${b}`).join('\n')}`);
   const names = new Set<string>();
   for (const [i, p] of cfg.peers.entries()) {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { ProxyConfig } from './config';
 import type { GatewayMetrics } from './metrics';
 import type { NativeAddon } from './native';
+import type { PeerBudgets } from './peer-budgets';
 import type { AddressPolicy } from './policy';
 import type { NativeTlsSessions, TlsFiles } from './tls-native-session';
 import type { TrustHub } from './trust/hub';
@@ -21,6 +22,8 @@ export interface GatewayContext {
   /** Native mTLS sessions: set when the addon is in use and the tunnel is mTLS. */
   readonly nativeTls: NativeTlsSessions | undefined;
   readonly table: TunnelTable;
+  /** Bandwidth budgets per peer (config `bandwidth`): hand `budgets.for(peer)` to every relay toward that peer. */
+  readonly budgets: PeerBudgets;
   /** The trust exchange: PUBLISH frames arriving on the tunnel port go to it (trust/hub.ts). */
   readonly trust: TrustHub;
   /** Draining or closed: no new tunnels. */

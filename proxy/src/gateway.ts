@@ -29,6 +29,7 @@ import { RecentErrors, runtimeStatus } from './runtime-status';
 import { listenBound } from './sockets';
 import { Terminus } from './terminus';
 import { TrustHub } from './trust/hub';
+import { PeerBudgets } from './peer-budgets';
 import { NativeTlsSessions, type TlsFiles } from './tls-native-session';
 import { TunnelTable, type Side } from './tunnel-table';
 import { tlsStack } from './tls-stack';
@@ -95,11 +96,13 @@ function readTls(cfg: ProxyConfig): TlsFiles | undefined {
  * end), so on that path a dead peer's cut stream would look complete (issue 14): mTLS runs on the native
  * relay only, and there is no Node-tls data path.
  */
+const BANDWIDTH_NEEDS_NATIVE = 'bandwidth (a budget per peer) needs the native addon: only its splice relay enforces it';
 const MTLS_NEEDS_NATIVE = 'tls.mode mtls needs the native addon (the Node tls data path cannot tell a cut stream from a clean end)';
 
 function loadAddon(opts: StartGatewayOptions, log: Logger, cfg: ProxyConfig): NativeAddon | undefined {
   const native = opts.dataPath === 'js' ? undefined : tryLoadNative();
   if (!native && cfg.tls.mode !== 'plaintext') throw new Error(MTLS_NEEDS_NATIVE + (opts.dataPath === 'js' ? ' (dataPath is js)' : `: ${nativeLoadError()?.message}`));
+  if (!native && cfg.bandwidth !== undefined) throw new Error(BANDWIDTH_NEEDS_NATIVE + (opts.dataPath === 'js' ? ' (dataPath is js)' : `: ${nativeLoadError()?.message}`));
   if (!native) {
     log.warn({ reason: opts.dataPath === 'js' ? 'dataPath=js' : nativeLoadError()?.message },
       'native addon not in use: no SO_ORIGINAL_DST lookup, plaintext relays use streams');
@@ -118,6 +121,7 @@ export class Gateway implements GatewayContext {
   readonly nativeTls: NativeTlsSessions | undefined;
   readonly table: TunnelTable;
   readonly trust: TrustHub;
+  readonly budgets: PeerBudgets;
   private readonly origin: Origin;
   private readonly terminus: Terminus;
   private readonly admin: http.Server;
@@ -136,7 +140,8 @@ export class Gateway implements GatewayContext {
     this.log = opts.logger ?? pino({ level: process.env.LOG_LEVEL ?? 'info' });
     this.native = loadAddon(opts, this.log, cfg);
     const here = opts.interfaceAddresses ?? interfaceAddresses;
-    this.metrics = createMetrics(opts.registry, () => this.table.flushAll(), true, () => this.cfg.ownAddresses, here);
+    this.budgets = new PeerBudgets(this.native, () => this.cfg);
+    this.metrics = createMetrics(opts.registry, () => this.table.flushAll(), true, () => this.cfg.ownAddresses, here, () => this.budgets.snapshot());
     this.table = new TunnelTable(this.metrics, this.log, this.native);
     this.table.onReset = (peer, side) => this.errors.record(side, 'reset', peer);
     this.policy = new AddressPolicy(cfg, [], !!opts.unsafeAllowLoopbackDestinations);
@@ -218,6 +223,7 @@ export class Gateway implements GatewayContext {
       const n = parseProxyConfig(next);
       const fixed = (c: ProxyConfig) => JSON.stringify([c.fleet, c.cluster, c.listen, c.tls.mode]);
       if (fixed(n) !== fixed(this.cfg)) throw new Error('fleet, cluster, listen addresses and tls.mode cannot change at run time: restart the gateway');
+      if (n.bandwidth !== undefined && !this.native) throw new Error(BANDWIDTH_NEEDS_NATIVE);
       const files = readTls(n);
       const nextPolicy = new AddressPolicy(n, [], !!this.opts.unsafeAllowLoopbackDestinations);
       const nextContexts = files && this.nativeTls ? this.nativeTls.makeContexts(files) : undefined;

@@ -15,7 +15,12 @@ export interface GatewayMetrics {
   configReloads: Counter<'result'>;
   draining: Gauge;
   addressHeld: Gauge<'address'>;
+  budgetRate: Gauge<'peer'>;
+  budgetSent: Counter<'peer'>;
 }
+
+/** A peer's bandwidth budget as the metrics read it: rate in bytes/s, bytes sent under it so far. */
+export interface BudgetReading { peer: string; rate: number; sent: number }
 
 /** The addresses on this pod's interfaces now (the runtime shares its network namespace with keepalived). */
 export function interfaceAddresses(): Set<string> {
@@ -28,7 +33,7 @@ export function interfaceAddresses(): Set<string> {
  */
 export function createMetrics(
   registry = new Registry(), onCollect?: () => void, defaults = true, ownAddresses: () => readonly string[] = () => [],
-  addressesHere: () => Set<string> = interfaceAddresses,
+  addressesHere: () => Set<string> = interfaceAddresses, budgets: () => BudgetReading[] = () => [],
 ): GatewayMetrics {
   if (defaults) collectDefaultMetrics({ register: registry, prefix: 'mm_proxy_' });
   const m: GatewayMetrics = {
@@ -66,6 +71,16 @@ export function createMetrics(
         this.reset();
         for (const a of own) this.set({ address: a }, here.has(a.toLowerCase()) ? 1 : 0);
       },
+    }),
+    budgetRate: new Gauge({
+      name: 'mm_proxy_peer_bandwidth_budget_bytes_per_second', help: 'The bandwidth budget toward this peer (config bandwidth), bytes per second, all its tunnels together.',
+      labelNames: ['peer'], registers: [registry],
+      collect() { this.reset(); for (const b of budgets()) this.set({ peer: b.peer }, b.rate); },
+    }),
+    budgetSent: new Counter({
+      name: 'mm_proxy_peer_bandwidth_sent_bytes_total', help: 'Bytes sent toward this peer under its bandwidth budget (granted by the budget; a reload that changes the rate restarts it).',
+      labelNames: ['peer'], registers: [registry],
+      collect() { this.reset(); for (const b of budgets()) this.inc({ peer: b.peer }, b.sent); },
     }),
   };
   return m;

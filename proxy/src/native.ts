@@ -16,6 +16,8 @@ export interface OriginalDst { address: string; port: number; family: 4 | 6 }
 export interface PumpResult { aToB: number; bToA: number; reason: 'eof' | 'reset' | 'idle' | 'cancel' | 'error'; side: 'a' | 'b' | ''; errno: number }
 export type PumpHandle = { readonly __pump: unique symbol };
 
+/** One peer's bandwidth budget in the addon (budgetCreate), shared by every relay toward that peer. */
+export type BudgetHandle = { readonly __budget: unique symbol };
 export type TlsCtx = { readonly __tlsctx: unique symbol };
 export type TlsHandle = { readonly __tls: unique symbol };
 export type TlsPhase1 = { phase: 1; ok: boolean; handshook: boolean; error: string; uris: string[]; frame: Buffer };
@@ -34,7 +36,7 @@ export interface NativeAddon {
    * (exporter over OPEN || REPLY), then relay with splice(2) on the same TCP connection, no second encryption.
    * A missing or wrong BIND ends the session as an error (both sockets reset, `error` starts with "binding:").
    */
-  tlsContinue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number, splice?: boolean): void;
+  tlsContinue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number, splice?: boolean, budget?: BudgetHandle | null): void;
   tlsCancel(h: TlsHandle): void;
   tlsStats(h: TlsHandle): [number, number];
   /** Native TLS sessions whose OpenSSL state is still allocated (freed when a session's thread ends, not by GC). */
@@ -47,7 +49,13 @@ export interface NativeAddon {
    */
   tlsRecordStats(): [number, number, number, number, number, number];
   getOriginalDst(fd: number): OriginalDst | null;
-  startPump(fdA: number, fdB: number, prefixAtoB: Buffer | null, prefixBtoA: Buffer | null, idleMs: number, cb: (r: PumpResult) => void): PumpHandle;
+  /** `budgetAtoB` / `budgetBtoA`: the peer's bandwidth budget the bytes written in that direction count against. */
+  startPump(fdA: number, fdB: number, prefixAtoB: Buffer | null, prefixBtoA: Buffer | null, idleMs: number, cb: (r: PumpResult) => void,
+    budgetAtoB?: BudgetHandle | null, budgetBtoA?: BudgetHandle | null): PumpHandle;
+  /** A bandwidth budget of `bytesPerSecond` (token bucket, native/budget.c); freed when unreferenced and no relay uses it. */
+  budgetCreate(bytesPerSecond: number): BudgetHandle;
+  /** Bytes granted so far under a budget. */
+  budgetSent(b: BudgetHandle): number;
   pumpStats(h: PumpHandle): [number, number];
   pumpCancel(h: PumpHandle): void;
   /** SO_KEEPALIVE + TCP_KEEPIDLE/KEEPINTVL/KEEPCNT + TCP_USER_TIMEOUT on a TCP socket; 0 or an errno. */

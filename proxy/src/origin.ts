@@ -124,7 +124,7 @@ export class Origin {
     ctx.log.info({ conn: t.id, peer: t.peer, dst: `${dst.host}:${dst.port}`, from: client.remoteAddress, data }, 'tunnel open');
     const rest = o.rest.length ? o.rest : null;
     if (o.tls) this.handOverNative(t, client, o.tls);
-    else if (usePump) relayNative(ctx.native!, ctx.log, ctx.cfg.limits.idleTimeoutMs, t, client, o.raw, null, rest);
+    else if (usePump) relayNative(ctx.native!, ctx.log, ctx.cfg.limits.idleTimeoutMs, t, client, o.raw, null, rest, ctx.budgets.for(t.peer));
     else relayStreams(ctx.log, t, client, o.raw, null, rest);
   }
 
@@ -141,7 +141,7 @@ export class Origin {
     };
     const early = stopReading(client);
     if (early) { ctx.log.warn({ conn: t.id }, 'unexpected bytes buffered before hand-over'); t.finish('reset'); return; }
-    ctx.nativeTls!.continue(nt.h, null, socketFd(client), ctx.cfg.limits.idleTimeoutMs, nt.splice);
+    ctx.nativeTls!.continue(nt.h, null, socketFd(client), ctx.cfg.limits.idleTimeoutMs, nt.splice, nt.splice ? ctx.budgets.for(t.peer) : null);
   }
 
   /**
@@ -151,6 +151,8 @@ export class Origin {
   private async openTunnel(peer: PeerConfig, header: OpenHeader, usePump: boolean): Promise<Opened> {
     try { return await this.openTunnelOnce(peer, header, usePump); } catch (e) {
       if ((e as Refusal).refusal !== RefusalCode.PAYLOAD_MODE_REFUSED || header.payload !== 'splice') throw e;
+      // a budget is enforced on spliced payloads only: never fall back to a relay that would not hold it
+      if (this.ctx.cfg.bandwidth !== undefined) { this.ctx.log.warn({ peer: peer.cluster }, 'peer gateway does not splice and this gateway has a bandwidth budget: tunnel refused'); throw e; }
       this.ctx.log.info({ peer: peer.cluster }, 'peer gateway does not splice: payload inside TLS');
       return this.openTunnelOnce(peer, { ...header, payload: 'tls' }, usePump);
     }

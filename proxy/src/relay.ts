@@ -5,15 +5,18 @@
  */
 import type * as net from 'node:net';
 import type { Logger } from 'pino';
-import { type NativeAddon, type PumpResult, socketFd, stopReading } from './native';
+import { type BudgetHandle, type NativeAddon, type PumpResult, socketFd, stopReading } from './native';
 import { nowMs, resetOrDestroy } from './sockets';
 import type { Tunnel } from './tunnel-table';
 
 const join = (x: Buffer | null, y: Buffer | null) => (x && y ? Buffer.concat([x, y]) : x ?? y);
 
-/** Native splice relay between two plain sockets (both already paused). */
+/**
+ * Native splice relay between two plain sockets (both already paused). `budget`: the peer's bandwidth budget, for
+ * the direction that writes to the tunnel socket (a to b when `t.aToBIsTx`).
+ */
 export function relayNative(native: NativeAddon, log: Logger, idleMs: number, t: Tunnel, a: net.Socket, b: net.Socket,
-  prefixAtoB: Buffer | null, prefixBtoA: Buffer | null): void {
+  prefixAtoB: Buffer | null, prefixBtoA: Buffer | null, budget: BudgetHandle | null = null): void {
   // bytes Node read ahead before the hand-over come after the header leftovers and before the kernel's
   prefixAtoB = join(prefixAtoB, stopReading(a));
   prefixBtoA = join(prefixBtoA, stopReading(b));
@@ -24,7 +27,7 @@ export function relayNative(native: NativeAddon, log: Logger, idleMs: number, t:
     if (r.reason === 'reset' || r.reason === 'error') log.info({ conn: t.id, side: r.side, errno: r.errno }, 'relay ended by a reset/error');
     // the pump already armed SO_LINGER{1,0} on the surviving socket after a reset; reset explicitly too
     t.finish(r.reason === 'eof' ? 'destroy' : 'reset'); // only a clean end is not a reset
-  });
+  }, t.aToBIsTx ? budget : null, t.aToBIsTx ? null : budget);
 }
 
 /**

@@ -140,7 +140,7 @@ export class Terminus {
         if (err || t.finished) { t.finish('reset'); return; }
         ctx.table.markEstablished(t);
         ctx.log.info({ conn: id, peer: peer.cluster, dst: dstText, data: usePump ? 'splice' : 'stream' }, 'tunnel accepted');
-        if (usePump) relayNative(ctx.native!, ctx.log, ctx.cfg.limits.idleTimeoutMs, t, raw, dstSock, rest, null);
+        if (usePump) relayNative(ctx.native!, ctx.log, ctx.cfg.limits.idleTimeoutMs, t, raw, dstSock, rest, null, ctx.budgets.for(t.peer));
         else relayStreams(ctx.log, t, raw, dstSock, rest, null);
       });
     }, (e: NodeJS.ErrnoException) => {
@@ -200,6 +200,10 @@ export class Terminus {
     if (hd.payload === 'splice' && !sessions.spliceCapable) {
       return refuseWith(hd.connectionId, RefusalCode.PAYLOAD_MODE_REFUSED, `payload splice needs tls.mode mtls-splice (this terminus: ${ctx.cfg.tls.mode})`);
     }
+    if (hd.payload !== 'splice' && ctx.cfg.bandwidth !== undefined) {
+      // the budget is enforced on spliced payloads only: never relay past it unenforced
+      return refuseWith(hd.connectionId, RefusalCode.PAYLOAD_MODE_REFUSED, 'this gateway enforces a bandwidth budget per peer, on spliced payloads only: set tls.mode mtls-splice on the origin');
+    }
     const v = checkOpen(ctx, hd, who.cluster);
     if ('code' in v) return refuseWith(hd.connectionId, v.code, v.why, { dst: `${hd.dstHost}:${hd.dstPort}` });
     return this.acceptNative(raw, h, hd, v.peer);
@@ -220,7 +224,7 @@ export class Terminus {
       const splice = hd.payload === 'splice';
       ctx.log.info({ conn: id, peer: peer.cluster, dst: dstText, data: splice ? 'native-splice' : 'native-tls' }, 'tunnel accepted');
       const reply = encodeReply({ status: RefusalCode.ACCEPTED, connectionId: hd.connectionId, reason: '' });
-      sessions.continue(h, reply, socketFd(dstSock), ctx.cfg.limits.idleTimeoutMs, splice);
+      sessions.continue(h, reply, socketFd(dstSock), ctx.cfg.limits.idleTimeoutMs, splice, splice ? ctx.budgets.for(peer.cluster) : null);
     }, (e: NodeJS.ErrnoException) => {
       const code = this.dialFailed(e, id, peer, dstText);
       sessions.continue(h, encodeReply({ status: code, connectionId: hd.connectionId, reason: e.code ?? e.message }), -1, 0);

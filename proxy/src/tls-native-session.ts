@@ -5,7 +5,7 @@
  */
 import type * as net from 'node:net';
 import type { ProxyConfig } from './config';
-import { TLS_FLAG_SPLICE_CAPABLE, type NativeAddon, type TlsCtx, type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd } from './native';
+import { TLS_FLAG_SPLICE_CAPABLE, type BudgetHandle, type NativeAddon, type TlsCtx, type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd } from './native';
 
 /** Certificate, key and CA of this gateway (PEM). */
 export interface TlsFiles { ca: Buffer; cert: Buffer; key: Buffer }
@@ -47,11 +47,13 @@ export class NativeTlsSessions {
 
   /**
    * After phase 1: send `reply` (if any), then relay with `relayFd` (or end the session when it is -1). `splice`:
-   * exchange BIND frames, then splice the payload without TLS (splice-capable sessions only).
+   * exchange BIND frames, then splice the payload without TLS (splice-capable sessions only). `budget`: the peer's
+   * bandwidth budget for the spliced bytes toward the tunnel (splice only: a TLS relay does not enforce one).
    */
-  continue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number, splice = false): void {
+  continue(h: TlsHandle, reply: Buffer | null, relayFd: number, idleMs: number, splice = false, budget: BudgetHandle | null = null): void {
     if (splice && !this.spliceCapable) throw new Error('splice asked of a session that is not splice-capable');
-    this.native.tlsContinue(h, reply, relayFd, idleMs, splice);
+    if (budget && !splice) throw new Error('a bandwidth budget is enforced on spliced sessions only');
+    this.native.tlsContinue(h, reply, relayFd, idleMs, splice, budget);
   }
 
   cancel(h: TlsHandle): void { this.native.tlsCancel(h); }

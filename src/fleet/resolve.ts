@@ -119,6 +119,11 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
       `choose another port (the default is ${DEFAULT_TUNNEL_PORT}; ${DEFAULT_INTERCEPT_PORT} and ${DEFAULT_ADMIN_PORT} are taken)`);
   }
   const payload = resolvePayload(p, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
+  if (gw.bandwidth !== undefined && tls.kind !== 'plaintext' && payload === 'tls') {
+    p.add('gateway-bandwidth-needs-splice', 'spec.gateway.bandwidth', `a budget of '${gw.bandwidth}' bytes/s per peer with payload tls (tls.mode mtls): `
+      + 'the gateway enforces the budget on plaintext and spliced tunnels only, so it would not hold',
+    'set spec.gateway.payload: splice (KubeVirt\'s migration TLS on), or remove spec.gateway.bandwidth');
+  }
   checkTrustAuthenticated(p, doc, trust, tls.kind);
   const vm = vmNetworkDocProblems(doc); // issue 40: VM networks (src/vmnet/)
   p.addAll(vm.problems);

@@ -283,8 +283,8 @@ const gatewaySchema = z.object({
    * Bandwidth budget per peer: the bytes per second a gateway may send toward each other cluster over the shared
    * network, summed over all its tunnels to that peer and shared fairly between them (docs/gateway.md, "Bandwidth
    * budget"). A Kubernetes quantity in bytes per second like KubeVirt's `bandwidthPerMigration`, e.g. `125M`
-   * (1 Gbit/s) or `1Gi`. Each gateway is to enforce it on what it sends (unprivileged, no tc); in this release the
-   * field is resolved and checked by validate, and the gateway runtime does not enforce it yet (docs/gateway.md).
+   * (1 Gbit/s) or `1Gi`. Each gateway enforces it on what it sends (unprivileged, no tc) in tls.mode plaintext and
+   * with payload splice; payload tls (tls.mode mtls) is refused with it (`gateway-bandwidth-needs-splice`).
    * validate warns when it cannot carry `parallelMigrationsPerCluster` migrations at `bandwidthPerMigration`
    * (`gateway-bandwidth-below-migrations`).
    * @default - none (no budget)

@@ -98,6 +98,7 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan, interfac
     ],
     peers: [],
     tls,
+    ...(plan.gateway.bandwidth !== undefined ? { bandwidth: Math.max(1, Math.floor(plan.gateway.bandwidth)) } : {}),
     // issue #10: the trust container beside the runtime (constructs/gateway/trust.ts)
     ...(plan.trust.clusters[cluster.name]?.exchange ? { trust: trustSection(plan) } : {}),
   };

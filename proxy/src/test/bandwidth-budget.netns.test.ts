@@ -1,0 +1,132 @@
+/**
+ * The bandwidth budget per peer (config `bandwidth`, issue 52 item 3), in network namespaces this test creates:
+ *
+ *   [c] 10.1.0.10 --mig0-- [ga] 10.1.0.1 | 192.168.50.1 --xc0-- [gb] 192.168.50.2 | 10.2.0.1 --mig0-- [s] 10.2.0.10
+ *                                       | 192.168.51.1 --xc1-- [gn] 192.168.51.2 | 10.3.0.1 --mig0-- [n] 10.3.0.10
+ *
+ * Gateway east (ga) has a budget of 20 MB/s per peer and two peers, west (gb) and north (gn); the real CLI, the
+ * same setup-rules REDIRECT as in production. Four bulk streams from c to s share west's budget while one bulk
+ * stream to n has north's; bytes are counted at the receivers over wall-clock windows (bulk.ts meter), so a slow
+ * sender under load cannot fake a result. Per tunnel mode: plaintext (splice pump) and mtls-splice (the TLS
+ * session's splice after the binding exchange).
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { NetnsLab, netnsUnavailable } from '../testkit/netns';
+import { makePki, type Pki } from '../testkit/helpers';
+
+const CLI = path.join(__dirname, '..', 'cli.js');
+const BULK = path.join(__dirname, '..', 'testkit', 'bulk.js');
+const node = process.execPath;
+const skip = netnsUnavailable();
+const BUDGET = 20_000_000; // bytes/s per peer: far below what the chain carries on a loaded 2-core machine
+const RUN_MS = 5000;
+
+type Samples = Record<string, [number, number][]>;
+
+/** Bytes of `name` received between t0 and t1 (ms, absolute), from the nearest samples at or after each. */
+function bytesIn(s: Samples, name: string, t0: number, t1: number): number {
+  const at = (t: number) => {
+    const l = s[name] ?? [];
+    const hit = l.find(([ms]) => ms >= t);
+    if (!hit) throw new Error(`${name}: no sample at or after ${t} (last ${l.at(-1)?.[0]})`);
+    return hit[1];
+  };
+  return at(t1) - at(t0);
+}
+
+for (const mode of ['plaintext', 'mtls-splice'] as const) {
+  describe(`bandwidth budget per peer in network namespaces (${mode})`, { timeout: 120_000, skip }, () => {
+    const lab = new NetnsLab();
+    let pki: Pki;
+    const ns = { c: '', ga: '', gb: '', gn: '', s: '', n: '' };
+    const outs: (() => string)[] = [];
+
+    const tls = (me: string) => (mode === 'plaintext' ? { mode } : { mode, caFile: pki.ca, certFile: pki.certs[me].cert, keyFile: pki.certs[me].key });
+    const base = (me: string, tunnel: string, local: string, dialFrom: string) => ({
+      version: 1, fleet: 'fleet', cluster: me,
+      listen: { intercept: { host: '0.0.0.0', interface: 'mig0', port: 15001 }, tunnel: { host: tunnel, port: 15443 }, admin: { host: '127.0.0.1', port: 15090 } },
+      localCidrs: [local], dialFrom, tls: tls(me), limits: { handshakeTimeoutMs: 3000, dialTimeoutMs: 2000, drainTimeoutMs: 1000 },
+    });
+    const configs: Record<string, object> = {};
+    /** bytes each peer's receiver counted in the whole run (set by the first case) */
+    const received: Record<string, number> = {};
+
+    before(async () => {
+      pki = makePki('fleet', ['east', 'west', 'north']);
+      for (const k of Object.keys(ns) as (keyof typeof ns)[]) ns[k] = lab.addNs(k);
+      lab.link(ns.c, 'mig0', ['10.1.0.10/24'], ns.ga, 'mig0', ['10.1.0.1/24']);
+      lab.link(ns.ga, 'xc0', ['192.168.50.1/24'], ns.gb, 'xc0', ['192.168.50.2/24']);
+      lab.link(ns.ga, 'xc1', ['192.168.51.1/24'], ns.gn, 'xc0', ['192.168.51.2/24']);
+      lab.link(ns.gb, 'mig0', ['10.2.0.1/24'], ns.s, 'mig0', ['10.2.0.10/24']);
+      lab.link(ns.gn, 'mig0', ['10.3.0.1/24'], ns.n, 'mig0', ['10.3.0.10/24']);
+      lab.run(['ip', 'route', 'add', '10.0.0.0/8', 'via', '10.1.0.1'], ns.c);
+      lab.run(['ip', 'route', 'add', '10.1.0.0/24', 'via', '10.2.0.1'], ns.s);
+      lab.run(['ip', 'route', 'add', '10.1.0.0/24', 'via', '10.3.0.1'], ns.n);
+      configs.east = {
+        ...base('east', '192.168.50.1', '10.1.0.0/24', '10.1.0.1'), ownAddresses: ['10.1.0.1', '192.168.50.1', '192.168.51.1'], bandwidth: BUDGET,
+        peers: [
+          { cluster: 'west', cidrs: ['10.2.0.0/24'], gateways: [{ host: '192.168.50.2', port: 15443 }] },
+          { cluster: 'north', cidrs: ['10.3.0.0/24'], gateways: [{ host: '192.168.51.2', port: 15443 }] },
+        ],
+      };
+      for (const [me, ip, local, from] of [['west', '192.168.50.2', '10.2.0.0/24', '10.2.0.1'], ['north', '192.168.51.2', '10.3.0.0/24', '10.3.0.1']]) {
+        configs[me] = { ...base(me, ip, local, from), ownAddresses: [from, ip], peers: [{ cluster: 'east', cidrs: ['10.1.0.0/24'], gateways: [{ host: '192.168.50.1', port: 15443 }] }] };
+      }
+      for (const [me, where] of [['east', ns.ga], ['west', ns.gb], ['north', ns.gn]]) {
+        const file = path.join(pki.dir, `${me}.json`);
+        fs.writeFileSync(file, JSON.stringify(configs[me]));
+        await lab.exec(where, [node, CLI, 'setup-rules', '--config', file]);
+        outs.push((await lab.start(where, [node, CLI, 'run', '--config', file], 'gateway listening')).out);
+      }
+    });
+    after(async () => { await lab.cleanup(); if (pki) fs.rmSync(pki.dir, { recursive: true, force: true }); });
+
+    it('4 streams to one peer hold its budget (±5%) and share it fairly (±25%), a late one within 1 s; another peer has its own', async () => {
+      const meterS = lab.start(ns.s, [node, BULK, 'meter', '9185', String(RUN_MS / 1000 + 4)], 'listening');
+      const meterN = lab.start(ns.n, [node, BULK, 'meter', '9185', String(RUN_MS / 1000 + 4)], 'listening');
+      const [ms, mn] = await Promise.all([meterS, meterN]);
+      const done = (m: typeof ms) => new Promise<Samples>((resolve, reject) => {
+        m.child.on('exit', () => { try { resolve(JSON.parse(m.out().split('\n').filter(Boolean).at(-1)!) as Samples); } catch (e) { reject(e); } });
+      });
+      const resS = done(ms), resN = done(mn);
+      const t0 = Date.now() + 300; // when the streams start (after the sender process is up)
+      const streams = [
+        ...[1, 2, 3].map((i) => ({ host: '10.2.0.10', port: 9185, name: `w${i}`, delayMs: t0 - Date.now(), durMs: RUN_MS })),
+        { host: '10.2.0.10', port: 9185, name: 'w4', delayMs: t0 - Date.now() + 1000, durMs: RUN_MS - 1000 },
+        { host: '10.3.0.10', port: 9185, name: 'n1', delayMs: t0 - Date.now(), durMs: RUN_MS },
+      ];
+      const sent = JSON.parse(await lab.exec(ns.c, [node, BULK, 'blast', JSON.stringify(streams)], RUN_MS + 15_000)) as Record<string, string | null>;
+      assert.deepEqual(sent, { w1: null, w2: null, w3: null, w4: null, n1: null }, `${outs.map((o) => o().split('\n').slice(-5).join('\n')).join('\n---\n')}`);
+      const [s, n] = await Promise.all([resS, resN]);
+      const total = (x: Samples) => Object.values(x).reduce((sum, l) => sum + (l.at(-1)?.[1] ?? 0), 0);
+      received.west = total(s);
+      received.north = total(n);
+      const rate = (name: string, a: number, b: number, src = s) => bytesIn(src, name, t0 + a, t0 + b) / ((b - a) / 1000);
+      const agg = ['w1', 'w2', 'w3', 'w4'].reduce((sum, w) => sum + rate(w, 500, RUN_MS - 200), 0);
+      const per = ['w1', 'w2', 'w3', 'w4'].map((w) => rate(w, 2000, RUN_MS - 200));
+      const late = rate('w4', 2000, RUN_MS - 200);
+      const north = rate('n1', 500, RUN_MS - 200, n);
+      console.log(`# ${mode}: budget ${BUDGET / 1e6} MB/s; west aggregate ${(agg / 1e6).toFixed(2)} MB/s, per stream ${per.map((x) => (x / 1e6).toFixed(2)).join(' ')} MB/s; north ${(north / 1e6).toFixed(2)} MB/s`);
+      assert.ok(Math.abs(agg - BUDGET) <= 0.05 * BUDGET, `aggregate to west ${agg} B/s, budget ${BUDGET} (±5%)`);
+      for (const [i, r] of per.entries()) assert.ok(Math.abs(r - BUDGET / 4) <= 0.25 * BUDGET / 4, `stream w${i + 1}: ${r} B/s, fair share ${BUDGET / 4} (±25%)`);
+      assert.ok(Math.abs(late - BUDGET / 4) <= 0.25 * BUDGET / 4, `w4, started 1 s late, from 1 s after its start: ${late} B/s`);
+      // north has a budget of its own: not the share of a budget west fills (BUDGET / 5), but about all of it
+      assert.ok(north >= 0.8 * BUDGET && north <= 1.05 * BUDGET, `north's one stream: ${north} B/s while west's budget is full`);
+    });
+
+    it('exposes each peer\'s budget and the bytes sent under it in /metrics', async () => {
+      const m = await lab.exec(ns.ga, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], 10_000);
+      for (const peer of ['west', 'north']) {
+        assert.match(m, new RegExp(`mm_proxy_peer_bandwidth_budget_bytes_per_second\\{peer="${peer}"\\} ${BUDGET}\\b`));
+        const sentBytes = Number(new RegExp(`mm_proxy_peer_bandwidth_sent_bytes_total\\{peer="${peer}"\\} (\\d+)`).exec(m)?.[1]);
+        // what the budget let through is what arrived (the senders' queued bytes drain after they close, still
+        // under the budget, and the receivers count for 4 s longer than the streams run)
+        assert.ok(received[peer] > 0.7 * BUDGET * RUN_MS / 1000, `${peer}: the first case ran (${received[peer]} bytes received)`);
+        assert.ok(Math.abs(sentBytes - received[peer]) <= 0.01 * received[peer] + 1e6, `${peer}: ${sentBytes} bytes sent under the budget, ${received[peer]} received`);
+      }
+    });
+  });
+}
