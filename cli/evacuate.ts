@@ -19,7 +19,7 @@ const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
 /** The plan in words: limits, then each wave's moves, then each target's free memory before and after. */
 function renderEvacuation(plan: EvacuationPlan): string {
   const waves = [...new Set(plan.placements.map((p) => p.wave))].sort((a, b) => a - b);
-  const lines = [`evacuate ${plan.source}: ${plan.placements.length} VMs in ${waves.length} waves (at most ${plan.limits.perCluster} at once per cluster, ${plan.limits.perNode} per source node)`];
+  const lines = [`evacuate ${plan.source}: ${plan.placements.length} VMs in ${waves.length} waves (at most ${plan.limits.perCluster} at once per cluster, ${plan.limits.perNode} per source node${plan.limits.perPeer ? `, ${plan.limits.perPeer} into each target within the gateways' bandwidth budget` : ''})`];
   for (const w of waves) {
     const ps = plan.placements.filter((p) => p.wave === w);
     lines.push(`  ${waveBatch(plan.source, w)}: ${ps.map((p) => `${p.vm.namespace}/${p.vm.name} (${p.vm.memory}) ${p.vm.node} -> ${p.to}/${p.node}`).join(', ')}`);

@@ -135,6 +135,28 @@ describe('refusals', () => {
     expect(planEvacuation(doc, inv, 'east').problems[0].message).toContain('no other cluster of east\'s migration group (gateway) is in the inventory');
   });
 
+  test('a gateway budget per peer caps the moves into each target per wave at what it carries at their bandwidth', () => {
+    // crossCluster 250M over 4 parallel migrations: 62.5 MB/s each (rounded down to a KiB); a 130M budget carries 2
+    const budgeted = clone(doc) as any;
+    budgeted.spec.gateway = { ...budgeted.spec.gateway, bandwidth: '130M' };
+    const p = planEvacuation(budgeted, inventory, 'east');
+    const plan = planEvacuation(doc, inventory, 'east');
+    expect(p.limits).toEqual({ perCluster: 4, perNode: 2, perPeer: 2 });
+    expect(p.placements.map((x) => x.vm.name).sort()).toEqual(plan.placements.map((x) => x.vm.name).sort());
+    const waves = [...new Set(p.placements.map((x) => x.wave))];
+    for (const w of waves) {
+      for (const count of Object.values(countBy(p.placements.filter((x) => x.wave === w).map((x) => x.to)))) expect(count).toBeLessThanOrEqual(2);
+    }
+    // the same VMs, more waves: the cap binds (without it a wave takes up to 4 into one target)
+    expect(waves.length).toBeGreaterThan(new Set(plan.placements.map((x) => x.wave)).size);
+    expect(evacuationDocument('drain', p)).toContain("2 into each target within the gateways' bandwidth budget");
+    // a budget below one migration's bandwidth still lets one move at a time; the direct datapath has no gateway budget
+    budgeted.spec.gateway.bandwidth = '10M';
+    expect(planEvacuation(budgeted, inventory, 'east').limits.perPeer).toBe(1);
+    budgeted.spec.datapath = 'direct';
+    expect(planEvacuation(budgeted, inventory, 'east').limits.perPeer).toBeUndefined();
+  });
+
   test('HCO\'s default of one outbound migration per node (PR #4426) shapes the waves when the fleet says nothing', () => {
     const hco = clone(doc) as any;
     delete hco.spec.migrationPolicy.parallelOutboundMigrationsPerNode;

@@ -17,7 +17,8 @@
  *   first name), on that target's node with the most free memory. Deterministic for the same inputs.
  * - Waves: a VM joins the first wave in which the source cluster, the target cluster (KubeVirt's
  *   `parallelMigrationsPerCluster`, default 5) and the VM's source node (`parallelOutboundMigrationsPerNode`:
- *   KubeVirt's default 2, HCO's 1 since hyperconverged-cluster-operator PR #4426) still have room.
+ *   KubeVirt's default 2, HCO's 1 since hyperconverged-cluster-operator PR #4426) still have room, and, with a
+ *   gateway budget per peer, no more go into one target than the budget carries at their bandwidth (`Limits`).
  * Every VM no target can take is refused with each target's reason. Pure, no cdk8s import.
  */
 import { quantityValue } from '../base/quantity';
@@ -25,6 +26,7 @@ import { FleetProblem } from '../base/errors';
 import { FleetDocument } from '../fleet/schema';
 import { DEFAULT_DELIVERY_FORM, deliveryForm } from '../kubevirt/delivery-forms';
 import { Inventory, InventoryNode, InventoryVm } from './inventory';
+import { crossClusterPolicy } from './move-policy';
 import { Move } from './schema';
 import { memoryOverhead, nodeRefusal, SCHEDULABLE_LABEL } from '../report/readiness';
 import { NodeFacts, VmNeeds } from '../report/readiness-facts';
@@ -71,7 +73,7 @@ export interface EvacuationPlan {
   readonly problems: readonly FleetProblem[];
   /** Free memory of each target before and after, in bytes. */
   readonly targets: readonly { readonly name: string; readonly freeBefore: number; readonly freeAfter: number }[];
-  readonly limits: { readonly perCluster: number; readonly perNode: number };
+  readonly limits: Limits;
 }
 
 const num = (q: string | undefined): number => (q === undefined ? 0 : quantityValue(q) ?? 0);
@@ -79,6 +81,14 @@ const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const clusterSpec = (doc: FleetDocument, name: string) => doc.spec.clusters.find((c) => c.name === name);
 const datapathOf = (doc: FleetDocument, name: string) => clusterSpec(doc, name)?.datapath ?? doc.spec.datapath ?? 'gateway';
 const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
+
+/**
+ * How many moves a wave may hold: out of the source and into each target (`perCluster`), per source node (`perNode`),
+ * and, when the fleet gives the gateways a budget per peer (`spec.gateway.bandwidth`) and its migrations a bandwidth
+ * (`migrationPolicy.crossCluster`, else `bandwidthPerMigration`), into each target as many as the budget carries at
+ * that bandwidth (`perPeer`, at least 1): more would only share the budget and each take longer than its timeout allows.
+ */
+export interface Limits { readonly perCluster: number; readonly perNode: number; readonly perPeer?: number }
 
 /** Plan the evacuation of `source`: placements in waves, or a refusal per VM no target can take. */
 export function planEvacuation(doc: FleetDocument, inventory: Inventory, source: string): EvacuationPlan {
@@ -110,12 +120,15 @@ export function planEvacuation(doc: FleetDocument, inventory: Inventory, source:
   };
 }
 
-function limitsOf(doc: FleetDocument, source: string): { perCluster: number; perNode: number } {
+function limitsOf(doc: FleetDocument, source: string): Limits {
   const mp = doc.spec.migrationPolicy;
   const delivery = clusterSpec(doc, source)?.kubevirt?.configDelivery ?? doc.spec.kubevirt?.configDelivery ?? DEFAULT_DELIVERY_FORM;
+  const budget = datapathOf(doc, source) === 'gateway' ? num(doc.spec.gateway?.bandwidth) : 0;
+  const perMigration = crossClusterPolicy(doc)?.bytesPerMigration ?? num(mp?.bandwidthPerMigration);
   return {
     perCluster: mp?.parallelMigrationsPerCluster ?? KUBEVIRT_PARALLEL_PER_CLUSTER,
     perNode: mp?.parallelOutboundMigrationsPerNode ?? deliveryForm(delivery).migrationDefaults.parallelOutboundMigrationsPerNode,
+    ...(budget > 0 && perMigration > 0 ? { perPeer: Math.max(1, Math.floor(budget / perMigration)) } : {}),
   };
 }
 
@@ -196,11 +209,12 @@ function reachProblem(doc: FleetDocument, from: string, to: string, vm: Inventor
 }
 
 /** Waves in placement order: a VM joins the first wave where its source node, the source and its target have room. */
-function inWaves(placed: readonly { vm: InventoryVm; to: string; node: string }[], limits: { perCluster: number; perNode: number }): Placement[] {
+function inWaves(placed: readonly { vm: InventoryVm; to: string; node: string }[], limits: Limits): Placement[] {
+  const into = Math.min(limits.perCluster, limits.perPeer ?? Infinity);
   const waves: { out: number; into: Map<string, number>; fromNode: Map<string, number> }[] = [];
   return placed.map((p) => {
     const room = (x: (typeof waves)[number]) =>
-      x.out < limits.perCluster && (x.into.get(p.to) ?? 0) < limits.perCluster && (x.fromNode.get(p.vm.node) ?? 0) < limits.perNode;
+      x.out < limits.perCluster && (x.into.get(p.to) ?? 0) < into && (x.fromNode.get(p.vm.node) ?? 0) < limits.perNode;
     let w = waves.findIndex(room);
     if (w < 0) { waves.push({ out: 0, into: new Map(), fromNode: new Map() }); w = waves.length - 1; }
     const x = waves[w];
