@@ -37,7 +37,8 @@ import { parseAllDocuments, parse } from 'yaml';
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { CLUSTER_LABEL } from '../src/base/names';
 import { ARGOCD_WAVE_ANNOTATION, GITOPS_DIR } from '../src/delivery/gitops';
-import { loadFleetFile, loadLedgerFile, ledgerPathFor, parseFleetDocument } from '../src/fleet/load';
+import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
+import { PruneGuard, vmnetDropCase } from './support/prune-guard';
 import { createNamespaces, crdsFor, installCrds, objectKey, objectPath, platformNamespaces, serverSideApply, type KubeObject } from './support/real-apply';
 import {
   argoCdCrds, argoSync, renderKustomize, startApplicationSetController, type ArgoSync,
@@ -262,21 +263,12 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
 
   test('the prune guard holds (issue 50): a synth that drops the VM networks leaves their CUDN and guards on the cluster (PruneSkipped); the same objects without the guard are pruned', async () => {
     await a.sync;
-    const before = guardedVmnetObjects();
     // the fleet drops both networks, with the explicit opt-in a removal needs
-    const after = guardedVmnetObjects((doc) => {
-      doc.spec.vmNetworkDeletions = doc.spec.vmNetworks.map((n: { name: string }) => ({ network: n.name }));
-      doc.spec.vmNetworks = [];
-      if (doc.spec.forklift) doc.spec.forklift.moves = [];
-    });
-    const keep = new Set(after.map(objectKey));
-    const dropped = before.filter((o) => !keep.has(objectKey(o)));
-    const kinds = dropped.map((o) => `${o.kind}/${o.metadata.name}`);
+  const { before, after, dropped, kinds, controls } = vmnetDropCase(PRUNE_GUARD);
     expect(kinds).toEqual(expect.arrayContaining(['ClusterUserDefinedNetwork/blue']));
     expect(kinds.some((k) => /^ValidatingAdmissionPolicy\/.*moved/.test(k))).toBe(true);
     expect(kinds.some((k) => /^ValidatingAdmissionPolicy\/.*served/.test(k))).toBe(true);
     expect(kinds.some((k) => k.startsWith('NodeNetworkConfigurationPolicy/'))).toBe(true);
-    const controls = dropped.map(unguarded);
     await installCrds(a.cluster, crdsFor([...before, ...after], upstreamCrds().map((c) => c.crd)));
     const file = (name: string, objects: readonly KubeObject[]) => {
       const f = path.join(dir, `${name}.yaml`);
@@ -414,19 +406,5 @@ describe('Argo CD\'s ApplicationSet controller expands our ApplicationSet', () =
 
 /** Argo CD's own prune guard: the sync option `Prune=false` makes the engine skip an object that left the source. */
 const ARGOCD_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
+const PRUNE_GUARD: PruneGuard = { annotation: ARGOCD_SYNC_OPTIONS, holds: (v) => /(^|,)Prune=false(,|$)/.test(v ?? '') };
 
-/** fra-1's objects of the VM-network example that carry Argo CD's prune guard, synthesized with `edit` applied to the fleet. */
-function guardedVmnetObjects(edit: (doc: any) => void = () => undefined): KubeObject[] {
-  const doc = parse(fs.readFileSync(path.resolve(__dirname, '..', 'examples', 'vm-networks.fleet.yaml'), 'utf8'));
-  edit(doc);
-  return (synthesizeFleet(parseFleetDocument(doc), {}).objects.get('fra-1') as unknown as KubeObject[])
-    .filter((o) => /(^|,)Prune=false(,|$)/.test((o.metadata.annotations as Record<string, string> | undefined)?.[ARGOCD_SYNC_OPTIONS] ?? ''))
-    .map((o) => JSON.parse(JSON.stringify(o)) as KubeObject);
-}
-
-/** The object under another name, without the prune guard (a binding names the renamed policy): the control. */
-function unguarded(o: KubeObject): KubeObject {
-  const { [ARGOCD_SYNC_OPTIONS]: _guard, ...annotations } = (o.metadata.annotations ?? {}) as Record<string, string>;
-  const spec = o.kind === 'ValidatingAdmissionPolicyBinding' ? { ...(o.spec as object), policyName: `${(o.spec as { policyName: string }).policyName}-unguarded` } : o.spec;
-  return { ...o, metadata: { ...o.metadata, name: `${o.metadata.name}-unguarded`, annotations }, spec };
-}

@@ -29,6 +29,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parse, stringify } from 'yaml';
+import { PruneGuard, vmnetDropCase } from './support/prune-guard';
 import { createNamespaces, crdsFor, differences, installCrds, objectKey, objectPath, platformNamespaces, serverSideApply, stagesOf, type KubeObject, type Stage } from './support/real-apply';
 import { upstreamCrds } from './support/real-crds';
 import { FLUX_NAMESPACE, RealFlux } from './support/real-flux';
@@ -36,8 +37,6 @@ import { ServerWatch } from './support/real-watch';
 import { RealFleet, type RealCluster } from './support/real-kube';
 import { RealNodes } from './support/real-nodes';
 import { runCli } from './support/fleets';
-import { synthesizeFleet } from '../cli/synthesize-fleet';
-import { parseFleetDocument } from '../src/fleet/load';
 
 const ROOT = path.resolve(__dirname, '..');
 const FLEET = 'gitops';
@@ -48,6 +47,7 @@ const FLUX_NAME_LABEL = 'kustomize.toolkit.fluxcd.io/name';
 const PARENT = 'migration-mesh-wiring';
 /** Flux's own prune guard: kustomize-controller never deletes an object so annotated when it leaves the source. */
 const FLUX_PRUNE = 'kustomize.toolkit.fluxcd.io/prune';
+const PRUNE_GUARD: PruneGuard = { annotation: FLUX_PRUNE, holds: (v) => v === 'disabled' };
 
 interface Ks {
   metadata: { name: string; generation: number };
@@ -363,22 +363,6 @@ test('a cluster that leaves the fleet: the parent prunes its Kustomizations, and
   expect(gone).toEqual([]);
 }, 180_000);
 
-/** fra-1's objects of the VM-network example that carry Flux's prune guard, synthesized with `edit` applied to the fleet. */
-function guardedVmnetObjects(edit: (doc: any) => void = () => undefined): KubeObject[] {
-  const doc = parse(fs.readFileSync(path.join(ROOT, 'examples', 'vm-networks.fleet.yaml'), 'utf8'));
-  edit(doc);
-  const r = synthesizeFleet(parseFleetDocument(doc), {});
-  return (r.objects.get('fra-1') as unknown as KubeObject[])
-    .filter((o) => (o.metadata.annotations as Record<string, string> | undefined)?.[FLUX_PRUNE] === 'disabled')
-    .map((o) => JSON.parse(JSON.stringify(o)) as KubeObject);
-}
-
-/** The object under another name, without the prune guard (a binding names the renamed policy): the control. */
-function unguarded(o: KubeObject): KubeObject {
-  const { [FLUX_PRUNE]: _guard, ...annotations } = (o.metadata.annotations ?? {}) as Record<string, string>;
-  const spec = o.kind === 'ValidatingAdmissionPolicyBinding' ? { ...(o.spec as object), policyName: `${(o.spec as { policyName: string }).policyName}-unguarded` } : o.spec;
-  return { ...o, metadata: { ...o.metadata, name: `${o.metadata.name}-unguarded`, annotations }, spec };
-}
 
 /** A repository whose `./vmnet` holds `objects`, one file each, and the kustomization.yaml naming them. */
 function vmnetRepo(name: string, objects: readonly KubeObject[]): string {
@@ -391,21 +375,12 @@ function vmnetRepo(name: string, objects: readonly KubeObject[]): string {
 
 test('the prune guard holds (issue 50): a synth that drops the VM networks leaves their CUDN and guards on the cluster; the same objects without the guard are pruned', async () => {
   const east = fleet.cluster('east');
-  const before = guardedVmnetObjects();
   // the fleet drops both networks, with the explicit opt-in a removal needs
-  const after = guardedVmnetObjects((doc) => {
-    doc.spec.vmNetworkDeletions = doc.spec.vmNetworks.map((n: { name: string }) => ({ network: n.name }));
-    doc.spec.vmNetworks = [];
-    if (doc.spec.forklift) doc.spec.forklift.moves = [];
-  });
-  const keep = new Set(after.map(objectKey));
-  const dropped = before.filter((o) => !keep.has(objectKey(o)));
-  const kinds = dropped.map((o) => `${o.kind}/${o.metadata.name}`);
+  const { before, after, dropped, kinds, controls } = vmnetDropCase(PRUNE_GUARD);
   expect(kinds).toEqual(expect.arrayContaining(['ClusterUserDefinedNetwork/blue']));
   expect(kinds.some((k) => /^ValidatingAdmissionPolicy\/.*moved/.test(k))).toBe(true);
   expect(kinds.some((k) => /^ValidatingAdmissionPolicy\/.*served/.test(k))).toBe(true);
   expect(kinds.some((k) => k.startsWith('NodeNetworkConfigurationPolicy/'))).toBe(true);
-  const controls = dropped.map(unguarded);
   times.push(`vmnet prune guard: dropped by the synth, guarded: ${kinds.join(', ')}`);
   await installCrds(east, crdsFor([...before, ...after], upstreamCrds().map((c) => c.crd)));
 
