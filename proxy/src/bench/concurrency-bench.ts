@@ -16,6 +16,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { writePairConfigs } from './bench-pair';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const NS = (process.env.BENCH_STREAMS ?? '1,4,16,64').split(',').map(Number).filter((n) => n > 0 && n <= 128);
@@ -84,16 +85,7 @@ async function haproxy(name: string, dst: number, tls: boolean): Promise<Path> {
 
 async function ours(name: string, dst: number, mode: 'plaintext' | 'mtls' | 'mtls-splice'): Promise<Path> {
   const ports = await Promise.all(Array.from({ length: 6 }, freePort));
-  const tls = (c: string) => mode !== 'plaintext' ? { mode, caFile: `${tmp}/ca.pem`, certFile: `${tmp}/${c}.pem`, keyFile: `${tmp}/${c}.key` } : { mode: 'plaintext' };
-  const cfg = (me: string, peer: string, i: number, peerTunnel: number) => ({
-    version: 1, fleet: 'bench', cluster: me,
-    listen: { intercept: { host: '127.0.0.1', port: ports[i] }, tunnel: { host: '127.0.0.1', port: ports[i + 1] }, admin: { host: '127.0.0.1', port: ports[i + 2] } },
-    localCidrs: ['127.0.0.0/8'], peers: [{ cluster: peer, cidrs: ['127.0.0.0/8'], gateways: [{ host: '127.0.0.1', port: peerTunnel }] }],
-    tls: tls(me),
-  });
-  const [west, east] = [path.join(tmp, `west-${ports[0]}.json`), path.join(tmp, `east-${ports[0]}.json`)];
-  fs.writeFileSync(west, JSON.stringify(cfg('west', 'east', 3, 1)));
-  fs.writeFileSync(east, JSON.stringify(cfg('east', 'west', 0, ports[4])));
+  const { west, east } = writePairConfigs(tmp, ports, mode);
   const runner = path.join(__dirname, 'gw-runner.js');
   const b = await start(process.execPath, [runner, west, String(dst)], 'ready');
   const a = await start(process.execPath, [runner, east, String(dst)], 'ready');

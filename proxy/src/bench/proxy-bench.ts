@@ -17,6 +17,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { writePairConfigs } from './bench-pair';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -138,16 +139,7 @@ async function oursChain(name: string, dst: number, tlsMode: 'plaintext' | 'mtls
   const row: Row = { name, gbps: [], cpuPerGiB: [] };
   if (!wanted(name)) return { row, port: 0, procs: [] };
   const ports = await Promise.all(Array.from({ length: 6 }, freePort));
-  const tls = (c: string) => tlsMode !== 'plaintext' ? { mode: tlsMode, caFile: `${tmp}/ca.pem`, certFile: `${tmp}/${c}.pem`, keyFile: `${tmp}/${c}.key` } : { mode: 'plaintext' };
-  const cfg = (me: string, peer: string, i: number, peerTunnel: number) => ({
-    version: 1, fleet: 'bench', cluster: me,
-    listen: { intercept: { host: '127.0.0.1', port: ports[i] }, tunnel: { host: '127.0.0.1', port: ports[i + 1] }, admin: { host: '127.0.0.1', port: ports[i + 2] } },
-    localCidrs: ['127.0.0.0/8'], peers: [{ cluster: peer, cidrs: ['127.0.0.0/8'], gateways: [{ host: '127.0.0.1', port: peerTunnel }] }],
-    tls: tls(me),
-  });
-  const [west, east] = [path.join(tmp, `west-${ports[0]}.json`), path.join(tmp, `east-${ports[0]}.json`)];
-  fs.writeFileSync(west, JSON.stringify(cfg('west', 'east', 3, 1)));
-  fs.writeFileSync(east, JSON.stringify(cfg('east', 'west', 0, ports[4])));
+  const { west, east } = writePairConfigs(tmp, ports, tlsMode);
   const runner = path.join(__dirname, 'gw-runner.js');
   const b = await start(process.execPath, [runner, west, String(dst)], 'ready', env);
   const a = await start(process.execPath, [runner, east, String(dst)], 'ready', env);
