@@ -26,6 +26,7 @@ import { FleetProblem } from '../base/errors';
 import { FleetDocument } from '../fleet/schema';
 import { DEFAULT_DELIVERY_FORM, deliveryForm } from '../kubevirt/delivery-forms';
 import { Inventory, InventoryNode, InventoryVm } from './inventory';
+import { datapathMode } from '../fleet/datapath-modes';
 import { crossClusterPolicy } from './move-policy';
 import { Move } from './schema';
 import { memoryOverhead, nodeRefusal, SCHEDULABLE_LABEL } from '../report/readiness';
@@ -123,7 +124,7 @@ export function planEvacuation(doc: FleetDocument, inventory: Inventory, source:
 function limitsOf(doc: FleetDocument, source: string): Limits {
   const mp = doc.spec.migrationPolicy;
   const delivery = clusterSpec(doc, source)?.kubevirt?.configDelivery ?? doc.spec.kubevirt?.configDelivery ?? DEFAULT_DELIVERY_FORM;
-  const budget = datapathOf(doc, source) === 'gateway' ? num(doc.spec.gateway?.bandwidth) : 0;
+  const budget = datapathMode(datapathOf(doc, source)).gateways ? num(doc.spec.gateway?.bandwidth) : 0; // the gateways enforce it
   const perMigration = crossClusterPolicy(doc)?.bytesPerMigration ?? num(mp?.bandwidthPerMigration);
   return {
     perCluster: mp?.parallelMigrationsPerCluster ?? KUBEVIRT_PARALLEL_PER_CLUSTER,
