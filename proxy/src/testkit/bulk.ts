@@ -1,23 +1,33 @@
 #!/usr/bin/env node
 /**
  * Bulk streams and a meter for the bandwidth budget test (runs inside `ip netns exec`).
- *   bulk meter PORT SECONDS   count the bytes of each connection (named by its first line) at the receiver; every
- *                             50 ms note [Date.now(), bytes] per name; print "listening", and after SECONDS the
- *                             JSON {name: [[ms, bytes], ...]} (then exit)
+ *   bulk meter PORT SECONDS [STREAMS]
+ *                             count the bytes of each connection (named by its first line) at the receiver; every
+ *                             50 ms note [Date.now(), bytes] per name; print "listening", and once STREAMS connections
+ *                             have ended (each sender's last byte counted), at the latest after SECONDS, the JSON
+ *                             {name: [[ms, bytes], ...]} (then exit). Not a fixed time: a sender that started late on a
+ *                             loaded machine still has its queued bytes counted.
  *   bulk blast JSON           JSON: [{host, port, name, delayMs, durMs}]: each stream waits delayMs, connects, sends
  *                             "name\n" and then as fast as the path takes it until durMs after its start, then
  *                             closes; print {name: error|null} when all are done
  */
 import * as net from 'node:net';
 
-const [mode, a, b] = process.argv.slice(2);
+const [mode, a, b, c] = process.argv.slice(2);
 
 if (mode === 'meter') {
   const bytes = new Map<string, number>();
   const samples: Record<string, [number, number][]> = {};
+  const want = c === undefined ? Infinity : Number(c);
+  let ended = 0;
+  const report = () => { clearInterval(tick); process.stdout.write(`${JSON.stringify(samples)}\n`, () => process.exit(0)); };
   const server = net.createServer((s) => {
     let name: string | undefined, head = '';
     s.on('error', () => undefined);
+    s.on('close', () => {
+      if (name !== undefined) samples[name].push([Date.now(), bytes.get(name) ?? 0]);
+      if (++ended >= want) report();
+    });
     s.on('data', (d: Buffer) => {
       if (name === undefined) {
         head += d.toString('latin1');
@@ -33,7 +43,7 @@ if (mode === 'meter') {
   });
   const tick = setInterval(() => { const now = Date.now(); for (const [n, v] of bytes) samples[n].push([now, v]); }, 50);
   server.listen(Number(a), '::', () => process.stdout.write('listening\n'));
-  setTimeout(() => { clearInterval(tick); process.stdout.write(`${JSON.stringify(samples)}\n`, () => process.exit(0)); }, Number(b) * 1000);
+  setTimeout(report, Number(b) * 1000);
 } else if (mode === 'blast') {
   const specs = JSON.parse(a) as { host: string; port: number; name: string; delayMs: number; durMs: number }[];
   const chunk = Buffer.alloc(256 * 1024);
