@@ -1,8 +1,8 @@
 /**
  * Bandwidth budgets per peer (config `bandwidth`, or the peer's own `peers[].bandwidth`, issue 52 item 3): one
  * native budget per peer cluster at that peer's rate, shared by every tunnel this gateway relays toward that peer;
- * each relay counts against it the bytes it writes to the tunnel socket (native/budget.c: token bucket split fairly between the tunnels). Only the native splice relay
- * enforces it (plaintext and mtls-splice tunnels): the gateway refuses a budget on any other data path.
+ * each relay counts against it the bytes it writes to the tunnel socket (native/budget.c: token bucket split fairly
+ * between the tunnels). Only the native splice relay enforces it (plaintext and mtls-splice tunnels): the gateway refuses a budget on any other data path.
  */
 import { type ProxyConfig, peerBandwidth } from './config';
 import type { BudgetHandle, NativeAddon } from './native';
