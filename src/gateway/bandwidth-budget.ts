@@ -12,7 +12,7 @@
 import type { FleetProblem, ProblemCollector } from '../base/errors';
 import type { FleetDocument, GatewayBandwidthPair, GatewayBandwidthSpec } from '../fleet/schema';
 import { quantityValue } from '../base/quantity';
-import { datapathMode } from '../fleet/datapath-modes';
+import { DEFAULT_DATAPATH, datapathMode } from '../fleet/datapath-modes';
 
 /** KubeVirt's default `parallelMigrationsPerCluster`. */
 const KUBEVIRT_PARALLEL_MIGRATIONS = 5;
@@ -106,18 +106,17 @@ export function checkBandwidth(p: ProblemCollector, doc: FleetDocument, payloadI
   }
 }
 
-/** The names a pair of `kind` may use, and why a name is not one of them (undefined: allowed). */
-function pairNames(doc: FleetDocument, kind: 'sites' | 'clusters'): { names: string[]; refuse: (name: string) => string | undefined } {
+/** Why a pair of `kind` may not name `name` (undefined: it may). */
+function pairRefusal(doc: FleetDocument, kind: 'sites' | 'clusters'): (name: string) => string | undefined {
   if (kind === 'sites') {
-    const names = (doc.spec.crossClusterNetwork.sites ?? []).map((s) => s.name);
-    return { names, refuse: (n) => (names.includes(n) ? undefined : `'${n}' is not a site of spec.crossClusterNetwork.sites (${names.join(', ')})`) };
+    const names = new Set((doc.spec.crossClusterNetwork.sites ?? []).map((s) => s.name));
+    return (n) => (names.has(n) ? undefined : `'${n}' is not a site of spec.crossClusterNetwork.sites (${[...names].join(', ')})`);
   }
-  const names = doc.spec.clusters.map((c) => c.name);
-  const gateways = (n: string) => datapathMode(doc.spec.clusters.find((c) => c.name === n)?.datapath ?? doc.spec.datapath ?? 'gateway').gateways;
-  return {
-    names,
-    refuse: (n) => (!names.includes(n) ? `'${n}' is not a cluster of spec.clusters`
-      : !gateways(n) ? `cluster '${n}' has no gateway (datapath ${doc.spec.clusters.find((c) => c.name === n)?.datapath ?? doc.spec.datapath}): nothing would enforce a budget toward it` : undefined),
+  const datapaths = new Map(doc.spec.clusters.map((c) => [c.name, c.datapath ?? doc.spec.datapath ?? DEFAULT_DATAPATH]));
+  return (n) => {
+    const datapath = datapaths.get(n);
+    if (datapath === undefined) return `'${n}' is not a cluster of spec.clusters`;
+    return datapathMode(datapath).gateways ? undefined : `cluster '${n}' has no gateway (datapath ${datapath}): nothing would enforce a budget toward it`;
   };
 }
 
@@ -127,7 +126,7 @@ function checkPairs(p: ProblemCollector, doc: FleetDocument, kind: 'sites' | 'cl
       'give the budget as spec.gateway.bandwidth.default, or per pair of clusters in spec.gateway.bandwidth.clusters');
     return;
   }
-  const { refuse } = pairNames(doc, kind);
+  const refuse = pairRefusal(doc, kind);
   const seen = new Map<string, { i: number; first: string }>();
   pairs.forEach((x, i) => {
     const path = `${PATH}.${kind}[${i}].between`;
