@@ -14,11 +14,14 @@ export { FleetValidationError, formatProblem } from './src/base/errors';
 export type { FleetProblem } from './src/base/errors';
 export { FLEET_API_VERSION, FLEET_KIND, fleetDocumentSchema, fleetSpecSchema } from './src/fleet/schema';
 export type {
-  Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, FleetSpec, GitopsSpec, HarvesterSpec, Placement, SyncPlacement,
+  Attachment, ClusterSpec, ConfigDelivery, Datapath, FleetDocument, FleetSpec, GatewayBandwidthPair, GatewayBandwidthSpec, GitopsSpec, HarvesterSpec,
+  Placement, SyncPlacement,
 } from './src/fleet/schema';
 export { resolveFleet } from './src/fleet/resolve';
 export * from './src/gateway/fleet-pod';
 export type { ResolvedCluster, ResolvedCrossCluster, ResolvedFleet, ResolvedGateway, ResolvedKubevirt } from './src/fleet/resolved';
+export { budgetBetween } from './src/gateway/bandwidth-budget';
+export type { BandwidthPair, ResolvedBandwidth } from './src/gateway/bandwidth-budget';
 export type { KubevirtVersion } from './src/kubevirt/versions';
 export { planFleet, planFleetDocument } from './src/addressing/planner';
 export type {

@@ -16,10 +16,19 @@ import { Args } from './args';
 
 const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
 
+/** The wave limits the gateways' budgets set per target: one number when every target has the same, else each target's. */
+function budgetText(plan: EvacuationPlan): string {
+  const per = Object.entries(plan.limits.perPeer ?? {});
+  if (per.length === 0) return '';
+  const counts = new Set(per.map(([, n]) => n));
+  if (counts.size === 1 && per.length === plan.targets.length) return `, ${per[0][1]} into each target within the gateways' bandwidth budget`;
+  return `; within the gateways' bandwidth budgets at most ${per.map(([t, n]) => `${n} into ${t}`).join(', ')}`;
+}
+
 /** The plan in words: limits, then each wave's moves, then each target's free memory before and after. */
 function renderEvacuation(plan: EvacuationPlan): string {
   const waves = [...new Set(plan.placements.map((p) => p.wave))].sort((a, b) => a - b);
-  const lines = [`evacuate ${plan.source}: ${plan.placements.length} VMs in ${waves.length} waves (at most ${plan.limits.perCluster} at once per cluster, ${plan.limits.perNode} per source node${plan.limits.perPeer ? `, ${plan.limits.perPeer} into each target within the gateways' bandwidth budget` : ''})`];
+  const lines = [`evacuate ${plan.source}: ${plan.placements.length} VMs in ${waves.length} waves (at most ${plan.limits.perCluster} at once per cluster, ${plan.limits.perNode} per source node${budgetText(plan)})`];
   for (const w of waves) {
     const ps = plan.placements.filter((p) => p.wave === w);
     lines.push(`  ${waveBatch(plan.source, w)}: ${ps.map((p) => `${p.vm.namespace}/${p.vm.name} (${p.vm.memory}) ${p.vm.node} -> ${p.to}/${p.node}`).join(', ')}`);

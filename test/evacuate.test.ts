@@ -141,7 +141,7 @@ describe('refusals', () => {
     budgeted.spec.gateway = { ...budgeted.spec.gateway, bandwidth: '130M' };
     const p = planEvacuation(budgeted, inventory, 'east');
     const plan = planEvacuation(doc, inventory, 'east');
-    expect(p.limits).toEqual({ perCluster: 4, perNode: 2, perPeer: 2 });
+    expect(p.limits).toEqual({ perCluster: 4, perNode: 2, perPeer: { north: 2, south: 2, west: 2 } });
     expect(p.placements.map((x) => x.vm.name).sort()).toEqual(plan.placements.map((x) => x.vm.name).sort());
     const waves = [...new Set(p.placements.map((x) => x.wave))];
     for (const w of waves) {
@@ -152,9 +152,31 @@ describe('refusals', () => {
     expect(evacuationDocument('drain', p)).toContain("2 into each target within the gateways' bandwidth budget");
     // a budget below one migration's bandwidth still lets one move at a time; the direct datapath has no gateway budget
     budgeted.spec.gateway.bandwidth = '10M';
-    expect(planEvacuation(budgeted, inventory, 'east').limits.perPeer).toBe(1);
+    expect(planEvacuation(budgeted, inventory, 'east').limits.perPeer).toEqual({ north: 1, south: 1, west: 1 });
     budgeted.spec.datapath = 'direct';
     expect(planEvacuation(budgeted, inventory, 'east').limits.perPeer).toBeUndefined();
+  });
+
+  test('each target\'s wave limit is what the budget of its pair with the source carries: cluster pair, else site pair, else default', () => {
+    // 62.5 MB/s per migration (crossCluster 250M over 4): east-west 250M carries 4, east-north 70M 1, the default 130M 2
+    const byPair = clone(doc) as any;
+    byPair.spec.gateway = { ...byPair.spec.gateway, bandwidth: { default: '130M', clusters: [{ between: ['west', 'east'], bandwidth: '250M' }, { between: ['east', 'north'], bandwidth: '70M' }] } };
+    const p = planEvacuation(byPair, inventory, 'east');
+    expect(p.limits.perPeer).toEqual({ north: 1, south: 2, west: 4 });
+    const waves = [...new Set(p.placements.map((x) => x.wave))];
+    const most = (to: string) => Math.max(0, ...waves.map((w) => p.placements.filter((x) => x.wave === w && x.to === to).length));
+    expect(p.placements.map((x) => x.vm.name).sort()).toEqual(planEvacuation(doc, inventory, 'east').placements.map((x) => x.vm.name).sort());
+    expect([most('north'), most('south'), most('west')].map((n, i) => n <= [1, 2, 4][i])).toEqual([true, true, true]);
+    expect(most('west')).toBeGreaterThan(2); // west's own budget lets more in at once than the default would
+    expect(evacuationDocument('drain', p)).toContain("within the gateways' bandwidth budgets at most 1 into north, 2 into south, 4 into west");
+    // sites: east and west in dc1, north and south in dc2; the link between them 70M, within a site the default
+    const sited = clone(doc) as any;
+    for (const c of sited.spec.clusters) c.site = ['east', 'west'].includes(c.name) ? 'dc1' : 'dc2';
+    sited.spec.gateway = { ...sited.spec.gateway, bandwidth: { default: '250M', sites: [{ between: ['dc2', 'dc1'], bandwidth: '70M' }] } };
+    expect(planEvacuation(sited, inventory, 'east').limits.perPeer).toEqual({ north: 1, south: 1, west: 4 });
+    // no default: a target whose pair has no budget has no wave limit of its own
+    sited.spec.gateway.bandwidth = { sites: [{ between: ['dc1', 'dc2'], bandwidth: '70M' }] };
+    expect(planEvacuation(sited, inventory, 'east').limits.perPeer).toEqual({ north: 1, south: 1 });
   });
 
   test('HCO\'s default of one outbound migration per node (PR #4426) shapes the waves when the fleet says nothing', () => {

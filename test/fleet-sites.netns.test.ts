@@ -206,6 +206,20 @@ d('fleet across two sites in network namespaces (two-sites: a router between the
     console.log(`[fleet-sites-netns] ${pairs.length} pairs, ${crossPairs} across the router; router forwarded ${sites.map((s) => `${s.name} ${((after[s.name] - before[s.name]) / 1e6).toFixed(1)} MB`).join(', ')}`);
   }, 40_000);
 
+  test('each gateway holds the budget of its pair toward each peer it sent to: the example\'s per-pair budgets, from its /metrics', () => {
+    // examples/two-sites.fleet.yaml: default 1250M (within fra), fra-ams 250M, fra-2-ams-1 125M; each direction
+    const expected: Record<string, Record<string, number>> = {
+      'ams-1': { 'fra-1': 250e6, 'fra-2': 125e6 }, 'fra-1': { 'ams-1': 250e6, 'fra-2': 1250e6 }, 'fra-2': { 'ams-1': 125e6, 'fra-1': 1250e6 },
+    };
+    for (const c of clusters) {
+      const holder = c.gateways.find((g) => vipHolders(c).includes(g.ns))!; // the origin of the previous test's tunnels
+      const url = `http://127.0.0.1:${c.topo.gatewayConfig.listen.admin.port}/metrics`;
+      const text = lab.exec(holder.ns, [process.execPath, '-e', `require('http').get('${url}', (r) => { let b = ''; r.on('data', (d) => b += d); r.on('end', () => process.stdout.write(b)); })`], { timeoutMs: 10_000 }).stdout;
+      const got = Object.fromEntries([...text.matchAll(/^mm_proxy_peer_bandwidth_budget_bytes_per_second\{peer="([^"]+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+      expect({ cluster: c.topo.name, budgets: got }).toEqual({ cluster: c.topo.name, budgets: expected[c.topo.name] });
+    }
+  });
+
   test('failover within a site: losing fra-1\'s VIP holder (node lost) moves the next hop to the other replica; new connections cross the router again', async () => {
     const a = clusters.find((c) => c.topo.name === 'fra-1')!;
     const b = clusters.find((c) => c.site !== a.site)!;

@@ -110,6 +110,11 @@ export const peerSchema = z.object({
   cidrs: z.array(cidr),
   /** The peer's gateway (or trust agent) replicas on the cross-cluster network (tried in order, then round-robin). */
   gateways: z.array(endpointSchema).min(1),
+  /**
+   * This peer's bandwidth budget, bytes per second: overrides the top-level `bandwidth` for the tunnels to and from
+   * this peer (same enforcement and refusals). Absent: the top-level `bandwidth`, if any.
+   */
+  bandwidth: z.number().int().min(1).optional(),
 }).strict();
 
 export const limitsSchema = z.object({
@@ -204,7 +209,8 @@ export const proxyConfigSchema = z.object({
   /**
    * Bandwidth budget per peer, bytes per second: what this gateway sends toward each peer over the shared network,
    * all tunnels to that peer together, shared fairly between them (native splice relay: tls.mode plaintext and
-   * mtls-splice; refused with tls.mode mtls). Absent: no budget.
+   * mtls-splice; refused with tls.mode mtls). A peer's own `peers[].bandwidth` overrides it for that peer.
+   * Absent: no budget, except toward the peers that have their own.
    */
   bandwidth: z.number().int().min(1).optional(),
   /** KubeVirt CA exchange with the peers (trust/config.ts); absent: none. */
@@ -228,8 +234,9 @@ export function parseProxyConfig(input: unknown): ProxyConfig {
   }
   const cfg = r.data;
   const bad = listenProblems(cfg.listen);
-  if (cfg.bandwidth !== undefined && cfg.tls.mode === 'mtls') {
-    bad.push('bandwidth: a budget per peer is enforced on plaintext and spliced tunnels only, not on payload inside TLS (tls.mode mtls); set tls.mode mtls-splice, or remove bandwidth');
+  if (hasBandwidth(cfg) && cfg.tls.mode === 'mtls') {
+    const where = cfg.bandwidth !== undefined ? 'bandwidth' : `peers[${cfg.peers.findIndex((p) => p.bandwidth !== undefined)}].bandwidth`;
+    bad.push(`${where}: a budget per peer is enforced on plaintext and spliced tunnels only, not on payload inside TLS (tls.mode mtls); set tls.mode mtls-splice, or remove bandwidth`);
   }
   if (bad.length) throw new Error(`invalid gateway config:\n${bad.map((b) => `  - ${b}`).join('\n')}`);
   const names = new Set<string>();
@@ -239,6 +246,25 @@ export function parseProxyConfig(input: unknown): ProxyConfig {
     names.add(p.cluster);
   }
   return cfg;
+}
+
+/** Whether the config gives any peer a bandwidth budget (the top-level `bandwidth`, or a peer's own). */
+export function hasBandwidth(cfg: ProxyConfig): boolean {
+  return cfg.bandwidth !== undefined || cfg.peers.some((p) => p.bandwidth !== undefined);
+}
+
+const peerRates = new WeakMap<ProxyConfig, Map<string, number | undefined>>();
+/**
+ * The bandwidth budget toward `peer` (bytes/s): the peer's own `bandwidth`, else the top-level one; undefined
+ * without either. One lookup table per config (a tunnel asks at every open).
+ */
+export function peerBandwidth(cfg: ProxyConfig, peer: string): number | undefined {
+  let rates = peerRates.get(cfg);
+  if (!rates) {
+    rates = new Map(cfg.peers.map((p) => [p.cluster, p.bandwidth ?? cfg.bandwidth]));
+    peerRates.set(cfg, rates);
+  }
+  return rates.has(peer) ? rates.get(peer) : cfg.bandwidth;
 }
 
 /** The unspecified address of either family ('0.0.0.0', '::', '::ffff:0.0.0.0' in any spelling). */

@@ -17,7 +17,7 @@ import type * as net from 'node:net';
 import { pino, type Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { createAdminServer, type Readiness } from './admin';
-import { parseProxyConfig, type ProxyConfig } from './config';
+import { hasBandwidth, parseProxyConfig, type ProxyConfig } from './config';
 import { watchConfig, loadConfigFile } from './config-file';
 import type { GatewayContext } from './context';
 import { createMetrics, interfaceAddresses, type GatewayMetrics } from './metrics';
@@ -102,7 +102,7 @@ const MTLS_NEEDS_NATIVE = 'tls.mode mtls needs the native addon (the Node tls da
 function loadAddon(opts: StartGatewayOptions, log: Logger, cfg: ProxyConfig): NativeAddon | undefined {
   const native = opts.dataPath === 'js' ? undefined : tryLoadNative();
   if (!native && cfg.tls.mode !== 'plaintext') throw new Error(MTLS_NEEDS_NATIVE + (opts.dataPath === 'js' ? ' (dataPath is js)' : `: ${nativeLoadError()?.message}`));
-  if (!native && cfg.bandwidth !== undefined) throw new Error(BANDWIDTH_NEEDS_NATIVE + (opts.dataPath === 'js' ? ' (dataPath is js)' : `: ${nativeLoadError()?.message}`));
+  if (!native && hasBandwidth(cfg)) throw new Error(BANDWIDTH_NEEDS_NATIVE + (opts.dataPath === 'js' ? ' (dataPath is js)' : `: ${nativeLoadError()?.message}`));
   if (!native) {
     log.warn({ reason: opts.dataPath === 'js' ? 'dataPath=js' : nativeLoadError()?.message },
       'native addon not in use: no SO_ORIGINAL_DST lookup, plaintext relays use streams');
@@ -223,7 +223,7 @@ export class Gateway implements GatewayContext {
       const n = parseProxyConfig(next);
       const fixed = (c: ProxyConfig) => JSON.stringify([c.fleet, c.cluster, c.listen, c.tls.mode]);
       if (fixed(n) !== fixed(this.cfg)) throw new Error('fleet, cluster, listen addresses and tls.mode cannot change at run time: restart the gateway');
-      if (n.bandwidth !== undefined && !this.native) throw new Error(BANDWIDTH_NEEDS_NATIVE);
+      if (hasBandwidth(n) && !this.native) throw new Error(BANDWIDTH_NEEDS_NATIVE);
       const files = readTls(n);
       const nextPolicy = new AddressPolicy(n, [], !!this.opts.unsafeAllowLoopbackDestinations);
       const nextContexts = files && this.nativeTls ? this.nativeTls.makeContexts(files) : undefined;

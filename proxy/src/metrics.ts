@@ -73,7 +73,7 @@ export function createMetrics(
       },
     }),
     budgetRate: new Gauge({
-      name: 'mm_proxy_peer_bandwidth_budget_bytes_per_second', help: 'The bandwidth budget toward this peer (config bandwidth), bytes per second, all its tunnels together.',
+      name: 'mm_proxy_peer_bandwidth_budget_bytes_per_second', help: 'The bandwidth budget toward this peer (config peers[].bandwidth, else bandwidth), bytes per second, all its tunnels together.',
       labelNames: ['peer'], registers: [registry],
       collect() { this.reset(); for (const b of budgets()) this.set({ peer: b.peer }, b.rate); },
     }),

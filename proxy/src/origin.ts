@@ -5,7 +5,7 @@
  */
 import * as crypto from 'node:crypto';
 import * as net from 'node:net';
-import { peerIdentityUri, type PeerConfig } from './config';
+import { peerBandwidth, peerIdentityUri, type PeerConfig } from './config';
 import { splices, type GatewayContext } from './context';
 import { identifyPeer } from './identity';
 import { armLiveness } from './handshake-admission';
@@ -152,7 +152,7 @@ export class Origin {
     try { return await this.openTunnelOnce(peer, header, usePump); } catch (e) {
       if ((e as Refusal).refusal !== RefusalCode.PAYLOAD_MODE_REFUSED || header.payload !== 'splice') throw e;
       // a budget is enforced on spliced payloads only: never fall back to a relay that would not hold it
-      if (this.ctx.cfg.bandwidth !== undefined) { this.ctx.log.warn({ peer: peer.cluster }, 'peer gateway does not splice and this gateway has a bandwidth budget: tunnel refused'); throw e; }
+      if (peerBandwidth(this.ctx.cfg, peer.cluster) !== undefined) { this.ctx.log.warn({ peer: peer.cluster }, 'peer gateway does not splice and this gateway has a bandwidth budget toward it: tunnel refused'); throw e; }
       this.ctx.log.info({ peer: peer.cluster }, 'peer gateway does not splice: payload inside TLS');
       return this.openTunnelOnce(peer, { ...header, payload: 'tls' }, usePump);
     }

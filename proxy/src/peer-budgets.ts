@@ -1,10 +1,10 @@
 /**
- * Bandwidth budgets per peer (config `bandwidth`, issue 52 item 3): one native budget per peer cluster, shared by
- * every tunnel this gateway relays toward that peer; each relay counts against it the bytes it writes to the
- * tunnel socket (native/budget.c: token bucket split fairly between the tunnels). Only the native splice relay
- * enforces it (plaintext and mtls-splice tunnels): the gateway refuses a budget on any other data path.
+ * Bandwidth budgets per peer (config `bandwidth`, or the peer's own `peers[].bandwidth`, issue 52 item 3): one
+ * native budget per peer cluster at that peer's rate, shared by every tunnel this gateway relays toward that peer;
+ * each relay counts against it the bytes it writes to the tunnel socket (native/budget.c: token bucket split fairly
+ * between the tunnels). Only the native splice relay enforces it (plaintext and mtls-splice tunnels): the gateway refuses a budget on any other data path.
  */
-import type { ProxyConfig } from './config';
+import { type ProxyConfig, peerBandwidth } from './config';
 import type { BudgetHandle, NativeAddon } from './native';
 
 interface PeerBudget { rate: number; handle: BudgetHandle }
@@ -19,7 +19,7 @@ export class PeerBudgets {
    * tunnels a new budget; running tunnels keep theirs until they end.
    */
   for(peer: string): BudgetHandle | null {
-    const rate = this.cfg().bandwidth;
+    const rate = peerBandwidth(this.cfg(), peer);
     if (rate === undefined) { this.byPeer.delete(peer); return null; }
     if (!this.native) throw new Error('bandwidth is set but the native addon is not in use: nothing would enforce it');
     const had = this.byPeer.get(peer);
@@ -31,7 +31,9 @@ export class PeerBudgets {
 
   /** Per peer with a budget: its rate (bytes/s) and the bytes sent under it so far (read at scrape time). */
   snapshot(): { peer: string; rate: number; sent: number }[] {
-    if (this.cfg().bandwidth === undefined) this.byPeer.clear(); // reloaded without a budget: none to report
+    const cfg = this.cfg();
+    // reloaded without a budget toward a peer: none to report for it
+    for (const peer of [...this.byPeer.keys()]) if (peerBandwidth(cfg, peer) === undefined) this.byPeer.delete(peer);
     return [...this.byPeer].map(([peer, b]) => ({ peer, rate: b.rate, sent: this.native!.budgetSent(b.handle) }));
   }
 }

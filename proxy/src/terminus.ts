@@ -6,7 +6,7 @@
  * addon (handshake, header and relay in a pthread; mTLS has no JavaScript path).
  */
 import * as net from 'node:net';
-import type { PeerConfig } from './config';
+import { peerBandwidth, type PeerConfig } from './config';
 import { checkOpen } from './admission';
 import { splices, type GatewayContext } from './context';
 import { identifyPeer } from './identity';
@@ -200,9 +200,9 @@ export class Terminus {
     if (hd.payload === 'splice' && !sessions.spliceCapable) {
       return refuseWith(hd.connectionId, RefusalCode.PAYLOAD_MODE_REFUSED, `payload splice needs tls.mode mtls-splice (this terminus: ${ctx.cfg.tls.mode})`);
     }
-    if (hd.payload !== 'splice' && ctx.cfg.bandwidth !== undefined) {
+    if (hd.payload !== 'splice' && peerBandwidth(ctx.cfg, who.cluster) !== undefined) {
       // the budget is enforced on spliced payloads only: never relay past it unenforced
-      return refuseWith(hd.connectionId, RefusalCode.PAYLOAD_MODE_REFUSED, 'this gateway enforces a bandwidth budget per peer, on spliced payloads only: set tls.mode mtls-splice on the origin');
+      return refuseWith(hd.connectionId, RefusalCode.PAYLOAD_MODE_REFUSED, 'this gateway enforces a bandwidth budget toward this peer, on spliced payloads only: set tls.mode mtls-splice on the origin');
     }
     const v = checkOpen(ctx, hd, who.cluster);
     if ('code' in v) return refuseWith(hd.connectionId, v.code, v.why, { dst: `${hd.dstHost}:${hd.dstPort}` });

@@ -32,8 +32,23 @@ export function zodProblems(err: z.ZodError, input?: unknown): FleetProblem[] {
       const rest = others.length ? [problemOf({ ...issue, keys: others }, path, input)] : [];
       return [fallbackProblem(`${path}.${FALLBACK_FIELD}`, `the field ${FALLBACK_FIELD}`), ...rest];
     }
-    return [problemOf(issue, path, input)];
+    return unionProblems(issue, input) ?? [problemOf(issue, path, input)];
   });
+}
+
+/**
+ * A value no option of a union takes: zod says only "Invalid input". When exactly one option takes the value's type
+ * (the others refuse it at the top, e.g. a quantity or its per-pair map), its own issues are the problems, at their
+ * full paths; a number or boolean where one option takes a string gets the YAML hint. Otherwise undefined.
+ */
+function unionProblems(issue: z.core.$ZodIssue, input: unknown): FleetProblem[] | undefined {
+  if (issue.code !== 'invalid_union' || !('errors' in issue) || !Array.isArray(issue.errors)) return undefined;
+  const atTop = (i: z.core.$ZodIssue) => i.code === 'invalid_type' && i.path.length === 0;
+  const fitting = issue.errors.filter((list) => !list.some(atTop));
+  const within = (i: z.core.$ZodIssue) => ({ ...i, path: [...issue.path, ...i.path] }) as z.core.$ZodIssue;
+  if (fitting.length === 1) return fitting[0].map((i) => problemOf(within(i), pathToString(within(i).path) || '(document)', input));
+  const stringy = fitting.length === 0 && issue.errors.flat().find((i) => atTop(i) && i.code === 'invalid_type' && i.expected === 'string');
+  return stringy ? [problemOf(within(stringy), pathToString(issue.path) || '(document)', input)] : undefined;
 }
 
 function problemOf(issue: z.core.$ZodIssue, path: string, input: unknown): FleetProblem {

@@ -19,8 +19,7 @@ import { checkSharedCapacity, resolveSharedNetwork } from './shared-network';
 import { checkCidrOverlaps, checkInClusterCapacity, resolveClusters, resolveMigrationTemplate } from './clusters';
 import { resolveSites, siteOfClusters, unionOfSites, withSitePaths } from './sites';
 import { vmNetworkDocProblems } from '../vmnet/plan';
-import { quantityValue } from '../base/quantity';
-import { bandwidthBudgetWarnings } from '../gateway/bandwidth-budget';
+import { bandwidthBudgetWarnings, checkBandwidth, resolveBandwidth } from '../gateway/bandwidth-budget';
 import { gatewayImageWarnings } from '../gateway/image-pinning';
 
 function resolveGatewayTls(doc: FleetDocument): ResolvedGateway['tls'] {
@@ -119,11 +118,7 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
       `choose another port (the default is ${DEFAULT_TUNNEL_PORT}; ${DEFAULT_INTERCEPT_PORT} and ${DEFAULT_ADMIN_PORT} are taken)`);
   }
   const payload = resolvePayload(p, gw.payload, tls.kind === 'plaintext', spec.migrationPolicy?.disableTLS === true);
-  if (gw.bandwidth !== undefined && tls.kind !== 'plaintext' && payload === 'tls') {
-    p.add('gateway-bandwidth-needs-splice', 'spec.gateway.bandwidth', `a budget of '${gw.bandwidth}' bytes/s per peer with payload tls (tls.mode mtls): `
-      + 'the gateway enforces the budget on plaintext and spliced tunnels only, so it would not hold',
-    'set spec.gateway.payload: splice (KubeVirt\'s migration TLS on), or remove spec.gateway.bandwidth');
-  }
+  checkBandwidth(p, doc, tls.kind !== 'plaintext' && payload === 'tls'); // issue 52 item 3: budgets per pair (src/gateway/bandwidth-budget.ts)
   checkTrustAuthenticated(p, doc, trust, tls.kind);
   const vm = vmNetworkDocProblems(doc); // issue 40: VM networks (src/vmnet/)
   p.addAll(vm.problems);
@@ -142,7 +137,7 @@ export function resolveAndCheck(doc: FleetDocument): Salvaged<ResolvedFleet> {
         image: gw.image ?? DEFAULTS.gatewayImage, tunnelPort: gw.tunnelPort ?? DEFAULTS.tunnelPort,
         placement: gw.placement, tls, payload, serviceMonitor: gw.serviceMonitor ?? false, alerts: gw.alerts ?? gw.serviceMonitor ?? false,
         failover: { mode: gw.failover?.mode ?? DEFAULTS.failoverMode, virtualRouterId: gw.failover?.virtualRouterId ?? DEFAULTS.virtualRouterId },
-        ...(gw.bandwidth !== undefined ? { bandwidth: quantityValue(gw.bandwidth) } : {}),
+        ...(gw.bandwidth !== undefined ? { bandwidth: resolveBandwidth(gw.bandwidth) } : {}),
         warnings: [...gatewayImageWarnings({
           image: gw.image ?? DEFAULTS.gatewayImage, given: gw.image !== undefined, environment: spec.environment ?? 'production',
           clusters: clusters.filter((c) => datapathMode(c.datapath).gateways || c.trustAgentReplicas > 0).map((c) => c.name).sort(),

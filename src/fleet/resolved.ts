@@ -12,6 +12,7 @@ import { ResolvedSite } from './sites';
 import { ProductVersion } from '../kubevirt/capabilities';
 import { VmNetworkDeletion, VmNetworkSpec } from '../vmnet/schema';
 import { FleetProblem } from '../base/errors';
+import type { ResolvedBandwidth } from '../gateway/bandwidth-budget';
 import { DEFAULT_DELIVERY_FORM } from '../kubevirt/delivery-forms';
 import { DEFAULT_DATAPATH, datapathMode } from './datapath-modes';
 import { assertNever } from '../base/never';
@@ -113,8 +114,11 @@ export interface ResolvedGateway {
   readonly tls: { kind: 'issuer'; name: string; issuerKind: 'Issuer' | 'ClusterIssuer' } | { kind: 'secret'; secretName: string } | { kind: 'plaintext' };
   /** How an mTLS tunnel carries the payload (`spec.gateway.payload`): spliced (KubeVirt's TLS alone) or inside TLS. */
   readonly payload: 'splice' | 'tls';
-  /** Bytes per second per peer (`spec.gateway.bandwidth`). @default - none (no budget) */
-  readonly bandwidth?: number;
+  /**
+   * The budgets between clusters in bytes per second (`spec.gateway.bandwidth`): a default and the pairs of sites
+   * and of clusters; `budgetBetween` (src/gateway/bandwidth-budget.ts) gives one pair's. @default - none (no budget)
+   */
+  readonly bandwidth?: ResolvedBandwidth;
   readonly serviceMonitor: boolean;
   /** A PrometheusRule beside the ServiceMonitor (`spec.gateway.alerts`, default: `serviceMonitor`). */
   readonly alerts: boolean;

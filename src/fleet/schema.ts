@@ -246,6 +246,29 @@ const migrationNetworkSchema = z.object({
   clusterPrefixLength: z.number().int().min(1).max(128).optional(),
 }).strict();
 
+/** One pair of sites or of clusters and its budget (`spec.gateway.bandwidth.sites[]`, `.clusters[]`). */
+const gatewayBandwidthPairSchema = z.object({
+  /** The two sites (or clusters), in either order: `[fra, ams]` is also `[ams, fra]`. One site twice, `[fra, fra]`, is the pair within that site. */
+  between: z.tuple([dnsLabel, dnsLabel]),
+  /** Bytes per second each of the pair's gateways may send toward the other, a quantity such as `125M`. */
+  bandwidth: quantity,
+}).strict();
+export type GatewayBandwidthPair = z.infer<typeof gatewayBandwidthPairSchema>;
+
+/** `spec.gateway.bandwidth`: one quantity for every pair of clusters, or the budgets per pair. */
+const gatewayBandwidthSchema = z.union([quantity, z.object({
+  /** The budget of every pair of clusters without one of its own (below). @default - none (such pairs have no budget) */
+  default: quantity.optional(),
+  /**
+   * Per pair of sites (`spec.crossClusterNetwork.sites`): every pair of gateway clusters, one in each site, or both
+   * in the site for `[site, site]`. Refused in a fleet without sites. Overrides `default`. @default - none
+   */
+  sites: z.array(gatewayBandwidthPairSchema).optional(),
+  /** Per pair of gateway clusters. Overrides their sites' pair and `default`. @default - none */
+  clusters: z.array(gatewayBandwidthPairSchema).optional(),
+}).strict()]);
+export type GatewayBandwidthSpec = z.infer<typeof gatewayBandwidthSchema>;
+
 const gatewaySchema = z.object({
   /** Gateway replicas per cluster: each holds one static address on each network. @default 2 */
   replicas: z.number().int().min(1).max(16).optional(),
@@ -280,16 +303,18 @@ const gatewaySchema = z.object({
    */
   payload: z.enum(['splice', 'tls']).optional(),
   /**
-   * Bandwidth budget per peer: the bytes per second a gateway may send toward each other cluster over the shared
+   * Bandwidth budgets between clusters: the bytes per second a gateway may send toward a peer cluster over the shared
    * network, summed over all its tunnels to that peer and shared fairly between them (docs/gateway.md, "Bandwidth
-   * budget"). A Kubernetes quantity in bytes per second like KubeVirt's `bandwidthPerMigration`, e.g. `125M`
-   * (1 Gbit/s) or `1Gi`. Each gateway enforces it on what it sends (unprivileged, no tc) in tls.mode plaintext and
-   * with payload splice; payload tls (tls.mode mtls) is refused with it (`gateway-bandwidth-needs-splice`).
-   * validate warns when it cannot carry `parallelMigrationsPerCluster` migrations at `bandwidthPerMigration`
+   * budgets"). A Kubernetes quantity in bytes per second like KubeVirt's `bandwidthPerMigration`, e.g. `125M`
+   * (1 Gbit/s) or `1Gi`: one for every pair of clusters, or `{default, sites, clusters}` per pair of sites or of
+   * clusters (a cluster pair overrides its sites' pair, which overrides `default`). A pair's budget holds in each
+   * direction: each of its gateways enforces it on what it sends toward the other (unprivileged, no tc), in tls.mode
+   * plaintext and with payload splice; payload tls (tls.mode mtls) is refused with it (`gateway-bandwidth-needs-splice`).
+   * validate warns when a budget cannot carry `parallelMigrationsPerCluster` migrations at `bandwidthPerMigration`
    * (`gateway-bandwidth-below-migrations`).
    * @default - none (no budget)
    */
-  bandwidth: quantity.optional(),
+  bandwidth: gatewayBandwidthSchema.optional(),
   /** Emit a Prometheus Operator ServiceMonitor. @default false */
   serviceMonitor: z.boolean().optional(),
   /**

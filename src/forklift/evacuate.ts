@@ -18,7 +18,8 @@
  * - Waves: a VM joins the first wave in which the source cluster, the target cluster (KubeVirt's
  *   `parallelMigrationsPerCluster`, default 5) and the VM's source node (`parallelOutboundMigrationsPerNode`:
  *   KubeVirt's default 2, HCO's 1 since hyperconverged-cluster-operator PR #4426) still have room, and, with a
- *   gateway budget per peer, no more go into one target than the budget carries at their bandwidth (`Limits`).
+ *   gateway budget between the source and a target, no more go into that target than its pair's budget carries at
+ *   their bandwidth (`Limits`).
  * Every VM no target can take is refused with each target's reason. Pure, no cdk8s import.
  */
 import { quantityValue } from '../base/quantity';
@@ -28,6 +29,7 @@ import { DEFAULT_DELIVERY_FORM, deliveryForm } from '../kubevirt/delivery-forms'
 import { Inventory, InventoryNode, InventoryVm } from './inventory';
 import { datapathMode } from '../fleet/datapath-modes';
 import { crossClusterPolicy } from './move-policy';
+import { budgetBetween, resolveBandwidth } from '../gateway/bandwidth-budget';
 import { Move } from './schema';
 import { memoryOverhead, nodeRefusal, SCHEDULABLE_LABEL } from '../report/readiness';
 import { NodeFacts, VmNeeds } from '../report/readiness-facts';
@@ -85,18 +87,19 @@ const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
 
 /**
  * How many moves a wave may hold: out of the source and into each target (`perCluster`), per source node (`perNode`),
- * and, when the fleet gives the gateways a budget per peer (`spec.gateway.bandwidth`) and its migrations a bandwidth
- * (`migrationPolicy.crossCluster`, else `bandwidthPerMigration`), into each target as many as the budget carries at
- * that bandwidth (`perPeer`, at least 1): more would only share the budget and each take longer than its timeout allows.
+ * and, when the fleet gives the gateways budgets (`spec.gateway.bandwidth`) and its migrations a bandwidth
+ * (`migrationPolicy.crossCluster`, else `bandwidthPerMigration`), into each target whose pair with the source has a
+ * budget as many as that budget carries at that bandwidth (`perPeer`, by target, at least 1): more would only share
+ * the budget and each take longer than its timeout allows.
  */
-export interface Limits { readonly perCluster: number; readonly perNode: number; readonly perPeer?: number }
+export interface Limits { readonly perCluster: number; readonly perNode: number; readonly perPeer?: Readonly<Record<string, number>> }
 
 /** Plan the evacuation of `source`: placements in waves, or a refusal per VM no target can take. */
 export function planEvacuation(doc: FleetDocument, inventory: Inventory, source: string): EvacuationPlan {
-  const limits = limitsOf(doc, source);
+  const targets = targetsOf(doc, inventory, source);
+  const limits = limitsOf(doc, source, targets.map((t) => t.name));
   const clusterProblem = sourceProblem(doc, inventory, source);
   if (clusterProblem) return { source, placements: [], problems: [clusterProblem], targets: [], limits };
-  const targets = targetsOf(doc, inventory, source);
   const freeBefore = new Map(targets.map((t) => [t.name, freeMemory(t)]));
   const vms = [...(inventory.clusters[source].vms ?? [])]
     .sort((a, b) => num(b.memory) - num(a.memory) || byName(`${a.namespace}/${a.name}`, `${b.namespace}/${b.name}`));
@@ -121,16 +124,30 @@ export function planEvacuation(doc: FleetDocument, inventory: Inventory, source:
   };
 }
 
-function limitsOf(doc: FleetDocument, source: string): Limits {
+function limitsOf(doc: FleetDocument, source: string, targets: readonly string[]): Limits {
   const mp = doc.spec.migrationPolicy;
   const delivery = clusterSpec(doc, source)?.kubevirt?.configDelivery ?? doc.spec.kubevirt?.configDelivery ?? DEFAULT_DELIVERY_FORM;
-  const budget = datapathMode(datapathOf(doc, source)).gateways ? num(doc.spec.gateway?.bandwidth) : 0; // the gateways enforce it
-  const perMigration = crossClusterPolicy(doc)?.bytesPerMigration ?? num(mp?.bandwidthPerMigration);
+  const perPeer = perTargetLimits(doc, source, targets);
   return {
     perCluster: mp?.parallelMigrationsPerCluster ?? KUBEVIRT_PARALLEL_PER_CLUSTER,
     perNode: mp?.parallelOutboundMigrationsPerNode ?? deliveryForm(delivery).migrationDefaults.parallelOutboundMigrationsPerNode,
-    ...(budget > 0 && perMigration > 0 ? { perPeer: Math.max(1, Math.floor(budget / perMigration)) } : {}),
+    ...(Object.keys(perPeer).length ? { perPeer } : {}),
   };
+}
+
+/** Per target whose pair with the source has a gateway budget: the moves that budget carries at once (at least 1). */
+function perTargetLimits(doc: FleetDocument, source: string, targets: readonly string[]): Record<string, number> {
+  if (!datapathMode(datapathOf(doc, source)).gateways) return {}; // only the gateways enforce a budget
+  const perMigration = crossClusterPolicy(doc)?.bytesPerMigration ?? num(doc.spec.migrationPolicy?.bandwidthPerMigration);
+  const rules = resolveBandwidth(doc.spec.gateway?.bandwidth);
+  if (!rules || perMigration <= 0) return {};
+  const siteOf = (c: string) => clusterSpec(doc, c)?.site;
+  const out: Record<string, number> = {};
+  for (const t of targets) {
+    const budget = budgetBetween(rules, siteOf, source, t) ?? 0;
+    if (budget > 0) out[t] = Math.max(1, Math.floor(budget / perMigration));
+  }
+  return out;
 }
 
 
@@ -211,9 +228,9 @@ function reachProblem(doc: FleetDocument, from: string, to: string, vm: Inventor
 
 /** Waves in placement order: a VM joins the first wave where its source node, the source and its target have room. */
 function inWaves(placed: readonly { vm: InventoryVm; to: string; node: string }[], limits: Limits): Placement[] {
-  const into = Math.min(limits.perCluster, limits.perPeer ?? Infinity);
   const waves: { out: number; into: Map<string, number>; fromNode: Map<string, number> }[] = [];
   return placed.map((p) => {
+    const into = Math.min(limits.perCluster, limits.perPeer?.[p.to] ?? Infinity);
     const room = (x: (typeof waves)[number]) =>
       x.out < limits.perCluster && (x.into.get(p.to) ?? 0) < into && (x.fromNode.get(p.vm.node) ?? 0) < limits.perNode;
     let w = waves.findIndex(room);

@@ -4,11 +4,12 @@
  */
 import { parseProxyConfig, peerSchema, PeerConfig, ProxyConfig, ProxyConfigInput, DEFAULT_ADMIN_LISTEN, DEFAULT_INTERCEPT_PORT } from './runtime-config';
 import { DEFAULT_GATEWAY_INTERFACES, GatewayInterfaces, checkGatewayInterfaces } from './pod';
-import { ClusterPlan, FleetPlan } from '../addressing/planner';
+import { ClusterPlan, FleetPlan, PeerPlan } from '../addressing/planner';
 import { InvalidPropsError } from '../base/errors';
 import { Family, parseCidr } from '../base/ip';
 import { deepFreeze } from '../base/json';
 import { datapathMode } from '../fleet/datapath-modes';
+import { budgetBetween } from './bandwidth-budget';
 
 export const GATEWAY_CONFIG_MOUNT = '/etc/migration-mesh';
 export const GATEWAY_CONFIG_FILE = 'config.json';
@@ -67,7 +68,31 @@ export function trustAgentConfigFor(
     tls: tlsFor(plan),
     trust: trustSection(plan),
   });
-  return withPeers(cfg, cluster);
+  return withPeers(cfg, cluster, () => undefined); // a trust agent relays nothing: no budget
+}
+
+const siteLookups = new WeakMap<FleetPlan, Map<string, string>>();
+/** Each cluster's site, one table per plan. */
+function siteOf(plan: FleetPlan): (cluster: string) => string | undefined {
+  let m = siteLookups.get(plan);
+  if (!m) { m = new Map(plan.clusters.map((c) => [c.name, c.site.name])); siteLookups.set(plan, m); }
+  return (c) => m.get(c);
+}
+
+/**
+ * The budget toward each peer the runtime config carries besides its top-level `bandwidth` (the fleet's default):
+ * a peer the tunnels reach whose pair has another budget (`spec.gateway.bandwidth.sites`, `.clusters`). Both
+ * clusters of a pair get it toward each other, so it holds in each direction.
+ */
+function peerBudgetFor(plan: FleetPlan, cluster: ClusterPlan): (peer: PeerPlan) => number | undefined {
+  const rules = plan.gateway.bandwidth;
+  if (!rules || (rules.sites.length === 0 && rules.clusters.length === 0)) return () => undefined;
+  const sites = siteOf(plan);
+  return (peer) => {
+    if (peer.cidrs.length === 0) return undefined; // trust only: no tunnel carries a migration to it
+    const b = budgetBetween(rules, sites, cluster.name, peer.cluster);
+    return b === undefined || b === rules.default ? undefined : Math.max(1, b);
+  };
 }
 
 /**
@@ -98,19 +123,19 @@ export function gatewayConfigFor(plan: FleetPlan, cluster: ClusterPlan, interfac
     ],
     peers: [],
     tls,
-    ...(plan.gateway.bandwidth !== undefined ? { bandwidth: Math.max(1, Math.floor(plan.gateway.bandwidth)) } : {}),
+    ...(plan.gateway.bandwidth?.default !== undefined ? { bandwidth: Math.max(1, plan.gateway.bandwidth.default) } : {}),
     // issue #10: the trust container beside the runtime (constructs/gateway/trust.ts)
     ...(plan.trust.clusters[cluster.name]?.exchange ? { trust: trustSection(plan) } : {}),
   };
-  return withPeers(parseProxyConfig(input), cluster);
+  return withPeers(parseProxyConfig(input), cluster, peerBudgetFor(plan, cluster));
 }
 
 /**
  * The peer entries are validated by the runtime's peer schema once per fleet (they are shared by every
  * cluster's table), the rest of the config per cluster; then the whole table is checked.
  */
-function withPeers(cfg: ProxyConfig, cluster: ClusterPlan): ProxyConfig {
-  const peers = validatedPeers(cluster);
+function withPeers(cfg: ProxyConfig, cluster: ClusterPlan, budgetOf: (peer: PeerPlan) => number | undefined): ProxyConfig {
+  const peers = validatedPeers(cluster, budgetOf);
   const names = new Set(peers.map((p) => p.cluster));
   if (names.size !== peers.length || names.has(cfg.cluster)) {
     throw new InvalidPropsError({ code: 'plan-inconsistent', path: 'cluster.peers', message: `cluster ${cluster.name}: peer table lists a cluster twice or itself` });
@@ -122,16 +147,21 @@ const peerCache = new WeakMap<object, Map<string, PeerConfig>>();
 /** Each validated peer's line in the ConfigMap (every cluster lists the same peer objects: n clusters, n lines made, not n²). */
 const peerLine = new WeakMap<PeerConfig, string>();
 
-/** Each peer validated once per fleet and frozen (shared by every cluster's table; its line is cached). */
-function validatedPeers(cluster: ClusterPlan): PeerConfig[] {
+/**
+ * Each peer validated once per fleet and budget, and frozen (shared by every cluster's table that gives it that
+ * budget; its line is cached).
+ */
+function validatedPeers(cluster: ClusterPlan, budgetOf: (peer: PeerPlan) => number | undefined): PeerConfig[] {
   return cluster.peers.map((p) => {
     let byCluster = peerCache.get(p.gateways);
     if (!byCluster) { byCluster = new Map(); peerCache.set(p.gateways, byCluster); }
-    let v = byCluster.get(p.cluster);
+    const bandwidth = budgetOf(p);
+    const key = bandwidth === undefined ? p.cluster : `${p.cluster} ${bandwidth}`;
+    let v = byCluster.get(key);
     if (!v) {
-      v = deepFreeze(peerSchema.parse(p));
+      v = deepFreeze(peerSchema.parse(bandwidth === undefined ? p : { ...p, bandwidth }));
       peerLine.set(v, `    ${JSON.stringify(v)}`);
-      byCluster.set(p.cluster, v);
+      byCluster.set(key, v);
     }
     return v;
   });
