@@ -58,6 +58,13 @@ export interface NativeAddon {
   budgetSent(b: BudgetHandle): number;
   pumpStats(h: PumpHandle): [number, number];
   pumpCancel(h: PumpHandle): void;
+  /**
+   * BENCH ONLY (bench/gw-runner.ts; no config field or CLI flag reaches it): the relay spliced tunnels started from
+   * now on get, `pool` (the default: a bounded pool of epoll threads, native/relaypool.c) or `thread` (one thread
+   * per tunnel, the relay before the pool, kept so that `npm run bench:concurrency` measures both in one run), and,
+   * before the pool's first tunnel, its thread count (0: min(2, CPUs)). No arguments: reads the current choice.
+   */
+  relayMode(mode?: 'pool' | 'thread', threads?: number): { mode: 'pool' | 'thread'; threads: number };
   /** SO_KEEPALIVE + TCP_KEEPIDLE/KEEPINTVL/KEEPCNT + TCP_USER_TIMEOUT on a TCP socket; 0 or an errno. */
   setTcpLiveness(fd: number, idleMs: number, intervalMs: number, probes: number, userTimeoutMs: number): number;
   /**

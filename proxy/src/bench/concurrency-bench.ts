@@ -4,6 +4,10 @@
  *
  *   BENCH_STREAMS=1,4,16,64  (iperf3 -P N: one client process; iperf3 3.12 caps N at 128)
  *   BENCH_SECONDS=4          (per measurement)   BENCH_ONLY=regex (paths by name)
+ *   BENCH_RELAY=pool:N       (the pool rows' relay: the event pool with N threads; default `pool`: min(2, CPUs))
+ *
+ * The "thread per tunnel" rows run the spliced relay as it was before the event pool (native/relaypool.c), chosen
+ * through gw-runner's bench-only RELAY argument, so before and after come from the same run.
  *
  * Per N and path: aggregate Gbit/s (iperf3 receiver), proxy CPU s per GiB (user+system of both proxy processes
  * from /proc, and each apart), RSS and threads of each proxy process sampled half-way through the cell, RSS per tunnel (busy RSS
@@ -20,6 +24,7 @@ import { writePairConfigs } from './bench-pair';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const NS = (process.env.BENCH_STREAMS ?? '1,4,16,64').split(',').map(Number).filter((n) => n > 0 && n <= 128);
+const POOL = process.env.BENCH_RELAY || 'pool';
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
 const children = new Set<ChildProcess>();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mmproxy-conc-'));
@@ -83,12 +88,14 @@ async function haproxy(name: string, dst: number, tls: boolean): Promise<Path> {
   return { name, kind: 'haproxy', port: p1, procs: [h1, h2] };
 }
 
-async function ours(name: string, dst: number, mode: 'plaintext' | 'mtls' | 'mtls-splice'): Promise<Path> {
+/** `relay` (gw-runner's bench-only RELAY): `thread` for the thread-per-tunnel splice relay, the rows before the pool. */
+async function ours(name: string, dst: number, mode: 'plaintext' | 'mtls' | 'mtls-splice', relay?: string): Promise<Path> {
   const ports = await Promise.all(Array.from({ length: 6 }, freePort));
   const { west, east } = writePairConfigs(tmp, ports, mode);
   const runner = path.join(__dirname, 'gw-runner.js');
-  const b = await start(process.execPath, [runner, west, String(dst)], 'ready');
-  const a = await start(process.execPath, [runner, east, String(dst)], 'ready');
+  const extra = relay ? [relay] : [];
+  const b = await start(process.execPath, [runner, west, String(dst), ...extra], 'ready');
+  const a = await start(process.execPath, [runner, east, String(dst), ...extra], 'ready');
   return { name, kind: 'ours', port: ports[0], procs: [a, b] };
 }
 
@@ -189,9 +196,12 @@ async function main() {
   const defs: [string, () => Promise<Path>, string][] = [
     ['HAProxy splice', () => haproxy('HAProxy splice', dst, false), ''],
     ['HAProxy TLS middle hop', () => haproxy('HAProxy TLS middle hop', dst, true), ''],
-    ['ours plaintext', () => ours('ours plaintext', dst, 'plaintext'), 'HAProxy splice'],
-    ['ours mTLS', () => ours('ours mTLS', dst, 'mtls'), 'HAProxy TLS middle hop'],
-    ['ours mtls-splice', () => ours('ours mtls-splice', dst, 'mtls-splice'), 'HAProxy TLS middle hop'],
+    ['ours plaintext', () => ours('ours plaintext', dst, 'plaintext', POOL), 'HAProxy splice'],
+    ['ours mTLS', () => ours('ours mTLS', dst, 'mtls', POOL), 'HAProxy TLS middle hop'],
+    ['ours mtls-splice', () => ours('ours mtls-splice', dst, 'mtls-splice', POOL), 'HAProxy TLS middle hop'],
+    // before the event pool (issue 52 item 2): the same gateways with a thread per spliced tunnel
+    ['ours plaintext, thread per tunnel', () => ours('ours plaintext, thread per tunnel', dst, 'plaintext', 'thread'), 'HAProxy splice'],
+    ['ours mtls-splice, thread per tunnel', () => ours('ours mtls-splice, thread per tunnel', dst, 'mtls-splice', 'thread'), 'HAProxy TLS middle hop'],
   ];
   const paths: Path[] = [];
   for (const [name, mk] of defs) if (!ONLY || ONLY.test(name) || name.startsWith('HAProxy')) paths.push(await mk());
