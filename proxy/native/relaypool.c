@@ -6,7 +6,7 @@
  * RUN_ROUNDS passes before the next one (round robin: a bulk tunnel that is always ready cannot starve the
  * others). Timers (a budget that refused a direction, the salvage's 200 ms, the idle limit) are one min-heap per
  * worker keyed by the tunnel's next deadline; the epoll wait ends at the earliest. A tunnel is given to the
- * worker with the fewest tunnels. Workers live as long as the process.
+ * worker with the fewest tunnels. Workers live as long as the process; one by default (relay_pool_configure).
  */
 #define _GNU_SOURCE
 #include "relaypool.h"
@@ -38,7 +38,7 @@ typedef struct relay_worker {
 
 static relay_worker workers[MAX_WORKERS];
 static int nworkers, want_threads, started_err;
-static int pool_on = 0; /* until the proxy tests have run on it: relayMode("pool") */
+static int pool_on = 1;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* ---- the timer heap ---- */
@@ -221,15 +221,10 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static int cpus(void) {
-  cpu_set_t s;
-  if (sched_getaffinity(0, sizeof s, &s) == 0) return CPU_COUNT(&s);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
-}
-
 static void start_workers(void) {
-  int n = want_threads > 0 ? want_threads : cpus() < 2 ? 1 : 2;
+  /* one thread by default: in the concurrency bench (docs/dev/lab/2026-12-03-epoll-relay.md) one epoll loop per
+   * gateway moved as much as two at N=16 and 64, at 0.68-0.75x their CPU per GiB (fewer, fuller wake-ups) */
+  int n = want_threads > 0 ? want_threads : 1;
   if (n > MAX_WORKERS) n = MAX_WORKERS;
   for (int i = 0; i < n; i++) {
     relay_worker *w = &workers[i];

@@ -4,7 +4,7 @@
  *
  *   BENCH_STREAMS=1,4,16,64  (iperf3 -P N: one client process; iperf3 3.12 caps N at 128)
  *   BENCH_SECONDS=4          (per measurement)   BENCH_ONLY=regex (paths by name)
- *   BENCH_RELAY=pool:N       (the pool rows' relay: the event pool with N threads; default `pool`: min(2, CPUs))
+ *   BENCH_RELAY=pool:N       (the pool rows' relay: the event pool with N threads; default `pool`: one thread)
  *
  * The "thread per tunnel" rows run the spliced relay as it was before the event pool (native/relaypool.c), chosen
  * through gw-runner's bench-only RELAY argument, so before and after come from the same run.
@@ -201,6 +201,7 @@ async function main() {
     ['ours mtls-splice', () => ours('ours mtls-splice', dst, 'mtls-splice', POOL), 'HAProxy TLS middle hop'],
     // before the event pool (issue 52 item 2): the same gateways with a thread per spliced tunnel
     ['ours plaintext, thread per tunnel', () => ours('ours plaintext, thread per tunnel', dst, 'plaintext', 'thread'), 'HAProxy splice'],
+    ['ours plaintext, pool of 2 threads', () => ours('ours plaintext, pool of 2 threads', dst, 'plaintext', 'pool:2'), 'HAProxy splice'],
     ['ours mtls-splice, thread per tunnel', () => ours('ours mtls-splice, thread per tunnel', dst, 'mtls-splice', 'thread'), 'HAProxy TLS middle hop'],
   ];
   const paths: Path[] = [];
