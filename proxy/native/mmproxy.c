@@ -16,7 +16,7 @@
  *   budgetCreate(bytesPerSecond) -> handle; budgetSent(handle) -> bytes granted so far
  *   pumpStats(handle)  -> [aToB, bToA]   (bytes so far; safe to call at any time)
  *   pumpCancel(handle)                   (ask the relay to stop; cb then reports reason "cancel")
- *   The relay runs on the event pool (relaypool.c: one epoll thread by default, owning every tunnel), or in a
+ *   The relay runs on the event pool (relaypool.c: min(2, CPUs) epoll threads, each owning many tunnels), or in a
  *   thread of its own when the pool cannot start or relayMode("thread") chose it (bench only, below).
  *   bindDeviceSocket(host, port, ifname) -> fd
  *       A TCP socket bound to the interface `ifname` (SO_BINDTODEVICE, set before bind: unprivileged since
@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include <node_api.h>
 #include "relaypool.h"
+#include "ioready.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -341,13 +342,7 @@ static napi_value StartPump(napi_env env, napi_callback_info info) {
   }
   /* the event pool (relaypool.c) by default; a thread of its own when the pool cannot run or relayMode chose it */
   if (relay_pool_enabled() && relay_pool_submit(&p->io, pump_pool_end, p) == 0) return ext;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 256 * 1024);
-  pthread_t th;
-  int rc = pthread_create(&th, &attr, pump_thread, p);
-  pthread_attr_destroy(&attr);
+  int rc = mm_spawn_detached(pump_thread, p, 256);
   if (rc != 0) {
     /* report through the normal path so JavaScript cleans up in one place */
     p->io.reason = R_ERROR;
@@ -405,7 +400,7 @@ static napi_value PumpCancel(napi_env env, napi_callback_info info) {
  * relayMode(mode?, threads?) -> {mode, threads}   BENCH ONLY (proxy/src/bench/gw-runner.ts): the relay spliced
  * tunnels started from now on get: "pool" (the default: relaypool.c's epoll threads) or "thread" (a thread per
  * tunnel, splice_run: the relay before issue 52 item 2, kept so that the concurrency bench measures both in one
- * run). threads: the pool's thread count (default 1), before its first tunnel only. No config field or CLI flag reaches it.
+ * run). threads: the pool's thread count (default min(2, CPUs)), before its first tunnel only. No config field or CLI flag reaches it.
  */
 static napi_value RelayMode(napi_env env, napi_callback_info info) {
   size_t argc = 2;

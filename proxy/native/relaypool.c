@@ -6,7 +6,7 @@
  * RUN_ROUNDS passes before the next one (round robin: a bulk tunnel that is always ready cannot starve the
  * others). Timers (a budget that refused a direction, the salvage's 200 ms, the idle limit) are one min-heap per
  * worker keyed by the tunnel's next deadline; the epoll wait ends at the earliest. A tunnel is given to the
- * worker with the fewest tunnels. Workers live as long as the process; one by default (relay_pool_configure).
+ * worker with the fewest tunnels. Workers live as long as the process; min(2, CPUs) by default.
  */
 #define _GNU_SOURCE
 #include "relaypool.h"
@@ -199,6 +199,7 @@ static void run_queue(relay_worker *w) {
 
 static void *worker_main(void *arg) {
   relay_worker *w = arg;
+  pthread_setname_np(pthread_self(), "mm-relay");
   struct epoll_event ev[BATCH];
   for (;;) {
     int timeout = -1;
@@ -221,10 +222,18 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
+static int cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
 static void start_workers(void) {
-  /* one thread by default: in the concurrency bench (docs/dev/lab/2026-12-03-epoll-relay.md) one epoll loop per
-   * gateway moved as much as two at N=16 and 64, at 0.68-0.75x their CPU per GiB (fewer, fuller wake-ups) */
-  int n = want_threads > 0 ? want_threads : 1;
+  /* two threads by default (one on a single CPU): in the concurrency bench on a loaded machine
+   * (docs/dev/lab/2026-12-03-epoll-relay.md) one loop per gateway was cheaper per GiB in one run, but in the next
+   * it got a single thread's share of the CPUs and carried 0.58x what two carried; two matched HAProxy in both */
+  int n = want_threads > 0 ? want_threads : cpus() < 2 ? 1 : 2;
   if (n > MAX_WORKERS) n = MAX_WORKERS;
   for (int i = 0; i < n; i++) {
     relay_worker *w = &workers[i];
@@ -233,15 +242,8 @@ static void start_workers(void) {
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
     if (w->ep < 0 || w->wake < 0 || epoll_ctl(w->ep, EPOLL_CTL_ADD, w->wake, &ev) != 0) { started_err = errno; break; }
     pthread_mutex_init(&w->mu, NULL);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t th;
-    int rc = pthread_create(&th, &attr, worker_main, w);
-    pthread_attr_destroy(&attr);
+    int rc = mm_spawn_detached(worker_main, w, 256);
     if (rc != 0) { started_err = rc; break; }
-    pthread_setname_np(th, "mm-relay");
     nworkers = i + 1;
   }
   if (nworkers > 0) started_err = 0;

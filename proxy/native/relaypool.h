@@ -13,7 +13,7 @@ int relay_pool_submit(splice_io_t *p, void (*on_end)(splice_io_t *p, void *arg),
  * concurrency bench's before/after rows only, not a gateway setting). */
 int relay_pool_enabled(void);
 /* Bench only (relayMode in mmproxy.c): choose the relay for tunnels started from now on and, before the pool's
- * first tunnel, its thread count (0: the default, one). Returns 0, or -1 when threads comes too late. */
+ * first tunnel, its thread count (0: the default, min(2, CPUs)). Returns 0, or -1 when threads comes too late. */
 int relay_pool_configure(int enabled, int threads);
 int relay_pool_threads(void);
 

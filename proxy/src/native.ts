@@ -62,7 +62,7 @@ export interface NativeAddon {
    * BENCH ONLY (bench/gw-runner.ts; no config field or CLI flag reaches it): the relay spliced tunnels started from
    * now on get, `pool` (the default: a bounded pool of epoll threads, native/relaypool.c) or `thread` (one thread
    * per tunnel, the relay before the pool, kept so that `npm run bench:concurrency` measures both in one run), and,
-   * before the pool's first tunnel, its thread count (0: the default, one). No arguments: reads the current choice.
+   * before the pool's first tunnel, its thread count (0: the default, min(2, CPUs)). No arguments: reads the current choice.
    */
   relayMode(mode?: 'pool' | 'thread', threads?: number): { mode: 'pool' | 'thread'; threads: number };
   /** SO_KEEPALIVE + TCP_KEEPIDLE/KEEPINTVL/KEEPCNT + TCP_USER_TIMEOUT on a TCP socket; 0 or an errno. */
