@@ -3,7 +3,7 @@
  *
  * Why an addon: Node has no getsockopt(), so the original destination of a connection that iptables nat
  * REDIRECT sent to the intercept listener (SO_ORIGINAL_DST / IP6T_SO_ORIGINAL_DST) is out of reach from
- * JavaScript; and the plaintext legs of the data path use splice(2) in a pthread, which is how the gateway
+ * JavaScript; and the plaintext legs of the data path use splice(2) on the addon's epoll threads, which is how the gateway
  * keeps up with HAProxy. The file descriptor of a Node TCP socket is `socket._handle.fd` (Linux, libuv TCP
  * handles; it is -1 for non-TCP handles). This is not a public API, so it is only read here, checked, and the
  * socket is kept paused (never read or written by Node) while the native relay owns the descriptor.
