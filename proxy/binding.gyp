@@ -5,7 +5,7 @@
   "targets": [
     {
       "target_name": "mmproxy",
-      "sources": ["native/mmproxy.c", "native/ioready.c", "native/splice.c", "native/tlsrelay.c", "native/tlshandshake.c", "native/tlshandover.c", "native/tlsopenssl.c", "native/relaybio.c", "native/tls13rec.c", "native/tls13relay.c", "native/budget.c"],
+      "sources": ["native/mmproxy.c", "native/ioready.c", "native/splice.c", "native/relaypool.c", "native/tlsrelay.c", "native/tlshandshake.c", "native/tlshandover.c", "native/tlsopenssl.c", "native/relaybio.c", "native/tls13rec.c", "native/tls13relay.c", "native/budget.c"],
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "libraries": ["-lpthread"],
       "conditions": [

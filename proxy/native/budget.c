@@ -77,27 +77,33 @@ static int64_t clamp_wait(double ns) {
 }
 
 uint64_t mm_budget_take(mm_budget *b, mm_budget_user *u, uint64_t want, int64_t now_ns, int64_t *wait_ns) {
+  return mm_budget_take_least(b, u, want, 1, now_ns, wait_ns);
+}
+
+uint64_t mm_budget_take_least(mm_budget *b, mm_budget_user *u, uint64_t want, uint64_t least, int64_t now_ns, int64_t *wait_ns) {
   if (want == 0 || !u->joined) { *wait_ns = 0; return 0; }
   pthread_mutex_lock(&b->mu);
   refill(b, now_ns);
-  double w = (double)want, got = 0;
-  if (u->credit >= 1.0) { got = u->credit < w ? (double)(uint64_t)u->credit : w; u->credit -= got; }
-  if (got < w && b->pool >= 1.0) {
+  double w = (double)want, own = 0, from = 0;
+  /* what the user waits for when refused: its own share grown by what it wants, at most a quarter of its cap (waking
+   * then leaves three quarters of the cap to absorb a late wake-up, a loaded machine, before any of its share is
+   * lost); `least` is never more than that, so it is always reached */
+  double q = b->burst / b->users / 4, need = w < q ? w : q, lo = (double)least < need ? (double)least : need;
+  if (lo < 1.0) lo = 1.0;
+  if (u->credit >= 1.0) { own = u->credit < w ? (double)(uint64_t)u->credit : w; u->credit -= own; }
+  if (own < w && b->pool >= 1.0) {
     /* from the pool at most a fair slice at once, so one greedy user cannot drain it */
-    double slice = b->burst / b->users, from = w - got;
+    double slice = b->burst / b->users;
+    from = w - own;
     if (from > slice) from = slice;
     if (from > b->pool) from = (double)(uint64_t)b->pool;
     b->pool -= from;
-    got += from;
   }
-  uint64_t g = (uint64_t)got;
+  if (own + from < lo) { u->credit += own; b->pool += from; own = from = 0; } /* too little to be worth a write */
+  uint64_t g = (uint64_t)(own + from);
   b->sent += g;
-  if (g == 0) {
-    /* until this user's own share has grown by what it wants, at most a quarter of its cap: waking then leaves
-     * three quarters of the cap to absorb a late wake-up (a loaded machine) before any of its share is lost */
-    double q = b->burst / b->users / 4, need = w < q ? w : q;
-    *wait_ns = clamp_wait((need - u->credit) * b->users * 1e9 / b->rate);
-  } else *wait_ns = 0;
+  if (g == 0) *wait_ns = clamp_wait((need - u->credit) * b->users * 1e9 / b->rate);
+  else *wait_ns = 0;
   pthread_mutex_unlock(&b->mu);
   return g;
 }

@@ -36,6 +36,10 @@ void mm_budget_join(mm_budget *b, mm_budget_user *u, int64_t now_ns);
 void mm_budget_leave(mm_budget *b, mm_budget_user *u, int64_t now_ns);
 /* Bytes the user may send now, 1..want; or 0 with *wait_ns set to when to ask again (100 us .. 50 ms). */
 uint64_t mm_budget_take(mm_budget *b, mm_budget_user *u, uint64_t want, int64_t now_ns, int64_t *wait_ns);
+/* the same, granting nothing (and setting *wait_ns) while less than `least` bytes are available: `least` is capped at
+ * what a refused user waits for (a quarter of its share of the burst), so it is always reached. The relays ask at
+ * least a chunk worth a syscall: granted whatever had accrued, a greedy relay spun on writes of a hundred bytes. */
+uint64_t mm_budget_take_least(mm_budget *b, mm_budget_user *u, uint64_t want, uint64_t least, int64_t now_ns, int64_t *wait_ns);
 /* give back bytes granted but not sent (a short or refused write) */
 void mm_budget_refund(mm_budget *b, mm_budget_user *u, uint64_t n);
 /* bytes granted so far */

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "ioready.h"
 #include <errno.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -48,4 +49,15 @@ int mm_wait(struct pollfd p[2], int efd, int64_t until, int *idx, int *err) {
     }
     if (n > 0) return MM_READY;
   }
+}
+
+int mm_spawn_detached(void *(*fn)(void *), void *arg, size_t stack_kib) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, stack_kib * 1024);
+  pthread_t th;
+  int rc = pthread_create(&th, &attr, fn, arg);
+  pthread_attr_destroy(&attr);
+  return rc;
 }

@@ -3,6 +3,7 @@
 #ifndef MM_IOREADY_H
 #define MM_IOREADY_H
 #include <poll.h>
+#include <stddef.h>
 #include <stdint.h>
 
 int64_t mm_now_ms(void);
@@ -18,5 +19,8 @@ enum { MM_READY = 0, MM_TIMEOUT, MM_CANCEL, MM_SOCKERR, MM_POLLFAIL };
  * socket reported POLLERR: *idx is which, *err its SO_ERROR, ECONNRESET when it has none) or MM_POLLFAIL
  * (*err = poll's errno). The cancel eventfd wins over everything else. */
 int mm_wait(struct pollfd p[2], int efd, int64_t until, int *idx, int *err);
+
+/* start fn(arg) on a detached pthread with a stack of stack_kib KiB: 0 or pthread_create's error */
+int mm_spawn_detached(void *(*fn)(void *), void *arg, size_t stack_kib);
 
 #endif

@@ -5,7 +5,7 @@
  *       SO_ORIGINAL_DST (IPv4) / IP6T_SO_ORIGINAL_DST (IPv6) of a connection that nat REDIRECT sent to us.
  *       null when the connection was not redirected (no conntrack NAT entry: ENOENT).
  *   startPump(fdA, fdB, prefixAB, prefixBA, idleMs, cb) -> handle
- *       Relays bytes both ways between two connected, non-blocking TCP sockets in a dedicated pthread,
+ *       Relays bytes both ways between two connected, non-blocking TCP sockets (splice.c's steps, on the event pool),
  *       with splice(2) through a pipe per direction (the data never enters user space). The pipe is the
  *       only buffer (1 MiB per direction), so backpressure is the kernel's. EOF on one side becomes
  *       shutdown(SHUT_WR) on the other (half-close); an error/reset on one side sets SO_LINGER{1,0} on the
@@ -15,7 +15,9 @@
  *       in that direction count against (issue 52 item 3).
  *   budgetCreate(bytesPerSecond) -> handle; budgetSent(handle) -> bytes granted so far
  *   pumpStats(handle)  -> [aToB, bToA]   (bytes so far; safe to call at any time)
- *   pumpCancel(handle)                   (ask the thread to stop; cb then reports reason "cancel")
+ *   pumpCancel(handle)                   (ask the relay to stop; cb then reports reason "cancel")
+ *   The relay runs on the event pool (relaypool.c: min(2, CPUs) epoll threads, each owning many tunnels), or in a
+ *   thread of its own when the pool cannot start or relayMode("thread") chose it (bench only, below).
  *   bindDeviceSocket(host, port, ifname) -> fd
  *       A TCP socket bound to the interface `ifname` (SO_BINDTODEVICE, set before bind: unprivileged since
  *       Linux 5.7) and to host:port, not yet listening: Node's server.listen({fd}) takes it. Only connections
@@ -23,7 +25,8 @@
  */
 #define _GNU_SOURCE
 #include <node_api.h>
-#include "splice.h"
+#include "relaypool.h"
+#include "ioready.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -210,9 +213,8 @@ static void pump_unref(pump_t *p) {
   }
 }
 
-static void *pump_thread(void *arg) {
-  pump_t *p = arg;
-  splice_run(&p->io);
+/* the relay has ended (splice_end done): report to JavaScript, from the relay's thread or the pool's */
+static void pump_ended(pump_t *p) {
   pthread_mutex_lock(&p->mu);
   p->finished = 1;
   close(p->io.efd);
@@ -220,8 +222,16 @@ static void *pump_thread(void *arg) {
   pthread_mutex_unlock(&p->mu);
   napi_call_threadsafe_function(p->tsfn, p, napi_tsfn_blocking);
   napi_release_threadsafe_function(p->tsfn, napi_tsfn_release);
+}
+
+static void *pump_thread(void *arg) {
+  pump_t *p = arg;
+  splice_run(&p->io);
+  pump_ended(p);
   return NULL;
 }
+
+static void pump_pool_end(splice_io_t *io, void *arg) { pump_ended(arg); }
 
 static void pump_call_js(napi_env env, napi_value cb, void *context, void *data) {
   pump_t *p = data;
@@ -330,13 +340,9 @@ static napi_value StartPump(napi_env env, napi_callback_info info) {
     /* cannot hand a handle back: still run, nobody can cancel it, but it ends with the sockets */
     p->refs = 1;
   }
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 256 * 1024);
-  pthread_t th;
-  int rc = pthread_create(&th, &attr, pump_thread, p);
-  pthread_attr_destroy(&attr);
+  /* the event pool (relaypool.c) by default; a thread of its own when the pool cannot run or relayMode chose it */
+  if (relay_pool_enabled() && relay_pool_submit(&p->io, pump_pool_end, p) == 0) return ext;
+  int rc = mm_spawn_detached(pump_thread, p, 256);
   if (rc != 0) {
     /* report through the normal path so JavaScript cleans up in one place */
     p->io.reason = R_ERROR;
@@ -388,6 +394,41 @@ static napi_value PumpCancel(napi_env env, napi_callback_info info) {
   napi_value u;
   napi_get_undefined(env, &u);
   return u;
+}
+
+/*
+ * relayMode(mode?, threads?) -> {mode, threads}   BENCH ONLY (proxy/src/bench/gw-runner.ts): the relay spliced
+ * tunnels started from now on get: "pool" (the default: relaypool.c's epoll threads) or "thread" (a thread per
+ * tunnel, splice_run: the relay before issue 52 item 2, kept so that the concurrency bench measures both in one
+ * run). threads: the pool's thread count (default min(2, CPUs)), before its first tunnel only. No config field or CLI flag reaches it.
+ */
+static napi_value RelayMode(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2], res, v;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  char mode[16] = {0};
+  size_t ml = 0;
+  int32_t threads = 0;
+  napi_valuetype t0 = napi_undefined, t1 = napi_undefined;
+  if (argc >= 1) napi_typeof(env, argv[0], &t0);
+  if (argc >= 2) napi_typeof(env, argv[1], &t1);
+  if (t0 != napi_undefined) {
+    if (napi_get_value_string_utf8(env, argv[0], mode, sizeof mode, &ml) != napi_ok || (strcmp(mode, "pool") != 0 && strcmp(mode, "thread") != 0) ||
+        (t1 != napi_undefined && (napi_get_value_int32(env, argv[1], &threads) != napi_ok || threads < 0 || threads > 8))) {
+      napi_throw_type_error(env, NULL, "relayMode(mode?: 'pool' | 'thread', threads?: 0-8)");
+      return NULL;
+    }
+    if (relay_pool_configure(strcmp(mode, "pool") == 0, threads) != 0) {
+      napi_throw_error(env, NULL, "relayMode: the pool's thread count is fixed once it has run a tunnel");
+      return NULL;
+    }
+  }
+  CHECK(napi_create_object(env, &res));
+  CHECK(napi_create_string_utf8(env, relay_pool_enabled() ? "pool" : "thread", NAPI_AUTO_LENGTH, &v));
+  CHECK(napi_set_named_property(env, res, "mode", v));
+  CHECK(napi_create_int32(env, relay_pool_threads(), &v));
+  CHECK(napi_set_named_property(env, res, "threads", v));
+  return res;
 }
 
 /*
@@ -472,6 +513,7 @@ static napi_value Init(napi_env env, napi_value exports) {
       {"startPump", NULL, StartPump, NULL, NULL, NULL, napi_default, NULL},
       {"pumpStats", NULL, PumpStats, NULL, NULL, NULL, napi_default, NULL},
       {"pumpCancel", NULL, PumpCancel, NULL, NULL, NULL, napi_default, NULL},
+      {"relayMode", NULL, RelayMode, NULL, NULL, NULL, napi_default, NULL},
       {"setTcpLiveness", NULL, SetTcpLiveness, NULL, NULL, NULL, napi_default, NULL},
       {"bindDeviceSocket", NULL, BindDeviceSocket, NULL, NULL, NULL, napi_default, NULL},
   };

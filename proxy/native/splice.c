@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PIPE_SZ (1 << 20)
+#define PIPE_SZ SPLICE_PIPE_SZ
 
 /* side: index of the socket that failed */
 static void splice_fail(splice_io_t *p, int side, int err) {
@@ -48,164 +48,216 @@ void splice_io_close_pipes(splice_io_t *p) {
  * the other socket before the reset, as a direct connection would have delivered it (a reset ends the stream, it
  * does not unsend it), for at most SALVAGE_MS. Without this, data and RST arriving in one poll wake-up were
  * dropped (proxy/src/test/security-resets.test.ts, "bytes before a reset"). The budget is not asked: this is the
- * last of the stream, bounded in time. */
+ * last of the stream, bounded in time. Non-blocking: the caller waits for the other socket to be writable (a
+ * poll in splice_run, an epoll edge in relaypool.c) and calls again. */
 #define SALVAGE_MS 200
-static void splice_salvage(splice_io_t *p, int side) {
-  int d = side, dst = p->fd[1 - side];
-  int64_t deadline = mm_now_ms() + SALVAGE_MS;
-  for (int src_open = 1;;) {
+static void salvage_start(splice_io_t *p, int side, int err) {
+  p->salvaging = 1;
+  p->salv_side = side;
+  p->salv_err = err;
+  p->salv_src_open = 1;
+  p->salv_deadline = mm_now_ms() + SALVAGE_MS;
+}
+
+int splice_salvage_step(splice_io_t *p) {
+  int d = p->salv_side, dst = p->fd[1 - d];
+  for (;;) {
     ssize_t n;
     if (p->prefix_off[d] < p->prefix_len[d]) {
       n = write(dst, p->prefix[d] + p->prefix_off[d], p->prefix_len[d] - p->prefix_off[d]);
       if (n > 0) { p->prefix_off[d] += (size_t)n; __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED); continue; }
     } else {
-      if (src_open && p->inpipe[d] < PIPE_SZ) {
+      if (p->salv_src_open && p->inpipe[d] < PIPE_SZ) {
         n = splice(p->fd[d], NULL, p->pipefd[d][1], NULL, PIPE_SZ - p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n > 0) p->inpipe[d] += (size_t)n;
-        else if (!(n < 0 && errno == EINTR)) src_open = 0; /* 0, the reset, or EAGAIN: nothing more to read */
+        else if (!(n < 0 && errno == EINTR)) p->salv_src_open = 0; /* 0, the reset, or EAGAIN: nothing more to read */
       }
-      if (p->inpipe[d] == 0) { if (!src_open) return; continue; }
+      if (p->inpipe[d] == 0) { if (!p->salv_src_open) break; continue; }
       n = splice(p->pipefd[d][0], NULL, dst, NULL, p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n > 0) { p->inpipe[d] -= (size_t)n; __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED); continue; }
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN) return; /* the other side cannot take it either */
-    int64_t left = deadline - mm_now_ms();
-    if (left <= 0) return;
-    struct pollfd q = { .fd = dst, .events = POLLOUT, .revents = 0 };
-    if (poll(&q, 1, (int)left) < 0 && errno != EINTR) return;
+    if (n < 0 && errno != EAGAIN) break; /* the other side cannot take it either */
+    if (mm_now_ms() >= p->salv_deadline) break;
+    p->wr_ready[1 - d] = 0;
+    return 1;
+  }
+  p->salvaging = 0;
+  splice_fail(p, d, p->salv_err);
+  return 0;
+}
+
+void splice_sockerr(splice_io_t *p, int side) {
+  int se = 0;
+  socklen_t sl = sizeof se;
+  getsockopt(p->fd[side], SOL_SOCKET, SO_ERROR, &se, &sl);
+  salvage_start(p, side, se ? se : ECONNRESET);
+}
+
+/* the smallest grant a budgeted direction writes (less while the budget is small: see mm_budget_take_least) */
+#define BUDGET_LEAST 32768
+/* How many of the pipe's bytes direction d may write now: all without a budget; else what the budget grants,
+ * 0 while it holds the direction (held_until[d], ns, set from the budget's wait and cleared once it passes). */
+static size_t budget_grant(splice_io_t *p, int d) {
+  if (!p->budget[d]) return p->inpipe[d];
+  int64_t now = mm_budget_now_ns(), wait = 0;
+  if (p->held_until[d] && now < p->held_until[d]) return 0;
+  p->held_until[d] = 0;
+  size_t g = (size_t)mm_budget_take_least(p->budget[d], &p->buser[d], p->inpipe[d], BUDGET_LEAST, now, &wait);
+  if (g == 0) p->held_until[d] = now + wait;
+  return g;
+}
+
+void splice_begin(splice_io_t *p) {
+  for (int d = 0; d < 2; d++) {
+    p->rd_eof[d] = p->wr_done[d] = p->in_full[d] = p->err_seen[d] = 0;
+    p->rd_ready[d] = p->wr_ready[d] = 1;
+    p->held_until[d] = 0;
+    if (p->budget[d]) mm_budget_join(p->budget[d], &p->buser[d], mm_budget_now_ns());
+  }
+  p->salvaging = 0;
+  p->last_ms = mm_now_ms();
+  p->reason = -1;
+}
+
+#define STOPPED(p) ((p)->reason >= 0 || (p)->salvaging)
+
+/* direction d, step 1: bytes JavaScript had already read before handing over go out first; 1 when done */
+static int pass_prefix(splice_io_t *p, int d, int *progress) {
+  int dst = p->fd[1 - d];
+  while (p->prefix_off[d] < p->prefix_len[d] && p->wr_ready[1 - d]) {
+    ssize_t n = write(dst, p->prefix[d] + p->prefix_off[d], p->prefix_len[d] - p->prefix_off[d]);
+    if (n > 0) {
+      p->prefix_off[d] += (size_t)n;
+      __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
+      *progress = 1;
+    } else if (n < 0 && errno == EAGAIN) {
+      p->wr_ready[1 - d] = 0;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      splice_fail(p, 1 - d, errno);
+      return 0;
+    }
+  }
+  return p->prefix_off[d] >= p->prefix_len[d];
+}
+
+/* direction d, steps 2-4: socket -> pipe, pipe -> socket (as the budget allows), half-close */
+static void pass_splice(splice_io_t *p, int d, int *progress) {
+  int src = p->fd[d], dst = p->fd[1 - d];
+  if (!p->rd_eof[d] && p->rd_ready[d] && !p->in_full[d] && p->inpipe[d] < PIPE_SZ) {
+    ssize_t n = splice(src, NULL, p->pipefd[d][1], NULL, PIPE_SZ - p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n > 0) {
+      p->inpipe[d] += (size_t)n;
+      *progress = 1;
+    } else if (n == 0) {
+      p->rd_eof[d] = 1;
+      *progress = 1;
+    } else if (errno == EAGAIN) {
+      /* either the socket is empty or the pipe is full (it counts pages, not bytes) */
+      if (p->inpipe[d] > 0) p->in_full[d] = 1; else p->rd_ready[d] = 0;
+    } else if (errno != EINTR) {
+      salvage_start(p, d, errno);
+      return;
+    }
+  }
+  size_t len = p->inpipe[d] > 0 && p->wr_ready[1 - d] ? budget_grant(p, d) : 0;
+  if (len > 0) {
+    ssize_t n = splice(p->pipefd[d][0], NULL, dst, NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (p->budget[d] && (size_t)(n > 0 ? n : 0) < len) mm_budget_refund(p->budget[d], &p->buser[d], len - (size_t)(n > 0 ? n : 0));
+    if (n > 0) {
+      p->inpipe[d] -= (size_t)n;
+      __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
+      p->in_full[d] = 0;
+      *progress = 1;
+    } else if (n < 0 && errno == EAGAIN) {
+      p->wr_ready[1 - d] = 0;
+    } else if (n < 0 && errno != EINTR) {
+      salvage_start(p, 1 - d, errno);
+      return;
+    }
+  }
+  /* half-close: everything read from src has been written to dst */
+  if (p->rd_eof[d] && p->inpipe[d] == 0 && !p->wr_done[d]) {
+    shutdown(dst, SHUT_WR);
+    p->wr_done[d] = 1;
+    *progress = 1;
   }
 }
 
-/* How many of the pipe's bytes direction d may write now: all without a budget; else what the budget grants,
- * 0 while it holds the direction (held_until[d], ns, set from the budget's wait and cleared once it passes). */
-static size_t budget_grant(splice_io_t *p, int d, int64_t held_until[2]) {
-  if (!p->budget[d]) return p->inpipe[d];
-  int64_t now = mm_budget_now_ns(), wait = 0;
-  if (held_until[d] && now < held_until[d]) return 0;
-  held_until[d] = 0;
-  size_t g = (size_t)mm_budget_take(p->budget[d], &p->buser[d], p->inpipe[d], now, &wait);
-  if (g == 0) held_until[d] = now + wait;
-  return g;
+int splice_pass(splice_io_t *p) {
+  int progress = 0;
+  for (int d = 0; d < 2 && !STOPPED(p); d++)
+    if (pass_prefix(p, d, &progress) && !STOPPED(p)) pass_splice(p, d, &progress);
+  if (!STOPPED(p) && p->wr_done[0] && p->wr_done[1]) p->reason = R_EOF;
+  return progress;
+}
+
+void splice_end(splice_io_t *p) {
+  for (int d = 0; d < 2; d++) if (p->budget[d]) mm_budget_leave(p->budget[d], &p->buser[d], mm_budget_now_ns());
+  splice_io_close_pipes(p);
+  /* a forced end (idle, cancel, error) is a reset on both sides: a cut stream must never look complete */
+  if (p->reason != R_EOF) { mm_arm_reset(p->fd[0]); mm_arm_reset(p->fd[1]); }
+}
+
+/* the salvage in the relay's own thread: poll the other socket until it is done or its deadline passes */
+static void salvage_blocking(splice_io_t *p) {
+  while (splice_salvage_step(p)) {
+    int64_t left = p->salv_deadline - mm_now_ms();
+    struct pollfd q = { .fd = p->fd[1 - p->salv_side], .events = POLLOUT, .revents = 0 };
+    if (left > 0 && poll(&q, 1, (int)left) < 0 && errno != EINTR) p->salv_deadline = 0;
+    if (q.revents) p->wr_ready[1 - p->salv_side] = 1;
+  }
+}
+
+/* one poll for splice_run: what each socket is waited for, given the state; the wait's end as MM_* */
+static int wait_once(splice_io_t *p, int hup_ignored[2], struct pollfd pfd[2], int *idx, int *err) {
+  for (int i = 0; i < 2; i++) {
+    short ev = 0;
+    /* as the source of direction i */
+    if (!p->rd_eof[i] && !p->in_full[i] && !p->rd_ready[i]) ev |= POLLIN;
+    /* as the destination of direction 1-i */
+    int o = 1 - i;
+    if ((p->inpipe[o] > 0 || p->prefix_off[o] < p->prefix_len[o]) && !p->wr_ready[i] && !p->held_until[o]) ev |= POLLOUT;
+    pfd[i].fd = (ev == 0 && hup_ignored[i]) ? -1 : p->fd[i];
+    pfd[i].events = ev;
+    pfd[i].revents = 0;
+  }
+  int64_t idle_at = p->idle_ms > 0 ? p->last_ms + p->idle_ms : -1, until = idle_at;
+  for (int d = 0; d < 2; d++) {
+    int64_t h = p->held_until[d] ? (p->held_until[d] + 999999) / 1000000 : -1; /* ms, rounded up */
+    if (h >= 0 && (until < 0 || h < until)) until = h;
+  }
+  int w = mm_wait(pfd, p->efd, until, idx, err);
+  if (w == MM_TIMEOUT && (idle_at < 0 || mm_now_ms() < idle_at)) return MM_READY; /* a budget's wait ended */
+  return w;
 }
 
 /* Relay until both directions have finished (EOF propagated as SHUT_WR), a socket fails, the idle time passes
  * or the eventfd is signalled. Pipes are closed on return. A forced end arms SO_LINGER {1, 0} on both sockets. */
 void splice_run(splice_io_t *p) {
-  int rd_eof[2] = {0, 0}, wr_done[2] = {0, 0}, in_full[2] = {0, 0}, hup_ignored[2] = {0, 0};
-  /* readiness as last reported by poll (or assumed at start), per socket: only try a syscall that can
-   * succeed, so a one-way bulk transfer costs two splices per chunk and no EAGAIN probes */
-  int rd_ready[2] = {1, 1}, wr_ready[2] = {1, 1};
-  int64_t last = mm_now_ms();
-  int64_t held_until[2] = {0, 0}; /* ns: a budgeted direction refused until then */
-  for (int d = 0; d < 2; d++) if (p->budget[d]) mm_budget_join(p->budget[d], &p->buser[d], mm_budget_now_ns());
-  p->reason = -1;
-  for (;;) {
-    int progress = 0;
-    for (int d = 0; d < 2 && p->reason < 0; d++) {
-      int src = p->fd[d], dst = p->fd[1 - d];
-      /* 1. bytes JavaScript had already read before handing over go out first */
-      while (p->prefix_off[d] < p->prefix_len[d] && wr_ready[1 - d]) {
-        ssize_t n = write(dst, p->prefix[d] + p->prefix_off[d], p->prefix_len[d] - p->prefix_off[d]);
-        if (n > 0) {
-          p->prefix_off[d] += (size_t)n;
-          __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
-          progress = 1;
-        } else if (n < 0 && errno == EAGAIN) {
-          wr_ready[1 - d] = 0;
-        } else if (n < 0 && errno == EINTR) {
-          continue;
-        } else {
-          splice_fail(p, 1 - d, errno);
-          break;
-        }
-      }
-      if (p->reason >= 0 || p->prefix_off[d] < p->prefix_len[d]) continue;
-      /* 2. socket -> pipe */
-      if (!rd_eof[d] && rd_ready[d] && !in_full[d] && p->inpipe[d] < PIPE_SZ) {
-        ssize_t n = splice(src, NULL, p->pipefd[d][1], NULL, PIPE_SZ - p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (n > 0) {
-          p->inpipe[d] += (size_t)n;
-          progress = 1;
-        } else if (n == 0) {
-          rd_eof[d] = 1;
-          progress = 1;
-        } else if (errno == EAGAIN) {
-          /* either the socket is empty or the pipe is full (it counts pages, not bytes) */
-          if (p->inpipe[d] > 0) in_full[d] = 1; else rd_ready[d] = 0;
-        } else if (errno != EINTR) {
-          int e = errno;
-          splice_salvage(p, d);
-          splice_fail(p, d, e);
-          continue;
-        }
-      }
-      /* 3. pipe -> socket */
-      size_t len = p->inpipe[d] > 0 && wr_ready[1 - d] ? budget_grant(p, d, held_until) : 0;
-      if (len > 0) {
-        ssize_t n = splice(p->pipefd[d][0], NULL, dst, NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (p->budget[d] && (size_t)(n > 0 ? n : 0) < len) mm_budget_refund(p->budget[d], &p->buser[d], len - (size_t)(n > 0 ? n : 0));
-        if (n > 0) {
-          p->inpipe[d] -= (size_t)n;
-          __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED);
-          in_full[d] = 0;
-          progress = 1;
-        } else if (n < 0 && errno == EAGAIN) {
-          wr_ready[1 - d] = 0;
-        } else if (n < 0 && errno != EINTR) {
-          int e = errno;
-          splice_salvage(p, 1 - d);
-          splice_fail(p, 1 - d, e);
-          continue;
-        }
-      }
-      /* 4. half-close: everything read from src has been written to dst */
-      if (rd_eof[d] && p->inpipe[d] == 0 && !wr_done[d]) {
-        shutdown(dst, SHUT_WR);
-        wr_done[d] = 1;
-        progress = 1;
-      }
-    }
+  int hup_ignored[2] = {0, 0};
+  splice_begin(p);
+  while (p->reason < 0) {
+    int progress = splice_pass(p);
+    if (p->salvaging) { salvage_blocking(p); break; }
     if (p->reason >= 0) break;
-    if (wr_done[0] && wr_done[1]) { p->reason = R_EOF; break; }
-    int64_t t = mm_now_ms();
-    if (progress) { last = t; continue; }
-
+    if (progress) { p->last_ms = mm_now_ms(); continue; }
     struct pollfd pfd[2];
-    for (int i = 0; i < 2; i++) {
-      short ev = 0;
-      /* as the source of direction i */
-      if (!rd_eof[i] && !in_full[i] && !rd_ready[i]) ev |= POLLIN;
-      /* as the destination of direction 1-i */
-      int o = 1 - i;
-      if ((p->inpipe[o] > 0 || p->prefix_off[o] < p->prefix_len[o]) && !wr_ready[i] && !held_until[o]) ev |= POLLOUT;
-      pfd[i].fd = (ev == 0 && hup_ignored[i]) ? -1 : p->fd[i];
-      pfd[i].events = ev;
-      pfd[i].revents = 0;
-    }
-    int64_t idle_at = p->idle_ms > 0 ? last + p->idle_ms : -1, until = idle_at;
-    for (int d = 0; d < 2; d++) {
-      int64_t h = held_until[d] ? (held_until[d] + 999999) / 1000000 : -1; /* ms, rounded up */
-      if (h >= 0 && (until < 0 || h < until)) until = h;
-    }
-    int idx = 0, err = 0, w = mm_wait(pfd, p->efd, until, &idx, &err);
-    if (w == MM_TIMEOUT && (idle_at < 0 || mm_now_ms() < idle_at)) continue; /* a budget's wait ended, not the idle time */
-    if (w == MM_TIMEOUT) { p->reason = R_IDLE; break; }
-    if (w == MM_CANCEL) { p->reason = R_CANCEL; break; }
-    if (w == MM_POLLFAIL) { p->reason = R_ERROR; p->err = err; p->side = -1; break; }
-    if (w == MM_SOCKERR) { splice_salvage(p, idx); splice_fail(p, idx, err); break; }
-    for (int i = 0; i < 2; i++) {
+    int idx = 0, err = 0, w = wait_once(p, hup_ignored, pfd, &idx, &err);
+    if (w == MM_TIMEOUT) p->reason = R_IDLE;
+    else if (w == MM_CANCEL) p->reason = R_CANCEL;
+    else if (w == MM_POLLFAIL) { p->reason = R_ERROR; p->err = err; p->side = -1; }
+    else if (w == MM_SOCKERR) { salvage_start(p, idx, err); salvage_blocking(p); }
+    else for (int i = 0; i < 2; i++) {
       short re = pfd[i].revents;
       /* POLLHUP/RDHUP: a read returns 0 (or an error) now, and a write fails: let the syscalls say which */
-      if (re & (POLLIN | POLLHUP)) rd_ready[i] = 1;
-      if (re & (POLLOUT | POLLHUP)) wr_ready[i] = 1;
+      if (re & (POLLIN | POLLHUP)) p->rd_ready[i] = 1;
+      if (re & (POLLOUT | POLLHUP)) p->wr_ready[i] = 1;
       /* POLLHUP with nothing wanted from this socket: stop polling it (it cannot wake us again) */
       if ((re & POLLHUP) && pfd[i].events == 0) hup_ignored[i] = 1;
     }
-    if (p->reason >= 0) break;
   }
-  for (int d = 0; d < 2; d++) if (p->budget[d]) mm_budget_leave(p->budget[d], &p->buser[d], mm_budget_now_ns());
-  splice_io_close_pipes(p);
-  /* a forced end (idle, cancel, error) is a reset on both sides: a cut stream must never look complete */
-  if (p->reason != R_EOF) { mm_arm_reset(p->fd[0]); mm_arm_reset(p->fd[1]); }
+  splice_end(p);
 }

@@ -4,7 +4,7 @@
  * state when it ends; the handle struct waits for V8's collector (tlsr_unref). */
 #define _GNU_SOURCE
 #include "tlsr.h"
-#include "splice.h"
+#include "relaypool.h"
 #include "tls13relay.h"
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -181,9 +181,25 @@ static int bind_send(tlsr_t *t, int origin, const unsigned char *before, size_t 
   return ok;
 }
 
+/* the spliced relay has ended (splice_end done): its end is the session's */
+static void splice_done(tlsr_t *t, splice_io_t *io) {
+  if (io->reason == R_EOF) { struct linger off = {0, 0}; setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &off, sizeof off); }
+  t->reason = io->reason; /* R_* and T_* name the same ends */
+  t->side = io->side;
+  t->err = io->err;
+  free(io);
+}
+
+static void tlsr_end(tlsr_t *t);
+static void splice_pool_end(splice_io_t *io, void *arg) {
+  splice_done(arg, io);
+  tlsr_end(arg);
+}
+
 /* Phase 2 of an authenticated-splice session. Terminus: REPLY + its BIND, then check the origin's BIND.
- * Origin (REPLY already read in phase 1): check the terminus' BIND, then send its own. Then splice. */
-static void splice_phase2(tlsr_t *t) {
+ * Origin (REPLY already read in phase 1): check the terminus' BIND, then send its own. Then splice. Returns 1
+ * when the relay went to the event pool (relaypool.c), which then ends the session (tlsr_end); 0 when it is over. */
+static int splice_phase2(tlsr_t *t) {
   if (t->is_server && t->reply) { /* the REPLY as sent is part of the binding's context */
     t->hdr_reply = malloc(t->reply_len);
     if (t->hdr_reply) { memcpy(t->hdr_reply, t->reply, t->reply_len); t->hdr_reply_len = t->reply_len; }
@@ -195,28 +211,28 @@ static void splice_phase2(tlsr_t *t) {
     snprintf(t->error, sizeof t->error, "binding: TLS data after the BIND frame");
     ok = 0;
   }
-  if (!ok) { t->reason = T_ERROR; t->side = 0; return; }
-  splice_io_t io;
-  memset(&io, 0, sizeof io);
-  io.fd[0] = t->fd; /* direction 0 = tunnel -> plaintext, as t->bytes[0] */
-  io.fd[1] = t->pfd;
-  io.efd = t->efd;
-  io.idle_ms = t->idle_ms;
-  io.bytes = t->bytes;
-  io.side = -1;
-  io.budget[1] = t->budget; /* direction 1 = plaintext -> tunnel: the bytes sent toward the peer */
-  int e = splice_io_pipes(&io);
-  if (e) { t->reason = T_ERROR; t->err = e; t->side = -1; snprintf(t->error, sizeof t->error, "pipe: %s", strerror(e)); return; }
+  if (!ok) { t->reason = T_ERROR; t->side = 0; return 0; }
+  splice_io_t *io = calloc(1, sizeof *io);
+  if (!io) { t->reason = T_ERROR; t->err = ENOMEM; t->side = -1; snprintf(t->error, sizeof t->error, "out of memory"); return 0; }
+  io->fd[0] = t->fd; /* direction 0 = tunnel -> plaintext, as t->bytes[0] */
+  io->fd[1] = t->pfd;
+  io->efd = t->efd;
+  io->idle_ms = t->idle_ms;
+  io->bytes = t->bytes;
+  io->side = -1;
+  io->budget[1] = t->budget; /* direction 1 = plaintext -> tunnel: the bytes sent toward the peer */
+  int e = splice_io_pipes(io);
+  if (e) { free(io); t->reason = T_ERROR; t->err = e; t->side = -1; snprintf(t->error, sizeof t->error, "pipe: %s", strerror(e)); return 0; }
   /* Without TLS around the payload, a FIN cannot say whether the peer finished or died. So the tunnel socket
    * lingers {1, 0} while spliced: if this process dies, its kernel closes the socket with an RST, never a FIN.
    * A clean half-close is shutdown(SHUT_WR), a FIN whatever the linger; after a clean end linger is cleared,
    * so the final close() still delivers what is queued. */
   mm_arm_reset(t->fd);
-  splice_run(&io);
-  if (io.reason == R_EOF) { struct linger off = {0, 0}; setsockopt(t->fd, SOL_SOCKET, SO_LINGER, &off, sizeof off); }
-  t->reason = io.reason; /* R_* and T_* name the same ends */
-  t->side = io.side;
-  t->err = io.err;
+  /* the event pool relays it (this thread ends; the pool ends the session), else this thread does */
+  if (relay_pool_enabled() && relay_pool_submit(io, splice_pool_end, t) == 0) return 1;
+  splice_run(io);
+  splice_done(t, io);
+  return 0;
 }
 
 void *tlsr_thread(void *arg) {
@@ -233,7 +249,7 @@ void *tlsr_thread(void *arg) {
   if (!cancelled && t->splice && t->pfd >= 0) {
     t->deadline = mm_now_ms() + t->hs_ms;
     tlsr_wipe_secrets(t); /* the binding uses OpenSSL's exporter; the splice needs no keys */
-    splice_phase2(t);
+    if (splice_phase2(t)) return NULL; /* the pool's thread ends the session */
   } else if (!cancelled) {
     t->deadline = mm_now_ms() + 10000;
     int ok = 1, rc = 0;
@@ -252,6 +268,12 @@ void *tlsr_thread(void *arg) {
       t->reason = T_EOF;
     }
   }
+  tlsr_end(t);
+  return NULL;
+}
+
+/* The session's end, in its thread or (spliced) on the event pool's: resets, OpenSSL's state freed, JS told. */
+static void tlsr_end(tlsr_t *t) {
   /* A forced end (reset, error, idle, cancel, drain) is a reset on both sockets, every time: a cut stream
    * must never look complete. JS closes the sockets; SO_LINGER makes that close an RST. */
   if (t->reason != T_EOF) { mm_arm_reset(t->fd); mm_arm_reset(t->pfd); }
@@ -273,5 +295,4 @@ void *tlsr_thread(void *arg) {
   if (m2) { m2->t = t; m2->phase = 2; napi_call_threadsafe_function(t->tsfn, m2, napi_tsfn_blocking); }
   else tlsr_unref(t);
   napi_release_threadsafe_function(t->tsfn, napi_tsfn_release);
-  return NULL;
 }

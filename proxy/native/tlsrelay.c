@@ -246,13 +246,7 @@ static napi_value TlsStart(napi_env env, napi_callback_info info) {
   else napi_adjust_external_memory(env, (int64_t)sizeof(tlsr_t), &total);
   napi_adjust_external_memory(env, LIVE_COST, &total);
   __atomic_add_fetch(&tlsr_live_sessions, 1, __ATOMIC_ACQ_REL);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 512 * 1024);
-  pthread_t th;
-  int rc = pthread_create(&th, &attr, tlsr_thread, t);
-  pthread_attr_destroy(&attr);
+  int rc = mm_spawn_detached(tlsr_thread, t, 512);
   if (rc != 0) {
     napi_release_threadsafe_function(t->tsfn, napi_tsfn_abort);
     close(t->efd);

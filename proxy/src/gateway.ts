@@ -3,8 +3,9 @@
  *
  *   in-cluster client --(REDIRECT)--> intercept --[mTLS tunnel + header]--> peer tunnel listener --> destination
  *
- * Data path: when both legs of a relay are plaintext TCP and the native addon is built, the relay runs in
- * a pthread with splice(2) (no copies to user space, kernel backpressure, both cores used). With TLS on the
+ * Data path: when both legs of a relay are plaintext TCP and the native addon is built, the relay runs on
+ * the addon's event pool with splice(2) (native/relaypool.c: min(2, CPUs) epoll threads; no copies to user
+ * space, kernel backpressure). With TLS on the
  * tunnel, Node's streams carry the TLS leg with explicit backpressure (pause on a full write buffer,
  * resume on 'drain'): buffering is bounded by the socket high-water marks.
  *

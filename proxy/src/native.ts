@@ -3,7 +3,7 @@
  *
  * Why an addon: Node has no getsockopt(), so the original destination of a connection that iptables nat
  * REDIRECT sent to the intercept listener (SO_ORIGINAL_DST / IP6T_SO_ORIGINAL_DST) is out of reach from
- * JavaScript; and the plaintext legs of the data path use splice(2) in a pthread, which is how the gateway
+ * JavaScript; and the plaintext legs of the data path use splice(2) on the addon's epoll threads, which is how the gateway
  * keeps up with HAProxy. The file descriptor of a Node TCP socket is `socket._handle.fd` (Linux, libuv TCP
  * handles; it is -1 for non-TCP handles). This is not a public API, so it is only read here, checked, and the
  * socket is kept paused (never read or written by Node) while the native relay owns the descriptor.
@@ -58,6 +58,13 @@ export interface NativeAddon {
   budgetSent(b: BudgetHandle): number;
   pumpStats(h: PumpHandle): [number, number];
   pumpCancel(h: PumpHandle): void;
+  /**
+   * BENCH ONLY (bench/gw-runner.ts; no config field or CLI flag reaches it): the relay spliced tunnels started from
+   * now on get, `pool` (the default: a bounded pool of epoll threads, native/relaypool.c) or `thread` (one thread
+   * per tunnel, the relay before the pool, kept so that `npm run bench:concurrency` measures both in one run), and,
+   * before the pool's first tunnel, its thread count (0: the default, min(2, CPUs)). No arguments: reads the current choice.
+   */
+  relayMode(mode?: 'pool' | 'thread', threads?: number): { mode: 'pool' | 'thread'; threads: number };
   /** SO_KEEPALIVE + TCP_KEEPIDLE/KEEPINTVL/KEEPCNT + TCP_USER_TIMEOUT on a TCP socket; 0 or an errno. */
   setTcpLiveness(fd: number, idleMs: number, intervalMs: number, probes: number, userTimeoutMs: number): number;
   /**

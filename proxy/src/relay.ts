@@ -1,6 +1,6 @@
 /**
- * The relays that carry a plaintext tunnel's bytes once both legs are connected: the native splice relay (a
- * pthread in the addon) and the stream relay (Node streams, when the addon is not in use). The native TLS
+ * The relays that carry a plaintext tunnel's bytes once both legs are connected: the native splice relay (the
+ * addon's epoll pool, native/relaypool.c) and the stream relay (Node streams, when the addon is not in use). The native TLS
  * relay lives in the addon's TLS session (see tls-native-session.ts); mTLS has no JavaScript relay.
  */
 import type * as net from 'node:net';

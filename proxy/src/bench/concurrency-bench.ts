@@ -4,6 +4,10 @@
  *
  *   BENCH_STREAMS=1,4,16,64  (iperf3 -P N: one client process; iperf3 3.12 caps N at 128)
  *   BENCH_SECONDS=4          (per measurement)   BENCH_ONLY=regex (paths by name)
+ *   BENCH_RELAY=pool:N       (the pool rows' relay: the event pool with N threads; default `pool`: min(2, CPUs))
+ *
+ * The "thread per tunnel" rows run the spliced relay as it was before the event pool (native/relaypool.c), chosen
+ * through gw-runner's bench-only RELAY argument, so before and after come from the same run.
  *
  * Per N and path: aggregate Gbit/s (iperf3 receiver), proxy CPU s per GiB (user+system of both proxy processes
  * from /proc, and each apart), RSS and threads of each proxy process sampled half-way through the cell, RSS per tunnel (busy RSS
@@ -20,6 +24,7 @@ import { writePairConfigs } from './bench-pair';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const NS = (process.env.BENCH_STREAMS ?? '1,4,16,64').split(',').map(Number).filter((n) => n > 0 && n <= 128);
+const POOL = process.env.BENCH_RELAY || 'pool';
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
 const children = new Set<ChildProcess>();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mmproxy-conc-'));
@@ -48,6 +53,20 @@ function cpu(pid: number): number {
   const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const parts = f.slice(f.lastIndexOf(')') + 2).split(' ');
   return (Number(parts[11]) + Number(parts[12])) / 100;
+}
+/** Per thread of `pid`: [ns on a CPU, ns waiting on a run queue] (/proc/PID/task/TID/schedstat). */
+function sched(pid: number): Map<string, [number, number]> {
+  const m = new Map<string, [number, number]>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try { const [run, wait] = fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number); m.set(tid, [run, wait]); } catch { /* ended */ }
+  }
+  return m;
+}
+/** Run-queue wait over CPU time of the threads alive at the end (from 0 for those born during the cell). */
+function waitPerRun(before: Map<string, [number, number]>[], after: Map<string, [number, number]>[]): number {
+  let run = 0, wait = 0;
+  after.forEach((m, i) => m.forEach(([r, w], tid) => { const [r0, w0] = before[i].get(tid) ?? [0, 0]; run += r - r0; wait += w - w0; }));
+  return run ? wait / run : NaN;
 }
 function status(pid: number): { rssKiB: number; threads: number } {
   const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -83,12 +102,14 @@ async function haproxy(name: string, dst: number, tls: boolean): Promise<Path> {
   return { name, kind: 'haproxy', port: p1, procs: [h1, h2] };
 }
 
-async function ours(name: string, dst: number, mode: 'plaintext' | 'mtls' | 'mtls-splice'): Promise<Path> {
+/** `relay` (gw-runner's bench-only RELAY): `thread` for the thread-per-tunnel splice relay, the rows before the pool. */
+async function ours(name: string, dst: number, mode: 'plaintext' | 'mtls' | 'mtls-splice', relay?: string): Promise<Path> {
   const ports = await Promise.all(Array.from({ length: 6 }, freePort));
   const { west, east } = writePairConfigs(tmp, ports, mode);
   const runner = path.join(__dirname, 'gw-runner.js');
-  const b = await start(process.execPath, [runner, west, String(dst)], 'ready');
-  const a = await start(process.execPath, [runner, east, String(dst)], 'ready');
+  const extra = relay ? [relay] : [];
+  const b = await start(process.execPath, [runner, west, String(dst), ...extra], 'ready');
+  const a = await start(process.execPath, [runner, east, String(dst), ...extra], 'ready');
   return { name, kind: 'ours', port: ports[0], procs: [a, b] };
 }
 
@@ -137,12 +158,14 @@ const jain = (xs: number[]) => {
 interface Result {
   path: string; n: number; gbps: number; cpuPerGiB: number; cpuPerGiBEach: number[]; rssKiB: number[]; idleRssKiB: number[];
   rssPerTunnelKiB: number; threads: number[]; openP50ms: number; openP99ms: number; opens: number; openFailed: number; jain: number; cpuBusyCores: number;
+  /** the proxies' threads: time waiting for a CPU over time on one (a loaded machine starves a one-thread loop) */
+  schedWaitPerRun: number;
 }
 
 async function measure(p: Path, n: number): Promise<Result> {
   const pids = p.procs.map((c) => c.pid!);
   const idle = pids.map(status);
-  const c0 = pids.map(cpu), t0 = Date.now();
+  const c0 = pids.map(cpu), s0 = pids.map(sched), t0 = Date.now();
   const run = iperf(p.port, n);
   let stopProbes = false;
   const opens: number[] = [];
@@ -157,7 +180,7 @@ async function measure(p: Path, n: number): Promise<Result> {
   const r = await run;
   stopProbes = true;
   await probes;
-  const c1 = pids.map(cpu), wall = (Date.now() - t0) / 1000;
+  const c1 = pids.map(cpu), s1 = pids.map(sched), wall = (Date.now() - t0) / 1000;
   const gib = r.bytes / 2 ** 30;
   const each = c1.map((x, i) => (x - c0[i]) / gib);
   const rss = mid.map((m) => m.rssKiB);
@@ -167,6 +190,7 @@ async function measure(p: Path, n: number): Promise<Result> {
     openP50ms: pct(opens, 0.5), openP99ms: pct(opens, 0.99), opens: opens.length, openFailed: opens.filter((x) => !Number.isFinite(x)).length,
     jain: jain(r.perStream),
     cpuBusyCores: c1.reduce((a, x, i) => a + x - c0[i], 0) / wall,
+    schedWaitPerRun: waitPerRun(s0, s1),
   };
   process.stderr.write(`  N=${n} ${p.name}: ${r.gbps.toFixed(2)} Gbit/s, ${res.cpuPerGiB.toFixed(2)} s/GiB, p99 open ${res.openP99ms.toFixed(1)} ms, Jain ${res.jain.toFixed(3)}\n`);
   await sleep(500); // let the streams' sockets close before the next measurement
@@ -189,9 +213,13 @@ async function main() {
   const defs: [string, () => Promise<Path>, string][] = [
     ['HAProxy splice', () => haproxy('HAProxy splice', dst, false), ''],
     ['HAProxy TLS middle hop', () => haproxy('HAProxy TLS middle hop', dst, true), ''],
-    ['ours plaintext', () => ours('ours plaintext', dst, 'plaintext'), 'HAProxy splice'],
-    ['ours mTLS', () => ours('ours mTLS', dst, 'mtls'), 'HAProxy TLS middle hop'],
-    ['ours mtls-splice', () => ours('ours mtls-splice', dst, 'mtls-splice'), 'HAProxy TLS middle hop'],
+    ['ours plaintext', () => ours('ours plaintext', dst, 'plaintext', POOL), 'HAProxy splice'],
+    ['ours mTLS', () => ours('ours mTLS', dst, 'mtls', POOL), 'HAProxy TLS middle hop'],
+    ['ours mtls-splice', () => ours('ours mtls-splice', dst, 'mtls-splice', POOL), 'HAProxy TLS middle hop'],
+    // before the event pool (issue 52 item 2): the same gateways with a thread per spliced tunnel
+    ['ours plaintext, thread per tunnel', () => ours('ours plaintext, thread per tunnel', dst, 'plaintext', 'thread'), 'HAProxy splice'],
+    ['ours plaintext, pool of 1 thread', () => ours('ours plaintext, pool of 1 thread', dst, 'plaintext', 'pool:1'), 'HAProxy splice'],
+    ['ours mtls-splice, thread per tunnel', () => ours('ours mtls-splice, thread per tunnel', dst, 'mtls-splice', 'thread'), 'HAProxy TLS middle hop'],
   ];
   const paths: Path[] = [];
   for (const [name, mk] of defs) if (!ONLY || ONLY.test(name) || name.startsWith('HAProxy')) paths.push(await mk());
@@ -203,13 +231,13 @@ async function main() {
   const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
   const lines = [
     `Loopback, ${os.cpus().length} cores, load average ${load.map((x) => x.toFixed(1)).join(' ')} at the end; iperf3 -P N, ${SECONDS} s per cell; Node ${process.version}`,
-    '', '| N | path | Gbit/s | x HAProxy | CPU s/GiB (gw A + gw B) | x HAProxy | RSS MiB per process | RSS KiB per tunnel | threads | open p50 / p99 ms (probes) | Jain | limited by |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '', '| N | path | Gbit/s | x HAProxy | CPU s/GiB (gw A + gw B) | x HAProxy | RSS MiB per process | RSS KiB per tunnel | threads | open p50 / p99 ms (probes) | Jain | run-queue wait / CPU | limited by |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of results) {
     const h = results.find((x) => x.n === r.n && x.path === ref.get(r.path));
     lines.push(`| ${r.n} | ${r.path} | ${f(r.gbps)} | ${h ? f(r.gbps / h.gbps) : '-'} | ${f(r.cpuPerGiB, 3)} (${r.cpuPerGiBEach.map((x) => f(x, 3)).join(' + ')}) | ${h ? f(r.cpuPerGiB / h.cpuPerGiB) : '-'} | ` +
-      `${r.rssKiB.map((x) => f(x / 1024, 1)).join(' / ')} | ${f(r.rssPerTunnelKiB, 0)} | ${r.threads.join(' / ')} | ${f(r.openP50ms, 1)} / ${f(r.openP99ms, 1)} (${r.opens}${r.openFailed ? `, ${r.openFailed} got no byte in 5 s` : ''}) | ${f(r.jain, 3)} | ${limit(r)} |`);
+      `${r.rssKiB.map((x) => f(x / 1024, 1)).join(' / ')} | ${f(r.rssPerTunnelKiB, 0)} | ${r.threads.join(' / ')} | ${f(r.openP50ms, 1)} / ${f(r.openP99ms, 1)} (${r.opens}${r.openFailed ? `, ${r.openFailed} got no byte in 5 s` : ''}) | ${f(r.jain, 3)} | ${f(r.schedWaitPerRun)} | ${limit(r)} |`);
   }
   process.stdout.write(lines.join('\n') + '\n');
   const rev = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();

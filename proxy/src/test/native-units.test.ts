@@ -4,7 +4,8 @@
  * tls13_open refuses a record from its header alone (buffers of the exact size: a read past them is a report)
  * and wipes what a failed open decrypted; mm_wait times out, reports readiness, lets the cancel eventfd win,
  * reports POLLERR with SO_ERROR and the socket's slot, treats events 0 as errors only, and retries EINTR to the
- * deadline; mm_budget (native/budget.c, issue 52 item 3) holds its rate and shares it fairly.
+ * deadline; mm_budget (native/budget.c, issue 52 item 3) holds its rate and shares it fairly; the event pool
+ * (native/relaypool.c, issue 52 item 2) keeps a budget, both directions, the half-close and a reset's bytes.
  * Needs cc, the OpenSSL headers and libcrypto (Debian: build-essential, libssl-dev); fails, saying so,
  * without them.
  */
@@ -26,7 +27,7 @@ describe('addon units under ASan + UBSan: tls13_open\'s own checks, mm_wait, mm_
     bin = path.join(dir, 'native-units');
     const r = spawnSync('cc', ['-O1', '-g', '-Wall', '-Wextra', '-Werror', '-fsanitize=address,undefined', '-fno-sanitize-recover=all',
       '-I', path.join(root, 'native'), '-o', bin, path.join(root, 'src', 'testkit', 'native-units.c'), path.join(root, 'native', 'ioready.c'),
-      path.join(root, 'native', 'tls13rec.c'), path.join(root, 'native', 'budget.c'), path.join(root, 'native', 'splice.c'), '-lcrypto', '-lpthread'], { encoding: 'utf8', timeout: 90_000, env: ENV });
+      path.join(root, 'native', 'tls13rec.c'), path.join(root, 'native', 'budget.c'), path.join(root, 'native', 'splice.c'), path.join(root, 'native', 'relaypool.c'), '-lcrypto', '-lpthread'], { encoding: 'utf8', timeout: 90_000, env: ENV });
     if (r.error || r.status !== 0) {
       throw new Error(`compiling the addon units failed (needs cc with ASan/UBSan, the OpenSSL headers and libcrypto: apt-get install build-essential libssl-dev): ${r.error?.message ?? r.stderr}`);
     }
@@ -47,6 +48,10 @@ describe('addon units under ASan + UBSan: tls13_open\'s own checks, mm_wait, mm_
     ['budget-late', 'mm_budget: a user that joins late has its quarter in its first second; after it leaves, the others a third each'],
     ['budget-threads', 'mm_budget: four threads on the real clock never over the rate, each moving'],
     ['budget-splice', 'splice_run with a budget on one direction over loopback TCP: never over 10 MB/s, joins and leaves the budget'],
+    ['pool-budget', 'the event pool with a budgeted tunnel: 70-105% of 10 MB/s, joins the budget and leaves it on cancel'],
+    ['pool-budget-timer', 'the event pool: a budget-held tunnel with no socket event left is woken by its timer (600 kB at 1 MB/s in 0.35-2.5 s)'],
+    ['pool-many', 'the event pool, 16 tunnels on 2 threads: both directions exact, a FIN one way while 4 MiB flow the other, pipes closed, no descriptor left'],
+    ['pool-reset', 'the event pool: 100000 bytes sent just before an RST reach the destination, then the reset'],
   ]) {
     it(what, () => {
       const r = spawnSync(bin, [name], { encoding: 'utf8', timeout: 30_000, env: { ...ENV, ASAN_OPTIONS: 'detect_leaks=1' } });

@@ -9,11 +9,16 @@
  * - mm_budget (budget.c), the per-peer bandwidth budget: the rate held over a simulated clock, an equal share
  *   between greedy users, an idle user's share redistributed, a late user's share within its first second, and
  *   real threads and a budgeted splice_run never over the rate, and moving.
+ * - the event pool (relaypool.c, issue 52 item 2): a budgeted tunnel on the pool holds the rate and keeps moving
+ *   (its timer re-arms a refused direction), and leaves the budget on cancel; many tunnels on two pool threads each
+ *   carry both directions exactly, one direction's FIN while the other still flows (half-close), and end with
+ *   their pipes closed; bytes sent before a reset reach the other side before the reset, which propagates.
  * usage: native-units CASE    prints "ok CASE" and exits 0, or names what failed and exits 1
  */
 #define _GNU_SOURCE
 #include "budget.h"
 #include "splice.h"
+#include "relaypool.h"
 #include "ioready.h"
 #include "tls13rec.h"
 #include <arpa/inet.h>
@@ -30,6 +35,7 @@
 #include <sys/time.h>
 #include <time.h>
 #include <pthread.h>
+#include <poll.h>
 #include <unistd.h>
 
 static const char *which;
@@ -259,14 +265,20 @@ static void *writer(void *p) {
   return NULL;
 }
 static void *relay(void *p) { splice_run(p); return NULL; }
+/* the pool's end callback in these cases: a write to the eventfd `arg` */
+static void pool_ended(splice_io_t *p, void *arg) { uint64_t one = 1; (void)p; CHECK(write(*(int *)arg, &one, sizeof one) == 8, "ended"); }
+static void pool_wait(int efd) { uint64_t n; CHECK(read(efd, &n, sizeof n) == 8, "wait for the pool's end"); }
 
+/* budget-splice: splice_run in a thread; pool-budget: the same tunnel on the event pool */
 static void budget_splice(void) {
+  int pooled = strcmp(which, "pool-budget") == 0, ended = eventfd(0, EFD_CLOEXEC);
   int src_w, src_r, dst_w, dst_r;
   tcp_pair(&src_w, &src_r);
   tcp_pair(&dst_w, &dst_r);
   mm_budget b;
   int64_t t0 = mm_budget_now_ns();
-  CHECK(mm_budget_init(&b, 10000000ULL, 0, t0) == 0, "init");
+  double rate_want = 10000000.0;
+  CHECK(mm_budget_init(&b, (uint64_t)rate_want, 0, t0) == 0, "init");
   uint64_t bytes[2] = {0, 0};
   splice_io_t io;
   memset(&io, 0, sizeof io);
@@ -277,7 +289,8 @@ static void budget_splice(void) {
   pthread_t wt, rt;
   writer_arg wa = {src_w, t0 + 1200 * MS};
   pthread_create(&wt, NULL, writer, &wa);
-  pthread_create(&rt, NULL, relay, &io);
+  if (pooled) CHECK(relay_pool_submit(&io, pool_ended, &ended) == 0, "submit");
+  else pthread_create(&rt, NULL, relay, &io);
   struct timeval tv = {0, 20000};
   setsockopt(dst_r, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   static char buf[65536];
@@ -292,15 +305,156 @@ static void budget_splice(void) {
   b2 = __atomic_load_n(&bytes[0], __ATOMIC_RELAXED); t2 = mm_budget_now_ns();
   double rate = (double)(b2 - b1) * 1e9 / (double)(t2 - t1), slack = b.burst * 1e9 / (double)(t2 - t1);
   /* never over the budget (its burst aside), and it moves; how close to the rate: see budget_threads */
-  CHECK(rate <= 10000000.0 * 1.05 + slack && b2 > b1, "budgeted splice: %.0f B/s, budget 10000000", rate);
+  CHECK(rate <= rate_want * 1.05 + slack && b2 > b1, "budgeted splice: %.0f B/s, budget %.0f", rate, rate_want);
+  CHECK(!pooled || rate >= rate_want * 0.7, "pooled budgeted splice: %.0f B/s, under 70%% of %.0f", rate, rate_want);
   CHECK(b.users == 1, "the relay joined the budget (%d users)", b.users);
   uint64_t one = 1;
   CHECK(write(io.efd, &one, sizeof one) == 8, "cancel");
-  pthread_join(rt, NULL);
+  if (pooled) pool_wait(ended); else pthread_join(rt, NULL);
   CHECK(io.reason == R_CANCEL && b.users == 0, "the relay ended by cancel (%d) and left the budget (%d users)", io.reason, b.users);
   pthread_join(wt, NULL);
-  close(src_w); close(src_r); close(dst_w); close(dst_r); close(io.efd);
+  close(src_w); close(src_r); close(dst_w); close(dst_r); close(io.efd); close(ended);
   mm_budget_destroy(&b);
+}
+
+/* A pooled tunnel whose 600 kB already sit in its source (a pipe of 1 MiB: no source event after the first) under
+ * a budget of 1 MB/s: the relay's pipe takes them at once, the budget refuses most, and only the tunnel's timer can
+ * wake it again (the destination's reader never lets its socket fill, so no write-space edge either). */
+static void pool_budget_timer(void) {
+  int src[2], dst_w, dst_r, ended = eventfd(0, EFD_CLOEXEC);
+  CHECK(pipe2(src, O_CLOEXEC) == 0 && fcntl(src[0], F_SETPIPE_SZ, 1 << 20) >= (1 << 20), "source pipe of 1 MiB");
+  int src_w = src[1], src_r = src[0];
+  tcp_pair(&dst_w, &dst_r);
+  static unsigned char buf[600000];
+  CHECK(write(src_w, buf, sizeof buf) == (ssize_t)sizeof buf, "write");
+  mm_budget b;
+  CHECK(mm_budget_init(&b, 1000000ULL, 0, mm_budget_now_ns()) == 0, "init");
+  uint64_t bytes[2] = {0, 0};
+  static splice_io_t io;
+  io.fd[0] = src_r; io.fd[1] = dst_w; io.bytes = bytes; io.budget[0] = &b; io.side = -1;
+  io.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  fcntl(src_r, F_SETFL, O_NONBLOCK); fcntl(dst_w, F_SETFL, O_NONBLOCK);
+  CHECK(splice_io_pipes(&io) == 0, "pipes");
+  int64_t t0 = mm_budget_now_ns();
+  CHECK(relay_pool_submit(&io, pool_ended, &ended) == 0, "submit");
+  struct timeval tv = {3, 0};
+  setsockopt(dst_r, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  size_t got = 0;
+  for (ssize_t r; got < sizeof buf && (r = read(dst_r, buf, sizeof buf)) > 0;) got += (size_t)r;
+  double s = (double)(mm_budget_now_ns() - t0) / 1e9;
+  /* 600 kB at 1 MB/s, less what the burst let through at once (64 kB credit + 64 kB pool): about 0.47 s */
+  CHECK(got == sizeof buf, "delivered %zu of %zu bytes in %.2f s: the held direction was not woken", got, sizeof buf, s);
+  CHECK(s >= 0.35 && s <= 2.5, "600 kB under 1 MB/s took %.2f s", s);
+  uint64_t one = 1;
+  CHECK(write(io.efd, &one, sizeof one) == 8, "cancel");
+  pool_wait(ended);
+  CHECK(io.reason == R_CANCEL && b.users == 0, "ended by cancel (%d), left the budget (%d users)", io.reason, b.users);
+  close(src_w); close(src_r); close(dst_w); close(dst_r); close(io.efd); close(ended);
+  mm_budget_destroy(&b);
+}
+
+/* one end of a pooled tunnel: send `n` bytes (byte i is i % 251), then FIN; receive until EOF, checking the bytes */
+typedef struct { int fd; size_t n, got; int bad; } end_arg;
+static void *tunnel_end(void *p) {
+  end_arg *a = p;
+  static __thread unsigned char buf[65536];
+  size_t sent = 0;
+  fcntl(a->fd, F_SETFL, O_NONBLOCK);
+  for (int rd_open = 1, wr_open = 1; rd_open || wr_open;) {
+    if (wr_open && sent == a->n) { shutdown(a->fd, SHUT_WR); wr_open = 0; continue; }
+    struct pollfd q = { .fd = a->fd, .events = (short)((rd_open ? POLLIN : 0) | (wr_open ? POLLOUT : 0)), .revents = 0 };
+    if (poll(&q, 1, 10000) <= 0) { a->bad = 1; return NULL; }
+    if (wr_open && (q.revents & POLLOUT)) {
+      size_t k = a->n - sent < sizeof buf ? a->n - sent : sizeof buf;
+      for (size_t i = 0; i < k; i++) buf[i] = (unsigned char)((sent + i) % 251);
+      ssize_t w = write(a->fd, buf, k);
+      if (w > 0) sent += (size_t)w;
+    }
+    if (rd_open && (q.revents & (POLLIN | POLLHUP))) {
+      ssize_t r = read(a->fd, buf, sizeof buf);
+      if (r == 0) rd_open = 0;
+      else if (r < 0 && errno != EAGAIN) { a->bad = 2; return NULL; }
+      for (ssize_t i = 0; i < r; i++) if (buf[i] != (unsigned char)((a->got + (size_t)i) % 251)) a->bad = 3;
+      if (r > 0) a->got += (size_t)r;
+    }
+  }
+  return NULL;
+}
+
+static int open_fds(void) {
+  int n = 0;
+  for (int fd = 0; fd < 4096; fd++) if (fcntl(fd, F_GETFD) >= 0) n++;
+  return n;
+}
+
+#define TUNNELS 16
+static void pool_many(void) {
+  CHECK(relay_pool_configure(1, 2) == 0, "two pool threads");
+  /* the pool's own descriptors (an epoll set and a wake-up eventfd per thread) appear with its first tunnel */
+  int before = open_fds() + (relay_pool_threads() == 0 ? 2 * 2 : 0), ended = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  static splice_io_t io[TUNNELS];
+  static uint64_t bytes[TUNNELS][2];
+  static end_arg ea[TUNNELS][2];
+  pthread_t th[TUNNELS][2];
+  int relay_fd[TUNNELS][2];
+  for (int i = 0; i < TUNNELS; i++) {
+    int a_out, a_in, b_in, b_out; /* client a_out <-> a_in relay b_in <-> b_out server */
+    tcp_pair(&a_out, &a_in);
+    tcp_pair(&b_in, &b_out);
+    memset(&io[i], 0, sizeof io[i]);
+    io[i].fd[0] = relay_fd[i][0] = a_in; io[i].fd[1] = relay_fd[i][1] = b_in; io[i].bytes = bytes[i]; io[i].side = -1;
+    io[i].efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    fcntl(a_in, F_SETFL, O_NONBLOCK); fcntl(b_in, F_SETFL, O_NONBLOCK);
+    CHECK(splice_io_pipes(&io[i]) == 0, "pipes");
+    /* a -> b finishes early (64 KiB, then FIN) while b -> a carries 4 MiB after it: the half-close */
+    ea[i][0] = (end_arg){a_out, 65536 + (size_t)i, 0, 0};
+    ea[i][1] = (end_arg){b_out, 4 * 1048576 + (size_t)i * 7, 0, 0};
+    CHECK(relay_pool_submit(&io[i], pool_ended, &ended) == 0, "submit");
+    pthread_create(&th[i][0], NULL, tunnel_end, &ea[i][0]);
+    pthread_create(&th[i][1], NULL, tunnel_end, &ea[i][1]);
+  }
+  for (int i = 0; i < TUNNELS; i++) pool_wait(ended);
+  CHECK(relay_pool_threads() == 2, "%d pool threads", relay_pool_threads());
+  for (int i = 0; i < TUNNELS; i++) {
+    pthread_join(th[i][0], NULL); pthread_join(th[i][1], NULL);
+    CHECK(io[i].reason == R_EOF, "tunnel %d ended with reason %d", i, io[i].reason);
+    CHECK(!ea[i][0].bad && !ea[i][1].bad, "tunnel %d: an end failed (%d, %d)", i, ea[i][0].bad, ea[i][1].bad);
+    CHECK(ea[i][1].got == ea[i][0].n && ea[i][0].got == ea[i][1].n, "tunnel %d: received %zu of %zu and %zu of %zu", i,
+          ea[i][1].got, ea[i][0].n, ea[i][0].got, ea[i][1].n);
+    CHECK(bytes[i][0] == ea[i][0].n && bytes[i][1] == ea[i][1].n, "tunnel %d counted %llu / %llu", i,
+          (unsigned long long)bytes[i][0], (unsigned long long)bytes[i][1]);
+    for (int k = 0; k < 2; k++) CHECK(io[i].pipefd[k][0] < 0 && io[i].pipefd[k][1] < 0, "tunnel %d: pipes closed", i);
+    close(io[i].efd); close(relay_fd[i][0]); close(relay_fd[i][1]); close(ea[i][0].fd); close(ea[i][1].fd);
+  }
+  close(ended);
+  CHECK(open_fds() == before, "descriptors: %d before (with the pool's), %d after", before, open_fds());
+}
+
+/* bytes the source sent just before its reset reach the destination first; then the reset propagates */
+static void pool_reset(void) {
+  int src_w, src_r, dst_w, dst_r, ended = eventfd(0, EFD_CLOEXEC);
+  tcp_pair(&src_w, &src_r);
+  tcp_pair(&dst_w, &dst_r);
+  uint64_t bytes[2] = {0, 0};
+  static splice_io_t io;
+  io.fd[0] = src_r; io.fd[1] = dst_w; io.bytes = bytes; io.side = -1;
+  io.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  fcntl(src_r, F_SETFL, O_NONBLOCK); fcntl(dst_w, F_SETFL, O_NONBLOCK);
+  CHECK(splice_io_pipes(&io) == 0, "pipes");
+  static unsigned char buf[100000];
+  CHECK(write(src_w, buf, sizeof buf) == (ssize_t)sizeof buf, "write");
+  mm_arm_reset(src_w);
+  close(src_w); /* data and RST queued before the relay looks: one wake-up */
+  CHECK(relay_pool_submit(&io, pool_ended, &ended) == 0, "submit");
+  pool_wait(ended);
+  CHECK(io.reason == R_RESET && io.side == 0, "reason %d side %d", io.reason, io.side);
+  CHECK(bytes[0] == sizeof buf, "relayed %llu of %zu before the reset", (unsigned long long)bytes[0], sizeof buf);
+  close(dst_w); /* armed {1, 0} by the relay: an RST after the bytes */
+  size_t got = 0;
+  ssize_t r;
+  while ((r = read(dst_r, buf, sizeof buf)) > 0) got += (size_t)r;
+  CHECK(got == sizeof buf && r < 0 && errno == ECONNRESET, "the destination read %zu then %s", got, r == 0 ? "EOF" : strerror(errno));
+  close(src_r); close(dst_r); close(io.efd); close(ended);
 }
 
 int main(int argc, char **argv) {
@@ -311,7 +465,10 @@ int main(int argc, char **argv) {
   else if (strcmp(which, "wait-sockerr") == 0) wait_sockerr();
   else if (strcmp(which, "wait-eintr") == 0) wait_eintr();
   else if (strncmp(which, "budget-threads", 14) == 0) budget_threads();
-  else if (strcmp(which, "budget-splice") == 0) budget_splice();
+  else if (strcmp(which, "budget-splice") == 0 || strcmp(which, "pool-budget") == 0) budget_splice();
+  else if (strcmp(which, "pool-many") == 0) pool_many();
+  else if (strcmp(which, "pool-budget-timer") == 0) pool_budget_timer();
+  else if (strcmp(which, "pool-reset") == 0) pool_reset();
   else if (strncmp(which, "budget-", 7) == 0) budget_sim();
   else wait_cases(which);
   printf("ok %s\n", which);
