@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include "ioready.h"
 #include <errno.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <time.h>
 
 int64_t mm_now_ms(void) {
@@ -47,5 +49,14 @@ int mm_wait(struct pollfd p[2], int efd, int64_t until, int *idx, int *err) {
       return MM_SOCKERR;
     }
     if (n > 0) return MM_READY;
+  }
+}
+
+void mm_wait_sent(int fd, int64_t until) {
+  for (;;) {
+    int unsent = 0;
+    if (fd < 0 || ioctl(fd, SIOCOUTQNSD, &unsent) != 0 || unsent <= 0 || mm_now_ms() >= until) return;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
   }
 }
