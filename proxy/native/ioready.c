@@ -60,3 +60,9 @@ void mm_wait_sent(int fd, int64_t until) {
     nanosleep(&ms, NULL);
   }
 }
+
+int mm_wait_writable(int fd, int64_t until) {
+  int64_t left = until - mm_now_ms();
+  struct pollfd q = {fd, POLLOUT, 0};
+  return left > 0 && (poll(&q, 1, (int)left) >= 0 || errno == EINTR);
+}

@@ -202,10 +202,7 @@ static int rs_salvage(tlsr_t *t, rs_t *s, int side) {
     }
     if ((progress |= rc)) continue;
     int blocked = side == 1 ? s->io.out.off < s->io.out.len && !s->t_wr : s->doff < s->dlen && !s->p_wr;
-    if (!blocked) break;
-    struct pollfd q = {to, POLLOUT, 0};
-    int64_t left = until - mm_now_ms();
-    if (left <= 0 || (poll(&q, 1, (int)left) < 0 && errno != EINTR)) break;
+    if (!blocked || !mm_wait_writable(to, until)) break;
     if (side == 1) s->t_wr = 1; else s->p_wr = 1;
   }
   mm_wait_sent(to, until); /* the reset that follows must not discard what was salvaged */
