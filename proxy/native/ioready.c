@@ -3,7 +3,9 @@
 #include "ioready.h"
 #include <errno.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <time.h>
 
 int64_t mm_now_ms(void) {
@@ -60,4 +62,19 @@ int mm_spawn_detached(void *(*fn)(void *), void *arg, size_t stack_kib) {
   int rc = pthread_create(&th, &attr, fn, arg);
   pthread_attr_destroy(&attr);
   return rc;
+}
+
+void mm_wait_sent(int fd, int64_t until) {
+  for (;;) {
+    int unsent = 0;
+    if (fd < 0 || ioctl(fd, SIOCOUTQNSD, &unsent) != 0 || unsent <= 0 || mm_now_ms() >= until) return;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+}
+
+int mm_wait_writable(int fd, int64_t until) {
+  int64_t left = until - mm_now_ms();
+  struct pollfd q = {fd, POLLOUT, 0};
+  return left > 0 && (poll(&q, 1, (int)left) >= 0 || errno == EINTR);
 }

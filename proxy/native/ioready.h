@@ -11,6 +11,13 @@ int64_t mm_now_ms(void);
 void mm_arm_reset(int fd);
 /* errnos that mean the peer (or the path to it) went away: a reset, not a local error */
 int mm_is_reset_errno(int e);
+/* Wait (1 ms naps) until the kernel has transmitted everything queued on socket `fd` (SIOCOUTQNSD: not sent yet) or
+ * the monotonic time `until` (ms) passes: a close with SO_LINGER {1, 0} discards what is not sent, so a relay that
+ * moved a failed socket's last bytes on calls this before its reset. */
+void mm_wait_sent(int fd, int64_t until);
+/* Wait until socket `fd` is writable (or has an error or hang-up for the write to report), at most until the
+ * monotonic time `until` (ms): 0 when that time has passed or poll failed, else 1 (try the write). */
+int mm_wait_writable(int fd, int64_t until);
 
 enum { MM_READY = 0, MM_TIMEOUT, MM_CANCEL, MM_SOCKERR, MM_POLLFAIL };
 /* Wait until one of the two sockets p[0], p[1] (fd -1: not polled; events 0: polled for errors and hang-ups

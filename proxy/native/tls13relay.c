@@ -52,6 +52,7 @@ typedef struct {
    * send unasked, payload records toward the next one, whether we asked for one it has not sent yet */
   unsigned empty_run, ku_free, ku_earn;
   int ku_asked;
+  int salvaging; /* a socket failed: what it had sent is being moved on (salvage), no second salvage */
 } rl_t;
 
 #define MAX_EMPTY_RUN 32   /* records without payload in a row (empty records, KeyUpdates, warnings): as OpenSSL */
@@ -67,6 +68,8 @@ static int fail(rl_t *s, int side, int err, const char *why) {
   r->error = why;
   return -1;
 }
+
+static int sock_failed(rl_t *s, int side, int err);
 
 /* seal a control record (alert, KeyUpdate) at the end of ob */
 static int queue_ctrl(rl_t *s, unsigned char type, const unsigned char *body, size_t n) {
@@ -151,7 +154,7 @@ static int send_out(rl_t *s) {
     if (n > 0) { s->ooff += (size_t)n; progress = 1; continue; }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) { s->t_wr = 0; break; }
-    return fail(s, 0, n < 0 ? errno : EPIPE, NULL);
+    return sock_failed(s, 0, n < 0 ? errno : EPIPE);
   }
   if (s->ooff == s->olen) s->ooff = s->olen = 0;
   if (s->cn_queued && s->olen == 0 && !s->t_shut) { shutdown(s->r->fd, SHUT_WR); s->t_shut = 1; progress = 1; }
@@ -271,7 +274,7 @@ static int deliver(rl_t *s) {
       progress = 1;
     } else if (n < 0 && errno == EAGAIN) s->p_wr = 0;
     else if (n < 0 && errno == EINTR) progress = 1;
-    else if (n < 0) return fail(s, 1, errno, NULL);
+    else if (n < 0) return sock_failed(s, 1, errno);
   }
   if (s->t_eof && s->niov == 0 && !s->p_shut) { shutdown(s->r->pfd, SHUT_WR); s->p_shut = 1; progress = 1; }
   return progress;
@@ -285,6 +288,45 @@ static int cut(rl_t *s) {
   size_t have = s->ilen - s->ioff;
   if (have >= TLS13_HDR && tls13_record_len(s->ib + s->ioff, &alert) <= have) return 0; /* open_in has work */
   return fail(s, 0, s->in_err ? s->in_err : ECONNRESET, have ? "the TLS stream ended inside a record" : NULL);
+}
+
+/* After a socket failed (`side` 1 = plaintext, 0 = TLS, as fail() names them; its error already read, by poll's
+ * SO_ERROR or by the failed call): what it had sent before the error goes on to the other socket, as a direct
+ * connection would have delivered it (a reset ends a stream, it does not unsend it), for at most SALVAGE_MS. The
+ * plaintext's last bytes are sealed and sent, with no close_notify (the stream was cut: the reset follows them);
+ * the TLS socket's whole records are opened and delivered (a record the reset cut is not). Without this, a
+ * destination's last bytes and its RST arriving in one wake-up were dropped (busy iperf3 answers with one byte and
+ * an RST: proxy/src/test/security-resets-answers.test.ts), as splice.c's splice_salvage does for the splice. The
+ * other direction is not moved any more: the relay is ending. -1 when a second failure ended the salvage. */
+#define SALVAGE_MS 200
+static int salvage(rl_t *s, int side) {
+  tls13_relay_t *r = s->r;
+  int64_t until = mm_now_ms() + SALVAGE_MS;
+  int to = side == 1 ? r->fd : r->pfd, rc = 0;
+  if (side == 1) s->p_rd = s->t_wr = 1; else s->t_rd = s->p_wr = 1;
+  while (mm_now_ms() < until) {
+    int progress = 0;
+    if (side == 1) { /* plaintext bytes -> sealed records -> the TLS socket */
+      if ((rc = fill(s)) < 0 || (progress |= rc, rc = send_out(s)) < 0) break;
+    } else { /* TLS records -> opened -> the plaintext socket */
+      if ((rc = recv_in(s)) < 0 || (progress |= rc, rc = open_in(s)) < 0 || (progress |= rc, rc = deliver(s)) < 0) break;
+    }
+    if ((progress |= rc)) continue;
+    int blocked = side == 1 ? s->ooff < s->olen && !s->t_wr : s->iovi < s->niov && !s->p_wr;
+    if (!blocked || !mm_wait_writable(to, until)) break;
+    if (side == 1) s->t_wr = 1; else s->p_wr = 1;
+  }
+  mm_wait_sent(to, until); /* the reset that follows must not discard what was salvaged */
+  return rc < 0 ? -1 : 0;
+}
+
+/* socket `side` failed with `err`: what it had sent is salvaged (once), then the relay fails with that error */
+static int sock_failed(rl_t *s, int side, int err) {
+  if (!s->salvaging) {
+    s->salvaging = 1;
+    if (salvage(s, side) < 0) return -1;
+  }
+  return fail(s, side, err, NULL);
 }
 
 /* nothing moved: wait for a socket, the cancel eventfd or the idle limit; -1 when the relay must end */
@@ -302,7 +344,7 @@ static int wait_io(rl_t *s, int64_t last) {
   case MM_TIMEOUT: r->reason = R_IDLE; return -1;
   case MM_CANCEL: r->reason = R_CANCEL; return -1;
   case MM_POLLFAIL: return fail(s, -1, err, NULL);
-  case MM_SOCKERR: return fail(s, idx == 0 ? 1 : 0, err, NULL);
+  case MM_SOCKERR: return sock_failed(s, idx == 0 ? 1 : 0, err);
   }
   if (p[0].revents & (POLLIN | POLLHUP)) s->p_rd = 1;
   if (p[0].revents & (POLLOUT | POLLHUP)) s->p_wr = 1;

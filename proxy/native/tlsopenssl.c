@@ -34,7 +34,11 @@ typedef struct {
   int p_rd, p_wr, t_rd, t_wr;    /* the socket may be ready: 1 = try the call, 0 = wait for poll */
   int enc_wait;                  /* SSL_write/SSL_shutdown stopped on a full io.out: wait until it is sent */
   int dec_wait_in, dec_wait_out; /* SSL_read stopped: needs more of io.in / needs io.out sent */
+  int dec_fail;                  /* the TLS stream was cut: this errno once the records before the cut are delivered */
+  int salvaging;                 /* a socket failed: what it had sent is being moved on (rs_salvage); no close_notify */
 } rs_t;
+
+static int rs_sock_failed(tlsr_t *t, rs_t *s, int side, int err);
 
 /* a socket failed: side 0 = TLS socket failed -> reset the plaintext one, and vice versa (the thread's end resets both) */
 static void tlsr_fail(tlsr_t *t, int side, int err) {
@@ -84,7 +88,7 @@ static int rs_encrypt(tlsr_t *t, rs_t *s) {
     return -1;
   }
   if (s->uoff == s->ulen) s->uoff = s->ulen = 0;
-  if (s->p_eof && s->ulen == 0 && !s->cn_queued && !s->enc_wait) {
+  if (s->p_eof && s->ulen == 0 && !s->cn_queued && !s->enc_wait && !s->salvaging) {
     ERR_clear_error();
     int r = SSL_shutdown(t->ssl); /* queues close_notify; 0 = the peer's not seen yet: fine */
     int e = r < 0 ? SSL_get_error(t->ssl, r) : SSL_ERROR_NONE;
@@ -104,8 +108,7 @@ static int rs_send(tlsr_t *t, rs_t *s) {
     if (n > 0) { o->off += (size_t)n; progress = 1; continue; }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) { s->t_wr = 0; break; }
-    tlsr_fail(t, 0, n < 0 ? errno : EPIPE);
-    return -1;
+    return rs_sock_failed(t, s, 0, n < 0 ? errno : EPIPE);
   }
   if (o->off == o->len) { o->off = o->len = 0; s->enc_wait = s->dec_wait_out = 0; }
   if (s->cn_queued && o->len == 0 && !s->t_shut) { shutdown(t->fd, SHUT_WR); s->t_shut = 1; progress = 1; }
@@ -138,6 +141,12 @@ static int rs_recv(tlsr_t *t, rs_t *s) {
 /* io.in -> down: decrypt every whole record there (or until down is full) */
 static int rs_decrypt(tlsr_t *t, rs_t *s) {
   int progress = 0;
+  if (s->dec_fail) { /* the cut, once what was opened before it is delivered */
+    if (s->dlen > 0) return 0;
+    rs_send_alert(t, s);
+    tlsr_fail(t, 0, s->dec_fail);
+    return -1;
+  }
   if (s->t_eof || s->doff != 0 || s->dec_wait_in || s->dec_wait_out) return 0;
   while (s->dlen < BUF_SZ) {
     size_t n = 0;
@@ -148,6 +157,8 @@ static int rs_decrypt(tlsr_t *t, rs_t *s) {
     else if (e == SSL_ERROR_ZERO_RETURN) { s->t_eof = 1; progress = 1; }
     else { /* EOF without close_notify: the peer died; or records that do not verify */
       if (ERR_peek_error()) tlsr_errstr(t, "TLS records");
+      /* a cut stream (recv(2) ended): the whole records before it were opened into `down` in this call, deliver them first */
+      if (s->io.in_eof && s->dlen > 0) { s->dec_fail = rs_tls_err(s); return 1; }
       rs_send_alert(t, s);
       tlsr_fail(t, 0, rs_tls_err(s));
       return -1;
@@ -167,10 +178,45 @@ static int rs_plain_write(tlsr_t *t, rs_t *s) {
       if (s->doff == s->dlen) s->doff = s->dlen = 0;
       progress = 1;
     } else if (n < 0 && errno == EAGAIN) s->p_wr = 0;
-    else if (n < 0 && errno != EINTR) { tlsr_fail(t, 1, errno); return -1; }
+    else if (n < 0 && errno != EINTR) return rs_sock_failed(t, s, 1, errno);
   }
   if (s->t_eof && s->dlen == 0 && !s->p_shut) { shutdown(t->pfd, SHUT_WR); s->p_shut = 1; progress = 1; }
   return progress;
+}
+
+/* After a socket failed (`side` 1 = plaintext, 0 = TLS; its error already read): what it had sent before the error
+ * goes on to the other socket for at most SALVAGE_MS, as tls13relay.c's salvage does (see there): the plaintext's last
+ * bytes encrypted and sent with no close_notify, the TLS socket's whole records decrypted and delivered. -1 when a
+ * second failure (or the cut, once delivered) ended it. */
+#define SALVAGE_MS 200
+static int rs_salvage(tlsr_t *t, rs_t *s, int side) {
+  int64_t until = mm_now_ms() + SALVAGE_MS;
+  int to = side == 1 ? t->fd : t->pfd, rc = 0;
+  if (side == 1) s->p_rd = s->t_wr = 1; else s->t_rd = s->p_wr = 1;
+  while (mm_now_ms() < until) {
+    int progress = 0;
+    if (side == 1) {
+      if ((rc = rs_plain_read(t, s)) < 0 || (progress |= rc, rc = rs_encrypt(t, s)) < 0 || (progress |= rc, rc = rs_send(t, s)) < 0) break;
+    } else {
+      if ((rc = rs_recv(t, s)) < 0 || (progress |= rc, rc = rs_decrypt(t, s)) < 0 || (progress |= rc, rc = rs_plain_write(t, s)) < 0) break;
+    }
+    if ((progress |= rc)) continue;
+    int blocked = side == 1 ? s->io.out.off < s->io.out.len && !s->t_wr : s->doff < s->dlen && !s->p_wr;
+    if (!blocked || !mm_wait_writable(to, until)) break;
+    if (side == 1) s->t_wr = 1; else s->p_wr = 1;
+  }
+  mm_wait_sent(to, until); /* the reset that follows must not discard what was salvaged */
+  return rc < 0 ? -1 : 0;
+}
+
+/* socket `side` failed with `err`: what it had sent is salvaged (once), then the relay fails with that error */
+static int rs_sock_failed(tlsr_t *t, rs_t *s, int side, int err) {
+  if (!s->salvaging) {
+    s->salvaging = 1;
+    if (rs_salvage(t, s, side) < 0) return -1;
+  }
+  tlsr_fail(t, side, err);
+  return -1;
 }
 
 /* nothing moved: wait for a socket, the cancel eventfd or the idle limit; -1 when the relay must end */
@@ -187,7 +233,7 @@ static int rs_wait(tlsr_t *t, rs_t *s, int64_t last) {
   case MM_TIMEOUT: t->reason = T_IDLE; return -1;
   case MM_CANCEL: t->reason = T_CANCEL; return -1;
   case MM_POLLFAIL: t->reason = T_ERROR; t->err = err; t->side = -1; return -1;
-  case MM_SOCKERR: tlsr_fail(t, idx == 0 ? 1 : 0, err); return -1;
+  case MM_SOCKERR: return rs_sock_failed(t, s, idx == 0 ? 1 : 0, err);
   }
   if (p[0].revents & (POLLIN | POLLHUP)) s->p_rd = 1;
   if (p[0].revents & (POLLOUT | POLLHUP)) s->p_wr = 1;

@@ -4,6 +4,7 @@
  *
  *   BENCH_STREAMS=1,4,16,64  (iperf3 -P N: one client process; iperf3 3.12 caps N at 128)
  *   BENCH_SECONDS=4          (per measurement)   BENCH_ONLY=regex (paths by name)
+ *   BENCH_PROBE_MS=5000      (how long one open probe waits for its byte)
  *   BENCH_RELAY=pool:N       (the pool rows' relay: the event pool with N threads; default `pool`: min(2, CPUs))
  *
  * The "thread per tunnel" rows run the spliced relay as it was before the event pool (native/relaypool.c), chosen
@@ -12,7 +13,8 @@
  * Per N and path: aggregate Gbit/s (iperf3 receiver), proxy CPU s per GiB (user+system of both proxy processes
  * from /proc, and each apart), RSS and threads of each proxy process sampled half-way through the cell, RSS per tunnel (busy RSS
  * above the idle RSS, over N), p50/p99 time to open one more tunnel while the N are busy (connect through the
- * pair, send iperf3's 37-byte cookie, first byte back from the server: its "busy" answer), and Jain's fairness
+ * pair, send iperf3's 37-byte cookie, first byte back from the server: its "busy" answer; a probe without its byte
+ * is counted as reset, the connection ended without it, or timed out, none in BENCH_PROBE_MS), and Jain's fairness
  * index over the N streams' received bytes. Raw data (with the load average) goes to bench/results/.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -26,6 +28,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const NS = (process.env.BENCH_STREAMS ?? '1,4,16,64').split(',').map(Number).filter((n) => n > 0 && n <= 128);
 const POOL = process.env.BENCH_RELAY || 'pool';
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
+const PROBE_MS = Number(process.env.BENCH_PROBE_MS ?? 5000);
 const children = new Set<ChildProcess>();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mmproxy-conc-'));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -113,16 +116,21 @@ async function ours(name: string, dst: number, mode: 'plaintext' | 'mtls' | 'mtl
   return { name, kind: 'ours', port: ports[0], procs: [a, b] };
 }
 
+/** One probe: the ms to the server's first byte, or why there was none ('reset': the connection ended without it). */
+type Open = number | 'reset' | 'timeout';
+
 /** One more tunnel while the N are busy: connect, send iperf3's cookie, wait for the server's first byte. */
-function openOnce(port: number): Promise<number> {
+function openOnce(port: number): Promise<Open> {
   const t0 = process.hrtime.bigint();
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1');
-    const done = (ms: number) => { s.destroy(); resolve(ms); };
-    const timer = setTimeout(() => done(Infinity), 5000);
+    let settled = false;
+    const done = (r: Open) => { if (settled) return; settled = true; clearTimeout(timer); s.destroy(); resolve(r); };
+    const timer = setTimeout(() => done('timeout'), PROBE_MS);
     s.once('connect', () => s.write('x'.repeat(36) + '\0'));
-    s.once('data', () => { clearTimeout(timer); done(Number(process.hrtime.bigint() - t0) / 1e6); });
-    s.once('error', () => { clearTimeout(timer); done(Infinity); });
+    s.once('data', () => done(Number(process.hrtime.bigint() - t0) / 1e6));
+    s.once('error', () => done('reset'));
+    s.once('close', () => done('reset'));
   });
 }
 
@@ -157,7 +165,8 @@ const jain = (xs: number[]) => {
 
 interface Result {
   path: string; n: number; gbps: number; cpuPerGiB: number; cpuPerGiBEach: number[]; rssKiB: number[]; idleRssKiB: number[];
-  rssPerTunnelKiB: number; threads: number[]; openP50ms: number; openP99ms: number; opens: number; openFailed: number; jain: number; cpuBusyCores: number;
+  rssPerTunnelKiB: number; threads: number[]; openP50ms: number; openP99ms: number; openMaxMs: number; opens: number; openFailed: number;
+  openReset: number; openTimedOut: number; jain: number; cpuBusyCores: number;
   /** the proxies' threads: time waiting for a CPU over time on one (a loaded machine starves a one-thread loop) */
   schedWaitPerRun: number;
 }
@@ -168,7 +177,7 @@ async function measure(p: Path, n: number): Promise<Result> {
   const c0 = pids.map(cpu), s0 = pids.map(sched), t0 = Date.now();
   const run = iperf(p.port, n);
   let stopProbes = false;
-  const opens: number[] = [];
+  const opens: Open[] = [];
   let mid = idle;
   const probes = (async () => {
     await sleep(Math.min(1000, SECONDS * 300));
@@ -184,15 +193,17 @@ async function measure(p: Path, n: number): Promise<Result> {
   const gib = r.bytes / 2 ** 30;
   const each = c1.map((x, i) => (x - c0[i]) / gib);
   const rss = mid.map((m) => m.rssKiB);
+  const answered = opens.filter((x): x is number => typeof x === 'number');
   const res: Result = {
     path: p.name, n, gbps: r.gbps, cpuPerGiB: each.reduce((a, b) => a + b, 0), cpuPerGiBEach: each, rssKiB: rss, idleRssKiB: idle.map((m) => m.rssKiB),
     rssPerTunnelKiB: (rss.reduce((a, b) => a + b, 0) - idle.reduce((a, m) => a + m.rssKiB, 0)) / n, threads: mid.map((m) => m.threads),
-    openP50ms: pct(opens, 0.5), openP99ms: pct(opens, 0.99), opens: opens.length, openFailed: opens.filter((x) => !Number.isFinite(x)).length,
+    openP50ms: pct(answered, 0.5), openP99ms: pct(answered, 0.99), openMaxMs: Math.max(...answered), opens: opens.length,
+    openFailed: opens.length - answered.length, openReset: opens.filter((x) => x === 'reset').length, openTimedOut: opens.filter((x) => x === 'timeout').length,
     jain: jain(r.perStream),
     cpuBusyCores: c1.reduce((a, x, i) => a + x - c0[i], 0) / wall,
     schedWaitPerRun: waitPerRun(s0, s1),
   };
-  process.stderr.write(`  N=${n} ${p.name}: ${r.gbps.toFixed(2)} Gbit/s, ${res.cpuPerGiB.toFixed(2)} s/GiB, p99 open ${res.openP99ms.toFixed(1)} ms, Jain ${res.jain.toFixed(3)}\n`);
+  process.stderr.write(`  N=${n} ${p.name}: ${r.gbps.toFixed(2)} Gbit/s, ${res.cpuPerGiB.toFixed(2)} s/GiB, open p50/p99/max ${res.openP50ms.toFixed(1)}/${res.openP99ms.toFixed(1)}/${res.openMaxMs.toFixed(1)} ms (${res.opens} probes, ${res.openReset} reset, ${res.openTimedOut} timed out), Jain ${res.jain.toFixed(3)}\n`);
   await sleep(500); // let the streams' sockets close before the next measurement
   return res;
 }
@@ -237,7 +248,7 @@ async function main() {
   for (const r of results) {
     const h = results.find((x) => x.n === r.n && x.path === ref.get(r.path));
     lines.push(`| ${r.n} | ${r.path} | ${f(r.gbps)} | ${h ? f(r.gbps / h.gbps) : '-'} | ${f(r.cpuPerGiB, 3)} (${r.cpuPerGiBEach.map((x) => f(x, 3)).join(' + ')}) | ${h ? f(r.cpuPerGiB / h.cpuPerGiB) : '-'} | ` +
-      `${r.rssKiB.map((x) => f(x / 1024, 1)).join(' / ')} | ${f(r.rssPerTunnelKiB, 0)} | ${r.threads.join(' / ')} | ${f(r.openP50ms, 1)} / ${f(r.openP99ms, 1)} (${r.opens}${r.openFailed ? `, ${r.openFailed} got no byte in 5 s` : ''}) | ${f(r.jain, 3)} | ${f(r.schedWaitPerRun)} | ${limit(r)} |`);
+      `${r.rssKiB.map((x) => f(x / 1024, 1)).join(' / ')} | ${f(r.rssPerTunnelKiB, 0)} | ${r.threads.join(' / ')} | ${f(r.openP50ms, 1)} / ${f(r.openP99ms, 1)} (${r.opens}${r.openReset ? `, ${r.openReset} reset without the byte` : ''}${r.openTimedOut ? `, ${r.openTimedOut} no byte in ${PROBE_MS / 1000} s` : ''}) | ${f(r.jain, 3)} | ${f(r.schedWaitPerRun)} | ${limit(r)} |`);
   }
   process.stdout.write(lines.join('\n') + '\n');
   const rev = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
