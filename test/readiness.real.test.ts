@@ -34,6 +34,9 @@ import { kubevirtWorkloadCrds, upstreamCrds } from './support/real-crds';
 import { RealCluster, RealFleet } from './support/real-kube';
 import { runCli } from './support/fleets';
 import { readinessFleet, statusMoves } from './support/status-moves';
+import { launcherContainers } from '../src/report/launcher-limits';
+import { memoryOverhead } from '../src/report/readiness';
+import { Resources, VmNeeds } from '../src/report/readiness-facts';
 
 const ROOT = path.resolve(__dirname, '..');
 const started = Date.now();
@@ -247,4 +250,19 @@ test('phase 3: a LimitRange per type, as the API server validates and stores it:
     `LimitRange vms/lr on p (spec.limits[1], type Pod) refuses the virt-launcher pod of vms/db1: the pod: maximum memory usage per Pod is 8484Mi, but request is ${8484 * 2 ** 20 + 35_000_000}`]);
   // hm1's 4Gi fits the Pod max; its console container is KubeVirt's all the same
   expect(limitRefusals(r.json, 'hm1')).toEqual([low.replace('VM', 'vms/hm1')]);
+  // the model against the real LimitRanger: db1's virt-launcher pod as launcher-limits.ts models it, created in p's
+  // namespace (phase 2's quota removed: only the LimitRange judges it), is refused by the API server for exactly the
+  // two reasons the check gave
+  await ok(p, 'DELETE', '/api/v1/namespaces/vms/resourcequotas/rq', undefined);
+  const db1 = { requests: { cpuMilli: 2000, memoryBytes: 8 * 2 ** 30 }, vcpus: 2, graphics: true };
+  const containers = launcherContainers({ limits: {} } as VmNeeds, { found: true, featureGates: [] },
+    { cpuMilli: 2000, memoryBytes: 8 * 2 ** 30 + memoryOverhead(db1) }, memoryOverhead(db1));
+  const res = (x: Partial<Resources>) => ({ ...(x.cpuMilli !== undefined ? { cpu: `${x.cpuMilli}m` } : {}), ...(x.memoryBytes !== undefined ? { memory: String(x.memoryBytes) } : {}) });
+  const spec = (c: typeof containers[number]) => ({ name: c.name, image: 'registry.k8s.io/pause:3.10', resources: { requests: res(c.requests), limits: res(c.limits) },
+    ...(c.sidecar ? { restartPolicy: 'Always' } : {}) });
+  const created = await p.request('POST', '/api/v1/namespaces/vms/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'virt-launcher-db1-x', namespace: 'vms' },
+    spec: { containers: containers.filter((c) => !c.sidecar).map(spec), initContainers: containers.filter((c) => c.sidecar).map(spec) } });
+  expect(created.status).toBe(403);
+  expect(created.text).toContain('minimum cpu usage per Container is 10m, but request is 5m');
+  expect(created.text).toContain(`maximum memory usage per Pod is 8484Mi, but request is ${8484 * 2 ** 20 + 35_000_000}`);
 }, 120_000);

@@ -27,6 +27,8 @@
  * sidecar ones too), `Pod` items against the pod's sum (containers plus sidecars, the larger of that and any
  * plain init container), each with `min` (a request is needed, and it and any limit at least min), `max` (a
  * limit is needed, and it and any request at most max) and `maxLimitRequestRatio` (limit / request at most it).
+ * A model of that plugin (it runs inside the API server, not on facts): test/readiness.real.test.ts (phase 3) creates
+ * the pod modelled here in a real kube-apiserver under the same LimitRange and gets the refusals this file gives.
  */
 import { KubevirtSide, LimitItemFacts, LimitRangeFacts, Resources, VmNeeds } from './readiness-facts';
 
