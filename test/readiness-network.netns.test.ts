@@ -268,6 +268,7 @@ d('the network readiness check against two real gateway runtimes', () => {
     // what p's probe says once its cached result (from the status run before) is gone: q's gateways refuse the connection
     await until('p\'s /probe of q failing', PROBE_CACHE_MS + PROBE_TIMEOUT_MS + 10_000, async () => !(await runtimeProbe(p)).peers.find((x: any) => x.peer === 'q').ok);
     const seen = Date.now() - killed;
+    console.log(`readiness-network-netns: q's kill seen by p's /probe after ${seen} ms (its cache ${PROBE_CACHE_MS} ms, timeout ${PROBE_TIMEOUT_MS} ms)`);
     // bounded by the work: the cache's age plus one probe (a refused connect ends at once), and a loaded machine's slack
     expect(seen).toBeLessThan(PROBE_CACHE_MS + PROBE_TIMEOUT_MS + 5000);
     // no tunnel open, and p's publications to q, 300 s apart, still say accepted: only the probe could see q gone
