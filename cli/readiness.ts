@@ -10,7 +10,8 @@ import * as k8s from '@kubernetes/client-node';
 import { quantityValue } from '../src/base/quantity';
 import { ClusterFacts } from '../src/report/status-facts';
 import {
-  CapacityFacts, KubevirtSide, LimitFacts, NodeFacts, QuotaFacts, ReadinessFacts, Resources, StorageClassFacts, TunnelFacts, VmNeeds, VolumeNeed,
+  CapacityFacts, KubevirtSide, LimitItemFacts, LimitRangeFacts, NodeFacts, QuotaFacts, ReadinessFacts, Resources, StorageClassFacts, TunnelFacts,
+  VmNeeds, VolumeNeed,
 } from '../src/report/readiness-facts';
 import { why } from './status-runtime';
 
@@ -24,6 +25,9 @@ const num = (q: unknown, milli = false): number => {
 };
 const sum = (a: Resources, b: Resources): Resources => ({ cpuMilli: a.cpuMilli + b.cpuMilli, memoryBytes: a.memoryBytes + b.memoryBytes });
 const res = (r: J | undefined): Resources => ({ cpuMilli: num(r?.cpu, true), memoryBytes: num(r?.memory) });
+const partial = (r: J | undefined, cpuMilli = true): Partial<Resources> => ({
+  ...(r?.cpu !== undefined ? { cpuMilli: num(r.cpu, cpuMilli) } : {}), ...(r?.memory !== undefined ? { memoryBytes: num(r.memory) } : {}),
+});
 const notFound = (e: unknown) => (e as { code?: number }).code === 404 || /Unrecognized API version and kind/.test((e as Error).message);
 
 async function get(api: k8s.KubernetesObjectApi, apiVersion: string, kind: string, name: string, namespace?: string): Promise<J | undefined> {
@@ -78,8 +82,15 @@ async function vmNeeds(src: k8s.KubernetesObjectApi, m: Move, vm: J): Promise<Vm
   return {
     ...(model ? { cpuModel: model } : {}), features: cpu.features ?? [], ...(d.machine?.type ? { machineType: d.machine.type } : {}),
     nodeSelector: t.nodeSelector ?? {}, ...(aff ? { requiredTerms: aff } : {}), tolerations: t.tolerations ?? [], vcpus, requests,
-    cpuLimited: d.resources?.limits?.cpu !== undefined, graphics: d.devices?.autoattachGraphicsDevice !== false, volumes, ...(hostModel ? { hostModel } : {}),
+    cpuLimited: d.resources?.limits?.cpu !== undefined, limits: partial(d.resources?.limits), ...serialConsoleLog(d.devices),
+    graphics: d.devices?.autoattachGraphicsDevice !== false, volumes, ...(hostModel ? { hostModel } : {}),
   };
+}
+
+/** KubeVirt's isSerialConsoleLogEnabled, the VM's part (serialconsolelog.go): undefined leaves it to the KubeVirt CR. */
+function serialConsoleLog(devices: J | undefined): { serialConsoleLog?: boolean } {
+  if (devices?.autoattachSerialConsole === false) return { serialConsoleLog: false };
+  return typeof devices?.logSerialConsole === 'boolean' ? { serialConsoleLog: devices.logSerialConsole } : {};
 }
 
 async function nodes(dst: k8s.KubernetesObjectApi): Promise<NodeFacts[]> {
@@ -116,26 +127,30 @@ async function storage(dst: k8s.KubernetesObjectApi, classes: string[], note: (c
   return { storageClasses, ...(capacities ? { capacities } : {}) };
 }
 
-const partial = (r: J | undefined): Partial<Resources> => ({
-  ...(r?.cpu !== undefined ? { cpuMilli: num(r.cpu, true) } : {}), ...(r?.memory !== undefined ? { memoryBytes: num(r.memory) } : {}),
+
+/** One LimitRange item as stored (the API server has defaulted it); ratios as plain numbers. */
+const limitItem = (i: J): LimitItemFacts => ({
+  type: String(i.type), max: partial(i.max), min: partial(i.min), default: partial(i.default), defaultRequest: partial(i.defaultRequest),
+  maxLimitRequestRatio: partial(i.maxLimitRequestRatio, false),
+  ...(i.type === 'PersistentVolumeClaim' ? { storage: { ...(i.min?.storage ? { min: num(i.min.storage) } : {}), ...(i.max?.storage ? { max: num(i.max.storage) } : {}) } } : {}),
 });
 
-async function namespaceLimits(dst: k8s.KubernetesObjectApi, ns: string): Promise<{ quotas: QuotaFacts[]; limits: LimitFacts[] }> {
+async function namespaceLimits(dst: k8s.KubernetesObjectApi, ns: string): Promise<{ quotas: QuotaFacts[]; limits: LimitRangeFacts[] }> {
   const asNumbers = (r: J | undefined) => Object.fromEntries(Object.entries(r ?? {}).map(([k, v]) => [k, num(v, /cpu$/.test(k))]));
   const quotas = (await list(dst, 'v1', 'ResourceQuota', ns)).map((q) => ({ name: q.metadata.name, hard: asNumbers(q.status?.hard ?? q.spec?.hard), used: asNumbers(q.status?.used) }));
-  const limits = (await list(dst, 'v1', 'LimitRange', ns)).flatMap((l) => ((l.spec?.limits ?? []) as J[])
-    .filter((i) => i.type === 'Container' || i.type === 'Pod')
-    .map((i) => ({ name: l.metadata.name, type: i.type, max: partial(i.max), min: partial(i.min) })));
+  const limits = (await list(dst, 'v1', 'LimitRange', ns)).map((l) => ({ name: String(l.metadata.name), items: ((l.spec?.limits ?? []) as J[]).map(limitItem) }));
   return { quotas, limits };
 }
 
-/** What one cluster's gateways say about the tunnel to `peer` (pods whose admin /status was read). */
+/** What one cluster's gateways say about the tunnel to `peer` (pods whose admin /status was read, and their /probe). */
 function tunnelFacts(c: ClusterFacts | undefined, peer: string): TunnelFacts | undefined {
   if (!c?.reachable || !c.gateway?.pods) return undefined;
   const read = c.gateway.pods.filter((p) => p.runtime);
   const views = read.map((p) => p.runtime!.peers[peer]).filter((v) => v);
   const pubs = views.flatMap((v) => v.publications ?? []);
+  const probes = c.gateway.pods.flatMap((p) => (p.probe?.[peer] ? [{ pod: p.pod, ...p.probe[peer] }] : []));
   return {
+    probed: probes.length, probesOk: probes.filter((x) => x.ok).length, probeErrors: probes.filter((x) => !x.ok).map((x) => `${x.pod}: ${x.error ?? 'no answer'}`),
     read: read.length, tunnelsOpen: views.reduce((a, v) => a + v.tunnels.origin + v.tunnels.terminus, 0),
     publicationsOk: pubs.filter((p) => p.status === 'accepted').length, publicationsFailed: pubs.filter((p) => p.status !== 'accepted').length,
   };
@@ -146,6 +161,7 @@ const kubevirtSide = (c: ClusterFacts | undefined): KubevirtSide => {
   return {
     found: !!kv?.found, featureGates: kv?.featureGates ?? [],
     ...(kv?.version ? { version: kv.version } : {}), ...(kv?.migrationNetwork ? { migrationNetwork: kv.migrationNetwork } : {}),
+    ...(kv?.serialConsoleLogDisabled ? { serialConsoleLogDisabled: true } : {}), ...(kv?.guestConsoleLog ? { guestConsoleLog: kv.guestConsoleLog } : {}),
   };
 };
 

@@ -2,12 +2,13 @@
  * `migration-mesh status`: the running side of one cluster, read-only through the API server. The
  * gateway pods of each generated gateway Deployment (its own selector) and, through the API server's
  * pod proxy, each pod's admin `/status` (proxy/src/runtime-status.ts: addresses held, tunnels per peer,
- * last errors); and the virt-handler and sync controller pods (labels `kubevirt.io=virt-handler`,
+ * last errors) and, for `--moves`, its `/probe` (proxy/src/peer-probe.ts: each peer's gateways probed now);
+ * and the virt-handler and sync controller pods (labels `kubevirt.io=virt-handler`,
  * `kubevirt.io=virt-synchronization-controller`) with the migration network in their
  * `k8s.v1.cni.cncf.io/network-status` annotation (interface `migration0`, as virt-operator reads it).
  */
 import * as k8s from '@kubernetes/client-node';
-import { AttachmentFacts, GatewayPodFacts, GatewayRuntimeView } from '../src/report/status-facts';
+import { AttachmentFacts, GatewayPodFacts, GatewayProbeView, GatewayRuntimeView } from '../src/report/status-facts';
 import { GeneratedObject as Obj } from './generated-objects';
 
 type Pod = k8s.V1Pod;
@@ -42,25 +43,38 @@ function adminPort(d: Obj): number {
   return cs.flatMap((c) => c.ports ?? []).find((p) => p.name === 'metrics')?.containerPort ?? 15090;
 }
 
-/** The gateway pods of the generated gateway Deployments, each with its admin /status (or why not). */
-export async function gatewayPods(kc: k8s.KubeConfig, deployments: Obj[]): Promise<GatewayPodFacts[]> {
+/** The runtime's /probe, per peer (proxy/src/peer-probe.ts ProbeReport). */
+function probeView(raw: unknown): Record<string, GatewayProbeView> {
+  const r = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { peers?: { peer: string; ok: boolean; ms: number; error?: string }[] };
+  if (!r || typeof r !== 'object' || !Array.isArray(r.peers)) throw new Error('not a gateway /probe answer');
+  return Object.fromEntries(r.peers.map((p) => [p.peer, { ok: p.ok === true, ms: Number(p.ms), ...(p.error ? { error: String(p.error) } : {}) }]));
+}
+
+/** One gateway pod's admin /status and, with `probe`, its /probe, both through the API server's pod proxy. */
+async function podFacts(core: k8s.CoreV1Api, p: Pod, namespace: string, port: number, probe: boolean): Promise<GatewayPodFacts> {
+  const name = p.metadata?.name ?? '?';
+  const read = (path: string) => core.connectGetNamespacedPodProxyWithPath({ name: `${name}:${port}`, namespace, path });
+  const [status, probed] = await Promise.all([
+    read('status').then((b) => ({ runtime: runtimeView(b) }), (e) => ({ error: why(e) })),
+    probe ? read('probe').then((b) => ({ probe: probeView(b) }), (e) => ({ probeError: why(e) })) : {},
+  ]);
+  return { pod: name, ready: isReady(p), ...status, ...probed };
+}
+
+/**
+ * The gateway pods of the generated gateway Deployments, each with its admin /status (or why not); with `probe`
+ * (`status --moves`) also its /probe: each pod probes its peers' gateways now, the pods in parallel.
+ */
+export async function gatewayPods(kc: k8s.KubeConfig, deployments: Obj[], probe = false): Promise<GatewayPodFacts[]> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const out: GatewayPodFacts[] = [];
+  const asks: Promise<GatewayPodFacts>[] = [];
   for (const d of deployments) {
     const labels = (d.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels ?? {};
     const namespace = d.metadata.namespace ?? 'default';
     const pods = await core.listNamespacedPod({ namespace, labelSelector: selector(labels) });
-    for (const p of pods.items) {
-      const name = p.metadata?.name ?? '?';
-      try {
-        const body = await core.connectGetNamespacedPodProxyWithPath({ name: `${name}:${adminPort(d)}`, namespace, path: 'status' });
-        out.push({ pod: name, ready: isReady(p), runtime: runtimeView(body) });
-      } catch (e) {
-        out.push({ pod: name, ready: isReady(p), error: why(e) });
-      }
-    }
+    for (const p of pods.items) asks.push(podFacts(core, p, namespace, adminPort(d), probe));
   }
-  return out;
+  return Promise.all(asks);
 }
 
 /** The VIP in the generated keepalived.conf (`virtual_ipaddress { ADDR/PREFIX dev IF }`). */

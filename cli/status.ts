@@ -8,6 +8,7 @@ import * as path from 'path';
 import * as k8s from '@kubernetes/client-node';
 import { ledgerPathFor, loadFleetFile, loadLedgerFile } from '../src/fleet/load';
 import { readInputText } from '../src/base/input-file';
+import { quantityValue } from '../src/base/quantity';
 import { parseYamlInput } from '../src/base/yaml-input';
 import { FleetValidationError } from '../src/base/errors';
 import { resolveFleet } from '../src/fleet/resolve';
@@ -56,7 +57,12 @@ const codeOf = (e: unknown): number | undefined => (e as { code?: unknown })?.co
 
 type KubevirtFacts = NonNullable<Extract<ClusterFacts, { reachable: true }>['kubevirt']>;
 type Reader = (o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }) => Promise<Record<string, unknown> | undefined>;
-type KvConfig = { migrations?: { network?: string }; developerConfiguration?: { featureGates?: string[] } };
+type Quantities = { cpu?: string | number; memory?: string | number };
+type KvConfig = {
+  migrations?: { network?: string }; developerConfiguration?: { featureGates?: string[] };
+  virtualMachineOptions?: { disableSerialConsoleLog?: object };
+  supportContainerResources?: { type?: string; resources?: { requests?: Quantities; limits?: Quantities } }[];
+};
 const kvConfig = (o: unknown) => (o as { spec?: { configuration?: KvConfig } } | undefined)?.spec?.configuration;
 
 /**
@@ -64,6 +70,25 @@ const kvConfig = (o: unknown) => (o as { spec?: { configuration?: KvConfig } } |
  * delivery: the KubeVirt CR HCO writes from our HyperConverged CR (src/kubevirt/config.ts `hcoKubevirtOf`:
  * its name, namespace and what our form puts there), since HCO, not we, writes it.
  */
+/** Non-zero cpu (millicores) and memory (bytes) of a resource list, as KubeVirt's GetSupportContainerRequest reads them. */
+const nonZero = (r: Quantities | undefined) => {
+  const q = (v: string | number | undefined, milli: boolean) => {
+    const n = v === undefined ? undefined : quantityValue(String(v));
+    return n ? Math.round(milli ? n * 1000 : n) : undefined;
+  };
+  const [cpuMilli, memoryBytes] = [q(r?.cpu, true), q(r?.memory, false)];
+  return { ...(cpuMilli ? { cpuMilli } : {}), ...(memoryBytes ? { memoryBytes } : {}) };
+};
+/** What the LimitRange check needs of the live CR: is the console log container off, and its resources. */
+const consoleLogFacts = (got: unknown) => {
+  const c = kvConfig(got);
+  const entry = c?.supportContainerResources?.find((e) => e.type === 'guest-console-log');
+  return {
+    ...(c?.virtualMachineOptions?.disableSerialConsoleLog ? { serialConsoleLogDisabled: true } : {}),
+    ...(entry ? { guestConsoleLog: { requests: nonZero(entry.resources?.requests), limits: nonZero(entry.resources?.limits) } } : {}),
+  };
+};
+
 const observedVersion = (got: unknown) => {
   const v = (got as { status?: { observedKubeVirtVersion?: string } } | undefined)?.status?.observedKubeVirtVersion;
   return v ? { version: v } : {};
@@ -74,7 +99,7 @@ async function kubevirtFacts(
 ): Promise<KubevirtFacts | undefined> {
   const facts = (got: unknown, wantNetwork: string | undefined, wantGates: string[]) => ({
     found: got !== undefined, migrationNetwork: kvConfig(got)?.migrations?.network, featureGates: kvConfig(got)?.developerConfiguration?.featureGates ?? [],
-    wantNetwork, wantGates, ...observedVersion(got),
+    wantNetwork, wantGates, ...observedVersion(got), ...consoleLogFacts(got),
   });
   if (kvObj.kind === 'KubeVirt') return facts(live, kvConfig(kvObj)?.migrations?.network, kvConfig(kvObj)?.developerConfiguration?.featureGates ?? []);
   if (kvObj.kind !== 'HyperConverged') return undefined;
@@ -121,7 +146,7 @@ function lateAnswer(at: AskProgress, timeoutMs: number): string {
 
 async function askCluster(
   kc: k8s.KubeConfig, cluster: string, context: string, objects: Obj[], declaredGates: readonly string[],
-  served: { networks: ClusterVmNetworks; declared: readonly { namespaces: string[] }[] } | undefined, at: AskProgress,
+  served: { networks: ClusterVmNetworks; declared: readonly { namespaces: string[] }[] } | undefined, at: AskProgress, probe: boolean,
 ): Promise<ClusterFacts> {
   const api = k8s.KubernetesObjectApi.makeApiClient(kc);
   type Ref = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
@@ -168,7 +193,7 @@ async function askCluster(
       replicas: deployments.length,
       ready: deployments.filter((d) => Number((live.get(d)?.status as { readyReplicas?: number } | undefined)?.readyReplicas ?? 0) > 0).length,
       vip: vipOf(objects),
-      ...await gatewayPods(kc, deployments.filter((d) => live.get(d))).then((pods) => ({ pods }), (e) => ({ podsError: why(e) })),
+      ...await gatewayPods(kc, deployments.filter((d) => live.get(d)), probe).then((pods) => ({ pods }), (e) => ({ podsError: why(e) })),
     }
     : undefined;
   at.step = 'the KubeVirt CR';
@@ -214,7 +239,7 @@ export async function fleetStatus(o: StatusOptions): Promise<FleetStatus> {
       const served = vmNetworks?.get(c.name);
       const vm = served && { networks: served, declared: doc.spec.vmNetworks ?? [] };
       const at: AskProgress = { step: 'kubevirt-ca', read: 0, of: objects.length };
-      const asked = askCluster(kc, c.name, context, objects, c.kubevirt.existing.featureGates, vm, at);
+      const asked = askCluster(kc, c.name, context, objects, c.kubevirt.existing.featureGates, vm, at, !!o.moves);
       facts = await withTimeout(asked.catch((e) => ({ cluster: c.name, context, reachable: false as const, error: why(e) })),
         timeoutMs, () => ({ cluster: c.name, context, reachable: false, error: lateAnswer(at, timeoutMs) }));
     }

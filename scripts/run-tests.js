@@ -3,8 +3,8 @@
 // results. The suites are sorted into five lanes that run side by side:
 //   - real: the suites on real control planes (`*.real.test.ts`), two at a time,
 //   - waiting: the proxy files that mostly wait on timers (PROXY_MOSTLY_WAITING): the trust API fault tests sleep
-//     through fault windows and backoffs (83 s of wall time for 5 s of CPU), so this lane overlaps the others
-//     instead of taking a core's turn in them,
+//     through fault windows and backoffs (83 s of wall time for 5 s of CPU), peer-probe through its cache windows and
+//     timeouts (15 s for 1 s), so this lane overlaps the others instead of taking a core's turn in them,
 //   - image: test/gateway-image.image.test.ts (its cold start, stand-in bases and the podman build, waits mostly on downloads
 //     and disk), then the library's unit suites that leave the built lib/ alone (below),
 //   - network: the library's jest suites that make network namespaces or run QEMU (`*.netns.test.ts`), one after
@@ -223,7 +223,7 @@ const PROXY_SLOW_FIRST = ['chain', 'security-memory', 'splice-binding', 'securit
  * machine): trust-api-faults 83 s for 5.4 s, security 13.8 s for 3.2 s, limits 6.5 s for 1.7 s. They run in
  * the waiting lane, after the image test, beside the two CPU lanes.
  */
-const PROXY_MOSTLY_WAITING = ['trust-api-faults', 'trust-socket-timeouts', 'security', 'limits'];
+const PROXY_MOSTLY_WAITING = ['trust-api-faults', 'trust-socket-timeouts', 'security', 'limits', 'peer-probe'];
 /** A proxy test file's name without directory and `.test.js` (how the lists above name it). */
 const stem = (f) => path.basename(f).replace(/\.test\.js$/, '');
 const mostlyWaiting = (f) => PROXY_MOSTLY_WAITING.includes(stem(f));

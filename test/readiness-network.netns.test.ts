@@ -2,9 +2,8 @@
  * `migration-mesh status --moves`, the network readiness check (src/report/readiness.ts `network`) on real parts:
  * two real kube-apiservers (RBAC on; test/support/real-kube.ts), and on each cluster the REAL gateway runtime
  * (`migration-mesh-proxy run`, proxy/lib/cli.js on the gateway's Node, test/support/gateway-node.ts) with the config
- * synth wrote for that cluster (its ConfigMap's config.json: listeners, peers, limits, trust; only the TLS file paths,
- * the trust socket and the repush interval are the test's: 1 s instead of 300 s, so that p publishes again, and finds
- * q gone, within the test's wait; docs/migrations.md says how fresh the check is with the default), and its REAL trust
+ * synth wrote for that cluster (its ConfigMap's config.json: listeners, peers, limits, trust, the repush interval
+ * left at its 300 s; only the TLS file paths and the trust socket are the test's), and its REAL trust
  * container (`migration-mesh-proxy trust`) against its API server, with `kubevirt-ca` / `kubevirt-external-ca` as
  * virt-operator creates them (its merge of the second into the first is done here: no virt-operator runs).
  *
@@ -18,8 +17,9 @@
  * generated status ClusterRole.
  *   - both runtimes up: their trust publications through the tunnel listener (mTLS, the same path a tunnel takes)
  *     are accepted; db1's move passes every check, the network check included, exit 0;
- *   - q's runtime killed: p's next publications find no TLS session (`unreachable`), q's /status cannot be read:
- *     the move is refused with status/ready-tunnel-down, exit 1.
+ *   - q's runtime killed, no tunnel open: p's last publications to q still say `accepted` (the next is up to 300 s
+ *     away), but p's admin /probe (a tunnel's handshake to each of q's gateways, made when status asks) fails at
+ *     once: within the probe's cache and timeout of the kill the move is refused with status/ready-tunnel-down, exit 1.
  * Needs root and iproute2 (network namespaces); run under `flock /tmp/mm-net.lock`.
  */
 import { ChildProcess, execFileSync } from 'node:child_process';
@@ -38,6 +38,7 @@ import { readinessFleet, statusMoves } from './support/status-moves';
 import { makePki } from '../proxy/lib/testkit/helpers';
 import { netnsSupport } from './support/netns';
 import { makeCert } from '../proxy/lib/testkit/ca-certs';
+import { PROBE_CACHE_MS, PROBE_TIMEOUT_MS } from '../proxy/lib/peer-probe';
 
 const NAMES = ['p', 'q'] as const;
 const H = 3600_000;
@@ -100,11 +101,19 @@ function cleanNetns(): void {
   for (const i of [1, 2]) { try { ip('link', 'del', `mmrnh${i}`); } catch { /* gone with its namespace */ } }
 }
 
-/** The gateway config synth wrote for the cluster, with the test's TLS files, trust socket and a 1 s repush. */
+/** The gateway config synth wrote for the cluster, with the test's TLS files and trust socket. */
 function gatewayConfig(s: Site, tls: { ca: string; cert: string; key: string }): any {
   const f = path.join(dir, 'dist', 'rn', s.name, 'ConfigMap.migration-mesh.migration-mesh-gateway.yaml');
   const cfg = JSON.parse((parse(fs.readFileSync(f, 'utf8')) as { data: Record<string, string> }).data['config.json']);
-  return { ...cfg, tls: { ...cfg.tls, caFile: tls.ca, certFile: tls.cert, keyFile: tls.key }, trust: { ...cfg.trust, socket: path.join(dir, `${s.name}-trust.sock`), repushIntervalMs: 1000 } };
+  expect(cfg.trust.repushIntervalMs).toBe(300_000);
+  return { ...cfg, tls: { ...cfg.tls, caFile: tls.ca, certFile: tls.cert, keyFile: tls.key }, trust: { ...cfg.trust, socket: path.join(dir, `${s.name}-trust.sock`) } };
+}
+
+/** The runtime's /probe as the API server's pod proxy serves it. */
+async function runtimeProbe(s: Site): Promise<any> {
+  const r = await s.cluster.request('GET', `/api/v1/namespaces/migration-mesh/pods/migration-mesh-gateway-0-a:15090/proxy/probe`, undefined);
+  if (r.status !== 200) throw new Error(`${s.name} /probe through the pod proxy: HTTP ${r.status} ${r.text.slice(0, 200)}`);
+  return r.json;
 }
 
 /** The gateway pod of Deployment migration-mesh-gateway-0, its status as the kubelet writes it: Running, Ready, the pod IP. */
@@ -250,21 +259,32 @@ d('the network readiness check against two real gateway runtimes', () => {
     expect(r.code).toBe(0);
   }, 120_000);
 
-  test('q\'s gateway stopped: p\'s publications find no session; db1 is refused with status/ready-tunnel-down (exit 1)', async () => {
+  test('q\'s gateway stopped, no tunnel open: p\'s probe sees it within its cache and timeout; db1 is refused with status/ready-tunnel-down (exit 1)', async () => {
     const q = site('q');
+    const p = site('p');
     await killProcess(q.trust);
     await killProcess(q.runtime);
-    const unreachable = async () => ((await runtimeStatus(site('p'))).peers.q.publications ?? []).every((x: any) => x.status === 'unreachable');
-    await until('p\'s publications to q unreachable', 30_000, unreachable);
+    const killed = Date.now();
+    // what p's probe says once its cached result (from the status run before) is gone: q's gateways refuse the connection
+    await until('p\'s /probe of q failing', PROBE_CACHE_MS + PROBE_TIMEOUT_MS + 10_000, async () => !(await runtimeProbe(p)).peers.find((x: any) => x.peer === 'q').ok);
+    const seen = Date.now() - killed;
+    console.log(`readiness-network-netns: q's kill seen by p's /probe after ${seen} ms (its cache ${PROBE_CACHE_MS} ms, timeout ${PROBE_TIMEOUT_MS} ms)`);
+    // bounded by the work: the cache's age plus one probe (a refused connect ends at once), and a loaded machine's slack
+    expect(seen).toBeLessThan(PROBE_CACHE_MS + PROBE_TIMEOUT_MS + 5000);
+    // no tunnel open, and p's publications to q, 300 s apart, still say accepted: only the probe could see q gone
+    const view = (await runtimeStatus(p)).peers.q;
+    expect(view.tunnels).toEqual({ origin: 0, terminus: 0 });
+    expect(view.publications.map((x: any) => x.status)).toEqual(['accepted', 'accepted']);
     const r = await status();
     expect(r.err).toBe('');
     expect(r.code).toBe(1);
     // the one problem of the move; q's runtime is gone from behind the pod proxy
     const net = db1(r.json).problems;
     expect(net.map((x: any) => `${x.check} ${x.severity ?? 'error'} ${x.code}`)).toEqual(['network error status/ready-tunnel-down']);
-    expect(findings(r.json)).toEqual([REPLICAS[0], 'warning p: no gateway of q accepted the last trust publication (unreachable)', REPLICAS[1],
+    expect(findings(r.json)).toEqual([...REPLICAS,
       'warning q: gateway pod migration-mesh-gateway-0-a admin /status not readable through the pod proxy: error trying to reach service: dial tcp 10.213.2.10:15090: connect: connection refused']);
-    expect(net[0].message).toBe('no gateway of p has carried a connection to q: no tunnel open and its last 2 trust publication(s) to q\'s gateways failed');
+    const gw = String.raw`192\.168\.50\.\d+:\d+: connect ECONNREFUSED 192\.168\.50\.\d+:\d+`;
+    expect(net[0].message).toMatch(new RegExp(`^no gateway of p can open a tunnel to q now: their probe of q's gateways \\(a tunnel's TLS handshake and identity check\\) failed \\(migration-mesh-gateway-0-a: ${gw}; ${gw}\\)$`));
     expect(net[0].fix).toMatch(/^check the path between p's and q's gateways/);
   }, 120_000);
 });

@@ -18,7 +18,10 @@
  *     labelled cpu-model-migration for it);
  *   - phase 2: p-node-0 labelled for hm1's host model (hm1 passes compute); the target's KubeVirt reports an older
  *     version without the gate, the target namespace gets a ResourceQuota and a LimitRange: db1 is refused by version
- *     and capacity.
+ *     and capacity;
+ *   - phase 3: the API server refuses two invalid LimitRanges and stores a valid one defaulted (Container: min 10m,
+ *     max 4 CPUs; Pod: max 8484Mi): KubeVirt's guest-console-log container (5m) is under the Container min for db1
+ *     and hm1, db1's pod sum (compute plus the console's 35M) over the Pod max (src/report/launcher-limits.ts).
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -31,6 +34,9 @@ import { kubevirtWorkloadCrds, upstreamCrds } from './support/real-crds';
 import { RealCluster, RealFleet } from './support/real-kube';
 import { runCli } from './support/fleets';
 import { readinessFleet, statusMoves } from './support/status-moves';
+import { launcherContainers } from '../src/report/launcher-limits';
+import { memoryOverhead } from '../src/report/readiness';
+import { Resources, VmNeeds } from '../src/report/readiness-facts';
 
 const ROOT = path.resolve(__dirname, '..');
 const started = Date.now();
@@ -77,6 +83,8 @@ async function kubevirt(c: RealCluster, version: string, edit: (o: any) => void 
 
 const status = () => statusMoves(fleetFile, path.join(dir, 'dist'), kc);
 /** The readiness problems of one move: `severity code` of those a check names. */
+const limitRefusals = (s: any, vmName: string): string[] => s.moves.find((m: any) => m.vm === `vms/${vmName}`).problems
+  .filter((x: any) => x.code === 'status/ready-limit-range').map((x: any) => x.message);
 const checks = (s: any, vmName: string) => (s.moves.find((m: any) => m.vm === `vms/${vmName}`)?.problems ?? [])
   .filter((x: any) => x.check).map((x: any) => `${x.severity ?? 'error'} ${x.code}`);
 
@@ -205,12 +213,56 @@ test('phase 2: an older target KubeVirt without the gate, a quota and a LimitRan
   const r = await status();
   expect(r.err).toBe('');
   expect(r.code).toBe(1);
+  // the compute container's 2 CPUs: above the limit the item's max gives it as its default, and above the max
+  const cpuRefusals = ['error status/ready-limit-range', 'error status/ready-limit-range'];
   expect(checks(r.json, 'db1')).toEqual(['warning status/ready-tunnel-unknown',
-    'error status/ready-kubevirt-older', 'error status/ready-gate-off', 'error status/ready-quota', 'error status/ready-limit-range']);
+    'error status/ready-kubevirt-older', 'error status/ready-gate-off', 'error status/ready-quota', ...cpuRefusals]);
   // hm1 now has a node (no compute refusal); its 4Gi with KubeVirt's overhead exceed the quota's 4Gi left, its 2 CPUs the LimitRange
   expect(checks(r.json, 'hm1')).toEqual(['warning status/ready-tunnel-unknown',
-    'error status/ready-kubevirt-older', 'error status/ready-gate-off', 'error status/ready-quota', 'error status/ready-limit-range']);
+    'error status/ready-kubevirt-older', 'error status/ready-gate-off', 'error status/ready-quota', ...cpuRefusals]);
+  expect(limitRefusals(r.json, 'db1')).toEqual([
+    'LimitRange vms/lr on p (spec.limits[0], type Container) refuses the virt-launcher pod of vms/db1: container compute: its cpu request 2000m is above the limit 1000m the LimitRange\'s default gives it (the pod is invalid)',
+    'LimitRange vms/lr on p (spec.limits[0], type Container) refuses the virt-launcher pod of vms/db1: container compute: maximum cpu usage per Container is 1000m, but request is 2000m',
+  ]);
   const db1 = r.json.moves.find((m: any) => m.vm === 'vms/db1');
   expect(db1.card.update).toEqual(['p']);
   expect(db1.problems.find((x: any) => x.code === 'status/ready-kubevirt-older').fix).toBe('update p\'s KubeVirt to v1.8.4 or later before moving');
+}, 120_000);
+
+test('phase 3: a LimitRange per type, as the API server validates and stores it: KubeVirt\'s console container under a Container min, the pod\'s sum over a Pod max', async () => {
+  // the API server refuses what LimitRanger could not apply: defaults on a Pod item, a min above the max
+  const post = (spec: unknown) => p.request('POST', '/api/v1/namespaces/vms/limitranges', { apiVersion: 'v1', kind: 'LimitRange', metadata: { name: 'bad', namespace: 'vms' }, spec });
+  const pod = await post({ limits: [{ type: 'Pod', default: { cpu: '1' } }] });
+  expect([pod.status, pod.text]).toEqual([422, expect.stringContaining('may not be specified when `type` is \'Pod\'')]);
+  const minMax = await post({ limits: [{ type: 'Container', min: { cpu: '2' }, max: { cpu: '1' } }] });
+  expect([minMax.status, minMax.text]).toEqual([422, expect.stringContaining('min value 2 is greater than max value 1')]);
+  await ok(p, 'DELETE', '/api/v1/namespaces/vms/limitranges/lr', undefined);
+  // Container: at least 10m CPU, at most 4 CPUs; Pod: at most db1's compute container alone (8Gi + 292Mi overhead)
+  await serverSideApply(p, { apiVersion: 'v1', kind: 'LimitRange', metadata: { name: 'lr', namespace: 'vms' },
+    spec: { limits: [{ type: 'Container', min: { cpu: '10m' }, max: { cpu: '4' } }, { type: 'Pod', max: { memory: '8484Mi' } }] } } as unknown as KubeObject, 'admin');
+  // stored defaulted (SetDefaults_LimitRangeItem): the default limit from max, the default request from it
+  const stored = await ok(p, 'GET', '/api/v1/namespaces/vms/limitranges/lr', undefined);
+  expect(stored.spec.limits[0]).toEqual({ type: 'Container', min: { cpu: '10m' }, max: { cpu: '4' }, default: { cpu: '4' }, defaultRequest: { cpu: '4' } });
+  const r = await status();
+  expect(r.err).toBe('');
+  const low = 'LimitRange vms/lr on p (spec.limits[0], type Container) refuses the virt-launcher pod of VM: container guest-console-log: minimum cpu usage per Container is 10m, but request is 5m';
+  expect(limitRefusals(r.json, 'db1')).toEqual([low.replace('VM', 'vms/db1'),
+    `LimitRange vms/lr on p (spec.limits[1], type Pod) refuses the virt-launcher pod of vms/db1: the pod: maximum memory usage per Pod is 8484Mi, but request is ${8484 * 2 ** 20 + 35_000_000}`]);
+  // hm1's 4Gi fits the Pod max; its console container is KubeVirt's all the same
+  expect(limitRefusals(r.json, 'hm1')).toEqual([low.replace('VM', 'vms/hm1')]);
+  // the model against the real LimitRanger: db1's virt-launcher pod as launcher-limits.ts models it, created in p's
+  // namespace (phase 2's quota removed: only the LimitRange judges it), is refused by the API server for exactly the
+  // two reasons the check gave
+  await ok(p, 'DELETE', '/api/v1/namespaces/vms/resourcequotas/rq', undefined);
+  const db1 = { requests: { cpuMilli: 2000, memoryBytes: 8 * 2 ** 30 }, vcpus: 2, graphics: true };
+  const containers = launcherContainers({ limits: {} } as VmNeeds, { found: true, featureGates: [] },
+    { cpuMilli: 2000, memoryBytes: 8 * 2 ** 30 + memoryOverhead(db1) }, memoryOverhead(db1));
+  const res = (x: Partial<Resources>) => ({ ...(x.cpuMilli !== undefined ? { cpu: `${x.cpuMilli}m` } : {}), ...(x.memoryBytes !== undefined ? { memory: String(x.memoryBytes) } : {}) });
+  const spec = (c: typeof containers[number]) => ({ name: c.name, image: 'registry.k8s.io/pause:3.10', resources: { requests: res(c.requests), limits: res(c.limits) },
+    ...(c.sidecar ? { restartPolicy: 'Always' } : {}) });
+  const created = await p.request('POST', '/api/v1/namespaces/vms/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'virt-launcher-db1-x', namespace: 'vms' },
+    spec: { containers: containers.filter((c) => !c.sidecar).map(spec), initContainers: containers.filter((c) => c.sidecar).map(spec) } });
+  expect(created.status).toBe(403);
+  expect(created.text).toContain('minimum cpu usage per Container is 10m, but request is 5m');
+  expect(created.text).toContain(`maximum memory usage per Pod is 8484Mi, but request is ${8484 * 2 ** 20 + 35_000_000}`);
 }, 120_000);

@@ -4,9 +4,12 @@
  * - /healthz, /readyz: the kubelet's probes, and keepalived's readiness check over 127.0.0.1;
  * - /metrics: Prometheus (the ServiceMonitor);
  * - /status: `migration-mesh status`, through the API server's pod proxy (so on the pod address);
+ * - /probe: `migration-mesh status --moves` the same way: a fresh probe of every peer's gateways (peer-probe.ts:
+ *   one real tunnel handshake each, bounded in time, a result reused for 5 s, one probe per peer in flight);
  * - /trust: `migration-mesh-proxy trust-status`, run inside the pod (`kubectl exec`): loopback only
  *   (LOOPBACK_ONLY_ROUTES), 403 from anywhere else.
- * Only GET and HEAD are answered (405 otherwise); nothing else is served (404). No route changes state.
+ * Only GET and HEAD are answered (405 otherwise); nothing else is served (404). No route changes state (a
+ * probe changes nothing on either gateway: the peer answers it and keeps nothing).
  */
 import * as http from 'node:http';
 import * as net from 'node:net';
@@ -14,7 +17,7 @@ import type { GatewayMetrics } from './metrics';
 
 export type Readiness = 'ready' | 'draining' | 'not ready';
 
-/** Extra JSON endpoints (e.g. `/trust`): the body, or undefined for 404. */
+/** Extra JSON endpoints (e.g. `/trust`): the body (or a promise of it), or undefined for 404. */
 export type JsonRoutes = Record<string, () => unknown>;
 
 /** Routes answered only to a connection from loopback to loopback (inside the pod's network namespace). */
@@ -42,8 +45,9 @@ export function createAdminServer(metrics: GatewayMetrics, readiness: () => Read
         res.writeHead(403, { 'content-type': 'text/plain' }).end(`${url} answers only inside the pod (127.0.0.1): run migration-mesh-proxy trust-status there (kubectl exec)\n`);
         return;
       }
-      const body = json[url]();
-      res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' }).end(`${JSON.stringify(body ?? { error: 'not enabled' }, null, 2)}\n`);
+      Promise.resolve(json[url]()).then((body) => {
+        res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' }).end(`${JSON.stringify(body ?? { error: 'not enabled' }, null, 2)}\n`);
+      }, (e: Error) => { res.writeHead(500, { 'content-type': 'text/plain' }).end(`${e.message}\n`); });
       return;
     }
     if (url === '/healthz') { res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n'); return; }

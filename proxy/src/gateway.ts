@@ -31,6 +31,7 @@ import { listenBound } from './sockets';
 import { Terminus } from './terminus';
 import { TrustHub } from './trust/hub';
 import { PeerBudgets } from './peer-budgets';
+import { PeerProber } from './peer-probe';
 import { NativeTlsSessions, type TlsFiles } from './tls-native-session';
 import { TunnelTable, type Side } from './tunnel-table';
 import { tlsStack } from './tls-stack';
@@ -126,6 +127,8 @@ export class Gateway implements GatewayContext {
   private readonly origin: Origin;
   private readonly terminus: Terminus;
   private readonly admin: http.Server;
+  /** The admin `/probe`: each peer's gateways probed on demand, cached, one probe per peer in flight. */
+  private readonly prober = new PeerProber(this);
   /** The last refusals and resets, for the admin `/status`. */
   private readonly errors = new RecentErrors();
   /** JS relays: idle timeout sweep (the native relays time themselves) */
@@ -153,6 +156,7 @@ export class Gateway implements GatewayContext {
     this.origin = new Origin(this, opts.originalDestination);
     this.admin = createAdminServer(this.metrics, () => this.readiness(), {
       '/trust': () => (this.trust.enabled ? this.trust.table.toJSON(this.trust.clock()) : undefined),
+      '/probe': () => this.prober.report(),
       '/status': () => runtimeStatus({
         cluster: this.cfg.cluster, readiness: this.readiness(), ownAddresses: this.cfg.ownAddresses, here: here(),
         peers: this.cfg.peers.map((p) => p.cluster), tunnels: this.table.all(), errors: this.errors,

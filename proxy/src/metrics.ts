@@ -17,6 +17,10 @@ export interface GatewayMetrics {
   addressHeld: Gauge<'address'>;
   budgetRate: Gauge<'peer'>;
   budgetSent: Counter<'peer'>;
+  /** Probes of peer gateways this gateway made for the admin `/probe` (peer-probe.ts), by result. */
+  probes: Counter<'peer' | 'result'>;
+  /** PROBE frames this gateway's tunnel listener answered, by peer and result. */
+  probesAnswered: Counter<'peer' | 'result'>;
 }
 
 /** A peer's bandwidth budget as the metrics read it: rate in bytes/s, bytes sent under it so far. */
@@ -81,6 +85,14 @@ export function createMetrics(
       name: 'mm_proxy_peer_bandwidth_sent_bytes_total', help: 'Bytes sent toward this peer under its bandwidth budget (granted by the budget; a reload that changes the rate restarts it).',
       labelNames: ['peer'], registers: [registry],
       collect() { this.reset(); for (const b of budgets()) this.inc({ peer: b.peer }, b.sent); },
+    }),
+    probes: new Counter({
+      name: 'mm_proxy_probes_total', help: 'Probes of a peer gateway (TLS handshake, identity, PROBE and its REPLY) made for the admin /probe, by peer and result (ok, timeout, tls_handshake: the handshake or the peer\'s identity failed, unreachable, or the name of the peer\'s refusal); an answer from the cache is not a probe.',
+      labelNames: ['peer', 'result'], registers: [registry],
+    }),
+    probesAnswered: new Counter({
+      name: 'mm_proxy_probes_answered_total', help: 'PROBE frames the tunnel listener answered, by peer and result (accepted or a refusal name).',
+      labelNames: ['peer', 'result'], registers: [registry],
     }),
   };
   return m;

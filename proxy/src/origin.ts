@@ -5,37 +5,21 @@
  */
 import * as crypto from 'node:crypto';
 import * as net from 'node:net';
-import { peerBandwidth, peerIdentityUri, type PeerConfig } from './config';
+import { peerBandwidth, type PeerConfig } from './config';
 import { splices, type GatewayContext } from './context';
-import { identifyPeer } from './identity';
 import { armLiveness } from './handshake-admission';
 import { type TlsHandle, socketFd, stopReading } from './native';
 import { normalizeAddress } from './policy';
-import {
-  CONNECTION_ID_BYTES, FRAME_REPLY, FrameReader, RefusalCode, decodeReplyBody, encodeOpen, refusalName, type OpenHeader,
-} from './protocol';
+import { CONNECTION_ID_BYTES, RefusalCode, encodeOpen, refusalName, type OpenHeader } from './protocol';
 import { relayNative, relayStreams } from './relay';
 import { dial, resetOrDestroy, secondsSince } from './sockets';
 import type { NativeOn } from './tls-native-session';
 import type { Tunnel } from './tunnel-table';
+import { type Opened, type Refusal, handshakeNative, handshakePlain } from './tunnel-handshake';
 
 export type Destination = { host: string; port: number };
-type Refusal = Error & { refusal?: number };
-/** A tunnel to a peer gateway after an accepting REPLY; `tls` when the native session carries it (mTLS). */
-type Opened = { raw: net.Socket; rest: Buffer; tls?: { h: TlsHandle; on: NativeOn; splice: boolean } };
 
 const noop = () => { /* handled by the relay, or the socket is just closed */ };
-
-/** A REPLY frame checked against the OPEN we sent: the error to fail with, or undefined when accepted. */
-function replyError(body: Buffer, header: OpenHeader): Refusal | undefined {
-  let reply;
-  try { reply = decodeReplyBody(body); } catch (e) { return e as Error; }
-  if (!reply.connectionId.equals(header.connectionId)) return new Error('reply for another connection id');
-  if (reply.status !== RefusalCode.ACCEPTED) {
-    return Object.assign(new Error(`peer refused: ${refusalName(reply.status)} (${reply.reason})`), { refusal: reply.status });
-  }
-  return undefined;
-}
 
 export class Origin {
   readonly server: net.Server;
@@ -173,7 +157,10 @@ export class Origin {
         armLiveness(ctx.native, raw, ctx.cfg.limits); // a vanished peer is found in seconds
       } catch (e) { lastErr = e as Error; continue; }
       try {
-        const r = ctx.nativeTls ? await this.handshakeNative(raw, peer, header) : await this.handshakePlain(raw, header, usePump);
+        const first = encodeOpen(header);
+        const r = ctx.nativeTls
+          ? await handshakeNative(ctx, raw, peer, first, header.connectionId, header.payload === 'splice')
+          : await handshakePlain(ctx, raw, first, header.connectionId, usePump);
         ctx.metrics.dialLatency.observe({ target: 'peer' }, secondsSince(started));
         return r;
       } catch (e) {
@@ -183,62 +170,5 @@ export class Origin {
       }
     }
     throw lastErr;
-  }
-
-  /** Native mTLS: handshake, identity, OPEN and REPLY run in the addon's thread. */
-  private handshakeNative(raw: net.Socket, peer: PeerConfig, header: OpenHeader): Promise<Opened> {
-    const { ctx } = this;
-    const { cfg } = ctx;
-    const sessions = ctx.nativeTls!;
-    return new Promise<Opened>((resolve, reject) => {
-      const on: NativeOn = {
-        p1: (r) => {
-          const fail = (e: Error, tlsFailure = false) => {
-            if (tlsFailure) ctx.metrics.tlsHandshakeFailures.inc({ side: 'origin' });
-            on.p2 = () => raw.destroy();
-            sessions.cancel(h);
-            reject(e);
-          };
-          if (!r.handshook) return fail(new Error(r.error || 'TLS handshake failed'), true);
-          const who = identifyPeer(r.uris, cfg, peer.cluster);
-          if ('error' in who) return fail(new Error(who.error), true);
-          const fr = new FrameReader(cfg.limits.headerMaxBytes, FRAME_REPLY).push(r.frame);
-          if (fr.kind !== 'frame') return fail(fr.kind === 'error' ? fr.error : new Error(r.error || 'peer closed before replying'));
-          const err = replyError(fr.body, header);
-          if (err) return fail(err);
-          resolve({ raw, rest: fr.rest, tls: { h, on, splice: header.payload === 'splice' } });
-        },
-        p2: () => raw.destroy(),
-      };
-      const h = sessions.start(raw, false, encodeOpen(header), peerIdentityUri(cfg.fleet, peer.cluster), cfg.limits, on);
-    });
-  }
-
-  /** Plaintext (mTLS runs in the addon only): send OPEN, read REPLY, within the handshake deadline. */
-  private handshakePlain(raw: net.Socket, header: OpenHeader, usePump: boolean): Promise<Opened> {
-    const { cfg } = this.ctx;
-    return new Promise<Opened>((resolve, reject) => {
-      let settled = false;
-      const fail = (e: Error) => { if (settled) return; settled = true; clearTimeout(timer); raw.destroy(); reject(e); };
-      const timer = setTimeout(() => fail(new Error('peer handshake timed out')), cfg.limits.handshakeTimeoutMs);
-      const reader = new FrameReader(cfg.limits.headerMaxBytes, FRAME_REPLY);
-      const onData = (chunk: Buffer) => {
-        const r = reader.push(chunk);
-        if (r.kind === 'more') return;
-        if (usePump) stopReading(raw); else raw.pause();
-        raw.off('data', onData);
-        if (r.kind === 'error') return fail(r.error);
-        const err = replyError(r.body, header);
-        if (err) return fail(err);
-        settled = true;
-        clearTimeout(timer);
-        raw.removeListener('error', fail);
-        resolve({ raw, rest: r.rest });
-      };
-      raw.on('error', fail);
-      raw.on('close', () => fail(new Error('peer closed the connection during the handshake')));
-      raw.on('data', onData);
-      raw.write(encodeOpen(header));
-    });
   }
 }

@@ -17,6 +17,8 @@ export const TRUST_MAX_CERTS = 8;
 /** Authenticated splice only: the last frame inside TLS, one per side (PROTOCOL.md section 7). */
 export const FRAME_BIND = 4;
 export const BIND_VALUE_BYTES = 32;
+/** A gateway asks a peer gateway to answer, nothing more: the admin `/probe` (PROTOCOL.md section 9). */
+export const FRAME_PROBE = 5;
 /** TLS exporter labels (RFC 8446 section 7.5) of the BIND values; context = OPEN frame || REPLY frame. */
 export const BIND_LABEL_ORIGIN = 'EXPORTER-mmtp-bind-origin';
 export const BIND_LABEL_TERMINUS = 'EXPORTER-mmtp-bind-terminus';
@@ -337,4 +339,34 @@ export function decodeTrustPublishBody(body: Buffer): TrustPublish {
   }
   if (o !== body.length) throw bad('publish: trailing bytes');
   return { connectionId, cluster, sequence, certs };
+}
+
+/** PROBE: a liveness and authentication check of the tunnel path, see PROTOCOL.md section 9. */
+export interface Probe {
+  connectionId: Buffer;
+  /** The prober's own cluster (in mTLS: the cluster its certificate names). */
+  sourceCluster: string;
+}
+
+export function encodeProbe(p: Probe): Buffer {
+  if (p.connectionId.length !== CONNECTION_ID_BYTES) throw new Error('connection id must be 16 bytes');
+  const name = Buffer.from(p.sourceCluster, 'ascii');
+  if (name.length < 1 || name.length > 63) throw new Error('source cluster must be 1..63 bytes');
+  const body = Buffer.alloc(CONNECTION_ID_BYTES + 1 + name.length);
+  p.connectionId.copy(body, 0);
+  body[CONNECTION_ID_BYTES] = name.length;
+  name.copy(body, CONNECTION_ID_BYTES + 1);
+  return frame(FRAME_PROBE, body);
+}
+
+/** Decode a PROBE body: connection id, source cluster, nothing after it. Throws ProtocolError. */
+export function decodeProbeBody(body: Buffer): Probe {
+  const bad = (m: string) => new ProtocolError(RefusalCode.MALFORMED, m);
+  if (body.length < CONNECTION_ID_BYTES + 2) throw bad('probe: truncated body');
+  const connectionId = Buffer.from(body.subarray(0, CONNECTION_ID_BYTES));
+  const n = body[CONNECTION_ID_BYTES];
+  if (n < 1 || n > 63 || body.length !== CONNECTION_ID_BYTES + 1 + n) throw bad('probe: bad source cluster length');
+  const sourceCluster = body.subarray(CONNECTION_ID_BYTES + 1).toString('latin1');
+  if (!CLUSTER_RE.test(sourceCluster)) throw bad('probe: source cluster is not a cluster name');
+  return { connectionId, sourceCluster };
 }

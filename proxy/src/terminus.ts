@@ -7,14 +7,14 @@
  */
 import * as net from 'node:net';
 import { peerBandwidth, type PeerConfig } from './config';
-import { checkOpen } from './admission';
+import { checkOpen, checkProbe, type ProbeVerdict } from './admission';
 import { splices, type GatewayContext } from './context';
 import { identifyPeer } from './identity';
 import { HandshakeAdmission, armLiveness } from './handshake-admission';
 import { type TlsHandle, type TlsPhase1, type TlsPhase2, socketFd, stopReading } from './native';
 import { PendingConns, type PendingConn } from './pending-conn';
 import {
-  CONNECTION_ID_BYTES, FRAME_OPEN, FRAME_TRUST_PUBLISH, FrameReader, ProtocolError, RefusalCode, decodeOpenBody, encodeReply, refusalName,
+  CONNECTION_ID_BYTES, FRAME_OPEN, FRAME_PROBE, FRAME_TRUST_PUBLISH, FrameReader, ProtocolError, RefusalCode, decodeOpenBody, encodeReply, refusalName,
   type OpenHeader, type ReadResult,
 } from './protocol';
 import { relayNative, relayStreams } from './relay';
@@ -33,8 +33,16 @@ function decodeOpen(r: Exclude<ReadResult, { kind: 'more' }>): { header: OpenHea
   }
 }
 
-/** First frames a terminus reads: OPEN (a tunnel) or PUBLISH (the trust exchange, trust/hub.ts). */
-const FIRST_FRAMES = [FRAME_OPEN, FRAME_TRUST_PUBLISH];
+/** First frames a terminus reads: OPEN (a tunnel), PUBLISH (the trust exchange, trust/hub.ts) or PROBE (peer-probe.ts). */
+const FIRST_FRAMES = [FRAME_OPEN, FRAME_TRUST_PUBLISH, FRAME_PROBE];
+
+/** PUBLISH and PROBE are answered with one REPLY and nothing relayed: their verdict, or undefined for OPEN. */
+function answerOnly(ctx: GatewayContext, r: ReadResult, certCluster: string | undefined): ProbeVerdict | undefined {
+  if (r.kind !== 'frame') return undefined;
+  if (r.type === FRAME_TRUST_PUBLISH) return ctx.trust.onPublish(r.body, certCluster);
+  if (r.type === FRAME_PROBE) return checkProbe(ctx, r.body, certCluster);
+  return undefined;
+}
 
 export class Terminus {
   readonly server: net.Server;
@@ -100,10 +108,10 @@ export class Terminus {
       if (r.kind === 'more') return;
       if (usePump) stopReading(raw); else raw.pause();
       raw.off('data', onData);
-      if (r.kind === 'frame' && r.type === FRAME_TRUST_PUBLISH) {
-        const v = ctx.trust.onPublish(r.body, undefined);
-        connectionId = v.connectionId;
-        if (v.status !== RefusalCode.ACCEPTED) return refuseWith(v.status, v.reason);
+      const only = answerOnly(ctx, r, undefined);
+      if (only) {
+        connectionId = only.connectionId;
+        if (only.status !== RefusalCode.ACCEPTED) return refuseWith(only.status, only.reason);
         decided = true;
         p.settle();
         raw.end(encodeReply({ status: RefusalCode.ACCEPTED, connectionId, reason: '' }));
@@ -188,10 +196,10 @@ export class Terminus {
       if (/timed out/.test(r.error)) return drop('handshake_timeout', r.error, false);
       return drop(refusalName(RefusalCode.MALFORMED), 'connection closed before a complete header', false);
     }
-    if (fr.kind === 'frame' && fr.type === FRAME_TRUST_PUBLISH) {
-      const v = ctx.trust.onPublish(fr.body, who.cluster);
-      if (v.status !== RefusalCode.ACCEPTED) return refuseWith(v.connectionId, v.status, v.reason);
-      sessions.continue(h, encodeReply({ status: RefusalCode.ACCEPTED, connectionId: v.connectionId, reason: '' }), -1, 0);
+    const only = answerOnly(ctx, fr, who.cluster);
+    if (only) {
+      if (only.status !== RefusalCode.ACCEPTED) return refuseWith(only.connectionId, only.status, only.reason);
+      sessions.continue(h, encodeReply({ status: RefusalCode.ACCEPTED, connectionId: only.connectionId, reason: '' }), -1, 0);
       return undefined;
     }
     const open = decodeOpen(fr);

@@ -49,7 +49,7 @@ export const launcherOverhead = (guestBytes: number, vcpus: number): number =>
 const needsOf = (vm: InventoryVm): VmNeeds => ({
   ...(vm.cpuModel ? { cpuModel: vm.cpuModel } : {}), features: vm.cpuFeatures ?? [], ...(vm.machineType ? { machineType: vm.machineType } : {}),
   nodeSelector: vm.nodeSelector ?? {}, tolerations: vm.tolerations ?? [], vcpus: vm.vcpus ?? 1,
-  requests: { cpuMilli: Math.round(num(vm.cpu) * 1000), memoryBytes: num(vm.memory) }, cpuLimited: !!vm.cpuLimit, graphics: true, volumes: [],
+  requests: { cpuMilli: Math.round(num(vm.cpu) * 1000), memoryBytes: num(vm.memory) }, cpuLimited: !!vm.cpuLimit, limits: {}, graphics: true, volumes: [],
 });
 /** An inventory node as the predicate reads it: `schedulable` stands for KubeVirt's own schedulable label. */
 const factsOf = (n: InventoryNode): NodeFacts => ({

@@ -49,6 +49,13 @@ export interface VmNeeds {
   readonly requests: Resources;
   /** `domain.resources.limits.cpu` is set: KubeVirt then turns multifd migration off. */
   readonly cpuLimited: boolean;
+  /** `domain.resources.limits` (cpu, memory) as the VM sets them. */
+  readonly limits: Partial<Resources>;
+  /**
+   * Whether KubeVirt adds the guest-console-log container: false when `autoattachSerialConsole` or
+   * `logSerialConsole` is false, true when `logSerialConsole` is true, undefined: the KubeVirt CR decides.
+   */
+  readonly serialConsoleLog?: boolean;
   /** `domain.devices.autoattachGraphicsDevice` is not false (KubeVirt adds 32Mi video RAM). */
   readonly graphics: boolean;
   readonly volumes: readonly VolumeNeed[];
@@ -64,6 +71,10 @@ export interface KubevirtSide {
   readonly featureGates: readonly string[];
   /** `spec.configuration.migrations.network`. */
   readonly migrationNetwork?: string;
+  /** `spec.configuration.virtualMachineOptions.disableSerialConsoleLog` is set. */
+  readonly serialConsoleLogDisabled?: boolean;
+  /** `spec.configuration.supportContainerResources` of type `guest-console-log` (non-zero quantities only). */
+  readonly guestConsoleLog?: { readonly requests: Partial<Resources>; readonly limits: Partial<Resources> };
 }
 
 /** The gateways' own view of the pair (admin `/status` through the API server's pod proxy). */
@@ -75,6 +86,12 @@ export interface TunnelFacts {
   readonly publicationsFailed: number;
   /** Tunnels open to the peer now. */
   readonly tunnelsOpen: number;
+  /** Gateway pods whose admin `/probe` answered for the peer (a real tunnel handshake to its gateways, just now). */
+  readonly probed: number;
+  /** Of those, the pods that reached one of the peer's gateways. */
+  readonly probesOk: number;
+  /** Why the others did not: `POD: GATEWAY: error; ...`. */
+  readonly probeErrors: readonly string[];
 }
 
 export interface StorageClassFacts {
@@ -87,8 +104,23 @@ export interface StorageClassFacts {
 export interface CapacityFacts { readonly storageClassName: string; readonly capacity?: number; readonly maximumVolumeSize?: number }
 
 export interface QuotaFacts { readonly name: string; readonly hard: Readonly<Record<string, number>>; readonly used: Readonly<Record<string, number>> }
-/** A LimitRange item of type Container or Pod (`max`, `min` as numbers: millicores for cpu, bytes for memory). */
-export interface LimitFacts { readonly name: string; readonly type: string; readonly max: Partial<Resources>; readonly min: Partial<Resources> }
+/**
+ * One item of a LimitRange's `spec.limits`, as stored (quantities as numbers: millicores for cpu, bytes for
+ * memory; `maxLimitRequestRatio` plain ratios). `Container` and `Pod` items judge the virt-launcher pod
+ * (launcher-limits.ts), `PersistentVolumeClaim` items the target PVCs' `storage` (its own min and max).
+ */
+export interface LimitItemFacts {
+  readonly type: string;
+  readonly max: Partial<Resources>;
+  readonly min: Partial<Resources>;
+  readonly default: Partial<Resources>;
+  readonly defaultRequest: Partial<Resources>;
+  readonly maxLimitRequestRatio: Partial<Record<keyof Resources, number>>;
+  /** `PersistentVolumeClaim` items: `min.storage`, `max.storage` in bytes. */
+  readonly storage?: { readonly min?: number; readonly max?: number };
+}
+/** A LimitRange of the target namespace, its items in order. */
+export interface LimitRangeFacts { readonly name: string; readonly items: readonly LimitItemFacts[] }
 
 /** Everything read for one move's readiness. */
 export interface ReadinessFacts {
@@ -100,7 +132,7 @@ export interface ReadinessFacts {
   /** The target's Nodes; undefined when they could not be listed (compute and capacity then judge nothing). */
   readonly nodes?: readonly NodeFacts[];
   readonly quotas: readonly QuotaFacts[];
-  readonly limits: readonly LimitFacts[];
+  readonly limits: readonly LimitRangeFacts[];
   readonly source: KubevirtSide;
   readonly target: KubevirtSide;
   /** What could not be read (RBAC, an API error), by check. */

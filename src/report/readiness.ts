@@ -14,6 +14,7 @@
 import { FEATURE_GATE_DLM } from '../kubevirt/gates';
 import { parseKubevirtVersion } from '../kubevirt/versions';
 import { StatusCode } from './status-facts';
+import { launcherContainers, limitRangeRefusals } from './launcher-limits';
 import { NodeFacts, NodeSelectorRequirement, ReadinessFacts, Resources, Taint, Toleration, VmNeeds } from './readiness-facts';
 
 const CPU_MODEL_LABEL = 'cpu-model.node.kubevirt.io/';
@@ -138,6 +139,14 @@ function network(m: Move, f: ReadinessFacts, add: Add): void {
   }
   for (const [a, b, t] of sides) {
     if (!t || t.read === 0) continue;
+    // the probe (a real tunnel handshake just now) decides where a gateway answered it; older gateways have no /probe
+    if (t.probed > 0) {
+      if (t.probesOk === 0) {
+        add('network', 'status/ready-tunnel-down', 'error', `no gateway of ${a} can open a tunnel to ${b} now: their probe of ${b}'s gateways (a tunnel's TLS handshake and identity check) failed (${t.probeErrors.join('; ')})`,
+          `check the path between ${a}'s and ${b}'s gateways (the peer address in the gateway config, firewalls, the peer's TLS identity) and that ${b}'s gateways run: the probe's error names the reason`);
+      }
+      continue;
+    }
     if (t.tunnelsOpen > 0 || t.publicationsOk > 0) continue;
     if (t.publicationsFailed === 0) {
       add('network', 'status/ready-tunnel-unknown', 'warning', `no gateway of ${a} has a tunnel open to ${b} or has published trust through one yet, so the tunnel is not probed`,
@@ -200,14 +209,27 @@ function capacity(m: Move, f: ReadinessFacts, add: Add): void {
       }
     }
   }
-  for (const l of f.limits) {
-    const over = (['cpuMilli', 'memoryBytes'] as const).find((k) => l.max[k] !== undefined && need[k] > l.max[k]!);
-    const under = (['cpuMilli', 'memoryBytes'] as const).find((k) => l.min[k] !== undefined && need[k] < l.min[k]!);
-    if (over || under) {
-      const k = (over ?? under)!;
-      add('capacity', 'status/ready-limit-range', 'error', `LimitRange ${m.targetNamespace}/${l.name} on ${m.to} (${l.type}) ${over ? 'max' : 'min'} ${k === 'cpuMilli' ? 'cpu' : 'memory'} refuses the virt-launcher pod of ${m.vm} (${want})`,
-        `change the LimitRange's ${l.type} ${over ? 'max' : 'min'}, or the VM's requests`);
-    }
+  limitRanges(m, f, vm, need, add);
+}
+
+/** The LimitRanges of the target namespace against the virt-launcher pod, container by container, and the target PVCs. */
+function limitRanges(m: Move, f: ReadinessFacts, vm: VmNeeds, need: Resources, add: Add): void {
+  const containers = launcherContainers(vm, f.target, need, memoryOverhead(vm));
+  for (const r of limitRangeRefusals(containers, f.limits)) {
+    add('capacity', 'status/ready-limit-range', 'error', `LimitRange ${m.targetNamespace}/${r.limitRange} on ${m.to} (${r.item}, type ${r.type}) refuses the virt-launcher pod of ${m.vm}: ${r.message}`,
+      `change the LimitRange's ${r.field}, or the VM's requests or limits (domain.resources)`);
+  }
+  for (const lr of f.limits) {
+    lr.items.forEach((item, i) => {
+      if (item.type !== 'PersistentVolumeClaim' || !item.storage) return;
+      const { min, max } = item.storage;
+      for (const v of vm.volumes) {
+        const bound = max !== undefined && v.sizeBytes > max ? ['maximum', 'max', max] as const : min !== undefined && v.sizeBytes < min ? ['minimum', 'min', min] as const : undefined;
+        if (!bound) continue;
+        add('capacity', 'status/ready-limit-range', 'error', `LimitRange ${m.targetNamespace}/${lr.name} on ${m.to} (spec.limits[${i}], type PersistentVolumeClaim) refuses the target PVC of volume ${v.name} of ${m.vm}: ${bound[0]} storage usage per PersistentVolumeClaim is ${fmtMem(bound[2])}, but request is ${fmtMem(v.sizeBytes)}`,
+          `change the LimitRange's spec.limits[${i}].${bound[1]}.storage, or the volume's size`);
+      }
+    });
   }
 }
 

@@ -33,6 +33,14 @@ export interface GatewayRuntimeView {
   readonly lastErrors: { readonly at: string; readonly side: string; readonly reason: string; readonly peer?: string }[];
 }
 
+/** One peer as a gateway pod's admin `/probe` found it just now (proxy/src/peer-probe.ts): a real tunnel handshake to its gateways. */
+export interface GatewayProbeView {
+  readonly ok: boolean;
+  readonly ms: number;
+  /** When !ok: each of the peer's gateways and why it did not answer. */
+  readonly error?: string;
+}
+
 export interface GatewayPodFacts {
   readonly pod: string;
   /** The pod's Ready condition. */
@@ -40,6 +48,10 @@ export interface GatewayPodFacts {
   readonly runtime?: GatewayRuntimeView;
   /** Why `runtime` could not be read. */
   readonly error?: string;
+  /** `status --moves` only: the pod's `/probe`, per configured peer. */
+  readonly probe?: Readonly<Record<string, GatewayProbeView>>;
+  /** Why `/probe` could not be read (a gateway from before it answers 404). */
+  readonly probeError?: string;
 }
 
 export interface GatewayFacts {
@@ -86,6 +98,10 @@ export type ClusterFacts = {
     readonly object?: string;
     /** The live CR's `status.observedKubeVirtVersion` (readiness' version check). */
     readonly version?: string;
+    /** The live CR sets `virtualMachineOptions.disableSerialConsoleLog` (readiness' LimitRange check: no guest-console-log container). */
+    readonly serialConsoleLogDisabled?: boolean;
+    /** The live CR's `supportContainerResources` of type `guest-console-log`: millicores and bytes, non-zero quantities only. */
+    readonly guestConsoleLog?: { readonly requests: { cpuMilli?: number; memoryBytes?: number }; readonly limits: { cpuMilli?: number; memoryBytes?: number } };
   };
   /** Gateway clusters. */
   readonly gateway?: GatewayFacts;

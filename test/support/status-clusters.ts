@@ -131,6 +131,21 @@ export async function startCluster(objects: any[], ca: Cert, trusts: Cert[], o: 
   return { api, gateways, close: async () => { for (const g of gateways) await g.close(); await api.close(); } };
 }
 
+/**
+ * Point each fake cluster's gateways' peer table at the other clusters' real gateways (their tunnel listeners on
+ * loopback, plaintext as these gateways run), so that a gateway's admin /probe reaches them and passes.
+ */
+export function linkGateways(clusters: Record<string, FakeCluster>): void {
+  for (const c of Object.values(clusters)) {
+    for (const g of c.gateways) {
+      const cfg = g.config();
+      const peers = cfg.peers.map((p) => (clusters[p.cluster]
+        ? { ...p, gateways: clusters[p.cluster].gateways.map((x) => ({ host: '127.0.0.1', port: x.addresses().tunnel.port })) } : p));
+      if (!g.reload({ ...cfg, peers })) throw new Error(`gateway of ${cfg.cluster}: the linked peer table was refused`);
+    }
+  }
+}
+
 /** A kubeconfig with one context `ctx-NAME` per server. */
 export function kubeconfig(file: string, servers: Record<string, string>): void {
   fs.writeFileSync(file, yaml.stringify({

@@ -291,6 +291,7 @@ function matrixSuite(f: Family): void {
         case 'tunnel-pod': return tcp(A.aPod, 15443);
         case 'admin-healthz': return get(A.aPod, '/healthz');
         case 'admin-metrics': return get(A.aPod, '/metrics');
+        case 'admin-probe': return get(A.aPod, '/probe');
         case 'admin-trust': return get(A.aPod, '/trust');
         case 'admin-shared': return get(A.aXc, '/healthz');
         case 'admin-mig': return get(A.aMig, '/healthz');

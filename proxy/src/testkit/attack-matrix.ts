@@ -127,6 +127,11 @@ export const MATRIX: readonly Row[] = [
     expect: { ...all('no connection'), 'pod': 'HTTP 200' },
   },
   {
+    key: 'admin-probe', target: 'admin /probe on a\'s pod address :15090',
+    threat: `making the gateway connect to its peers' gateways on demand: only from the pod network (the API server's pod proxy), and there bounded (one probe per peer in flight, a result reused for 5 s, 3 s each; proxy/src/peer-probe.ts). ${ADMIN_BOUND}`,
+    expect: { ...all('no connection'), 'pod': 'HTTP 200' },
+  },
+  {
     key: 'admin-trust', target: 'admin /trust on a\'s pod address :15090',
     threat: `the trust table read from outside the pod: it answers over loopback only (\`migration-mesh-proxy trust-status\`). ${ADMIN_BOUND}`,
     expect: { ...all('no connection'), 'pod': 'HTTP 403' },
