@@ -1,16 +1,18 @@
 #!/usr/bin/env node
 // `npm test`: runs every suite whatever the result of the others, so one failing suite never hides another's
 // results. The suites are sorted into five lanes that run side by side:
-//   - real: the suites on real control planes (`*.real.test.ts`), two at a time,
+//   - real: the suites on real control planes (`*.real.test.ts`), two at a time, longest first (REAL_SLOW_FIRST),
 //   - waiting: the proxy files that mostly wait on timers (PROXY_MOSTLY_WAITING): the trust API fault tests sleep
 //     through fault windows and backoffs (83 s of wall time for 5 s of CPU), so this lane overlaps the others
 //     instead of taking a core's turn in them,
 //   - image: test/gateway-image.image.test.ts (its cold start, stand-in bases and the podman build, waits mostly on downloads
-//     and disk), then the library's unit suites that leave the built lib/ alone (below),
+//     and disk), then the library's unit suites that leave the built lib/ alone (below), two at a time, longest first,
 //   - network: the library's jest suites that make network namespaces or run QEMU (`*.netns.test.ts`), one after
 //     another, then the proxy's node:test files that use its netns testkit (`proxy/src/test/*.netns.test.ts`),
-//   - unit: the library's unit suites that run the built lib/ or rebuild it (`*.lib.test.ts`: the CLI's binary, npm
-//     pack and its prepack, tsc, npx), one after another, as the pack tests rebuild what the others run,
+//   - unit: `npm run build:lib` (which makes lib/ current), then the library's unit suites that run the built lib/
+//     or rebuild it (`*.lib.test.ts`: the CLI's binary, npm pack and its prepack, tsc, npx), two at a time, longest
+//     first: on a current lib/ the pack tests' prepack writes no file (test/prune-lib.lib.test.ts), so no suite
+//     runs a lib/ being rewritten (one after another, they were a 240-CPU-second chain that ended its lane last),
 //   and then the image, network and unit lanes take the proxy's other node:test files (no namespace) from one
 //   shared queue, a file at a time, longest first: whichever lane is free runs the next, so the lanes end
 //   together (fixed lanes ended 120-200 s apart in CI, the suite's length being the longer lane's). The unit
@@ -24,6 +26,10 @@
 // mmimg<pid>, mmp<random>- for the proxy's testkit, which the library's stale-namespace reaper never matches),
 // fixed ports are bound only inside those namespaces (unit suites bind port 0 on loopback only), only the
 // image lane runs podman, and only the unit lane runs or rebuilds the root lib/ (npm pack's prepack). Each step's output goes to a file and is printed whole when it ends.
+// A jest lane's files run in the order the lane names them (scripts/jest-order.js; jest's own order on a fresh
+// clone is by file size). Every step runs under scripts/step-cpu.js and every jest file in scripts/jest-cpu-env.js,
+// so the summary gives CPU seconds (user + sys, with the processes started) beside wall time: on a shared machine
+// the wall time says how loaded it was, the CPU time what a step costs (issue 53).
 // MM_TEST_SERIAL=1 runs every step one after another; MM_TEST_LANES=all runs every step at once.
 // Arguments are passed to jest; with arguments there is one jest step, then the proxy's files, in turn.
 // Ends with the slowest ten tests and suites, each failed test again with the head of its message, one summary line
@@ -236,9 +242,12 @@ async function proxyLane(name, files) {
 /**
  * The proxy's namespace-free files, longest first where known (the longest job last would end its lane
  * late): these names, then the rest in name order. Measured in CI (2 cores): chain ~70-100 s,
- * the memory flood ~20 s, splice binding ~15 s.
+ * the memory flood ~20 s, splice binding ~15 s; CPU seconds on a loaded 2-core machine (2026-12-03): chain 76,
+ * security-memory and splice-binding 25 each, security-resets 13, security-resets-splice 10, security-dos 6,
+ * tls-records 5, native-test-hooks 4, the others 0-3.
  */
-const PROXY_SLOW_FIRST = ['chain', 'security-memory', 'splice-binding', 'security-resets', 'security-dos', 'ops', 'splice-mode'];
+const PROXY_SLOW_FIRST = ['chain', 'security-memory', 'splice-binding', 'security-resets', 'security-resets-splice', 'security-dos', 'tls-records',
+  'native-test-hooks', 'native-units', 'tls-stack', 'splice-mode', 'ops'];
 /**
  * The proxy's namespace-free files that mostly wait (wall time against CPU time, measured alone on this
  * machine): trust-api-faults 83 s for 5.4 s, security 13.8 s for 3.2 s, limits 6.5 s for 1.7 s. They run in
@@ -257,6 +266,11 @@ const REAL_SLOW_FIRST = ['kubevirt.real', 'apply.real', 'trust-real-api.real', '
  * 2-core machine, 2026-12-03: pack 314 s, interrupt 200 s, pack-user-app 183 s, cli-status 150 s, the others 9-78 s).
  */
 const LIB_SLOW_FIRST = ['pack.lib', 'interrupt.lib', 'pack-user-app.lib', 'cli-status.lib', 'live-inputs.lib', 'cli-status-hco.lib', 'cli-process.lib', 'cli-args.lib'];
+/**
+ * The plain unit suites, longest first for the lane's two workers (wall time in one worker, loaded 2-core machine,
+ * 2026-12-03: examples 132 s, typecheck-variants 125 s, then 45-55 s each; 87 files, 1,546 s in all).
+ */
+const UNIT_SLOW_FIRST = ['examples', 'typecheck-variants', 'typecheck', 'validate-synth-property', 'cli-plan-diff', 'schemas-harness', 'gateway-schemas', 'streaming-synth', 'constructs', 'forklift', 'field-ownership', 'vmnet-day-two', 'openshift-scc'];
 /** A test file's name without directory and `.test.js` / `.test.ts` (how the lists above name it). */
 const stem = (f) => path.basename(f).replace(/\.test\.[jt]s$/, '');
 const mostlyWaiting = (f) => PROXY_MOSTLY_WAITING.includes(stem(f));
@@ -293,7 +307,7 @@ function lanes() {
     // the proxy files that mostly sleep get a lane of their own: after them, the real-API suites (the longest lane)
     // started 135 s late
     [waiting],
-    [() => jestLane('image (jest)', ['--runTestsByPath', ...image]), unitLane('library unit suites, lib/ left alone (jest)', unitOther), fromQueue],
+    [() => jestLane('image (jest)', ['--runTestsByPath', ...image]), unitLane('library unit suites, lib/ left alone (jest, two at a time)', slowFirst(unitOther, UNIT_SLOW_FIRST), ['--maxWorkers=2']), fromQueue],
     [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
       () => proxyLane('proxy network suites (node:test)', proxyNetwork), fromQueue],
     // lib/ made current first: then the pack tests' prepack (npm run build:lib) writes no file of it, and the suites
@@ -398,4 +412,4 @@ async function main() {
 
 // required by test/run-tests.test.ts for its parsers; run as a script otherwise
 if (require.main === module) main();
-else module.exports = { jestResults, tapTests, printFailures, laneOf, laneAudit, slowFirst, SLOW_FIRST: { real: REAL_SLOW_FIRST, lib: LIB_SLOW_FIRST, proxy: PROXY_SLOW_FIRST, waiting: PROXY_MOSTLY_WAITING } };
+else module.exports = { jestResults, tapTests, printFailures, laneOf, laneAudit, slowFirst, SLOW_FIRST: { real: REAL_SLOW_FIRST, lib: LIB_SLOW_FIRST, unit: UNIT_SLOW_FIRST, proxy: PROXY_SLOW_FIRST, waiting: PROXY_MOSTLY_WAITING } };
