@@ -9,10 +9,8 @@
 //     and disk), then the library's unit suites that leave the built lib/ alone (below), two at a time, longest first,
 //   - network: the library's jest suites that make network namespaces or run QEMU (`*.netns.test.ts`), one after
 //     another, then the proxy's node:test files that use its netns testkit (`proxy/src/test/*.netns.test.ts`),
-//   - unit: `npm run build:lib` (which makes lib/ current), then the library's unit suites that run the built lib/
-//     or rebuild it (`*.lib.test.ts`: the CLI's binary, npm pack and its prepack, tsc, npx), two at a time, longest
-//     first: on a current lib/ the pack tests' prepack writes no file (test/prune-lib.lib.test.ts), so no suite
-//     runs a lib/ being rewritten (one after another, they were a 240-CPU-second chain that ended its lane last),
+//   - unit: the library's unit suites that run the built lib/ or rebuild it (`*.lib.test.ts`: the CLI's binary, npm
+//     pack and its prepack, tsc, npx), one after another, as the pack tests rebuild what the others run,
 //   and then the image, network and unit lanes take the proxy's other node:test files (no namespace) from one
 //   shared queue, a file at a time, longest first: whichever lane is free runs the next, so the lanes end
 //   together (fixed lanes ended 120-200 s apart in CI, the suite's length being the longer lane's). The unit
@@ -262,11 +260,6 @@ const PROXY_MOSTLY_WAITING = ['trust-api-faults', 'trust-socket-timeouts', 'secu
  */
 const REAL_SLOW_FIRST = ['kubevirt.real', 'apply.real', 'trust-real-api.real', 'argocd-engine.real', 'flux.real', 'virt-operator-model-agreement.real', 'vmnet.real'];
 /**
- * The suites that run the built lib/, longest first for the lane's two workers (wall time in one worker, loaded
- * 2-core machine, 2026-12-03: pack 314 s, interrupt 200 s, pack-user-app 183 s, cli-status 150 s, the others 9-78 s).
- */
-const LIB_SLOW_FIRST = ['pack.lib', 'interrupt.lib', 'pack-user-app.lib', 'cli-status.lib', 'live-inputs.lib', 'cli-status-hco.lib', 'cli-process.lib', 'cli-args.lib'];
-/**
  * The plain unit suites, longest first for the lane's two workers (wall time in one worker, loaded 2-core machine,
  * 2026-12-03: examples 132 s, typecheck-variants 125 s, then 45-55 s each; 87 files, 1,546 s in all).
  */
@@ -310,22 +303,10 @@ function lanes() {
     [() => jestLane('image (jest)', ['--runTestsByPath', ...image]), unitLane('library unit suites, lib/ left alone (jest, two at a time)', slowFirst(unitOther, UNIT_SLOW_FIRST), ['--maxWorkers=2']), fromQueue],
     [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
       () => proxyLane('proxy network suites (node:test)', proxyNetwork), fromQueue],
-    // lib/ made current first: then the pack tests' prepack (npm run build:lib) writes no file of it, and the suites
-    // that run it can run two at a time (in one worker they were a chain of 240 s of CPU that ended its lane last)
-    [buildLib, unitLane('library unit suites, running the built lib/ (jest, two at a time)', slowFirst(unitBuiltLib, LIB_SLOW_FIRST), ['--maxWorkers=2']), fromQueue],
+    // one after another: two at a time (after making lib/ current, so that the pack tests' prepack wrote no file of
+    // it) were no shorter on a loaded machine and put two status tests past jest's 60 s (lab/2026-12-03-suite-time.md)
+    [unitLane('library unit suites, running the built lib/ (jest)', unitBuiltLib), fromQueue],
   ];
-}
-
-/**
- * `npm run build:lib` (prune-lib, then tsc's incremental build), as a step: it writes no file when lib/ is current
- * (as `npm test`'s pretest leaves it: checked by test/run-tests.test.ts), and makes it current when a source changed
- * since. The suites that run lib/ start after it, so none of them runs a lib/ that a pack test's prepack rewrites.
- */
-async function buildLib() {
-  const name = 'lib/ made current for the suites that run it (npm run build:lib)';
-  const r = await run(name, 'npm', ['run', '--silent', 'build:lib'], root);
-  const ok = r.status === 0;
-  return { name, passed: 0, failed: ok ? 0 : 1, ok, status: r.status, seconds: r.seconds, cpu: r.cpu, tests: [], suites: [], failures: ok ? [] : [{ name, message: `exit ${r.status} (its output is above)` }] };
 }
 
 /** Runs a lane's steps in turn; a queue step takes proxy files from the shared queue until it is empty. */
@@ -412,4 +393,4 @@ async function main() {
 
 // required by test/run-tests.test.ts for its parsers; run as a script otherwise
 if (require.main === module) main();
-else module.exports = { jestResults, tapTests, printFailures, laneOf, laneAudit, slowFirst, SLOW_FIRST: { real: REAL_SLOW_FIRST, lib: LIB_SLOW_FIRST, unit: UNIT_SLOW_FIRST, proxy: PROXY_SLOW_FIRST, waiting: PROXY_MOSTLY_WAITING } };
+else module.exports = { jestResults, tapTests, printFailures, laneOf, laneAudit, slowFirst, SLOW_FIRST: { real: REAL_SLOW_FIRST, unit: UNIT_SLOW_FIRST, proxy: PROXY_SLOW_FIRST, waiting: PROXY_MOSTLY_WAITING } };

@@ -165,7 +165,6 @@ describe('what a step costs and in which order its files run (issue 53: measure 
     const library = stems('test', '.test.ts');
     const proxy = stems(path.join('proxy', 'src', 'test'), '.test.ts');
     expect(order.SLOW_FIRST.real.filter((s) => !library.includes(s) || !s.endsWith('.real'))).toEqual([]);
-    expect(order.SLOW_FIRST.lib.filter((s) => !library.includes(s) || !s.endsWith('.lib'))).toEqual([]);
     expect(order.SLOW_FIRST.unit.filter((s) => !library.includes(s) || /\.(real|netns|lib|image)$/.test(s))).toEqual([]);
     expect([...order.SLOW_FIRST.proxy, ...order.SLOW_FIRST.waiting].filter((s) => !proxy.includes(s))).toEqual([]);
     expect(order.slowFirst(['test/b.real.test.ts', 'test/z.real.test.ts', 'test/kubevirt.real.test.ts', 'test/a.real.test.ts'], ['kubevirt.real', 'z.real']))
