@@ -296,8 +296,9 @@ function lanes() {
   const waiting = { queue: proxyOther.filter(mostlyWaiting), name: fromQueue.name };
   const unitLane = (name, files, flags = []) => () => (files.length ? jestLane(name, [...flags, '--runTestsByPath', ...files]) : nothingRun(name));
   return [
-    // two real-API suites at a time: they wait on controllers (virt-operator's 5 s re-queue, Flux's and Argo CD's
-    // reconciles, kwok's pods) far more than they compute, and one after another they were the suite's longest lane
+    // two real-API suites at a time: one after another they were the suite's longest lane. They compute as well as
+    // wait (virt-operator's 5 s re-queue, Flux's and Argo CD's reconciles): kubevirt-real used 0.9 of a core for its
+    // 268 s, the lane 690 s of CPU on a loaded machine (lab/2026-12-03-suite-time.md)
     [unitLane('library real-API suites (jest, two at a time: real etcd, kube-apiserver, virt-operator, GitOps engines)', slowFirst(real, REAL_SLOW_FIRST), ['--maxWorkers=2'])],
     // the proxy files that mostly sleep get a lane of their own: after them, the real-API suites (the longest lane)
     // started 135 s late
