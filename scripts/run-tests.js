@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // `npm test`: runs every suite whatever the result of the others, so one failing suite never hides another's
 // results. The suites are sorted into five lanes that run side by side:
-//   - real: the suites on real control planes (`*.real.test.ts`), two at a time,
+//   - real: the suites on real control planes (`*.real.test.ts`), two at a time, longest first (REAL_SLOW_FIRST),
 //   - waiting: the proxy files that mostly wait on timers (PROXY_MOSTLY_WAITING): the trust API fault tests sleep
 //     through fault windows and backoffs (83 s of wall time for 5 s of CPU), peer-probe through its cache windows and
 //     timeouts (15 s for 1 s), so this lane overlaps the others instead of taking a core's turn in them,
 //   - image: test/gateway-image.image.test.ts (its cold start, stand-in bases and the podman build, waits mostly on downloads
-//     and disk), then the library's unit suites that leave the built lib/ alone (below),
+//     and disk), then the library's unit suites that leave the built lib/ alone (below), two at a time, longest first,
 //   - network: the library's jest suites that make network namespaces or run QEMU (`*.netns.test.ts`), one after
 //     another, then the proxy's node:test files that use its netns testkit (`proxy/src/test/*.netns.test.ts`),
 //   - unit: the library's unit suites that run the built lib/ or rebuild it (`*.lib.test.ts`: the CLI's binary, npm
@@ -24,6 +24,10 @@
 // mmimg<pid>, mmp<random>- for the proxy's testkit, which the library's stale-namespace reaper never matches),
 // fixed ports are bound only inside those namespaces (unit suites bind port 0 on loopback only), only the
 // image lane runs podman, and only the unit lane runs or rebuilds the root lib/ (npm pack's prepack). Each step's output goes to a file and is printed whole when it ends.
+// A jest lane's files run in the order the lane names them (scripts/jest-order.js; jest's own order on a fresh
+// clone is by file size). Every step runs under scripts/step-cpu.js and every jest file in scripts/jest-cpu-env.js,
+// so the summary gives CPU seconds (user + sys, with the processes started) beside wall time: on a shared machine
+// the wall time says how loaded it was, the CPU time what a step costs (issue 53).
 // MM_TEST_SERIAL=1 runs every step one after another; MM_TEST_LANES=all runs every step at once.
 // Arguments are passed to jest; with arguments there is one jest step, then the proxy's files, in turn.
 // Ends with the slowest ten tests and suites, each failed test again with the head of its message, one summary line
@@ -92,48 +96,69 @@ function filesUnder(dir, suffix, base) {
 /** Splits files by lane: [in lane, others]. */
 const splitBy = (files, lane) => [files.filter((f) => laneOf(f) === lane), files.filter((f) => laneOf(f) !== lane)];
 
-/** Runs one lane's command with its output in a file; resolves with exit status, output and seconds. */
-function run(name, cmd, args, cwd) {
-  const logFile = path.join(tmp, `${name.replace(/\W+/g, '-')}.log`);
-  const fd = fs.openSync(logFile, 'w');
+/**
+ * Runs one lane's command with its output in a file; resolves with exit status, seconds of wall time and the CPU
+ * seconds (user + sys) of the command's processes (scripts/step-cpu.js; undefined where it wrote none).
+ */
+function run(name, cmd, args, cwd, env = process.env) {
+  const file = path.join(tmp, name.replace(/\W+/g, '-'));
+  const fd = fs.openSync(`${file}.log`, 'w');
   const t0 = Date.now();
   console.log(`[run-tests] ${name}: started`);
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd, stdio: ['ignore', fd, fd] });
+    const child = spawn(process.execPath, [path.join(__dirname, 'step-cpu.js'), `${file}.cpu.json`, cmd, ...args], { cwd, env, stdio: ['ignore', fd, fd] });
     const done = (status) => {
       fs.closeSync(fd);
       const seconds = (Date.now() - t0) / 1000;
       endedAt.set(name, (Date.now() - START) / 1000);
-      console.log(`\n[run-tests] ===== ${name}: ended (exit ${status}) after ${seconds.toFixed(0)} s =====`);
-      process.stdout.write(fs.readFileSync(logFile, 'utf8'));
-      resolve({ status, seconds });
+      let cpu;
+      try { const c = JSON.parse(fs.readFileSync(`${file}.cpu.json`, 'utf8')); cpu = c.user + c.sys; } catch { cpu = undefined; }
+      console.log(`\n[run-tests] ===== ${name}: ended (exit ${status}) after ${seconds.toFixed(0)} s${cpu === undefined ? '' : `, ${cpu.toFixed(0)} s of CPU`} =====`);
+      process.stdout.write(fs.readFileSync(`${file}.log`, 'utf8'));
+      resolve({ status, seconds, cpu });
     };
-    child.on('error', (e) => { fs.writeSync(fd, `[run-tests] could not start ${cmd}: ${e.message}\n`); done(-1); });
+    child.on('error', (e) => { fs.writeSync(fd, `[run-tests] could not start ${process.execPath}: ${e.message}\n`); done(-1); });
     child.on('exit', (code, signal) => done(code ?? (signal ? 128 : -1)));
   });
 }
 
-/** A jest lane, with a JSON result file so counts and times come from jest itself, not from its text. */
+/**
+ * A jest lane, with a JSON result file so counts and times come from jest itself, not from its text; its files in
+ * the order given (scripts/jest-order.js), each file's CPU seconds from scripts/jest-cpu-env.js.
+ */
 async function jestLane(name, args) {
   const out = path.join(tmp, `${name.replace(/\W+/g, '-')}.json`);
-  const r = await run(name, 'npx', ['jest', '--json', '--forceExit', `--outputFile=${out}`, ...args], root);
+  const cpuFile = path.join(tmp, `${name.replace(/\W+/g, '-')}.suite-cpu`);
+  const r = await run(name, 'npx', ['jest', '--json', '--forceExit', `--outputFile=${out}`, `--testSequencer=${path.join(__dirname, 'jest-order.js')}`,
+    `--testEnvironment=${path.join(__dirname, 'jest-cpu-env.js')}`, ...args], root, { ...process.env, MM_SUITE_CPU_FILE: cpuFile });
   try {
-    const { passed, failed, tests, suites, failures } = jestResults(JSON.parse(fs.readFileSync(out, 'utf8')));
-    return { name, passed, failed, ok: r.status === 0 && failed === 0, status: r.status, seconds: r.seconds, tests, suites, failures };
+    const { passed, failed, tests, suites, failures } = jestResults(JSON.parse(fs.readFileSync(out, 'utf8')), suiteCpu(cpuFile));
+    return { name, passed, failed, ok: r.status === 0 && failed === 0, status: r.status, seconds: r.seconds, cpu: r.cpu, tests, suites, failures };
   } catch (e) {
     // jest did not even write its result: count the runner as one failure
     console.error(`[run-tests] ${name}: jest wrote no result (${e.message}); exit ${r.status}`);
-    return { name, passed: 0, failed: 1, ok: false, status: r.status, seconds: r.seconds, tests: [], suites: [], failures: [{ name, message: `jest wrote no result (${e.message}); exit ${r.status}` }] };
+    return { name, passed: 0, failed: 1, ok: false, status: r.status, seconds: r.seconds, cpu: r.cpu, tests: [], suites: [], failures: [{ name, message: `jest wrote no result (${e.message}); exit ${r.status}` }] };
   }
 }
 
-/** Counts, tests, suites and failed tests (with their messages) of jest's --json result. */
-function jestResults(j) {
+/** Each test file's CPU seconds as scripts/jest-cpu-env.js wrote them (file -> seconds; empty when it wrote none). */
+function suiteCpu(file) {
+  const cpu = new Map();
+  if (!fs.existsSync(file)) return cpu;
+  for (const line of fs.readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
+    const { file: f, cpu: s } = JSON.parse(line);
+    cpu.set(f, s);
+  }
+  return cpu;
+}
+
+/** Counts, tests, suites (with their CPU seconds where `cpu` has them) and failed tests (with their messages) of jest's --json result. */
+function jestResults(j, cpu = new Map()) {
   const tests = []; const suites = []; const failures = [];
   for (const s of j.testResults) {
     const file = path.relative(root, s.name);
     const ms = s.perfStats && s.perfStats.end ? s.perfStats.end - s.perfStats.start : (s.endTime || 0) - (s.startTime || 0);
-    suites.push({ name: file, ms });
+    suites.push({ name: file, ms, cpu: cpu.get(file) });
     for (const a of s.assertionResults) {
       tests.push({ name: `${file}: ${a.fullName}`, ms: a.duration || 0 });
       if (a.status === 'failed') failures.push({ name: `${file}: ${a.fullName}`, message: (a.failureMessages || []).join('\n') });
@@ -209,26 +234,44 @@ async function proxyLane(name, files) {
     console.error(`[run-tests] node --test wrote no result (${e.message}); exit ${r.status}`);
   }
   if (r.status !== 0 && failed === 0) failed = 1; // a crash outside any test still fails the run
-  return { name, passed, failed, ok: r.status === 0 && failed === 0, status: r.status, seconds: r.seconds, tests, suites: [], failures };
+  return { name, passed, failed, ok: r.status === 0 && failed === 0, status: r.status, seconds: r.seconds, cpu: r.cpu, tests, suites: [], failures };
 }
 
 /**
  * The proxy's namespace-free files, longest first where known (the longest job last would end its lane
  * late): these names, then the rest in name order. Measured in CI (2 cores): chain ~70-100 s,
- * the memory flood ~20 s, splice binding ~15 s.
+ * the memory flood ~20 s, splice binding ~15 s; CPU seconds on a loaded 2-core machine (2026-12-03): chain 76,
+ * security-memory and splice-binding 25 each, security-resets 13, security-resets-splice 10, security-dos 6,
+ * tls-records 5, native-test-hooks 4, the others 0-3.
  */
-const PROXY_SLOW_FIRST = ['chain', 'security-memory', 'splice-binding', 'security-resets', 'security-dos', 'ops', 'splice-mode'];
+const PROXY_SLOW_FIRST = ['chain', 'security-memory', 'splice-binding', 'security-resets', 'security-resets-splice', 'security-dos', 'tls-records',
+  'native-test-hooks', 'native-units', 'tls-stack', 'splice-mode', 'ops'];
 /**
  * The proxy's namespace-free files that mostly wait (wall time against CPU time, measured alone on this
  * machine): trust-api-faults 83 s for 5.4 s, security 13.8 s for 3.2 s, limits 6.5 s for 1.7 s. They run in
  * the waiting lane, after the image test, beside the two CPU lanes.
  */
 const PROXY_MOSTLY_WAITING = ['trust-api-faults', 'trust-socket-timeouts', 'security', 'limits', 'peer-probe'];
-/** A proxy test file's name without directory and `.test.js` (how the lists above name it). */
-const stem = (f) => path.basename(f).replace(/\.test\.js$/, '');
+/**
+ * The real-API suites, longest first (jest gives its two workers the files in this order: scripts/jest-order.js).
+ * In jest's own order on a fresh clone (by file size) kubevirt-real, the longest, started fifth of fifteen and the
+ * lane ended with it. Measured in this order (2026-12-03, the lane alone, load 8-40 on 2 cores): kubevirt 268 s,
+ * apply 161, vmnet-pin 161, virt-operator-model-agreement 133, argocd-engine 112, flux 111, trust-real-api 80,
+ * readiness 79, vmnet-namespace-guard 71, watch 70, move-watch 56, the other four 12-34 s.
+ */
+const REAL_SLOW_FIRST = ['kubevirt.real', 'apply.real', 'vmnet-pin.real', 'virt-operator-model-agreement.real', 'argocd-engine.real', 'flux.real',
+  'trust-real-api.real', 'readiness.real', 'vmnet-namespace-guard.real', 'watch.real', 'move-watch.real'];
+/**
+ * The plain unit suites, longest first for the lane's two workers (wall time in one worker, loaded 2-core machine,
+ * 2026-12-03: examples 132 s, typecheck-variants 125 s, then 45-55 s each; 87 files, 1,546 s in all).
+ */
+const UNIT_SLOW_FIRST = ['examples', 'typecheck-variants', 'typecheck', 'validate-synth-property', 'cli-plan-diff', 'schemas-harness', 'gateway-schemas', 'streaming-synth', 'constructs', 'forklift', 'field-ownership', 'vmnet-day-two', 'openshift-scc'];
+/** A test file's name without directory and `.test.js` / `.test.ts` (how the lists above name it). */
+const stem = (f) => path.basename(f).replace(/\.test\.[jt]s$/, '');
 const mostlyWaiting = (f) => PROXY_MOSTLY_WAITING.includes(stem(f));
-function slowFirst(files) {
-  const rank = (f) => { const i = PROXY_SLOW_FIRST.indexOf(stem(f)); return i < 0 ? PROXY_SLOW_FIRST.length : i; };
+/** `files` with those `list` names first, in its order, then the rest in name order. */
+function slowFirst(files, list = PROXY_SLOW_FIRST) {
+  const rank = (f) => { const i = list.indexOf(stem(f)); return i < 0 ? list.length : i; };
   return files.slice().sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
 
@@ -253,15 +296,18 @@ function lanes() {
   const waiting = { queue: proxyOther.filter(mostlyWaiting), name: fromQueue.name };
   const unitLane = (name, files, flags = []) => () => (files.length ? jestLane(name, [...flags, '--runTestsByPath', ...files]) : nothingRun(name));
   return [
-    // two real-API suites at a time: they wait on controllers (virt-operator's 5 s re-queue, Flux's and Argo CD's
-    // reconciles, kwok's pods) far more than they compute, and one after another they were the suite's longest lane
-    [unitLane('library real-API suites (jest, two at a time: real etcd, kube-apiserver, virt-operator, GitOps engines)', real, ['--maxWorkers=2'])],
+    // two real-API suites at a time: one after another they were the suite's longest lane. They compute as well as
+    // wait (virt-operator's 5 s re-queue, Flux's and Argo CD's reconciles): kubevirt-real used 0.9 of a core for its
+    // 268 s, the lane 690 s of CPU on a loaded machine (lab/2026-12-03-suite-time.md)
+    [unitLane('library real-API suites (jest, two at a time: real etcd, kube-apiserver, virt-operator, GitOps engines)', slowFirst(real, REAL_SLOW_FIRST), ['--maxWorkers=2'])],
     // the proxy files that mostly sleep get a lane of their own: after them, the real-API suites (the longest lane)
     // started 135 s late
     [waiting],
-    [() => jestLane('image (jest)', ['--runTestsByPath', ...image]), unitLane('library unit suites, lib/ left alone (jest)', unitOther), fromQueue],
+    [() => jestLane('image (jest)', ['--runTestsByPath', ...image]), unitLane('library unit suites, lib/ left alone (jest, two at a time)', slowFirst(unitOther, UNIT_SLOW_FIRST), ['--maxWorkers=2']), fromQueue],
     [() => jestLane('library network suites (jest)', ['--runTestsByPath', ...network]),
       () => proxyLane('proxy network suites (node:test)', proxyNetwork), fromQueue],
+    // one after another: two at a time (after making lib/ current, so that the pack tests' prepack wrote no file of
+    // it) were no shorter on a loaded machine and put two status tests past jest's 60 s (lab/2026-12-03-suite-time.md)
     [unitLane('library unit suites, running the built lib/ (jest)', unitBuiltLib), fromQueue],
   ];
 }
@@ -284,12 +330,13 @@ function mergeQueued(results) {
   const q = results.filter((x) => x.queued);
   if (q.length === 0) return results;
   const merged = {
-    name: `proxy other suites (node:test, ${q.length} files: the waiting lane's and the shared queue)`, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, tests: [], suites: [], failures: [],
+    name: `proxy other suites (node:test, ${q.length} files: the waiting lane's and the shared queue)`, passed: 0, failed: 0, ok: true, status: 0, seconds: 0, cpu: 0, tests: [], suites: [], failures: [],
   };
   for (const x of q) {
     merged.passed += x.passed; merged.failed += x.failed; merged.ok = merged.ok && x.ok;
     if (x.status !== 0) merged.status = x.status;
-    merged.seconds += x.seconds; merged.tests.push(...x.tests); merged.failures.push(...x.failures);
+    merged.seconds += x.seconds; merged.cpu = merged.cpu === undefined || x.cpu === undefined ? undefined : merged.cpu + x.cpu;
+    merged.tests.push(...x.tests); merged.failures.push(...x.failures);
     if (!x.ok) merged.name += `; FAILED in ${x.name.replace(/^.*: /, '')}`;
   }
   endedAt.set(merged.name, Math.max(...q.map((x) => endedAt.get(x.name) ?? 0)));
@@ -325,14 +372,21 @@ async function main() {
   const top = (xs) => xs.slice().sort((a, b) => b.ms - a.ms).slice(0, 10);
   console.log('\n[run-tests] slowest ten tests (the test body; hooks such as beforeAll count to the suite)');
   for (const t of top(results.flatMap((x) => x.tests))) console.log(`  ${fmt(t.ms)}  ${t.name}`);
+  const withCpu = (s) => (s.cpu === undefined ? '' : `  (${s.cpu.toFixed(1)} s of CPU)`);
   console.log('[run-tests] slowest ten jest suites (whole file, hooks included)');
-  for (const s of top(results.flatMap((x) => x.suites))) console.log(`  ${fmt(s.ms)}  ${s.name}`);
+  for (const s of top(results.flatMap((x) => x.suites))) console.log(`  ${fmt(s.ms)}  ${s.name}${withCpu(s)}`);
+  console.log('[run-tests] the ten jest suites that cost the most CPU (user + sys, with the processes they started)');
+  for (const s of results.flatMap((x) => x.suites).filter((x) => x.cpu !== undefined).sort((a, b) => b.cpu - a.cpu).slice(0, 10)) {
+    console.log(`  ${fmt(s.cpu * 1000)}  ${s.name}  (${(s.ms / 1000).toFixed(1)} s of wall time)`);
+  }
   printFailures(results.flatMap((x) => x.failures));
   console.log(`\n[run-tests] summary (${how}, ${((Date.now() - START) / 1000).toFixed(0)} s in all)`);
   for (const x of results) {
     const at = endedAt.get(x.name);
-    console.log(`  ${x.ok ? 'ok  ' : 'FAIL'} ${x.name}: ${x.passed} passed, ${x.failed} failed (exit ${x.status}, ${x.seconds.toFixed(0)} s${at === undefined ? '' : `, ended at ${at.toFixed(0)} s`})`);
+    const cpu = x.cpu === undefined ? '' : `, ${x.cpu.toFixed(0)} s of CPU`;
+    console.log(`  ${x.ok ? 'ok  ' : 'FAIL'} ${x.name}: ${x.passed} passed, ${x.failed} failed (exit ${x.status}, ${x.seconds.toFixed(0)} s${cpu}${at === undefined ? '' : `, ended at ${at.toFixed(0)} s`})`);
   }
+  console.log(`  CPU (user + sys) of every step: ${results.reduce((a, x) => a + (x.cpu ?? 0), 0).toFixed(0)} s on ${os.cpus().length} cores; load average at the end ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   const passed = results.reduce((a, x) => a + x.passed, 0);
   const failed = results.reduce((a, x) => a + x.failed, 0);
   fs.rmSync(tmp, { recursive: true, force: true });
@@ -342,4 +396,4 @@ async function main() {
 
 // required by test/run-tests.test.ts for its parsers; run as a script otherwise
 if (require.main === module) main();
-else module.exports = { jestResults, tapTests, printFailures, laneOf, laneAudit };
+else module.exports = { jestResults, tapTests, printFailures, laneOf, laneAudit, slowFirst, SLOW_FIRST: { real: REAL_SLOW_FIRST, unit: UNIT_SLOW_FIRST, proxy: PROXY_SLOW_FIRST, waiting: PROXY_MOSTLY_WAITING } };

@@ -109,3 +109,65 @@ describe('lanes by name (issue 53): a test file says its lane in its name, and i
     ]);
   });
 });
+
+describe('what a step costs and in which order its files run (issue 53: measure CPU, not wall; longest first)', () => {
+  const order = require('../scripts/run-tests.js') as { slowFirst(files: string[], list: string[]): string[]; SLOW_FIRST: Record<string, string[]> };
+  const jestBin = require.resolve('jest/bin/jest');
+  const scripts = path.join(__dirname, '..', 'scripts');
+  /** A fixture test file that appends its name to `log` and burns `iterations` of arithmetic, padded to `bytes`. */
+  const fixture = (d: string, name: string, log: string, iterations: number, bytes = 0) => fs.writeFileSync(path.join(d, name), [
+    `test('${name}', () => { require('fs').appendFileSync(${JSON.stringify(log)}, '${name}\\n'); let x = 0; for (let i = 0; i < ${iterations}; i++) x += i % 7; expect(x).toBeGreaterThanOrEqual(0); });`,
+    `// ${'x'.repeat(bytes)}`,
+  ].join('\n'));
+
+  test('jest runs the files in the order named on its command line (scripts/jest-order.js), not by file size', () => {
+    const d = fs.mkdtempSync(path.join(dir, 'order-'));
+    const log = path.join(d, 'ran.log');
+    // jest's own order with no cache is the largest file first: c, b, a
+    fixture(d, 'a.test.js', log, 0, 10); fixture(d, 'b.test.js', log, 0, 2000); fixture(d, 'c.test.js', log, 0, 40_000);
+    const r = spawnSync(process.execPath, [jestBin, '--config', JSON.stringify({ rootDir: d }), '--ci', '--runInBand', '--no-cache',
+      `--testSequencer=${path.join(scripts, 'jest-order.js')}`, '--runTestsByPath', 'b.test.js', 'a.test.js', 'c.test.js'], { cwd: d, encoding: 'utf8', timeout: 120_000 });
+    expect(r.status).toBe(0);
+    expect(fs.readFileSync(log, 'utf8').trim().split('\n')).toEqual(['b.test.js', 'a.test.js', 'c.test.js']);
+  }, 150_000);
+
+  test('each test file\'s CPU seconds (scripts/jest-cpu-env.js) and the whole step\'s, children included (scripts/step-cpu.js)', () => {
+    const d = fs.mkdtempSync(path.join(dir, 'cpu-'));
+    const log = path.join(d, 'ran.log');
+    const perFile = path.join(d, 'suites.cpu');
+    const step = path.join(d, 'step.json');
+    fixture(d, 'idle.test.js', log, 0);
+    fixture(d, 'busy.test.js', log, 1_500_000_000);
+    const r = spawnSync(process.execPath, [path.join(scripts, 'step-cpu.js'), step, process.execPath, jestBin, '--config', JSON.stringify({ rootDir: d }), '--ci',
+      '--runInBand', `--testEnvironment=${path.join(scripts, 'jest-cpu-env.js')}`], { cwd: d, encoding: 'utf8', timeout: 120_000, env: { ...process.env, MM_SUITE_CPU_FILE: perFile } });
+    expect(r.status).toBe(0);
+    const suites = Object.fromEntries(fs.readFileSync(perFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).map((x) => [x.file, x.cpu]));
+    expect(Object.keys(suites).sort()).toEqual(['busy.test.js', 'idle.test.js']);
+    // the loop costs about 2 s of one core; the idle file a few hundredths
+    expect(suites['busy.test.js']).toBeGreaterThan(0.5);
+    expect(suites['idle.test.js']).toBeLessThan(suites['busy.test.js'] / 4);
+    const { user, sys } = JSON.parse(fs.readFileSync(step, 'utf8'));
+    expect(user + sys).toBeGreaterThan(suites['busy.test.js']); // jest (a child of step-cpu) with its files
+  }, 150_000);
+
+  test('step-cpu counts a grandchild\'s CPU and exits as its command did', () => {
+    const out = path.join(dir, 'grandchild.json');
+    const burn = `require('child_process').execFileSync(process.execPath, ['-e', 'let x = 0; for (let i = 0; i < 1e9; i++) x += i % 7'], { stdio: 'inherit' }); process.exit(3)`;
+    const r = spawnSync(process.execPath, [path.join(scripts, 'step-cpu.js'), out, process.execPath, '-e', burn], { encoding: 'utf8', timeout: 120_000 });
+    expect(r.status).toBe(3);
+    const { user, sys } = JSON.parse(fs.readFileSync(out, 'utf8'));
+    expect(user + sys).toBeGreaterThan(0.3);
+  }, 150_000);
+
+  test('the longest-first lists name files that exist, in their lane', () => {
+    const root = path.join(__dirname, '..');
+    const stems = (dirName: string, ext: string) => fs.readdirSync(path.join(root, dirName)).filter((f) => f.endsWith(ext)).map((f) => f.slice(0, -ext.length));
+    const library = stems('test', '.test.ts');
+    const proxy = stems(path.join('proxy', 'src', 'test'), '.test.ts');
+    expect(order.SLOW_FIRST.real.filter((s) => !library.includes(s) || !s.endsWith('.real'))).toEqual([]);
+    expect(order.SLOW_FIRST.unit.filter((s) => !library.includes(s) || /\.(real|netns|lib|image)$/.test(s))).toEqual([]);
+    expect([...order.SLOW_FIRST.proxy, ...order.SLOW_FIRST.waiting].filter((s) => !proxy.includes(s))).toEqual([]);
+    expect(order.slowFirst(['test/b.real.test.ts', 'test/z.real.test.ts', 'test/kubevirt.real.test.ts', 'test/a.real.test.ts'], ['kubevirt.real', 'z.real']))
+      .toEqual(['test/kubevirt.real.test.ts', 'test/z.real.test.ts', 'test/a.real.test.ts', 'test/b.real.test.ts']);
+  });
+});
