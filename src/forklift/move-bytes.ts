@@ -32,6 +32,8 @@ export const TUNNEL_BYTES_METRIC = 'mm_proxy_tunnel_bytes_total';
 /** What virt-handler says of one VMI's migration at `atMs` (the newest sample's timestamp, else the scrape's time). */
 export interface MigrationReading {
   readonly processed?: number; readonly remaining?: number; readonly total?: number; readonly rate?: number; readonly atMs: number;
+  /** The processed sample before the newest in the same scrape (virt-handler keeps the last 10), the rate's base. */
+  readonly before?: { readonly processed: number; readonly atMs: number };
 }
 
 /** A move's bytes as the watch shows them; `unknown` says why they are not known (then no numbers). */
@@ -67,19 +69,27 @@ export function migrationReading(t: PromText, vmi: { namespace: string; name: st
   if (ss.length === 0) return undefined;
   const stamps = ss.map((s) => s.timestampMs).filter((x): x is number => x !== undefined);
   const value = (k: keyof typeof VIRT_HANDLER_MIGRATION_METRICS) => (got[k] ? { [k]: got[k]!.value } : {});
-  return { ...value('processed'), ...value('remaining'), ...value('total'), ...value('rate'), atMs: stamps.length ? Math.max(...stamps) : scrapedAtMs };
+  const older = samplesOf(t, VIRT_HANDLER_MIGRATION_METRICS.processed, match)
+    .filter((s) => s.timestampMs !== undefined && got.processed?.timestampMs !== undefined && s.timestampMs < got.processed.timestampMs);
+  const before = older.length ? newest(older)! : undefined;
+  return {
+    ...value('processed'), ...value('remaining'), ...value('total'), ...value('rate'), atMs: stamps.length ? Math.max(...stamps) : scrapedAtMs,
+    ...(before ? { before: { processed: before.value, atMs: before.timestampMs! } } : {}),
+  };
 }
 
 /**
- * The move's bytes from this reading and the one before: remaining from the metric, else total - processed; the rate
- * from libvirt's transfer rate, else processed's growth since the previous reading. processed going down (a new
- * migration job after a retry, or a restarted exporter) gives no rate for that step, never a negative one.
+ * The move's bytes from this reading: remaining from the metric, else total - processed; the rate from libvirt's
+ * transfer rate, else processed's growth since the sample before it (in the same scrape, else the previous reading).
+ * processed going down (a new migration job after a retry, or a restarted exporter) gives no rate for that step,
+ * never a negative one.
  */
 export function moveBytes(r: MigrationReading, prev?: MigrationReading): MoveBytes {
   const remaining = r.remaining ?? (r.total !== undefined && r.processed !== undefined ? Math.max(0, r.total - r.processed) : undefined);
-  const dt = prev ? (r.atMs - prev.atMs) / 1000 : 0;
-  const grew = prev?.processed !== undefined && r.processed !== undefined && r.processed >= prev.processed && dt > 0;
-  const rate = r.rate ?? (grew ? (r.processed! - prev!.processed!) / dt : undefined);
+  const base = r.before ?? prev;
+  const dt = base ? (r.atMs - base.atMs) / 1000 : 0;
+  const grew = base?.processed !== undefined && r.processed !== undefined && r.processed >= base.processed && dt > 0;
+  const rate = r.rate ?? (grew ? (r.processed! - base!.processed!) / dt : undefined);
   return {
     ...(r.processed !== undefined ? { processed: r.processed } : {}), ...(remaining !== undefined ? { remaining } : {}),
     ...(rate !== undefined ? { rateBytesPerSecond: Math.round(rate) } : {}), source: 'virt-handler',
