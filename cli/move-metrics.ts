@@ -12,6 +12,7 @@
  * cmd/virt-handler/virt-handler.go serves /metrics with ListenAndServeTLS). The source node: the source VMIM's
  * `status.migrationState.sourceNode`, else the VMI's `status.nodeName`.
  */
+import * as http from 'node:http';
 import * as https from 'node:https';
 import * as path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -25,17 +26,19 @@ import { GATEWAY_DEPLOYMENT, adminPort, podSelector, why } from './status-runtim
 
 /** What a body through the pod proxy may be at most (virt-handler's /metrics on a node with many VMIs is a few MiB). */
 const MAX_BODY = 32 * 1024 * 1024;
-export const VIRT_HANDLER_SELECTOR = 'kubevirt.io=virt-handler';
-export const VIRT_HANDLER_PORT = 8443;
+const VIRT_HANDLER_SELECTOR = 'kubevirt.io=virt-handler';
+const VIRT_HANDLER_PORT = 8443;
 
 /** GET `urlPath` on the context's API server as its user; rejects after `timeoutMs` or on a status other than 200. */
-export async function apiGetText(kc: k8s.KubeConfig, urlPath: string, timeoutMs: number): Promise<string> {
+async function apiGetText(kc: k8s.KubeConfig, urlPath: string, timeoutMs: number): Promise<string> {
   const server = kc.getCurrentCluster()?.server;
   if (!server) throw new Error('the context names no cluster server');
   const opts: https.RequestOptions = {};
   await kc.applyToHTTPSOptions(opts);
   return new Promise((resolve, reject) => {
-    const req = https.request(new URL(urlPath, server), { ...opts, method: 'GET', timeout: timeoutMs }, (res) => {
+    // appended, not resolved: a server URL may carry a path (an API proxy's /k8s/clusters/<id>)
+    const url = new URL(`${server.replace(/\/+$/, '')}${urlPath}`);
+    const req = (url.protocol === 'http:' ? http : https).request(url, { ...opts, method: 'GET', timeout: timeoutMs }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => { body += c; if (body.length > MAX_BODY) req.destroy(new Error(`more than ${MAX_BODY} bytes`)); });

@@ -25,13 +25,13 @@ import * as path from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { generatedObjects } from '../cli/generated-objects';
 import { VIRT_HANDLER_MIGRATION_METRICS } from '../src/forklift/move-bytes';
-import { KubeObject, createNamespaces, installCrds, serverSideApply } from './support/real-apply';
-import { kubevirtWorkloadCrds, moduleDir, upstreamCrds } from './support/real-crds';
+import { KubeObject, serverSideApply } from './support/real-apply';
+import { moduleDir } from './support/real-crds';
 import { Identity, RealCluster, RealFleet, kubeconfigFile, spawnLogged } from './support/real-kube';
 import { killProcess } from './support/real-trust';
 import { PROXY_CLI, gatewayNode } from './support/gateway-node';
 import { baseFleet, runCli } from './support/fleets';
-import { cliChild, create, setStatus, until, vmim, vmimCrd } from './support/move-watch';
+import { cliChild, create, moveClusters, setStatus, until, vmim } from './support/move-watch';
 import { VmiSample, declaredMigrationMetrics, migrationMetricsText } from './support/virt-handler-metrics';
 import { makePki } from '../proxy/lib/testkit/helpers';
 import { netnsSupport } from './support/netns';
@@ -46,13 +46,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** One pod's endpoint in its own network namespace: eth0 holds the pod IP, the host end of the veth 10.214.i.1. */
 interface Endpoint { ns: string; host: string; podIp: string; log: string; proc?: ChildProcess }
 const endpoints: Endpoint[] = [];
-let real: RealFleet;
-let p: RealCluster;
-let q: RealCluster;
-let dir: string;
-let fleetFile: string;
-let kc: string;
-let watcher: { p: Identity; q: Identity };
+let real: RealFleet, p: RealCluster, q: RealCluster, watcher: { p: Identity; q: Identity };
+/** The temp directory, the fleet file in it, the watcher's kubeconfig. */
+let dir: string, fleetFile: string, kc: string;
 let declared: ReturnType<typeof declaredMigrationMetrics>;
 let plan: KubeObject;
 
@@ -148,13 +144,7 @@ d('watch-moves reads the bytes through the pod proxy', () => {
     if (r.code !== 0) throw new Error(r.err);
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'vh.key', '-out', 'vh.crt',
       '-days', '1', '-subj', '/CN=virt-handler'], { cwd: dir, stdio: 'pipe' });
-    real = await RealFleet.start(['p', 'q']);
-    p = real.cluster('p');
-    q = real.cluster('q');
-    const forklift = upstreamCrds().filter((c) => /^(plans|migrations)\.forklift/.test(c.crd.metadata.name)).map((c) => c.crd);
-    const kv = [...kubevirtWorkloadCrds(), vmimCrd()];
-    await Promise.all([installCrds(p, [...forklift, ...kv]), installCrds(q, kv)]);
-    await Promise.all([createNamespaces(p, ['mtv', 'vms', 'kubevirt', 'migration-mesh']), createNamespaces(q, ['vms', 'kubevirt', 'migration-mesh'])]);
+    ({ real, p, q } = await moveClusters({ p: ['mtv', 'vms', 'kubevirt', 'migration-mesh'], q: ['vms', 'kubevirt', 'migration-mesh'] }));
     for (const c of [p, q]) await watchRbac(c);
     watcher = { p: p.identity('watcher'), q: q.identity('watcher') };
     kc = kubeconfigFile(path.join(dir, 'watcher.kubeconfig'), [p, q], watcher);

@@ -19,7 +19,8 @@ describe('migrationReading', () => {
       + `${series(M.processed, '9e+09', T0 + 9000, 'name="db1",namespace="other"')}${series(M.processed, '8e+09', T0 + 9000, 'name="web1",namespace="vms"')}`
       + `# TYPE ${M.remaining} gauge\n${series(M.remaining, '3.221225472e+09', T0)}${series(M.remaining, '2.147483648e+09', T0 + 5000)}`
       + `# TYPE ${M.rate} gauge\n${series(M.rate, '1.048576e+08', T0 + 5000)}`;
-    expect(migrationReading(parsePromText(text), vmi, 1)).toEqual({ processed: 2 * GiB, remaining: 2 * GiB, rate: 100 * MiB, atMs: T0 + 5000, before: { processed: GiB, atMs: T0 } });
+    expect(migrationReading(parsePromText(text), vmi, 1))
+      .toEqual({ processed: 2 * GiB, remaining: 2 * GiB, rate: 100 * MiB, atMs: T0 + 5000, before: { processed: GiB, atMs: T0 } });
   });
   test('without libvirt\'s rate, a first scrape already has one: the growth between the two newest samples it holds', () => {
     const text = `${series(M.processed, '5.36870912e+08', T0 - 5000)}${series(M.processed, '2.147483648e+09', T0 + 5000)}${series(M.processed, '1.073741824e+09', T0)}`;

@@ -12,9 +12,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { stringify } from 'yaml';
-import { KubeObject, createNamespaces, installCrds } from './support/real-apply';
-import { kubevirtWorkloadCrds, upstreamCrds } from './support/real-crds';
-import { CliChild, cliChild, create, setStatus, until, vmim, vmimCrd } from './support/move-watch';
+import { KubeObject } from './support/real-apply';
+import { CliChild, cliChild, create, moveClusters, setStatus, until, vmim } from './support/move-watch';
 import { RealCluster, RealFleet } from './support/real-kube';
 import { baseFleet, runCli } from './support/fleets';
 import { generatedObjects } from '../cli/generated-objects';
@@ -48,13 +47,7 @@ beforeAll(async () => {
     },
   } as any, 'mv')));
   expect(runCli(['synth', fleetFile, '--out', path.join(dir, 'dist'), '--no-svg']).code).toBe(0);
-  real = await RealFleet.start(['p', 'q']);
-  p = real.cluster('p');
-  q = real.cluster('q');
-  const forklift = upstreamCrds().filter((c) => /^(plans|migrations)\.forklift/.test(c.crd.metadata.name)).map((c) => c.crd);
-  const kv = [...kubevirtWorkloadCrds(), vmimCrd()];
-  await Promise.all([installCrds(p, [...forklift, ...kv]), installCrds(q, kv)]);
-  await Promise.all([createNamespaces(p, ['mtv', 'vms']), createNamespaces(q, ['vms'])]);
+  ({ real, p, q } = await moveClusters({ p: ['mtv', 'vms'], q: ['vms'] }));
   const clusters = [p, q];
   kc = path.join(dir, 'kubeconfig');
   fs.writeFileSync(kc, JSON.stringify({ apiVersion: 'v1', kind: 'Config', 'current-context': 'p',

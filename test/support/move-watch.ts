@@ -7,9 +7,9 @@ import { ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { KubeObject, serverSideApply } from './real-apply';
-import { Crd } from './real-crds';
-import { RealCluster } from './real-kube';
+import { KubeObject, createNamespaces, installCrds, serverSideApply } from './real-apply';
+import { Crd, kubevirtWorkloadCrds, upstreamCrds } from './real-crds';
+import { RealCluster, RealFleet } from './real-kube';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -18,6 +18,20 @@ export function vmimCrd(): Crd {
   return { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'virtualmachineinstancemigrations.kubevirt.io' },
     spec: { group: 'kubevirt.io', scope: 'Namespaced', names: { kind: 'VirtualMachineInstanceMigration', plural: 'virtualmachineinstancemigrations', singular: 'virtualmachineinstancemigration', listKind: 'VirtualMachineInstanceMigrationList' },
       versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: schema } }] } };
+}
+
+/**
+ * Two real API servers for a move q -> p with p the hub: Forklift's Plan and Migration CRDs on p, KubeVirt's VM, VMI
+ * (as virt-operator v1.8.4 generates them) and VMIM on both, and these namespaces on each.
+ */
+export async function moveClusters(namespaces: { p: string[]; q: string[] }): Promise<{ real: RealFleet; p: RealCluster; q: RealCluster }> {
+  const real = await RealFleet.start(['p', 'q']);
+  const [p, q] = [real.cluster('p'), real.cluster('q')];
+  const forklift = upstreamCrds().filter((c) => /^(plans|migrations)\.forklift/.test(c.crd.metadata.name)).map((c) => c.crd);
+  const kv = [...kubevirtWorkloadCrds(), vmimCrd()];
+  await Promise.all([installCrds(p, [...forklift, ...kv]), installCrds(q, kv)]);
+  await Promise.all([createNamespaces(p, namespaces.p), createNamespaces(q, namespaces.q)]);
+  return { real, p, q };
 }
 
 export type CliChild = ChildProcess & { out: () => string; result: Promise<{ code: number; out: string; err: string }> };
