@@ -3,7 +3,7 @@
  * proxy, as an identity bound only to the RBAC block of docs/migrations.md (`# migration-mesh-watch`).
  *
  * Two real kube-apiservers (p the hub and target, q the source; RBAC on; test/support/real-kube.ts), Forklift's Plan
- * and Migration CRDs and KubeVirt's VMIM as in test/move-watch.real.test.ts. On q:
+ * and Migration CRDs and KubeVirt's VMIM CRD (test/fixtures/upstream). On q:
  *   - two virt-handler pods (label `kubevirt.io=virt-handler`, namespace `kubevirt`), one on q-node-0 (the source
  *     node, named by the source VMIM's status.migrationState.sourceNode) and a decoy on q-node-1 serving other numbers
  *     for the same VMI. Behind each pod IP is the MODEL of virt-handler's metrics endpoint,
@@ -144,7 +144,8 @@ d('watch-moves reads the bytes through the pod proxy', () => {
     if (r.code !== 0) throw new Error(r.err);
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'vh.key', '-out', 'vh.crt',
       '-days', '1', '-subj', '/CN=virt-handler'], { cwd: dir, stdio: 'pipe' });
-    ({ real, p, q } = await moveClusters({ p: ['mtv', 'vms', 'kubevirt', 'migration-mesh'], q: ['vms', 'kubevirt', 'migration-mesh'] }));
+    // the watch reads Plans, Migrations and VMIMs (the VMI only without a sourceNode, which the VMIM here has)
+    ({ real, p, q } = await moveClusters({ p: ['mtv', 'vms', 'kubevirt', 'migration-mesh'], q: ['vms', 'kubevirt', 'migration-mesh'] }, false));
     for (const c of [p, q]) await watchRbac(c);
     watcher = { p: p.identity('watcher'), q: q.identity('watcher') };
     kc = kubeconfigFile(path.join(dir, 'watcher.kubeconfig'), [p, q], watcher);

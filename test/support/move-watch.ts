@@ -21,14 +21,15 @@ export function vmimCrd(): Crd {
 }
 
 /**
- * Two real API servers for a move q -> p with p the hub: Forklift's Plan and Migration CRDs on p, KubeVirt's VM, VMI
- * (as virt-operator v1.8.4 generates them) and VMIM on both, and these namespaces on each.
+ * Two real API servers for a move q -> p with p the hub: Forklift's Plan and Migration CRDs on p, KubeVirt's VMIM and
+ * (unless `workloads` is false) VM and VMI (as virt-operator v1.8.4 generates them: real/kubevirt-bins) on both, and
+ * these namespaces on each.
  */
-export async function moveClusters(namespaces: { p: string[]; q: string[] }): Promise<{ real: RealFleet; p: RealCluster; q: RealCluster }> {
+export async function moveClusters(namespaces: { p: string[]; q: string[] }, workloads = true): Promise<{ real: RealFleet; p: RealCluster; q: RealCluster }> {
   const real = await RealFleet.start(['p', 'q']);
   const [p, q] = [real.cluster('p'), real.cluster('q')];
   const forklift = upstreamCrds().filter((c) => /^(plans|migrations)\.forklift/.test(c.crd.metadata.name)).map((c) => c.crd);
-  const kv = [...kubevirtWorkloadCrds(), vmimCrd()];
+  const kv = [...(workloads ? kubevirtWorkloadCrds() : []), vmimCrd()];
   await Promise.all([installCrds(p, [...forklift, ...kv]), installCrds(q, kv)]);
   await Promise.all([createNamespaces(p, namespaces.p), createNamespaces(q, namespaces.q)]);
   return { real, p, q };
