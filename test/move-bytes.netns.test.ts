@@ -46,6 +46,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** One pod's endpoint in its own network namespace: eth0 holds the pod IP, the host end of the veth 10.214.i.1. */
 interface Endpoint { ns: string; host: string; podIp: string; log: string; proc?: ChildProcess }
 const endpoints: Endpoint[] = [];
+/** The CLI children a test started, killed in afterAll whatever the test's end. */
+const children: ChildProcess[] = [];
 let real: RealFleet, p: RealCluster, q: RealCluster, watcher: { p: Identity; q: Identity };
 /** The temp directory, the fleet file in it, the watcher's kubeconfig. */
 let dir: string, fleetFile: string, kc: string;
@@ -100,9 +102,9 @@ function gatewayConfig(gw: Endpoint): string {
   const pki = makePki('mb', ['p', 'q']);
   // the addresses of q's gateways: the in-cluster ones and the VIP on mig0, the cross-cluster ones on xc0 (one replica holds them all)
   ip('-n', gw.ns, 'link', 'add', 'mig0', 'type', 'veth', 'peer', 'name', 'mig0x');
-  ip('-n', gw.ns, 'link', 'add', 'xc0', 'type', 'dummy');
+  ip('-n', gw.ns, 'link', 'add', 'xc0', 'type', 'veth', 'peer', 'name', 'xc0x');
   for (const a of cfg.ownAddresses as string[]) ip('-n', gw.ns, 'addr', 'add', `${a}/24`, 'dev', a.startsWith('10.200.') ? 'mig0' : 'xc0');
-  for (const l of ['mig0', 'mig0x', 'xc0']) ip('-n', gw.ns, 'link', 'set', l, 'up');
+  for (const l of ['mig0', 'mig0x', 'xc0', 'xc0x']) ip('-n', gw.ns, 'link', 'set', l, 'up');
   const file = path.join(dir, 'q-gateway.json');
   fs.writeFileSync(file, JSON.stringify({ ...cfg, tls: { ...cfg.tls, caFile: pki.ca, certFile: pki.certs.q.cert, keyFile: pki.certs.q.key },
     trust: { ...cfg.trust, socket: path.join(dir, 'q-trust.sock') } }));
@@ -161,21 +163,26 @@ d('watch-moves reads the bytes through the pod proxy', () => {
     const tpl = dep.spec.template;
     await runningPod(q, 'migration-mesh', 'migration-mesh-gateway-0-a', tpl.metadata.labels, 'q-node-2', gw.podIp, tpl.spec.containers.flatMap((c: any) => c.ports ?? []));
     gw.proc = spawnLogged('ip', ['netns', 'exec', gw.ns, gatewayNode(), PROXY_CLI, 'run', '--config', gatewayConfig(gw)], gw.log);
-    const metricsOf = (pod: string, port: string) => q.request('GET', `/api/v1/namespaces/${pod.startsWith('virt') ? 'kubevirt' : 'migration-mesh'}/pods/${port}${pod}/proxy/metrics`);
-    for (const [pod, scheme] of [['virt-handler-x7k2p', 'https:'], ['virt-handler-m4q9z', 'https:']]) {
+    // each endpoint answers through q's pod proxy (as admin) before the tests begin
+    const answers = async (what: string, url: string, log: string, ms: number) => {
       const t0 = Date.now();
-      while ((await metricsOf(pod, scheme).then((x) => x.status, () => 0)) !== 200) { if (Date.now() - t0 > 30_000) throw new Error(`${pod} not reachable: ${fs.readFileSync(endpoints[0].log, 'utf8')}`); await sleep(200); }
-    }
-    const t0 = Date.now();
-    while ((await q.request('GET', '/api/v1/namespaces/migration-mesh/pods/migration-mesh-gateway-0-a:15090/proxy/metrics').then((x) => x.status, () => 0)) !== 200) {
-      if (Date.now() - t0 > 60_000) throw new Error(`the gateway runtime's /metrics not reachable: ${fs.readFileSync(gw.log, 'utf8').slice(-2000)}`);
-      await sleep(300);
-    }
+      let last = '';
+      for (;;) {
+        const r = await q.request('GET', url).catch((e: Error) => ({ status: 0, text: e.message }));
+        if (r.status === 200) return;
+        last = `HTTP ${r.status} ${r.text.slice(0, 200)}`;
+        if (Date.now() - t0 > ms) throw new Error(`${what} not reachable through the pod proxy: ${last}\n${fs.readFileSync(log, 'utf8').slice(-2000)}`);
+        await sleep(300);
+      }
+    };
+    await answers('virt-handler-x7k2p', '/api/v1/namespaces/kubevirt/pods/https:virt-handler-x7k2p:8443/proxy/metrics', vh0.log, 30_000);
+    await answers('virt-handler-m4q9z', '/api/v1/namespaces/kubevirt/pods/https:virt-handler-m4q9z:8443/proxy/metrics', vh1.log, 30_000);
+    await answers('the gateway runtime', '/api/v1/namespaces/migration-mesh/pods/migration-mesh-gateway-0-a:15090/proxy/metrics', gw.log, 60_000);
     plan = await create(p, generatedObjects(path.join(dir, 'dist', 'mb', '_forklift')).find((o) => o.kind === 'Plan') as unknown as KubeObject);
   }, 300_000);
 
   afterAll(async () => {
-    for (const e of endpoints) await killProcess(e.proc);
+    for (const c of [...children, ...endpoints.map((e) => e.proc)]) await killProcess(c);
     cleanNetns();
     await real?.stop();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
@@ -197,7 +204,7 @@ d('watch-moves reads the bytes through the pod proxy', () => {
     await q.request('POST', '/api/v1/namespaces/vms/pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'other', namespace: 'vms' }, spec: { containers: [{ name: 'c', image: 'x' }] } });
     const refused = await q.request('GET', '/api/v1/namespaces/vms/pods/other:80/proxy/', undefined, as);
     expect(refused.status).toBe(403);
-    expect(refused.json.message).toBe('pods "other" is forbidden: User "watcher" cannot get resource "pods/proxy" in API group "" in the namespace "vms"');
+    expect(refused.json.message).toBe('pods "other:80" is forbidden: User "watcher" cannot get resource "pods/proxy" in API group "" in the namespace "vms"');
   }, 60_000);
 
   test('a running move: processed, remaining, the rate and the tunnel as served, a refused read shown and survived, 0 at the end', async () => {
@@ -208,10 +215,11 @@ d('watch-moves reads the bytes through the pod proxy', () => {
       [VIRT_HANDLER_MIGRATION_METRICS.total]: 4 * GiB, [VIRT_HANDLER_MIGRATION_METRICS.rate]: 100 * MiB } };
     serve(vh0, [s1]);
     const w = cliChild(['watch-moves', fleetFile, '--timeout', '150', '--output', 'json'], kc, path.join(dir, 'dist'));
+    children.push(w);
     const lines = () => w.out().split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((j) => j.vm === 'vms/db1');
     const seen = (ok: (j: any) => boolean) => lines().some(ok);
     await create(p, { apiVersion: 'forklift.konveyor.io/v1beta1', kind: 'Migration', metadata: { name: 'w1-1', namespace: 'mtv' }, spec: { plan: { name: plan.metadata.name, namespace: 'mtv' } } } as KubeObject,
-      { vms: [{ name: 'db1', namespace: 'vms', phase: 'StartMigration' }] });
+      { vms: [{ name: 'db1', namespace: 'vms', phase: 'StartMigration', pipeline: [{ name: 'Migrate', phase: 'Running', progress: { completed: 0, total: 1 } }] }] });
     const src = await create(q, vmim('db1-out', 'db1', 'vms'), { phase: 'Running', migrationState: { sourceNode: 'q-node-0', startTimestamp: new Date().toISOString(), mode: 'PreCopy' } });
     const dst = await create(p, vmim('db1-in', 'db1', 'vms'), { phase: 'Synchronizing' });
     const watchStart = Date.now();
@@ -227,6 +235,7 @@ d('watch-moves reads the bytes through the pod proxy', () => {
     expect(lines().find((j) => j.bytes?.processed === 2 * GiB).bytes).toEqual({ processed: 2 * GiB, remaining: 2 * GiB, rateBytesPerSecond: Math.round(GiB / 5), source: 'virt-handler' });
     // the same as a person reads it (a second watch, plain lines)
     const text = cliChild(['watch-moves', fleetFile, '--timeout', '20'], kc, path.join(dir, 'dist'));
+    children.push(text);
     await until('a plain line with bytes', () => /GiB of/.test(text.out()), 30_000);
     text.kill('SIGTERM');
     expect(text.out().split('\n').find((l) => /GiB of/.test(l))).toBe('vms/db1 via q->p: running Running, 2.0 GiB of 4.0 GiB, 204.8 MiB/s, tunnel p 0 B');

@@ -28,6 +28,12 @@ describe('migrationReading', () => {
     expect(r.before).toEqual({ processed: GiB, atMs: T0 });
     expect(moveBytes(r)).toEqual({ processed: 2 * GiB, rateBytesPerSecond: Math.round(GiB / 5), source: 'virt-handler' });
   });
+  test('a series the newest result lacks is not taken from an older result (a stale transfer rate)', () => {
+    const text = `${series(M.processed, '1.073741824e+09', T0)}${series(M.rate, '1.048576e+08', T0)}${series(M.processed, '2.147483648e+09', T0 + 5000)}`;
+    const r = migrationReading(parsePromText(text), vmi, 1)!;
+    expect(r).toEqual({ processed: 2 * GiB, atMs: T0 + 5000, before: { processed: GiB, atMs: T0 } });
+    expect(moveBytes(r).rateBytesPerSecond).toBe(Math.round(GiB / 5));
+  });
   test('no series of the VMI (not started, or ended): undefined; NaN is no value', () => {
     expect(migrationReading(parsePromText(`# TYPE ${M.processed} gauge\n${series(M.processed, '1', T0, 'name="web1",namespace="vms"')}`), vmi, 1)).toBeUndefined();
     expect(migrationReading(parsePromText(series(M.processed, 'NaN', T0)), vmi, 1)).toBeUndefined();

@@ -60,20 +60,26 @@ export interface TunnelBytes {
 const newest = (ss: PromSample[]): PromSample | undefined =>
   ss.reduce<PromSample | undefined>((a, s) => (!a || (s.timestampMs ?? Infinity) >= (a.timestampMs ?? Infinity) ? s : a), undefined);
 
-/** The VMI's migration reading in one virt-handler scrape; undefined when it has none of the series. */
+/**
+ * The VMI's migration reading in one virt-handler scrape: the values of its newest result (the newest timestamp;
+ * a series that result lacks is not taken from an older one), and processed of the result before; undefined when
+ * the scrape has none of the series.
+ */
 export function migrationReading(t: PromText, vmi: { namespace: string; name: string }, scrapedAtMs: number): MigrationReading | undefined {
   const match = { namespace: vmi.namespace, name: vmi.name };
-  const got = Object.fromEntries(Object.entries(VIRT_HANDLER_MIGRATION_METRICS)
-    .map(([k, name]) => [k, newest(samplesOf(t, name, match))] as const).filter(([, s]) => s && Number.isFinite(s.value)));
-  const ss = Object.values(got) as PromSample[];
-  if (ss.length === 0) return undefined;
-  const stamps = ss.map((s) => s.timestampMs).filter((x): x is number => x !== undefined);
-  const value = (k: keyof typeof VIRT_HANDLER_MIGRATION_METRICS) => (got[k] ? { [k]: got[k]!.value } : {});
-  const older = samplesOf(t, VIRT_HANDLER_MIGRATION_METRICS.processed, match)
-    .filter((s) => s.timestampMs !== undefined && got.processed?.timestampMs !== undefined && s.timestampMs < got.processed.timestampMs);
+  const all = Object.values(VIRT_HANDLER_MIGRATION_METRICS).flatMap((name) => samplesOf(t, name, match)).filter((s) => Number.isFinite(s.value));
+  if (all.length === 0) return undefined;
+  const stamps = all.map((s) => s.timestampMs).filter((x): x is number => x !== undefined);
+  const at = stamps.length ? Math.max(...stamps) : undefined;
+  const current = (ss: PromSample[]) => newest(ss.filter((s) => s.timestampMs === undefined || s.timestampMs === at));
+  const value = (k: keyof typeof VIRT_HANDLER_MIGRATION_METRICS) => {
+    const s = current(all.filter((x) => x.name === VIRT_HANDLER_MIGRATION_METRICS[k]));
+    return s ? { [k]: s.value } : {};
+  };
+  const older = all.filter((s) => s.name === VIRT_HANDLER_MIGRATION_METRICS.processed && at !== undefined && s.timestampMs !== undefined && s.timestampMs < at);
   const before = older.length ? newest(older)! : undefined;
   return {
-    ...value('processed'), ...value('remaining'), ...value('total'), ...value('rate'), atMs: stamps.length ? Math.max(...stamps) : scrapedAtMs,
+    ...value('processed'), ...value('remaining'), ...value('total'), ...value('rate'), atMs: at ?? scrapedAtMs,
     ...(before ? { before: { processed: before.value, atMs: before.timestampMs! } } : {}),
   };
 }
