@@ -42,6 +42,9 @@ describe('parsePromText', () => {
     expect(t.samples).toEqual([{ name: 'mm_proxy_tunnel_bytes_total', labels: { peer: 'a"b\\c\nd', direction: 'tx' }, value: 5 }]);
     expect(t.types.get('mm_proxy_active_tunnels')).toBe('gauge');
     expect(parsePromText('x{a="1",} 2\r\n').samples).toEqual([{ name: 'x', labels: { a: '1' }, value: 2 }]);
+    // what the real gateway runtime served before its first event-loop measurement (prom-client writes NaN so)
+    expect(Number.isNaN(parsePromText('mm_proxy_nodejs_eventloop_lag_mean_seconds Nan\n').samples[0].value)).toBe(true);
+    expect(parsePromText('a -inf\nb Infinity\n').samples.map((x) => x.value)).toEqual([-Infinity, Infinity]);
   });
 
   test('refuses what is not the format, naming the line', () => {

@@ -3,8 +3,8 @@
  * prom-client serve by default): https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format.
  * Lines are `# HELP name text`, `# TYPE name type`, other `#` comments, blank lines, and samples
  * `name{label="value",...} value [timestamp_ms]`. Label values escape `\\`, `\"` and `\n`; values are Go floats
- * (`1.073741824e+09`, `NaN`, `+Inf`, `-Inf`). Anything else is refused with its line number: a proxy's error page
- * or a half-read body must not become numbers. Pure.
+ * (`1.073741824e+09`, `NaN`, `+Inf`, `-Inf`, read as Prometheus reads them). Anything else is refused with its line
+ * number: a proxy's error page or a half-read body must not become numbers. Pure.
  */
 
 export interface PromSample {
@@ -26,10 +26,14 @@ const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*/;
 const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
 const FLOAT = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 
+/**
+ * A sample value as Prometheus reads it (Go's strconv.ParseFloat): decimal floats, and NaN and Inf/Infinity in any
+ * case: prom-client writes a NaN gauge as `Nan` (the gateway runtime's event-loop lag before its first measurement).
+ */
 function parseValue(s: string): number | undefined {
-  if (s === 'NaN') return NaN;
-  if (s === '+Inf' || s === 'Inf') return Infinity;
-  if (s === '-Inf') return -Infinity;
+  if (/^nan$/i.test(s)) return NaN;
+  const inf = /^([+-]?)inf(inity)?$/i.exec(s);
+  if (inf) return inf[1] === '-' ? -Infinity : Infinity;
   return FLOAT.test(s) ? Number(s) : undefined;
 }
 
