@@ -1,6 +1,6 @@
 /**
  * What watch-moves and cleanup-move share: the fleet's planned moves (from the generated Plans), its
- * hub, and a KubeConfig per cluster (the context named as the cluster, or as --context-map says).
+ * hub, its output directory, and a KubeConfig per cluster (the context named as the cluster, or as --context-map says).
  */
 import * as path from 'path';
 import * as k8s from '@kubernetes/client-node';
@@ -21,11 +21,12 @@ export interface MoveClientOptions {
 export type PlannedMove = ReturnType<typeof plannedMoves>[number];
 
 /** The fleet's moves, its hub cluster and a KubeConfig for a cluster (an error naming a missing context). */
-export function moveClients(o: MoveClientOptions): { moves: PlannedMove[]; hub: string; kcOf: (cluster: string) => k8s.KubeConfig } {
+export function moveClients(o: MoveClientOptions): { moves: PlannedMove[]; hub: string; fleetDir: string; kcOf: (cluster: string) => k8s.KubeConfig } {
   const doc = readFleetFile(o.fleetFile);
   const hub = doc.spec.forklift?.hub.cluster;
   if (!hub) throw new Error(`${o.fleetFile}: the fleet has no spec.forklift.hub: no moves to watch`);
-  const moves = plannedMoves(path.join(o.outDir ?? 'dist', doc.metadata.name));
+  const fleetDir = path.join(o.outDir ?? 'dist', doc.metadata.name);
+  const moves = plannedMoves(fleetDir);
   const base = loadKubeconfig(o.kubeconfig);
   const kcOf = (cluster: string): k8s.KubeConfig => {
     const context = o.contexts?.[cluster] ?? cluster;
@@ -35,5 +36,5 @@ export function moveClients(o: MoveClientOptions): { moves: PlannedMove[]; hub: 
     kc.setCurrentContext(context);
     return kc;
   };
-  return { moves, hub, kcOf };
+  return { moves, hub, fleetDir, kcOf };
 }

@@ -36,8 +36,16 @@ function runtimeView(raw: unknown): GatewayRuntimeView {
   return { readiness: String(r.readiness), held, peers: r.peers ?? {}, lastErrors: r.lastErrors ?? [] };
 }
 
+/** The names of the generated gateway Deployments (one per replica). */
+export const GATEWAY_DEPLOYMENT = /^migration-mesh-gateway-\d+$/;
+
+/** The label selector of a generated Deployment's pods (its spec.selector.matchLabels). */
+export function podSelector(d: Obj): string {
+  return selector((d.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels ?? {});
+}
+
 /** The admin port of the generated gateway Deployment (container port `metrics`). */
-function adminPort(d: Obj): number {
+export function adminPort(d: Obj): number {
   type C = { name?: string; ports?: { name?: string; containerPort: number }[] };
   const cs = ((d.spec as { template?: { spec?: { containers?: C[] } } } | undefined)?.template?.spec?.containers) ?? [];
   return cs.flatMap((c) => c.ports ?? []).find((p) => p.name === 'metrics')?.containerPort ?? 15090;
@@ -69,9 +77,8 @@ export async function gatewayPods(kc: k8s.KubeConfig, deployments: Obj[], probe 
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const asks: Promise<GatewayPodFacts>[] = [];
   for (const d of deployments) {
-    const labels = (d.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels ?? {};
     const namespace = d.metadata.namespace ?? 'default';
-    const pods = await core.listNamespacedPod({ namespace, labelSelector: selector(labels) });
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: podSelector(d) });
     for (const p of pods.items) asks.push(podFacts(core, p, namespace, adminPort(d), probe));
   }
   return Promise.all(asks);

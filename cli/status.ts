@@ -22,7 +22,7 @@ import { GeneratedObject as Obj, generatedObjects } from './generated-objects';
 import { loadKubeconfig } from './kubeconfig';
 import { createProgress } from './progress';
 import { moveFacts, plannedMoves } from './status-moves';
-import { attachments, gatewayPods, vipOf, why } from './status-runtime';
+import { GATEWAY_DEPLOYMENT, attachments, gatewayPods, vipOf, why } from './status-runtime';
 import { DATAPATH_NAMES } from '../src/fleet/datapath-modes';
 import { DELIVERY_KINDS } from '../src/kubevirt/delivery-forms';
 
@@ -41,7 +41,6 @@ export interface StatusOptions {
 }
 
 
-const GATEWAY_DEPLOYMENT = /^migration-mesh-gateway-\d+$/;
 
 function caCerts(bundle: string | undefined): CaCert[] {
   const pems = (bundle ?? '').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];

@@ -4,11 +4,13 @@
  * never a tight poll) on the hub's Forklift Plans and Migrations and on each side's
  * VirtualMachineInstanceMigrations; src/forklift/progress.ts judges and renders. A bar per move on a
  * terminal (redrawn in place), a plain line per change otherwise, a JSON line per change with --output json.
- * Bytes: the API has none (src/forklift/progress.ts says where they live); this watch reports them unknown.
+ * Bytes: the API has none; while a move runs, cli/move-metrics.ts reads virt-handler's migration metrics on the
+ * source node and the source gateways' tunnel counter, every `meterIntervalMs`.
  */
 import * as k8s from '@kubernetes/client-node';
-import { MoveObservation, MoveProgress, VmimStatus, allSettled, barLine, jsonLine, moveProgress, plainLine, redrawFrame, watchExit, WATCH_EXIT } from '../src/forklift/progress';
+import { MoveObservation, MoveProgress, VmimStatus, allSettled, barLine, jsonLine, moveProgress, plainLine, reasonsOnce, redrawFrame, watchExit, WATCH_EXIT } from '../src/forklift/progress';
 import { MoveClientOptions, PlannedMove, moveClients } from './move-clients';
+import { MoveMeter } from './move-metrics';
 
 export interface WatchOptions extends MoveClientOptions {
   /** @default 3600000 (an hour) */
@@ -17,6 +19,8 @@ export interface WatchOptions extends MoveClientOptions {
   readonly output?: 'text' | 'json';
   /** Whether to draw bars (a terminal). @default false */
   readonly tty?: boolean;
+  /** How often a running move's bytes are read (at most one read per pod per interval). @default 5000 */
+  readonly meterIntervalMs?: number;
   readonly write: (s: string) => void;
 }
 
@@ -63,19 +67,41 @@ function fold(obs: Map<string, MoveObservation>, moves: PlannedMove[], what: 'pl
   }
 }
 
+/** Every interval, each running move's bytes and tunnel read (each read bounded; a tick still running is not doubled). */
+function meterLoop(meter: MoveMeter, moves: PlannedMove[], obs: Map<string, MoveObservation>, intervalMs: number, changed: () => void): () => void {
+  let busy = false;
+  const tick = async (): Promise<void> => {
+    if (busy) return;
+    busy = true;
+    const running = moves.filter((m) => moveProgress(obs.get(keyOf(m))!).state === 'running');
+    await Promise.all(running.map(async (m) => {
+      const [bytes, tunnelBytes] = await Promise.all([meter.migration(m, obs.get(keyOf(m))!.sourceVmim), meter.tunnel(m)]);
+      obs.set(keyOf(m), { ...obs.get(keyOf(m))!, bytes, tunnelBytes });
+    }));
+    busy = false;
+    if (running.length) changed();
+  };
+  const timer = setInterval(() => void tick(), intervalMs);
+  return () => clearInterval(timer);
+}
+
 /** Watch until every move settled or the time ran out; the exit status of src/forklift/progress.ts and the last state of each move. */
 export async function watchMoves(o: WatchOptions): Promise<{ code: number; moves: MoveProgress[] }> {
-  const { moves, hub, kcOf } = moveClients(o);
+  const { moves, hub, fleetDir, kcOf } = moveClients(o);
   if (moves.length === 0) { o.write('no planned moves (no generated Forklift Plans)\n'); return { code: WATCH_EXIT.completed, moves: [] }; }
   const obs = new Map(moves.map((m) => [keyOf(m), { plan: m.plan, vm: `${m.vm.namespace}/${m.vm.name}`, tunnel: `${m.from}->${m.to}` } as MoveObservation]));
   const last = new Map<string, string>();
+  const shown = new Set<string>();
   let drawn = 0;
   const render = (): MoveProgress[] => {
     const ps = moves.map((m) => moveProgress(obs.get(keyOf(m))!));
-    if (o.tty && o.output !== 'json') { o.write(redrawFrame(ps.map((p) => barLine(p)), drawn)); drawn = ps.length; return ps; }
+    if (o.tty && o.output !== 'json') { o.write(redrawFrame(ps.map((p) => barLine(reasonsOnce(p, shown))), drawn)); drawn = ps.length; return ps; }
     for (const p of ps) {
+      // a change is judged on the whole line; a reason already shown is left out of the plain line written
       const line = o.output === 'json' ? jsonLine(p, '') : plainLine(p);
-      if (last.get(p.plan + p.vm) !== line) { last.set(p.plan + p.vm, line); o.write(o.output === 'json' ? jsonLine(p, new Date().toISOString()) : `${line}\n`); }
+      if (last.get(p.plan + p.vm) === line) continue;
+      last.set(p.plan + p.vm, line);
+      o.write(o.output === 'json' ? jsonLine(p, new Date().toISOString()) : `${plainLine(reasonsOnce(p, shown))}\n`);
     }
     return ps;
   };
@@ -90,12 +116,18 @@ export async function watchMoves(o: WatchOptions): Promise<{ code: number; moves
       stops.forEach((s) => s());
       resolve({ code: watchExit(ps), moves: ps });
     };
-    const onEvent = (what: Parameters<typeof fold>[2]) => (type: string, x: Obj) => {
-      if (type === 'ERROR' || finished) return;
-      fold(obs, moves, what, x);
+    const changed = () => {
+      if (finished) return;
       const ps = render();
       if (allSettled(ps)) finish(ps);
     };
+    const onEvent = (what: Parameters<typeof fold>[2]) => (type: string, x: Obj) => {
+      if (type === 'ERROR' || finished) return;
+      fold(obs, moves, what, x);
+      changed();
+    };
+    const interval = o.meterIntervalMs ?? 5000;
+    stops.push(meterLoop(new MoveMeter({ kcOf, fleetDir, intervalMs: interval }), moves, obs, interval, changed));
     const hubKc = kcOf(hub);
     for (const pns of new Set(moves.map((m) => m.plan.split('/')[0]))) {
       stops.push(keepWatching(hubKc, `/apis/forklift.konveyor.io/v1beta1/namespaces/${pns}/plans`, onEvent('plan')));

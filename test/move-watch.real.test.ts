@@ -7,13 +7,13 @@
  * from KubeVirt's schema (test/fixtures/upstream/kubevirt). Nobody runs Forklift's or KubeVirt's controllers
  * here: the test writes the statuses they write. No CDI: DataVolumes are not served, PVCs stand for the disks.
  */
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { parseAllDocuments, stringify } from 'yaml';
-import { KubeObject, createNamespaces, installCrds, serverSideApply } from './support/real-apply';
-import { Crd, kubevirtWorkloadCrds, upstreamCrds } from './support/real-crds';
+import { stringify } from 'yaml';
+import { KubeObject } from './support/real-apply';
+import { CliChild, cliChild, create, moveClusters, setStatus, until, vmim } from './support/move-watch';
 import { RealCluster, RealFleet } from './support/real-kube';
 import { baseFleet, runCli } from './support/fleets';
 import { generatedObjects } from '../cli/generated-objects';
@@ -28,39 +28,8 @@ let kc: string;
 let plan: KubeObject;
 let migrationUid: string;
 
-function vmimCrd(): Crd {
-  const schema = (parseAllDocuments(fs.readFileSync(path.join(ROOT, 'test/fixtures/upstream/kubevirt/virtualmachineinstancemigration.schema.yaml'), 'utf8'))[0].toJS() as { openAPIV3Schema: unknown }).openAPIV3Schema;
-  return { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'virtualmachineinstancemigrations.kubevirt.io' },
-    spec: { group: 'kubevirt.io', scope: 'Namespaced', names: { kind: 'VirtualMachineInstanceMigration', plural: 'virtualmachineinstancemigrations', singular: 'virtualmachineinstancemigration', listKind: 'VirtualMachineInstanceMigrationList' },
-      versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: schema } }] } };
-}
-
-function cli(args: string[]): ChildProcess & { result: Promise<{ code: number; out: string; err: string }> } {
-  const c = spawn(process.execPath, [path.join(ROOT, 'lib', 'cli', 'cli.js'), ...args, fleetFile, '--kubeconfig', kc, '--out', path.join(dir, 'dist')], { env: { ...process.env, CI: '1' } });
-  let out = '';
-  let err = '';
-  c.stdout!.on('data', (x) => { out += x; });
-  c.stderr!.on('data', (x) => { err += x; });
-  return Object.assign(c, { result: new Promise<{ code: number; out: string; err: string }>((r) => c.on('close', (code) => r({ code: code ?? -1, out, err }))) });
-}
-
-async function create(c: RealCluster, o: KubeObject, status?: Record<string, unknown>): Promise<KubeObject> {
-  const live = await serverSideApply(c, o, 'test');
-  if (status) await setStatus(c, live, status);
-  return live;
-}
-
-async function setStatus(c: RealCluster, o: KubeObject, status: Record<string, unknown>): Promise<void> {
-  const plural = ({ Migration: 'migrations', Plan: 'plans', VirtualMachineInstanceMigration: 'virtualmachineinstancemigrations', VirtualMachine: 'virtualmachines' } as Record<string, string>)[o.kind];
-  const r = await c.request('PATCH', `/apis/${o.apiVersion}/namespaces/${o.metadata.namespace}/${plural}/${o.metadata.name}/status`, { status }, { contentType: 'application/merge-patch+json' });
-  if (r.status !== 200) throw new Error(`status of ${o.kind} ${o.metadata.name}: HTTP ${r.status} ${r.text.slice(0, 300)}`);
-}
-
-const vmim = (name: string, vmi: string, ns: string): KubeObject => ({ apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachineInstanceMigration', metadata: { name, namespace: ns }, spec: { vmiName: vmi } } as KubeObject);
-
-async function until(what: string, ok: () => boolean, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) { if (Date.now() > end) throw new Error(`timed out waiting for ${what}`); await new Promise((r) => setTimeout(r, 100)); }
+function cli(args: string[]): CliChild {
+  return cliChild([...args, fleetFile], kc, path.join(dir, 'dist'));
 }
 
 beforeAll(async () => {
@@ -78,13 +47,7 @@ beforeAll(async () => {
     },
   } as any, 'mv')));
   expect(runCli(['synth', fleetFile, '--out', path.join(dir, 'dist'), '--no-svg']).code).toBe(0);
-  real = await RealFleet.start(['p', 'q']);
-  p = real.cluster('p');
-  q = real.cluster('q');
-  const forklift = upstreamCrds().filter((c) => /^(plans|migrations)\.forklift/.test(c.crd.metadata.name)).map((c) => c.crd);
-  const kv = [...kubevirtWorkloadCrds(), vmimCrd()];
-  await Promise.all([installCrds(p, [...forklift, ...kv]), installCrds(q, kv)]);
-  await Promise.all([createNamespaces(p, ['mtv', 'vms']), createNamespaces(q, ['vms'])]);
+  ({ real, p, q } = await moveClusters({ p: ['mtv', 'vms'], q: ['vms'] }));
   const clusters = [p, q];
   kc = path.join(dir, 'kubeconfig');
   fs.writeFileSync(kc, JSON.stringify({ apiVersion: 'v1', kind: 'Config', 'current-context': 'p',
@@ -135,7 +98,7 @@ test('the watch reports each state the objects go through and ends 3 (one failed
   const r = await w.result;
   expect(r.code).toBe(3);
   const final = buf.trim().split('\n').map((l) => JSON.parse(l)).filter((j) => j.vm === 'vms/web1').pop();
-  expect(final).toMatchObject({ state: 'failed', reason: 'receiver pod unschedulable', tunnel: 'q->p' });
+  expect(final).toMatchObject({ state: 'failed', reason: 'receiver pod unschedulable', tunnel: { path: 'q->p' } });
   expect(r.err).toContain(`migration-mesh cleanup-move ${fleetFile} --move vms/web1`);
   migrationUid = mig.metadata.uid as string;
 }, 180_000);

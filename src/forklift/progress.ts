@@ -5,13 +5,13 @@
  *
  * Where the bytes come from: KubeVirt's API (kubevirt.io/api v1.8.4, pinned in real/<x>/go.mod) carries
  * no byte counts: VirtualMachineInstanceMigration status has `phase` and `migrationState` (`startTimestamp`,
- * `endTimestamp`, `completed`, `failed`, `failureReason`, `mode`, `abortStatus`). The bytes are virt-handler's
- * Prometheus metrics on the source node (kubevirt.io/kubevirt v1.8.4,
- * pkg/monitoring/metrics/virt-handler/migrationdomainstats): `kubevirt_vmi_migration_data_processed_bytes`,
- * `kubevirt_vmi_migration_data_remaining_bytes`, `kubevirt_vmi_migration_data_bytes_total`,
- * `kubevirt_vmi_migration_memory_transfer_rate_bytes`; the gateway's `mm_proxy_tunnel_bytes_total` counts
- * what the tunnel carried. Without either, bytes are unknown and shown as such, never guessed.
+ * `endTimestamp`, `completed`, `failed`, `failureReason`, `mode`, `abortStatus`, `sourceNode`). The bytes are
+ * virt-handler's Prometheus metrics on the source node and the gateways' tunnel counter (src/forklift/move-bytes.ts
+ * names them and cites where they are declared); cli/move-metrics.ts scrapes them. Without them, bytes are unknown
+ * and shown as such with the reason, never guessed.
  */
+
+import { MoveBytes, TunnelBytes } from './move-bytes';
 
 /** One reading of a move; every field optional because each source may not have answered yet. */
 export interface MoveObservation {
@@ -29,30 +29,34 @@ export interface MoveObservation {
   readonly sourceVmim?: VmimStatus;
   /** The target VirtualMachineInstanceMigration status (decentralized live migration). */
   readonly targetVmim?: VmimStatus;
-  /** From virt-handler's metrics: processed and remaining bytes, transfer rate (bytes/s). */
-  readonly bytes?: { processed?: number; remaining?: number; total?: number; rate?: number };
+  /** From virt-handler's metrics on the source node (or why not). */
+  readonly bytes?: MoveBytes;
+  /** From the source cluster's gateways' tunnel counter towards the target (or why not). */
+  readonly tunnelBytes?: TunnelBytes;
 }
 
 export interface VmimStatus {
   readonly phase?: string;
   readonly migrationState?: {
     completed?: boolean; failed?: boolean; failureReason?: string; startTimestamp?: string; endTimestamp?: string; mode?: string; abortStatus?: string;
+    sourceNode?: string;
   };
 }
 
 export type MoveState = 'pending' | 'running' | 'completed' | 'failed';
 
+/** The tunnel of a move: its path `from->to` and, once read, what the source's gateways carried to the peer. */
+export type MoveTunnel = { readonly path: string } & Partial<TunnelBytes>;
+
 export interface MoveProgress {
   readonly plan: string;
   readonly vm: string;
-  readonly tunnel: string;
+  readonly tunnel: MoveTunnel;
   readonly state: MoveState;
   /** The most specific phase known: the VMIM's, else the Migration's, else the Plan's condition. */
   readonly phase: string;
-  readonly bytesProcessed?: number;
-  readonly bytesRemaining?: number;
-  /** Bytes per second. */
-  readonly throughput?: number;
+  /** virt-handler's bytes of this migration (remaining 0 once completed); absent before anything was read. */
+  readonly bytes?: MoveBytes;
   readonly reason?: string;
 }
 
@@ -75,14 +79,11 @@ export function moveProgress(o: MoveObservation): MoveProgress {
   const { state, reason } = stateOf(o);
   const phase = o.sourceVmim?.phase || o.targetVmim?.phase || o.migrationVm?.phase
     || (o.planConditions ?? []).filter((c) => c.status === 'True').map((c) => c.type)[0] || 'Pending';
-  const b = o.bytes ?? {};
-  const remaining = b.remaining ?? (b.total !== undefined && b.processed !== undefined ? Math.max(0, b.total - b.processed) : undefined);
+  const done = state === 'completed' && o.bytes?.processed !== undefined;
+  const bytes: MoveBytes | undefined = done ? { processed: o.bytes!.processed, remaining: 0, source: 'virt-handler' } : o.bytes;
   return {
-    plan: o.plan, vm: o.vm, tunnel: o.tunnel, state, phase,
-    ...(b.processed !== undefined ? { bytesProcessed: b.processed } : {}),
-    ...(state === 'completed' ? { bytesRemaining: 0 } : remaining !== undefined ? { bytesRemaining: remaining } : {}),
-    ...(b.rate !== undefined ? { throughput: b.rate } : {}),
-    ...(reason ? { reason } : {}),
+    plan: o.plan, vm: o.vm, tunnel: { path: o.tunnel, ...o.tunnelBytes }, state, phase,
+    ...(bytes ? { bytes } : {}), ...(reason ? { reason } : {}),
   };
 }
 
@@ -95,25 +96,38 @@ export function humanBytes(n: number): string {
   return i === 0 ? `${n} B` : `${v.toFixed(1)} ${units[i]}`;
 }
 
-/** The fraction done, when both counts are known. */
+/** The fraction done, when both counts are known: processed / (processed + remaining). */
 function fraction(p: MoveProgress): number | undefined {
   if (p.state === 'completed') return 1;
-  if (p.bytesProcessed === undefined || p.bytesRemaining === undefined) return undefined;
-  const total = p.bytesProcessed + p.bytesRemaining;
-  return total === 0 ? 0 : p.bytesProcessed / total;
+  const b = p.bytes;
+  if (b?.processed === undefined || b.remaining === undefined) return undefined;
+  const total = b.processed + b.remaining;
+  return total === 0 ? 0 : b.processed / total;
 }
 
+const why = (unknown?: string) => (unknown ? ` (${unknown})` : '');
+
+/** `3.0 GiB of 4.0 GiB, 100.0 MiB/s`, or `? B (why)`. */
 function bytesText(p: MoveProgress): string {
-  const done = p.bytesProcessed !== undefined ? humanBytes(p.bytesProcessed) : '? B';
-  const left = p.bytesRemaining !== undefined ? `${humanBytes(p.bytesRemaining)} left` : 'remaining unknown';
-  const rate = p.throughput !== undefined ? `, ${humanBytes(p.throughput)}/s` : '';
-  return `${done} sent, ${left}${rate}`;
+  const b = p.bytes;
+  if (b?.processed === undefined) return `? B${why(b?.unknown)}`;
+  const of = b.remaining !== undefined ? ` of ${humanBytes(b.processed + b.remaining)}` : '';
+  const rate = b.rateBytesPerSecond !== undefined ? `, ${humanBytes(b.rateBytesPerSecond)}/s` : '';
+  return `${humanBytes(b.processed)}${of}${rate}`;
+}
+
+/** `tunnel p 2.9 GiB` (what the source's gateways sent to the peer), `tunnel p ? B (why)`, or nothing before a read. */
+function tunnelText(p: MoveProgress): string {
+  const t = p.tunnel;
+  if (!t.source) return '';
+  if (t.txBytes === undefined) return `, tunnel ${t.peer} ? B${why(t.unknown)}`;
+  return `, tunnel ${t.peer} ${humanBytes(t.txBytes)}${t.rateBytesPerSecond !== undefined ? ` at ${humanBytes(t.rateBytesPerSecond)}/s` : ''}`;
 }
 
 /** One plain line (no terminal codes): for logs and pipes. */
 export function plainLine(p: MoveProgress): string {
   const tail = p.reason ? ` (${p.reason})` : '';
-  return `${p.vm} via ${p.tunnel}: ${p.state} ${p.phase}, ${bytesText(p)}${tail}`;
+  return `${p.vm} via ${p.tunnel.path}: ${p.state} ${p.phase}, ${bytesText(p)}${tunnelText(p)}${tail}`;
 }
 
 /** One bar line for a terminal, `width` characters of bar. */
@@ -122,7 +136,22 @@ export function barLine(p: MoveProgress, width = 24): string {
   const filled = f === undefined ? 0 : Math.round(f * width);
   const bar = f === undefined ? '?'.repeat(width) : '#'.repeat(filled) + '.'.repeat(width - filled);
   const pct = f === undefined ? '  ?%' : `${String(Math.floor(f * 100)).padStart(3)}%`;
-  return `${p.vm} [${bar}] ${pct} ${p.phase} ${bytesText(p)}${p.reason ? ` (${p.reason})` : ''}`;
+  return `${p.vm} [${bar}] ${pct} ${p.phase} ${bytesText(p)}${tunnelText(p)}${p.reason ? ` (${p.reason})` : ''}`;
+}
+
+/**
+ * The move as the terminal shows it: a reason bytes are unknown is shown the first time only (`shown` remembers
+ * it per move), later as a bare `? B`; the JSON line keeps it every time.
+ */
+export function reasonsOnce(p: MoveProgress, shown: Set<string>): MoveProgress {
+  const once = <T extends { unknown?: string }>(what: string, x: T): T => {
+    if (!x.unknown) return x;
+    const key = `${p.plan} ${p.vm} ${what} ${x.unknown}`;
+    if (!shown.has(key)) { shown.add(key); return x; }
+    const { unknown: _, ...rest } = x;
+    return rest as T;
+  };
+  return { ...p, ...(p.bytes ? { bytes: once('bytes', p.bytes) } : {}), tunnel: once('tunnel', p.tunnel) };
 }
 
 /** A terminal frame: move the cursor up over the previous frame's lines and rewrite each (no clear, no flicker). */
