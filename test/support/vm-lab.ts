@@ -286,6 +286,9 @@ export class VmMigrationLab {
       // validate refuses a plaintext tunnel with the CA exchange on (trust/exchange-without-mtls): the
       // exchange runs in the mtls-splice variant's trust containers, so the plaintext one turns it off
       if (m === 'plaintext') f.spec.trust = { ...f.spec.trust, exchange: { ...f.spec.trust?.exchange, enabled: false } };
+      // the example's bandwidth budgets hold on spliced and plaintext tunnels only: validate refuses them with
+      // payload tls (gateway-bandwidth-needs-splice), so the mtls variant runs without a budget
+      if (m === 'mtls') delete f.spec.gateway.bandwidth;
       const synth = synthesizeFleet(f, { ledger });
       sites = synth.plan.sites;
       topos[m] = topologyFromFiles(synth.files).filter((t) => t.name === 'ams-1' || t.name === 'fra-1');
