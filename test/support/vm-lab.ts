@@ -227,7 +227,13 @@ export class VmMigrationLab {
   mode?: ChainMode;
   private cni = new CniRunner();
   private seq = 0;
-  private port = 49152 + (process.pid % 1000);
+  /**
+   * The next migrate_incoming port, above Linux's ephemeral range (32768-60999, what a new network namespace
+   * gets): inside it, an outgoing connection from the handler's address (a migration's source side, the
+   * intercept) could hold the port first, and QEMU's listen then fails with "Address already in use" (seen once in
+   * a loaded run, 2026-12-03). At most about 40 ports per run, so 61000-64999 plus the run's ports stays valid.
+   */
+  private port = 61000 + (process.pid % 4000);
   private readonly qemus = new Set<ChildProcess>();
   /** The running migration's source QEMU (for `openStreams`). */
   private sourcePid?: number;
