@@ -9,6 +9,12 @@
 // Never silently skipped: without Go or the module proxy it prints one line naming what is missing and exits 1,
 // so the real-API lane fails rather than skips. `--warn-only` (npm test's pretest) prints the same line and exits
 // 0, so the other lanes still run; the real-API suites then fail, each naming what is missing.
+//
+// Two runs at once (the README's set-up and a suite that calls `--print-dir`, or two checkouts sharing the cache)
+// take turns per module: a lock file `<cache>/<module>.lock` holds the builder's pid; the other prints "waiting for
+// pid N building MODULE" and waits (at most LOCK_WAIT_MS), takes over a lock whose pid is dead, and once it holds
+// the lock uses what the first one built. A module is built into `<dir>.tmp-<pid>` and renamed into place, so no
+// reader ever sees half a build.
 'use strict';
 const { spawnSync } = require('child_process');
 const crypto = require('crypto');
@@ -70,6 +76,66 @@ function fail(line) {
   process.exit(warnOnly ? 0 : 1);
 }
 
+/** Whether process `pid` exists (EPERM: it does, as another user's). */
+function pidAlive(pid) {
+  try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; }
+}
+
+/** The pid a lock file names; null while it is empty (its creator has not written it yet) or unreadable. */
+function lockHolder(lock) {
+  try { const pid = Number.parseInt(fs.readFileSync(lock, 'utf8'), 10); return pid > 0 ? pid : null; } catch { return null; }
+}
+
+const sleepSync = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/** A cold build of the slowest module takes about 70 min on a loaded 2-core machine: wait twice that at most. */
+const LOCK_WAIT_MS = 150 * 60 * 1000;
+/** A lock file still empty after this long lost its creator between create and write. */
+const EMPTY_LOCK_STALE_MS = 10_000;
+
+/**
+ * Run fn() holding `<cacheDir>/<name>.lock` (created with O_EXCL, holding this process' pid; removed after fn).
+ * While another live process holds it: print "waiting for pid N building NAME" (once per holder) and poll every
+ * pollMs; a lock whose pid is dead (or empty for EMPTY_LOCK_STALE_MS) is taken over. After waitMs, throws an
+ * Error with code MM_GO_BINS_LOCK_TIMEOUT naming the holder and the lock file. Takeover re-reads the lock before
+ * removing it, so of two waiters that saw the same dead pid one removes it and the other sees the new holder
+ * (unless both re-read within the same microseconds: then both build, each into its own temp directory).
+ */
+function withLock(cacheDir, name, fn, { waitMs = LOCK_WAIT_MS, pollMs = 1000, log = (line) => process.stderr.write(`${line}\n`) } = {}) {
+  fs.mkdirSync(cacheDir, { recursive: true });
+  const lock = path.join(cacheDir, `${name}.lock`);
+  const until = Date.now() + waitMs;
+  let told = null;
+  for (;;) {
+    try { fs.writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' }); break; } catch (e) { if (e.code !== 'EEXIST') throw e; }
+    const holder = lockHolder(lock);
+    let stale = holder !== null && !pidAlive(holder);
+    if (holder === null) { try { stale = Date.now() - fs.statSync(lock).mtimeMs > EMPTY_LOCK_STALE_MS; } catch { continue; } }
+    if (stale) {
+      if (lockHolder(lock) === holder) fs.rmSync(lock, { force: true });
+      log(`[ensure-go-bins] ${name}: taking over the lock of pid ${holder ?? '(none written)'}, which is gone (${lock})`);
+      continue;
+    }
+    if (Date.now() >= until) {
+      throw Object.assign(new Error(`[ensure-go-bins] ${name}: pid ${holder ?? '?'} still holds ${lock} after ${Math.round(waitMs / 1000)} s: wait for it to end, or remove the file if that process is not building (ps -p ${holder ?? '?'})`), { code: 'MM_GO_BINS_LOCK_TIMEOUT' });
+    }
+    if (holder !== told) { log(`[ensure-go-bins] waiting for pid ${holder ?? '?'} building ${name} (${lock})`); told = holder; }
+    sleepSync(Math.min(pollMs, Math.max(1, until - Date.now())));
+  }
+  try { return fn(); } finally { if (lockHolder(lock) === process.pid) fs.rmSync(lock, { force: true }); }
+}
+
+/** Temp directories `<out>.tmp-<pid>` of builds whose process is gone (a killed run): removed under the lock. */
+function dropDeadTemps(out) {
+  const dir = path.dirname(out), prefix = `${path.basename(out)}.tmp-`;
+  for (const e of fs.readdirSync(dir)) {
+    const pid = e.startsWith(prefix) ? Number(e.slice(prefix.length)) : NaN;
+    if (pid > 0 && pid !== process.pid && !pidAlive(pid)) fs.rmSync(path.join(dir, e), { recursive: true, force: true });
+  }
+}
+
+const built = (spec, binDir) => spec.bins.every(([b]) => fs.existsSync(path.join(binDir, b)));
+
 function build(name) {
   const spec = MODULES[name];
   const dir = path.join(ROOT, 'real', name);
@@ -79,7 +145,18 @@ function build(name) {
   }
   const out = path.join(CACHE, `${name}-${moduleHash(dir)}-${go}`);
   const binDir = path.join(out, 'bin');
-  if (spec.bins.every(([b]) => fs.existsSync(path.join(binDir, b)))) return binDir;
+  if (built(spec, binDir)) return binDir;
+  try {
+    return withLock(CACHE, name, () => (built(spec, binDir) ? binDir : buildLocked(name, spec, dir, out)));
+  } catch (e) {
+    if (e.code === 'MM_GO_BINS_LOCK_TIMEOUT') fail(e.message);
+    throw e;
+  }
+}
+
+/** Build module `name` into `<out>.tmp-<pid>` and rename it to `out` (the caller holds the module's lock). */
+function buildLocked(name, spec, dir, out) {
+  dropDeadTemps(out);
   const tmp = `${out}.tmp-${process.pid}`;
   fs.rmSync(tmp, { recursive: true, force: true });
   fs.mkdirSync(path.join(tmp, 'bin'), { recursive: true });
@@ -96,9 +173,9 @@ function build(name) {
     }
     process.stderr.write(`[ensure-go-bins] ${bin} built in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
   }
-  fs.rmSync(out, { recursive: true, force: true });
+  fs.rmSync(out, { recursive: true, force: true }); // an incomplete one (a binary removed by hand): never half-used
   fs.renameSync(tmp, out);
-  return binDir;
+  return path.join(out, 'bin');
 }
 
 function main(argv) {
@@ -114,4 +191,5 @@ function main(argv) {
   }
 }
 
-main(process.argv.slice(2));
+if (require.main === module) main(process.argv.slice(2));
+else module.exports = { withLock, LOCK_WAIT_MS };
