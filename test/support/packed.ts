@@ -9,7 +9,10 @@
  * directory to write into. The tests only add files beside node_modules, never change it.
  *
  * Concurrency: results land in the cache by rename, so two suites racing pack twice and one wins; no
- * reader ever sees a half-written tarball or project. Old entries (other keys) are removed.
+ * reader ever sees a half-written tarball or project. Old entries (other keys) are removed. The cache is this
+ * checkout's own (`packCacheDir`: keyed by the realpath of its root), so two checkouts on one machine running pack
+ * tests at once never remove each other's tarballs: one cache shared by every checkout, whose cleanup removed
+ * every other key, did.
  */
 import { createHash } from 'crypto';
 import { execFileSync } from 'child_process';
@@ -18,7 +21,13 @@ import * as os from 'os';
 import * as path from 'path';
 
 const root = path.join(__dirname, '..', '..');
-const cacheDir = path.join(os.tmpdir(), 'mm-packed');
+
+/** The pack cache of the checkout at `checkout`: one directory per checkout (its root's realpath), in the temp dir. */
+export function packCacheDir(checkout: string): string {
+  const id = createHash('sha256').update(fs.realpathSync(checkout)).digest('hex').slice(0, 12);
+  return path.join(os.tmpdir(), `mm-packed-${id}`);
+}
+const cacheDir = packCacheDir(root);
 export const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
 
 /** Runs npm in cwd; its stdout. */
@@ -40,10 +49,10 @@ function sourceKey(): string {
   return h.digest('hex').slice(0, 16);
 }
 
-/** Removes cache entries whose names do not start with key. */
-function dropOthers(key: string): void {
-  for (const e of fs.readdirSync(cacheDir)) {
-    if (!e.startsWith(key) && !e.startsWith('.tmp-')) fs.rmSync(path.join(cacheDir, e), { recursive: true, force: true });
+/** Removes the entries of cache `dir` (this checkout's) whose names do not start with key; nothing outside it. */
+export function dropOthers(dir: string, key: string): void {
+  for (const e of fs.readdirSync(dir)) {
+    if (!e.startsWith(key) && !e.startsWith('.tmp-')) fs.rmSync(path.join(dir, e), { recursive: true, force: true });
   }
 }
 
@@ -56,7 +65,7 @@ export function packedLibrary(): string {
   const key = sourceKey();
   const tgz = path.join(cacheDir, `${key}.tgz`);
   if (!fs.existsSync(tgz)) {
-    dropOthers(key);
+    dropOthers(cacheDir, key);
     const tmp = fs.mkdtempSync(path.join(cacheDir, '.tmp-'));
     try {
       const name = npm(['pack', '--silent', '--pack-destination', tmp], root).trim().split('\n').pop()!;
