@@ -102,17 +102,37 @@ function migrationNadConfigs(files: Map<string, string>): Map<string, Record<str
   return out;
 }
 
+/** The gateway modes the VM lab runs each migration through. */
+export type GatewayMode = 'mtls-splice' | 'mtls' | 'plaintext';
+/** What each gateway mode sets in the fleet's `spec.gateway`. */
+export const GATEWAY_MODES: Record<GatewayMode, Record<string, unknown>> = { 'mtls-splice': { payload: 'splice' }, mtls: { payload: 'tls' }, plaintext: { tls: { plaintext: true } } };
+/** A datapath variant of the lab: one of the gateway modes (one replica, no failover), or no gateways at all. */
+export type LabDatapath = GatewayMode | 'direct';
+
+/**
+ * Fleet document `base` (copied) as datapath variant `v` runs it, without what validate refuses in that variant:
+ *  - the bandwidth budgets (`spec.gateway.bandwidth`) are held by gateways on spliced and plaintext tunnels only:
+ *    validate refuses them with payload tls (gateway-bandwidth-needs-splice) and, with a direct datapath, toward
+ *    clusters without gateways (gateway-bandwidth-unknown-cluster), so mtls and direct run without them;
+ *  - the CA exchange runs in the trust containers over mutual TLS: validate refuses it on a plaintext tunnel
+ *    (trust/exchange-without-mtls), so plaintext turns it off.
+ */
+export function fleetForDatapath(base: any, v: LabDatapath): any {
+  const f = JSON.parse(JSON.stringify(base));
+  if (v === 'direct') f.spec.datapath = 'direct';
+  else f.spec.gateway = { ...f.spec.gateway, replicas: 1, failover: { mode: 'none' }, ...GATEWAY_MODES[v] };
+  if ((v === 'mtls' || v === 'direct') && f.spec.gateway) delete f.spec.gateway.bandwidth;
+  if (v === 'plaintext') f.spec.trust = { ...f.spec.trust, exchange: { ...f.spec.trust?.exchange, enabled: false } };
+  return f;
+}
+
 /**
  * The routed layout's direct variant of fleet document `base` (two-sites): `datapath: direct`, pools at
  * .100-.199 of each site's /24, no ledger. Returns each of `clusters`' handler attachment; refuses a
  * migration NAD without the route to the other site via the cluster's own site router (planner defect).
  */
 export function routedDirectVariant(base: any, clusters: readonly string[]): Record<string, DirectAttachment> {
-  const f = JSON.parse(JSON.stringify(base));
-  f.spec.datapath = 'direct';
-  // no gateways carry a direct datapath's migrations, so nothing enforces the example's bandwidth budgets there:
-  // validate refuses a cluster pair's budget toward a cluster without gateways (gateway-bandwidth-unknown-cluster)
-  if (f.spec.gateway) delete f.spec.gateway.bandwidth;
+  const f = fleetForDatapath(base, 'direct');
   for (const s of f.spec.crossClusterNetwork.sites) {
     if (s.prefixLength !== 24 || !s.router) throw new Error(`site ${s.name}: the direct variant expects a /24 with a router`);
     const net = s.router.split('.').slice(0, 3).join('.');

@@ -42,21 +42,20 @@ import {
   knownQemuDefect, qemuStacks, ramDiff, ramFileSha256, setMaxBandwidth, waitMigration, writeTlsCreds,
 } from './qemu-guest';
 import { RoutedSites } from './netns-sites';
-import { LAYOUT_FLEET, ONE_SEGMENT_DIRECT, VmLabLayout, addDirectPath, labSegments, routedDirectVariant } from './vm-lab-sites';
+import { GATEWAY_MODES, LAYOUT_FLEET, ONE_SEGMENT_DIRECT, VmLabLayout, addDirectPath, fleetForDatapath, labSegments, routedDirectVariant, type GatewayMode } from './vm-lab-sites';
 import type { SitePlan } from '../../src/addressing/sites';
 
 const ROOT = path.join(__dirname, '..', '..');
 const PROXY_CLI = path.join(ROOT, 'proxy', 'lib', 'cli.js');
 const H = 3600_000;
 
-export type GatewayMode = 'mtls-splice' | 'mtls' | 'plaintext';
+export type { GatewayMode } from './vm-lab-sites';
 /**
  * `haproxy-chain`: what a user would run instead of the gateways (issue 52): HAProxy 2.6 in each gateway namespace in
  * place of the runtime, on the same listeners, behind the same REDIRECT rules (see `haproxyConfig`).
  */
 type ChainMode = GatewayMode | 'haproxy-chain';
 export type PathMode = ChainMode | 'direct';
-const VARIANTS: Record<GatewayMode, Record<string, unknown>> = { 'mtls-splice': { payload: 'splice' }, mtls: { payload: 'tls' }, plaintext: { tls: { plaintext: true } } };
 
 export function vmLabSupport(): { ok: true } | { ok: false; reason: string } {
   const n = netnsSupport();
@@ -286,16 +285,8 @@ export class VmMigrationLab {
     const ledger = loadLedgerFile(ledgerPathFor(FLEET));
     const topos = {} as Record<GatewayMode, ClusterTopology[]>;
     let sites: SitePlan[] = [];
-    for (const m of Object.keys(VARIANTS) as GatewayMode[]) {
-      const f = JSON.parse(JSON.stringify(base));
-      f.spec.gateway = { ...f.spec.gateway, replicas: 1, failover: { mode: 'none' }, ...VARIANTS[m] };
-      // validate refuses a plaintext tunnel with the CA exchange on (trust/exchange-without-mtls): the
-      // exchange runs in the mtls-splice variant's trust containers, so the plaintext one turns it off
-      if (m === 'plaintext') f.spec.trust = { ...f.spec.trust, exchange: { ...f.spec.trust?.exchange, enabled: false } };
-      // the example's bandwidth budgets hold on spliced and plaintext tunnels only: validate refuses them with
-      // payload tls (gateway-bandwidth-needs-splice), so the mtls variant runs without a budget
-      if (m === 'mtls') delete f.spec.gateway.bandwidth;
-      const synth = synthesizeFleet(f, { ledger });
+    for (const m of Object.keys(GATEWAY_MODES) as GatewayMode[]) {
+      const synth = synthesizeFleet(fleetForDatapath(base, m), { ledger });
       sites = synth.plan.sites;
       topos[m] = topologyFromFiles(synth.files).filter((t) => t.name === 'ams-1' || t.name === 'fra-1');
       if (topos[m].map((t) => t.gatewayConfig.tls.mode).join() !== `${m},${m}`) throw new Error(`variant ${m}: tls.mode ${topos[m].map((t) => t.gatewayConfig.tls.mode)}`);
