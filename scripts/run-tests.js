@@ -64,7 +64,7 @@ const LANE_SUFFIXES = ['real', 'netns', 'lib', 'image'];
 const laneOf = (f) => LANE_SUFFIXES.find((l) => f.endsWith(`.${l}.test.ts`) || f.endsWith(`.${l}.test.js`)) ?? 'unit';
 /** What in a file's text needs a lane: the markers that once chose the lane, now only checked against the name. */
 const NEEDS = {
-  netns: /\b(NetnsLab|netnsSupport|VmMigrationLab|vmLabSupport)\b|'netns', 'add'|require\("\.\.\/testkit\/netns"\)|from '\.\.\/testkit\/netns'/,
+  netns: /\b(NetnsLab|netnsSupport|describeWithNetns|VmMigrationLab|vmLabSupport)\b|'netns', 'add'|require\("\.\.\/testkit\/netns"\)|from '\.\.\/testkit\/netns'/,
   real: /support\/real-kube'/,
   lib: /'lib'|lib\/cli|packedLibrary|installedApp|npx|'tsc'|cli\.js/,
 };

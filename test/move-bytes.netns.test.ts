@@ -34,7 +34,7 @@ import { baseFleet, runCli } from './support/fleets';
 import { cliChild, create, moveClusters, setStatus, until, vmim } from './support/move-watch';
 import { VmiSample, declaredMigrationMetrics, migrationMetricsText } from './support/virt-handler-metrics';
 import { makePki } from '../proxy/lib/testkit/helpers';
-import { netnsSupport } from './support/netns';
+import { describeWithNetns } from './support/netns';
 
 const ROOT = path.resolve(__dirname, '..');
 const GiB = 1024 ** 3;
@@ -126,9 +126,7 @@ async function watchRbac(c: RealCluster): Promise<void> {
   }
 }
 
-const support = netnsSupport();
-if (!support.ok) console.warn(`[move-bytes-netns] SKIPPED: ${support.reason}`);
-const d = support.ok ? describe : describe.skip;
+const d = describeWithNetns('move-bytes-netns');
 
 d('watch-moves reads the bytes through the pod proxy', () => {
   beforeAll(async () => {

@@ -36,7 +36,7 @@ import { PROXY_CLI, gatewayNode } from './support/gateway-node';
 import { runCli } from './support/fleets';
 import { readinessFleet, statusMoves } from './support/status-moves';
 import { makePki } from '../proxy/lib/testkit/helpers';
-import { netnsSupport } from './support/netns';
+import { describeWithNetns } from './support/netns';
 import { makeCert } from '../proxy/lib/testkit/ca-certs';
 import { PROBE_CACHE_MS, PROBE_TIMEOUT_MS } from '../proxy/lib/peer-probe';
 
@@ -174,9 +174,7 @@ async function platform(): Promise<void> {
   await ok(p, 'PUT', '/api/v1/nodes/p-node-0', { ...st, spec: { ...st.spec, taints: [] } });
 }
 
-const support = netnsSupport();
-if (!support.ok) console.warn(`[readiness-network-netns] SKIPPED: ${support.reason}`);
-const d = support.ok ? describe : describe.skip;
+const d = describeWithNetns('readiness-network-netns');
 
 d('the network readiness check against two real gateway runtimes', () => {
   beforeAll(async () => {

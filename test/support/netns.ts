@@ -31,6 +31,17 @@ export function netnsSupport(): { ok: true } | { ok: false; reason: string } {
 
 export const hasCommand = has;
 
+/**
+ * `describe` when this machine can run the lab (netnsSupport), else `describe.skip` after one
+ * "[tag] SKIPPED: reason" line: never a silent skip.
+ */
+export function describeWithNetns(tag: string): jest.Describe {
+  const support = netnsSupport();
+  if (support.ok) return describe;
+  console.warn(`[${tag}] SKIPPED: ${support.reason}`);
+  return describe.skip;
+}
+
 // ------------------------------------------------------------------------------------------------
 // the lab
 
