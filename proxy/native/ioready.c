@@ -64,10 +64,14 @@ int mm_spawn_detached(void *(*fn)(void *), void *arg, size_t stack_kib) {
   return rc;
 }
 
+int mm_unsent(int fd) {
+  int unsent = 0;
+  if (fd < 0 || ioctl(fd, SIOCOUTQNSD, &unsent) != 0 || unsent < 0) return 0;
+  return unsent;
+}
+
 void mm_wait_sent(int fd, int64_t until) {
-  for (;;) {
-    int unsent = 0;
-    if (fd < 0 || ioctl(fd, SIOCOUTQNSD, &unsent) != 0 || unsent <= 0 || mm_now_ms() >= until) return;
+  while (mm_unsent(fd) > 0 && mm_now_ms() < until) {
     struct timespec ms = {0, 1000000};
     nanosleep(&ms, NULL);
   }

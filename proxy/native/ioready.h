@@ -11,9 +11,15 @@ int64_t mm_now_ms(void);
 void mm_arm_reset(int fd);
 /* errnos that mean the peer (or the path to it) went away: a reset, not a local error */
 int mm_is_reset_errno(int e);
-/* Wait (1 ms naps) until the kernel has transmitted everything queued on socket `fd` (SIOCOUTQNSD: not sent yet) or
- * the monotonic time `until` (ms) passes: a close with SO_LINGER {1, 0} discards what is not sent, so a relay that
- * moved a failed socket's last bytes on calls this before its reset. */
+/* The salvage rule of every relay (splice.c, tls13relay.c, tlsopenssl.c): after a socket failed, what it had sent
+ * goes on to the other socket, as a direct connection would have delivered it (a reset ends a stream, it does not
+ * unsend it), and the kernel is let send it (mm_unsent reaches 0) before the relay's own reset: a close with
+ * SO_LINGER {1, 0} discards what is queued and not sent. Both steps together take at most MM_SALVAGE_MS. */
+#define MM_SALVAGE_MS 200
+/* bytes queued on socket `fd` that the kernel has not sent yet (SIOCOUTQNSD); 0 when it cannot say */
+int mm_unsent(int fd);
+/* Wait (1 ms naps) until mm_unsent(fd) is 0 or the monotonic time `until` (ms) passes: the blocking relays' last
+ * salvage step (relaypool.c, which must not block, checks mm_unsent from its timer instead). */
 void mm_wait_sent(int fd, int64_t until);
 /* Wait until socket `fd` is writable (or has an error or hang-up for the write to report), at most until the
  * monotonic time `until` (ms): 0 when that time has passed or poll failed, else 1 (try the write). */

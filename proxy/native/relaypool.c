@@ -4,9 +4,9 @@
  * the readiness flags of splice.h are set from the edges and cleared by EAGAIN, as the poll loop does); its cancel
  * eventfd level-triggered. Every wake-up takes a batch of events, and each ready tunnel then runs at most
  * RUN_ROUNDS passes before the next one (round robin: a bulk tunnel that is always ready cannot starve the
- * others). Timers (a budget that refused a direction, the salvage's 200 ms, the idle limit) are one min-heap per
- * worker keyed by the tunnel's next deadline; the epoll wait ends at the earliest. A tunnel is given to the
- * worker with the fewest tunnels. Workers live as long as the process; min(2, CPUs) by default.
+ * others). Timers (a budget that refused a direction, the salvage's end and its 1 ms checks that the kernel has
+ * sent what it moved, the idle limit) are one min-heap per worker keyed by the tunnel's next deadline; the epoll
+ * wait ends at the earliest. A tunnel is given to the worker with the fewest tunnels. Workers live as long as the process; min(2, CPUs) by default.
  */
 #define _GNU_SOURCE
 #include "relaypool.h"
@@ -89,9 +89,9 @@ static int heap_set(relay_worker *w, splice_io_t *p, int64_t key) {
   return 0;
 }
 
-/* the earliest of: a held budget direction (rounded up to ms), the salvage's end, the idle limit */
+/* the earliest of: a held budget direction (rounded up to ms), the salvage's next check, the idle limit */
 static int64_t deadline(splice_io_t *p) {
-  if (p->salvaging) return p->salv_deadline;
+  if (p->salvaging) return splice_salvage_wake(p);
   int64_t d = p->idle_ms > 0 ? p->last_ms + p->idle_ms : NO_DEADLINE;
   for (int k = 0; k < 2; k++) {
     int64_t h = p->held_until[k] ? (p->held_until[k] + 999999) / 1000000 : NO_DEADLINE;

@@ -44,22 +44,27 @@ void splice_io_close_pipes(splice_io_t *p) {
       if (p->pipefd[d][k] >= 0) { close(p->pipefd[d][k]); p->pipefd[d][k] = -1; }
 }
 
-/* After socket `side` failed: what it had already sent (JavaScript's prefix, its pipe, its receive queue) goes on to
- * the other socket before the reset, as a direct connection would have delivered it (a reset ends the stream, it
- * does not unsend it), for at most SALVAGE_MS. Without this, data and RST arriving in one poll wake-up were
- * dropped (proxy/src/test/security-resets.test.ts, "bytes before a reset"). The budget is not asked: this is the
- * last of the stream, bounded in time. Non-blocking: the caller waits for the other socket to be writable (a
- * poll in splice_run, an epoll edge in relaypool.c) and calls again. */
-#define SALVAGE_MS 200
+/* After socket `side` failed, the salvage rule of ioready.h (MM_SALVAGE_MS in all): what it had already sent
+ * (JavaScript's prefix, its pipe, its receive queue) goes on to the other socket, then the kernel is let send it
+ * before the reset. Without the first step, data and RST arriving in one poll wake-up were dropped
+ * (proxy/src/test/security-resets.test.ts, "bytes before a reset"); without the second, what a budget had held
+ * and the salvage moved on at once was discarded by the reset while still queued
+ * (proxy/src/test/security-resets-answers.test.ts, "an answer a budget held"). The budget is not asked: this is
+ * the last of the stream, bounded in time. Non-blocking: the caller waits for the other socket to be writable
+ * (moving) or 1 ms (draining: splice_salvage_wake) and calls again (a poll in splice_run, relaypool.c's epoll
+ * edges and timers). */
 static void salvage_start(splice_io_t *p, int side, int err) {
   p->salvaging = 1;
+  p->salv_draining = 0;
   p->salv_side = side;
   p->salv_err = err;
   p->salv_src_open = 1;
-  p->salv_deadline = mm_now_ms() + SALVAGE_MS;
+  p->salv_deadline = mm_now_ms() + MM_SALVAGE_MS;
 }
 
-int splice_salvage_step(splice_io_t *p) {
+/* the salvage's first step: 1 while the other socket is full (wait for it to be writable), 0 when everything is
+ * moved (or the deadline passed), -1 when the other socket failed too */
+static int salvage_move(splice_io_t *p) {
   int d = p->salv_side, dst = p->fd[1 - d];
   for (;;) {
     ssize_t n;
@@ -72,19 +77,35 @@ int splice_salvage_step(splice_io_t *p) {
         if (n > 0) p->inpipe[d] += (size_t)n;
         else if (!(n < 0 && errno == EINTR)) p->salv_src_open = 0; /* 0, the reset, or EAGAIN: nothing more to read */
       }
-      if (p->inpipe[d] == 0) { if (!p->salv_src_open) break; continue; }
+      if (p->inpipe[d] == 0) { if (!p->salv_src_open) return 0; continue; }
       n = splice(p->pipefd[d][0], NULL, dst, NULL, p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n > 0) { p->inpipe[d] -= (size_t)n; __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED); continue; }
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN) break; /* the other side cannot take it either */
-    if (mm_now_ms() >= p->salv_deadline) break;
+    if (n < 0 && errno != EAGAIN) return -1; /* the other side cannot take it either */
+    if (mm_now_ms() >= p->salv_deadline) return 0;
     p->wr_ready[1 - d] = 0;
     return 1;
   }
-  p->salvaging = 0;
-  splice_fail(p, d, p->salv_err);
+}
+
+int splice_salvage_step(splice_io_t *p) {
+  int dst = p->fd[1 - p->salv_side];
+  if (!p->salv_draining) {
+    int r = salvage_move(p);
+    if (r > 0) return 1;
+    p->salv_draining = r == 0; /* a failed socket sends nothing more: no wait */
+  }
+  if (p->salv_draining && mm_unsent(dst) > 0 && mm_now_ms() < p->salv_deadline) return 1;
+  p->salvaging = p->salv_draining = 0;
+  splice_fail(p, p->salv_side, p->salv_err);
   return 0;
+}
+
+int64_t splice_salvage_wake(const splice_io_t *p) {
+  if (!p->salv_draining) return p->salv_deadline;
+  int64_t next = mm_now_ms() + 1;
+  return next < p->salv_deadline ? next : p->salv_deadline;
 }
 
 void splice_sockerr(splice_io_t *p, int side) {
@@ -115,7 +136,7 @@ void splice_begin(splice_io_t *p) {
     p->held_until[d] = 0;
     if (p->budget[d]) mm_budget_join(p->budget[d], &p->buser[d], mm_budget_now_ns());
   }
-  p->salvaging = 0;
+  p->salvaging = p->salv_draining = 0;
   p->last_ms = mm_now_ms();
   p->reason = -1;
 }
@@ -204,6 +225,7 @@ void splice_end(splice_io_t *p) {
 /* the salvage in the relay's own thread: poll the other socket until it is done or its deadline passes */
 static void salvage_blocking(splice_io_t *p) {
   while (splice_salvage_step(p)) {
+    if (p->salv_draining) { mm_wait_sent(p->fd[1 - p->salv_side], p->salv_deadline); continue; }
     int64_t left = p->salv_deadline - mm_now_ms();
     struct pollfd q = { .fd = p->fd[1 - p->salv_side], .events = POLLOUT, .revents = 0 };
     if (left > 0 && poll(&q, 1, (int)left) < 0 && errno != EINTR) p->salv_deadline = 0;

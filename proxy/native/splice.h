@@ -27,6 +27,7 @@ typedef struct splice_io {
   int64_t last_ms;              /* last progress (the idle limit counts from here) */
   int64_t held_until[2];        /* ns: a budgeted direction refused until then (0: not held) */
   int salvaging, salv_side, salv_err, salv_src_open; /* after fd[salv_side] failed: see splice_salvage_step */
+  int salv_draining;            /* the salvage has moved what it could: waiting for the kernel to send it */
   int64_t salv_deadline;        /* ms */
   struct relay_link {           /* relaypool.c's bookkeeping (unused by splice_run) */
     struct relay_worker *w;
@@ -49,13 +50,16 @@ void splice_run(splice_io_t *p);
 /* The steps both relays are made of. splice_begin: join the budgets, reset the state (every socket assumed ready).
  * splice_pass: one round over both directions with the syscalls the readiness flags allow; returns whether bytes
  * or an EOF moved. A socket failure starts the salvage (p->salvaging) or ends the relay (p->reason >= 0).
- * splice_salvage_step: moves what the failed side had sent toward the other, non-blocking; 1 while it waits for
- * the other socket to be writable (before salv_deadline), 0 when done (p->reason then set: a reset or error).
+ * splice_salvage_step: moves what the failed side had sent toward the other, then waits for the kernel to send
+ * it (ioready.h's salvage rule), non-blocking; 1 while it waits (before salv_deadline), 0 when done (p->reason then
+ * set: a reset or error). splice_salvage_wake: when to call it again at the latest (ms): the deadline while it
+ * waits for the other socket to be writable, 1 ms from now while it waits for the kernel to send.
  * splice_sockerr: a socket reported an error (POLLERR/EPOLLERR) with nothing else to do: starts the salvage.
  * splice_end: leave the budgets, close the pipes, arm the resets of a forced end. */
 void splice_begin(splice_io_t *p);
 int splice_pass(splice_io_t *p);
 int splice_salvage_step(splice_io_t *p);
+int64_t splice_salvage_wake(const splice_io_t *p);
 void splice_sockerr(splice_io_t *p, int side);
 void splice_end(splice_io_t *p);
 #define SPLICE_PIPE_SZ (1 << 20)

@@ -291,17 +291,16 @@ static int cut(rl_t *s) {
 }
 
 /* After a socket failed (`side` 1 = plaintext, 0 = TLS, as fail() names them; its error already read, by poll's
- * SO_ERROR or by the failed call): what it had sent before the error goes on to the other socket, as a direct
- * connection would have delivered it (a reset ends a stream, it does not unsend it), for at most SALVAGE_MS. The
- * plaintext's last bytes are sealed and sent, with no close_notify (the stream was cut: the reset follows them);
- * the TLS socket's whole records are opened and delivered (a record the reset cut is not). Without this, a
- * destination's last bytes and its RST arriving in one wake-up were dropped (busy iperf3 answers with one byte and
- * an RST: proxy/src/test/security-resets-answers.test.ts), as splice.c's splice_salvage does for the splice. The
+ * SO_ERROR or by the failed call), the salvage rule of ioready.h: what it had sent before the error goes on to the
+ * other socket and the kernel is let send it before the reset, MM_SALVAGE_MS in all. The plaintext's last bytes
+ * are sealed and sent, with no close_notify (the stream was cut: the reset follows them); the TLS socket's whole
+ * records are opened and delivered (a record the reset cut is not). Without this, a destination's last bytes and
+ * its RST arriving in one wake-up were dropped (busy iperf3 answers with one byte and an RST:
+ * proxy/src/test/security-resets-answers.test.ts), as splice.c's splice_salvage_step does for the splice. The
  * other direction is not moved any more: the relay is ending. -1 when a second failure ended the salvage. */
-#define SALVAGE_MS 200
 static int salvage(rl_t *s, int side) {
   tls13_relay_t *r = s->r;
-  int64_t until = mm_now_ms() + SALVAGE_MS;
+  int64_t until = mm_now_ms() + MM_SALVAGE_MS;
   int to = side == 1 ? r->fd : r->pfd, rc = 0;
   if (side == 1) s->p_rd = s->t_wr = 1; else s->t_rd = s->p_wr = 1;
   while (mm_now_ms() < until) {

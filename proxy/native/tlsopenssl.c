@@ -184,13 +184,12 @@ static int rs_plain_write(tlsr_t *t, rs_t *s) {
   return progress;
 }
 
-/* After a socket failed (`side` 1 = plaintext, 0 = TLS; its error already read): what it had sent before the error
- * goes on to the other socket for at most SALVAGE_MS, as tls13relay.c's salvage does (see there): the plaintext's last
- * bytes encrypted and sent with no close_notify, the TLS socket's whole records decrypted and delivered. -1 when a
- * second failure (or the cut, once delivered) ended it. */
-#define SALVAGE_MS 200
+/* After a socket failed (`side` 1 = plaintext, 0 = TLS; its error already read), the salvage rule of ioready.h,
+ * as tls13relay.c's salvage applies it (see there): the plaintext's last bytes encrypted and sent with no
+ * close_notify, the TLS socket's whole records decrypted and delivered, then sent by the kernel before the reset,
+ * MM_SALVAGE_MS in all. -1 when a second failure (or the cut, once delivered) ended it. */
 static int rs_salvage(tlsr_t *t, rs_t *s, int side) {
-  int64_t until = mm_now_ms() + SALVAGE_MS;
+  int64_t until = mm_now_ms() + MM_SALVAGE_MS;
   int to = side == 1 ? t->fd : t->pfd, rc = 0;
   if (side == 1) s->p_rd = s->t_wr = 1; else s->t_rd = s->p_wr = 1;
   while (mm_now_ms() < until) {

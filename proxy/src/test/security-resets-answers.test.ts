@@ -12,6 +12,10 @@
  *    must open and deliver the records it took the error with (reference: a TLS client reaching the stand-in directly);
  *  - the bench's own case: busy tunnels through the same pair, and the probes among them.
  *
+ *  - a destination whose answer a bandwidth budget held in the terminus when its reset came: the spliced relay moves
+ *    the rest on at once, more than the next socket can send at once, and must let the kernel send it before its
+ *    own reset (a close with SO_LINGER {1, 0} discards what is queued and not sent), in both splice relays.
+ *
  * Both record layers (ours, tls13relay.c; OpenSSL's, tlsopenssl.c, MMPROXY_TLS_RECORDS=openssl) are run.
  */
 import assert from 'node:assert/strict';
@@ -21,6 +25,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { before, describe, it } from 'node:test';
 import { startGateway, type StartGatewayOptions } from '../gateway';
+import { loadNative } from '../native';
 import { FRAME_OPEN, FRAME_REPLY, FrameReader, RefusalCode, decodeOpenBody, decodeReplyBody, encodeOpen, encodeReply } from '../protocol';
 import { configFor, startPair, type Pair, type TlsMode } from '../testkit/gateways';
 import { makePki, silent, sleep, withTimeout, type Pki } from '../testkit/helpers';
@@ -177,4 +182,44 @@ describe('the concurrency bench\'s case: probes among busy mTLS tunnels', { time
       assert.equal(answered, 40);
     } finally { for (const c of bulk) c.destroy(); await pair.close(); server.close(); sink.close(); }
   });
+});
+
+/**
+ * A destination that writes `answer` unasked, waits `holdMs` after its kernel took it (time for a direct client to
+ * read it all), then resets with the client's bytes unread.
+ */
+async function answerThenReset(answer: Buffer, holdMs: number): Promise<{ port: number; close(): void }> {
+  const srv = net.createServer({ pauseOnConnect: true }, (s) => {
+    s.on('error', () => undefined);
+    s.write(answer, () => setTimeout(() => s.resetAndDestroy(), holdMs));
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  return { port: (srv.address() as net.AddressInfo).port, close: () => srv.close() };
+}
+
+describe('an answer a budget held when the destination reset: the splice relay sends it all before its reset', { timeout: 300_000 }, () => {
+  const BUDGET = 200_000; // bytes/s toward east, in west (the terminus): the answer's direction
+  const answer = crypto.randomBytes(512 * 1024);
+  const rounds = 8;
+  for (const [name, mode] of [['plaintext', 'plaintext'], ['mtls-splice', 'mtls-splice']] as const) {
+    for (const relay of ['pool', 'thread'] as const) {
+      it(`${name}, ${relay} relay: ${rounds} x 512 KiB then RST, ~0.15 s of it under a ${BUDGET / 1000} kB/s budget -> the client gets all 512 KiB, as it does directly`, async () => {
+        const native = loadNative();
+        const was = native.relayMode().mode;
+        native.relayMode(relay);
+        const server = await answerThenReset(answer, 150);
+        const pair = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: server.port }), {}, {}, { bandwidth: BUDGET });
+        const got = { through: [] as number[], direct: [] as number[] };
+        try {
+          for (let i = 0; i < rounds; i++) {
+            const t = await probe(pair.cfgA.listen!.intercept!.port);
+            got.through.push(t.equals(answer) ? answer.length : t.length);
+            const d = await probe(server.port);
+            got.direct.push(d.equals(answer) ? answer.length : d.length);
+          }
+          assert.deepEqual(got, { through: Array(rounds).fill(answer.length), direct: Array(rounds).fill(answer.length) });
+        } finally { await pair.close(); server.close(); native.relayMode(was); }
+      });
+    }
+  }
 });
