@@ -162,7 +162,7 @@ export class Gateway implements GatewayContext {
         peers: this.cfg.peers.map((p) => p.cluster), tunnels: this.table.all(), errors: this.errors,
         published: this.trust.enabled ? this.trust.table.toJSON(this.trust.clock()).own.lastPublished : undefined,
       }),
-    });
+    }, this.log);
     const idleMs = cfg.limits.idleTimeoutMs;
     this.sweeper = setInterval(() => this.table.sweepIdle(this.cfg.limits.idleTimeoutMs), Math.max(50, Math.min(5000, Math.floor(idleMs / 4))));
     this.sweeper.unref();
