@@ -17,6 +17,7 @@ import {
   CONNECTION_ID_BYTES, FRAME_OPEN, FRAME_PROBE, FRAME_TRUST_PUBLISH, FrameReader, ProtocolError, RefusalCode, decodeOpenBody, encodeReply, refusalName,
   type OpenHeader, type ReadResult,
 } from './protocol';
+import { dialFailureText, refusalText } from './refusal-text';
 import { relayNative, relayStreams } from './relay';
 import { DIAL_TIMEOUT_CODE, dial, secondsSince } from './sockets';
 import type { NativeOn } from './tls-native-session';
@@ -98,7 +99,8 @@ export class Terminus {
       raw.removeAllListeners('data');
       raw.pause();
       if (!raw.destroyed && raw.writable) {
-        raw.end(encodeReply({ status: code, connectionId, reason: why }));
+        // plaintext: no one is authenticated, so the peer reads a fixed text per code (refusal-text.ts); `why` is logged
+        raw.end(encodeReply({ status: code, connectionId, reason: refusalText(code, why, false) }));
         // always close: do not wait for the peer to cooperate
         setTimeout(() => raw.destroy(), 1000).unref();
       } else { raw.destroy(); }
@@ -153,7 +155,7 @@ export class Terminus {
       });
     }, (e: NodeJS.ErrnoException) => {
       const code = this.dialFailed(e, id, peer, dstText);
-      if (!raw.destroyed) raw.end(encodeReply({ status: code, connectionId: h.connectionId, reason: e.code ?? e.message }));
+      if (!raw.destroyed) raw.end(encodeReply({ status: code, connectionId: h.connectionId, reason: dialFailureText(e, code) }));
       setTimeout(() => t.finish('destroy'), 1000).unref();
     });
   }
@@ -185,7 +187,8 @@ export class Terminus {
     };
     const refuseWith = (connectionId: Buffer, code: number, why: string, extra: object = {}): undefined => {
       this.refused(code, why, { conn: idString(connectionId), from, ...extra });
-      sessions.continue(h, encodeReply({ status: code, connectionId, reason: why }), -1, 0);
+      // the certificate named a configured peer: its operator may read the whole reason
+      sessions.continue(h, encodeReply({ status: code, connectionId, reason: refusalText(code, why, true) }), -1, 0);
       return undefined;
     };
     if (!r.handshook) return drop(/timed out/.test(r.error) ? 'handshake_timeout' : 'tls_handshake', r.error, true);
@@ -235,7 +238,7 @@ export class Terminus {
       sessions.continue(h, reply, socketFd(dstSock), ctx.cfg.limits.idleTimeoutMs, splice, splice ? ctx.budgets.for(peer.cluster) : null);
     }, (e: NodeJS.ErrnoException) => {
       const code = this.dialFailed(e, id, peer, dstText);
-      sessions.continue(h, encodeReply({ status: code, connectionId: hd.connectionId, reason: e.code ?? e.message }), -1, 0);
+      sessions.continue(h, encodeReply({ status: code, connectionId: hd.connectionId, reason: dialFailureText(e, code) }), -1, 0);
     });
     return t;
   }
