@@ -21,11 +21,13 @@ import { DELIVERY_KINDS } from '../src/kubevirt/delivery-forms';
 import { MigrationReading, MoveBytes, TUNNEL_BYTES_METRIC, TunnelBytes, TunnelReading, migrationReading, moveBytes, tunnelBytes, tunnelCounters } from '../src/forklift/move-bytes';
 import { VmimStatus } from '../src/forklift/progress';
 import { GeneratedObject, generatedObjects } from './generated-objects';
+import { readBoundedBody } from './bounded-body';
 import { PlannedMove } from './move-clients';
+import { ReuseWindow } from './reuse-window';
 import { GATEWAY_DEPLOYMENT, adminPort, podSelector, why } from './status-runtime';
 
-/** What a body through the pod proxy may be at most (virt-handler's /metrics on a node with many VMIs is a few MiB). */
-const MAX_BODY = 32 * 1024 * 1024;
+/** What a body through the pod proxy may be at most, in bytes as received (virt-handler's /metrics on a node with many VMIs is a few MiB). */
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
 const VIRT_HANDLER_SELECTOR = 'kubevirt.io=virt-handler';
 const VIRT_HANDLER_PORT = 8443;
 
@@ -39,10 +41,9 @@ async function apiGetText(kc: k8s.KubeConfig, urlPath: string, timeoutMs: number
     // appended, not resolved: a server URL may carry a path (an API proxy's /k8s/clusters/<id>)
     const url = new URL(`${server.replace(/\/+$/, '')}${urlPath}`);
     const req = (url.protocol === 'http:' ? http : https).request(url, { ...opts, method: 'GET', timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => { body += c; if (body.length > MAX_BODY) req.destroy(new Error(`more than ${MAX_BODY} bytes`)); });
-      res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`HTTP ${res.statusCode}: ${proxyMessage(body)}`))));
+      readBoundedBody(res, MAX_BODY_BYTES,
+        (body) => (res.statusCode === 200 ? resolve(body) : reject(new Error(`HTTP ${res.statusCode}: ${proxyMessage(body)}`))),
+        (e) => req.destroy(e));
       res.on('error', reject);
     });
     const timer = setTimeout(() => req.destroy(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
@@ -83,14 +84,18 @@ export interface MeterOptions {
 /** Reads and remembers, per move, what it needs for rates: the previous reading of each source. */
 export class MoveMeter {
   private readonly parts = new Map<string, ClusterParts>();
-  private readonly cache = new Map<string, { at: number; text: Promise<string> }>();
+  /** The reads of the current interval (older ones are dropped, not kept for the whole watch). */
+  private readonly cache: ReuseWindow<Promise<string>>;
   /** Per move: the newest migration reading and the one before it (the rate's base). */
   private readonly readings = new Map<string, { cur: MigrationReading; prev?: MigrationReading }>();
   /** Per source->target: the last gateway reading and what it gave (one per interval, shared by the moves on that tunnel). */
   private readonly tunnels = new Map<string, { reading: TunnelReading; bytes: TunnelBytes }>();
   private readonly now: () => number;
 
-  constructor(private readonly o: MeterOptions) { this.now = o.now ?? Date.now; }
+  constructor(private readonly o: MeterOptions) {
+    this.now = o.now ?? Date.now;
+    this.cache = new ReuseWindow(o.intervalMs ?? 5000);
+  }
 
   private part(cluster: string): ClusterParts {
     if (!this.parts.has(cluster)) this.parts.set(cluster, clusterParts(path.join(this.o.fleetDir, cluster)));
@@ -99,13 +104,11 @@ export class MoveMeter {
 
   /** A GET through `cluster`'s API server, served from the last one when younger than the interval (one read per pod per interval). */
   private get(cluster: string, urlPath: string): Promise<string> {
-    const key = `${cluster} ${urlPath}`;
-    const hit = this.cache.get(key);
-    if (hit && this.now() - hit.at < (this.o.intervalMs ?? 5000)) return hit.text;
-    const text = apiGetText(this.o.kcOf(cluster), urlPath, this.o.timeoutMs ?? 4000);
-    text.catch(() => undefined);
-    this.cache.set(key, { at: this.now(), text });
-    return text;
+    return this.cache.get(`${cluster} ${urlPath}`, this.now(), () => {
+      const text = apiGetText(this.o.kcOf(cluster), urlPath, this.o.timeoutMs ?? 4000);
+      text.catch(() => undefined);
+      return text;
+    });
   }
 
   /** The source node of the move's VMI: the source VMIM's migrationState, else the VMI's status. */
