@@ -143,7 +143,9 @@ void splice_begin(splice_io_t *p) {
 
 #define STOPPED(p) ((p)->reason >= 0 || (p)->salvaging)
 
-/* direction d, step 1: bytes JavaScript had already read before handing over go out first; 1 when done */
+/* direction d, step 1: bytes JavaScript had already read before handing over go out first; 1 when done. A failed
+ * write is socket 1-d failing, as in pass_splice, and takes the same salvage: a destination that answered and
+ * reset before its prefix was written is found here, and its answer still goes to the other end */
 static int pass_prefix(splice_io_t *p, int d, int *progress) {
   int dst = p->fd[1 - d];
   while (p->prefix_off[d] < p->prefix_len[d] && p->wr_ready[1 - d]) {
@@ -157,7 +159,7 @@ static int pass_prefix(splice_io_t *p, int d, int *progress) {
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else {
-      splice_fail(p, 1 - d, errno);
+      salvage_start(p, 1 - d, errno);
       return 0;
     }
   }
