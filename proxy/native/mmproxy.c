@@ -276,6 +276,82 @@ static int copy_prefix(napi_env env, napi_value v, unsigned char **out, size_t *
   return 0;
 }
 
+/* a pump not started: free it (refs 1: nothing else holds it) and throw `msg` */
+static pump_t *pump_refuse(napi_env env, pump_t *p, const char *msg) {
+  p->refs = 1;
+  pump_unref(p);
+  napi_throw_type_error(env, NULL, msg);
+  return NULL;
+}
+
+/* startPump's arguments: the pump they describe (fds, idle limit, prefixes, budgets), or NULL having thrown */
+static pump_t *pump_from_args(napi_env env, size_t argc, napi_value *argv) {
+  int32_t fa, fb, idle;
+  if (napi_get_value_int32(env, argv[0], &fa) != napi_ok || napi_get_value_int32(env, argv[1], &fb) != napi_ok ||
+      napi_get_value_int32(env, argv[4], &idle) != napi_ok || fa < 0 || fb < 0) {
+    napi_throw_type_error(env, NULL, "startPump: fds and idleMs must be integers");
+    return NULL;
+  }
+  pump_t *p = calloc(1, sizeof *p);
+  if (!p) { throw_errno(env, "calloc", ENOMEM); return NULL; }
+  p->io.fd[0] = fa;
+  p->io.fd[1] = fb;
+  p->io.idle_ms = idle;
+  p->io.bytes = p->bytes;
+  p->refs = 2;
+  p->io.efd = -1;
+  p->io.pipefd[0][0] = p->io.pipefd[0][1] = p->io.pipefd[1][0] = p->io.pipefd[1][1] = -1;
+  pthread_mutex_init(&p->mu, NULL);
+  if (copy_prefix(env, argv[2], &p->io.prefix[0], &p->io.prefix_len[0]) || copy_prefix(env, argv[3], &p->io.prefix[1], &p->io.prefix_len[1]))
+    return pump_refuse(env, p, "startPump: prefixes must be Buffers or null");
+  for (int d = 0; d < 2; d++) {
+    int bad = 0;
+    if (argc > 6 + (size_t)d) p->io.budget[d] = mm_budget_from_js(env, argv[6 + d], &bad);
+    if (bad) return pump_refuse(env, p, "startPump: budgets must be budgetCreate() handles or null");
+  }
+  return p;
+}
+
+/* the pump's pipes, its cancel eventfd and the callback's threadsafe function: 0, or -1 having freed it and thrown */
+static int pump_open(napi_env env, pump_t *p, napi_value callback) {
+  int err = splice_io_pipes(&p->io);
+  if (!err) {
+    p->io.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (p->io.efd < 0) err = errno;
+  }
+  napi_value name;
+  int tsfn_failed = !err && (napi_create_string_utf8(env, "mmproxy.pump", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+    napi_create_threadsafe_function(env, callback, NULL, name, 0, 1, NULL, NULL, NULL, pump_call_js, &p->tsfn) != napi_ok);
+  if (!err && !tsfn_failed) return 0;
+  splice_io_close_pipes(&p->io);
+  if (p->io.efd >= 0) close(p->io.efd);
+  p->refs = 1;
+  pump_unref(p);
+  if (err) throw_errno(env, "startPump: pipe/eventfd", err);
+  else napi_throw_error(env, NULL, "startPump: napi_create_threadsafe_function failed");
+  return -1;
+}
+
+/* run the relay: on the event pool (relaypool.c) by default, a thread of its own when the pool cannot run or
+ * relayMode chose it; a thread that cannot start is reported through the normal end, so JavaScript cleans up in
+ * one place */
+static void pump_start(pump_t *p) {
+  if (relay_pool_enabled() && relay_pool_submit(&p->io, pump_pool_end, p) == 0) return;
+  int rc = mm_spawn_detached(pump_thread, p, 256);
+  if (rc == 0) return;
+  p->io.reason = R_ERROR;
+  p->io.err = rc;
+  p->io.side = -1;
+  splice_io_close_pipes(&p->io);
+  pthread_mutex_lock(&p->mu);
+  p->finished = 1;
+  close(p->io.efd);
+  p->io.efd = -1;
+  pthread_mutex_unlock(&p->mu);
+  napi_call_threadsafe_function(p->tsfn, p, napi_tsfn_nonblocking);
+  napi_release_threadsafe_function(p->tsfn, napi_tsfn_release);
+}
+
 static napi_value StartPump(napi_env env, napi_callback_info info) {
   size_t argc = 8;
   napi_value argv[8];
@@ -284,79 +360,15 @@ static napi_value StartPump(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "startPump(fdA, fdB, prefixAtoB, prefixBtoA, idleMs, callback, budgetAtoB?, budgetBtoA?)");
     return NULL;
   }
-  int32_t fa, fb, idle;
-  if (napi_get_value_int32(env, argv[0], &fa) != napi_ok || napi_get_value_int32(env, argv[1], &fb) != napi_ok ||
-      napi_get_value_int32(env, argv[4], &idle) != napi_ok || fa < 0 || fb < 0) {
-    napi_throw_type_error(env, NULL, "startPump: fds and idleMs must be integers");
-    return NULL;
-  }
-  pump_t *p = calloc(1, sizeof *p);
-  if (!p) return throw_errno(env, "calloc", ENOMEM);
-  p->io.fd[0] = fa;
-  p->io.fd[1] = fb;
-  p->io.idle_ms = idle;
-  p->refs = 2;
-  p->io.efd = -1;
-  p->io.pipefd[0][0] = p->io.pipefd[0][1] = p->io.pipefd[1][0] = p->io.pipefd[1][1] = -1;
-  pthread_mutex_init(&p->mu, NULL);
-  if (copy_prefix(env, argv[2], &p->io.prefix[0], &p->io.prefix_len[0]) || copy_prefix(env, argv[3], &p->io.prefix[1], &p->io.prefix_len[1])) {
-    p->refs = 1; pump_unref(p);
-    napi_throw_type_error(env, NULL, "startPump: prefixes must be Buffers or null");
-    return NULL;
-  }
-  for (int d = 0; d < 2; d++) {
-    int bad = 0;
-    if (argc > 6 + (size_t)d) p->io.budget[d] = mm_budget_from_js(env, argv[6 + d], &bad);
-    if (bad) {
-      p->refs = 1; pump_unref(p);
-      napi_throw_type_error(env, NULL, "startPump: budgets must be budgetCreate() handles or null");
-      return NULL;
-    }
-  }
-  p->io.bytes = p->bytes;
-  int err = splice_io_pipes(&p->io);
-  if (!err) {
-    p->io.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (p->io.efd < 0) err = errno;
-  }
-  if (err) {
-    splice_io_close_pipes(&p->io);
-    if (p->io.efd >= 0) close(p->io.efd);
-    p->refs = 1; pump_unref(p);
-    return throw_errno(env, "startPump: pipe/eventfd", err);
-  }
-  napi_value name;
-  CHECK(napi_create_string_utf8(env, "mmproxy.pump", NAPI_AUTO_LENGTH, &name));
-  if (napi_create_threadsafe_function(env, argv[5], NULL, name, 0, 1, NULL, NULL, NULL, pump_call_js, &p->tsfn) != napi_ok) {
-    splice_io_close_pipes(&p->io);
-    close(p->io.efd);
-    p->refs = 1; pump_unref(p);
-    napi_throw_error(env, NULL, "startPump: napi_create_threadsafe_function failed");
-    return NULL;
-  }
+  pump_t *p = pump_from_args(env, argc, argv);
+  if (!p || pump_open(env, p, argv[5]) != 0) return NULL;
   napi_value ext = NULL;
   if (napi_create_external(env, p, pump_finalize, NULL, &ext) != napi_ok) {
     napi_get_undefined(env, &ext);
     /* cannot hand a handle back: still run, nobody can cancel it, but it ends with the sockets */
     p->refs = 1;
   }
-  /* the event pool (relaypool.c) by default; a thread of its own when the pool cannot run or relayMode chose it */
-  if (relay_pool_enabled() && relay_pool_submit(&p->io, pump_pool_end, p) == 0) return ext;
-  int rc = mm_spawn_detached(pump_thread, p, 256);
-  if (rc != 0) {
-    /* report through the normal path so JavaScript cleans up in one place */
-    p->io.reason = R_ERROR;
-    p->io.err = rc;
-    p->io.side = -1;
-    splice_io_close_pipes(&p->io);
-    pthread_mutex_lock(&p->mu);
-    p->finished = 1;
-    close(p->io.efd);
-    p->io.efd = -1;
-    pthread_mutex_unlock(&p->mu);
-    napi_call_threadsafe_function(p->tsfn, p, napi_tsfn_nonblocking);
-    napi_release_threadsafe_function(p->tsfn, napi_tsfn_release);
-  }
+  pump_start(p);
   return ext;
 }
 
