@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createMetrics } from '../metrics';
-import { makePki, sleep } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, sleep } from '../testkit/helpers';
 import { simClock, startTrustFleet } from '../testkit/trust-fleet';
 
 const H = 3600_000;
@@ -28,7 +28,7 @@ async function until(fn: () => boolean | Promise<boolean>, ms = GUARD_MS): Promi
   return true;
 }
 
-describe('trust metrics behind the alerts', { timeout: 300_000 }, () => {
+describe('trust metrics behind the alerts', { timeout: 5 * HANG_GUARD_MS }, () => {
   const clock = simClock();
   let fleet: Awaited<ReturnType<typeof startTrustFleet>>;
   before(async () => {
