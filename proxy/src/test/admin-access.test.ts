@@ -12,7 +12,7 @@ import { startGateway, type GatewayHandle } from '../gateway';
 import { createAdminServer, isLoopback, mayRead } from '../admin';
 import { createMetrics } from '../metrics';
 import { configFor } from '../testkit/gateways';
-import { silent, tmpDir } from '../testkit/helpers';
+import { HANG_GUARD_MS, silent, tmpDir } from '../testkit/helpers';
 import * as path from 'node:path';
 
 function get(port: number, p: string, method = 'GET'): Promise<{ code: number; body: string }> {
@@ -40,7 +40,7 @@ function answer(server: http.Server, url: string, socket: { localAddress: string
   });
 }
 
-describe('admin endpoints: who may read what', { timeout: 30_000 }, () => {
+describe('admin endpoints: who may read what', { timeout: 5 * HANG_GUARD_MS }, () => {
   let gw: GatewayHandle;
   before(async () => {
     const dir = tmpDir('mm-admin-');

@@ -28,7 +28,7 @@ import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { NetnsLab, netnsUnavailable } from '../testkit/netns';
-import { makePki, tmpDir, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, tmpDir, type Pki } from '../testkit/helpers';
 import { MATRIX, VANTAGES, type Expect, type Row, type Vantage } from '../testkit/attack-matrix';
 
 const CLI = path.join(__dirname, '..', 'cli.js');
@@ -166,7 +166,7 @@ let sharedPki: Pki | undefined;
 const pkiFor = (fleet: string): Pki => (sharedPki ??= makePki(fleet, ['a', 'b', 'c']));
 
 function matrixSuite(f: Family): void {
-  describe(`attack matrix, IPv${f} (library-written configs, real runtime and setup-rules, network namespaces)`, { timeout: 80_000, skip }, () => {
+  describe(`attack matrix, IPv${f} (library-written configs, real runtime and setup-rules, network namespaces)`, { timeout: 5 * HANG_GUARD_MS, skip }, () => {
     const lab = new NetnsLab();
     let pki: Pki;
     let A: Addrs;
@@ -228,8 +228,8 @@ function matrixSuite(f: Family): void {
       const tLab = Date.now();
       await Promise.all((['a', 'b'] as const).map(async (g) => {
         const where = g === 'a' ? ns.ga : ns.gb;
-        await lab.exec(where, [node, CLI, 'setup-rules', '--config', files[g]], 30_000);
-        const started = await lab.start(where, [node, CLI, 'run', '--config', files[g]], 'gateway listening', 20_000);
+        await lab.exec(where, [node, CLI, 'setup-rules', '--config', files[g]], HANG_GUARD_MS);
+        const started = await lab.start(where, [node, CLI, 'run', '--config', files[g]], 'gateway listening', HANG_GUARD_MS);
         logs[g] = started.out;
       }));
       const tGateways = Date.now();
@@ -347,7 +347,7 @@ function matrixSuite(f: Family): void {
       const st = fs.statSync(trustSocket);
       if (!st.isSocket() || (st.mode & 0o077) !== 0) return `trust socket mode ${(st.mode & 0o777).toString(8)}`;
       const asNobody = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', node, '-e',
-        `require('net').connect(${JSON.stringify(trustSocket)}).on('connect',()=>{console.log('connected');process.exit(0)}).on('error',e=>{console.log(e.code);process.exit(0)})`], { encoding: 'utf8', timeout: 10_000 });
+        `require('net').connect(${JSON.stringify(trustSocket)}).on('connect',()=>{console.log('connected');process.exit(0)}).on('error',e=>{console.log(e.code);process.exit(0)})`], { encoding: 'utf8', timeout: HANG_GUARD_MS });
       if (asNobody.stdout.trim() !== 'EACCES') return `another user connecting: ${asNobody.stdout.trim() || asNobody.stderr.trim()}`;
       const ports = listeningPorts(ns.ga);
       const extra = ports.filter((p) => !['15001', '15443', '15090'].includes(p));

@@ -17,7 +17,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NetnsLab, netnsUnavailable } from '../testkit/netns';
-import { makePki, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, type Pki } from '../testkit/helpers';
 
 const CLI = path.join(__dirname, '..', 'cli.js');
 const BULK = path.join(__dirname, '..', 'testkit', 'bulk.js');
@@ -42,7 +42,7 @@ function bytesIn(s: Samples, name: string, t0: number, t1: number): number {
 }
 
 for (const mode of ['plaintext', 'mtls-splice'] as const) {
-  describe(`bandwidth budget per peer in network namespaces (${mode})`, { timeout: 120_000, skip }, () => {
+  describe(`bandwidth budget per peer in network namespaces (${mode})`, { timeout: 5 * HANG_GUARD_MS, skip }, () => {
     const lab = new NetnsLab();
     let pki: Pki;
     const ns = { c: '', ga: '', gb: '', gn: '', s: '', n: '' };
@@ -124,7 +124,7 @@ for (const mode of ['plaintext', 'mtls-splice'] as const) {
     });
 
     it('exposes each peer\'s budget and the bytes sent under it in /metrics', async () => {
-      const m = await lab.exec(ns.ga, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], 10_000);
+      const m = await lab.exec(ns.ga, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], HANG_GUARD_MS);
       for (const peer of ['west', 'north']) {
         assert.match(m, new RegExp(`mm_proxy_peer_bandwidth_budget_bytes_per_second\\{peer="${peer}"\\} ${budgetOf[peer]}\\b`));
         const sentBytes = Number(new RegExp(`mm_proxy_peer_bandwidth_sent_bytes_total\\{peer="${peer}"\\} (\\d+)`).exec(m)?.[1]);

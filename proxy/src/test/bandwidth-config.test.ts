@@ -10,7 +10,7 @@ import { PeerBudgets } from '../peer-budgets';
 import { startGateway } from '../gateway';
 import { loadNative } from '../native';
 import { configFor, startPair } from '../testkit/gateways';
-import { makePki, sendAndVerify, silent, startSink } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, sendAndVerify, silent, startSink } from '../testkit/helpers';
 
 describe('bandwidth budget: enforced or refused', () => {
   it('the runtime config refuses it with tls.mode mtls, naming the field and the fix; takes it with mtls-splice and plaintext', async () => {
@@ -75,7 +75,7 @@ describe('bandwidth budget: enforced or refused', () => {
     assert.throws(() => n.startPump(0, 1, null, null, 0, () => undefined, {} as never), /budgets must be budgetCreate\(\) handles or null/);
   });
 
-  it('payload inside TLS never crosses a budget unenforced: the terminus refuses it, the origin does not fall back to it', { timeout: 30_000 }, async (t) => {
+  it('payload inside TLS never crosses a budget unenforced: the terminus refuses it, the origin does not fall back to it', { timeout: 5 * HANG_GUARD_MS }, async (t) => {
     const pki = makePki('fleet', ['east', 'west']);
     const sink = await startSink();
     t.after(() => sink.close()); // also when an assertion fails: an open sink would keep the run from ending

@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NetnsLab, netnsUnavailable } from '../testkit/netns';
-import { makePki, sleep, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, sleep, withTimeout, type Pki } from '../testkit/helpers';
 
 const CLI = path.join(__dirname, '..', 'cli.js');
 const TOOL = path.join(__dirname, '..', 'testkit', 'tool.js');
@@ -20,7 +20,7 @@ const node = process.execPath;
 const skip = netnsUnavailable();
 const GiB = 1 << 30;
 
-describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS)', { timeout: 180_000, skip }, () => {
+describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS)', { timeout: 5 * HANG_GUARD_MS, skip }, () => {
   const lab = new NetnsLab();
   let pki: Pki;
   let dir: string;
@@ -52,7 +52,7 @@ describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS
 
   /** The gateway's mm_proxy_active_tunnels for one side, read from its /metrics inside its namespace. */
   const activeTunnels = async (where: string, side: 'origin' | 'terminus'): Promise<number> => {
-    const m = await lab.exec(where, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], 10_000);
+    const m = await lab.exec(where, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], HANG_GUARD_MS);
     return Number(new RegExp(`mm_proxy_active_tunnels\\{[^}]*side="${side}"[^}]*\\} (\\d+)`).exec(m)?.[1] ?? 0);
   };
   /** Polls cond every 100 ms until it holds; fails naming what was awaited after ms. */
@@ -127,7 +127,7 @@ describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS
   it('refuses a destination that is the peer gateway\'s own address (the client gets a reset)', async () => {
     const r = await send(ns.c, '10.2.0.1', 15090, 1000);
     assert.match(String(r.error), /ECONNRESET|EPIPE/);
-    const m = await lab.exec(ns.gb, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], 10_000);
+    const m = await lab.exec(ns.gb, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], HANG_GUARD_MS);
     assert.match(m, /mm_proxy_refusals_total\{reason="destination_forbidden",side="terminus"\} 1/);
   });
 
@@ -136,7 +136,7 @@ describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS
     const r = await send(ns.c, '10.2.0.99', 9185, 1000);
     assert.match(String(r.error), /ECONNRESET|EPIPE/);
     assert.ok(Date.now() - t0 < 8000);
-    const m = await lab.exec(ns.gb, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], 10_000);
+    const m = await lab.exec(ns.gb, [node, '-e', `require('http').get('http://127.0.0.1:15090/metrics', r => { let b=''; r.on('data', d => b += d); r.on('end', () => { console.log(b); }); })`], HANG_GUARD_MS);
     assert.match(m, /mm_proxy_refusals_total\{reason="dial_(timeout|failed)",side="terminus"\} 1/);
   });
 
@@ -144,15 +144,15 @@ describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS
     const inflight = send(ns.c, '10.2.0.10', 9185, 40 * 65536 * 16, 40); // ~40 MiB paced over ~2.5 s
     // the transfer is in flight once east's gateway counts an origin tunnel (a fixed 500 ms was not enough
     // for the sender to connect at load 15: it was still starting when SIGTERM came, and sent nothing)
-    await until(async () => (await activeTunnels(ns.ga, 'origin')) >= 1, 15_000, 'the in-flight tunnel to open');
+    await until(async () => (await activeTunnels(ns.ga, 'origin')) >= 1, HANG_GUARD_MS, 'the in-flight tunnel to open');
     const exited = new Promise<number | null>((r) => gw.a.child!.on('exit', (c) => r(c)));
     gw.a.child!.kill('SIGTERM');
-    await until(async () => /draining/.test(gw.a.out?.() ?? ''), 10_000, 'the gateway to say it drains');
+    await until(async () => /draining/.test(gw.a.out?.() ?? ''), HANG_GUARD_MS, 'the gateway to say it drains');
     const late = await send(ns.c, '10.2.0.10', 9185, 1000);
     assert.ok(late.error, 'no new tunnels while draining');
-    const r = await withTimeout(inflight, 30_000, 'in-flight transfer');
+    const r = await withTimeout(inflight, HANG_GUARD_MS, 'in-flight transfer');
     assert.equal(r.reply, r.sent, 'in-flight transfer completed intact');
-    assert.equal(await withTimeout(exited, 15_000, 'gateway exit'), 0);
+    assert.equal(await withTimeout(exited, HANG_GUARD_MS, 'gateway exit'), 0);
     await startGw('a');
   });
 
@@ -162,7 +162,7 @@ describe('gateway chain in network namespaces (real CLI, iptables REDIRECT, mTLS
     await sleep(700);
     const tKill = Date.now();
     gw.b.child!.kill('SIGKILL');
-    const r = await withTimeout(inflight, 20_000, 'client end after peer death');
+    const r = await withTimeout(inflight, HANG_GUARD_MS, 'client end after peer death');
     assert.notEqual(r.reply, r.sent, 'the transfer cannot complete');
     const after = Date.now() - tKill;
     assert.ok(after < 10_000, `client ended ${after} ms after the kill (total ${Date.now() - t0} ms)`);

@@ -11,11 +11,11 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { tmpDir } from '../testkit/helpers';
+import { HANG_GUARD_MS, tmpDir } from '../testkit/helpers';
 
 const PROXY = path.join(__dirname, '..', '..');
 
-describe('test-only switches are absent from the shipped addon', { timeout: 240_000 }, () => {
+describe('test-only switches are absent from the shipped addon', { timeout: 5 * HANG_GUARD_MS }, () => {
   it('the addon the tests load is a test build', () => {
     const addon = require(path.join(PROXY, 'build', 'Release', 'mmproxy.node')) as { testHooks: boolean };
     assert.equal(addon.testHooks, true);

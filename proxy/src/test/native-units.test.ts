@@ -14,12 +14,12 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { before, describe, it } from 'node:test';
-import { tmpDir } from '../testkit/helpers';
+import { HANG_GUARD_MS, tmpDir } from '../testkit/helpers';
 
 const root = path.resolve(__dirname, '..', '..');
 const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'LD_PRELOAD'));
 
-describe('addon units under ASan + UBSan: tls13_open\'s own checks, mm_wait, mm_budget', { timeout: 120_000 }, () => {
+describe('addon units under ASan + UBSan: tls13_open\'s own checks, mm_wait, mm_budget', { timeout: 5 * HANG_GUARD_MS }, () => {
   let bin = '';
   before(() => {
     const dir = tmpDir('mmproxy-units-');

@@ -20,7 +20,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NetnsLab, netnsUnavailable } from '../testkit/netns';
-import { makePki, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, type Pki } from '../testkit/helpers';
 import type { TlsMode } from '../testkit/gateways';
 
 const CLI = path.join(__dirname, '..', 'cli.js');
@@ -36,7 +36,7 @@ const FAMILIES = [
 
 type Probe = { connected: boolean; sent: string; reply: string; ms: number; error?: string };
 
-describe('never an open relay: a host on the shared network gets no tunnel (issue 49)', { timeout: 420_000, skip }, () => {
+describe('never an open relay: a host on the shared network gets no tunnel (issue 49)', { timeout: 5 * HANG_GUARD_MS, skip }, () => {
   const lab = new NetnsLab();
   let pki: Pki;
   const ns = { h: '', ga: '', sw: '', gb: '', s: '', x: '' };
@@ -71,7 +71,7 @@ describe('never an open relay: a host on the shared network gets no tunnel (issu
   const counter = (text: string, name: string, labels: string): number =>
     Number(new RegExp(`${name}\\{${labels}\\} (\\d+)`).exec(text)?.[1] ?? 0);
   const probe = async (from: string, host: string, port: number, localAddress?: string): Promise<Probe> =>
-    JSON.parse(await lab.exec(from, [node, TOOL, 'probe', host, String(port), '65536', '4000', ...(localAddress ? [localAddress] : [])], 20_000)) as Probe;
+    JSON.parse(await lab.exec(from, [node, TOOL, 'probe', host, String(port), '65536', '4000', ...(localAddress ? [localAddress] : [])], HANG_GUARD_MS)) as Probe;
   const accepted = () => (sink.out().match(/^accepted /gm) ?? []).length;
   const logs = () => `--- east:\n${gw.east?.out().split('\n').slice(-6).join('\n')}\n--- west:\n${gw.west?.out().split('\n').slice(-6).join('\n')}`;
 

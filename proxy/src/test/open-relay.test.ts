@@ -9,7 +9,7 @@ import { parseProxyConfig, isWildcard, listenProblems, type ProxyConfigInput } f
 import { startGateway, type GatewayHandle } from '../gateway';
 import { AddressPolicy } from '../policy';
 import { configFor, startPair, type TlsMode } from '../testkit/gateways';
-import { makePki, sendAndVerify, silent, startSink, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, sendAndVerify, silent, startSink, withTimeout, type Pki } from '../testkit/helpers';
 
 async function counter(g: GatewayHandle, name: string, labels: Record<string, string>): Promise<number> {
   const m = await g.registry.getSingleMetric(name)!.get();
@@ -37,7 +37,7 @@ describe('origin: only clients in the local migration CIDRs are tunnelled (clien
       // east's handlers' network is 10.99.0.0/24: the loopback client (127.0.0.1) is not in it
       const pair = await startPair(mode, pki, () => ({ host: '127.0.0.1', port: sink.port }), { logger }, {}, {}, { localCidrs: ['10.99.0.0/24'] });
       try {
-        const res = await withTimeout(sendAndVerify(pair.a.addresses().intercept.port, '127.0.0.1', 1000).then(() => 'carried', (e) => String(e.code ?? e)), 10_000, 'client');
+        const res = await withTimeout(sendAndVerify(pair.a.addresses().intercept.port, '127.0.0.1', 1000).then(() => 'carried', (e) => String(e.code ?? e)), HANG_GUARD_MS, 'client');
         assert.match(res, /ECONNRESET|EPIPE/);
         assert.equal(await counter(pair.a, 'mm_proxy_refusals_total', { reason: 'client_not_local', side: 'origin' }), 1);
         assert.equal(await counter(pair.a, 'mm_proxy_tunnels_total', { side: 'origin' }), 0);

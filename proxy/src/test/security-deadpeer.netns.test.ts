@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NetnsLab, netnsUnavailable } from '../testkit/netns';
-import { makePki, sleep, tmpDir, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, sleep, tmpDir, type Pki } from '../testkit/helpers';
 
 const CLI = path.join(__dirname, '..', 'cli.js');
 const TOOL = path.join(__dirname, '..', 'testkit', 'tool.js');
@@ -19,13 +19,13 @@ const node = process.execPath;
 const skip = netnsUnavailable();
 const TUNNELS = 64;
 
-describe('dead peers are detected in seconds (real CLI, network namespaces)', { timeout: 90_000, skip }, () => {
+describe('dead peers are detected in seconds (real CLI, network namespaces)', { timeout: 5 * HANG_GUARD_MS, skip }, () => {
   const lab = new NetnsLab();
   let pki: Pki;
   const ns = { o: '', w: '', d: '' };
   const active = async (): Promise<number> => {
     const script = "require('http').get('http://127.0.0.1:15090/metrics',r=>{let b='';r.on('data',d=>b+=d);r.on('end',()=>{const m=/mm_proxy_active_tunnels\\{[^}]*side=\"terminus\"[^}]*\\} (\\d+)/.exec(b);console.log(m?m[1]:0)})})";
-    return Number((await lab.exec(ns.w, [node, '-e', script], 10_000)).trim());
+    return Number((await lab.exec(ns.w, [node, '-e', script], HANG_GUARD_MS)).trim());
   };
 
   before(async () => {
@@ -49,7 +49,7 @@ describe('dead peers are detected in seconds (real CLI, network namespaces)', { 
 
   it(`${TUNNELS} tunnels of a vanished peer are freed within seconds, and the peer's slots are usable again`, async () => {
     const c = pki.certs.east;
-    await lab.start(ns.o, [node, HOLDER, '10.9.0.1', '15443', '10.77.0.5', '9000', String(TUNNELS), pki.ca, c.cert, c.key, 'east'], `open ${TUNNELS}`, 30_000);
+    await lab.start(ns.o, [node, HOLDER, '10.9.0.1', '15443', '10.77.0.5', '9000', String(TUNNELS), pki.ca, c.cert, c.key, 'east'], `open ${TUNNELS}`, HANG_GUARD_MS);
     assert.equal(await active(), TUNNELS);
     // the peer's node vanishes: its packets stop, nothing says goodbye
     lab.run(['iptables', '-w', '-A', 'INPUT', '-j', 'DROP'], ns.o);
@@ -63,6 +63,6 @@ describe('dead peers are detected in seconds (real CLI, network namespaces)', { 
     assert.ok(ms < 20_000, `freed after ${ms} ms`);
     // the peer comes back: its new tunnels are accepted
     lab.run(['iptables', '-w', '-F'], ns.o);
-    await lab.start(ns.o, [node, HOLDER, '10.9.0.1', '15443', '10.77.0.5', '9000', '8', pki.ca, c.cert, c.key, 'east'], 'open 8', 30_000);
+    await lab.start(ns.o, [node, HOLDER, '10.9.0.1', '15443', '10.77.0.5', '9000', '8', pki.ca, c.cert, c.key, 'east'], 'open 8', HANG_GUARD_MS);
   });
 });

@@ -13,7 +13,7 @@ import { CONNECTION_ID_BYTES, RefusalCode, encodeOpen, encodeReply, encodeTrustP
 import { publishOnce } from '../trust/publisher';
 import { makeCert } from '../testkit/ca-certs';
 import { configFor } from '../testkit/gateways';
-import { makePki, silent, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, silent, type Pki } from '../testkit/helpers';
 import { issueOdd } from '../testkit/odd-certs';
 import { probe } from '../testkit/probe';
 
@@ -52,7 +52,7 @@ describe('the Node tls data path is gone', () => {
 });
 
 for (const dataPath of ['auto'] as const) {
-  describe('terminus identity (native OpenSSL data path)', { timeout: 60_000 }, () => {
+  describe('terminus identity (native OpenSSL data path)', { timeout: 5 * HANG_GUARD_MS }, () => {
     let west: GatewayHandle;
     let port: number;
     before(async () => {
@@ -141,7 +141,7 @@ describe('identity from structured SANs', () => {
   });
 });
 
-describe('the trust exchange applies the one identity check (identity.ts) on both ends', { timeout: 60_000 }, () => {
+describe('the trust exchange applies the one identity check (identity.ts) on both ends', { timeout: 5 * HANG_GUARD_MS }, () => {
   const H = 3600_000;
   const frame = () => encodeTrustPublish({
     connectionId: crypto.randomBytes(CONNECTION_ID_BYTES), cluster: 'east', sequence: BigInt(Date.now()), certs: [makeCert('kubevirt.io@east', Date.now() - H, Date.now() + H).der],

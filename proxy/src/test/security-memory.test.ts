@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { before, describe, it } from 'node:test';
 import { configFor } from '../testkit/gateways';
-import { makePki, sleep, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, sleep, type Pki } from '../testkit/helpers';
 import { certlessFlood, spawnGateway } from '../testkit/flood';
 
 let pki: Pki;
@@ -16,7 +16,7 @@ before(() => { pki = makePki('fleet', ['east', 'west']); });
 
 const FLOOD = Number(process.env.MM_SECURITY_FLOOD ?? 6000);
 
-describe('native TLS memory after a flood without certificates', { timeout: 240_000 }, () => {
+describe('native TLS memory after a flood without certificates', { timeout: 5 * HANG_GUARD_MS }, () => {
   it(`RSS returns near baseline after ${FLOOD} cert-less TLS connections`, async () => {
     const cfg = await configFor('west', 'east', 1, 'mtls', pki, { limits: { handshakeTimeoutMs: 5000 } });
     const gw = await spawnGateway(cfg);

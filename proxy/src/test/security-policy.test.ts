@@ -13,7 +13,7 @@ import { startGateway, type GatewayHandle } from '../gateway';
 import { AddressPolicy } from '../policy';
 import { RefusalCode, decodeOpenBody, encodeOpen, FrameReader, FRAME_OPEN } from '../protocol';
 import { configFor } from '../testkit/gateways';
-import { freePort, makePki, silent, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, freePort, makePki, silent, type Pki } from '../testkit/helpers';
 import { probe } from '../testkit/probe';
 
 const base = (over: Partial<ProxyConfigInput> = {}) => parseProxyConfig({
@@ -112,7 +112,7 @@ describe('address policy', () => {
   });
 });
 
-describe("a valid peer cannot reach the gateway's own ports through an IPv4-mapped address", { timeout: 60_000 }, () => {
+describe("a valid peer cannot reach the gateway's own ports through an IPv4-mapped address", { timeout: 5 * HANG_GUARD_MS }, () => {
   let pki: Pki;
   let west: GatewayHandle;
   let metricsPort: number;

@@ -28,7 +28,7 @@ import { startGateway, type StartGatewayOptions } from '../gateway';
 import { loadNative } from '../native';
 import { FRAME_OPEN, FRAME_REPLY, FrameReader, RefusalCode, decodeOpenBody, decodeReplyBody, encodeOpen, encodeReply } from '../protocol';
 import { configFor, startPair, type Pair, type TlsMode } from '../testkit/gateways';
-import { makePki, silent, sleep, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, silent, sleep, withTimeout, type Pki } from '../testkit/helpers';
 
 let pki: Pki;
 before(() => { pki = makePki('fleet', ['east', 'west']); });
@@ -66,14 +66,14 @@ function probe(port: number, cookie: Buffer = Buffer.alloc(37, 1)): Promise<Buff
     c.on('data', (d) => got.push(d));
     c.on('error', () => undefined);
     c.on('close', () => resolve(Buffer.concat(got)));
-  }), 10_000, 'probe');
+  }), HANG_GUARD_MS, 'probe');
 }
 
 async function pairFor([, mode, records, o]: Variant, dstPort: () => number): Promise<Pair> {
   return withRecords(records, () => startPair(mode, pki, () => ({ host: '127.0.0.1', port: dstPort() }), o, o));
 }
 
-describe('a destination that answers and resets in one go (busy iperf3)', { timeout: 300_000 }, () => {
+describe('a destination that answers and resets in one go (busy iperf3)', { timeout: 5 * HANG_GUARD_MS }, () => {
   for (const v of VARIANTS) {
     it(`${v[0]}: ${ROUNDS} x one byte + RST back to back -> the client gets the byte, as it does directly`, async () => {
       const server = await busyServer();
@@ -135,10 +135,10 @@ function directOrigin(port: number): Promise<Buffer> {
     });
     s.on('error', () => undefined);
     s.on('close', () => resolve(Buffer.concat(got)));
-  }), 10_000, 'direct origin');
+  }), HANG_GUARD_MS, 'direct origin');
 }
 
-describe('a terminus that resets the tunnel right behind its answer', { timeout: 300_000 }, () => {
+describe('a terminus that resets the tunnel right behind its answer', { timeout: 5 * HANG_GUARD_MS }, () => {
   for (const records of ['own', 'openssl'] as const) {
     it(`mtls, ${records === 'own' ? 'our' : "OpenSSL's"} records: ${ROUNDS} x 4 KiB + RST on the tunnel -> the client gets the 4 KiB, as a direct origin does`, async () => {
       const answer = crypto.randomBytes(4096);
@@ -157,7 +157,7 @@ describe('a terminus that resets the tunnel right behind its answer', { timeout:
   }
 });
 
-describe('the concurrency bench\'s case: probes among busy mTLS tunnels', { timeout: 300_000 }, () => {
+describe('the concurrency bench\'s case: probes among busy mTLS tunnels', { timeout: 5 * HANG_GUARD_MS }, () => {
   it('4 bulk streams through the pair, 40 probes to a busy-iperf3-like server among them -> every probe gets its byte', async () => {
     const server = await busyServer();
     const sink = net.createServer((s) => { s.on('error', () => undefined); s.resume(); });

@@ -14,7 +14,7 @@ import { before, describe, it } from 'node:test';
 import { startGateway } from '../gateway';
 import { chatter, chattyServer, dyingLink, endOf, type Death, type End } from '../testkit/dying-peers';
 import { configFor } from '../testkit/gateways';
-import { makePki, silent, sleep, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, silent, sleep, withTimeout, type Pki } from '../testkit/helpers';
 
 let pki: Pki;
 before(() => { pki = makePki('fleet', ['east', 'west']); });
@@ -24,13 +24,13 @@ const DEATHS: Death[] = ['rst'];
 
 /** How many of `ends` there are of each kind, once `count` of them exist (bounded waits). */
 async function tallyOf(ends: Promise<End>[], count: number): Promise<Record<string, number>> {
-  for (let w = 0; w < 1000 && ends.length < count; w++) await sleep(10);
+  for (const end = Date.now() + HANG_GUARD_MS; Date.now() < end && ends.length < count;) await sleep(10);
   const tally: Record<string, number> = {};
-  for (const e of await withTimeout(Promise.all(ends), 20_000, 'ends')) tally[e] = (tally[e] ?? 0) + 1;
+  for (const e of await withTimeout(Promise.all(ends), HANG_GUARD_MS, 'ends')) tally[e] = (tally[e] ?? 0) + 1;
   return tally;
 }
 
-describe('mtls-splice: a dying peer gateway is a reset, every time', { timeout: 120_000 }, () => {
+describe('mtls-splice: a dying peer gateway is a reset, every time', { timeout: 5 * HANG_GUARD_MS }, () => {
   for (const dies of ['west', 'east'] as const) {
     const what = dies === 'west' ? 'far-end (terminus) deaths, seen at the client' : 'origin deaths, seen at the destination';
     it(`${ROUNDS} ${what}, mid-splice (rst) -> RSTs at client and destination, 0 FINs`, async () => {
@@ -50,7 +50,7 @@ describe('mtls-splice: a dying peer gateway is a reset, every time', { timeout: 
             return endOf(c);
           });
           clientEnds.push(...batch);
-          await withTimeout(Promise.all(batch), 20_000, 'batch');
+          await withTimeout(Promise.all(batch), HANG_GUARD_MS, 'batch');
         }
         assert.equal(k, ROUNDS, 'every connection reached the spliced payload and its peer died there');
         const verdict = { client: await tallyOf(clientEnds, ROUNDS), destination: await tallyOf(server.ends, ROUNDS) };

@@ -11,7 +11,7 @@ import { before, describe, it } from 'node:test';
 import { startGateway, type StartGatewayOptions } from '../gateway';
 import { chatter, chattyServer, dyingOrigin, dyingTerminus, endOf, type Death, type End } from '../testkit/dying-peers';
 import { configFor, startPair, type TlsMode } from '../testkit/gateways';
-import { makePki, silent, sleep, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, silent, sleep, withTimeout, type Pki } from '../testkit/helpers';
 
 let pki: Pki;
 before(() => { pki = makePki('fleet', ['east', 'west']); });
@@ -20,7 +20,7 @@ const variants: [string, TlsMode, StartGatewayOptions][] = [
   ['mtls, native relay', 'mtls', {}], ['mtls-splice, native splice', 'mtls-splice', {}], ['plaintext, splice', 'plaintext', {}], ['plaintext, Node streams', 'plaintext', { dataPath: 'js' }],
 ];
 
-describe('drain timeout cuts transfers with resets on both sides', { timeout: 120_000 }, () => {
+describe('drain timeout cuts transfers with resets on both sides', { timeout: 5 * HANG_GUARD_MS }, () => {
   for (const [name, mode, o] of variants) {
     for (const who of ['terminus', 'origin'] as const) {
       it(`${name}: ${who} drain times out -> client and destination both see a reset`, async () => {
@@ -30,11 +30,11 @@ describe('drain timeout cuts transfers with resets on both sides', { timeout: 12
           const c = net.connect({ port: pair.cfgA.listen!.intercept!.port, host: '127.0.0.1', allowHalfOpen: true });
           const clientEnd = endOf(c);
           chatter(c);
-          for (let k = 0; k < 500 && server.ends.length === 0; k++) await sleep(10);
+          for (const end = Date.now() + HANG_GUARD_MS; Date.now() < end && server.ends.length === 0;) await sleep(10);
           assert.equal(server.ends.length, 1, 'the tunnel is up');
           await sleep(100);
           await (who === 'terminus' ? pair.b : pair.a).drain(200);
-          const [ce, se] = await withTimeout(Promise.all([clientEnd, server.ends[0]]), 10_000, 'ends');
+          const [ce, se] = await withTimeout(Promise.all([clientEnd, server.ends[0]]), HANG_GUARD_MS, 'ends');
           assert.deepEqual({ client: ce, destination: se }, { client: 'RST', destination: 'RST' });
         } finally { await pair.close(); server.close(); }
       });
@@ -50,21 +50,21 @@ async function peersThatEnd(port: number, n: number, end: (c: net.Socket) => voi
       c.on('error', () => resolve());
       chatter(c);
       c.on('connect', () => setTimeout(() => { end(c); resolve(); }, 20 + crypto.randomInt(0, 30)));
-    }))), 20_000, 'peers');
+    }))), HANG_GUARD_MS, 'peers');
   }
 }
 
 /** How many of `ends` there are of each kind, once `count` of them exist (bounded waits, no sleeps in the verdict). */
 async function tallyOf(ends: Promise<End>[], count: number): Promise<Record<string, number>> {
-  for (let w = 0; w < 1000 && ends.length < count; w++) await sleep(10);
+  for (const end = Date.now() + HANG_GUARD_MS; Date.now() < end && ends.length < count;) await sleep(10);
   const tally: Record<string, number> = {};
-  for (const e of await withTimeout(Promise.all(ends), 20_000, 'ends')) tally[e] = (tally[e] ?? 0) + 1;
+  for (const e of await withTimeout(Promise.all(ends), HANG_GUARD_MS, 'ends')) tally[e] = (tally[e] ?? 0) + 1;
   return tally;
 }
 
 // The judge first: Node's 'end' alone calls about one in ten of these resets a FIN (libuv's POLLHUP
 // short-circuit); endOf must say RST for every one, and FIN where there was one.
-describe('endOf tells a reset from a FIN as the kernel saw it', { timeout: 60_000 }, () => {
+describe('endOf tells a reset from a FIN as the kernel saw it', { timeout: 5 * HANG_GUARD_MS }, () => {
   it('200 resets with bytes in flight are RST, every time; 50 FINs are FIN', async () => {
     const server = await chattyServer();
     try {
@@ -89,7 +89,7 @@ const ROUNDS: [string, TlsMode, StartGatewayOptions, Death[], number][] = [
   ['plaintext, Node streams', 'plaintext', { dataPath: 'js' }, ['rst'], 150],
 ];
 
-describe('a dying peer gateway is a reset, every time', { timeout: 240_000 }, () => {
+describe('a dying peer gateway is a reset, every time', { timeout: 5 * HANG_GUARD_MS }, () => {
   for (const [name, mode, opts, deaths, rounds] of ROUNDS) {
     const tlsPki = () => (mode === 'plaintext' ? undefined : pki);
     it(`${name}, origin side: ${rounds} far-end deaths mid-stream (${deaths.join(' or ')}) -> ${rounds} RSTs at the client, 0 FINs`, async () => {
@@ -106,7 +106,7 @@ describe('a dying peer gateway is a reset, every time', { timeout: 240_000 }, ()
             return endOf(c);
           });
           ends.push(...batch);
-          await withTimeout(Promise.all(batch), 20_000, 'batch');
+          await withTimeout(Promise.all(batch), HANG_GUARD_MS, 'batch');
         }
         assert.deepEqual(await tallyOf(ends, rounds), { RST: rounds });
       } finally { await east.close(); far.close(); }
@@ -118,7 +118,7 @@ describe('a dying peer gateway is a reset, every time', { timeout: 240_000 }, ()
       try {
         for (let done = 0; done < rounds; done += 10) {
           await withTimeout(Promise.all(Array.from({ length: 10 }, (_, i) =>
-            dyingOrigin(tlsPki(), cfg.listen!.tunnel!.port, server.port, deaths[(done + i) % deaths.length]))), 20_000, 'batch');
+            dyingOrigin(tlsPki(), cfg.listen!.tunnel!.port, server.port, deaths[(done + i) % deaths.length]))), HANG_GUARD_MS, 'batch');
         }
         assert.deepEqual(await tallyOf(server.ends, rounds), { RST: rounds });
       } finally { await west.close(); server.close(); }
@@ -132,7 +132,7 @@ describe('a dying peer gateway is a reset, every time', { timeout: 240_000 }, ()
  * drop that byte when it and the RST came in one poll wake-up (it took the socket's error first): 1 round in 20-60
  * (2026-12-02, found by the concurrency bench's open-time probe). Each round is made directly too, as the reference.
  */
-describe('bytes before a reset', { timeout: 300_000 }, () => {
+describe('bytes before a reset', { timeout: 5 * HANG_GUARD_MS }, () => {
   const rounds = 100;
   /** One round: connect, send a cookie, what comes back before the end. */
   const round = (port: number) => withTimeout(new Promise<boolean>((resolve) => {
@@ -141,7 +141,7 @@ describe('bytes before a reset', { timeout: 300_000 }, () => {
     c.on('data', () => { c.destroy(); resolve(true); });
     c.on('error', () => resolve(false));
     c.on('close', () => resolve(false));
-  }), 10_000, 'round');
+  }), HANG_GUARD_MS, 'round');
   for (const [name, mode, o] of variants) {
     it(`${name}: ${rounds} x a byte then RST from the destination -> the client gets the byte, as it does directly`, async () => {
       const server = net.createServer((s) => { s.on('error', () => {}); s.pause(); setTimeout(() => s.write(Buffer.from([0xfe]), () => s.destroy()), 30); });

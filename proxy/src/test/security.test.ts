@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { startGateway, type GatewayHandle } from '../gateway';
 import { RefusalCode, encodeOpen, type OpenHeader } from '../protocol';
 import { configFor, startPair } from '../testkit/gateways';
-import { makePki, sendAndVerify, sleep, silent, startSink, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, sendAndVerify, sleep, silent, startSink, withTimeout, type Pki } from '../testkit/helpers';
 import { probe } from '../testkit/probe';
 
 let pki: Pki;
@@ -20,7 +20,7 @@ async function counter(g: GatewayHandle, name: string, labels: Record<string, st
 // every refusal against both mTLS modes (mtls-splice: the OPENs ask for the spliced payload)
 for (const tlsMode of ['mtls', 'mtls-splice'] as const) {
   const openM = (o: Partial<OpenHeader> = {}) => open({ payload: tlsMode === 'mtls-splice' ? 'splice' : 'tls', ...o });
-  describe(`terminus refusals (${tlsMode})`, { timeout: 60_000 }, () => {
+  describe(`terminus refusals (${tlsMode})`, { timeout: 5 * HANG_GUARD_MS }, () => {
     let west: GatewayHandle;
     let port: number;
     const creds = (name: string, ca = pki.ca) => ({ ...pki.certs[name], ca });
@@ -44,7 +44,7 @@ for (const tlsMode of ['mtls', 'mtls-splice'] as const) {
       const r = await probe(port, openM(), creds('foreign')); // trusts our CA, presents a foreign-CA certificate
       assert.equal(r.reply, undefined);
       assert.ok(r.closed);
-      for (let k = 0; k < 1000 && await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' }) === before; k++) await sleep(10);
+      for (const end = Date.now() + HANG_GUARD_MS; Date.now() < end && await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' }) === before;) await sleep(10);
       assert.ok(await counter(west, 'mm_proxy_tls_handshake_failures_total', { side: 'terminus' }) > before);
     });
 
@@ -108,7 +108,7 @@ for (const tlsMode of ['mtls', 'mtls-splice'] as const) {
   });
 }
 
-describe('plaintext terminus: unknown source cluster, fuzzing, caps', { timeout: 90_000 }, () => {
+describe('plaintext terminus: unknown source cluster, fuzzing, caps', { timeout: 5 * HANG_GUARD_MS }, () => {
   let west: GatewayHandle;
   let port: number;
   let sink: Awaited<ReturnType<typeof startSink>>;
@@ -147,7 +147,7 @@ describe('plaintext terminus: unknown source cluster, fuzzing, caps', { timeout:
   it('enforces the per-peer tunnel cap', async () => {
     const holders: net.Socket[] = [];
     // the previous test's last tunnel may still be closing: it counts against the cap until it is gone
-    for (let k = 0; k < 1000 && west.activeTunnels() > 0; k++) await sleep(10);
+    for (const end = Date.now() + HANG_GUARD_MS; Date.now() < end && west.activeTunnels() > 0;) await sleep(10);
     assert.equal(west.activeTunnels(), 0, 'no tunnel left over from the previous test (a leak would stay)');
     try {
       for (let i = 0; i < 2; i++) {
@@ -156,7 +156,7 @@ describe('plaintext terminus: unknown source cluster, fuzzing, caps', { timeout:
         s.write(open({ dstHost: '127.0.0.1', dstPort: sink.port }));
         holders.push(s);
       }
-      for (let k = 0; k < 1000 && west.activeTunnels() < 2; k++) await sleep(10); // bounded: 10 s on a loaded machine
+      for (const end = Date.now() + HANG_GUARD_MS; Date.now() < end && west.activeTunnels() < 2;) await sleep(10); // a hang guard
       assert.equal(west.activeTunnels(), 2, "both holders must be established before the probe");
       const r = await probe(port, open({ dstHost: '127.0.0.1', dstPort: sink.port }));
       assert.equal(r.reply?.status, RefusalCode.PEER_LIMIT);
@@ -164,7 +164,7 @@ describe('plaintext terminus: unknown source cluster, fuzzing, caps', { timeout:
   });
 });
 
-describe('origin side', { timeout: 60_000 }, () => {
+describe('origin side', { timeout: 5 * HANG_GUARD_MS }, () => {
   before(() => { pki ??= makePki('fleet', ['east', 'west', 'north']); });
 
   it('refuses a peer gateway whose certificate names another cluster, and resets the client', async () => {
@@ -177,7 +177,7 @@ describe('origin side', { timeout: 60_000 }, () => {
     const east = await sg({ ...pair.cfgA, peers: [{ cluster: 'west', cidrs: ['127.0.0.0/8'], gateways: [{ host: '127.0.0.1', port: impostor.addresses().tunnel.port }] }] },
       { logger: silent, originalDestination: () => ({ host: '127.0.0.1', port: sink.port }) });
     try {
-      const res = await withTimeout(sendAndVerify(east.addresses().intercept.port, '127.0.0.1', 1000).then(() => 'carried', (e) => String(e.code ?? e)), 10_000, 'client');
+      const res = await withTimeout(sendAndVerify(east.addresses().intercept.port, '127.0.0.1', 1000).then(() => 'carried', (e) => String(e.code ?? e)), HANG_GUARD_MS, 'client');
       assert.match(res, /ECONNRESET|EPIPE/);
       assert.ok(await counter(east, 'mm_proxy_tls_handshake_failures_total', { side: 'origin' }) >= 1);
       assert.ok(await counter(east, 'mm_proxy_refusals_total', { reason: 'peer_unreachable', side: 'origin' }) >= 1);
@@ -188,7 +188,7 @@ describe('origin side', { timeout: 60_000 }, () => {
     const cfg = await configFor('east', 'west', 1, 'plaintext', undefined);
     const east = await startGateway(cfg, { logger: silent, originalDestination: () => ({ host: '203.0.113.1', port: 80 }) });
     try {
-      const res = await withTimeout(sendAndVerify(east.addresses().intercept.port, '127.0.0.1', 10).then(() => 'carried', (e) => String(e.code ?? e)), 5000, 'client');
+      const res = await withTimeout(sendAndVerify(east.addresses().intercept.port, '127.0.0.1', 10).then(() => 'carried', (e) => String(e.code ?? e)), HANG_GUARD_MS, 'client');
       assert.match(res, /ECONNRESET|EPIPE/);
       assert.equal(await counter(east, 'mm_proxy_refusals_total', { reason: 'no_route' }), 1);
     } finally { await east.close(); }

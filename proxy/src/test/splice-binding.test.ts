@@ -15,7 +15,7 @@ import {
   BIND_LABEL_ORIGIN, BIND_LABEL_TERMINUS, FRAME_OPEN, FRAME_REPLY, FrameReader, RefusalCode, bindContext, encodeBind,
   encodeOpen, encodeReply,
 } from '../protocol';
-import { makePki, openFds, shortConnections, sleep, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, openFds, shortConnections, sleep, withTimeout, type Pki } from '../testkit/helpers';
 
 const native = loadNative();
 let pki: Pki;
@@ -52,7 +52,7 @@ async function startDest(echo = false): Promise<Dest> {
   d.port = (srv.address() as net.AddressInfo).port;
   d.close = () => new Promise<void>((r) => { for (const s of socks) s.destroy(); srv.close(() => r()); });
   d.idle = async () => {
-    await withTimeout((async () => { while (socks.size > 0) await sleep(10); })(), 10_000, `the destination's ${socks.size} connection(s) closing`);
+    await withTimeout((async () => { while (socks.size > 0) await sleep(10); })(), HANG_GUARD_MS, `the destination's ${socks.size} connection(s) closing`);
     d.got.length = 0; d.ends.length = 0; d.conns = 0;
   };
   return d;
@@ -128,7 +128,7 @@ function adversary(port: number, cert = pki.certs.east): Promise<Adversary> {
 const ownBind = (a: Adversary) => encodeBind(a.tls.exportKeyingMaterial(32, BIND_LABEL_ORIGIN, bindContext(a.open, a.reply)));
 const received = (d: Dest) => Buffer.concat(d.got).length;
 
-describe('authenticated splice: binding to the mutual-TLS session (native)', { timeout: 60_000 }, () => {
+describe('authenticated splice: binding to the mutual-TLS session (native)', { timeout: 5 * HANG_GUARD_MS }, () => {
   let dest: Dest;
   let term: Awaited<ReturnType<typeof startTerminus>>;
   before(async () => { dest = await startDest(); term = await startTerminus(dest); });
@@ -140,11 +140,11 @@ describe('authenticated splice: binding to the mutual-TLS session (native)', { t
   const refused = async (a: Adversary, what: string, idx: number) => {
     const how = await withTimeout(a.closed, 5000, `${what}: terminus ends the connection`);
     const r = term.results[idx];
-    await withTimeout((async () => { while (!r.p2) await sleep(10); })(), 5000, 'phase 2');
+    await withTimeout((async () => { while (!r.p2) await sleep(10); })(), HANG_GUARD_MS, 'phase 2');
     assert.equal(r.p2!.reason, 'error', `${what}: ${JSON.stringify(r.p2)}`);
     assert.match(r.p2!.error, /^binding: /);
     assert.match(how, /ECONNRESET|closed/);
-    await withTimeout((async () => { while (dest.ends.length < dest.conns) await sleep(10); })(), 3000, 'destination end');
+    await withTimeout((async () => { while (dest.ends.length < dest.conns) await sleep(10); })(), HANG_GUARD_MS, 'destination end');
     assert.equal(received(dest), 0, `${what}: not one byte reached the destination`);
     assert.ok(dest.ends.length === dest.conns && dest.ends.every((e) => e === 'ECONNRESET'), `${what}: destination connection reset (${dest.ends})`);
   };
@@ -155,7 +155,7 @@ describe('authenticated splice: binding to the mutual-TLS session (native)', { t
     const payload = crypto.randomBytes(100_000);
     // the BIND record and the raw bytes leave back to back: the switch happens at exactly that byte
     a.tls.write(ownBind(a), () => { a.raw.write(payload); a.raw.end(); });
-    await withTimeout((async () => { while (received(dest) < payload.length || !dest.ends.includes('fin')) await sleep(10); })(), 5000, 'payload');
+    await withTimeout((async () => { while (received(dest) < payload.length || !dest.ends.includes('fin')) await sleep(10); })(), HANG_GUARD_MS, 'payload');
     assert.ok(Buffer.concat(dest.got).equals(payload), 'destination got exactly the raw bytes, nothing of the TLS records');
     a.raw.destroy();
   });
@@ -171,7 +171,7 @@ describe('authenticated splice: binding to the mutual-TLS session (native)', { t
     const first = await adversary(term.port);
     const old = ownBind(first);
     first.raw.destroy();
-    await withTimeout((async () => { while (!term.results[last()].p2) await sleep(10); })(), 5000, 'first session ends');
+    await withTimeout((async () => { while (!term.results[last()].p2) await sleep(10); })(), HANG_GUARD_MS, 'first session ends');
     await dest.idle();
     const a = await adversary(term.port);
     const ia = last();
@@ -209,7 +209,7 @@ describe('authenticated splice: binding to the mutual-TLS session (native)', { t
     const closed = new Promise<void>((r) => { s.on('end', () => r()); s.on('close', () => r()); s.on('error', () => undefined); });
     s.write(Buffer.concat([OPEN(), encodeBind(crypto.randomBytes(32)), Buffer.from('payload')]));
     await withTimeout(closed, 5000, 'cleartext attempt closed');
-    await withTimeout((async () => { while (!term.results[before]?.p1) await sleep(10); })(), 5000, 'phase 1');
+    await withTimeout((async () => { while (!term.results[before]?.p1) await sleep(10); })(), HANG_GUARD_MS, 'phase 1');
     assert.equal(term.results[before].p1!.ok, false);
     assert.match(term.results[before].p1!.error, /TLS handshake/);
     assert.equal(dest.conns, 0, 'no destination dialed');
@@ -262,7 +262,7 @@ describe('authenticated splice: native origin and terminus', { timeout: 900_000 
     assert.equal(p2.plainToTls, data.length);
     assert.equal(p2.tlsToPlain, data.length);
     const t = term.results[term.results.length - 1];
-    await withTimeout((async () => { while (!t.p2) await sleep(10); })(), 5000, 'terminus phase 2');
+    await withTimeout((async () => { while (!t.p2) await sleep(10); })(), HANG_GUARD_MS, 'terminus phase 2');
     assert.equal(t.p2!.reason, 'eof');
     user.destroy();
   });
@@ -281,7 +281,7 @@ describe('authenticated splice: native origin and terminus', { timeout: 900_000 
       const got: Buffer[] = [];
       user.on('data', (b) => got.push(b));
       const userEnd = new Promise<string>((r) => { user.on('error', (e: NodeJS.ErrnoException) => r(e.code ?? e.message)); user.on('close', () => r('closed')); });
-      const p2 = await withTimeout(originSession(inner, 'spiffe://fleet/cluster/west', (fake.address() as net.AddressInfo).port), 5000, 'origin');
+      const p2 = await withTimeout(originSession(inner, 'spiffe://fleet/cluster/west', (fake.address() as net.AddressInfo).port), HANG_GUARD_MS, 'origin');
       assert.equal(p2.reason, 'error');
       assert.match(p2.error, /^binding: /);
       assert.equal(p2.plainToTls + p2.tlsToPlain, 0);
@@ -310,7 +310,7 @@ describe('authenticated splice: native origin and terminus', { timeout: 900_000 
         user.destroy();
       }));
     }
-    await withTimeout((async () => { while (native.tlsLive() > 0) await sleep(20); })(), 10_000, 'sessions freed');
+    await withTimeout((async () => { while (native.tlsLive() > 0) await sleep(20); })(), HANG_GUARD_MS, 'sessions freed');
     await sleep(200);
     const fd1 = openFds();
     console.log(`# ${n} spliced connections in ${Date.now() - t0} ms; descriptors ${fd0} -> ${fd1}`);

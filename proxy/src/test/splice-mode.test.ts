@@ -12,7 +12,7 @@ import { before, describe, it } from 'node:test';
 import { startGateway, type GatewayHandle } from '../gateway';
 import { FRAME_REPLY, FrameReader, RefusalCode, encodeBind, encodeOpen, type OpenHeader } from '../protocol';
 import { configFor, startPair } from '../testkit/gateways';
-import { makePki, sendAndVerify, silent, sleep, startSink, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, sendAndVerify, silent, sleep, startSink, withTimeout, type Pki } from '../testkit/helpers';
 import { probe } from '../testkit/probe';
 
 let pki: Pki;
@@ -25,7 +25,7 @@ async function counter(g: GatewayHandle, name: string, labels: Record<string, st
   return m.values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((s, v) => s + v.value, 0);
 }
 
-describe('payload mode negotiation', { timeout: 60_000 }, () => {
+describe('payload mode negotiation', { timeout: 5 * HANG_GUARD_MS }, () => {
   it('an mtls terminus refuses a splice OPEN with PAYLOAD_MODE_REFUSED; so does a plaintext one', async () => {
     for (const mode of ['mtls', 'plaintext'] as const) {
       const g = await startGateway(await configFor('west', 'east', 1, mode, pki), { logger: silent, unsafeAllowLoopbackDestinations: true });
@@ -55,7 +55,7 @@ describe('payload mode negotiation', { timeout: 60_000 }, () => {
     const cfgA = await configFor('east', 'west', b.addresses().tunnel.port, 'mtls', pki);
     const a = await startGateway(cfgA, { logger: silent, originalDestination: () => ({ host: '127.0.0.1', port: sink.port }) });
     try {
-      const r = await withTimeout(sendAndVerify(cfgA.listen!.intercept!.port, '127.0.0.1', 4 << 20), 20_000, '4 MiB');
+      const r = await withTimeout(sendAndVerify(cfgA.listen!.intercept!.port, '127.0.0.1', 4 << 20), HANG_GUARD_MS, '4 MiB');
       assert.equal(r.reply, r.sent);
     } finally { await a.close(); await b.close(); await sink.close(); }
   });
@@ -66,7 +66,7 @@ describe('payload mode negotiation', { timeout: 60_000 }, () => {
     const cfgA = await configFor('east', 'west', b.addresses().tunnel.port, 'mtls-splice', pki);
     const a = await startGateway(cfgA, { logger: silent, originalDestination: () => ({ host: '127.0.0.1', port: sink.port }) });
     try {
-      const r = await withTimeout(sendAndVerify(cfgA.listen!.intercept!.port, '127.0.0.1', 4 << 20), 20_000, '4 MiB');
+      const r = await withTimeout(sendAndVerify(cfgA.listen!.intercept!.port, '127.0.0.1', 4 << 20), HANG_GUARD_MS, '4 MiB');
       assert.equal(r.reply, r.sent);
       assert.equal(await counter(b, 'mm_proxy_refusals_total', { reason: 'payload_mode_refused' }), 1, 'the splice OPEN was refused');
       assert.equal(await counter(a, 'mm_proxy_refusals_total', {}), 0, 'the origin did not refuse the client');
@@ -74,7 +74,7 @@ describe('payload mode negotiation', { timeout: 60_000 }, () => {
   });
 });
 
-describe('mtls-splice terminus under hostile fleet members', { timeout: 120_000 }, () => {
+describe('mtls-splice terminus under hostile fleet members', { timeout: 5 * HANG_GUARD_MS }, () => {
   it('survives random, truncated and oversized headers inside TLS: always closes, keeps serving', async () => {
     const sink = await startSink();
     const pair = await startPair('mtls-splice', pki, () => ({ host: '127.0.0.1', port: sink.port }), {}, {}, { limits: { handshakeTimeoutMs: 600, headerMaxBytes: 256 } });
@@ -95,7 +95,7 @@ describe('mtls-splice terminus under hostile fleet members', { timeout: 120_000 
       }
       await sleep(100);
       assert.equal(pair.b.activeTunnels(), 0);
-      const ok = await withTimeout(sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', 1 << 20), 10_000, 'still serving');
+      const ok = await withTimeout(sendAndVerify(pair.cfgA.listen!.intercept!.port, '127.0.0.1', 1 << 20), HANG_GUARD_MS, 'still serving');
       assert.equal(ok.reply, ok.sent);
     } finally { await pair.close(); await sink.close(); }
   });
@@ -119,11 +119,11 @@ describe('mtls-splice terminus under hostile fleet members', { timeout: 120_000 
         });
         t.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
         t.on('close', () => resolve('closed'));
-      }), 10_000, 'adversary');
+      }), HANG_GUARD_MS, 'adversary');
       assert.match(done, /ECONNRESET|closed/);
-      for (let k = 0; k < 200 && await counter(g, 'mm_proxy_refusals_total', { reason: 'binding_mismatch' }) === 0; k++) await sleep(10);
+      for (const end = Date.now() + HANG_GUARD_MS; Date.now() < end && await counter(g, 'mm_proxy_refusals_total', { reason: 'binding_mismatch' }) === 0;) await sleep(10);
       assert.equal(await counter(g, 'mm_proxy_refusals_total', { reason: 'binding_mismatch' }), 1);
-      for (let k = 0; k < 200 && dstEnds === 0; k++) await sleep(10);
+      for (const end = Date.now() + HANG_GUARD_MS; Date.now() < end && dstEnds === 0;) await sleep(10);
       assert.ok(dstEnds > 0, 'destination connection ended');
       assert.equal(gotBytes, 0);
       assert.equal(g.activeTunnels(), 0);

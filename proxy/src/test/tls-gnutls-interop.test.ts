@@ -25,13 +25,14 @@ import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { loadNative, socketFd, stopReading, type TlsCtx, type TlsHandle, type TlsPhase1, type TlsPhase2 } from '../native';
 import { buildGnutlsPeer, startGnutlsPeer, type GnutlsPeer, type GnutlsPeerReport } from '../testkit/gnutls-peer';
-import { makePki, sleep, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, sleep, withTimeout, type Pki } from '../testkit/helpers';
 
 const native = loadNative();
 const pem = (f: string) => fs.readFileSync(f);
 const BYTES = 4 << 20;
 const CHUNK = 16384;
-const DEADLINE_MS = 30_000;
+/** The GnuTLS peer's own deadline: a hang guard for 4 MiB each way with KeyUpdates (the work a loaded machine slows). */
+const DEADLINE_MS = HANG_GUARD_MS;
 
 type Env = Record<string, string | undefined>;
 function withEnv<T>(env: Env, f: () => T): T {

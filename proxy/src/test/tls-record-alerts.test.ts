@@ -14,7 +14,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { loadNative, socketFd, stopReading, type TlsCtx, type TlsPhase2 } from '../native';
-import { makePki, sleep, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, sleep, withTimeout, type Pki } from '../testkit/helpers';
 
 const native = loadNative();
 const pem = (f: string) => fs.readFileSync(f);
@@ -87,7 +87,7 @@ interface Lab {
   close(): void;
 }
 
-describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', { timeout: 60_000 }, () => {
+describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', { timeout: 5 * HANG_GUARD_MS }, () => {
   let pki: Pki;
   let ctxS: TlsCtx;
   const cleanups: (() => void)[] = [];
@@ -149,9 +149,9 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
     t.on('data', (d) => { clientGot += d.toString(); });
     await new Promise<void>((r) => t.once('secureConnect', () => r()));
     t.write('HEADER!!'); // the header frame (8 bytes, not MMTP: phase 1 takes it as is): client record 0
-    await withTimeout((async () => { while (!clientGot.includes('REPLY!!!')) await sleep(5); })(), 5000, 'REPLY');
+    await withTimeout((async () => { while (!clientGot.includes('REPLY!!!')) await sleep(5); })(), HANG_GUARD_MS, 'REPLY');
     t.write('hello'); // client record 1, opened by our records
-    await withTimeout((async () => { while (!plainGot.toString().includes('hello')) await sleep(5); })(), 5000, 'hello delivered');
+    await withTimeout((async () => { while (!plainGot.toString().includes('hello')) await sleep(5); })(), HANG_GUARD_MS, 'hello delivered');
     const c2s = new Dir(secrets.CLIENT_TRAFFIC_SECRET_0);
     c2s.seq = 2n;
     const dir = c2s;
@@ -190,7 +190,7 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
   it('a KeyUpdate split over two records is taken, and data under the next key is delivered', async () => {
     const l = await lab();
     l.inject((c) => { const a = c.seal(22, Buffer.from([24, 0, 0])); const b = c.seal(22, Buffer.from([1, 0])); c.update(); return [a, b, c.seal(23, Buffer.from('after-split-ku'))]; });
-    await withTimeout((async () => { while (!l.delivered().includes('after-split-ku')) await sleep(5); })(), 5000, 'data after the split KeyUpdate');
+    await withTimeout((async () => { while (!l.delivered().includes('after-split-ku')) await sleep(5); })(), HANG_GUARD_MS, 'data after the split KeyUpdate');
     assert.deepEqual(l.fromTerminus.filter((r) => r.type === 21), [], 'no alert');
     l.close();
   });
@@ -204,14 +204,14 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
   it('padded to exactly 2^14 + 1 bytes is still a record', async () => {
     const l = await lab();
     l.inject((c) => [c.seal(23, Buffer.from('y'), 16383)]);
-    await withTimeout((async () => { while (!l.delivered().endsWith('y')) await sleep(5); })(), 5000, 'the padded record delivered');
+    await withTimeout((async () => { while (!l.delivered().endsWith('y')) await sleep(5); })(), HANG_GUARD_MS, 'the padded record delivered');
     l.close();
   });
 
   it('33 empty records in a row: unexpected_message (10); 32 with data after them are fine', async () => {
     const ok = await lab();
     ok.inject((c) => [...Array.from({ length: 32 }, () => c.seal(23, Buffer.alloc(0))), c.seal(23, Buffer.from('data'))]);
-    await withTimeout((async () => { while (!ok.delivered().endsWith('data')) await sleep(5); })(), 5000, 'data after 32 empty records');
+    await withTimeout((async () => { while (!ok.delivered().endsWith('data')) await sleep(5); })(), HANG_GUARD_MS, 'data after 32 empty records');
     ok.close();
     const l = await lab();
     l.inject((c) => Array.from({ length: 33 }, () => c.seal(23, Buffer.alloc(0))));
@@ -232,7 +232,7 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
       }
       return [...out, c.seal(23, Buffer.from('end'))];
     });
-    await withTimeout((async () => { while (!m.delivered().endsWith('end')) await sleep(5); })(), 5000, '12 KeyUpdates, each after 16 records of data');
+    await withTimeout((async () => { while (!m.delivered().endsWith('end')) await sleep(5); })(), HANG_GUARD_MS, '12 KeyUpdates, each after 16 records of data');
     m.close();
   });
 
@@ -250,7 +250,7 @@ describe('own TLS 1.3 records: RFC 8446 alerts and limits on crafted records', {
   });
 });
 
-describe('traffic secrets are wiped when each session is past them, on every path, without garbage collection', { timeout: 60_000 }, () => {
+describe('traffic secrets are wiped when each session is past them, on every path, without garbage collection', { timeout: 5 * HANG_GUARD_MS }, () => {
   const held: unknown[] = []; // every handle stays referenced: nothing here may rely on V8 collecting it
   let pki: Pki;
   before(() => { pki = makePki('fleet', ['east', 'west']); });
@@ -315,7 +315,7 @@ describe('traffic secrets are wiped when each session is past them, on every pat
       held.push(h);
     }));
     while (ends.length < 2) await sleep(5);
-    const r = await withTimeout(Promise.all(ends), 10_000, 'both sessions end');
+    const r = await withTimeout(Promise.all(ends), HANG_GUARD_MS, 'both sessions end');
     return { r, heldAtPhase1 };
   }
 

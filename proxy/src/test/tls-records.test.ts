@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { startGateway, type GatewayHandle } from '../gateway';
 import { loadNative } from '../native';
 import { configFor } from '../testkit/gateways';
-import { makePki, silent, sleep, withTimeout, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, silent, sleep, withTimeout, type Pki } from '../testkit/helpers';
 import { echoRoundTrip, startEcho, startRecordMangler, tcpState, type RecordAttack } from '../testkit/echo';
 
 const native = loadNative();
@@ -48,7 +48,7 @@ const since = (s0: Stats): Stats => {
 };
 const NO_KU = { oIn: 0, oOut: 0, tIn: 0, tOut: 0 };
 /** the sessions' threads have ended (their counts are in) */
-const settled = () => withTimeout((async () => { while (native.tlsLive() > 0) await sleep(10); })(), 10_000, 'TLS sessions ended');
+const settled = () => withTimeout((async () => { while (native.tlsLive() > 0) await sleep(10); })(), HANG_GUARD_MS, 'TLS sessions ended');
 
 const OPENSSL: Env = { MMPROXY_TLS_RECORDS: 'openssl', MMPROXY_TLS_KEY_UPDATE_RECORDS: undefined, MMPROXY_TLS_KEY_UPDATE_REQUEST: undefined, MMPROXY_TLS_TEST_TICKETS: undefined, MMPROXY_TLS_TEST_EARLY_KEY_UPDATE: undefined };
 const OWN: Env = {
@@ -57,7 +57,7 @@ const OWN: Env = {
 };
 const OWN_KU64: Env = { ...OWN, MMPROXY_TLS_KEY_UPDATE_RECORDS: '64' };
 
-describe('own TLS 1.3 records: relaying, interoperation, KeyUpdate', { timeout: 120_000 }, () => {
+describe('own TLS 1.3 records: relaying, interoperation, KeyUpdate', { timeout: 5 * HANG_GUARD_MS }, () => {
   let echo: Awaited<ReturnType<typeof startEcho>>;
   before(async () => { echo = await startEcho(); });
   after(async () => { await echo?.close(); });
@@ -66,7 +66,7 @@ describe('own TLS 1.3 records: relaying, interoperation, KeyUpdate', { timeout: 
     const s0 = stats();
     const c = await chain(echo.port, envA, envB);
     try {
-      const r = await withTimeout(echoRoundTrip(c.entry, bytes), 60_000, 'echo round trip');
+      const r = await withTimeout(echoRoundTrip(c.entry, bytes), HANG_GUARD_MS, 'echo round trip');
       assert.equal(r.got, r.sent, 'the echo equals what was sent (sha256 and length)');
       assert.ok(r.sent.endsWith(` ${bytes}`));
     } finally { await c.close(); }
@@ -119,7 +119,7 @@ describe('own TLS 1.3 records: relaying, interoperation, KeyUpdate', { timeout: 
   });
 });
 
-describe('own TLS 1.3 records: tampering on the wire', { timeout: 120_000 }, () => {
+describe('own TLS 1.3 records: tampering on the wire', { timeout: 5 * HANG_GUARD_MS }, () => {
   /** How the destination's connection ended: a reset, or (never acceptable here) a FIN. */
   async function startSinkJudge() {
     const ends: string[] = [];
@@ -152,13 +152,13 @@ describe('own TLS 1.3 records: tampering on the wire', { timeout: 120_000 }, () 
 
   const attacks: RecordAttack[] = ['flip', 'replay', 'drop', 'swap', 'forge', 'cut-inside'];
   for (const attack of attacks) {
-    it(`a record ${attack === 'cut-inside' ? 'cut in the middle (then FIN)' : attack === 'flip' ? 'with one byte flipped' : `${attack}${attack.endsWith('e') ? 'd' : attack === 'swap' ? 'ped' : attack === 'drop' ? 'ped' : 'ed'}`} mid-stream resets client and destination`, { timeout: 30_000 }, async () => {
+    it(`a record ${attack === 'cut-inside' ? 'cut in the middle (then FIN)' : attack === 'flip' ? 'with one byte flipped' : `${attack}${attack.endsWith('e') ? 'd' : attack === 'swap' ? 'ped' : attack === 'drop' ? 'ped' : 'ed'}`} mid-stream resets client and destination`, { timeout: 5 * HANG_GUARD_MS }, async () => {
       const sink = await startSinkJudge();
       let mangler: Awaited<ReturnType<typeof startRecordMangler>> | undefined;
       const s0 = stats();
       const c = await chain(sink.port, OWN, OWN, async (p) => (mangler = await startRecordMangler(p, 1 << 20, attack)));
       try {
-        const client = await withTimeout(streamUntilEnd(c.entry), 20_000, 'client end after the attack');
+        const client = await withTimeout(streamUntilEnd(c.entry), HANG_GUARD_MS, 'client end after the attack');
         assert.ok(mangler!.attacked(), 'the forwarder attacked a record');
         assert.match(client, /ECONNRESET|EPIPE/, 'the client sees a reset');
         const t0 = Date.now();

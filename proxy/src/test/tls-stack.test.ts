@@ -11,6 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { MIN_NODE_MAJOR, MIN_OPENSSL, tlsStack, tlsStackProblem, versionText } from '../tls-stack';
+import { HANG_GUARD_MS } from '../testkit/helpers';
 
 const CLI = path.join(__dirname, '..', 'cli.js');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mm-tls-stack-'));
@@ -26,7 +27,7 @@ function cli(args: string[], versions?: { node: string; openssl: string }, env: 
   }
   const e: NodeJS.ProcessEnv = { ...process.env, ...env };
   if (!('MM_ALLOW_UNSUPPORTED_TLS_STACK' in env)) delete e.MM_ALLOW_UNSUPPORTED_TLS_STACK;
-  return spawnSync(process.execPath, [...pre, CLI, ...args], { encoding: 'utf8', timeout: 30_000, env: e });
+  return spawnSync(process.execPath, [...pre, CLI, ...args], { encoding: 'utf8', timeout: HANG_GUARD_MS, env: e });
 }
 
 describe('tls stack: which Node and OpenSSL the gateway accepts', () => {

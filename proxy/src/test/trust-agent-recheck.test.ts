@@ -16,7 +16,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { makeCert, type TestCert } from '../testkit/ca-certs';
 import { FakeKubeApi } from '../testkit/fake-kube';
-import { silent, tmpDir, waitUntil } from '../testkit/helpers';
+import { HANG_GUARD_MS, silent, tmpDir, waitUntil } from '../testkit/helpers';
 import { kubeConfigFor } from '../testkit/trust-fleet';
 import { MANAGED } from '../testkit/virt-operator-model';
 import { AGENT_MAX_CERTS_PER_PEER, EXTERNAL_CA_MAX_BYTES, TrustAgent } from '../trust/agent';
@@ -50,7 +50,7 @@ async function rig(local: TestCert, external: Record<string, string> = { 'ca-bun
   await new Promise<void>((r) => server.listen(socket, () => r()));
   const agent = new TrustAgent({ api: kubeConfigMaps(kubeConfigFor(api.port), 'kubevirt'), socket, log: silent, resyncMs: 300_000, peers: () => peers });
   await agent.start();
-  assert.ok(await waitUntil(() => conns.size === 1, 5000) >= 0, 'the trust container connected');
+  assert.ok(await waitUntil(() => conns.size === 1, HANG_GUARD_MS) >= 0, 'the trust container connected');
   return {
     api, agent, heard,
     send(cluster, certs) {
@@ -70,7 +70,7 @@ async function rig(local: TestCert, external: Record<string, string> = { 'ca-bun
 
 const refusals = (r: Rig) => r.heard.filter((m) => m.type === 'refused').map((m) => m.reason);
 
-describe('the trust container re-checks what the runtime hands it', { timeout: 60_000 }, () => {
+describe('the trust container re-checks what the runtime hands it', { timeout: 5 * HANG_GUARD_MS }, () => {
   it('refuses every bundle a lying runtime could send, and writes only the genuine one', async () => {
     const local = ca('kubevirt.io@east');
     const r = await rig(local);
@@ -91,15 +91,15 @@ describe('the trust container re-checks what the runtime hands it', { timeout: 6
         ['west', [local], 'trust_not_self'],
       ];
       for (const [cluster, certs] of bad) r.send(cluster, certs);
-      assert.ok(await waitUntil(() => refusals(r).length >= bad.length, 10_000) >= 0, `refusals heard: ${refusals(r).join(',')}`);
+      assert.ok(await waitUntil(() => refusals(r).length >= bad.length, HANG_GUARD_MS) >= 0, `refusals heard: ${refusals(r).join(',')}`);
       assert.deepEqual(refusals(r), bad.map((b) => b[2]));
       // north publishes its CA; west relaying it is refused; west's own is written
       r.send('north', [north]);
-      assert.ok(await waitUntil(() => r.bundle().includes(north.pem.split('\n')[1]), 10_000) >= 0, 'north written');
+      assert.ok(await waitUntil(() => r.bundle().includes(north.pem.split('\n')[1]), HANG_GUARD_MS) >= 0, 'north written');
       r.send('west', [north]);
       const west = ca('kubevirt.io@west');
       r.send('west', [west]);
-      assert.ok(await waitUntil(() => r.bundle().includes(west.pem.split('\n')[1]), 10_000) >= 0, 'west written');
+      assert.ok(await waitUntil(() => r.bundle().includes(west.pem.split('\n')[1]), HANG_GUARD_MS) >= 0, 'west written');
       assert.equal(refusals(r).at(-1), 'trust_not_self');
       const written = r.bundle();
       for (const [, certs] of bad) for (const c of certs) if (typeof c !== 'string') assert.equal(written.includes(c.pem.split('\n')[1]), false, `${c.cn} never written`);
@@ -115,7 +115,7 @@ describe('the trust container re-checks what the runtime hands it', { timeout: 6
       peers.length = 0; // the ConfigMap reloaded without west
       const west = ca('kubevirt.io@west');
       r.send('west', [west]);
-      assert.ok(await waitUntil(() => refusals(r).includes('unknown_peer'), 10_000) >= 0);
+      assert.ok(await waitUntil(() => refusals(r).includes('unknown_peer'), HANG_GUARD_MS) >= 0);
       assert.equal(r.bundle(), '');
       assert.equal(r.agent.stats.writes, 0);
     } finally { await r.close(); }
@@ -126,7 +126,7 @@ describe('the trust container re-checks what the runtime hands it', { timeout: 6
     const r = await rig(ca('kubevirt.io@east'), { 'ca-bundle': '', 'someone-elses-key': big });
     try {
       r.send('west', [ca('kubevirt.io@west')]);
-      assert.ok(await waitUntil(() => refusals(r).includes('configmap_too_large'), 10_000) >= 0, `heard ${JSON.stringify(r.heard.map((m) => m.type))}`);
+      assert.ok(await waitUntil(() => refusals(r).includes('configmap_too_large'), HANG_GUARD_MS) >= 0, `heard ${JSON.stringify(r.heard.map((m) => m.type))}`);
       assert.equal(r.bundle(), '');
       assert.equal(r.agent.stats.writes, 0);
       assert.ok(r.heard.some((m) => m.type === 'write-failed'), 'the runtime counts a failed write');

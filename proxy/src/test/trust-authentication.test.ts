@@ -18,13 +18,13 @@ import { publishOnce } from '../trust/publisher';
 import { TrustTable } from '../trust/table';
 import { configFor } from '../testkit/gateways';
 import { makeCert } from '../testkit/ca-certs';
-import { silent, sleep, tmpDir } from '../testkit/helpers';
+import { HANG_GUARD_MS, silent, sleep, tmpDir } from '../testkit/helpers';
 
 const H = 3600_000;
 const ca = (cn: string, now = Date.now()) => makeCert(cn, now - H, now + 100 * H).der;
 const publish = (cluster: string, sequence: bigint, certs: Buffer[]) => ({ connectionId: crypto.randomBytes(CONNECTION_ID_BYTES), cluster, sequence, certs });
 
-describe('a plaintext tunnel port refuses every PUBLISH (TRUST_UNAUTHENTICATED)', { timeout: 30_000 }, () => {
+describe('a plaintext tunnel port refuses every PUBLISH (TRUST_UNAUTHENTICATED)', { timeout: 5 * HANG_GUARD_MS }, () => {
   let west: GatewayHandle;
   let dir: string;
   const heard: string[] = [];

@@ -14,7 +14,7 @@ import { CONNECTION_ID_BYTES, encodeTrustPublish, refusalName } from '../protoco
 import { publishOnce, type PublishContext } from '../trust/publisher';
 import { configFor } from '../testkit/gateways';
 import { makeCert } from '../testkit/ca-certs';
-import { makePki, silent, sleep, tmpDir, waitUntil, type Pki } from '../testkit/helpers';
+import { HANG_GUARD_MS, makePki, silent, sleep, tmpDir, waitUntil, type Pki } from '../testkit/helpers';
 import { FakeKubeApi } from '../testkit/fake-kube';
 import { startAgent, simClock, type SimCluster } from '../testkit/trust-fleet';
 import { VirtOperatorModel } from '../testkit/virt-operator-model';
@@ -23,7 +23,7 @@ import { EventEmitter } from 'node:events';
 
 const H = 3600_000;
 
-describe('trust refusals on the tunnel port (mTLS)', { timeout: 60_000 }, () => {
+describe('trust refusals on the tunnel port (mTLS)', { timeout: 5 * HANG_GUARD_MS }, () => {
   let pki: Pki;
   let west: GatewayHandle;
   let dir: string;
@@ -91,7 +91,7 @@ describe('trust refusals on the tunnel port (mTLS)', { timeout: 60_000 }, () => 
   });
 });
 
-describe('trust container against the API contract', { timeout: 120_000 }, () => {
+describe('trust container against the API contract', { timeout: 5 * HANG_GUARD_MS }, () => {
   const clock = simClock();
   let api: FakeKubeApi;
   let cluster: SimCluster;
@@ -103,8 +103,8 @@ describe('trust container against the API contract', { timeout: 120_000 }, () =>
   const heard: { from: import('node:net').Socket; m: { type: string; fingerprints?: string[] } }[] = [];
   const heardEvent = new EventEmitter();
   /** Resolves once `ok()` holds, re-checked on each line the agents send (an event, not a timer). */
-  /** Waits for `ok`, bounded at 30 s (not a goal: trust-api-faults holds the 10 s goals), then fails naming `what`. */
-  const poll = async (ok: () => boolean, what: string) => assert.ok(await waitUntil(ok, 30_000) >= 0, `${what} within 30 s`);
+  /** Waits for `ok` under a hang guard (not a goal: trust-api-faults holds the 10 s goals), then fails naming `what`. */
+  const poll = async (ok: () => boolean, what: string) => assert.ok(await waitUntil(ok, HANG_GUARD_MS) >= 0, `${what} within ${HANG_GUARD_MS} ms`);
   const until = (ok: () => boolean) => new Promise<void>((r) => {
     if (ok()) { r(); return; }
     const on = () => { if (ok()) { heardEvent.off('line', on); r(); } };
@@ -195,7 +195,7 @@ describe('trust container against the API contract', { timeout: 120_000 }, () =>
     cluster.model.reconcile();
     const rotated = cluster.model.ca.sha256;
     const seen = () => a['local'][0]?.sha256 === rotated;
-    const end2 = Date.now() + 10_000;
+    const end2 = Date.now() + HANG_GUARD_MS;
     while (!seen() && Date.now() < end2) await sleep(20);
     assert.ok(seen(), 'the agent sees the rotated CA through the new watch');
   });

@@ -8,7 +8,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
 import type { ProxyConfigInput } from '../config';
-import { tmpDir } from './helpers';
+import { HANG_GUARD_MS, tmpDir } from './helpers';
 
 export interface GatewayProcess { child: ChildProcess; pid: number; rssMb(): number; fds(): number; stop(): Promise<void> }
 
@@ -25,7 +25,7 @@ export async function spawnGateway(cfg: ProxyConfigInput, env: NodeJS.ProcessEnv
   const admin = cfg.listen!.admin!;
   const port = admin.port;
   const host = 'host' in admin ? admin.host : '127.0.0.1';
-  const until = Date.now() + 15_000;
+  const until = Date.now() + HANG_GUARD_MS; // a process's start is CPU work: a hang guard
   for (;;) {
     if (child.exitCode !== null) throw new Error(`gateway exited ${child.exitCode}: ${out}`);
     if (await canConnect(host, port)) break;

@@ -6,7 +6,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { tmpDir } from './helpers';
+import { HANG_GUARD_MS, tmpDir } from './helpers';
 
 /** What the peer reports when it has sent, received and closed: bytes and sha256 each way, KeyUpdates seen. */
 export interface GnutlsPeerReport {
@@ -53,7 +53,7 @@ export function buildGnutlsPeer(): string {
   }
   const out = path.join(tmpDir('mmproxy-gnutls-'), 'gnutls-peer');
   const cc = spawnSync('cc', ['-O2', '-Wall', '-Wextra', '-Werror', '-o', out, SOURCE, ...pc.stdout.trim().split(/\s+/)],
-    { encoding: 'utf8', timeout: 60_000, env: ENV });
+    { encoding: 'utf8', timeout: HANG_GUARD_MS, env: ENV });
   if (cc.error || cc.status !== 0) throw new Error(`compiling ${SOURCE} failed: ${cc.error?.message ?? cc.stderr}`);
   process.once('exit', () => fs.rmSync(path.dirname(out), { recursive: true, force: true }));
   built = out;

@@ -87,6 +87,15 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   throw new Error(`no free port in ${PORT_LO}-${PORT_LO + PORT_SPAN - 1}`);
 }
 
+/**
+ * How long a test waits for work that a loaded machine slows (a process starting, TLS handshakes, API calls,
+ * thousands of connections) before it calls the work hung: a hang guard, never a latency judgment. At load 20-30
+ * on 2 cores a child process took over 15 s to reach its first API call and a p99 tunnel 5 s. A bound that is
+ * what a test judges (a configured timeout against the default, a product goal) is written out where it is
+ * judged, with why it holds under load.
+ */
+export const HANG_GUARD_MS = 120_000;
+
 export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let t: NodeJS.Timeout;
   return Promise.race([

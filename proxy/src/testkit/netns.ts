@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as crypto from 'node:crypto';
+import { HANG_GUARD_MS } from './helpers';
 
 export function netnsUnavailable(): string | undefined {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return 'needs root and ip netns';
@@ -28,7 +29,7 @@ export class NetnsLab {
   run(args: string[], ns?: string): string {
     const full = ns ? ['netns', 'exec', ns, ...args] : args;
     const bin = ns ? 'ip' : args[0];
-    const r = spawnSync(bin, ns ? full : args.slice(1), { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(bin, ns ? full : args.slice(1), { encoding: 'utf8', timeout: HANG_GUARD_MS });
     if (r.status !== 0) throw new Error(`${ns ? `[${ns}] ` : ''}${args.join(' ')} failed: ${r.stderr || r.error}`);
     return r.stdout;
   }
@@ -59,7 +60,7 @@ export class NetnsLab {
   }
 
   /** Spawn and wait until stdout contains `marker`. */
-  async start(ns: string, args: string[], marker: string, timeoutMs = 10_000, stdin: 'ignore' | 'pipe' = 'ignore'): Promise<{ child: ChildProcess; out: () => string }> {
+  async start(ns: string, args: string[], marker: string, timeoutMs = HANG_GUARD_MS, stdin: 'ignore' | 'pipe' = 'ignore'): Promise<{ child: ChildProcess; out: () => string }> {
     const child = this.spawn(ns, args, stdin);
     let out = '';
     let err = '';
@@ -75,7 +76,7 @@ export class NetnsLab {
   }
 
   /** Run to completion (bounded), returning stdout. */
-  async exec(ns: string, args: string[], timeoutMs = 60_000): Promise<string> {
+  async exec(ns: string, args: string[], timeoutMs = HANG_GUARD_MS): Promise<string> {
     const child = this.spawn(ns, args);
     let out = '', err = '';
     child.stdout!.on('data', (d) => { out += d; });

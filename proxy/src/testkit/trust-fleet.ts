@@ -55,7 +55,7 @@ export async function startTrustFleet(names: string[], pki: Pki, clock: SimClock
         localCidrs: ['10.99.0.0/24'],
         peers: names.map((p, j) => ({ cluster: p, cidrs: [`10.${100 + j}.0.0/24`], gateways: [{ host: '127.0.0.1', port: ports[j] }] })).filter((p) => p.cluster !== name),
         tls: { mode: 'mtls', caFile: pki.ca, certFile: pki.certs[name].cert, keyFile: pki.certs[name].key },
-        limits: { handshakeTimeoutMs: 2000, dialTimeoutMs: 2000 },
+        // no `limits`: the product's defaults (10 s handshake, 5 s dial); a loaded machine tripped a 2 s one
         trust: { socket, repushIntervalMs: o.repushIntervalMs ?? 300_000, retryMs: 200 },
       };
       const gw = await startGateway(cfg, { logger: silent, trustClock: clock.now });

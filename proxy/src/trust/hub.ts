@@ -74,7 +74,9 @@ export class TrustHub {
     this.metrics = hubMetrics(o.registry);
     const untrusted = new Gauge({
       name: 'mm_trust_peer_ca_untrusted_seconds',
-      help: "Seconds since the runtime first saw the peer's current CA bundle not wholly in the local kubevirt-ca (0: trusted).",
+      help: 'Seconds since the runtime first saw the CA bundle accepted from this peer not wholly in the local kubevirt-ca, without it being wholly there since '
+        + '(noted when a bundle is accepted, the trust container reports the local kubevirt-ca, or a peer leaves the fleet; not at scrape time). '
+        + '0 while trusted, and at the instant it is first seen untrusted.',
       labelNames: ['peer'], registers: [o.registry],
       collect: () => {
         this.noteUntrusted();
@@ -85,7 +87,7 @@ export class TrustHub {
     });
   }
 
-  /** Per peer, when its current bundle was first seen missing from the local kubevirt-ca. */
+  /** Per peer, when its bundle was first seen not wholly in the local kubevirt-ca (cleared once it is, or the peer leaves). */
   private readonly untrustedSince = new Map<string, number>();
 
   private noteUntrusted(): void {
@@ -212,6 +214,7 @@ export class TrustHub {
       return;
     }
     this.table.retain((c) => cfg.peers.some((p) => p.cluster === c));
+    this.noteUntrusted(); // a peer that left is forgotten now: if it comes back, it counts from its return
     this.checkExpiry();
     for (const peer of cfg.peers) for (const gw of peer.gateways) this.publishTo(peer.cluster, gw.host, gw.port, why, cfg.trust.retryMs);
   }
