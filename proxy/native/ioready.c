@@ -70,8 +70,26 @@ int mm_unsent(int fd) {
   return unsent;
 }
 
-void mm_wait_sent(int fd, int64_t until) {
-  while (mm_unsent(fd) > 0 && mm_now_ms() < until) {
+void mm_salvage_begin(mm_salvage_t *s) { s->start = s->last = mm_now_ms(); s->unsent = -1; }
+
+void mm_salvage_moved(mm_salvage_t *s) { s->last = mm_now_ms(); }
+
+void mm_salvage_end(mm_salvage_t *s) { s->start = s->last = mm_now_ms() - MM_SALVAGE_MAX_MS; }
+
+int64_t mm_salvage_deadline(const mm_salvage_t *s) {
+  int64_t idle = s->last + MM_SALVAGE_IDLE_MS, max = s->start + MM_SALVAGE_MAX_MS;
+  return idle < max ? idle : max;
+}
+
+int mm_salvage_unsent(mm_salvage_t *s, int fd) {
+  int n = mm_unsent(fd);
+  if (s->unsent >= 0 && n < s->unsent) mm_salvage_moved(s);
+  s->unsent = n;
+  return n;
+}
+
+void mm_wait_sent(int fd, mm_salvage_t *s) {
+  while (mm_salvage_unsent(s, fd) > 0 && mm_now_ms() < mm_salvage_deadline(s)) {
     struct timespec ms = {0, 1000000};
     nanosleep(&ms, NULL);
   }

@@ -44,7 +44,7 @@ void splice_io_close_pipes(splice_io_t *p) {
       if (p->pipefd[d][k] >= 0) { close(p->pipefd[d][k]); p->pipefd[d][k] = -1; }
 }
 
-/* After socket `side` failed, the salvage rule of ioready.h (MM_SALVAGE_MS in all): what it had already sent
+/* After socket `side` failed, the salvage rule of ioready.h (while the receiver takes the bytes, bounded): what it had already sent
  * (JavaScript's prefix, its pipe, its receive queue) goes on to the other socket, then the kernel is let send it
  * before the reset. Without the first step, data and RST arriving in one poll wake-up were dropped
  * (proxy/src/test/security-resets.test.ts, "bytes before a reset"); without the second, what a budget had held
@@ -59,7 +59,7 @@ static void salvage_start(splice_io_t *p, int side, int err) {
   p->salv_side = side;
   p->salv_err = err;
   p->salv_src_open = 1;
-  p->salv_deadline = mm_now_ms() + MM_SALVAGE_MS;
+  mm_salvage_begin(&p->salv);
 }
 
 /* the salvage's first step: 1 while the other socket is full (wait for it to be writable), 0 when everything is
@@ -70,7 +70,7 @@ static int salvage_move(splice_io_t *p) {
     ssize_t n;
     if (p->prefix_off[d] < p->prefix_len[d]) {
       n = write(dst, p->prefix[d] + p->prefix_off[d], p->prefix_len[d] - p->prefix_off[d]);
-      if (n > 0) { p->prefix_off[d] += (size_t)n; __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED); continue; }
+      if (n > 0) { p->prefix_off[d] += (size_t)n; __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED); mm_salvage_moved(&p->salv); continue; }
     } else {
       if (p->salv_src_open && p->inpipe[d] < PIPE_SZ) {
         n = splice(p->fd[d], NULL, p->pipefd[d][1], NULL, PIPE_SZ - p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -79,11 +79,11 @@ static int salvage_move(splice_io_t *p) {
       }
       if (p->inpipe[d] == 0) { if (!p->salv_src_open) return 0; continue; }
       n = splice(p->pipefd[d][0], NULL, dst, NULL, p->inpipe[d], SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (n > 0) { p->inpipe[d] -= (size_t)n; __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED); continue; }
+      if (n > 0) { p->inpipe[d] -= (size_t)n; __atomic_add_fetch(&p->bytes[d], (uint64_t)n, __ATOMIC_RELAXED); mm_salvage_moved(&p->salv); continue; }
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno != EAGAIN) return -1; /* the other side cannot take it either */
-    if (mm_now_ms() >= p->salv_deadline) return 0;
+    if (mm_now_ms() >= mm_salvage_deadline(&p->salv)) return 0;
     p->wr_ready[1 - d] = 0;
     return 1;
   }
@@ -96,16 +96,17 @@ int splice_salvage_step(splice_io_t *p) {
     if (r > 0) return 1;
     p->salv_draining = r == 0; /* a failed socket sends nothing more: no wait */
   }
-  if (p->salv_draining && mm_unsent(dst) > 0 && mm_now_ms() < p->salv_deadline) return 1;
+  if (p->salv_draining && mm_salvage_unsent(&p->salv, dst) > 0 && mm_now_ms() < mm_salvage_deadline(&p->salv)) return 1;
   p->salvaging = p->salv_draining = 0;
   splice_fail(p, p->salv_side, p->salv_err);
   return 0;
 }
 
 int64_t splice_salvage_wake(const splice_io_t *p) {
-  if (!p->salv_draining) return p->salv_deadline;
+  int64_t deadline = mm_salvage_deadline(&p->salv);
+  if (!p->salv_draining) return deadline;
   int64_t next = mm_now_ms() + 1;
-  return next < p->salv_deadline ? next : p->salv_deadline;
+  return next < deadline ? next : deadline;
 }
 
 void splice_sockerr(splice_io_t *p, int side) {
@@ -227,10 +228,10 @@ void splice_end(splice_io_t *p) {
 /* the salvage in the relay's own thread: poll the other socket until it is done or its deadline passes */
 static void salvage_blocking(splice_io_t *p) {
   while (splice_salvage_step(p)) {
-    if (p->salv_draining) { mm_wait_sent(p->fd[1 - p->salv_side], p->salv_deadline); continue; }
-    int64_t left = p->salv_deadline - mm_now_ms();
+    if (p->salv_draining) { mm_wait_sent(p->fd[1 - p->salv_side], &p->salv); continue; }
+    int64_t left = mm_salvage_deadline(&p->salv) - mm_now_ms();
     struct pollfd q = { .fd = p->fd[1 - p->salv_side], .events = POLLOUT, .revents = 0 };
-    if (left > 0 && poll(&q, 1, (int)left) < 0 && errno != EINTR) p->salv_deadline = 0;
+    if (left > 0 && poll(&q, 1, (int)left) < 0 && errno != EINTR) mm_salvage_end(&p->salv); /* poll failed */
     if (q.revents) p->wr_ready[1 - p->salv_side] = 1;
   }
 }

@@ -2,6 +2,7 @@
 #ifndef MM_SPLICE_H
 #define MM_SPLICE_H
 #include "budget.h"
+#include "ioready.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,7 +29,7 @@ typedef struct splice_io {
   int64_t held_until[2];        /* ns: a budgeted direction refused until then (0: not held) */
   int salvaging, salv_side, salv_err, salv_src_open; /* after fd[salv_side] failed: see splice_salvage_step */
   int salv_draining;            /* the salvage has moved what it could: waiting for the kernel to send it */
-  int64_t salv_deadline;        /* ms */
+  mm_salvage_t salv;             /* the salvage's clock (ioready.h) */
   struct relay_link {           /* relaypool.c's bookkeeping (unused by splice_run) */
     struct relay_worker *w;
     struct splice_io *next;     /* run queue / submission queue */
@@ -51,7 +52,7 @@ void splice_run(splice_io_t *p);
  * splice_pass: one round over both directions with the syscalls the readiness flags allow; returns whether bytes
  * or an EOF moved. A socket failure starts the salvage (p->salvaging) or ends the relay (p->reason >= 0).
  * splice_salvage_step: moves what the failed side had sent toward the other, then waits for the kernel to send
- * it (ioready.h's salvage rule), non-blocking; 1 while it waits (before salv_deadline), 0 when done (p->reason then
+ * it (ioready.h's salvage rule), non-blocking; 1 while it waits (before the salvage clock's deadline), 0 when done (p->reason then
  * set: a reset or error). splice_salvage_wake: when to call it again at the latest (ms): the deadline while it
  * waits for the other socket to be writable, 1 ms from now while it waits for the kernel to send.
  * splice_sockerr: a socket reported an error (POLLERR/EPOLLERR) with nothing else to do: starts the salvage.

@@ -292,7 +292,7 @@ static int cut(rl_t *s) {
 
 /* After a socket failed (`side` 1 = plaintext, 0 = TLS, as fail() names them; its error already read, by poll's
  * SO_ERROR or by the failed call), the salvage rule of ioready.h: what it had sent before the error goes on to the
- * other socket and the kernel is let send it before the reset, MM_SALVAGE_MS in all. The plaintext's last bytes
+ * other socket and the kernel is let send it before the reset, while the receiver takes them (bounded: ioready.h). The plaintext's last bytes
  * are sealed and sent, with no close_notify (the stream was cut: the reset follows them); the TLS socket's whole
  * records are opened and delivered (a record the reset cut is not). Without this, a destination's last bytes and
  * its RST arriving in one wake-up were dropped (busy iperf3 answers with one byte and an RST:
@@ -300,22 +300,23 @@ static int cut(rl_t *s) {
  * other direction is not moved any more: the relay is ending. -1 when a second failure ended the salvage. */
 static int salvage(rl_t *s, int side) {
   tls13_relay_t *r = s->r;
-  int64_t until = mm_now_ms() + MM_SALVAGE_MS;
+  mm_salvage_t sv;
+  mm_salvage_begin(&sv);
   int to = side == 1 ? r->fd : r->pfd, rc = 0;
   if (side == 1) s->p_rd = s->t_wr = 1; else s->t_rd = s->p_wr = 1;
-  while (mm_now_ms() < until) {
+  while (mm_now_ms() < mm_salvage_deadline(&sv)) {
     int progress = 0;
     if (side == 1) { /* plaintext bytes -> sealed records -> the TLS socket */
       if ((rc = fill(s)) < 0 || (progress |= rc, rc = send_out(s)) < 0) break;
     } else { /* TLS records -> opened -> the plaintext socket */
       if ((rc = recv_in(s)) < 0 || (progress |= rc, rc = open_in(s)) < 0 || (progress |= rc, rc = deliver(s)) < 0) break;
     }
-    if ((progress |= rc)) continue;
+    if ((progress |= rc)) { mm_salvage_moved(&sv); continue; }
     int blocked = side == 1 ? s->ooff < s->olen && !s->t_wr : s->iovi < s->niov && !s->p_wr;
-    if (!blocked || !mm_wait_writable(to, until)) break;
+    if (!blocked || !mm_wait_writable(to, mm_salvage_deadline(&sv))) break;
     if (side == 1) s->t_wr = 1; else s->p_wr = 1;
   }
-  mm_wait_sent(to, until); /* the reset that follows must not discard what was salvaged */
+  mm_wait_sent(to, &sv); /* the reset that follows must not discard what was salvaged */
   return rc < 0 ? -1 : 0;
 }
 

@@ -187,24 +187,25 @@ static int rs_plain_write(tlsr_t *t, rs_t *s) {
 /* After a socket failed (`side` 1 = plaintext, 0 = TLS; its error already read), the salvage rule of ioready.h,
  * as tls13relay.c's salvage applies it (see there): the plaintext's last bytes encrypted and sent with no
  * close_notify, the TLS socket's whole records decrypted and delivered, then sent by the kernel before the reset,
- * MM_SALVAGE_MS in all. -1 when a second failure (or the cut, once delivered) ended it. */
+ * while the receiver takes them (bounded: ioready.h). -1 when a second failure (or the cut, once delivered) ended it. */
 static int rs_salvage(tlsr_t *t, rs_t *s, int side) {
-  int64_t until = mm_now_ms() + MM_SALVAGE_MS;
+  mm_salvage_t sv;
+  mm_salvage_begin(&sv);
   int to = side == 1 ? t->fd : t->pfd, rc = 0;
   if (side == 1) s->p_rd = s->t_wr = 1; else s->t_rd = s->p_wr = 1;
-  while (mm_now_ms() < until) {
+  while (mm_now_ms() < mm_salvage_deadline(&sv)) {
     int progress = 0;
     if (side == 1) {
       if ((rc = rs_plain_read(t, s)) < 0 || (progress |= rc, rc = rs_encrypt(t, s)) < 0 || (progress |= rc, rc = rs_send(t, s)) < 0) break;
     } else {
       if ((rc = rs_recv(t, s)) < 0 || (progress |= rc, rc = rs_decrypt(t, s)) < 0 || (progress |= rc, rc = rs_plain_write(t, s)) < 0) break;
     }
-    if ((progress |= rc)) continue;
+    if ((progress |= rc)) { mm_salvage_moved(&sv); continue; }
     int blocked = side == 1 ? s->io.out.off < s->io.out.len && !s->t_wr : s->doff < s->dlen && !s->p_wr;
-    if (!blocked || !mm_wait_writable(to, until)) break;
+    if (!blocked || !mm_wait_writable(to, mm_salvage_deadline(&sv))) break;
     if (side == 1) s->t_wr = 1; else s->p_wr = 1;
   }
-  mm_wait_sent(to, until); /* the reset that follows must not discard what was salvaged */
+  mm_wait_sent(to, &sv); /* the reset that follows must not discard what was salvaged */
   return rc < 0 ? -1 : 0;
 }
 
