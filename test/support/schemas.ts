@@ -19,13 +19,24 @@
  * Every object goes through (a) ajv (types, enums, patterns, required, min/max...) and (b) a strict walker that
  * reports fields the API server would prune / reject under strict field validation.
  * Not evaluated: CEL rules (x-kubernetes-validations), defaults, list-map keys uniqueness.
+ *
+ * What is derived here (the prepared CRD schemas, the schemas from .d.ts, ajv's compiled validators) is kept in
+ * node_modules/.cache/migration-mesh/schemas (test/support/derived-cache.ts), stamped with this file's text and
+ * the versions of TypeScript, ajv, ajv-formats, yaml and Node, and with the hash of every file it was derived
+ * from: each of the 22 suites that validate derived it all again (75 CPU seconds of the unit lane,
+ * docs/dev/lab/2026-12-03-unit-lane-cpu.md). test/schema-cache.test.ts checks that what comes from the cache is
+ * what is derived afresh and that the cache is never stale. (Flux's three CRDs are read each time: they cost no
+ * measurable time.)
  */
 import * as fs from 'fs';
 import * as path from 'path';
+import { createHash } from 'crypto';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
+import standaloneCode from 'ajv/dist/standalone';
 import addFormats from 'ajv-formats';
 import * as YAML from 'yaml';
 import * as ts from 'typescript';
+import { CacheCounts, DerivedCache } from './derived-cache';
 
 export type KubevirtSchemaVariant = 'released' | 'pr17922';
 
@@ -111,6 +122,7 @@ let ajvInstance: Ajv | undefined;
 function ajv(): Ajv {
   if (!ajvInstance) {
     ajvInstance = new Ajv({
+      code: { source: true }, // keep each validator's code, for the cache (standaloneCode): the same code ajv runs
       strict: false, // x-kubernetes-* keywords, nullable, int-or-string formats...
       allErrors: true,
       unicodeRegExp: false, // CRD patterns are Go regexps, closer to non-unicode JS regexps
@@ -171,31 +183,48 @@ function registerCrdDoc(map: Map<string, Entry>, doc: any, origin: string): void
   }
 }
 
+/** The KubeVirt schema files of the registry: file under test/fixtures/upstream/kubevirt, apiVersion, kind. */
+const KUBEVIRT_FILES: ReadonlyArray<readonly [string, string, string]> = [
+  ['virtualmachine.schema.yaml', 'kubevirt.io/v1', 'VirtualMachine'],
+  ['virtualmachineinstancemigration.schema.yaml', 'kubevirt.io/v1', 'VirtualMachineInstanceMigration'],
+  ['migrationpolicy.schema.yaml', 'migrations.kubevirt.io/v1alpha1', 'MigrationPolicy'],
+];
+/** The directories under test/fixtures/upstream whose CRDs are in the registry. */
+const CRD_DIRS = ['nad', 'whereabouts', 'ovn-k', 'ipamclaims', 'forklift', 'nmstate'];
+
+/** The CRD files of the registry in the order it reads them (the first file with a kind wins). */
+function crdFiles(): string[] {
+  const files: string[] = [];
+  for (const sub of CRD_DIRS) {
+    const inDir = listFiles(path.join(UPSTREAM_SCHEMAS_DIR, sub));
+    if (inDir.length === 0) throw new Error(`schemas harness: no schema file in test/fixtures/upstream/${sub}`);
+    files.push(...inDir);
+  }
+  return [...files, ...listFiles(FIXTURE_CRDS, ['.yaml', '.yml'])];
+}
+
 function crds(): Map<string, Entry> {
-  if (crdEntries) return crdEntries;
+  if (!crdEntries) {
+    const kubevirt = KUBEVIRT_FILES.map(([file]) => upstreamSchemaFile(path.join('kubevirt', file)));
+    const files = crdFiles();
+    // keyed by the file list too: a file added or removed changes the registry
+    const derived = cache().json('crds', [...kubevirt, ...files].join('\n'), () => ({ value: [...deriveCrds(kubevirt, files)], inputs: [...kubevirt, ...files] }));
+    crdEntries = new Map(derived);
+  }
+  return crdEntries;
+}
+
+/** The registry of the KubeVirt schema files (KUBEVIRT_FILES' paths) and the CRD files, prepared for ajv. */
+function deriveCrds(kubevirt: string[], files: string[]): Map<string, Entry> {
   const map = new Map<string, Entry>();
-  const kvFiles: Array<[string, string, string]> = [
-    ['virtualmachine.schema.yaml', 'kubevirt.io/v1', 'VirtualMachine'],
-    ['virtualmachineinstancemigration.schema.yaml', 'kubevirt.io/v1', 'VirtualMachineInstanceMigration'],
-    ['migrationpolicy.schema.yaml', 'migrations.kubevirt.io/v1alpha1', 'MigrationPolicy'],
-  ];
-  for (const [file, apiVersion, kind] of kvFiles) {
-    const p = upstreamSchemaFile(path.join('kubevirt', file));
-    const schema = loadYamlDocs(p)[0].openAPIV3Schema;
+  KUBEVIRT_FILES.forEach(([, apiVersion, kind], i) => {
+    const schema = loadYamlDocs(kubevirt[i])[0].openAPIV3Schema;
     prepareK8sSchema(schema);
-    map.set(gvk(apiVersion, kind), { apiVersion, kind, origin: p, flavour: 'crd', schema });
-  }
-  for (const sub of ['nad', 'whereabouts', 'ovn-k', 'ipamclaims', 'forklift', 'nmstate']) {
-    const files = listFiles(path.join(UPSTREAM_SCHEMAS_DIR, sub));
-    if (files.length === 0) throw new Error(`schemas harness: no schema file in test/fixtures/upstream/${sub}`);
-    for (const f of files) {
-      for (const doc of loadYamlDocs(f)) registerCrdDoc(map, doc, f);
-    }
-  }
-  for (const f of listFiles(FIXTURE_CRDS, ['.yaml', '.yml'])) {
+    map.set(gvk(apiVersion, kind), { apiVersion, kind, origin: kubevirt[i], flavour: 'crd', schema });
+  });
+  for (const f of files) {
     for (const doc of loadYamlDocs(f)) registerCrdDoc(map, doc, f);
   }
-  crdEntries = map;
   return map;
 }
 
@@ -203,9 +232,11 @@ function kubevirtEntry(variant: KubevirtSchemaVariant): Entry {
   let e = kubevirtEntries.get(variant);
   if (!e) {
     const file = upstreamSchemaFile(variant === 'pr17922' ? 'kubevirt/proposed/kubevirt.schema.pr17922.yaml' : 'kubevirt/kubevirt.schema.yaml');
-    const schema = loadYamlDocs(file)[0].openAPIV3Schema;
-    prepareK8sSchema(schema);
-    e = { apiVersion: 'kubevirt.io/v1', kind: 'KubeVirt', origin: file, flavour: 'crd', schema };
+    e = cache().json(`kubevirt-${variant}`, file, () => {
+      const schema = loadYamlDocs(file)[0].openAPIV3Schema;
+      prepareK8sSchema(schema);
+      return { value: { apiVersion: 'kubevirt.io/v1', kind: 'KubeVirt', origin: file, flavour: 'crd' as const, schema }, inputs: [file] };
+    });
     kubevirtEntries.set(variant, e);
   }
   return e;
@@ -371,7 +402,27 @@ function typeToSchemaFactory(checker: ts.TypeChecker) {
   return { conv, defs };
 }
 
+/**
+ * The JSON schema of `interfaceName` in `file` (cached: keyed by the file, and checked against every file the
+ * program read, each with the package.json beside it).
+ */
 function schemaFromDts(file: string, interfaceName: string): any {
+  return cache().json(`dts-${path.relative(NODE_MODULES, file)}-${interfaceName}`, `${file}\n${interfaceName}`, () => {
+    const { schema, program } = deriveDtsSchema(file, interfaceName);
+    const read = program.getSourceFiles().map((sf) => sf.fileName);
+    return { value: schema, inputs: [...read, ...read.map(packageJsonOf).filter((f): f is string => f !== undefined)] };
+  });
+}
+
+/** The package.json of the package a file is in; undefined for none. */
+function packageJsonOf(file: string): string | undefined {
+  for (let d = path.dirname(file); d !== path.dirname(d); d = path.dirname(d)) {
+    if (fs.existsSync(path.join(d, 'package.json'))) return path.join(d, 'package.json');
+  }
+  return undefined;
+}
+
+function deriveDtsSchema(file: string, interfaceName: string): { schema: any; program: ts.Program } {
   const program = ts.createProgram([file], compilerOptions, host());
   const checker = program.getTypeChecker();
   const sf = program.getSourceFile(file);
@@ -380,7 +431,7 @@ function schemaFromDts(file: string, interfaceName: string): any {
   if (!sym) throw new Error(`schemas harness: ${interfaceName} not found in ${file}`);
   const { conv, defs } = typeToSchemaFactory(checker);
   const root = conv(checker.getDeclaredTypeOfSymbol(sym));
-  return { ...root, definitions: defs };
+  return { schema: { ...root, definitions: defs }, program };
 }
 
 function dtsEntry(apiVersion: string, kind: string): Entry | undefined {
@@ -496,12 +547,70 @@ function formatAjvErrors(errors: ErrorObject[] | null | undefined, prefixPath = 
 }
 
 function compiled(e: Entry): ValidateFunction {
-  if (!e.validate) e.validate = ajv().compile(e.schema);
+  if (!e.validate) e.validate = compileCached(e.schema);
   return e.validate;
+}
+
+/**
+ * ajv's validator of a schema, from the cache when it holds the schema's: ajv's standalone code of it, the code
+ * ajv generates and runs for the schema, with its runtime helpers and formats required from ajv and ajv-formats.
+ */
+function compileCached(schema: any): ValidateFunction {
+  const key = JSON.stringify(schema);
+  const code = cache().text(key);
+  if (code !== undefined) {
+    // a CommonJS module: its requires (ajv/dist/runtime/..., ajv-formats/dist/formats) resolve from here, as ajv's
+    // own in-memory compile also makes the validator with new Function
+    const mod = { exports: {} as ValidateFunction };
+    new Function('module', 'exports', 'require', code)(mod, mod.exports, require);
+    return mod.exports;
+  }
+  const validate = ajv().compile(schema);
+  cache().storeText(key, standaloneCode(ajv(), validate));
+  return validate;
+}
+
+let derivedCache: DerivedCache | undefined;
+/** Where the cache is: the checkout's own (see the top of this file), or a test's (resetSchemaHarness). */
+let cacheDir = path.join(NODE_MODULES, '.cache', 'migration-mesh', 'schemas');
+/** The harness's cache (see the top of this file): stamped with this file, the cache's code and the packages deriving. */
+function cache(): DerivedCache {
+  if (!derivedCache) {
+    const version = (pkg: string): string => JSON.parse(fs.readFileSync(path.join(NODE_MODULES, pkg, 'package.json'), 'utf8')).version;
+    const stamp = createHash('sha256').update([
+      fs.readFileSync(__filename, 'utf8'), fs.readFileSync(path.join(__dirname, 'derived-cache.ts'), 'utf8'),
+      `typescript ${ts.version}`, `ajv ${version('ajv')}`, `ajv-formats ${version('ajv-formats')}`, `yaml ${version('yaml')}`, `node ${process.versions.node}`,
+    ].join('\n')).digest('hex');
+    derivedCache = new DerivedCache(cacheDir, stamp);
+  }
+  return derivedCache;
 }
 
 // ---------------------------------------------------------------------------------------------
 // public API
+
+/**
+ * For test/schema-cache.test.ts: forgets every schema and validator this process derived or read and uses the
+ * cache in `dir` from now on (default: the checkout's). Returns that cache's hit and miss counts (live).
+ */
+export function resetSchemaHarness(dir = path.join(NODE_MODULES, '.cache', 'migration-mesh', 'schemas')): CacheCounts {
+  crdEntries = undefined;
+  fluxEntries = undefined;
+  kubevirtEntries.clear();
+  dtsEntries.clear();
+  sourceFileCache.clear();
+  objectMetaSchema = undefined;
+  objectMetaValidate = undefined;
+  ajvInstance = undefined;
+  cacheDir = dir;
+  derivedCache = undefined;
+  return cache().counts;
+}
+
+/** The schema an object of apiVersion+kind is validated against (undefined = none): for test/schema-cache.test.ts. */
+export function schemaFor(apiVersion: string, kind: string, opts: ValidateOptions = {}): unknown {
+  return lookup(apiVersion, kind, opts)?.schema;
+}
 
 /**
  * Validate one Kubernetes object. Returns human-readable errors `<kind>/<name>: <json path>: <problem>`,
@@ -532,7 +641,7 @@ export function validateObject(obj: any, opts: ValidateOptions = {}): string[] {
     // the API server validates/prunes metadata of custom resources as a real ObjectMeta
     if (obj.metadata !== undefined) {
       const meta = objectMeta();
-      if (!objectMetaValidate) objectMetaValidate = ajv().compile(meta);
+      if (!objectMetaValidate) objectMetaValidate = compileCached(meta);
       if (!objectMetaValidate(obj.metadata)) problems.push(...formatAjvErrors(objectMetaValidate.errors, '.metadata'));
       walkStrict(obj.metadata, meta, meta, '.metadata', problems, false);
     }
