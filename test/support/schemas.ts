@@ -22,8 +22,8 @@
  *
  * What is derived here (the prepared CRD schemas, the schemas from .d.ts, ajv's compiled validators) is kept in
  * node_modules/.cache/migration-mesh/schemas (test/support/derived-cache.ts), stamped with this file's text and
- * the versions of TypeScript, ajv, ajv-formats, yaml and Node, and with the hash of every file it was derived
- * from: each of the 22 suites that validate derived it all again (75 CPU seconds of the unit lane,
+ * test/support/dts-schema.ts's, the versions of TypeScript, ajv, ajv-formats, yaml and Node, and with the hash
+ * of every file it was derived from: each of the 22 suites that validate derived it all again (75 CPU seconds of the unit lane,
  * docs/dev/lab/2026-12-03-unit-lane-cpu.md). test/schema-cache.test.ts checks that what comes from the cache is
  * what is derived afresh and that the cache is never stale. (Flux's three CRDs are read each time: they cost no
  * measurable time.)
@@ -35,8 +35,8 @@ import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone';
 import addFormats from 'ajv-formats';
 import * as YAML from 'yaml';
-import * as ts from 'typescript';
 import { CacheCounts, DerivedCache } from './derived-cache';
+import type * as DtsSchema from './dts-schema';
 
 export type KubevirtSchemaVariant = 'released' | 'pr17922';
 
@@ -286,38 +286,9 @@ export function listCrdSchemas(): SchemaInfo[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// .d.ts (kubernetes-models) -> JSON schema
+// .d.ts (kubernetes-models) -> JSON schema (test/support/dts-schema.ts, loaded with TypeScript only when the cache lacks one)
 
-const sourceFileCache = new Map<string, ts.SourceFile>();
-const compilerOptions: ts.CompilerOptions = {
-  target: ts.ScriptTarget.ES2022,
-  module: ts.ModuleKind.CommonJS,
-  moduleResolution: ts.ModuleResolutionKind.Node10,
-  noEmit: true,
-  skipLibCheck: true,
-  lib: ['lib.es5.d.ts'], // for Array<T>
-  types: [],
-};
-let compilerHost: ts.CompilerHost | undefined;
-function host(): ts.CompilerHost {
-  if (!compilerHost) {
-    const base = ts.createCompilerHost(compilerOptions, true);
-    compilerHost = {
-      ...base,
-      getSourceFile(fileName, languageVersion) {
-        let sf = sourceFileCache.get(fileName);
-        if (!sf) {
-          const text = ts.sys.readFile(fileName);
-          if (text === undefined) return undefined;
-          sf = ts.createSourceFile(fileName, text, languageVersion, true);
-          sourceFileCache.set(fileName, sf);
-        }
-        return sf;
-      },
-    };
-  }
-  return compilerHost;
-}
+const dtsSchema = (): typeof DtsSchema => require('./dts-schema');
 
 function dtsFileFor(apiVersion: string, kind: string): string | undefined {
   if (!/^[A-Za-z0-9.\-/]+$/.test(apiVersion) || !/^[A-Za-z0-9]+$/.test(kind)) return undefined;
@@ -328,79 +299,6 @@ function dtsFileFor(apiVersion: string, kind: string): string | undefined {
   return undefined;
 }
 
-function typeToSchemaFactory(checker: ts.TypeChecker) {
-  const defs: Record<string, any> = {};
-  const named = new Map<ts.Type, string>();
-  const F = ts.TypeFlags;
-
-  const conv = (t: ts.Type): any => {
-    if (t.flags & (F.Any | F.Unknown)) return { 'x-kubernetes-preserve-unknown-fields': true };
-    if (t.flags & F.StringLiteral) return { type: 'string', enum: [(t as ts.StringLiteralType).value] };
-    if (t.flags & F.NumberLiteral) return { type: 'number', enum: [(t as ts.NumberLiteralType).value] };
-    if (t.flags & (F.Boolean | F.BooleanLiteral)) return { type: 'boolean' };
-    if (t.flags & F.String) return { type: 'string' };
-    if (t.flags & F.Number) return { type: 'number' };
-    if (t.isUnion()) {
-      const parts = t.types.filter((x) => !(x.flags & (F.Undefined | F.Null | F.Void)));
-      if (parts.length > 0 && parts.every((x) => x.flags & F.BooleanLiteral)) return { type: 'boolean' };
-      if (parts.length > 0 && parts.every((x) => x.flags & F.StringLiteral)) {
-        return { type: 'string', enum: parts.map((x) => (x as ts.StringLiteralType).value) };
-      }
-      if (parts.length === 1) return conv(parts[0]);
-      const branches: any[] = [];
-      let sawBool = false;
-      for (const p of parts) {
-        if (p.flags & F.BooleanLiteral) {
-          if (sawBool) continue;
-          sawBool = true;
-        }
-        branches.push(conv(p));
-      }
-      return { anyOf: branches };
-    }
-    if (checker.isArrayType(t) || checker.isTupleType(t)) {
-      const args = checker.getTypeArguments(t as ts.TypeReference);
-      return { type: 'array', items: args.length ? conv(args[0]) : {} };
-    }
-    if (t.flags & F.Object || t.isIntersection()) {
-      const sym = t.aliasSymbol ?? t.getSymbol();
-      const isNamed = !!sym && (sym.flags & (ts.SymbolFlags.Interface | ts.SymbolFlags.TypeAlias)) !== 0;
-      if (isNamed) {
-        const existing = named.get(t);
-        if (existing) return { $ref: `#/definitions/${existing}` };
-        let name = sym!.getName();
-        for (let i = 2; defs[name] !== undefined; i++) name = `${sym!.getName()}_${i}`;
-        named.set(t, name);
-        defs[name] = {}; // reserve (recursion)
-        defs[name] = objectSchema(t);
-        return { $ref: `#/definitions/${name}` };
-      }
-      return objectSchema(t);
-    }
-    return {};
-  };
-
-  const objectSchema = (t: ts.Type): any => {
-    const out: any = { type: 'object' };
-    const props: Record<string, any> = {};
-    const required: string[] = [];
-    for (const p of checker.getPropertiesOfType(t)) {
-      const decl = p.valueDeclaration ?? p.declarations?.[0];
-      if (decl && (ts.isMethodSignature(decl) || ts.isMethodDeclaration(decl))) continue;
-      const pt = decl ? checker.getTypeOfSymbolAtLocation(p, decl) : checker.getTypeOfSymbol(p);
-      props[p.getName()] = conv(pt);
-      if (!(p.flags & ts.SymbolFlags.Optional)) required.push(p.getName());
-    }
-    const idx = checker.getIndexInfoOfType(t, ts.IndexKind.String);
-    if (Object.keys(props).length) out.properties = props;
-    if (required.length) out.required = required;
-    if (idx) out.additionalProperties = conv(idx.type);
-    if (!Object.keys(props).length && !idx) out['x-kubernetes-preserve-unknown-fields'] = true;
-    return out;
-  };
-
-  return { conv, defs };
-}
 
 /**
  * The JSON schema of `interfaceName` in `file` (cached: keyed by the file, and checked against every file the
@@ -408,8 +306,7 @@ function typeToSchemaFactory(checker: ts.TypeChecker) {
  */
 function schemaFromDts(file: string, interfaceName: string): any {
   return cache().json(`dts-${path.relative(NODE_MODULES, file)}-${interfaceName}`, `${file}\n${interfaceName}`, () => {
-    const { schema, program } = deriveDtsSchema(file, interfaceName);
-    const read = program.getSourceFiles().map((sf) => sf.fileName);
+    const { schema, read } = dtsSchema().deriveDtsSchema(file, interfaceName);
     return { value: schema, inputs: [...read, ...read.map(packageJsonOf).filter((f): f is string => f !== undefined)] };
   });
 }
@@ -420,18 +317,6 @@ function packageJsonOf(file: string): string | undefined {
     if (fs.existsSync(path.join(d, 'package.json'))) return path.join(d, 'package.json');
   }
   return undefined;
-}
-
-function deriveDtsSchema(file: string, interfaceName: string): { schema: any; program: ts.Program } {
-  const program = ts.createProgram([file], compilerOptions, host());
-  const checker = program.getTypeChecker();
-  const sf = program.getSourceFile(file);
-  const modSym = sf && checker.getSymbolAtLocation(sf);
-  const sym = modSym && checker.getExportsOfModule(modSym).find((s) => s.getName() === interfaceName);
-  if (!sym) throw new Error(`schemas harness: ${interfaceName} not found in ${file}`);
-  const { conv, defs } = typeToSchemaFactory(checker);
-  const root = conv(checker.getDeclaredTypeOfSymbol(sym));
-  return { schema: { ...root, definitions: defs }, program };
 }
 
 function dtsEntry(apiVersion: string, kind: string): Entry | undefined {
@@ -579,7 +464,7 @@ function cache(): DerivedCache {
     const version = (pkg: string): string => JSON.parse(fs.readFileSync(path.join(NODE_MODULES, pkg, 'package.json'), 'utf8')).version;
     const stamp = createHash('sha256').update([
       fs.readFileSync(__filename, 'utf8'), fs.readFileSync(path.join(__dirname, 'derived-cache.ts'), 'utf8'),
-      `typescript ${ts.version}`, `ajv ${version('ajv')}`, `ajv-formats ${version('ajv-formats')}`, `yaml ${version('yaml')}`, `node ${process.versions.node}`,
+      fs.readFileSync(path.join(__dirname, 'dts-schema.ts'), 'utf8'), `typescript ${version('typescript')}`, `ajv ${version('ajv')}`, `ajv-formats ${version('ajv-formats')}`, `yaml ${version('yaml')}`, `node ${process.versions.node}`,
     ].join('\n')).digest('hex');
     derivedCache = new DerivedCache(cacheDir, stamp);
   }
@@ -598,7 +483,7 @@ export function resetSchemaHarness(dir = path.join(NODE_MODULES, '.cache', 'migr
   fluxEntries = undefined;
   kubevirtEntries.clear();
   dtsEntries.clear();
-  sourceFileCache.clear();
+  dtsSchema().forgetParsedFiles();
   objectMetaSchema = undefined;
   objectMetaValidate = undefined;
   ajvInstance = undefined;
