@@ -19,13 +19,24 @@
  * Every object goes through (a) ajv (types, enums, patterns, required, min/max...) and (b) a strict walker that
  * reports fields the API server would prune / reject under strict field validation.
  * Not evaluated: CEL rules (x-kubernetes-validations), defaults, list-map keys uniqueness.
+ *
+ * What is derived here (the prepared CRD schemas, the schemas from .d.ts, ajv's compiled validators) is kept in
+ * node_modules/.cache/migration-mesh/schemas (test/support/derived-cache.ts), stamped with this file's text and
+ * test/support/dts-schema.ts's, the versions of TypeScript, ajv, ajv-formats, yaml and Node, and with the hash
+ * of every file it was derived from: each of the 22 suites that validate derived it all again (75 CPU seconds of the unit lane,
+ * docs/dev/lab/2026-12-03-unit-lane-cpu.md). test/schema-cache.test.ts checks that what comes from the cache is
+ * what is derived afresh and that the cache is never stale. (Flux's three CRDs are read each time: they cost no
+ * measurable time.)
  */
 import * as fs from 'fs';
 import * as path from 'path';
+import { createHash } from 'crypto';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
+import standaloneCode from 'ajv/dist/standalone';
 import addFormats from 'ajv-formats';
 import * as YAML from 'yaml';
-import * as ts from 'typescript';
+import { CacheCounts, DerivedCache } from './derived-cache';
+import type * as DtsSchema from './dts-schema';
 
 export type KubevirtSchemaVariant = 'released' | 'pr17922';
 
@@ -111,6 +122,7 @@ let ajvInstance: Ajv | undefined;
 function ajv(): Ajv {
   if (!ajvInstance) {
     ajvInstance = new Ajv({
+      code: { source: true }, // keep each validator's code, for the cache (standaloneCode): the same code ajv runs
       strict: false, // x-kubernetes-* keywords, nullable, int-or-string formats...
       allErrors: true,
       unicodeRegExp: false, // CRD patterns are Go regexps, closer to non-unicode JS regexps
@@ -171,31 +183,48 @@ function registerCrdDoc(map: Map<string, Entry>, doc: any, origin: string): void
   }
 }
 
+/** The KubeVirt schema files of the registry: file under test/fixtures/upstream/kubevirt, apiVersion, kind. */
+const KUBEVIRT_FILES: ReadonlyArray<readonly [string, string, string]> = [
+  ['virtualmachine.schema.yaml', 'kubevirt.io/v1', 'VirtualMachine'],
+  ['virtualmachineinstancemigration.schema.yaml', 'kubevirt.io/v1', 'VirtualMachineInstanceMigration'],
+  ['migrationpolicy.schema.yaml', 'migrations.kubevirt.io/v1alpha1', 'MigrationPolicy'],
+];
+/** The directories under test/fixtures/upstream whose CRDs are in the registry. */
+const CRD_DIRS = ['nad', 'whereabouts', 'ovn-k', 'ipamclaims', 'forklift', 'nmstate'];
+
+/** The CRD files of the registry in the order it reads them (the first file with a kind wins). */
+function crdFiles(): string[] {
+  const files: string[] = [];
+  for (const sub of CRD_DIRS) {
+    const inDir = listFiles(path.join(UPSTREAM_SCHEMAS_DIR, sub));
+    if (inDir.length === 0) throw new Error(`schemas harness: no schema file in test/fixtures/upstream/${sub}`);
+    files.push(...inDir);
+  }
+  return [...files, ...listFiles(FIXTURE_CRDS, ['.yaml', '.yml'])];
+}
+
 function crds(): Map<string, Entry> {
-  if (crdEntries) return crdEntries;
+  if (!crdEntries) {
+    const kubevirt = KUBEVIRT_FILES.map(([file]) => upstreamSchemaFile(path.join('kubevirt', file)));
+    const files = crdFiles();
+    // keyed by the file list too: a file added or removed changes the registry
+    const derived = cache().json('crds', [...kubevirt, ...files].join('\n'), () => ({ value: [...deriveCrds(kubevirt, files)], inputs: [...kubevirt, ...files] }));
+    crdEntries = new Map(derived);
+  }
+  return crdEntries;
+}
+
+/** The registry of the KubeVirt schema files (KUBEVIRT_FILES' paths) and the CRD files, prepared for ajv. */
+function deriveCrds(kubevirt: string[], files: string[]): Map<string, Entry> {
   const map = new Map<string, Entry>();
-  const kvFiles: Array<[string, string, string]> = [
-    ['virtualmachine.schema.yaml', 'kubevirt.io/v1', 'VirtualMachine'],
-    ['virtualmachineinstancemigration.schema.yaml', 'kubevirt.io/v1', 'VirtualMachineInstanceMigration'],
-    ['migrationpolicy.schema.yaml', 'migrations.kubevirt.io/v1alpha1', 'MigrationPolicy'],
-  ];
-  for (const [file, apiVersion, kind] of kvFiles) {
-    const p = upstreamSchemaFile(path.join('kubevirt', file));
-    const schema = loadYamlDocs(p)[0].openAPIV3Schema;
+  KUBEVIRT_FILES.forEach(([, apiVersion, kind], i) => {
+    const schema = loadYamlDocs(kubevirt[i])[0].openAPIV3Schema;
     prepareK8sSchema(schema);
-    map.set(gvk(apiVersion, kind), { apiVersion, kind, origin: p, flavour: 'crd', schema });
-  }
-  for (const sub of ['nad', 'whereabouts', 'ovn-k', 'ipamclaims', 'forklift', 'nmstate']) {
-    const files = listFiles(path.join(UPSTREAM_SCHEMAS_DIR, sub));
-    if (files.length === 0) throw new Error(`schemas harness: no schema file in test/fixtures/upstream/${sub}`);
-    for (const f of files) {
-      for (const doc of loadYamlDocs(f)) registerCrdDoc(map, doc, f);
-    }
-  }
-  for (const f of listFiles(FIXTURE_CRDS, ['.yaml', '.yml'])) {
+    map.set(gvk(apiVersion, kind), { apiVersion, kind, origin: kubevirt[i], flavour: 'crd', schema });
+  });
+  for (const f of files) {
     for (const doc of loadYamlDocs(f)) registerCrdDoc(map, doc, f);
   }
-  crdEntries = map;
   return map;
 }
 
@@ -203,9 +232,11 @@ function kubevirtEntry(variant: KubevirtSchemaVariant): Entry {
   let e = kubevirtEntries.get(variant);
   if (!e) {
     const file = upstreamSchemaFile(variant === 'pr17922' ? 'kubevirt/proposed/kubevirt.schema.pr17922.yaml' : 'kubevirt/kubevirt.schema.yaml');
-    const schema = loadYamlDocs(file)[0].openAPIV3Schema;
-    prepareK8sSchema(schema);
-    e = { apiVersion: 'kubevirt.io/v1', kind: 'KubeVirt', origin: file, flavour: 'crd', schema };
+    e = cache().json(`kubevirt-${variant}`, file, () => {
+      const schema = loadYamlDocs(file)[0].openAPIV3Schema;
+      prepareK8sSchema(schema);
+      return { value: { apiVersion: 'kubevirt.io/v1', kind: 'KubeVirt', origin: file, flavour: 'crd' as const, schema }, inputs: [file] };
+    });
     kubevirtEntries.set(variant, e);
   }
   return e;
@@ -255,38 +286,9 @@ export function listCrdSchemas(): SchemaInfo[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// .d.ts (kubernetes-models) -> JSON schema
+// .d.ts (kubernetes-models) -> JSON schema (test/support/dts-schema.ts, loaded with TypeScript only when the cache lacks one)
 
-const sourceFileCache = new Map<string, ts.SourceFile>();
-const compilerOptions: ts.CompilerOptions = {
-  target: ts.ScriptTarget.ES2022,
-  module: ts.ModuleKind.CommonJS,
-  moduleResolution: ts.ModuleResolutionKind.Node10,
-  noEmit: true,
-  skipLibCheck: true,
-  lib: ['lib.es5.d.ts'], // for Array<T>
-  types: [],
-};
-let compilerHost: ts.CompilerHost | undefined;
-function host(): ts.CompilerHost {
-  if (!compilerHost) {
-    const base = ts.createCompilerHost(compilerOptions, true);
-    compilerHost = {
-      ...base,
-      getSourceFile(fileName, languageVersion) {
-        let sf = sourceFileCache.get(fileName);
-        if (!sf) {
-          const text = ts.sys.readFile(fileName);
-          if (text === undefined) return undefined;
-          sf = ts.createSourceFile(fileName, text, languageVersion, true);
-          sourceFileCache.set(fileName, sf);
-        }
-        return sf;
-      },
-    };
-  }
-  return compilerHost;
-}
+const dtsSchema = (): typeof DtsSchema => require('./dts-schema');
 
 function dtsFileFor(apiVersion: string, kind: string): string | undefined {
   if (!/^[A-Za-z0-9.\-/]+$/.test(apiVersion) || !/^[A-Za-z0-9]+$/.test(kind)) return undefined;
@@ -297,90 +299,24 @@ function dtsFileFor(apiVersion: string, kind: string): string | undefined {
   return undefined;
 }
 
-function typeToSchemaFactory(checker: ts.TypeChecker) {
-  const defs: Record<string, any> = {};
-  const named = new Map<ts.Type, string>();
-  const F = ts.TypeFlags;
 
-  const conv = (t: ts.Type): any => {
-    if (t.flags & (F.Any | F.Unknown)) return { 'x-kubernetes-preserve-unknown-fields': true };
-    if (t.flags & F.StringLiteral) return { type: 'string', enum: [(t as ts.StringLiteralType).value] };
-    if (t.flags & F.NumberLiteral) return { type: 'number', enum: [(t as ts.NumberLiteralType).value] };
-    if (t.flags & (F.Boolean | F.BooleanLiteral)) return { type: 'boolean' };
-    if (t.flags & F.String) return { type: 'string' };
-    if (t.flags & F.Number) return { type: 'number' };
-    if (t.isUnion()) {
-      const parts = t.types.filter((x) => !(x.flags & (F.Undefined | F.Null | F.Void)));
-      if (parts.length > 0 && parts.every((x) => x.flags & F.BooleanLiteral)) return { type: 'boolean' };
-      if (parts.length > 0 && parts.every((x) => x.flags & F.StringLiteral)) {
-        return { type: 'string', enum: parts.map((x) => (x as ts.StringLiteralType).value) };
-      }
-      if (parts.length === 1) return conv(parts[0]);
-      const branches: any[] = [];
-      let sawBool = false;
-      for (const p of parts) {
-        if (p.flags & F.BooleanLiteral) {
-          if (sawBool) continue;
-          sawBool = true;
-        }
-        branches.push(conv(p));
-      }
-      return { anyOf: branches };
-    }
-    if (checker.isArrayType(t) || checker.isTupleType(t)) {
-      const args = checker.getTypeArguments(t as ts.TypeReference);
-      return { type: 'array', items: args.length ? conv(args[0]) : {} };
-    }
-    if (t.flags & F.Object || t.isIntersection()) {
-      const sym = t.aliasSymbol ?? t.getSymbol();
-      const isNamed = !!sym && (sym.flags & (ts.SymbolFlags.Interface | ts.SymbolFlags.TypeAlias)) !== 0;
-      if (isNamed) {
-        const existing = named.get(t);
-        if (existing) return { $ref: `#/definitions/${existing}` };
-        let name = sym!.getName();
-        for (let i = 2; defs[name] !== undefined; i++) name = `${sym!.getName()}_${i}`;
-        named.set(t, name);
-        defs[name] = {}; // reserve (recursion)
-        defs[name] = objectSchema(t);
-        return { $ref: `#/definitions/${name}` };
-      }
-      return objectSchema(t);
-    }
-    return {};
-  };
-
-  const objectSchema = (t: ts.Type): any => {
-    const out: any = { type: 'object' };
-    const props: Record<string, any> = {};
-    const required: string[] = [];
-    for (const p of checker.getPropertiesOfType(t)) {
-      const decl = p.valueDeclaration ?? p.declarations?.[0];
-      if (decl && (ts.isMethodSignature(decl) || ts.isMethodDeclaration(decl))) continue;
-      const pt = decl ? checker.getTypeOfSymbolAtLocation(p, decl) : checker.getTypeOfSymbol(p);
-      props[p.getName()] = conv(pt);
-      if (!(p.flags & ts.SymbolFlags.Optional)) required.push(p.getName());
-    }
-    const idx = checker.getIndexInfoOfType(t, ts.IndexKind.String);
-    if (Object.keys(props).length) out.properties = props;
-    if (required.length) out.required = required;
-    if (idx) out.additionalProperties = conv(idx.type);
-    if (!Object.keys(props).length && !idx) out['x-kubernetes-preserve-unknown-fields'] = true;
-    return out;
-  };
-
-  return { conv, defs };
+/**
+ * The JSON schema of `interfaceName` in `file` (cached: keyed by the file, and checked against every file the
+ * program read, each with the package.json beside it).
+ */
+function schemaFromDts(file: string, interfaceName: string): any {
+  return cache().json(`dts-${path.relative(NODE_MODULES, file)}-${interfaceName}`, `${file}\n${interfaceName}`, () => {
+    const { schema, read } = dtsSchema().deriveDtsSchema(file, interfaceName);
+    return { value: schema, inputs: [...read, ...read.map(packageJsonOf).filter((f): f is string => f !== undefined)] };
+  });
 }
 
-function schemaFromDts(file: string, interfaceName: string): any {
-  const program = ts.createProgram([file], compilerOptions, host());
-  const checker = program.getTypeChecker();
-  const sf = program.getSourceFile(file);
-  const modSym = sf && checker.getSymbolAtLocation(sf);
-  const sym = modSym && checker.getExportsOfModule(modSym).find((s) => s.getName() === interfaceName);
-  if (!sym) throw new Error(`schemas harness: ${interfaceName} not found in ${file}`);
-  const { conv, defs } = typeToSchemaFactory(checker);
-  const root = conv(checker.getDeclaredTypeOfSymbol(sym));
-  return { ...root, definitions: defs };
+/** The package.json of the package a file is in; undefined for none. */
+function packageJsonOf(file: string): string | undefined {
+  for (let d = path.dirname(file); d !== path.dirname(d); d = path.dirname(d)) {
+    if (fs.existsSync(path.join(d, 'package.json'))) return path.join(d, 'package.json');
+  }
+  return undefined;
 }
 
 function dtsEntry(apiVersion: string, kind: string): Entry | undefined {
@@ -496,12 +432,70 @@ function formatAjvErrors(errors: ErrorObject[] | null | undefined, prefixPath = 
 }
 
 function compiled(e: Entry): ValidateFunction {
-  if (!e.validate) e.validate = ajv().compile(e.schema);
+  if (!e.validate) e.validate = compileCached(e.schema);
   return e.validate;
+}
+
+/**
+ * ajv's validator of a schema, from the cache when it holds the schema's: ajv's standalone code of it, the code
+ * ajv generates and runs for the schema, with its runtime helpers and formats required from ajv and ajv-formats.
+ */
+function compileCached(schema: any): ValidateFunction {
+  const key = JSON.stringify(schema);
+  const code = cache().text(key);
+  if (code !== undefined) {
+    // a CommonJS module: its requires (ajv/dist/runtime/..., ajv-formats/dist/formats) resolve from here, as ajv's
+    // own in-memory compile also makes the validator with new Function
+    const mod = { exports: {} as ValidateFunction };
+    new Function('module', 'exports', 'require', code)(mod, mod.exports, require);
+    return mod.exports;
+  }
+  const validate = ajv().compile(schema);
+  cache().storeText(key, standaloneCode(ajv(), validate));
+  return validate;
+}
+
+let derivedCache: DerivedCache | undefined;
+/** Where the cache is: the checkout's own (see the top of this file), or a test's (resetSchemaHarness). */
+let cacheDir = path.join(NODE_MODULES, '.cache', 'migration-mesh', 'schemas');
+/** The harness's cache (see the top of this file): stamped with this file, the cache's code and the packages deriving. */
+function cache(): DerivedCache {
+  if (!derivedCache) {
+    const version = (pkg: string): string => JSON.parse(fs.readFileSync(path.join(NODE_MODULES, pkg, 'package.json'), 'utf8')).version;
+    const stamp = createHash('sha256').update([
+      fs.readFileSync(__filename, 'utf8'), fs.readFileSync(path.join(__dirname, 'derived-cache.ts'), 'utf8'),
+      fs.readFileSync(path.join(__dirname, 'dts-schema.ts'), 'utf8'), `typescript ${version('typescript')}`, `ajv ${version('ajv')}`, `ajv-formats ${version('ajv-formats')}`, `yaml ${version('yaml')}`, `node ${process.versions.node}`,
+    ].join('\n')).digest('hex');
+    derivedCache = new DerivedCache(cacheDir, stamp);
+  }
+  return derivedCache;
 }
 
 // ---------------------------------------------------------------------------------------------
 // public API
+
+/**
+ * For test/schema-cache.test.ts: forgets every schema and validator this process derived or read and uses the
+ * cache in `dir` from now on (default: the checkout's). Returns that cache's hit and miss counts (live).
+ */
+export function resetSchemaHarness(dir = path.join(NODE_MODULES, '.cache', 'migration-mesh', 'schemas')): CacheCounts {
+  crdEntries = undefined;
+  fluxEntries = undefined;
+  kubevirtEntries.clear();
+  dtsEntries.clear();
+  dtsSchema().forgetParsedFiles();
+  objectMetaSchema = undefined;
+  objectMetaValidate = undefined;
+  ajvInstance = undefined;
+  cacheDir = dir;
+  derivedCache = undefined;
+  return cache().counts;
+}
+
+/** The schema an object of apiVersion+kind is validated against (undefined = none): for test/schema-cache.test.ts. */
+export function schemaFor(apiVersion: string, kind: string, opts: ValidateOptions = {}): unknown {
+  return lookup(apiVersion, kind, opts)?.schema;
+}
 
 /**
  * Validate one Kubernetes object. Returns human-readable errors `<kind>/<name>: <json path>: <problem>`,
@@ -532,7 +526,7 @@ export function validateObject(obj: any, opts: ValidateOptions = {}): string[] {
     // the API server validates/prunes metadata of custom resources as a real ObjectMeta
     if (obj.metadata !== undefined) {
       const meta = objectMeta();
-      if (!objectMetaValidate) objectMetaValidate = ajv().compile(meta);
+      if (!objectMetaValidate) objectMetaValidate = compileCached(meta);
       if (!objectMetaValidate(obj.metadata)) problems.push(...formatAjvErrors(objectMetaValidate.errors, '.metadata'));
       walkStrict(obj.metadata, meta, meta, '.metadata', problems, false);
     }
