@@ -11,7 +11,9 @@
  * native-datapath fleet declares (a build that carries the proxy serves that schema).
  */
 import { execFileSync } from 'node:child_process';
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { FLUX_CRD_FILES, UPSTREAM_SCHEMAS_DIR, upstreamSchemaFile } from './schemas';
@@ -20,20 +22,47 @@ const ROOT = path.resolve(__dirname, '..', '..');
 export type Crd = { apiVersion: string; kind: string; metadata: { name: string }; spec: Record<string, any> };
 
 const moduleDirs = new Map<string, string>();
+const CRD_SOURCES = path.join(ROOT, 'real', 'crd-sources');
+
+/**
+ * A file in the temp directory shared by the suites of one machine, named by the sha256 of `key`: what a suite
+ * would otherwise compute again from the same inputs. Each real-API suite runs in its own jest process and read
+ * the same CRD files and `go mod download` answers (about 2.5 CPU-s a suite: docs/dev/lab/2026-12-03-real-lane-cpu.md).
+ * Written to a temp name and renamed, so a reader sees a whole file or none.
+ */
+function cached<T>(kind: string, key: string, make: () => T, valid: (v: T) => boolean = () => true): T {
+  const file = path.join(os.tmpdir(), `mm-${kind}-${crypto.createHash('sha256').update(key).digest('hex').slice(0, 24)}.json`);
+  try {
+    const v = JSON.parse(fs.readFileSync(file, 'utf8')) as T;
+    if (valid(v)) return v;
+  } catch { /* none yet, or unreadable: made again */ }
+  const v = make();
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(v));
+  fs.renameSync(tmp, file);
+  return v;
+}
+
 /** Where the Go module cache holds a module pinned by real/crd-sources (downloaded on first use, checked against go.sum). */
 export function moduleDir(mod: string): string {
   let dir = moduleDirs.get(mod);
   if (!dir) {
-    const out = execFileSync('go', ['mod', 'download', '-json', mod], {
-      cwd: path.join(ROOT, 'real', 'crd-sources'), encoding: 'utf8', timeout: 600_000,
-      env: { ...process.env, PATH: `${process.env.PATH}:/usr/local/go/bin`, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
-    });
-    const info = JSON.parse(out) as { Dir?: string; Error?: string };
-    if (!info.Dir) throw new Error(`go mod download ${mod} (real/crd-sources): ${info.Error ?? out}`);
-    dir = info.Dir;
+    // the answer of `go mod download` depends only on go.mod, go.sum and the module cache's place; kept while that directory stands
+    const key = [mod, process.env.GOMODCACHE ?? '', ...['go.mod', 'go.sum'].map((f) => fs.readFileSync(path.join(CRD_SOURCES, f), 'utf8'))].join('\0');
+    dir = cached('crd-source-dir', key, () => downloadModule(mod), (d) => typeof d === 'string' && fs.existsSync(d));
     moduleDirs.set(mod, dir);
   }
   return dir;
+}
+
+function downloadModule(mod: string): string {
+  const out = execFileSync('go', ['mod', 'download', '-json', mod], {
+    cwd: CRD_SOURCES, encoding: 'utf8', timeout: 600_000,
+    env: { ...process.env, PATH: `${process.env.PATH}:/usr/local/go/bin`, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
+  });
+  const info = JSON.parse(out) as { Dir?: string; Error?: string };
+  if (!info.Dir) throw new Error(`go mod download ${mod} (real/crd-sources): ${info.Error ?? out}`);
+  return info.Dir;
 }
 
 function crdsIn(file: string): Crd[] {
@@ -94,11 +123,17 @@ function readUpstreamCrds(): Array<{ crd: Crd; origin: string }> {
     ...yamlFiles(path.join(ROOT, 'test', 'fixtures', 'crds')).filter((f) => !f.includes('.excerpt.')),
     ...FROM_MODULES.flatMap(([mod, rels]) => rels.map((r) => path.join(moduleDir(mod), r))),
   ];
+  const policySchema = upstreamSchemaFile(path.join('kubevirt', 'migrationpolicy.schema.yaml'));
+  // parsing these YAML files is most of the cost; the parse is kept by the files' names and contents (and this code's)
+  const texts = [...files, policySchema].map((f) => `${f}\0${fs.readFileSync(f, 'utf8')}`);
+  return cached('upstream-crds', [fs.readFileSync(__filename, 'utf8'), ...texts].join('\0'), () => parseUpstreamCrds(files, policySchema));
+}
+
+function parseUpstreamCrds(files: readonly string[], policySchema: string): Array<{ crd: Crd; origin: string }> {
   const byName = new Map<string, { crd: Crd; origin: string }>();
   for (const f of files) {
     for (const crd of crdsIn(f)) if (!byName.has(crd.metadata.name)) byName.set(crd.metadata.name, { crd, origin: f });
   }
-  const policySchema = upstreamSchemaFile(path.join('kubevirt', 'migrationpolicy.schema.yaml'));
   byName.set('migrationpolicies.migrations.kubevirt.io', { crd: migrationPolicyCrd(policySchema), origin: policySchema });
   return [...byName.values()];
 }

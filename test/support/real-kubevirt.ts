@@ -160,7 +160,9 @@ export class RealKubevirt {
    * TLS connection was established", as a CI run with two CPU hogs beside it met in kubevirt-real's status test.
    */
   private async runJob(job: StrategyJob): Promise<void> {
-    const env: NodeJS.ProcessEnv = { ...process.env };
+    // GOGC 400 for this short batch process only (its heap is gone seconds later): a dump cost 6.5 CPU-s on average
+    // at Go's default and 4.6 at 400, and kubevirt-real runs 7-10 of them (docs/dev/lab/2026-12-03-real-lane-cpu.md)
+    const env: NodeJS.ProcessEnv = { GOGC: '400', ...process.env };
     for (const e of job.spec.template.spec.containers[0].env ?? []) env[e.name] = e.value ?? '';
     const start = Date.now();
     let last = start;
