@@ -42,6 +42,11 @@ export function retrySummary(): string {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Counts a retry made by another harness layer (an engine's own requeue, e.g. Argo CD's sync retry in real-argo.ts). */
+export function countRetry(r: Retry): void {
+  retries.push(r);
+}
+
 /** client-go's `checkWait`: the seconds to wait before sending again, or undefined for an answer that is not retried. */
 export function clientGoWait(a: HttpAnswer): number | undefined {
   if (a.status !== 429 && a.status < 500) return undefined;
