@@ -1,9 +1,10 @@
 /**
- * The real-API lane's Argo CD requeue (test/support/real-argo.ts, issue 53 item 5): a sync operation that failed is
+ * The real-API lane's engine requeues (issue 53 item 5). Argo CD (test/support/real-argo.ts): a sync operation that failed is
  * retried as Argo CD v3.2.12's application controller retries it under our Applications' `syncPolicy.retry`, and
  * only when the next try can end otherwise. Driven here over the engine's own result shape (mm-argo-sync's JSON
  * lines, as argoSync parses them) with no API server: the failure seen in a loaded run (the dry run right after
- * the CRDs were installed), the refusals that must fail at once, and the bounds.
+ * the CRDs were installed), the refusals that must fail at once, and the bounds. Flux (test/support/real-flux.ts):
+ * kustomize-controller requeues on its own; the harness counts each failed reconcile it sees, once.
  */
 import * as path from 'node:path';
 import { parse } from 'yaml';
@@ -11,6 +12,7 @@ import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { GITOPS_DIR } from '../src/delivery/gitops';
 import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load';
 import { retriesSoFar } from './support/kube-retry';
+import { countFluxRetry, type KustomizationState } from './support/real-flux';
 import {
   argoDurationMs, argoRetryWaitMs, curableSyncFailure, requeueArgoSync, type ArgoResult, type ArgoRetryStrategy, type ArgoSync,
 } from './support/real-argo';
@@ -113,5 +115,29 @@ describe('the requeue loop', () => {
     const p = requeueArgoSync('x', scripted(DRY_RUN_STALE).once, served, RETRY, { signal: abort.signal });
     setTimeout(() => abort.abort(), 50);
     await expect(p).rejects.toThrow('aborted');
+  });
+});
+
+describe('Flux\'s own requeue, counted', () => {
+  const ks = (ready: { status: string; reason: string; message: string; lastTransitionTime?: string }, spec: KustomizationState['spec'] = { interval: '10m', retryInterval: '1m' }): KustomizationState => ({
+    metadata: { name: 'vmnet-east' }, spec, status: { lastAttemptedRevision: 'latest@sha256:1', conditions: [{ type: 'Ready', lastTransitionTime: '2026-12-03T15:00:00Z', ...ready }] },
+  });
+  test('a failed reconcile is counted once however often it is read, with the retryInterval Flux waits (interval when none is set)', () => {
+    const before = retriesSoFar().length;
+    const failed = ks({ status: 'False', reason: 'ReconciliationFailed', message: 'ClusterUserDefinedNetwork/blue dry-run failed: no matches for kind' });
+    countFluxRetry(failed);
+    countFluxRetry(failed);
+    countFluxRetry(ks({ status: 'False', reason: 'ReconciliationFailed', message: 'again', lastTransitionTime: '2026-12-03T15:01:00Z' }, { interval: '10m' }));
+    expect(retriesSoFar().slice(before).map((r) => [r.layer, r.what, r.reason, r.waitMs])).toEqual([
+      ['engine', 'Flux Kustomization vmnet-east', 'ReconciliationFailed: ClusterUserDefinedNetwork/blue dry-run failed: no matches for kind', 60_000],
+      ['engine', 'Flux Kustomization vmnet-east', 'ReconciliationFailed: again', 600_000],
+    ]);
+  });
+  test('Ready, still at work, or waiting for a dependency is no failure', () => {
+    const before = retriesSoFar().length;
+    countFluxRetry(ks({ status: 'True', reason: 'ReconciliationSucceeded', message: 'Applied revision' }));
+    countFluxRetry(ks({ status: 'Unknown', reason: 'Progressing', message: 'Reconciliation in progress' }));
+    countFluxRetry(ks({ status: 'False', reason: 'DependencyNotReady', message: 'dependency not ready' }));
+    expect(retriesSoFar().length - before).toBe(0);
   });
 });

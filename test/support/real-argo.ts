@@ -15,7 +15,7 @@ import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { freePort, goBinDir, spawnLogged, type RealCluster } from './real-kube';
 import type { Crd } from './real-crds';
-import { countRetry } from './kube-retry';
+import { countRetry, goDurationMs } from './kube-retry';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -104,11 +104,7 @@ export interface ArgoRetryStrategy {
 
 /** Argo CD's parseStringToDuration: an integer is seconds, anything else a Go duration (`10s`, `1m30s`, `500ms`). */
 export function argoDurationMs(s: string): number {
-  if (/^[+-]?\d+$/.test(s)) return Number(s) * 1000;
-  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  const parts = [...s.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)];
-  if (!parts.length || parts.map((p) => p[0]).join('') !== s) throw new Error(`unable to parse ${s} as a duration`);
-  return parts.reduce((ms, p) => ms + Number(p[1]) * unit[p[2]], 0);
+  return /^[+-]?\d+$/.test(s) ? Number(s) * 1000 : goDurationMs(s);
 }
 
 /**
