@@ -138,6 +138,14 @@ async function certManagerIssues(cluster: RealCluster, watch: ServerWatch, cert:
   return Date.now();
 }
 
+/**
+ * Waits (at most as the `expect` after it would see) for the garbage collector to finish a foreground deletion,
+ * while cluster a's server is seen writing (its watch events): 20 s of no write, 60 s at most (work-bound.ts).
+ */
+const untilGarbageCollected = (done: () => Promise<boolean>) =>
+  untilQuiet('the foreground deletion', async () => ((await done()) ? true : undefined), { quietMs: 20_000, capMs: 60_000, progress: () => a.watch.events.length, everyMs: 100 })
+    .catch(() => undefined);
+
 const timings: string[] = [];
 const timed = (what: string, s: ArgoSync) => timings.push(`${what}: ${s.ms} ms (cluster cache ${s.cacheMs} ms; waves applied at ${s.waves.map((w) => `${w.wave}@${w.ms}`).join(' ')} ms)${
   s.requeued.length ? `, after ${s.requeued.length} failed operation(s) Argo CD's retry requeued: ${s.requeued.map((r) => r.message).join('; ')}` : ''}`);
@@ -269,10 +277,10 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     const tracked = new Set(a.tree.objects.map(objectKey));
     const deleting = () => [...new Set(a.watch.events.slice(before).filter((w) => tracked.has(w.key) && (w.type === 'DELETED' || w.object.metadata.deletionTimestamp)).map((w) => w.key))];
     expect(deleting()).toEqual(removedDeployment);
-    for (const t0 = Date.now(); !a.watch.events.slice(before).some((w) => w.type === 'DELETED' && w.key === removedDeployment[0]) && Date.now() - t0 < 20_000;) await sleep(100);
+    await untilGarbageCollected(async () => a.watch.events.slice(before).some((w) => w.type === 'DELETED' && w.key === removedDeployment[0]));
     expect(a.watch.events.slice(before).filter((w) => w.type === 'DELETED' && tracked.has(w.key)).map((w) => w.key)).toEqual(removedDeployment);
     expect((await a.cluster.request('GET', await objectPath(a.cluster, kubevirt))).status).toBe(200);
-  }, syncsBoundMs(2, 30_000));
+  }, syncsBoundMs(2, 60_000)); // two syncs and the deletion (untilGarbageCollected)
 
   test('the prune guard holds (issue 50): a synth that drops the VM networks leaves their CUDN and guards on the cluster (PruneSkipped); the same objects without the guard are pruned', async () => {
     await a.sync;
@@ -303,10 +311,10 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     const status = async (o: KubeObject) => (await a.cluster.request('GET', await objectPath(a.cluster, o))).status;
     for (const o of dropped) expect({ o: objectKey(o), status: await status(o) }).toEqual({ o: objectKey(o), status: 200 });
     for (const o of controls) {
-      for (const t0 = Date.now(); (await status(o)) !== 404 && Date.now() - t0 < 20_000;) await sleep(100);
+      await untilGarbageCollected(async () => (await status(o)) === 404);
       expect({ o: objectKey(o), status: await status(o) }).toEqual({ o: objectKey(o), status: 404 });
     }
-  }, syncsBoundMs(3, 60_000));
+  }, syncsBoundMs(3, 120_000)); // three syncs, the CRD install and the deletions (untilGarbageCollected)
 });
 
 describe('a cluster whose Deployments cannot become healthy yet, and a wave-4 object the server refuses', () => {
