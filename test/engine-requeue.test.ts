@@ -59,6 +59,10 @@ describe('which failed syncs a retry can cure', () => {
   test('a dry run that failed because the engine did not yet know a kind the server serves: requeued, with the object named', () => {
     expect(curableSyncFailure(DRY_RUN_STALE, servedAll)).toMatch(/^Failed: one or more objects failed to apply \(dry run\); ClusterUserDefinedNetwork\/blue: resource mapping not found/);
     expect(curableSyncFailure(OPENAPI_STALE, servedAll)).toMatch(/ClusterUserDefinedNetwork\/blue: error validating data: the server could not find/);
+    // gitops-engine's own discovery without the kind: the tasks are "not valid"
+    const discoveryStale = sync('Failed', 'one or more synchronization tasks are not valid', [result({ status: 'SyncFailed', message: 'ClusterUserDefinedNetwork.k8s.ovn.org "" not found' })]);
+    expect(curableSyncFailure(discoveryStale, servedAll)).toMatch(/tasks are not valid; ClusterUserDefinedNetwork\/blue: ClusterUserDefinedNetwork.k8s.ovn.org "" not found$/);
+    expect(curableSyncFailure(sync('Failed', 'x', [result({ status: 'SyncFailed', message: 'configmaps "c" not found' })]), servedAll)).toBeUndefined();
   });
   test('the same failure for a kind the server does not serve (a CRD never installed) is not', () => {
     const served: Array<[string, string]> = [];

@@ -121,8 +121,13 @@ export function argoRetryWaitMs(r: ArgoRetryStrategy, retryCount: number): numbe
 
 /** The server's or the connection's "not now" (as `transient` in kube-retry.ts: 5xx, 429, no answer), in client-go's and kubectl's words. */
 const SERVER_NOT_NOW = /the server is currently unable to handle the request|Timeout: request did not complete|the server was unable to return a response in the time allotted|too many requests|context deadline exceeded|i\/o timeout|connection refused|connection reset|TLS handshake timeout|http2: client connection lost|unexpected EOF|etcdserver: (request timed out|leader changed)|Internal error occurred/i;
-/** The API server (its discovery, its OpenAPI document, kubectl's REST mapping from them) does not know a kind, or its group version, yet. */
-const KIND_NOT_KNOWN = /the server could not find the requested resource|no matches for kind|could not find the requested resource|ensure CRDs are installed first/i;
+/**
+ * The API server (its discovery, its OpenAPI document, kubectl's REST mapping from them) does not know a kind, or its
+ * group version, yet: kubectl's words, and gitops-engine's when its discovery lacks the kind (`Kind.group "" not
+ * found`, pkg/utils/kube/kube.go ServerResourceForGroupVersionKind; the operation then ends "one or more
+ * synchronization tasks are not valid").
+ */
+const KIND_NOT_KNOWN = /the server could not find the requested resource|no matches for kind|ensure CRDs are installed first|^[A-Z]\w*(\.[\w.-]+)? "" not found$/i;
 
 /**
  * Is a sync that did not succeed one the application controller's retry can cure, and why? Argo CD retries every
