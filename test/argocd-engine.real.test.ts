@@ -41,13 +41,14 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load'
 import { PruneGuard, vmnetDropCase } from './support/prune-guard';
 import { createNamespaces, crdsFor, installCrds, objectKey, objectPath, platformNamespaces, serverSideApply, type KubeObject } from './support/real-apply';
 import {
-  argoCdCrds, argoSync, renderKustomize, startApplicationSetController, type ArgoSync,
+  argoCdCrds, argoSync, argoSyncBoundMs, renderKustomize, startApplicationSetController, type ArgoRetryStrategy, type ArgoSync,
 } from './support/real-argo';
 import { ServerWatch } from './support/real-watch';
 import { upstreamCrds } from './support/real-crds';
-import { RealFleet, type RealCluster } from './support/real-kube';
+import { RealFleet, readyBoundMs, type RealCluster } from './support/real-kube';
 import type { ChildProcess } from 'node:child_process';
 import { RealNodes } from './support/real-nodes';
+import { sizeOf, untilQuiet } from './support/work-bound';
 
 const EXAMPLE = path.resolve(__dirname, '..', 'examples', 'gitops.fleet.yaml');
 const CLUSTER = 'east';
@@ -59,7 +60,17 @@ const APP = {
   app: String(appSet.spec.template.metadata.name).replace('{{.cluster}}', CLUSTER),
   serverSideApply: appSet.spec.template.spec.syncPolicy.syncOptions.includes('ServerSideApply=true'),
   prune: !!appSet.spec.template.spec.syncPolicy.automated?.prune,
+  /** `syncPolicy.retry`: a failed sync is retried as the application controller retries it (test/support/real-argo.ts). */
+  retry: appSet.spec.template.spec.syncPolicy.retry as ArgoRetryStrategy,
 };
+/**
+ * How long a test may wait for `syncs` syncs of the tree: each the engine's own bound and, once, Argo CD's retry
+ * (`argoSyncBoundMs`), plus `extraMs` of the test's own work. A sync is bounded by the engine's timeout, not by how
+ * fast a quiet machine runs it.
+ */
+const syncsBoundMs = (syncs: number, extraMs = 0, o: Parameters<typeof argoSyncBoundMs>[0] = APP) => syncs * argoSyncBoundMs(o) + extraMs;
+/** Cluster b's sync: it waits for nodes the test starts late. */
+const B_SYNC = { ...APP, timeoutMs: 240_000 };
 
 const wave = (o: KubeObject) => Number((o.metadata.annotations as Record<string, string>)[ARGOCD_WAVE_ANNOTATION]);
 
@@ -117,7 +128,8 @@ function availableAt(watch: ServerWatch, d: KubeObject): number | undefined {
 async function certManagerIssues(cluster: RealCluster, watch: ServerWatch, cert: KubeObject, holdMs: number): Promise<number> {
   for (const t0 = Date.now(); !watch.events.some((w) => w.type === 'ADDED' && w.key === objectKey(cert)); await sleep(100)) {
     if (abort.signal.aborted) throw new Error('the suite ended before the Certificate was created');
-    if (Date.now() - t0 > 120_000) throw new Error(`the Certificate was not created within 120 s (the engine's log: ${path.join(cluster.dir, 'mm-argo-sync-*.log')})`);
+    // the engine writes it in wave 2 of a sync it runs for at most its own bound (cluster b's, the longer)
+    if (Date.now() - t0 > argoSyncBoundMs(B_SYNC)) throw new Error(`the Certificate was not created within ${argoSyncBoundMs(B_SYNC) / 1000} s (the engine's log: ${path.join(cluster.dir, 'mm-argo-sync-*.log')})`);
   }
   await sleep(holdMs);
   const ready = { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'Ready', message: 'Certificate is up to date and has not expired', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }] } };
@@ -126,8 +138,17 @@ async function certManagerIssues(cluster: RealCluster, watch: ServerWatch, cert:
   return Date.now();
 }
 
+/**
+ * Waits (at most as the `expect` after it would see) for the garbage collector to finish a foreground deletion,
+ * while cluster a's server is seen writing (its watch events): 20 s of no write, 60 s at most (work-bound.ts).
+ */
+const untilGarbageCollected = (done: () => Promise<boolean>) =>
+  untilQuiet('the foreground deletion', async () => ((await done()) ? true : undefined), { quietMs: 20_000, capMs: 60_000, progress: () => a.watch.events.length, everyMs: 100 })
+    .catch(() => undefined);
+
 const timings: string[] = [];
-const timed = (what: string, s: ArgoSync) => timings.push(`${what}: ${s.ms} ms (cluster cache ${s.cacheMs} ms; waves applied at ${s.waves.map((w) => `${w.wave}@${w.ms}`).join(' ')} ms)`);
+const timed = (what: string, s: ArgoSync) => timings.push(`${what}: ${s.ms} ms (cluster cache ${s.cacheMs} ms; waves applied at ${s.waves.map((w) => `${w.wave}@${w.ms}`).join(' ')} ms)${
+  s.requeued.length ? `, after ${s.requeued.length} failed operation(s) Argo CD's retry requeued: ${s.requeued.map((r) => r.message).join('; ')}` : ''}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Cluster a: the tree as synthesized, nodes from the start. Cluster b: the wave-4 NAD broken, no nodes until the test starts them. */
@@ -151,13 +172,13 @@ beforeAll(async () => {
   [a.watch, b.watch] = await Promise.all([ServerWatch.start(a.cluster, a.tree.objects), ServerWatch.start(b.cluster, b.plain)]);
   // both syncs run from here on; each test awaits its own
   a.sync = argoSync(a.cluster, a.tree.file, { ...APP, signal: abort.signal });
-  b.sync = argoSync(b.cluster, b.tree.file, { ...APP, timeoutMs: 240_000, signal: abort.signal });
+  b.sync = argoSync(b.cluster, b.tree.file, { ...B_SYNC, signal: abort.signal });
   const cert = a.tree.objects.find((o) => o.kind === 'Certificate')!;
   a.issued = certManagerIssues(a.cluster, a.watch, cert, 6_000);
   b.issued = certManagerIssues(b.cluster, b.watch, cert, 0);
   a.sync.then((s) => timed('first sync', s), () => undefined);
   b.sync.then((s) => timed('sync with a refused wave-4 object (nodes started late)', s), () => undefined);
-}, 180_000);
+}, readyBoundMs(3) + 90_000); // three API servers started side by side (each bounded by readyBoundMs), then the platform's objects and nodes
 
 afterAll(async () => {
   a.watch?.stop();
@@ -198,7 +219,7 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     const deployments = tree.objects.filter((o) => o.kind === 'Deployment');
     expect(deployments.length).toBe(2);
     for (const d of deployments) expect(Math.min(...span(4))).toBeGreaterThan(availableAt(watch, d) ?? Infinity);
-  });
+  }, syncsBoundMs(1));
 
   test('wave 3 (the gateway Deployments) waits for the gateway Certificate to be Ready, as Argo CD\'s cert-manager health check says', async () => {
     const first = await a.sync;
@@ -209,7 +230,7 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     const wave3 = a.watch.events.filter((w) => w.type === 'ADDED' && a.tree.objects.some((o) => wave(o) === 3 && objectKey(o) === w.key));
     expect(wave3.length).toBe(a.tree.objects.filter((o) => wave(o) === 3).length);
     for (const w of wave3) expect(w.at).toBeGreaterThan(issuedAt);
-  });
+  }, syncsBoundMs(1));
 
   test('every object is server-side applied by Argo CD\'s field manager and carries our sync wave', async () => {
     await a.sync;
@@ -219,7 +240,7 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
       expect({ object: objectKey(o), managers }).toEqual({ object: objectKey(o), managers: ['argocd-controller'] });
       expect((live.metadata.annotations as Record<string, string>)[ARGOCD_WAVE_ANNOTATION]).toBe(String(wave(o)));
     }
-  });
+  }, syncsBoundMs(1, 30_000));
 
   test('a second sync writes nothing', async () => {
     await a.sync;
@@ -229,7 +250,7 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     expect({ phase: second.phase, message: second.message }).toEqual({ phase: 'Succeeded', message: 'successfully synced (all tasks run)' });
     const want = new Set(a.tree.objects.map(objectKey));
     expect(a.watch.events.slice(before).filter((w) => want.has(w.key)).map((w) => `${w.type} ${w.key}`)).toEqual([]);
-  }, 90_000);
+  }, syncsBoundMs(2));
 
   test('a new synth with one gateway replica fewer, and the KubeVirt file gone: the engine prunes that Deployment only and keeps the KubeVirt CR (Prune=false)', async () => {
     await a.sync;
@@ -256,10 +277,10 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     const tracked = new Set(a.tree.objects.map(objectKey));
     const deleting = () => [...new Set(a.watch.events.slice(before).filter((w) => tracked.has(w.key) && (w.type === 'DELETED' || w.object.metadata.deletionTimestamp)).map((w) => w.key))];
     expect(deleting()).toEqual(removedDeployment);
-    for (const t0 = Date.now(); !a.watch.events.slice(before).some((w) => w.type === 'DELETED' && w.key === removedDeployment[0]) && Date.now() - t0 < 20_000;) await sleep(100);
+    await untilGarbageCollected(async () => a.watch.events.slice(before).some((w) => w.type === 'DELETED' && w.key === removedDeployment[0]));
     expect(a.watch.events.slice(before).filter((w) => w.type === 'DELETED' && tracked.has(w.key)).map((w) => w.key)).toEqual(removedDeployment);
     expect((await a.cluster.request('GET', await objectPath(a.cluster, kubevirt))).status).toBe(200);
-  }, 90_000);
+  }, syncsBoundMs(2, 60_000)); // two syncs and the deletion (untilGarbageCollected)
 
   test('the prune guard holds (issue 50): a synth that drops the VM networks leaves their CUDN and guards on the cluster (PruneSkipped); the same objects without the guard are pruned', async () => {
     await a.sync;
@@ -290,10 +311,10 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     const status = async (o: KubeObject) => (await a.cluster.request('GET', await objectPath(a.cluster, o))).status;
     for (const o of dropped) expect({ o: objectKey(o), status: await status(o) }).toEqual({ o: objectKey(o), status: 200 });
     for (const o of controls) {
-      for (const t0 = Date.now(); (await status(o)) !== 404 && Date.now() - t0 < 20_000;) await sleep(100);
+      await untilGarbageCollected(async () => (await status(o)) === 404);
       expect({ o: objectKey(o), status: await status(o) }).toEqual({ o: objectKey(o), status: 404 });
     }
-  }, 120_000);
+  }, syncsBoundMs(3, 120_000)); // three syncs, the CRD install and the deletions (untilGarbageCollected)
 });
 
 describe('a cluster whose Deployments cannot become healthy yet, and a wave-4 object the server refuses', () => {
@@ -303,8 +324,12 @@ describe('a cluster whose Deployments cannot become healthy yet, and a wave-4 ob
     const { tree, watch } = b;
     const deployments = tree.objects.filter((o) => o.kind === 'Deployment').map(objectKey);
     const created = () => creations(watch, b.plain);
+    // waves 0-2 take the engine what they take (bounded by its own timeout): wait while its sync runs
+    let ended: ArgoSync | undefined;
+    b.sync.then((r) => { ended = r; }, () => undefined);
     for (const t0 = Date.now(); !deployments.every((d) => created().has(d)); await sleep(100)) {
-      if (Date.now() - t0 > 60_000) throw new Error(`wave 3 not applied after 60 s; the engine's log: ${path.join(b.cluster.dir, 'mm-argo-sync-*.log')}`);
+      if (ended) throw new Error(`the engine ended before wave 3 was applied (${ended.phase}: ${ended.message}); its log: ${path.join(b.cluster.dir, 'mm-argo-sync-*.log')}`);
+      if (Date.now() - t0 > argoSyncBoundMs(B_SYNC)) throw new Error(`wave 3 not applied after ${argoSyncBoundMs(B_SYNC) / 1000} s; the engine's log: ${path.join(b.cluster.dir, 'mm-argo-sync-*.log')}`);
     }
     // no node runs the gateway's pods: the engine must not go on to wave 4 (its pause between waves is 2 s)
     const wave3At = Math.max(...watch.events.filter((w) => deployments.includes(w.key) && w.type === 'ADDED').map((w) => w.at));
@@ -319,6 +344,8 @@ describe('a cluster whose Deployments cannot become healthy yet, and a wave-4 ob
     expect(s.events.filter((e) => e.event === 'state').map((e) => String(e.message))).toContainEqual(expect.stringMatching(/^waiting for healthy state of apps\/Deployment\//));
     expect(s.waves.map((w) => w.wave)).toEqual([0, 1, 2, 3]);
     const refused = s.results.filter((r) => r.status === 'SyncFailed');
+    // a refusal is the answer: Argo CD's retry would meet it again, the harness does not requeue it
+    expect(s.requeued.filter((r) => r.results.some((x) => /spec\.config/.test(x.message))).map((r) => r.message)).toEqual([]);
     const nad = tree.objects.find((o) => wave(o) === 4)!;
     expect(refused.map((r) => `${r.kind}/${r.namespace}/${r.name}`)).toEqual([objectKey(nad)]);
     expect(refused[0].message).toMatch(/spec\.config: expected string/);
@@ -330,12 +357,14 @@ describe('a cluster whose Deployments cannot become healthy yet, and a wave-4 ob
       expect(at?.at).toBeGreaterThan(nodesAt);
     }
     expect(waves4and5.map(objectKey).filter((k) => created().has(k))).toEqual([]);
-  }, 150_000);
+  }, syncsBoundMs(1, 0, B_SYNC));
 });
 
 describe('Argo CD\'s ApplicationSet controller expands our ApplicationSet', () => {
   const ARGOCD = 'argocd';
   let controller: ChildProcess | undefined;
+  /** How long the controller may go without a log line or a new Application before the test gives up (0.6-2 s on a quiet machine). */
+  const APPSET_QUIET_MS = 60_000;
   afterAll(() => { controller?.kill('SIGKILL'); });
 
   test('one Application per cluster, each with its directory, its API server and the sync policy the engine ran with', async () => {
@@ -369,15 +398,17 @@ describe('Argo CD\'s ApplicationSet controller expands our ApplicationSet', () =
     controller = await startApplicationSetController(hub, ARGOCD);
 
     let apps: any[] = [];
-    while (apps.length < 3 && Date.now() - t0 < 60_000 && controller.exitCode === null) {
-      await sleep(200);
+    // the controller starts, syncs its informers and expands the set: wait while its log grows (work-bound.ts)
+    const log = path.join(hub.dir, 'argocd-applicationset-controller.log');
+    await untilQuiet('three Applications', async () => {
       apps = (await hub.request('GET', `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD}/applications`)).json?.items ?? [];
-    }
+      return apps.length >= 3 || controller!.exitCode !== null ? true : undefined;
+    }, { quietMs: APPSET_QUIET_MS, capMs: 2 * APPSET_QUIET_MS, progress: () => `${sizeOf([log])} ${apps.length}`, everyMs: 200 }).catch(() => undefined);
     timings.push(`ApplicationSet controller: ${apps.length} Applications ${Date.now() - t0} ms after its start`);
     if (apps.length < 3) {
       const status = (await hub.request('GET', `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD}/applicationsets/${ours.metadata.name}`)).json?.status;
-      const log = fs.readFileSync(path.join(hub.dir, 'argocd-applicationset-controller.log'), 'utf8').split('\n').slice(-30).join('\n');
-      throw new Error(`the controller made ${apps.length} Applications (exit code ${controller.exitCode}); ApplicationSet status ${JSON.stringify(status)}; its log:\n${log}`);
+      const tail = fs.readFileSync(log, 'utf8').split('\n').slice(-30).join('\n');
+      throw new Error(`the controller made ${apps.length} Applications (exit code ${controller.exitCode}); ApplicationSet status ${JSON.stringify(status)}; its log:\n${tail}`);
     }
     const expected = Object.keys(servers).sort().map((c) => ({
       name: `${doc.metadata.name}-${c}`,
@@ -401,7 +432,7 @@ describe('Argo CD\'s ApplicationSet controller expands our ApplicationSet', () =
     const east = apps.find((x) => x.metadata.name === APP.app)!;
     expect(east.spec.syncPolicy.syncOptions.includes('ServerSideApply=true')).toBe(APP.serverSideApply);
     expect(!!east.spec.syncPolicy.automated?.prune).toBe(APP.prune);
-  }, 120_000);
+  }, 2 * APPSET_QUIET_MS + 60_000); // the controller's bound, and the installs before it
 });
 
 /** Argo CD's own prune guard: the sync option `Prune=false` makes the engine skip an object that left the source. */

@@ -40,6 +40,7 @@ import { RealFleet, type RealCluster } from './support/real-kube';
 import { ServerWatch } from './support/real-watch';
 import { RealNodes } from './support/real-nodes';
 import { killProcess, startRuntime, startTrust, tokenKubeconfig } from './support/real-trust';
+import { untilQuiet } from './support/work-bound';
 
 const NAMES = ['kv-a', 'kv-b', 'kv-c'];
 /** The trust objects an example cluster's output carries (a three-cluster fleet, plain KubeVirt CR delivery). */
@@ -240,14 +241,16 @@ async function peersTrust(ca: string, peers: Site[], withinMs: number): Promise<
 /** A pod as its label selector finds it on a real server, polled until `want` of them are Running with an IP (kwok). */
 type Pod = { metadata: { name: string; annotations?: Record<string, string> }; status: { podIP: string } };
 async function runningPods(c: RealCluster, ns: string, selector: string, want: number): Promise<Pod[]> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
+  // bounded by the work (work-bound.ts): waits while the list changes (its resourceVersion), 60 s of no change at most
+  let rv = '';
+  let running = 0;
+  return untilQuiet(`${c.name}: ${want} pods Running for ${selector} in ${ns}`, async () => {
     const r = await c.request('GET', `/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(selector)}`);
+    rv = String(r.json?.metadata?.resourceVersion ?? rv);
     const pods = (r.json?.items ?? []).filter((p: any) => p.status?.phase === 'Running' && p.status.podIP && !p.metadata.deletionTimestamp);
-    if (pods.length >= want) return pods;
-    if (Date.now() > deadline) throw new Error(`${c.name}: ${pods.length}/${want} pods Running for ${selector} in ${ns} after 60 s`);
-    await new Promise((res) => setTimeout(res, 250));
-  }
+    running = pods.length;
+    return pods.length >= want ? pods : undefined;
+  }, { quietMs: 60_000, capMs: 120_000, progress: () => `${rv} ${running}` });
 }
 
 /**
@@ -271,18 +274,19 @@ async function runPods(s: Site): Promise<void> {
 
 /** virt-operator has rolled its components out to the current config (our KubeVirt CR changes it): no pod is about to be replaced. */
 async function rolledOut(c: RealCluster): Promise<void> {
-  const deadline = Date.now() + 90_000;
-  for (;;) {
+  // bounded by the work (work-bound.ts): waits while the rollout moves (the two objects' resourceVersions), 90 s of
+  // no move at most
+  let moved = '';
+  await untilQuiet(`${c.name}: virt-handler / sync controller rolled out`, async () => {
     const ds = (await c.request('GET', '/apis/apps/v1/namespaces/kubevirt/daemonsets/virt-handler')).json;
     const dep = (await c.request('GET', '/apis/apps/v1/namespaces/kubevirt/deployments/virt-synchronization-controller')).json;
     const dsDone = ds?.kind === 'DaemonSet' && ds.status.observedGeneration === ds.metadata.generation && ds.status.desiredNumberScheduled > 0
       && ds.status.updatedNumberScheduled === ds.status.desiredNumberScheduled && ds.status.numberAvailable === ds.status.desiredNumberScheduled;
     const depDone = dep?.kind === 'Deployment' && dep.status.observedGeneration === dep.metadata.generation && dep.status.updatedReplicas === dep.spec.replicas
       && dep.status.availableReplicas === dep.spec.replicas && (dep.status.replicas ?? 0) === dep.spec.replicas;
-    if (dsDone && depDone) return;
-    if (Date.now() > deadline) throw new Error(`${c.name}: virt-handler / sync controller not rolled out after 90 s`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
+    moved = `${ds?.metadata?.resourceVersion} ${dep?.metadata?.resourceVersion}`;
+    return dsDone && depDone ? true : undefined;
+  }, { quietMs: 90_000, capMs: 180_000, progress: () => moved, everyMs: 500 });
 }
 
 test('migration-mesh status across the three real API servers, under the generated read-only ClusterRole', async () => {

@@ -27,6 +27,7 @@ import { makeCert, type TestCert } from '../proxy/src/testkit/ca-certs';
 import { MANAGED, VirtOperatorModel } from '../proxy/src/testkit/virt-operator-model';
 import { NO_WEBHOOKS, RealKubevirt } from './support/real-kubevirt';
 import { RealFleet, type RealCluster } from './support/real-kube';
+import { sizeOf, untilQuiet } from './support/work-bound';
 
 const H = 3_600_000;
 const NS = 'kubevirt';
@@ -113,14 +114,9 @@ async function realGet(name: string): Promise<ConfigMap | undefined> {
   const r = await cluster.request('GET', `/api/v1/namespaces/${NS}/configmaps/${name}`);
   return r.status === 200 ? r.json : undefined;
 }
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+/** Polls `probe`; bounded by virt-operator's work (work-bound.ts): gives up when its log was silent for `ms`, or after 2 * `ms`. */
+function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
+  return untilQuiet(what, probe, { quietMs: ms, capMs: 2 * ms, progress: () => sizeOf([kv.log]), everyMs: 200 });
 }
 /** virt-operator's own calls on kubevirt-external-ca, from the audit log (its client's user agent names it). */
 function operatorCalls(): Array<{ verb: string; code: number; at: number }> {

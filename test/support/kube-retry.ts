@@ -42,6 +42,19 @@ export function retrySummary(): string {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A Go `time.Duration` string (`10s`, `1m30s`, `500ms`) in ms, as time.ParseDuration reads it. */
+export function goDurationMs(s: string): number {
+  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  const parts = [...s.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)];
+  if (!parts.length || parts.map((p) => p[0]).join('') !== s) throw new Error(`unable to parse ${s} as a duration`);
+  return parts.reduce((ms, p) => ms + Number(p[1]) * unit[p[2]], 0);
+}
+
+/** Counts a retry made by another harness layer (an engine's own requeue, e.g. Argo CD's sync retry in real-argo.ts). */
+export function countRetry(r: Retry): void {
+  retries.push(r);
+}
+
 /** client-go's `checkWait`: the seconds to wait before sending again, or undefined for an answer that is not retried. */
 export function clientGoWait(a: HttpAnswer): number | undefined {
   if (a.status !== 429 && a.status < 500) return undefined;

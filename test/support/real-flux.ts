@@ -20,6 +20,8 @@ import { freePort } from '../../proxy/src/testkit/helpers';
 import { createNamespaces, installCrds, serverSideApply, type KubeObject } from './real-apply';
 import type { Crd } from './real-crds';
 import { goBinDir, spawnLogged, type Identity, type RealCluster } from './real-kube';
+import { sizeOf, untilQuiet } from './work-bound';
+import { countRetry, goDurationMs } from './kube-retry';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 /** Where kustomize-controller, source-controller, registry and mm-oci-push are. */
@@ -56,19 +58,47 @@ export function inlineKubeconfig(cluster: RealCluster, who: Identity = cluster.a
   });
 }
 
-/** Polls `probe` every 250 ms for at most `ms`; fails at once when one of `procs` has exited. Errors show the tail of each log. */
+/**
+ * Polls `probe` every 250 ms until it resolves a value; fails at once when one of `procs` has exited, when nothing
+ * was written to any of `logs` for `ms` (the controllers log every reconcile and every requeue: silence is a stall),
+ * and after 2 * `ms` even while they write (untilQuiet in work-bound.ts: the bound is the work's, not a quiet
+ * machine's). Errors show the tail of each log.
+ */
 async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, logs: readonly string[], procs: readonly ChildProcess[]): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v !== undefined) return v;
-    const dead = procs.find((p) => p.exitCode !== null || p.signalCode !== null);
-    if (dead || Date.now() > deadline) {
-      const tails = logs.filter((l) => fs.existsSync(l)).map((l) => `\n--- ${path.basename(l)}\n${fs.readFileSync(l, 'utf8').trim().split('\n').slice(-15).join('\n')}`);
-      throw new Error(`${what}: ${dead ? `${dead.spawnfile} exited (${dead.exitCode ?? dead.signalCode})` : `not after ${ms} ms`}${tails.join('')}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  const tails = () => logs.filter((l) => fs.existsSync(l)).map((l) => `\n--- ${path.basename(l)}\n${fs.readFileSync(l, 'utf8').trim().split('\n').slice(-15).join('\n')}`).join('');
+  const dead = () => {
+    const p = procs.find((x) => x.exitCode !== null || x.signalCode !== null);
+    return p && `${p.spawnfile} exited (${p.exitCode ?? p.signalCode})`;
+  };
+  return untilQuiet(what, probe, { quietMs: ms, capMs: 2 * ms, progress: () => sizeOf(logs), dead }).catch((e: Error) => {
+    throw new Error(`${e.message}${tails()}`);
+  });
+}
+
+/** What `countFluxRetry` reads of a Kustomization. */
+export interface KustomizationState {
+  readonly metadata: { readonly name: string };
+  readonly spec: { readonly interval?: string; readonly retryInterval?: string };
+  readonly status?: {
+    readonly lastAttemptedRevision?: string;
+    readonly conditions?: ReadonlyArray<{ type: string; status: string; reason: string; message: string; lastTransitionTime?: string }>;
+  };
+}
+const failedAttempts = new Set<string>();
+/**
+ * Counts a Kustomization's failed reconcile, once each, in the suite's retry summary (kube-retry.ts): Flux's own
+ * requeue, which the harness only watches. kustomize-controller v1.9.6 requeues a failed reconcile after
+ * `spec.retryInterval`, or `spec.interval` when none is set (internal/controller/kustomization_controller.go,
+ * api/v1 GetRetryInterval). A stage waiting for its dependency (DependencyNotReady) or still at work is no failure.
+ */
+export function countFluxRetry(k: KustomizationState): void {
+  const ready = k.status?.conditions?.find((c) => c.type === 'Ready');
+  if (ready?.status !== 'False' || ready.reason === 'DependencyNotReady' || ready.reason === 'Progressing') return;
+  const key = `${k.metadata.name} ${k.status?.lastAttemptedRevision} ${ready.lastTransitionTime} ${ready.reason} ${ready.message}`;
+  if (failedAttempts.has(key)) return;
+  failedAttempts.add(key);
+  const every = k.spec.retryInterval ?? k.spec.interval;
+  countRetry({ layer: 'engine', what: `Flux Kustomization ${k.metadata.name}`, reason: `${ready.reason}: ${ready.message}`.slice(0, 300), waitMs: every ? goDurationMs(every) : 0 });
 }
 
 const httpOk = (url: string) => fetch(url, { signal: AbortSignal.timeout(2000) }).then((r) => (r.ok ? true : undefined));
@@ -164,7 +194,10 @@ export class RealFlux {
     return token;
   }
 
-  /** Polls `probe` every 250 ms for at most `ms`; fails at once when a Flux process has exited; the error shows each Flux log's tail. */
+  /**
+   * Polls `probe` until it resolves; fails when a Flux process exited, its logs were silent for `ms`, or after
+   * 2 * `ms` (`until` above); the error shows each Flux log's tail.
+   */
   until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
     return until(what, ms, probe, this.logs, this.procs);
   }

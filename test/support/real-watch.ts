@@ -22,6 +22,7 @@ import * as fs from 'node:fs';
 import type { ClientRequest } from 'node:http';
 import * as https from 'node:https';
 import { objectKey, objectPath, type KubeObject } from './real-apply';
+import { countRetry } from './kube-retry';
 import type { RealCluster } from './real-kube';
 
 /** One write seen by a watch. */
@@ -117,13 +118,17 @@ export class ServerWatch {
   /**
    * LISTs `collection`; resolves its resourceVersion. With `infer`, records as `relisted` events what changed since
    * the last known state (after an expired watch). A collection whose watch cache is initializing answers 429 for a
-   * moment: waits for it, at most reopenWithinMs.
+   * moment: LISTs again as client-go's reflector does after a failed list (k8s.io/client-go v0.36.4
+   * tools/cache/reflector.go: backoff from 800 ms, doubling, at most 30 s; its jitter left out), each retry counted
+   * in the suite's retry summary, for at most reopenWithinMs (the reflector never gives up; a test must).
    */
   private async list(collection: string, infer: boolean): Promise<string> {
     const deadline = Date.now() + (this.o.reopenWithinMs ?? 30_000);
     let r = await this.cluster.request('GET', `${collection}?${this.query()}`);
-    while ((r.status === 429 || r.status === 503) && Date.now() < deadline) {
-      await sleep(200);
+    for (let n = 0; (r.status === 429 || r.status === 503) && Date.now() < deadline; n++) {
+      const waitMs = Math.min(30_000, 800 * 2 ** n, Math.max(0, deadline - Date.now()));
+      countRetry({ layer: 'client-go', what: `reflector LIST ${collection} on ${this.cluster.name}`, reason: `HTTP ${r.status}`, waitMs });
+      await sleep(waitMs);
       r = await this.cluster.request('GET', `${collection}?${this.query()}`);
     }
     if (r.status !== 200) throw new Error(`LIST ${collection}: HTTP ${r.status} ${r.text.slice(0, 300)}`);
@@ -165,7 +170,9 @@ export class ServerWatch {
    * Opens a watch of `collection` from resourceVersion `from`; resolves once the server answered it (rejects when
    * it refused it). When the stream ends it is re-opened from the last revision seen, after a LIST when the server
    * said the revision expired; a connection error or a 429 is retried every 200 ms for at most reopenWithinMs
-   * from `since`, the moment the collection was left without a watch.
+   * from `since`, the moment the collection was left without a watch (client-go's reflector retries both, after
+   * its backoff: the harness's shorter pause only sees the server back sooner), each retry counted in the suite's
+   * retry summary.
    */
   private watch(collection: string, from: string, since = Date.now()): Promise<void> {
     const admin = this.cluster.admin as { cert: string; key: string };
@@ -197,6 +204,7 @@ export class ServerWatch {
         if (res.statusCode === 429 || res.statusCode === 503) {
           res.resume();
           this.open.delete(req);
+          countRetry({ layer: 'client-go', what: `reflector WATCH ${collection} on ${this.cluster.name}`, reason: `HTTP ${res.statusCode}`, waitMs: 200 });
           sleep(200).then(() => reopen(since)).then(resolve, reject);
           return;
         }
@@ -225,7 +233,10 @@ export class ServerWatch {
       });
       req.on('error', () => {
         // a refused or reset connection before the server answered: retried like a 429 (once answered, 'close' reopens)
-        if (!answered && this.open.delete(req)) sleep(200).then(() => reopen(since)).then(resolve, reject);
+        if (!answered && this.open.delete(req)) {
+          countRetry({ layer: 'client-go', what: `reflector WATCH ${collection} on ${this.cluster.name}`, reason: 'no answer (connection refused or reset)', waitMs: 200 });
+          sleep(200).then(() => reopen(since)).then(resolve, reject);
+        }
       });
       this.open.add(req);
     });
