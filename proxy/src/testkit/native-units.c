@@ -243,17 +243,7 @@ static void budget_threads(void) {
 }
 
 /* ---- splice_run with a budget on direction 0 over loopback TCP, 10 MB/s, measured over 700 ms ---- */
-static void tcp_pair(int *a, int *b) {
-  int l = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t sl = sizeof sa;
-  CHECK(bind(l, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(l, 1) == 0 && getsockname(l, (struct sockaddr *)&sa, &sl) == 0, "listen");
-  *a = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK(connect(*a, (struct sockaddr *)&sa, sizeof sa) == 0, "connect");
-  *b = accept(l, NULL, NULL);
-  CHECK(*b >= 0, "accept");
-  close(l);
-}
+#include "native-tcp.h"
 
 typedef struct { int fd; int64_t until; } writer_arg;
 static void *writer(void *p) {

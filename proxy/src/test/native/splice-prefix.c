@@ -26,17 +26,7 @@ static const char *which;
 #define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "FAIL %s (line %d): ", which, __LINE__); \
   fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } } while (0)
 
-static void tcp_pair(int *a, int *b) {
-  int l = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t sl = sizeof sa;
-  CHECK(bind(l, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(l, 1) == 0 && getsockname(l, (struct sockaddr *)&sa, &sl) == 0, "listen");
-  *a = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK(connect(*a, (struct sockaddr *)&sa, sizeof sa) == 0, "connect");
-  *b = accept(l, NULL, NULL);
-  CHECK(*b >= 0, "accept");
-  close(l);
-}
+#include "../../testkit/native-tcp.h"
 
 static void ended(splice_io_t *p, void *arg) { uint64_t one = 1; (void)p; CHECK(write(*(int *)arg, &one, sizeof one) == 8, "ended"); }
 
