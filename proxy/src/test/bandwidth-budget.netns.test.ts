@@ -30,6 +30,20 @@ const RUN_MS = 5000;
 
 type Samples = Record<string, [number, number][]>;
 
+/** When the meter first counted bytes of `name` (ms, absolute): the stream's start as the receiver saw it. */
+function firstAt(s: Samples, name: string): number {
+  const hit = (s[name] ?? []).find(([, b]) => b > 0);
+  if (!hit) throw new Error(`${name}: no bytes arrived`);
+  return hit[0];
+}
+
+/** When the meter had counted all of `name`'s bytes (ms, absolute): the stream's end as the receiver saw it. */
+function lastAt(s: Samples, name: string): number {
+  const l = s[name] ?? [];
+  const total = l.at(-1)?.[1] ?? 0;
+  return l.find(([, b]) => b === total)?.[0] ?? 0;
+}
+
 /** Bytes of `name` received between t0 and t1 (ms, absolute), from the nearest samples at or after each. */
 function bytesIn(s: Samples, name: string, t0: number, t1: number): number {
   const at = (t: number) => {
@@ -109,11 +123,26 @@ for (const mode of ['plaintext', 'mtls-splice'] as const) {
       const total = (x: Samples) => Object.values(x).reduce((sum, l) => sum + (l.at(-1)?.[1] ?? 0), 0);
       received.west = total(s);
       received.north = total(n);
-      const rate = (name: string, a: number, b: number, src = s) => bytesIn(src, name, t0 + a, t0 + b) / ((b - a) / 1000);
-      const agg = ['w1', 'w2', 'w3', 'w4'].reduce((sum, w) => sum + rate(w, 500, RUN_MS - 200), 0);
-      const per = ['w1', 'w2', 'w3', 'w4'].map((w) => rate(w, 2000, RUN_MS - 200));
-      const late = rate('w4', 2000, RUN_MS - 200);
-      const north = rate('n1', 500, RUN_MS - 200, n);
+      // The windows start from when the streams' first bytes arrived, not from t0: each stream's delay is counted
+      // from the blast process's own start, and the tunnel (for mtls-splice a TLS handshake and the binding
+      // exchange) is set up before a byte flows; on a loaded machine that took up to ~1 s, and a window from t0 + 500
+      // then held a time no stream was sending yet (an aggregate of 18.7 MB/s, the budget itself exact: see
+      // docs/dev/lab/2026-12-03-budget-under-load.md). Nothing is widened: the bounds are the same, over times the
+      // streams were all sending.
+      const w0 = Math.max(...['w1', 'w2', 'w3'].map((w) => firstAt(s, w))); // the last of the three on time started
+      // until t0 + RUN_MS as before (no sender stops earlier: each stops RUN_MS after it connected, after t0), or the
+      // first stream's last byte if sooner; not into the tail where the senders' queued bytes drain (shares then follow
+      // the queues: one stream had 7.2 MB/s there)
+      const wEnd = Math.min(t0 + RUN_MS, ...['w1', 'w2', 'w3', 'w4'].map((w) => lastAt(s, w)));
+      assert.ok(wEnd - 200 - (w0 + 2000) >= 1500, `the streams were all sending ${w0 - t0}..${wEnd - t0} ms after t0: too short a time to measure (started late or ended early)`);
+      const n0 = firstAt(n, 'n1');
+      const rate = (name: string, a: number, b: number, src = s) => bytesIn(src, name, a, b) / ((b - a) / 1000);
+      const agg = ['w1', 'w2', 'w3', 'w4'].reduce((sum, w) => sum + rate(w, w0 + 500, wEnd - 200), 0);
+      const per = ['w1', 'w2', 'w3', 'w4'].map((w) => rate(w, w0 + 2000, wEnd - 200));
+      const late = rate('w4', Math.max(w0, firstAt(s, 'w4')) + 1000, wEnd - 200);
+      const north = rate('n1', n0 + 500, Math.min(t0 + RUN_MS, lastAt(n, 'n1')) - 200, n);
+      const oldAgg = ['w1', 'w2', 'w3', 'w4'].reduce((sum, w) => sum + bytesIn(s, w, t0 + 500, t0 + RUN_MS - 200) / ((RUN_MS - 700) / 1000), 0);
+      console.log(`# ${mode}: streams' first bytes ${['w1', 'w2', 'w3', 'w4'].map((w) => firstAt(s, w) - t0).join(' ')} ms (north ${n0 - t0}) after t0; window ${w0 - t0 + 500}..${wEnd - t0 - 200} ms; aggregate over t0 + 500..${RUN_MS - 200} ms (the old window) ${(oldAgg / 1e6).toFixed(2)} MB/s`);
       console.log(`# ${mode}: budget ${BUDGET / 1e6} MB/s (north ${NORTH_BUDGET / 1e6}); west aggregate ${(agg / 1e6).toFixed(2)} MB/s, per stream ${per.map((x) => (x / 1e6).toFixed(2)).join(' ')} MB/s; north ${(north / 1e6).toFixed(2)} MB/s`);
       assert.ok(Math.abs(agg - BUDGET) <= 0.05 * BUDGET, `aggregate to west ${agg} B/s, budget ${BUDGET} (±5%)`);
       for (const [i, r] of per.entries()) assert.ok(Math.abs(r - BUDGET / 4) <= 0.25 * BUDGET / 4, `stream w${i + 1}: ${r} B/s, fair share ${BUDGET / 4} (±25%)`);
