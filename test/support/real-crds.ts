@@ -13,9 +13,9 @@
 import { execFileSync } from 'node:child_process';
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { DerivedCache } from './derived-cache';
 import { FLUX_CRD_FILES, UPSTREAM_SCHEMAS_DIR, upstreamSchemaFile } from './schemas';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -25,31 +25,27 @@ const moduleDirs = new Map<string, string>();
 const CRD_SOURCES = path.join(ROOT, 'real', 'crd-sources');
 
 /**
- * A file in the temp directory shared by the suites of one machine, named by the sha256 of `key`: what a suite
- * would otherwise compute again from the same inputs. Each real-API suite runs in its own jest process and read
- * the same CRD files and `go mod download` answers (about 2.5 CPU-s a suite: docs/dev/lab/2026-12-03-real-lane-cpu.md).
- * Written to a temp name and renamed, so a reader sees a whole file or none.
+ * What a suite would otherwise compute again from the same inputs, kept in the checkout's cache by the harness's
+ * DerivedCache (cold, never stale: stamped with this file's code, each entry checked against its input files'
+ * bytes). Each real-API suite runs in its own jest process and read the same CRD files and `go mod download`
+ * answers (about 2.5 CPU-s a suite: docs/dev/lab/2026-12-03-real-lane-cpu.md).
  */
-function cached<T>(kind: string, key: string, make: () => T, valid: (v: T) => boolean = () => true): T {
-  const file = path.join(os.tmpdir(), `mm-${kind}-${crypto.createHash('sha256').update(key).digest('hex').slice(0, 24)}.json`);
-  try {
-    const v = JSON.parse(fs.readFileSync(file, 'utf8')) as T;
-    if (valid(v)) return v;
-  } catch { /* none yet, or unreadable: made again */ }
-  const v = make();
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(v));
-  fs.renameSync(tmp, file);
-  return v;
+let derived: DerivedCache | undefined;
+function cache(): DerivedCache {
+  derived ??= new DerivedCache(path.join(ROOT, 'node_modules', '.cache', 'migration-mesh', 'real-crds'),
+    crypto.createHash('sha256').update([__filename, path.join(__dirname, 'derived-cache.ts')].map((f) => fs.readFileSync(f, 'utf8')).join('\0')).digest('hex'));
+  return derived;
 }
 
 /** Where the Go module cache holds a module pinned by real/crd-sources (downloaded on first use, checked against go.sum). */
 export function moduleDir(mod: string): string {
   let dir = moduleDirs.get(mod);
   if (!dir) {
-    // the answer of `go mod download` depends only on go.mod, go.sum and the module cache's place; kept while that directory stands
-    const key = [mod, process.env.GOMODCACHE ?? '', ...['go.mod', 'go.sum'].map((f) => fs.readFileSync(path.join(CRD_SOURCES, f), 'utf8'))].join('\0');
-    dir = cached('crd-source-dir', key, () => downloadModule(mod), (d) => typeof d === 'string' && fs.existsSync(d));
+    // the answer of `go mod download` depends only on go.mod, go.sum and the module cache's place; downloaded again
+    // when that directory is gone
+    dir = cache().json(`crd-source-dir-${mod}`, `${mod}\0${process.env.GOMODCACHE ?? ''}`,
+      () => ({ value: downloadModule(mod), inputs: ['go.mod', 'go.sum'].map((f) => path.join(CRD_SOURCES, f)) }));
+    if (!fs.existsSync(dir)) dir = downloadModule(mod);
     moduleDirs.set(mod, dir);
   }
   return dir;
@@ -125,8 +121,8 @@ function readUpstreamCrds(): Array<{ crd: Crd; origin: string }> {
   ];
   const policySchema = upstreamSchemaFile(path.join('kubevirt', 'migrationpolicy.schema.yaml'));
   // parsing these YAML files is most of the cost; the parse is kept by the files' names and contents (and this code's)
-  const texts = [...files, policySchema].map((f) => `${f}\0${fs.readFileSync(f, 'utf8')}`);
-  return cached('upstream-crds', [fs.readFileSync(__filename, 'utf8'), ...texts].join('\0'), () => parseUpstreamCrds(files, policySchema));
+  const inputs = [...files, policySchema];
+  return cache().json('upstream-crds', inputs.join('\0'), () => ({ value: parseUpstreamCrds(files, policySchema), inputs }));
 }
 
 function parseUpstreamCrds(files: readonly string[], policySchema: string): Array<{ crd: Crd; origin: string }> {
