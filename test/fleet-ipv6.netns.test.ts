@@ -279,7 +279,7 @@ d('IPv6 fleet in network namespaces (ipv6 example, real gateway runtime)', () =>
       expect(r.local).toBe(a.handlers[0].addr);
     });
     for (const b of clusters) {
-      const conns = servers.connsOf(servers.at(b.handlers[1].ns, HIGH_PORT));
+      const conns = await servers.connsAtLeast(servers.at(b.handlers[1].ns, HIGH_PORT), 2);
       expect(conns).toHaveLength(2);
       for (const cn of conns) expect(b.gateways.map((g) => g.inAddr)).toContain(cn.remote);
     }

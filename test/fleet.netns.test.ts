@@ -32,7 +32,7 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load'
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, cidr4, fmt4, hasCommand, inCidr4, makeFleetPki, netnsSupport, STARTUP_MS, topologyFromFiles, whereaboutsFirstFree, READY_MS } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
-import { AgentServers, agentClient, agentCommand, firstSuccess, runtimeCommand } from './support/netns-agents';
+import { AgentServers, agentClient, agentCommand, firstSuccess, onJsonLines, runtimeCommand } from './support/netns-agents';
 import { loseNode, vipHolders as vipHoldersIn } from './support/netns-failover';
 
 const ROOT = path.join(__dirname, '..');
@@ -278,7 +278,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     // what the target-side server saw: connections from its own cluster's gateway in-cluster addresses only
     for (const b of clusters) {
       const server = servers.at(b.handlers[1].ns, HIGH_PORT);
-      const conns = servers.connsOf(server);
+      const conns = await servers.connsAtLeast(server, 2);
       expect(conns.length).toBeGreaterThanOrEqual(2);
       for (const cn of conns) expect(b.gateways.map((g) => g.inAddr)).toContain(cn.remote.replace('::ffff:', ''));
     }
@@ -423,7 +423,7 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     await servers.start(b.handlers[0].ns, 'source', HIGH_PORT + 4);
     const sink = lab.spawn(a.handlers[0].ns, agent('sink', b.handlers[0].addr, HIGH_PORT + 4, 20000));
     const events: any[] = [];
-    sink.stdout!.on('data', (buf) => { for (const l of buf.toString().split('\n')) if (l.startsWith('{')) events.push(JSON.parse(l)); });
+    onJsonLines(sink, (o) => events.push(o));
     const closed = new Promise<void>((resolve) => sink.on('exit', () => resolve()));
     await lab.waitForLine(sink, /"flowing"/, 10000, 'sink through the gateways');
     const killedAt = Date.now();

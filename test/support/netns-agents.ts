@@ -103,6 +103,19 @@ export async function clusterApi(lab: NetnsLab, tmp: string, node: string, name:
   return { api, relay, kubeconfig };
 }
 
+/**
+ * Calls `each` with every JSON line (one starting with `{`) a process prints. A line can arrive split over two
+ * reads of the pipe: the unfinished tail waits for the next one.
+ */
+export function onJsonLines(p: ChildProcess, each: (o: any) => void): void {
+  let tail = '';
+  p.stdout!.setEncoding('utf8').on('data', (text: string) => {
+    const parts = (tail + text).split('\n');
+    tail = parts.pop()!;
+    for (const l of parts) if (l.startsWith('{')) each(JSON.parse(l));
+  });
+}
+
 /** Agent servers started in namespaces, with every JSON line each one printed. */
 export class AgentServers {
   private readonly lines = new Map<ChildProcess, any[]>();
@@ -116,7 +129,7 @@ export class AgentServers {
     const p = this.lab.spawn(ns, agentCommand(mode, port, ...(this.host ? [this.host] : [])));
     const lines: any[] = [];
     this.lines.set(p, lines);
-    p.stdout!.on('data', (b) => { for (const l of b.toString().split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l)); });
+    onJsonLines(p, (o) => lines.push(o));
     await this.lab.waitForLine(p, /"listening"/, STARTUP_MS, `${mode} server in ${ns}`);
     this.byPlace.set(`${ns}:${port}`, p);
     return p;
@@ -125,6 +138,17 @@ export class AgentServers {
   /** The connections a server has finished (`{event: 'conn', remote, bytes}`). */
   connsOf(p: ChildProcess): any[] {
     return (this.lines.get(p) ?? []).filter((l) => l.event === 'conn');
+  }
+
+  /**
+   * The connections a server has finished, once it has reported at least `n` or `ms` passed. The agent reports a
+   * connection on its socket's 'close', which can come after its client has read the whole echo and exited, and
+   * the line then crosses a pipe: reading `connsOf` right after the clients ended missed one (a fresh-clone run of
+   * fleet-netns, 2026-12-03).
+   */
+  async connsAtLeast(p: ChildProcess, n: number, ms = 10_000): Promise<any[]> {
+    for (const t0 = Date.now(); this.connsOf(p).length < n && Date.now() - t0 < ms && p.exitCode === null;) await new Promise((r) => setTimeout(r, 20));
+    return this.connsOf(p);
   }
 
   /** The server started on `port` in `ns`. */
