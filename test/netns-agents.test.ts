@@ -7,20 +7,19 @@
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as net from 'net';
-import type { NetnsLab } from './support/netns';
 import { AgentServers, agentCommand, onJsonLines } from './support/netns-agents';
 
 const procs: ChildProcess[] = [];
 afterAll(() => { for (const p of procs) p.kill('SIGKILL'); });
 
-/** A lab whose "namespaces" are this one: what AgentServers asks of NetnsLab. */
+/** A lab whose "namespaces" are this one: what AgentServers asks of the network-namespace lab. */
 const lab = {
   spawn: (_ns: string, cmd: string[]) => { const p = spawn(cmd[0], cmd.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] }); procs.push(p); return p; },
   waitForLine: (p: ChildProcess, re: RegExp, ms: number, what: string) => new Promise<string>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`${what}: no ${re} in ${ms} ms`)), ms);
     p.stdout!.on('data', (d: string | Buffer) => { if (re.test(String(d))) { clearTimeout(t); resolve(String(d)); } });
   }),
-} as unknown as NetnsLab;
+} as unknown as ConstructorParameters<typeof AgentServers>[0];
 
 /** A loopback port free a moment ago (the agent takes a port number, not 0). */
 const freePort = () => new Promise<number>((resolve) => {
