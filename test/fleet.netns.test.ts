@@ -32,7 +32,7 @@ import { loadFleetFile, loadLedgerFile, ledgerPathFor } from '../src/fleet/load'
 import { synthesizeFleet } from '../cli/synthesize-fleet';
 import { ClusterTopology, NetnsLab, cidr4, fmt4, hasCommand, inCidr4, makeFleetPki, netnsSupport, STARTUP_MS, topologyFromFiles, whereaboutsFirstFree, READY_MS } from './support/netns';
 import { CNI_BIN, CniRunner, cniSupport, kernelHasBridgeVlanFiltering, multusDelegateConfig, whereaboutsAsStatic, withoutVlan } from './support/netns-cni';
-import { AgentServers, agentClient, agentCommand, firstSuccess, onJsonLines, runtimeCommand } from './support/netns-agents';
+import { AgentServers, agentClient, agentCommand, onJsonLines, retryClient, runtimeCommand } from './support/netns-agents';
 import { loseNode, vipHolders as vipHoldersIn } from './support/netns-failover';
 
 const ROOT = path.join(__dirname, '..');
@@ -442,16 +442,15 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     expect(end.error).toBe('ECONNRESET');
   }, 30_000);
 
-  /** Retry a short client until it succeeds (bounded); the ms it took from `since`. */
-
   test('losing the VIP holder (node lost: its processes killed, its links down) moves the next hop; new connections flow through the other replica', async () => {
     const [a, , c] = clusters;
     const holder = a.gateways.find((g) => vipHolders(a).includes(g.ns))!;
     const other = a.gateways.find((g) => g !== holder)!;
     expect((await client(a.handlers[0], c.handlers[1].addr, HIGH_PORT, 64 * 1024, 5000)).ok).toBe(true);
+    const retry = await retryClient(lab, a.handlers[0].ns, c.handlers[1].addr, HIGH_PORT, 15_000);
     const killedAt = Date.now();
     loseNode(lab, holder, a.topo.gateways[0].crossCluster.ifname);
-    const r = await firstSuccess(lab, a.handlers[0].ns, c.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
+    const r = await retry.go(killedAt);
     console.log(`[fleet-netns] ${a.topo.name}: VIP holder lost; first new connection through the other replica after ${r.ms} ms (${r.tries} tries)`);
     expect({ ok: r.last?.ok, error: r.last?.error }).toEqual({ ok: true, error: undefined });
     expect(r.ms).toBeLessThan(15_000);
@@ -466,12 +465,13 @@ d('fleet in network namespaces (three-sites-vlan, real gateway runtime)', () => 
     const [a, , c] = clusters;
     const holder = c.gateways.find((g) => vipHolders(c).includes(g.ns))!;
     const other = c.gateways.find((g) => g !== holder)!;
+    const retry = await retryClient(lab, c.handlers[0].ns, a.handlers[1].addr, HIGH_PORT, 15_000);
     const killedAt = Date.now();
     lab.kill(holder.proc!); // the runtime only: keepalived lives on, as in a pod whose gateway container crashed
     const moved = await pollFor(() => (vipHolders(c).join() === other.ns ? true : undefined), 15_000);
     const movedMs = Date.now() - killedAt;
     expect(moved).toBe(true);
-    const r = await firstSuccess(lab, c.handlers[0].ns, a.handlers[1].addr, HIGH_PORT, killedAt, 15_000);
+    const r = await retry.go(killedAt);
     console.log(`[fleet-netns] ${c.topo.name}: runtime of the VIP holder killed; VIP moved after ${movedMs} ms, first new connection after ${r.ms} ms`);
     expect({ ok: r.last?.ok, error: r.last?.error }).toEqual({ ok: true, error: undefined });
   }, 30_000);

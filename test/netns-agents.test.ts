@@ -3,11 +3,13 @@
  * network namespace on loopback (a stand-in lab that spawns directly). Two defects of fresh-clone runs:
  *   - a JSON line split over two reads of the pipe was parsed in halves (`JSON.parse` of `{"event":`);
  *   - a server's record of a connection (printed on its socket's 'close') was read right after the client ended,
- *     before the line arrived: fleet-netns saw 1 connection of 2 (2026-12-03).
+ *     before the line arrived: fleet-netns saw 1 connection of 2 (2026-12-03);
+ *   - a failover's retrying client started a process per try: beside CPU hogs none of 3 tries in 15 s reached the
+ *     network (fleet-sites-netns, 2026-12-03). One process, started before the failure, now makes the tries.
  */
 import { spawn, type ChildProcess } from 'child_process';
 import * as net from 'net';
-import { AgentServers, agentCommand, onJsonLines } from './support/netns-agents';
+import { AgentServers, agentCommand, onJsonLines, retryClient } from './support/netns-agents';
 
 const procs: ChildProcess[] = [];
 afterAll(() => { for (const p of procs) p.kill('SIGKILL'); });
@@ -19,6 +21,7 @@ const lab = {
     const t = setTimeout(() => reject(new Error(`${what}: no ${re} in ${ms} ms`)), ms);
     p.stdout!.on('data', (d: string | Buffer) => { if (re.test(String(d))) { clearTimeout(t); resolve(String(d)); } });
   }),
+  kill: (p: ChildProcess) => p.kill('SIGKILL'),
 } as unknown as ConstructorParameters<typeof AgentServers>[0];
 
 /** A loopback port free a moment ago (the agent takes a port number, not 0). */
@@ -57,4 +60,26 @@ test('connsAtLeast waits for the server\'s record of each finished connection; i
   const t0 = Date.now();
   expect(await servers.connsAtLeast(server, 4, 300)).toHaveLength(3);
   expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
+}, 30_000);
+
+test('the retrying client, signalled at a failure, tries until a server answers and reports the time from the failure', async () => {
+  const port = await freePort();
+  const retry = await retryClient(lab, 'here', '127.0.0.1', port, 10_000);
+  const since = Date.now();
+  const result = retry.go(since);
+  await new Promise((r) => setTimeout(r, 700)); // nothing listens yet: refused tries
+  const servers = new AgentServers(lab, '127.0.0.1');
+  await servers.start('here', 'echo', port);
+  const r = await result;
+  expect({ ok: r.last?.ok, error: r.last?.error, received: r.last?.received }).toEqual({ ok: true, error: undefined, received: 64 * 1024 });
+  expect(r.tries).toBeGreaterThanOrEqual(2);
+  expect(r.ms).toBeGreaterThanOrEqual(700);
+}, 30_000);
+
+test('past its deadline the retrying client reports the last try\'s error and no time', async () => {
+  const port = await freePort();
+  const retry = await retryClient(lab, 'here', '127.0.0.1', port, 800);
+  const r = await retry.go(Date.now());
+  expect({ ms: r.ms, ok: r.last?.ok, error: r.last?.error }).toEqual({ ms: undefined, ok: false, error: 'ECONNREFUSED' });
+  expect(r.tries).toBeGreaterThanOrEqual(2);
 }, 30_000);

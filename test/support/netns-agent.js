@@ -4,6 +4,7 @@
 //   echo PORT [HOST]                   echo server (HOST default 0.0.0.0; '::' for IPv6); one line per finished connection {event:'conn', remote, bytes}
 //   source PORT [HOST]                 sends data forever to every connection
 //   client HOST PORT BYTES TIMEOUT_MS  send BYTES random bytes, half-close, read the echo; {ok, sentSha, recvSha, ...}
+//   retry HOST PORT BYTES TRY_MS DEADLINE_MS  {event:'ready'}; on SIGUSR2 client tries until one succeeds; {ok, tries, at, ...}
 //   sink HOST PORT TIMEOUT_MS          read a source; {event:'flowing', t} after 1 MiB, then {event:'closed', t, error}
 //   probe URL TIMEOUT_MS               GET until 200; {ok, status, ms}
 //   forward HOST PORT UNIX_PATH        relay every TCP connection to HOST:PORT to a unix socket (a stand-in
@@ -15,6 +16,27 @@ const crypto = require('crypto');
 
 const out = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const [mode, ...args] = process.argv.slice(2);
+
+/** One echo try: send `payload`, half-close, read the echo back within `timeoutMs`; `done` gets its result once. */
+function echoOnce(host, port, payload, timeoutMs, done) {
+  const sentSha = crypto.createHash('sha256').update(payload).digest('hex');
+  const h = crypto.createHash('sha256');
+  let received = 0;
+  const t0 = Date.now();
+  let ended = false;
+  const finish = (o) => { if (ended) return; ended = true; done({ ms: Date.now() - t0, sent: payload.length, received, sentSha, ...o }); };
+  const s = net.connect({ host, port, allowHalfOpen: true });
+  const timer = setTimeout(() => { s.destroy(); finish({ ok: false, error: 'timeout' }); }, timeoutMs);
+  s.on('connect', () => { s.end(payload); });
+  s.on('data', (d) => { received += d.length; h.update(d); });
+  s.on('end', () => {
+    clearTimeout(timer);
+    const recvSha = h.digest('hex');
+    finish({ ok: recvSha === sentSha && received === payload.length, recvSha, local: s.localAddress });
+    s.destroy();
+  });
+  s.on('error', (e) => { clearTimeout(timer); finish({ ok: false, error: e.code || e.message }); });
+}
 
 if (mode === 'echo' || mode === 'source') {
   const port = Number(args[0]);
@@ -36,23 +58,27 @@ if (mode === 'echo' || mode === 'source') {
   server.listen(port, args[1] || '0.0.0.0', () => out({ event: 'listening', port }));
 } else if (mode === 'client') {
   const [host, port, size, timeoutMs] = [args[0], Number(args[1]), Number(args[2]), Number(args[3])];
-  const payload = crypto.randomBytes(size);
-  const sentSha = crypto.createHash('sha256').update(payload).digest('hex');
-  const h = crypto.createHash('sha256');
-  let received = 0;
-  const t0 = Date.now();
-  let done = false;
-  const finish = (o) => { if (done) return; done = true; out({ ms: Date.now() - t0, sent: size, received, sentSha, ...o }); process.exit(0); };
-  const s = net.connect({ host, port, allowHalfOpen: true });
-  const timer = setTimeout(() => { s.destroy(); finish({ ok: false, error: 'timeout' }); }, timeoutMs);
-  s.on('connect', () => { s.end(payload); });
-  s.on('data', (d) => { received += d.length; h.update(d); });
-  s.on('end', () => {
-    clearTimeout(timer);
-    const recvSha = h.digest('hex');
-    finish({ ok: recvSha === sentSha && received === size, recvSha, local: s.localAddress });
+  echoOnce(host, port, crypto.randomBytes(size), timeoutMs, (o) => { out(o); process.exit(0); });
+} else if (mode === 'retry') {
+  // started before a failure, so that a slow process start (seconds beside CPU hogs) is not counted in the
+  // failover: {event:'ready'}; on SIGUSR2 (SIGUSR1 is Node's inspector) one echo try after another, each of
+  // TRY_MS, 100 ms apart, until one carries its bytes or DEADLINE_MS after the signal; then one line
+  // {ok, tries, at (the success's or the end's Date.now()), last try's fields}
+  const [host, port, size, tryMs, deadlineMs] = [args[0], Number(args[1]), Number(args[2]), Number(args[3]), Number(args[4])];
+  process.on('SIGUSR2', () => {
+    const goAt = Date.now();
+    let tries = 0;
+    const attempt = () => {
+      tries++;
+      echoOnce(host, port, crypto.randomBytes(size), tryMs, (o) => {
+        if (o.ok || Date.now() - goAt >= deadlineMs) { out({ ...o, tries, at: Date.now() }); process.exit(0); }
+        setTimeout(attempt, 100);
+      });
+    };
+    attempt();
   });
-  s.on('error', (e) => { clearTimeout(timer); finish({ ok: false, error: e.code || e.message }); });
+  setInterval(() => undefined, 60_000); // live until the signal
+  out({ event: 'ready' });
 } else if (mode === 'sink') {
   const [host, port, timeoutMs] = [args[0], Number(args[1]), Number(args[2])];
   let bytes = 0;
