@@ -321,19 +321,18 @@ describe('gitops-engine syncs one cluster of examples/gitops.fleet.yaml', () => 
     const by = (status: string) => s.results.filter((r) => r.status === status).map((r) => `${r.kind}/${r.name}`).sort();
     expect(by('PruneSkipped')).toEqual(dropped.map((o) => `${o.kind}/${o.metadata.name}`).sort());
     expect(by('Pruned')).toEqual(controls.map((o) => `${o.kind}/${o.metadata.name}`).sort());
-    // the server: the guarded objects stay; their unguarded copies (the control: pruning ran) are deleted
-    const status = async (o: KubeObject) => (await a.cluster.request('GET', await objectPath(a.cluster, o))).status;
-    for (const o of dropped) expect({ o: objectKey(o), status: await status(o) }).toEqual({ o: objectKey(o), status: 200 });
-    // what the server holds of a control: gone, or how far its deletion got (a failure says which)
+    // what the server holds of an object: gone, or how far its deletion got (a failure says which)
     const left = async (o: KubeObject) => {
       const r = await a.cluster.request('GET', await objectPath(a.cluster, o));
       const m = (r.json?.metadata ?? {}) as { deletionTimestamp?: string; finalizers?: string[] };
       return r.status === 404 ? { o: objectKey(o), status: 404 }
         : { o: objectKey(o), status: r.status, deletionTimestamp: m.deletionTimestamp ?? 'none', finalizers: m.finalizers ?? [] };
     };
+    // the server: the guarded objects stay; their unguarded copies (the control: pruning ran) are deleted
+    for (const o of dropped) expect({ o: objectKey(o), status: (await left(o)).status }).toEqual({ o: objectKey(o), status: 200 });
     const t0 = Date.now();
     for (const o of controls) {
-      await untilGarbageCollected(async () => (await status(o)) === 404);
+      await untilGarbageCollected(async () => (await left(o)).status === 404);
       expect(await left(o)).toEqual({ o: objectKey(o), status: 404 });
     }
     timings.push(`vmnet: the ${controls.length} unguarded copies gone ${Date.now() - t0} ms after the sync that pruned them ended`);

@@ -134,11 +134,11 @@ export class NetnsLab {
 
   /**
    * Run a command in a namespace and resolve with its stdout lines parsed as JSON. Bounded in time: `timeoutMs` for
-   * its work, plus `startMs` (STARTUP_MS) for the process to start: a hang bound, the callers' own timeouts
-   * carry the meaning. A caller that treats a slow process as one failed try of many passes a shorter `startMs`.
+   * its work, plus STARTUP_MS for the process to start: a hang bound, the callers' own timeouts carry the meaning.
+   * (A try that must not wait for a slow start is made by a process started beforehand: retryClient.)
    */
-  execJson(ns: string, cmd: string[], timeoutMs: number, opts: SpawnOpts & { startMs?: number } = {}): Promise<any[]> {
-    timeoutMs += opts.startMs ?? STARTUP_MS;
+  execJson(ns: string, cmd: string[], timeoutMs: number, opts: SpawnOpts = {}): Promise<any[]> {
+    timeoutMs += STARTUP_MS;
     return new Promise((resolve, reject) => {
       const p = this.spawn(ns, cmd, opts);
       let stdout = '';
